@@ -1,0 +1,123 @@
+"""`countersign chat`: a conversation in the terminal, each approval asked as a prompt."""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import json
+from collections.abc import Awaitable, Callable
+
+from adapters.console.platform import ConsolePlatform
+from bot.conversation import Actor, ConversationRef, IncomingMessage
+from bot.errors import CountersignError
+from bot.ports import ApprovalCard
+from bot.service import Countersign
+
+Read = Callable[[str], Awaitable[str | None]]
+
+HELP = "Type a message. Commands: /quit to leave. Approvals: a = approve, e = edit, r = reject."
+
+
+async def read_line(prompt: str) -> str | None:
+    """Read one line from stdin without blocking the event loop; None at end of input."""
+    try:
+        return await asyncio.to_thread(input, prompt)
+    except EOFError:
+        return None
+
+
+class ConsoleChat:
+    """The terminal loop.
+
+    Args:
+        service: the core.
+        platform: the console port (registered with the core under `console`).
+        read: line reader (tests pass their own).
+        conversation_id: the channel id of the terminal conversation; the same id continues
+            the same LangGraph thread across runs.
+    """
+
+    def __init__(
+        self,
+        service: Countersign,
+        platform: ConsolePlatform,
+        *,
+        read: Read = read_line,
+        conversation_id: str = "terminal",
+    ) -> None:
+        self._service = service
+        self._platform = platform
+        self._read = read
+        self._write = platform.write
+        user = getpass.getuser() or "operator"
+        self._actor = Actor(
+            platform="console", workspace_id="local", user_id=user, display_name=user, is_admin=True
+        )
+        self._conversation = ConversationRef(
+            platform="console", workspace_id="local", channel_id=conversation_id
+        )
+
+    async def run(self) -> None:
+        """Chat until /quit or end of input."""
+        self._write(HELP)
+        await self._decide_pending()
+        while True:
+            line = await self._read("you> ")
+            if line is None or line.strip() in {"/quit", "/exit"}:
+                return
+            if not line.strip():
+                continue
+            await self._service.handle_message(
+                IncomingMessage(
+                    actor=self._actor, conversation=self._conversation, text=line.strip()
+                )
+            )
+            await self._service.tasks.join()
+            await self._decide_pending()
+
+    async def _decide_pending(self) -> None:
+        while self._platform.pending:
+            card = self._platform.pending.pop(0)
+            if not await self._prompt(card):
+                return
+            await self._service.tasks.join()
+
+    async def _prompt(self, card: ApprovalCard) -> bool:
+        approval = card.approval
+        self._write(
+            f"?  {approval.tool_name} wants to run ({card.position} of {card.total}), "
+            f"asked by {approval.requester_name}"
+        )
+        if approval.description:
+            self._write(f"   why: {approval.description}")
+        self._write("   args: " + json.dumps(approval.proposed_args, ensure_ascii=False))
+        while True:
+            answer = await self._read("   [a]pprove / [e]dit / [r]eject? ")
+            if answer is None:
+                return False
+            choice = answer.strip().lower()[:1]
+            decision: dict[str, object]
+            if choice == "a":
+                decision = {"type": "approve"}
+            elif choice == "r":
+                reason = await self._read("   reason (optional): ")
+                decision = {"type": "reject", "message": (reason or "").strip() or None}
+            elif choice == "e":
+                raw = await self._read("   new args as JSON: ")
+                try:
+                    args = json.loads(raw or "")
+                except json.JSONDecodeError as exc:
+                    self._write(f"!  Not valid JSON: {exc.msg}. Try again.")
+                    continue
+                decision = {
+                    "type": "edit",
+                    "edited_action": {"name": approval.tool_name, "args": args},
+                }
+            else:
+                continue
+            try:
+                await self._service.submit_decision(approval.id, self._actor, decision)
+            except CountersignError as exc:
+                self._write(f"!  {exc}")
+                continue
+            return True

@@ -1,0 +1,81 @@
+"""The core's `Platform` port for a terminal: printing, and cards queued for prompting."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+
+from bot.approvals.records import ApprovalStatus
+from bot.conversation import Actor, ConversationRef
+from bot.errors import ModelErrorKind
+from bot.ports import ApprovalCard, ModelFailed, Notice, ReviewPending
+
+Write = Callable[[str], None]
+
+_NOTICES = {
+    ModelErrorKind.BUSY: "The model is busy (rate limited). Your message is kept; try again soon.",
+    ModelErrorKind.UNAVAILABLE: "The model is not reachable. Your message is kept; try again soon.",
+    ModelErrorKind.REJECTED: "The model refused the request; see the log for details.",
+}
+
+
+class ConsolePlatform:
+    """Prints what the core says; remembers cards until the chat loop prompts for them.
+
+    Args:
+        write: where text goes (a line at a time).
+    """
+
+    name = "console"
+
+    def __init__(self, write: Write) -> None:
+        self.write = write
+        self.pending: list[ApprovalCard] = []
+
+    async def post_answer(self, conversation: ConversationRef, text: str) -> None:
+        """Print the answer."""
+        self.write(f"bot> {text}")
+
+    async def post_card(self, conversation: ConversationRef, card: ApprovalCard) -> str:
+        """Queue the card for a prompt; the card ref is the approval id."""
+        self.pending.append(card)
+        return card.approval.id
+
+    async def update_card(
+        self, conversation: ConversationRef, card_ref: str, card: ApprovalCard
+    ) -> None:
+        """Print the outcome of a decided card."""
+        approval = card.approval
+        if approval.status is ApprovalStatus.PENDING:
+            return
+        line = f"   {approval.tool_name}: {approval.status.value} by {approval.decided_by_name}"
+        if approval.status is ApprovalStatus.EDITED:
+            line += f" with {json.dumps(approval.final_args, ensure_ascii=False)}"
+        if approval.reason:
+            line += f" ({approval.reason})"
+        self.write(line)
+
+    async def notify(
+        self, conversation: ConversationRef, notice: Notice, *, recipient: Actor | None
+    ) -> None:
+        """Print a notice."""
+        if isinstance(notice, ReviewPending):
+            tools = ", ".join(a.tool_name for a in notice.approvals)
+            self.write(f"!  A tool call is waiting for your decision first: {tools}")
+        elif isinstance(notice, ModelFailed):
+            self.write(f"!  {_NOTICES[notice.kind]}")
+        else:
+            self.write(f"!  Something went wrong; see the log (conversation {notice.thread_id}).")
+
+    @asynccontextmanager
+    async def working(
+        self, conversation: ConversationRef, anchor: str | None
+    ) -> AsyncIterator[None]:
+        """Print a short line while the agent works."""
+        self.write("   …")
+        yield
+
+    async def is_admin(self, actor: Actor) -> bool:
+        """The person at the terminal runs the bot: they administer it."""
+        return True

@@ -1,0 +1,1 @@
+"""The Slack adapter (slack-bolt `AsyncApp`, Block Kit cards)."""

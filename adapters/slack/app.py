@@ -1,0 +1,117 @@
+"""The Slack adapter: a slack-bolt `AsyncApp` wired to the core.
+
+HTTP mode serves `POST /slack/events` (Bolt verifies the signing secret and the timestamp,
+per Slack's "Verifying requests from Slack"); Socket Mode is used instead when
+`SLACK_APP_TOKEN` is set. `SLACK_API_URL` points the Web API client elsewhere (tests).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from aiohttp import web
+from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
+from slack_bolt.async_app import AsyncApp
+from slack_sdk.http_retry.builtin_async_handlers import (
+    AsyncConnectionErrorRetryHandler,
+    AsyncRateLimitErrorRetryHandler,
+    AsyncServerErrorRetryHandler,
+)
+from slack_sdk.web.async_client import AsyncWebClient
+
+from adapters.slack.listeners import SlackListeners
+from adapters.slack.platform import SlackPlatform, UserDirectory
+from bot.errors import ConfigurationError
+from bot.service import Countersign
+from bot.settings import SlackSettings
+
+log = logging.getLogger(__name__)
+
+EVENTS_PATH = "/slack/events"
+
+
+class SlackAdapter:
+    """Everything Slack: the Bolt app, its listeners, and the outbound port.
+
+    Args:
+        settings: Slack credentials and URLs.
+        service: the core.
+
+    Raises:
+        ConfigurationError: when the bot token is missing, or neither a signing secret (HTTP
+            mode) nor an app token (Socket Mode) is set.
+    """
+
+    def __init__(self, settings: SlackSettings, service: Countersign) -> None:
+        if settings.bot_token is None:
+            raise ConfigurationError("SLACK_BOT_TOKEN is not set")
+        if settings.signing_secret is None and settings.app_token is None:
+            raise ConfigurationError(
+                "set SLACK_SIGNING_SECRET (HTTP events) or SLACK_APP_TOKEN (Socket Mode)"
+            )
+        self._settings = settings
+        self.client = AsyncWebClient(
+            token=settings.bot_token.get_secret_value(),
+            base_url=settings.api_url,
+            retry_handlers=[
+                AsyncConnectionErrorRetryHandler(max_retry_count=2),
+                AsyncRateLimitErrorRetryHandler(max_retry_count=2),
+                AsyncServerErrorRetryHandler(max_retry_count=2),
+            ],
+        )
+        self.users = UserDirectory(self.client)
+        self.platform = SlackPlatform(self.client, self.users)
+        self.app = AsyncApp(
+            client=self.client,
+            signing_secret=settings.signing_secret.get_secret_value()
+            if settings.signing_secret
+            else None,
+            # Socket Mode carries no signature; HTTP mode always verifies.
+            request_verification_enabled=settings.app_token is None,
+        )
+        self.app.error(self._on_error)
+        SlackListeners(service, self.platform, self.users).register(self.app)
+        self._socket_handler: object | None = None
+
+    @property
+    def socket_mode(self) -> bool:
+        """Whether events arrive over Socket Mode instead of HTTP."""
+        return self._settings.app_token is not None
+
+    async def handle_http(self, request: web.Request) -> web.Response:
+        """`POST /slack/events`: hand the request to Bolt and return its response."""
+        bolt_response = await self.app.async_dispatch(await to_bolt_request(request))
+        return await to_aiohttp_response(bolt_response)
+
+    def add_routes(self, web_app: web.Application) -> None:
+        """Mount the events endpoint (HTTP mode only)."""
+        if not self.socket_mode:
+            web_app.router.add_post(EVENTS_PATH, self.handle_http)
+
+    async def start(self) -> None:
+        """Connect Socket Mode when configured (HTTP mode needs nothing here)."""
+        if not self.socket_mode:
+            return
+        from slack_bolt.adapter.socket_mode.async_handler import (
+            AsyncSocketModeHandler,
+        )
+
+        token = self._settings.app_token
+        if token is None:  # pragma: no cover - socket_mode checked it
+            return
+        handler = AsyncSocketModeHandler(self.app, token.get_secret_value())
+        await handler.connect_async()  # type: ignore[no-untyped-call]
+        self._socket_handler = handler
+        log.info("Slack Socket Mode connected")
+
+    async def close(self) -> None:
+        """Disconnect Socket Mode and close the Web API client's session."""
+        if self._socket_handler is not None:
+            await self._socket_handler.close_async()  # type: ignore[attr-defined]
+        session = getattr(self.client, "session", None)
+        if session is not None and not session.closed:
+            await session.close()
+
+    async def _on_error(self, error: Exception) -> None:
+        # A listener's exception is logged here; Slack users never see a stack trace.
+        log.error("unhandled error in a Slack listener", exc_info=error)

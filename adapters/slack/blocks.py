@@ -1,0 +1,216 @@
+"""Block Kit for approval cards and the Edit / Reject modals.
+
+Limits from Slack's Block Kit reference: section text 3,000 characters, header 150, button
+value 2,000, modal title and button labels 24, plain_text_input initial_value 3,000. Buttons
+carry only the approval id (CONVENTIONS.md item 10); everything else is read from PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from adapters.slack import messages as msg
+from adapters.slack.text import escape, to_mrkdwn
+from bot.approvals.records import ApprovalRecord, ApprovalStatus
+from bot.ports import ApprovalCard
+
+ACTION_APPROVE = "countersign_approve"
+ACTION_EDIT = "countersign_edit"
+ACTION_REJECT = "countersign_reject"
+VIEW_EDIT = "countersign_edit_view"
+VIEW_REJECT = "countersign_reject_view"
+EDIT_BLOCK = "args"
+EDIT_INPUT = "json"
+REASON_BLOCK = "reason"
+REASON_INPUT = "text"
+
+SECTION_CHARS = 3000
+INPUT_CHARS = 3000
+REASON_CHARS = 2000
+_WHY_CHARS = 600
+_ARGS_CHARS = SECTION_CHARS - 200  # room for the title and the fences
+
+
+def args_json(args: dict[str, Any]) -> str:
+    """Arguments as people read and edit them: indented JSON, non-ASCII kept."""
+    return json.dumps(args, indent=2, ensure_ascii=False, sort_keys=False)
+
+
+def card_blocks(card: ApprovalCard) -> list[dict[str, Any]]:
+    """The card for an approval: pending (with buttons) or decided (outcome, who, when)."""
+    approval = card.approval
+    pending = approval.status is ApprovalStatus.PENDING
+    position = (
+        msg.CARD_POSITION.format(position=card.position, total=card.total) if card.total > 1 else ""
+    )
+    lines = [
+        msg.CARD_TOOL_LINE.format(tool=escape(approval.tool_name), position=position),
+        msg.CARD_REQUESTER_LINE.format(user=approval.requester_id),
+    ]
+    if approval.description:
+        lines.append(
+            msg.CARD_WHY_LINE.format(why=_clip(to_mrkdwn(approval.description), _WHY_CHARS))
+        )
+    header = msg.CARD_HEADER_PENDING if pending else msg.CARD_HEADER[approval.status.value]
+    blocks: list[dict[str, Any]] = [
+        {"type": "header", "text": {"type": "plain_text", "text": header, "emoji": True}},
+        {"type": "section", "text": {"type": "mrkdwn", "text": "\n".join(lines)}},
+        _args_section(msg.CARD_ARGS_TITLE, approval.proposed_args),
+    ]
+    if pending:
+        blocks.append(_buttons(approval.id))
+        return blocks
+    if approval.status is ApprovalStatus.EDITED and approval.final_args is not None:
+        blocks.append(_args_section(msg.CARD_FINAL_ARGS_TITLE, approval.final_args))
+    if approval.reason:
+        blocks.append(
+            {
+                "type": "section",
+                "text": {
+                    "type": "mrkdwn",
+                    "text": msg.CARD_REASON.format(reason=_clip(to_mrkdwn(approval.reason), 2500)),
+                },
+            }
+        )
+    blocks.append(
+        {"type": "context", "elements": [{"type": "mrkdwn", "text": _decided_line(approval)}]}
+    )
+    return blocks
+
+
+def card_text(card: ApprovalCard) -> str:
+    """The notification / fallback text of a card (Slack requires `text` beside blocks)."""
+    approval = card.approval
+    if approval.status is ApprovalStatus.PENDING:
+        return msg.CARD_FALLBACK.format(tool=approval.tool_name, requester=approval.requester_name)
+    return f"{msg.CARD_HEADER[approval.status.value]}: {approval.tool_name}"
+
+
+def edit_modal(approval: ApprovalRecord, prefill: str) -> dict[str, Any]:
+    """The Edit modal, prefilled with the current arguments as JSON.
+
+    Args:
+        approval: the pending approval (its id travels in `private_metadata`).
+        prefill: the JSON text; callers check it fits `INPUT_CHARS` first.
+    """
+    return {
+        "type": "modal",
+        "callback_id": VIEW_EDIT,
+        "private_metadata": approval.id,
+        "title": {"type": "plain_text", "text": msg.EDIT_TITLE},
+        "submit": {"type": "plain_text", "text": msg.EDIT_SUBMIT},
+        "close": {"type": "plain_text", "text": msg.CANCEL},
+        "blocks": [
+            {
+                "type": "section",
+                "text": {
+                    "type": "mrkdwn",
+                    "text": msg.EDIT_INTRO.format(tool=escape(approval.tool_name)),
+                },
+            },
+            {
+                "type": "input",
+                "block_id": EDIT_BLOCK,
+                "label": {"type": "plain_text", "text": msg.EDIT_LABEL},
+                "element": {
+                    "type": "plain_text_input",
+                    "action_id": EDIT_INPUT,
+                    "multiline": True,
+                    "initial_value": prefill,
+                    "max_length": INPUT_CHARS,
+                },
+            },
+        ],
+    }
+
+
+def reject_modal(approval: ApprovalRecord) -> dict[str, Any]:
+    """The Reject modal with an optional reason."""
+    return {
+        "type": "modal",
+        "callback_id": VIEW_REJECT,
+        "private_metadata": approval.id,
+        "title": {"type": "plain_text", "text": msg.REJECT_TITLE},
+        "submit": {"type": "plain_text", "text": msg.REJECT_SUBMIT},
+        "close": {"type": "plain_text", "text": msg.CANCEL},
+        "blocks": [
+            {"type": "section", "text": {"type": "mrkdwn", "text": msg.REJECT_INTRO}},
+            {
+                "type": "input",
+                "block_id": REASON_BLOCK,
+                "optional": True,
+                "label": {"type": "plain_text", "text": msg.REJECT_LABEL},
+                "element": {
+                    "type": "plain_text_input",
+                    "action_id": REASON_INPUT,
+                    "multiline": True,
+                    "max_length": REASON_CHARS,
+                },
+            },
+        ],
+    }
+
+
+def _buttons(approval_id: str) -> dict[str, Any]:
+    def button(text: str, action_id: str, style: str | None = None) -> dict[str, Any]:
+        element: dict[str, Any] = {
+            "type": "button",
+            "text": {"type": "plain_text", "text": text},
+            "action_id": action_id,
+            "value": approval_id,
+        }
+        if style:
+            element["style"] = style
+        return element
+
+    return {
+        "type": "actions",
+        "block_id": f"countersign_{approval_id}",
+        "elements": [
+            button(msg.BUTTON_APPROVE, ACTION_APPROVE, "primary"),
+            button(msg.BUTTON_EDIT, ACTION_EDIT),
+            button(msg.BUTTON_REJECT, ACTION_REJECT, "danger"),
+        ],
+    }
+
+
+def _args_section(title: str, args: dict[str, Any]) -> dict[str, Any]:
+    shown = escape(args_json(args))
+    note = ""
+    if len(shown) > _ARGS_CHARS:
+        hidden = len(shown) - _ARGS_CHARS
+        shown = shown[:_ARGS_CHARS]
+        cut = shown.rfind("&", len(shown) - 5)
+        if cut != -1 and ";" not in shown[cut:]:
+            shown = shown[:cut]
+        note = "\n" + msg.CARD_TRUNCATED.format(hidden=hidden)
+    return {"type": "section", "text": {"type": "mrkdwn", "text": f"{title}\n```{shown}```{note}"}}
+
+
+def _decided_line(approval: ApprovalRecord) -> str:
+    outcome = msg.CARD_OUTCOME_WORD[approval.status.value]
+    if approval.decided_by_id is None:
+        return f"{outcome} · {when_token(approval.decided_at)}"
+    return msg.CARD_DECIDED.format(
+        outcome=outcome, user=approval.decided_by_id, when=when_token(approval.decided_at)
+    )
+
+
+def when_token(moment: datetime | None) -> str:
+    """A Slack date token: shown in each reader's own time zone, with a UTC fallback."""
+    if moment is None:
+        return ""
+    fallback = moment.strftime("%Y-%m-%d %H:%M UTC")
+    return f"<!date^{int(moment.timestamp())}^{{date_short_pretty}} {{time}}|{fallback}>"
+
+
+def _clip(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    clipped = text[: limit - 1]
+    cut = clipped.rfind("&", len(clipped) - 5)
+    if cut != -1 and ";" not in clipped[cut:]:
+        clipped = clipped[:cut]
+    return clipped + "…"

@@ -1,0 +1,282 @@
+"""Bolt listeners: Slack events and interactions in, core calls out.
+
+Each listener acknowledges first (Bolt acks events itself; interactions call `ack()` at once),
+then turns the signed payload into an authenticated `Actor` and a `ConversationRef` and calls
+one core entry point. Refusals go back to the clicker as ephemeral messages, or inside the
+modal for a form that can be corrected.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from typing import Any
+
+from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltContext
+
+from adapters.slack import blocks
+from adapters.slack import messages as msg
+from adapters.slack.errors import error_text
+from adapters.slack.platform import SlackPlatform, UserDirectory
+from bot.conversation import Actor, ConversationRef, IncomingMessage
+from bot.errors import CountersignError
+from bot.service import Countersign
+
+log = logging.getLogger(__name__)
+
+PLATFORM = "slack"
+_MENTION = re.compile(r"<@([A-Z0-9]+)(\|[^>]*)?>")
+
+
+class SlackListeners:
+    """Registers the bot's listeners on a Bolt app.
+
+    Args:
+        service: the core.
+        platform: the outbound port (for ephemeral replies).
+        users: the user directory (display names).
+    """
+
+    def __init__(self, service: Countersign, platform: SlackPlatform, users: UserDirectory) -> None:
+        self._service = service
+        self._platform = platform
+        self._users = users
+
+    def register(self, app: AsyncApp) -> None:
+        """Attach every listener; each subscribed event type has one (Bolt answers 404 else)."""
+        app.event("app_mention")(self.on_mention)
+        app.event("message")(self.on_message)
+        app.action(blocks.ACTION_APPROVE)(self.on_approve)
+        app.action(blocks.ACTION_EDIT)(self.on_edit)
+        app.action(blocks.ACTION_REJECT)(self.on_reject)
+        app.view(blocks.VIEW_EDIT)(self.on_edit_submitted)
+        app.view(blocks.VIEW_REJECT)(self.on_reject_submitted)
+
+    # --- messages ------------------------------------------------------------------------
+
+    async def on_mention(
+        self, event: dict[str, Any], body: dict[str, Any], context: AsyncBoltContext
+    ) -> None:
+        """A mention in a channel: the conversation is the thread under it (or its thread)."""
+        if _from_a_bot(event, context):
+            return
+        team = _team_of(body, event)
+        thread = event.get("thread_ts") or event["ts"]
+        conversation = ConversationRef(
+            platform=PLATFORM, workspace_id=team, channel_id=event["channel"], thread=thread
+        )
+        await self._submit(event, conversation, context)
+
+    async def on_message(
+        self, event: dict[str, Any], body: dict[str, Any], context: AsyncBoltContext
+    ) -> None:
+        """A DM, or a reply in a thread the bot takes part in.
+
+        Edits, deletions, joins and other subtypes are ignored, as are bots (itself included).
+        """
+        if event.get("subtype") is not None or _from_a_bot(event, context):
+            return
+        team = _team_of(body, event)
+        thread_ts = event.get("thread_ts")
+        if event.get("channel_type") == "im":
+            conversation = ConversationRef(
+                platform=PLATFORM, workspace_id=team, channel_id=event["channel"], thread=thread_ts
+            )
+        else:
+            if thread_ts is None or _mentions(event.get("text", ""), context.bot_user_id):
+                return  # channel chatter, or a mention that app_mention already delivers
+            conversation = ConversationRef(
+                platform=PLATFORM, workspace_id=team, channel_id=event["channel"], thread=thread_ts
+            )
+            if not await self._service.knows_conversation(conversation):
+                return
+        await self._submit(event, conversation, context)
+
+    async def _submit(
+        self, event: dict[str, Any], conversation: ConversationRef, context: AsyncBoltContext
+    ) -> None:
+        text = _strip_mentions(event.get("text", ""), context.bot_user_id)
+        user_id = event["user"]
+        if not text:
+            await self._whisper(
+                conversation.channel_id, user_id, msg.EMPTY_MENTION, conversation.thread
+            )
+            return
+        user = await self._users.get(user_id)
+        actor = Actor(
+            platform=PLATFORM,
+            workspace_id=conversation.workspace_id,
+            user_id=user_id,
+            display_name=user.display_name,
+        )
+        message = IncomingMessage(
+            actor=actor, conversation=conversation, text=text, message_id=event["ts"]
+        )
+        try:
+            self._service.submit_message(message)
+        except CountersignError as exc:
+            await self._whisper(
+                conversation.channel_id, user_id, error_text(exc), conversation.thread
+            )
+
+    # --- buttons -------------------------------------------------------------------------
+
+    async def on_approve(self, ack: AsyncAck, body: dict[str, Any], action: dict[str, Any]) -> None:
+        """Approve: record the decision; a refusal is told to the clicker only."""
+        await ack()
+        actor = await self._clicker(body)
+        try:
+            await self._service.submit_decision(action["value"], actor, {"type": "approve"})
+        except Exception as exc:
+            await self._refuse(body, exc)
+
+    async def on_edit(
+        self, ack: AsyncAck, body: dict[str, Any], action: dict[str, Any], context: AsyncBoltContext
+    ) -> None:
+        """Edit: check the clicker may decide, then open the modal prefilled with the arguments."""
+        await ack()
+        actor = await self._clicker(body)
+        try:
+            approval = await self._service.check_decider(action["value"], actor)
+        except Exception as exc:
+            await self._refuse(body, exc)
+            return
+        prefill = blocks.args_json(approval.proposed_args)
+        if len(prefill) > blocks.INPUT_CHARS:
+            await self._refuse_text(
+                body, msg.EDIT_TOO_LONG.format(length=len(prefill), limit=blocks.INPUT_CHARS)
+            )
+            return
+        await context.client.views_open(
+            trigger_id=body["trigger_id"], view=blocks.edit_modal(approval, prefill)
+        )
+
+    async def on_reject(
+        self, ack: AsyncAck, body: dict[str, Any], action: dict[str, Any], context: AsyncBoltContext
+    ) -> None:
+        """Reject: check the clicker may decide, then open the modal asking for a reason."""
+        await ack()
+        actor = await self._clicker(body)
+        try:
+            approval = await self._service.check_decider(action["value"], actor)
+        except Exception as exc:
+            await self._refuse(body, exc)
+            return
+        await context.client.views_open(
+            trigger_id=body["trigger_id"], view=blocks.reject_modal(approval)
+        )
+
+    # --- modals --------------------------------------------------------------------------
+
+    async def on_edit_submitted(
+        self, ack: AsyncAck, body: dict[str, Any], view: dict[str, Any]
+    ) -> None:
+        """The edited JSON: invalid input is shown in the modal and nothing changes."""
+        raw = _input_value(view, blocks.EDIT_BLOCK, blocks.EDIT_INPUT) or ""
+        try:
+            args = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            problem = f"{exc.msg} (line {exc.lineno}, column {exc.colno})"
+            await ack(
+                response_action="errors",
+                errors={blocks.EDIT_BLOCK: msg.EDIT_NOT_JSON.format(problem=problem)},
+            )
+            return
+        if not isinstance(args, dict):
+            await ack(response_action="errors", errors={blocks.EDIT_BLOCK: msg.EDIT_NOT_OBJECT})
+            return
+        actor = await self._clicker(body)
+        approval_id = view["private_metadata"]
+        try:
+            approval = await self._service.approval(approval_id)
+            decision = {"type": "edit", "edited_action": {"name": approval.tool_name, "args": args}}
+            await self._service.submit_decision(approval_id, actor, decision)
+        except Exception as exc:
+            if not isinstance(exc, CountersignError):
+                log.exception("edit of approval %s failed", approval_id)
+            await ack(response_action="errors", errors={blocks.EDIT_BLOCK: _clip(error_text(exc))})
+            return
+        await ack()
+
+    async def on_reject_submitted(
+        self, ack: AsyncAck, body: dict[str, Any], view: dict[str, Any]
+    ) -> None:
+        """The reject reason (optional); the decision is recorded before the modal closes."""
+        reason = (
+            _input_value(view, blocks.REASON_BLOCK, blocks.REASON_INPUT) or ""
+        ).strip() or None
+        actor = await self._clicker(body)
+        approval_id = view["private_metadata"]
+        try:
+            await self._service.submit_decision(
+                approval_id, actor, {"type": "reject", "message": reason}
+            )
+        except Exception as exc:
+            if not isinstance(exc, CountersignError):
+                log.exception("reject of approval %s failed", approval_id)
+            await ack(
+                response_action="errors", errors={blocks.REASON_BLOCK: _clip(error_text(exc))}
+            )
+            return
+        await ack()
+
+    # --- helpers -------------------------------------------------------------------------
+
+    async def _clicker(self, body: dict[str, Any]) -> Actor:
+        """The authenticated clicker: ids from the signed payload, the name from users.info."""
+        user_id = body["user"]["id"]
+        team = (body.get("team") or {}).get("id") or body["user"].get("team_id", "")
+        user = await self._users.get(user_id)
+        return Actor(
+            platform=PLATFORM, workspace_id=team, user_id=user_id, display_name=user.display_name
+        )
+
+    async def _refuse(self, body: dict[str, Any], error: Exception) -> None:
+        if not isinstance(error, CountersignError):
+            log.error("handling a click failed", exc_info=error)
+        await self._refuse_text(body, error_text(error))
+
+    async def _refuse_text(self, body: dict[str, Any], text: str) -> None:
+        channel = (body.get("channel") or {}).get("id") or (body.get("container") or {}).get(
+            "channel_id"
+        )
+        thread = (body.get("message") or {}).get("thread_ts")
+        if channel:
+            await self._whisper(channel, body["user"]["id"], text, thread)
+
+    async def _whisper(self, channel: str, user: str, text: str, thread: str | None) -> None:
+        try:
+            await self._platform.whisper(channel, user, text, thread_ts=thread)
+        except Exception:
+            log.exception("could not send an ephemeral message to %s in %s", user, channel)
+
+
+def _from_a_bot(event: dict[str, Any], context: AsyncBoltContext) -> bool:
+    return bool(event.get("bot_id")) or event.get("user") in (None, context.bot_user_id)
+
+
+def _team_of(body: dict[str, Any], event: dict[str, Any]) -> str:
+    return str(body.get("team_id") or event.get("team") or "")
+
+
+def _mentions(text: str, bot_user_id: str | None) -> bool:
+    return bot_user_id is not None and any(
+        m.group(1) == bot_user_id for m in _MENTION.finditer(text)
+    )
+
+
+def _strip_mentions(text: str, bot_user_id: str | None) -> str:
+    """Remove the bot's own mention; other mentions stay (they are part of the request)."""
+    return _MENTION.sub(lambda m: "" if m.group(1) == bot_user_id else m.group(0), text).strip()
+
+
+def _input_value(view: dict[str, Any], block_id: str, action_id: str) -> str | None:
+    value = (
+        view.get("state", {}).get("values", {}).get(block_id, {}).get(action_id, {}).get("value")
+    )
+    return value if isinstance(value, str) else None
+
+
+def _clip(text: str, limit: int = 1000) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,89 @@
+"""Every sentence the Slack adapter shows a person (CONVENTIONS.md item 15)."""
+
+from __future__ import annotations
+
+WORKING_REACTION = "hourglass_flowing_sand"
+
+CARD_FALLBACK = "Approval needed: {tool} (requested by {requester})"
+CARD_HEADER_PENDING = ":raised_hand: Approval needed"
+CARD_HEADER = {
+    "approved": ":white_check_mark: Approved",
+    "edited": ":pencil2: Approved with edits",
+    "rejected": ":no_entry_sign: Rejected",
+    "expired": ":hourglass: Expired",
+}
+CARD_TOOL_LINE = "*Tool:* `{tool}`{position}"
+CARD_POSITION = "  ·  {position} of {total}"
+CARD_REQUESTER_LINE = "*Requested by:* <@{user}>"
+CARD_WHY_LINE = "*Why:* {why}"
+CARD_ARGS_TITLE = "*Arguments*"
+CARD_FINAL_ARGS_TITLE = "*Arguments used*"
+CARD_TRUNCATED = "_{hidden} more characters not shown; Edit shows everything._"
+CARD_DECIDED = "{outcome} by <@{user}> · {when}"
+CARD_REASON = "*Reason:* {reason}"
+CARD_OUTCOME_WORD = {
+    "approved": "Approved",
+    "edited": "Edited and approved",
+    "rejected": "Rejected",
+    "expired": "Expired",
+}
+
+BUTTON_APPROVE = "Approve"
+BUTTON_EDIT = "Edit"
+BUTTON_REJECT = "Reject"
+
+EDIT_TITLE = "Edit tool call"
+EDIT_SUBMIT = "Approve edit"
+REJECT_TITLE = "Reject tool call"
+REJECT_SUBMIT = "Reject"
+CANCEL = "Cancel"
+EDIT_INTRO = (
+    "Edit the arguments of `{tool}` as a JSON object. Submitting approves the call with "
+    "these arguments; the tool itself cannot be changed."
+)
+EDIT_LABEL = "Arguments (JSON)"
+REJECT_INTRO = "The agent will be told the call was rejected, with your reason if you give one."
+REJECT_LABEL = "Reason (optional)"
+
+EDIT_NOT_JSON = "This is not valid JSON: {problem}"
+EDIT_NOT_OBJECT = 'The arguments must be a JSON object, like {{"name": "value"}}.'
+EDIT_TOO_LONG = (
+    "The arguments of this call are too long to edit here ({length} characters; Slack allows "
+    "{limit}). You can still approve or reject it."
+)
+
+REFUSED_NOT_PERMITTED = (
+    "You can't decide this approval: only the person who asked and the workspace's admins can."
+)
+REFUSED_OTHER_WORKSPACE = "You can't decide this approval: it belongs to another workspace."
+ALREADY_DECIDED = "This was already {outcome} by <@{user}>{when}. Nothing was changed."
+ALREADY_DECIDED_NOBODY = "This was already {outcome}. Nothing was changed."
+UNKNOWN_APPROVAL = "I can't find this approval any more. Nothing was changed."
+INVALID_DECISION = "That decision was refused: {problem}"
+DECISION_FAILED = (
+    "Something went wrong while recording your decision; nothing was changed. Please try again."
+)
+
+REVIEW_PENDING = (
+    "A tool call in this conversation is waiting for approval, so I did not pass your message "
+    "on. Please decide it first: {links}"
+)
+REVIEW_PENDING_LINK = "<{url}|{tool} ({position})>"
+MODEL_BUSY = (
+    "The model is busy right now (rate limited), so I could not answer. Your message is kept; "
+    "please send another message in a minute."
+)
+MODEL_UNAVAILABLE = (
+    "The model is not reachable right now, so I could not answer. Your message is kept; please "
+    "try again shortly."
+)
+MODEL_REJECTED = (
+    "The model refused this request, so I could not answer. An administrator can find the "
+    "details in the bot's log."
+)
+TURN_FAILED = (
+    "Something went wrong on my side and I could not finish. The details are in the bot's log "
+    "(conversation `{thread_id}`)."
+)
+SHUTTING_DOWN = "I'm restarting right now; please send your message again in a moment."
+EMPTY_MENTION = "Hi! Mention me with a question or a task, and I'll get to work."

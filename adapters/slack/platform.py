@@ -1,0 +1,210 @@
+"""The core's `Platform` port, implemented with the Slack Web API."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from adapters.slack import messages as msg
+from adapters.slack.blocks import card_blocks, card_text
+from adapters.slack.text import split_message, to_mrkdwn
+from bot.conversation import Actor, ConversationRef
+from bot.errors import ModelErrorKind
+from bot.ports import ApprovalCard, ModelFailed, Notice, ReviewPending, TurnFailed
+
+log = logging.getLogger(__name__)
+
+_USER_TTL_S = 300.0
+
+
+@dataclass(frozen=True, slots=True)
+class SlackUser:
+    """What we need of a Slack user (from `users.info`)."""
+
+    user_id: str
+    display_name: str
+    is_admin: bool
+
+
+class UserDirectory:
+    """`users.info` with a short cache: names for cards, admin flags for authorisation.
+
+    Admin and owner flags come from Slack's user object (`is_admin`, `is_owner`,
+    `is_primary_owner`). Entries live five minutes, so a demoted admin loses the right soon.
+    """
+
+    def __init__(self, client: AsyncWebClient) -> None:
+        self._client = client
+        self._cache: dict[str, tuple[float, SlackUser]] = {}
+
+    async def get(self, user_id: str) -> SlackUser:
+        """The user, from the cache or Slack; an unknown user is a non-admin named by id."""
+        hit = self._cache.get(user_id)
+        if hit is not None and hit[0] > time.monotonic():
+            return hit[1]
+        try:
+            response = await self._client.users_info(user=user_id)
+        except SlackApiError as exc:
+            log.warning("users.info failed for %s: %s", user_id, exc.response.get("error"))
+            return SlackUser(user_id=user_id, display_name=user_id, is_admin=False)
+        data = response["user"]
+        profile = data.get("profile") or {}
+        name = profile.get("display_name") or data.get("real_name") or data.get("name") or user_id
+        user = SlackUser(
+            user_id=user_id,
+            display_name=str(name),
+            is_admin=bool(
+                data.get("is_admin") or data.get("is_owner") or data.get("is_primary_owner")
+            ),
+        )
+        self._cache[user_id] = (time.monotonic() + _USER_TTL_S, user)
+        return user
+
+
+def card_ref(channel: str, ts: str) -> str:
+    """Our reference to a posted card: `<channel>/<ts>`."""
+    return f"{channel}/{ts}"
+
+
+def parse_message_ref(conversation: ConversationRef, ref: str) -> tuple[str, str]:
+    """`(channel, ts)` from a card reference or a bare message ts in the conversation."""
+    if "/" in ref:
+        channel, ts = ref.split("/", 1)
+        return channel, ts
+    return conversation.channel_id, ref
+
+
+class SlackPlatform:
+    """Posts answers, cards and notices to Slack for the core.
+
+    Args:
+        client: a Web API client with the bot token (and `SLACK_API_URL` as base URL).
+        users: the user directory.
+    """
+
+    name = "slack"
+
+    def __init__(self, client: AsyncWebClient, users: UserDirectory) -> None:
+        self._client = client
+        self._users = users
+
+    async def post_answer(self, conversation: ConversationRef, text: str) -> None:
+        """Post the agent's answer, escaped, split at Slack's message size."""
+        for chunk in split_message(to_mrkdwn(text)):
+            await self._client.chat_postMessage(
+                channel=conversation.channel_id,
+                thread_ts=conversation.thread,
+                text=chunk,
+                unfurl_links=False,
+                unfurl_media=False,
+            )
+
+    async def post_card(self, conversation: ConversationRef, card: ApprovalCard) -> str:
+        """Post the card in the conversation; return `<channel>/<ts>`."""
+        response = await self._client.chat_postMessage(
+            channel=conversation.channel_id,
+            thread_ts=conversation.thread,
+            text=card_text(card),
+            blocks=card_blocks(card),
+        )
+        return card_ref(str(response["channel"]), str(response["ts"]))
+
+    async def update_card(
+        self, conversation: ConversationRef, card_ref: str, card: ApprovalCard
+    ) -> None:
+        """Redraw the card in place with `chat.update`."""
+        channel, ts = parse_message_ref(conversation, card_ref)
+        await self._client.chat_update(
+            channel=channel, ts=ts, text=card_text(card), blocks=card_blocks(card)
+        )
+
+    async def notify(
+        self, conversation: ConversationRef, notice: Notice, *, recipient: Actor | None
+    ) -> None:
+        """Ephemeral to `recipient` when given, else a message in the conversation."""
+        text = await self._render(conversation, notice)
+        if recipient is not None:
+            await self.whisper(
+                conversation.channel_id, recipient.user_id, text, thread_ts=conversation.thread
+            )
+            return
+        await self._client.chat_postMessage(
+            channel=conversation.channel_id, thread_ts=conversation.thread, text=text
+        )
+
+    async def whisper(
+        self, channel: str, user: str, text: str, *, thread_ts: str | None = None
+    ) -> None:
+        """An ephemeral message only `user` sees."""
+        await self._client.chat_postEphemeral(
+            channel=channel, user=user, text=text, thread_ts=thread_ts
+        )
+
+    @asynccontextmanager
+    async def working(
+        self, conversation: ConversationRef, anchor: str | None
+    ) -> AsyncIterator[None]:
+        """An hourglass reaction on the anchor message while the agent works."""
+        if anchor is None:
+            yield
+            return
+        channel, ts = parse_message_ref(conversation, anchor)
+        added = await self._react("reactions_add", channel, ts)
+        try:
+            yield
+        finally:
+            if added:
+                await self._react("reactions_remove", channel, ts)
+
+    async def is_admin(self, actor: Actor) -> bool:
+        """Workspace admin or owner, per `users.info`."""
+        return (await self._users.get(actor.user_id)).is_admin
+
+    async def _react(self, method: str, channel: str, ts: str) -> bool:
+        try:
+            await getattr(self._client, method)(
+                channel=channel, timestamp=ts, name=msg.WORKING_REACTION
+            )
+        except SlackApiError as exc:
+            log.info("%s on %s/%s: %s", method, channel, ts, exc.response.get("error"))
+            return False
+        return True
+
+    async def _render(self, conversation: ConversationRef, notice: Notice) -> str:
+        if isinstance(notice, ReviewPending):
+            links = []
+            for approval in notice.approvals:
+                url = await self._permalink(conversation, approval.card_ref)
+                label = f"{approval.position + 1}"
+                links.append(
+                    msg.REVIEW_PENDING_LINK.format(url=url, tool=approval.tool_name, position=label)
+                    if url
+                    else f"`{approval.tool_name}`"
+                )
+            return msg.REVIEW_PENDING.format(links=", ".join(links))
+        if isinstance(notice, ModelFailed):
+            return {
+                ModelErrorKind.BUSY: msg.MODEL_BUSY,
+                ModelErrorKind.UNAVAILABLE: msg.MODEL_UNAVAILABLE,
+                ModelErrorKind.REJECTED: msg.MODEL_REJECTED,
+            }[notice.kind]
+        if isinstance(notice, TurnFailed):
+            return msg.TURN_FAILED.format(thread_id=notice.thread_id)
+        raise TypeError(f"unknown notice {notice!r}")
+
+    async def _permalink(self, conversation: ConversationRef, ref: str | None) -> str | None:
+        if ref is None:
+            return None
+        channel, ts = parse_message_ref(conversation, ref)
+        try:
+            response = await self._client.chat_getPermalink(channel=channel, message_ts=ts)
+        except SlackApiError as exc:
+            log.warning("chat.getPermalink failed: %s", exc.response.get("error"))
+            return None
+        return str(response["permalink"])

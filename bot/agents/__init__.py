@@ -1,0 +1,1 @@
+"""LangGraph agents: the ReAct graph with its review gate, and the model that drives it."""

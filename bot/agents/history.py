@@ -1,0 +1,99 @@
+"""Pure helpers over the message history: what is unanswered, what the model may see."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolCall, ToolMessage
+
+from bot.agents.prompts import INTERRUPTED_CALL_MESSAGE
+
+
+def last_tool_call_message(messages: Sequence[AnyMessage]) -> tuple[int, AIMessage] | None:
+    """The last AI message that has tool calls, with its index, if no human spoke since."""
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if isinstance(message, AIMessage):
+            return (index, message) if message.tool_calls else None
+        if isinstance(message, HumanMessage):
+            return None
+    return None
+
+
+def answers_after(messages: Sequence[AnyMessage], index: int) -> dict[str, ToolMessage]:
+    """Tool messages following the AI message at `index`, by `tool_call_id`."""
+    answers: dict[str, ToolMessage] = {}
+    for message in messages[index + 1 :]:
+        if not isinstance(message, ToolMessage):
+            break
+        answers[message.tool_call_id] = message
+    return answers
+
+
+def unanswered_tool_calls(messages: Sequence[AnyMessage]) -> list[ToolCall]:
+    """Calls of the last tool-calling AI message that have no `ToolMessage` yet (seed 001)."""
+    found = last_tool_call_message(messages)
+    if found is None:
+        return []
+    index, ai = found
+    answered = answers_after(messages, index)
+    return [call for call in ai.tool_calls if call["id"] not in answered]
+
+
+def model_view(messages: Sequence[AnyMessage], window: int) -> list[AnyMessage]:
+    """The history as the model should see it: repaired, then bounded.
+
+    Repair: every tool call is followed by exactly one result, in call order (Gemini pairs
+    results with calls by position, DESIGN.md), with a synthetic error result where a crash
+    left one missing. Bound: at most about `window` messages, cut at a human message so that a
+    call is never separated from its result. Nothing here is stored; the checkpoint keeps the
+    full history.
+
+    Args:
+        messages: the stored history.
+        window: the most messages to keep (>= 1); the cut moves forward to the next human
+            message, so the result may be shorter.
+    """
+    repaired = _repaired(messages)
+    if len(repaired) <= window:
+        return repaired
+    start = len(repaired) - window
+    for index in range(start, len(repaired)):
+        if isinstance(repaired[index], HumanMessage):
+            return repaired[index:]
+    for index in range(len(repaired) - 1, -1, -1):
+        if isinstance(repaired[index], HumanMessage):
+            return repaired[index:]
+    return repaired[start:]
+
+
+def _repaired(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
+    out: list[AnyMessage] = []
+    index = 0
+    while index < len(messages):
+        message = messages[index]
+        index += 1
+        if isinstance(message, ToolMessage):
+            continue  # an orphan result: its call is not directly before it
+        out.append(message)
+        if not (isinstance(message, AIMessage) and message.tool_calls):
+            continue
+        answers: dict[str, ToolMessage] = {}
+        while index < len(messages) and isinstance(messages[index], ToolMessage):
+            tool_message = messages[index]
+            if isinstance(tool_message, ToolMessage):
+                answers.setdefault(tool_message.tool_call_id, tool_message)
+            index += 1
+        for call in message.tool_calls:
+            answer = answers.get(str(call["id"]))
+            out.append(
+                answer
+                if answer is not None
+                else ToolMessage(
+                    content=INTERRUPTED_CALL_MESSAGE,
+                    tool_call_id=str(call["id"]),
+                    name=call["name"],
+                    status="error",
+                )
+            )
+    return out

@@ -1,0 +1,59 @@
+"""`llm_call`: the model reads the conversation and answers or asks for tools (seed 000)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.language_models import LanguageModelInput
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.runnables import Runnable, RunnableConfig
+
+from bot.agents.history import model_view
+from bot.agents.model_errors import to_model_error
+from bot.agents.nodes import Node
+from bot.agents.prompts import STEP_LIMIT_MESSAGE
+from bot.agents.state import AgentState
+
+LlmNode = Node[dict[str, Any]]
+
+
+def make_llm_call(
+    model: Runnable[LanguageModelInput, BaseMessage],
+    *,
+    system_prompt: str,
+    steps_per_tool_round: int,
+    history_window: int,
+) -> LlmNode:
+    """Build the `llm_call` node.
+
+    Args:
+        model: the chat model with the tools bound.
+        system_prompt: prepended on every call and never stored, so a new prompt applies to
+            running conversations at once (seed 000).
+        steps_per_tool_round: graph steps one tool round costs (3 with `human_review`).
+        history_window: most stored messages sent per call (see `model_view`).
+
+    The step guard (seed 000): a tool call is replaced by `STEP_LIMIT_MESSAGE` when
+    `remaining_steps <= steps_per_tool_round`, because the round it starts would leave the
+    next `llm_call` without a step and the turn would end in `GraphRecursionError`. `<=`, not
+    `<`, matters for odd limits (seed 000's table for `recursion_limit` 7).
+
+    Raises (from the node):
+        bot.errors.ModelError: the model failed after its bounded retries.
+    """
+
+    async def llm_call(state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        history: Sequence[BaseMessage] = model_view(state["messages"], history_window)
+        messages = [SystemMessage(content=system_prompt), *history]
+        try:
+            response = await model.ainvoke(messages, config)
+        except Exception as exc:
+            raise to_model_error(exc) from exc
+        if not isinstance(response, AIMessage):
+            response = AIMessage(content=response.content, id=response.id)
+        if response.tool_calls and state["remaining_steps"] <= steps_per_tool_round:
+            response = AIMessage(id=response.id, content=STEP_LIMIT_MESSAGE)
+        return {"messages": [response]}
+
+    return llm_call

@@ -1,0 +1,45 @@
+"""Classify a failed model call for the user: busy, unavailable, or rejected."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+from google.genai import errors as genai_errors
+from langchain_core import exceptions as lc
+
+from bot.errors import ModelError, ModelErrorKind
+
+
+def to_model_error(exc: BaseException) -> ModelError:
+    """Map an exception raised by the chat model to a `ModelError`.
+
+    Retries already happened inside the client (google-genai's `HttpRetryOptions`), so this
+    is the final outcome. LangChain's provider-neutral `ModelError` family is checked first,
+    then google-genai's `APIError` codes, then transport failures.
+
+    Raises:
+        The original exception when it is not a model failure (a bug should stay loud).
+    """
+    detail = _one_line(exc)
+    if isinstance(exc, lc.ModelRateLimitError):
+        return ModelError(ModelErrorKind.BUSY, detail)
+    if isinstance(exc, (lc.ModelAPIError, lc.ModelConnectionError, lc.ModelTimeoutError)):
+        return ModelError(ModelErrorKind.UNAVAILABLE, detail)
+    if isinstance(exc, lc.ModelError):
+        return ModelError(ModelErrorKind.REJECTED, detail)
+    if isinstance(exc, genai_errors.APIError):
+        if exc.code == 429:
+            return ModelError(ModelErrorKind.BUSY, detail)
+        if exc.code is None or exc.code >= 500 or exc.code == 408:
+            return ModelError(ModelErrorKind.UNAVAILABLE, detail)
+        return ModelError(ModelErrorKind.REJECTED, detail)
+    if isinstance(exc, (httpx.TransportError, asyncio.TimeoutError, ConnectionError)):
+        return ModelError(ModelErrorKind.UNAVAILABLE, detail)
+    # Anything else is a bug in our code or the client; the service reports it as internal.
+    raise exc
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text[:300] if text else type(exc).__name__

@@ -1,0 +1,41 @@
+"""Texts the agent itself says or reads; they live in the conversation, not in an adapter."""
+
+from __future__ import annotations
+
+SYSTEM_PROMPT = """\
+You are Countersign, an assistant working inside a team's chat. Answer concisely and plainly; \
+your replies are shown in Slack or Discord.
+
+Some tools need a teammate's approval before they run. When you call such a tool, the call \
+waits until a person approves, edits or rejects it; you then see the result or the reason for \
+the rejection. If a call is rejected, do not try the same call again: say what was not done \
+and why, and ask how to proceed. If a call was edited, the result is for the edited \
+arguments; mention the change when it matters. Never claim that an action happened unless a \
+tool result says so.
+"""
+
+STEP_LIMIT_MESSAGE = (
+    "I have reached the limit of steps for one message, so I stopped before doing more. "
+    "Tell me how you would like to continue."
+)
+"""Replaces a tool call when the step guard fires (seed 000 "Kenapa ada batas langkah")."""
+
+INTERRUPTED_CALL_MESSAGE = (
+    "Error: this call did not run because its turn was interrupted (for example by a restart). "
+    "Ask the user before trying again."
+)
+"""Sent to the model in place of a result that a crash left missing."""
+
+ALREADY_STARTED_MESSAGE = (
+    "Error: this call was started before an interruption and was not run a second time, so "
+    "its outcome is unknown. Tell the user and ask before trying again."
+)
+"""Answer for a call whose run was claimed before a crash: a tool never runs twice."""
+
+REJECTED_BY_REVIEWER = "Rejected by a reviewer: {reason}"
+REJECTED_BY_REVIEWER_NO_REASON = "Rejected by a reviewer (no reason given)."
+REJECTED_NO_DECISION = "Rejected: no decision was given for this call."
+REJECTED_INVALID_DECISION = "Rejected: the reviewer's decision was invalid ({problem})."
+REJECTED_BY_POLICY = "Rejected by policy: the tool {name} may not be used here."
+"""Tool results for calls that did not run; the model reads them (seed 001: a rejection is a
+result, not a deleted call, so every call keeps its answer)."""

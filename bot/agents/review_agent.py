@@ -1,0 +1,95 @@
+"""The ReAct graph with a review gate (DESIGN.md "Agents", seeds 000 and 001).
+
+`llm_call -> human_review -> tool_node -> llm_call`, END when the model makes no tool calls.
+The gate is always in the graph; the policy decides which calls stop there, so a channel with
+no gated tools behaves as plain ReAct.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage
+from langchain_core.tools import BaseTool
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+
+from bot.agents.llm_node import make_llm_call
+from bot.agents.prompts import SYSTEM_PROMPT
+from bot.agents.review_node import make_human_review
+from bot.agents.state import AgentState
+from bot.agents.tool_node import make_tool_node
+from bot.approvals.policy import ReviewPolicy
+from bot.tools.ledger import ToolRunLedger
+
+STEPS_PER_TOOL_ROUND = 3
+"""`human_review`, `tool_node`, `llm_call`: the steps one tool round costs (seed 001)."""
+
+DEFAULT_RECURSION_LIMIT = 25
+"""Steps per turn (seed 000's `MAX_AGENT_STEPS`); with 3 steps a round, 7 tool rounds."""
+
+ReviewAgent = CompiledStateGraph[AgentState, None, AgentState, AgentState]
+
+
+def build_review_agent(
+    *,
+    model: BaseChatModel,
+    tools: Sequence[BaseTool],
+    policy: ReviewPolicy,
+    checkpointer: BaseCheckpointSaver[Any],
+    ledger: ToolRunLedger,
+    system_prompt: str = SYSTEM_PROMPT,
+    history_window: int = 60,
+    model_kwargs: dict[str, Any] | None = None,
+) -> ReviewAgent:
+    """Compile the review agent.
+
+    Args:
+        model: the chat model; the tools are bound here.
+        tools: every tool the model may call.
+        policy: decides which calls wait for review; every tool it names must be in `tools`.
+        checkpointer: required, as in seed 001: a paused review lives only in the checkpoint.
+        ledger: claims each tool call before it runs.
+        system_prompt: prepended on every model call, never stored.
+        history_window: the most stored messages sent to the model per call.
+        model_kwargs: extra call options bound with the tools (e.g. HTTP retry options).
+
+    Raises:
+        ValueError: when the policy names a tool that is not in `tools`, so a typo shows at
+            build time instead of a tool silently running without review (seed 001).
+    """
+    by_name = {tool.name: tool for tool in tools}
+    unknown = sorted(policy.configured_tools() - set(by_name))
+    if unknown:
+        raise ValueError(f"the approval policy names unknown tool(s): {', '.join(unknown)}")
+    bound = model.bind_tools(list(tools), **(model_kwargs or {})) if tools else model
+
+    graph = StateGraph(AgentState)
+    graph.add_node(
+        "llm_call",
+        make_llm_call(
+            bound,
+            system_prompt=system_prompt,
+            steps_per_tool_round=STEPS_PER_TOOL_ROUND,
+            history_window=history_window,
+        ),
+    )
+    graph.add_node(
+        "human_review", make_human_review(policy, by_name), destinations=("tool_node", "llm_call")
+    )
+    graph.add_node("tool_node", make_tool_node(by_name, ledger))
+    graph.add_edge(START, "llm_call")
+    graph.add_conditional_edges("llm_call", should_continue, ["human_review", END])
+    graph.add_edge("tool_node", "llm_call")
+    return graph.compile(checkpointer=checkpointer)
+
+
+def should_continue(state: AgentState) -> str:
+    """After `llm_call`: to the review gate when the last message has tool calls, else END."""
+    last = state["messages"][-1]
+    if isinstance(last, AIMessage) and last.tool_calls:
+        return "human_review"
+    return END

@@ -1,0 +1,147 @@
+"""`human_review`: the gate between the model's tool calls and the tool node (seed 001).
+
+Every tool call passes through it; the policy decides which ones stop. Before `interrupt()`
+the node only reads (state and policy), because it re-runs from its top on resume
+(CONVENTIONS.md item 9), and `interrupt()` is never inside a `try` (a broad `except` would
+swallow LangGraph's interrupt and let the tool run unapproved).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from langchain_core.messages import ToolCall, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
+from langgraph.types import Command, interrupt
+
+from bot.agents import prompts
+from bot.agents.history import last_tool_call_message
+from bot.agents.nodes import Node
+from bot.agents.state import AgentState
+from bot.approvals.decisions import Approve, Edit, Reject, check_decision, parse_decision
+from bot.approvals.mode import Mode
+from bot.approvals.policy import PolicyContext, ReviewPolicy
+from bot.approvals.requests import build_review_request
+from bot.conversation import ConversationRef
+from bot.errors import InvalidDecisionError
+
+Goto = Literal["tool_node", "llm_call"]
+ReviewNode = Node[Command[Goto]]
+
+
+def make_human_review(policy: ReviewPolicy, tools: Mapping[str, BaseTool]) -> ReviewNode:
+    """Build the `human_review` node.
+
+    Args:
+        policy: gives each call its mode; must be a pure read.
+        tools: registered tools by name, to describe calls and re-check edits.
+
+    The node pairs decisions with reviewed calls by position. Two defaults point in opposite
+    directions (seed 001): a call that needs no review is approved; a reviewed call with no
+    (or an unusable) decision is rejected, because running an unapproved action may not be
+    undoable. An edit keeps the call id and replaces the AI message by id.
+    """
+
+    async def human_review(state: AgentState, config: RunnableConfig) -> Command[Goto]:
+        found = last_tool_call_message(state["messages"])
+        if found is None:
+            return Command(goto="llm_call")
+        _, ai = found
+        context = policy_context(config)
+        modes = [await policy.mode_for(call, context) for call in ai.tool_calls]
+        reviewed = [
+            call for call, mode in zip(ai.tool_calls, modes, strict=True) if mode is Mode.REVIEW
+        ]
+
+        outcomes: dict[str, Approve | Edit | str] = {}
+        if reviewed:
+            response = interrupt(build_review_request(reviewed, tools, ai.text))
+            outcomes = _outcomes_by_call(response, reviewed, tools)
+
+        calls: list[ToolCall] = []
+        answers: list[ToolMessage] = []
+        edited = False
+        for call, mode in zip(ai.tool_calls, modes, strict=True):
+            if mode is Mode.DENY:
+                answers.append(
+                    _rejection(call, prompts.REJECTED_BY_POLICY.format(name=call["name"]))
+                )
+            elif mode is Mode.REVIEW:
+                outcome = outcomes[str(call["id"])]
+                if isinstance(outcome, str):
+                    answers.append(_rejection(call, outcome))
+                elif isinstance(outcome, Edit):
+                    edited = True
+                    call = ToolCall(
+                        name=call["name"],
+                        args=dict(outcome.edited_action.args),
+                        id=call["id"],
+                        type="tool_call",
+                    )
+            calls.append(call)
+
+        update: list[Any] = []
+        if edited:
+            update.append(ai.model_copy(update={"tool_calls": calls}))
+        update.extend(answers)
+        goto: Goto = "tool_node" if len(answers) < len(calls) else "llm_call"
+        return Command(update={"messages": update}, goto=goto)
+
+    return human_review
+
+
+def policy_context(config: RunnableConfig) -> PolicyContext:
+    """The policy context for the conversation named by the config's `thread_id`."""
+    thread_id = str(config.get("configurable", {}).get("thread_id", ""))
+    try:
+        ref = ConversationRef.from_thread_id(thread_id)
+    except ValueError:
+        return PolicyContext(thread_id=thread_id, workspace_id="", channel_id="")
+    return PolicyContext(
+        thread_id=thread_id, workspace_id=ref.workspace_id, channel_id=ref.channel_id
+    )
+
+
+def _outcomes_by_call(
+    response: object, reviewed: Sequence[ToolCall], tools: Mapping[str, BaseTool]
+) -> dict[str, Approve | Edit | str]:
+    """Pair the resume value's decisions with the reviewed calls; never raises.
+
+    Returns:
+        For each reviewed call id: the approve or (checked) edit decision, or the text of the
+        error result the model reads when the call does not run.
+
+    The service validated the decisions before resuming; this is the second line for callers
+    that resume the graph directly, and it fails closed.
+    """
+    raw = response.get("decisions") if isinstance(response, dict) else None
+    items: list[object] = list(raw) if isinstance(raw, list) else []
+    outcomes: dict[str, Approve | Edit | str] = {}
+    for index, call in enumerate(reviewed):
+        call_id = str(call["id"])
+        if index >= len(items):
+            outcomes[call_id] = prompts.REJECTED_NO_DECISION
+            continue
+        action = {"name": call["name"], "args": call["args"]}
+        try:
+            decision = check_decision(parse_decision(items[index]), action, tools.get(call["name"]))
+        except InvalidDecisionError as exc:
+            outcomes[call_id] = prompts.REJECTED_INVALID_DECISION.format(problem=exc.message)
+            continue
+        outcomes[call_id] = _reject_text(decision) if isinstance(decision, Reject) else decision
+    return outcomes
+
+
+def _reject_text(decision: Reject) -> str:
+    reason = (decision.message or "").strip()
+    if not reason:
+        return prompts.REJECTED_BY_REVIEWER_NO_REASON
+    return prompts.REJECTED_BY_REVIEWER.format(reason=reason)
+
+
+def _rejection(call: ToolCall, text: str) -> ToolMessage:
+    return ToolMessage(
+        content=text, tool_call_id=str(call["id"]), name=call["name"], status="error"
+    )

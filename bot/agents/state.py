@@ -1,0 +1,20 @@
+"""The agent state shared by every graph (seed 000 "State dan reducer")."""
+
+from __future__ import annotations
+
+from typing import Annotated, TypedDict
+
+from langchain_core.messages import AnyMessage
+from langgraph.graph.message import add_messages
+from langgraph.managed import RemainingSteps
+
+
+class AgentState(TypedDict):
+    """The conversation state.
+
+    `messages` grow through `add_messages` (a message with a known id replaces the old one);
+    LangGraph fills `remaining_steps` from the invocation's `recursion_limit`, no node writes it.
+    """
+
+    messages: Annotated[list[AnyMessage], add_messages]
+    remaining_steps: RemainingSteps

@@ -1,0 +1,126 @@
+"""`tool_node`: runs the calls that have no result yet, one at a time.
+
+Seed 001 ("Kenapa node tool ditulis sendiri"): LangGraph's ToolNode would run every call of the
+last AI message, rejected ones included. Results are kept in call order.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+from uuid import uuid4
+
+from langchain_core.messages import AIMessage, RemoveMessage, ToolCall, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
+from pydantic import BaseModel, ValidationError
+
+from bot.agents import prompts
+from bot.agents.history import answers_after, last_tool_call_message
+from bot.agents.nodes import Node
+from bot.agents.state import AgentState
+from bot.tools.ledger import ToolRunLedger
+
+log = logging.getLogger(__name__)
+
+ToolNode = Node[dict[str, Any]]
+
+
+def make_tool_node(tools: Mapping[str, BaseTool], ledger: ToolRunLedger) -> ToolNode:
+    """Build the `tool_node` node.
+
+    Args:
+        tools: registered tools by name.
+        ledger: claims each call before it runs, so no call runs twice (see `bot.tools.ledger`).
+
+    Every failure becomes an error `ToolMessage` the model can read (seed 000 lists three
+    kinds; unlike the template, an exception inside a tool is caught too, and logged):
+    an unknown tool, arguments the tool's schema refuses, and an exception in the tool.
+    """
+
+    async def tool_node(state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        messages = state["messages"]
+        found = last_tool_call_message(messages)
+        if found is None:
+            return {"messages": []}
+        index, ai = found
+        answered = answers_after(messages, index)
+        thread_id = str(config.get("configurable", {}).get("thread_id", ""))
+        results: dict[str, ToolMessage] = {}
+        for call in ai.tool_calls:
+            if str(call["id"]) not in answered:
+                results[str(call["id"])] = await run_tool(call, tools, ledger, thread_id)
+        return {"messages": _in_call_order(ai, answered, results)}
+
+    return tool_node
+
+
+async def run_tool(
+    call: ToolCall, tools: Mapping[str, BaseTool], ledger: ToolRunLedger, thread_id: str
+) -> ToolMessage:
+    """Run one call and return its result; never raises for a tool's own failure."""
+    name = call["name"]
+    call_id = str(call["id"])
+    tool = tools.get(name)
+    if tool is None:
+        available = ", ".join(sorted(tools)) or "none"
+        return _error(call, f"Error: {name} is not a valid tool, try one of: {available}.")
+    problem = _argument_problem(tool, call.get("args") or {})
+    if problem is not None:
+        return _error(
+            call, f"Error: invalid arguments for {name}: {problem}. Fix them and try again."
+        )
+    if not await ledger.claim(thread_id=thread_id, tool_call_id=call_id, tool_name=name):
+        log.warning("not re-running %s (tool_call_id=%s thread_id=%s)", name, call_id, thread_id)
+        return _error(call, prompts.ALREADY_STARTED_MESSAGE)
+    try:
+        output = await tool.ainvoke({**call, "type": "tool_call"})
+    except Exception as exc:
+        log.exception("tool %s failed (tool_call_id=%s thread_id=%s)", name, call_id, thread_id)
+        return _error(call, f"Error: {name} failed: {type(exc).__name__}: {exc}")
+    if isinstance(output, ToolMessage):
+        if output.name is None:
+            output.name = name
+        return output
+    return ToolMessage(content=str(output), tool_call_id=call_id, name=name)
+
+
+def _argument_problem(tool: BaseTool, args: Mapping[str, Any]) -> str | None:
+    schema = tool.tool_call_schema
+    if not isinstance(schema, type) or not issubclass(schema, BaseModel):
+        return None
+    try:
+        schema.model_validate(dict(args))
+    except ValidationError as exc:
+        return "; ".join(
+            f"{'.'.join(str(p) for p in error['loc']) or 'args'}: {error['msg']}"
+            for error in exc.errors()
+        )
+    return None
+
+
+def _in_call_order(
+    ai: AIMessage, answered: Mapping[str, ToolMessage], results: Mapping[str, ToolMessage]
+) -> list[Any]:
+    """The update that leaves results in call order (DESIGN.md: Gemini pairs by position).
+
+    Rejections written by `human_review` came first; they are removed and appended again,
+    with new ids, interleaved with the fresh results.
+    """
+    if not answered:
+        return [results[str(call["id"])] for call in ai.tool_calls if str(call["id"]) in results]
+    update: list[Any] = [RemoveMessage(id=str(m.id)) for m in answered.values()]
+    for call in ai.tool_calls:
+        call_id = str(call["id"])
+        if call_id in results:
+            update.append(results[call_id])
+        elif call_id in answered:
+            update.append(answered[call_id].model_copy(update={"id": str(uuid4())}))
+    return update
+
+
+def _error(call: ToolCall, text: str) -> ToolMessage:
+    return ToolMessage(
+        content=text, tool_call_id=str(call["id"]), name=call["name"], status="error"
+    )

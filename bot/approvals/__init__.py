@@ -1,0 +1,1 @@
+"""Approvals: what needs review, who may decide, decisions and their validation."""

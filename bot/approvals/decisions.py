@@ -1,0 +1,193 @@
+"""Review decisions in the LangChain HITL shape, and their validation.
+
+Shapes (DESIGN.md "Approvals"): `{"type": "approve"}`, `{"type": "edit", "edited_action":
+{"name", "args"}}`, `{"type": "reject", "message": "optional reason"}`; resumed as
+`Command(resume={"decisions": [...]})`, one per action request, in order.
+
+Seed 001 explains why validation happens before the graph is touched: the resume value is
+stored in the checkpoint, so a decision that fails after `interrupt()` fails again on every
+retry and the thread is stuck. Beyond the seed, edited arguments are checked against the
+tool's own schema here, and a change of tool name is refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, Literal
+
+from langchain_core.tools import BaseTool
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from bot.errors import InvalidDecisionError
+
+MAX_REASON_CHARS = 2000
+"""A reject reason longer than this is refused (it goes to the model and into the audit log)."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class EditedAction(_Strict):
+    """The replacement call of an `edit` decision."""
+
+    name: str
+    args: dict[str, Any]
+
+
+class Approve(_Strict):
+    """Run the call as proposed."""
+
+    type: Literal["approve"] = "approve"
+
+
+class Edit(_Strict):
+    """Run the call with `edited_action.args` (same tool, same call id)."""
+
+    type: Literal["edit"] = "edit"
+    edited_action: EditedAction
+
+
+class Reject(_Strict):
+    """Do not run the call; `message` reaches the model as the reason."""
+
+    type: Literal["reject"] = "reject"
+    message: str | None = Field(default=None, max_length=MAX_REASON_CHARS)
+
+
+Decision = Annotated[Approve | Edit | Reject, Field(discriminator="type")]
+_DECISION = TypeAdapter(Decision)
+
+
+def parse_decision(raw: object) -> Approve | Edit | Reject:
+    """Validate one decision's shape.
+
+    Args:
+        raw: a decision dict as in the module docstring.
+
+    Raises:
+        InvalidDecisionError: naming the first problem.
+    """
+    try:
+        return _DECISION.validate_python(raw)
+    except ValidationError as exc:
+        raise InvalidDecisionError(f"malformed decision: {_first_error(exc)}") from None
+
+
+def check_decision(
+    decision: Approve | Edit | Reject,
+    action: Mapping[str, Any],
+    tool: BaseTool | None,
+) -> Approve | Edit | Reject:
+    """Check a decision against the action request it answers.
+
+    Args:
+        decision: a parsed decision.
+        action: the action request (`{"name", "args", "description"}`).
+        tool: the tool named by the action, or None if it is not registered any more.
+
+    Returns:
+        The decision (an edit's arguments exactly as given, once they passed the schema).
+
+    Raises:
+        InvalidDecisionError: for an edit that renames the tool, has arguments the tool's
+            schema refuses, or targets a tool that no longer exists.
+    """
+    if not isinstance(decision, Edit):
+        return decision
+    expected = action.get("name")
+    if decision.edited_action.name != expected:
+        raise InvalidDecisionError(
+            f"an edit cannot change the tool: expected {expected!r}, "
+            f"got {decision.edited_action.name!r}",
+            field="name",
+        )
+    if tool is None:
+        raise InvalidDecisionError(f"tool {expected!r} is not available any more", field="name")
+    args = validate_tool_args(tool, decision.edited_action.args)
+    return Edit(edited_action=EditedAction(name=decision.edited_action.name, args=args))
+
+
+def validate_tool_args(tool: BaseTool, args: Mapping[str, Any]) -> dict[str, Any]:
+    """Validate `args` against the tool's call schema (what the model sees).
+
+    Returns:
+        The arguments as given (only keys the caller sent), after validation succeeded.
+
+    Raises:
+        InvalidDecisionError: with the failing argument path in `field`; an argument name the
+            tool does not have is refused too (a typo must not be dropped silently).
+    """
+    schema = tool.tool_call_schema
+    if not isinstance(schema, type) or not issubclass(schema, BaseModel):
+        return dict(args)  # a tool with a raw JSON schema: nothing stricter to check here
+    unknown = sorted(set(args) - set(schema.model_fields))
+    if unknown:
+        raise InvalidDecisionError(
+            f"{tool.name} has no argument {unknown[0]!r} "
+            f"(its arguments: {', '.join(schema.model_fields) or 'none'})",
+            field=f"args.{unknown[0]}",
+        )
+    try:
+        schema.model_validate(dict(args))
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        path = ".".join(str(p) for p in error.get("loc", ()))
+        raise InvalidDecisionError(
+            f"invalid arguments for {tool.name}: {_first_error(exc)}",
+            field=f"args.{path}" if path else "args",
+        ) from None
+    return dict(args)
+
+
+def validate_decisions(
+    decisions: Sequence[object],
+    review_request: Mapping[str, Any],
+    tools: Mapping[str, BaseTool],
+) -> list[Approve | Edit | Reject]:
+    """Validate a whole resume value against the pending review request (seed 001).
+
+    Args:
+        decisions: one raw decision per action request, in order.
+        review_request: the interrupt payload (`{"action_requests", "review_configs"}`).
+        tools: tools by name.
+
+    Raises:
+        InvalidDecisionError: on a count mismatch, a malformed decision, a decision type the
+            review config does not allow, or an invalid edit.
+    """
+    actions = list(review_request.get("action_requests", []))
+    configs = list(review_request.get("review_configs", []))
+    if len(decisions) != len(actions):
+        raise InvalidDecisionError(
+            f"expected {len(actions)} decision(s), one per pending action, got {len(decisions)}"
+        )
+    checked: list[Approve | Edit | Reject] = []
+    for index, (raw, action) in enumerate(zip(decisions, actions, strict=True)):
+        decision = parse_decision(raw)
+        allowed = _allowed_for(configs, index, action)
+        if decision.type not in allowed:
+            raise InvalidDecisionError(
+                f"decision {index + 1}: {decision.type!r} is not allowed for "
+                f"{action.get('name')!r} (allowed: {', '.join(allowed)})"
+            )
+        checked.append(check_decision(decision, action, tools.get(str(action.get("name")))))
+    return checked
+
+
+def _allowed_for(
+    configs: Sequence[Mapping[str, Any]], index: int, action: Mapping[str, Any]
+) -> list[str]:
+    """The allowed decision types for the action at `index` (by position, then by name)."""
+    if index < len(configs) and configs[index].get("action_name") == action.get("name"):
+        return list(configs[index].get("allowed_decisions", []))
+    for config in configs:
+        if config.get("action_name") == action.get("name"):
+            return list(config.get("allowed_decisions", []))
+    return ["approve", "edit", "reject"]
+
+
+def _first_error(exc: ValidationError) -> str:
+    error = exc.errors()[0]
+    where = ".".join(str(p) for p in error.get("loc", ()))
+    return f"{where}: {error['msg']}" if where else str(error["msg"])

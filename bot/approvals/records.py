@@ -1,0 +1,109 @@
+"""Approvals as stored: one review per graph pause, one approval per reviewed tool call."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+
+class ApprovalStatus(StrEnum):
+    """Where an approval stands; every status but PENDING is final."""
+
+    PENDING = "pending"
+    APPROVED = "approved"
+    EDITED = "edited"
+    REJECTED = "rejected"
+    EXPIRED = "expired"
+
+
+class ReviewStatus(StrEnum):
+    """A pause: waiting for decisions, claimed for resuming, or finished."""
+
+    PENDING = "pending"
+    RESUMING = "resuming"
+    DONE = "done"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NewAction:
+    """A reviewed tool call about to be stored (one action request of the interrupt)."""
+
+    tool_call_id: str | None
+    tool_name: str
+    args: dict[str, Any]
+    description: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReviewRecord:
+    """One interrupt of one thread."""
+
+    id: str
+    thread_id: str
+    interrupt_id: str
+    requester_id: str
+    requester_name: str
+    status: ReviewStatus
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApprovalRecord:
+    """One pending (or decided) tool call and its card."""
+
+    id: str
+    review_id: str
+    position: int
+    thread_id: str
+    workspace_id: str
+    tool_call_id: str | None
+    tool_name: str
+    description: str
+    proposed_args: dict[str, Any]
+    requester_id: str
+    requester_name: str
+    card_ref: str | None
+    status: ApprovalStatus
+    decided_by_id: str | None
+    decided_by_name: str | None
+    decided_at: datetime | None
+    final_args: dict[str, Any] | None
+    reason: str | None
+    created_at: datetime
+
+    @property
+    def is_pending(self) -> bool:
+        """Whether no decision has been recorded."""
+        return self.status is ApprovalStatus.PENDING
+
+    def resume_decision(self) -> dict[str, Any]:
+        """This approval's decision in the HITL resume shape (pending counts as reject).
+
+        Returns:
+            `{"type": "approve"}`, `{"type": "edit", "edited_action": {...}}` or
+            `{"type": "reject", "message": ...}`.
+        """
+        if self.status is ApprovalStatus.APPROVED:
+            return {"type": "approve"}
+        if self.status is ApprovalStatus.EDITED:
+            return {
+                "type": "edit",
+                "edited_action": {"name": self.tool_name, "args": dict(self.final_args or {})},
+            }
+        return {"type": "reject", "message": self.reason}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DecideResult:
+    """What recording a decision did.
+
+    Attributes:
+        approval: the approval as now stored.
+        review_complete: True for exactly one decision per review: the one that decided its
+            last pending approval and thereby claimed the resume.
+    """
+
+    approval: ApprovalRecord
+    review_complete: bool

@@ -1,0 +1,45 @@
+"""Audit entries: who did what to which tool call, and what was refused."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+
+class AuditKind(StrEnum):
+    """The four kinds of audit rows (DESIGN.md "Approvals", issue 4)."""
+
+    DECISION = "decision"
+    REFUSED = "refused"
+    EXPIRY = "expiry"
+    CONFIG = "config"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AuditEntry:
+    """One append-only audit row.
+
+    Attributes:
+        kind: the row's kind.
+        workspace_id: the workspace it concerns.
+        outcome: e.g. `approved`, `edited`, `rejected`, `not_permitted`, `invalid`,
+            `already_decided`.
+        actor_id / actor_name: who acted (None for the system, e.g. an expiry).
+        detail: anything else worth keeping, JSON-serialisable.
+    """
+
+    kind: AuditKind
+    workspace_id: str
+    outcome: str
+    thread_id: str | None = None
+    approval_id: str | None = None
+    tool_name: str | None = None
+    actor_id: str | None = None
+    actor_name: str | None = None
+    proposed_args: dict[str, Any] | None = None
+    final_args: dict[str, Any] | None = None
+    reason: str | None = None
+    detail: dict[str, Any] = field(default_factory=dict)
+    at: datetime | None = None

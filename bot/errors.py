@@ -1,0 +1,116 @@
+"""The core's errors: one root, structured subclasses.
+
+Adapters turn these into user text in exactly one place each (CONVENTIONS.md item 6); the core
+never writes user-facing sentences about them, it only carries the facts.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+
+
+class CountersignError(Exception):
+    """Root of every error the core raises on purpose."""
+
+
+class ConfigurationError(CountersignError):
+    """The settings cannot work (a missing key, an unloadable tools module, ...)."""
+
+
+class DatabaseUnavailableError(CountersignError):
+    """PostgreSQL cannot be reached or the URL is wrong.
+
+    Args:
+        target: where we tried to connect, with any password removed.
+        detail: the driver's own one-line reason.
+    """
+
+    def __init__(self, target: str, detail: str) -> None:
+        super().__init__(f"cannot reach PostgreSQL at {target}: {detail}")
+        self.target = target
+        self.detail = detail
+
+
+class ModelErrorKind(StrEnum):
+    """Why a model call failed, as far as the user needs to know."""
+
+    BUSY = "busy"
+    """429 after every retry: the quota or rate limit is exhausted."""
+    UNAVAILABLE = "unavailable"
+    """5xx, a timeout or a connection failure after every retry."""
+    REJECTED = "rejected"
+    """A 4xx other than 429: the request itself was refused (key, model name, content)."""
+
+
+class ModelError(CountersignError):
+    """The model call failed after its bounded retries; the thread stays usable.
+
+    Args:
+        kind: the class of failure.
+        detail: the client's message (no secrets: Google's errors do not echo the key).
+    """
+
+    def __init__(self, kind: ModelErrorKind, detail: str) -> None:
+        super().__init__(f"model call failed ({kind}): {detail}")
+        self.kind = kind
+        self.detail = detail
+
+
+class ApprovalNotFoundError(CountersignError):
+    """No approval has this id (a forged or foreign button value)."""
+
+    def __init__(self, approval_id: str) -> None:
+        super().__init__(f"no approval {approval_id!r}")
+        self.approval_id = approval_id
+
+
+class AlreadyDecidedError(CountersignError):
+    """The approval was decided before this attempt; nothing was changed.
+
+    Args:
+        outcome: the stored status (`approved`, `edited`, `rejected`, `expired`).
+        decided_by_id: platform user id of the decider (None for an expiry).
+        decided_by_name: display name of the decider, for the reply.
+        decided_at: when it was decided.
+    """
+
+    def __init__(
+        self,
+        *,
+        outcome: str,
+        decided_by_id: str | None,
+        decided_by_name: str | None,
+        decided_at: datetime | None,
+    ) -> None:
+        super().__init__(f"already {outcome} by {decided_by_name or decided_by_id or 'nobody'}")
+        self.outcome = outcome
+        self.decided_by_id = decided_by_id
+        self.decided_by_name = decided_by_name
+        self.decided_at = decided_at
+
+
+class NotPermittedError(CountersignError):
+    """The clicker may not decide this approval; nothing was changed.
+
+    Args:
+        reason: a short machine-readable reason, e.g. `not_requester_or_admin`.
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"not permitted: {reason}")
+        self.reason = reason
+
+
+class InvalidDecisionError(CountersignError):
+    """A decision does not fit the pending action; nothing was changed and the card stays usable.
+
+    Args:
+        message: what is wrong, in words fit for the person who sent it.
+        field: for an edit, the argument path that failed (e.g. `args.url`), when known.
+    """
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field

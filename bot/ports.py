@@ -1,0 +1,105 @@
+"""The core's outbound port: what a platform adapter must do for the core.
+
+The core calls these with domain values; the adapter renders them (Block Kit, embeds, plain
+text) and keeps all wording in its own messages module (CONVENTIONS.md item 15).
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from typing import Protocol
+
+from bot.approvals.records import ApprovalRecord
+from bot.conversation import Actor, ConversationRef
+from bot.errors import ModelErrorKind
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApprovalCard:
+    """Everything a card shows: the approval (pending or decided) and its place in the pause.
+
+    Attributes:
+        approval: the stored approval; `status` says whether buttons are still shown.
+        position: 1-based index among the pause's approvals.
+        total: how many approvals the pause has.
+    """
+
+    approval: ApprovalRecord
+    position: int
+    total: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReviewPending:
+    """A message arrived while a review waits; it was not given to the agent.
+
+    Attributes:
+        approvals: the pending approvals, with card references to link to.
+    """
+
+    approvals: tuple[ApprovalRecord, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelFailed:
+    """The model failed after its retries; the message is kept and the thread stays usable."""
+
+    kind: ModelErrorKind
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnFailed:
+    """Something unexpected failed; the details are in the log, under `thread_id`."""
+
+    thread_id: str
+
+
+Notice = ReviewPending | ModelFailed | TurnFailed
+
+
+class Platform(Protocol):
+    """One chat platform, as the core sees it.
+
+    Every method may raise the platform's own errors; the core logs them with the thread id
+    and carries on, so one failed post never wedges a conversation.
+    """
+
+    name: str
+    """The `ConversationRef.platform` value this adapter serves."""
+
+    async def post_answer(self, conversation: ConversationRef, text: str) -> None:
+        """Post the agent's answer (split and escaped as the platform needs)."""
+        ...
+
+    async def post_card(self, conversation: ConversationRef, card: ApprovalCard) -> str:
+        """Post an approval card; return a reference the adapter can later update and link."""
+        ...
+
+    async def update_card(
+        self, conversation: ConversationRef, card_ref: str, card: ApprovalCard
+    ) -> None:
+        """Show the card's new state in place (outcome, who, when; no buttons once decided)."""
+        ...
+
+    async def notify(
+        self, conversation: ConversationRef, notice: Notice, *, recipient: Actor | None
+    ) -> None:
+        """Tell `recipient` (privately where the platform can) or the conversation."""
+        ...
+
+    def working(
+        self, conversation: ConversationRef, anchor: str | None
+    ) -> AbstractAsyncContextManager[None]:
+        """Show progress for the duration of the block.
+
+        Args:
+            conversation: where the agent works.
+            anchor: the message the work is about: a message id received from the platform or
+                a card reference returned by `post_card`; None when there is none.
+        """
+        ...
+
+    async def is_admin(self, actor: Actor) -> bool:
+        """Whether the platform says `actor` administers their workspace."""
+        ...

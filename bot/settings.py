@@ -1,0 +1,195 @@
+"""Typed settings, read from the environment (and an optional `.env` file).
+
+One `Settings` object is built at the entry point and passed down (CONVENTIONS.md item 5); no
+module reads the environment on import. The environment variable names are fixed by DESIGN.md
+("Fixed interface"), so each section maps its fields to those names explicitly. Secrets are
+`SecretStr`: they never appear in a repr, a log line or an error message.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+DEFAULT_GEMINI_MODEL = "gemini-3.8-flash"
+DEFAULT_SLACK_API_URL = "https://slack.com/api/"
+DEFAULT_DISCORD_API_URL = "https://discord.com/api/v10"
+
+
+def _section() -> SettingsConfigDict:
+    """Config shared by every section: environment first, then `.env`, unknown keys ignored."""
+    return SettingsConfigDict(env_file=".env", extra="ignore", populate_by_name=True, frozen=True)
+
+
+class DatabaseSettings(BaseSettings):
+    """Where state lives: an external PostgreSQL, or the embedded one under `data_dir`."""
+
+    model_config = _section()
+
+    url: SecretStr | None = Field(default=None, validation_alias="DATABASE_URL")
+    """`postgresql://user:pass@host:port/db`; unset means "start the embedded server"."""
+    data_dir: Path = Field(default=Path(".countersign"), validation_alias="COUNTERSIGN_DATA_DIR")
+    """Data directory; the embedded server keeps its files in `<data_dir>/pgdata`."""
+    pool_max_size: int = Field(default=10, ge=2, le=200, validation_alias="DATABASE_POOL_SIZE")
+    """Connections per pool (one asyncpg pool for our tables, one psycopg pool for the saver)."""
+    connect_timeout_s: float = Field(default=10.0, gt=0)
+
+    @field_validator("url", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, value: object) -> object:
+        return None if value == "" else value
+
+
+class GeminiSettings(BaseSettings):
+    """The model: Google Gemini through langchain-google-genai."""
+
+    model_config = _section()
+
+    api_key: SecretStr | None = Field(default=None, validation_alias="GOOGLE_API_KEY")
+    model: str = Field(default=DEFAULT_GEMINI_MODEL, validation_alias="GEMINI_MODEL")
+    base_url: str | None = Field(default=None, validation_alias="GEMINI_BASE_URL")
+    """API base URL override (a local stand-in in tests); unset means Google's endpoint."""
+    max_attempts: int = Field(default=4, ge=1, le=10, validation_alias="GEMINI_MAX_ATTEMPTS")
+    """Attempts per model call, the first included; retried on 408, 429 and 5xx only."""
+    retry_initial_delay_s: float = Field(
+        default=1.0, ge=0, validation_alias="GEMINI_RETRY_INITIAL_DELAY"
+    )
+    retry_max_delay_s: float = Field(default=20.0, ge=0)
+    timeout_s: float = Field(default=60.0, gt=0, validation_alias="GEMINI_TIMEOUT")
+
+    @field_validator("api_key", "base_url", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, value: object) -> object:
+        return None if value == "" else value
+
+
+class AgentSettings(BaseSettings):
+    """How a chat turn runs."""
+
+    model_config = _section()
+
+    recursion_limit: int = Field(
+        default=25, ge=4, le=200, validation_alias="COUNTERSIGN_RECURSION_LIMIT"
+    )
+    """LangGraph steps per turn (seed 000: 25). The step guard answers before it is reached."""
+    history_window: int = Field(
+        default=60, ge=4, le=1000, validation_alias="COUNTERSIGN_HISTORY_WINDOW"
+    )
+    """At most this many stored messages are sent to the model per call (PERFORMANCE.md)."""
+    system_prompt: str | None = Field(default=None, validation_alias="COUNTERSIGN_SYSTEM_PROMPT")
+    """Replaces the built-in system prompt when set."""
+    tools_module: str | None = Field(default=None, validation_alias="COUNTERSIGN_TOOLS_MODULE")
+    """Dotted name of an operator module with a `TOOLS` list (see `bot.tools.operator`)."""
+
+
+class ToolSettings(BaseSettings):
+    """Built-in tools: which hosts `http_request` may call, how email is sent."""
+
+    model_config = _section()
+
+    http_allowed_hosts: Annotated[tuple[str, ...], NoDecode] = Field(
+        default=(), validation_alias="HTTP_REQUEST_ALLOWED_HOSTS"
+    )
+    """Lower-case `host` or `host:port` entries; empty means `http_request` may call nothing."""
+    http_timeout_s: float = Field(default=10.0, gt=0, validation_alias="HTTP_REQUEST_TIMEOUT")
+    http_max_response_chars: int = Field(
+        default=4000, ge=100, validation_alias="HTTP_REQUEST_MAX_RESPONSE_CHARS"
+    )
+    smtp_url: SecretStr | None = Field(default=None, validation_alias="SMTP_URL")
+    """`smtp://user:pass@host:port` (STARTTLS when offered) or `smtps://...` (implicit TLS)."""
+    smtp_from: str = Field(default="countersign@localhost", validation_alias="SMTP_FROM")
+    smtp_timeout_s: float = Field(default=15.0, gt=0)
+
+    @field_validator("http_allowed_hosts", mode="before")
+    @classmethod
+    def _split_hosts(cls, value: object) -> object:
+        if isinstance(value, str):
+            return tuple(h.strip().lower() for h in value.split(",") if h.strip())
+        return value
+
+    @field_validator("smtp_url", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, value: object) -> object:
+        return None if value == "" else value
+
+
+class SlackSettings(BaseSettings):
+    """Slack credentials; the adapter runs when `bot_token` and `signing_secret` are set."""
+
+    model_config = _section()
+
+    bot_token: SecretStr | None = Field(default=None, validation_alias="SLACK_BOT_TOKEN")
+    signing_secret: SecretStr | None = Field(default=None, validation_alias="SLACK_SIGNING_SECRET")
+    app_token: SecretStr | None = Field(default=None, validation_alias="SLACK_APP_TOKEN")
+    """`xapp-...`: when set, Socket Mode is used instead of HTTP events."""
+    api_url: str = Field(default=DEFAULT_SLACK_API_URL, validation_alias="SLACK_API_URL")
+
+    @field_validator("bot_token", "signing_secret", "app_token", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, value: object) -> object:
+        return None if value == "" else value
+
+    @field_validator("api_url")
+    @classmethod
+    def _trailing_slash(cls, value: str) -> str:
+        # slack_sdk joins method names onto the base URL, which must end with "/".
+        return value if value.endswith("/") else value + "/"
+
+    @property
+    def enabled(self) -> bool:
+        """Whether Slack credentials are present (Socket Mode still needs the signing secret)."""
+        return self.bot_token is not None and (
+            self.signing_secret is not None or self.app_token is not None
+        )
+
+
+class DiscordSettings(BaseSettings):
+    """Discord credentials; the adapter runs when `token` is set."""
+
+    model_config = _section()
+
+    token: SecretStr | None = Field(default=None, validation_alias="DISCORD_TOKEN")
+    api_url: str = Field(default=DEFAULT_DISCORD_API_URL, validation_alias="DISCORD_API_URL")
+
+    @field_validator("token", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, value: object) -> object:
+        return None if value == "" else value
+
+    @property
+    def enabled(self) -> bool:
+        """Whether a Discord token is present."""
+        return self.token is not None
+
+
+class ServerSettings(BaseSettings):
+    """The HTTP listener for Slack events and `GET /healthz`."""
+
+    model_config = _section()
+
+    host: str = Field(default="0.0.0.0", validation_alias="HOST")  # noqa: S104 - a server
+    port: int = Field(default=3000, ge=0, le=65535, validation_alias="PORT")
+    log_level: str = Field(default="INFO", validation_alias="LOG_LEVEL")
+    shutdown_grace_s: float = Field(default=30.0, ge=0)
+    """How long in-flight turns may run on after SIGTERM before they are cancelled."""
+
+
+class Settings(BaseModel):
+    """Everything the bot can be told, one section per concern.
+
+    Build it with `Settings()` at the entry point (each section reads the environment) or with
+    explicit sections in tests: `Settings(database=DatabaseSettings(url=...))`.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    database: DatabaseSettings = Field(default_factory=DatabaseSettings)
+    gemini: GeminiSettings = Field(default_factory=GeminiSettings)
+    agent: AgentSettings = Field(default_factory=AgentSettings)
+    tools: ToolSettings = Field(default_factory=ToolSettings)
+    slack: SlackSettings = Field(default_factory=SlackSettings)
+    discord: DiscordSettings = Field(default_factory=DiscordSettings)
+    server: ServerSettings = Field(default_factory=ServerSettings)

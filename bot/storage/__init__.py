@@ -1,0 +1,1 @@
+"""PostgreSQL: the embedded server, migrations, pools, savers and our repositories."""

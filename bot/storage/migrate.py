@@ -1,0 +1,61 @@
+"""Schema migrations: versioned SQL in `migrations/`, applied by yoyo-migrations.
+
+yoyo records applied migrations in its own table and takes a lock while applying, so two
+replicas starting at once do not apply a migration twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+
+from bot.storage.urls import for_yoyo
+
+log = logging.getLogger(__name__)
+
+
+def migrations_dir() -> Path:
+    """The `migrations/` directory: in the source tree, or packaged inside the wheel.
+
+    Raises:
+        FileNotFoundError: when neither exists.
+    """
+    here = Path(__file__).resolve()
+    candidates = (
+        here.parents[2] / "migrations",  # source checkout: <repo>/bot/storage/migrate.py
+        here.parents[2] / "countersign" / "_migrations",  # installed wheel (force-include)
+    )
+    for candidate in candidates:
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError(f"no migrations directory in {', '.join(map(str, candidates))}")
+
+
+async def apply_migrations(url: str) -> list[str]:
+    """Apply every migration not applied yet.
+
+    Args:
+        url: a `postgresql://` URL.
+
+    Returns:
+        The ids of the migrations applied now (empty when up to date).
+    """
+    return await asyncio.to_thread(_apply_blocking, url)
+
+
+def _apply_blocking(url: str) -> list[str]:
+    from yoyo import get_backend, read_migrations
+
+    backend = get_backend(for_yoyo(url))
+    try:
+        migrations = read_migrations(str(migrations_dir()))
+        with backend.lock():
+            pending = backend.to_apply(migrations)
+            backend.apply_migrations(pending)
+        applied = [m.id for m in pending]
+    finally:
+        backend.connection.close()
+    if applied:
+        log.info("applied migrations: %s", ", ".join(applied))
+    return applied

@@ -1,0 +1,52 @@
+"""Background work the service owns, so shutdown can wait for it (DESIGN.md "Lifecycle")."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Coroutine
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+class TaskTracker:
+    """Starts tasks, logs their failures, and drains them on shutdown."""
+
+    def __init__(self) -> None:
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._closing = False
+
+    @property
+    def closing(self) -> bool:
+        """True once `drain` has begun: no new work should start."""
+        return self._closing
+
+    def spawn(self, coro: Coroutine[Any, Any, Any], *, name: str) -> asyncio.Task[Any]:
+        """Run `coro` in the background; an exception is logged, never lost."""
+        task = asyncio.create_task(coro, name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._done)
+        return task
+
+    def _done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("background task %s failed", task.get_name(), exc_info=task.exception())
+
+    async def drain(self, grace_s: float) -> None:
+        """Stop accepting work, wait up to `grace_s` seconds, then cancel what is left."""
+        self._closing = True
+        if not self._tasks:
+            return
+        _, pending = await asyncio.wait(set(self._tasks), timeout=grace_s)
+        for task in pending:
+            log.warning("cancelling %s after the shutdown grace period", task.get_name())
+            task.cancel()
+        if pending:
+            await asyncio.wait(pending, timeout=5)
+
+    async def join(self) -> None:
+        """Wait until no task is running (tests and benchmarks use this)."""
+        while self._tasks:
+            await asyncio.wait(set(self._tasks))

@@ -1,0 +1,492 @@
+"""The `http_request` tool: HTTP calls to an operator-approved list of hosts.
+
+What keeps it safe, in order of the checks:
+
+- only `http`/`https` URLs whose host (and port) is listed in `HTTP_REQUEST_ALLOWED_HOSTS`; the
+  same parsed `httpx.URL` that was checked is the one sent, so no second parser can disagree;
+- redirects are never followed: a 3xx comes back to the model with its Location, and following
+  it is a new call that passes the allow-list (and the review policy) again;
+- headers that would change where or how the request is framed (`Host`, `Content-Length`,
+  `Transfer-Encoding`, hop-by-hop headers) or that override the method behind the reviewer's
+  back (`X-HTTP-Method-Override` and friends) are refused;
+- GET and HEAD carry no body, so a call that skips review (see `bot.tools.builtin`) cannot carry
+  a payload either;
+- the response is read up to a byte cap and shown up to `HTTP_REQUEST_MAX_RESPONSE_CHARS`.
+
+Proxy variables and `.netrc` are ignored (`trust_env=False`): the allow-list must describe the
+real destination, and credentials from the host's `.netrc` must never be attached to requests
+the model composes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import inspect
+import json
+import logging
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Annotated, Any, Final
+
+import httpx
+from langchain_core.tools import BaseTool, StructuredTool
+from pydantic import BaseModel, Field, WithJsonSchema
+
+from bot.errors import ConfigurationError
+from bot.settings import ToolSettings
+
+log = logging.getLogger(__name__)
+
+ALLOWED_METHODS: Final = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+READ_ONLY_METHODS: Final = frozenset({"GET", "HEAD"})
+"""Methods that run without review by default and never carry a body."""
+
+FORBIDDEN_HEADERS: Final = frozenset(
+    {
+        # The URL decides the host; httpx frames the body itself.
+        "host",
+        "content-length",
+        "transfer-encoding",
+        # Hop-by-hop and framing headers.
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "upgrade",
+        "expect",
+        # Would turn a reviewed-as-GET call into something else on many servers.
+        "x-http-method-override",
+        "x-http-method",
+        "x-method-override",
+    }
+)
+
+_DEFAULT_PORTS: Final = {"http": 80, "https": 443}
+_MAX_HEADERS: Final = 50
+_MAX_HEADER_VALUE_CHARS: Final = 8192
+_MAX_DOWNLOAD_BYTES: Final = 1024 * 1024
+"""Bytes read from a response at most; beyond this the size of the cut is a lower bound."""
+_USER_AGENT: Final = "Countersign-http_request/1"
+_SHOWN_RESPONSE_HEADERS: Final = ("content-type", "location", "retry-after")
+_TOKEN: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_TEXTUAL_TYPE_HINTS: Final = ("json", "xml", "javascript", "x-www-form-urlencoded", "yaml", "csv")
+
+
+def normalize_method(value: object) -> str | None:
+    """The upper-case HTTP method in `value`, or None when it is not an ASCII string.
+
+    Both the tool and its review condition use this, so they can never disagree about which
+    method a call uses (`"get"` is GET; a non-ASCII look-alike is no method at all).
+    """
+    if not isinstance(value, str) or not value.isascii():
+        return None
+    return value.upper()
+
+
+def needs_review(args: Mapping[str, Any]) -> bool:
+    """The default review condition: every method except GET and HEAD waits for a human.
+
+    A missing or non-string method counts as needing review (fail closed).
+    """
+    return normalize_method(args.get("method")) not in READ_ONLY_METHODS
+
+
+@dataclass(frozen=True, slots=True)
+class _HostRule:
+    host: str
+    port: int | None  # None: any port of `host`
+
+    def matches(self, hosts: set[str], port: int) -> bool:
+        return self.host in hosts and (self.port is None or self.port == port)
+
+    def __str__(self) -> str:
+        shown = f"[{self.host}]" if ":" in self.host else self.host
+        return shown if self.port is None else f"{shown}:{self.port}"
+
+
+def _parse_port(text: str, entry: str) -> int:
+    if not text.isdigit() or not 0 < int(text) < 65536:
+        raise ConfigurationError(
+            f"HTTP_REQUEST_ALLOWED_HOSTS entry {entry!r} has an invalid port {text!r}"
+        )
+    return int(text)
+
+
+def _parse_allowed_hosts(entries: tuple[str, ...]) -> tuple[_HostRule, ...]:
+    """Parse `HTTP_REQUEST_ALLOWED_HOSTS` entries: `host`, `host:port`, `[v6]` or `[v6]:port`.
+
+    Raises:
+        ConfigurationError: for an entry that is not a bare host (e.g. a URL or a wildcard).
+    """
+    rules: list[_HostRule] = []
+    for raw in entries:
+        entry = raw.strip().lower()
+        if not entry:
+            continue
+        if "/" in entry or "@" in entry or "*" in entry:
+            raise ConfigurationError(
+                f"HTTP_REQUEST_ALLOWED_HOSTS entry {raw!r} is not a host: write `host` or "
+                "`host:port`, without scheme, path or wildcards"
+            )
+        port: int | None = None
+        if entry.startswith("["):
+            host, closed, rest = entry[1:].partition("]")
+            if not closed or (rest and not rest.startswith(":")):
+                raise ConfigurationError(
+                    f"HTTP_REQUEST_ALLOWED_HOSTS entry {raw!r} is not `[ipv6]` or `[ipv6]:port`"
+                )
+            if rest:
+                port = _parse_port(rest[1:], raw)
+        elif entry.count(":") == 1:
+            host, _, port_text = entry.partition(":")
+            port = _parse_port(port_text, raw)
+        else:
+            host = entry  # a name, an IPv4 address, or a bare IPv6 address
+        host = host.rstrip(".")
+        if not host:
+            raise ConfigurationError(f"HTTP_REQUEST_ALLOWED_HOSTS entry {raw!r} has no host")
+        rules.append(_HostRule(host, port))
+    return tuple(rules)
+
+
+class _BorrowedTransport(httpx.AsyncBaseTransport):
+    """Lends a caller's transport to a short-lived client without letting the client close it."""
+
+    def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
+        self._inner = inner
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        return await self._inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        """Leave the borrowed transport open; its owner closes it."""
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None = None,
+        exc_value: BaseException | None = None,
+        traceback: TracebackType | None = None,
+    ) -> None:
+        """Leave the borrowed transport open; its owner closes it."""
+
+
+# "Any JSON value", spelled out: an empty schema means the same in JSON Schema, but
+# langchain-google-genai turns a schema without a type into STRING for Gemini, and the model
+# would then send objects as strings. Nested arrays are still accepted at run time.
+_JSON_VALUE_SCHEMA: Final[dict[str, Any]] = {
+    "anyOf": [
+        {"type": "object"},
+        {
+            "type": "array",
+            "items": {
+                "anyOf": [
+                    {"type": "object"},
+                    {"type": "string"},
+                    {"type": "number"},
+                    {"type": "boolean"},
+                ]
+            },
+        },
+        {"type": "string"},
+        {"type": "number"},
+        {"type": "boolean"},
+    ]
+}
+
+
+class _HttpRequestArgs(BaseModel):
+    """Arguments of the http_request tool."""
+
+    # WithJsonSchema (type metadata) rather than json_schema_extra (field metadata): LangChain
+    # rebuilds the fields for `tool_call_schema` and keeps only the former.
+    method: Annotated[str, WithJsonSchema({"type": "string", "enum": list(ALLOWED_METHODS)})] = (
+        Field(
+            description=(
+                "HTTP method. GET and HEAD run right away; POST, PUT, PATCH, DELETE and OPTIONS "
+                "wait for a human's approval."
+            )
+        )
+    )
+    url: str = Field(
+        description="Absolute http:// or https:// URL on one of the allowed hosts, with any "
+        "query string."
+    )
+    headers: dict[str, str] | None = Field(
+        default=None,
+        description="Optional request headers, an object mapping header names to string values "
+        '(e.g. {"Accept": "application/json"}). Host, Content-Length, Transfer-Encoding and '
+        "method-override headers are not allowed.",
+    )
+    body: Annotated[Any, WithJsonSchema(_JSON_VALUE_SCHEMA)] = Field(
+        default=None,
+        description="Optional request body: any JSON value (object, array, string, number or "
+        "boolean), sent as JSON with Content-Type: application/json unless headers set another "
+        "Content-Type. Not allowed with GET or HEAD.",
+    )
+
+
+class _RefusedError(Exception):
+    """A request the tool will not send; the message is the model-facing explanation."""
+
+
+def _error(message: str) -> str:
+    return f"Error: {message}"
+
+
+def _check_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
+    """Validated request headers; raises `_RefusedError` naming what is wrong."""
+    if not headers:
+        return {}
+    if len(headers) > _MAX_HEADERS:
+        raise _RefusedError(f"at most {_MAX_HEADERS} headers may be sent.")
+    refused = sorted(name for name in headers if name.strip().lower() in FORBIDDEN_HEADERS)
+    if refused:
+        raise _RefusedError(
+            f"these headers may not be set: {', '.join(refused)}. The URL decides the host, the "
+            "tool frames the body itself, and the method must be the `method` argument. Remove "
+            "them and try again."
+        )
+    checked: dict[str, str] = {}
+    for name, value in headers.items():
+        if not _TOKEN.fullmatch(name):
+            raise _RefusedError(f"{name!r} is not a valid header name.")
+        if not isinstance(value, str):
+            raise _RefusedError(f"the value of header {name!r} must be a string.")
+        if len(value) > _MAX_HEADER_VALUE_CHARS:
+            raise _RefusedError(f"the value of header {name!r} is too long.")
+        if not value.isascii() or any(ch in value for ch in "\r\n\x00"):
+            raise _RefusedError(
+                f"the value of header {name!r} must be printable ASCII on a single line."
+            )
+        checked[name] = value
+    return checked
+
+
+def _has_header(headers: Mapping[str, str], name: str) -> bool:
+    return any(key.lower() == name for key in headers)
+
+
+def _looks_textual(content_type: str, sample: bytes) -> bool:
+    media_type = content_type.split(";", 1)[0].strip().lower()
+    if media_type.startswith("text/") or any(h in media_type for h in _TEXTUAL_TYPE_HINTS):
+        return True
+    if media_type and media_type != "application/octet-stream":
+        return False  # images, archives, PDFs, ...
+    if b"\x00" in sample[:1024]:
+        return False
+    try:
+        # The last bytes may be a character cut by the read cap.
+        sample[:4096].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start >= len(sample[:4096]) - 3
+    return True
+
+
+def _decode(data: bytes, charset: str | None) -> str:
+    encoding = charset or "utf-8"
+    try:
+        codecs.lookup(encoding)
+    except LookupError:
+        encoding = "utf-8"
+    return data.decode(encoding, errors="replace")
+
+
+def _render(
+    response: httpx.Response,
+    request_url: httpx.URL,
+    data: bytes,
+    complete: bool,
+    max_chars: int,
+) -> str:
+    """The response as the model reads it: status line, a few headers, then the body."""
+    lines = [f"{response.http_version} {response.status_code} {response.reason_phrase}".rstrip()]
+    for name in _SHOWN_RESPONSE_HEADERS:
+        if (value := response.headers.get(name)) is not None:
+            lines.append(f"{name}: {value}")
+    location = response.headers.get("location")
+    if response.is_redirect and location is not None:
+        try:
+            target = str(request_url.join(location))
+        except httpx.InvalidURL:
+            target = location
+        lines.append(
+            f"Redirect not followed. To follow it, call http_request again with url {target} "
+            "(it must be on the allowed hosts)."
+        )
+    lines.append("")
+
+    if not data:
+        lines.append("(empty body)")
+        return "\n".join(lines)
+    content_type = response.headers.get("content-type", "")
+    if not _looks_textual(content_type, data):
+        size = f"{len(data)} bytes" if complete else f"more than {len(data)} bytes"
+        lines.append(f"(binary body not shown: {size}, content-type {content_type or 'unknown'})")
+        return "\n".join(lines)
+
+    text = _decode(data, response.charset_encoding)
+    if len(text) <= max_chars and complete:
+        lines.append(text)
+        return "\n".join(lines)
+    cut = len(text) - max_chars
+    lines.append(text[:max_chars])
+    if complete:
+        lines.append(f"[truncated: {cut} more characters not shown]")
+    else:
+        lines.append(
+            f"[truncated: more than {max(cut, 0)} more characters not shown; the body is larger "
+            f"than {_MAX_DOWNLOAD_BYTES // 1024} KiB]"
+        )
+    return "\n".join(lines)
+
+
+def make_http_request_tool(
+    settings: ToolSettings, *, transport: httpx.AsyncBaseTransport | None = None
+) -> BaseTool:
+    """Build the `http_request` tool for the hosts in `settings.http_allowed_hosts`.
+
+    Args:
+        settings: allow-list, timeout and response size cap.
+        transport: an httpx transport to send through instead of the network (tests); it is
+            borrowed, never closed by the tool.
+
+    Returns:
+        The tool, named `http_request`, whose arguments are `method, url, headers, body`.
+
+    Raises:
+        ConfigurationError: when an allow-list entry is not a host or `host:port`.
+    """
+    rules = _parse_allowed_hosts(settings.http_allowed_hosts)
+    allowed_text = ", ".join(str(rule) for rule in rules)
+    timeout_s = settings.http_timeout_s
+    max_chars = settings.http_max_response_chars
+
+    def check_url(raw_url: str) -> httpx.URL:
+        try:
+            url = httpx.URL(raw_url)
+        except (httpx.InvalidURL, TypeError) as exc:
+            raise _RefusedError(f"invalid URL {raw_url[:200]!r}: {exc}.") from None
+        if url.scheme not in _DEFAULT_PORTS or not url.host:
+            raise _RefusedError(
+                f"invalid URL {raw_url[:200]!r}: give an absolute http:// or https:// URL."
+            )
+        port = url.port if url.port is not None else _DEFAULT_PORTS[url.scheme]
+        if not 0 < port < 65536:
+            raise _RefusedError(f"invalid port {port} in URL.")
+        names = {
+            url.host.lower().rstrip("."),
+            url.raw_host.decode("ascii", errors="replace").lower().rstrip("."),
+        }
+        if not any(rule.matches(names, port) for rule in rules):
+            if not rules:
+                raise _RefusedError(
+                    "no hosts are allowed, so http_request cannot be used here. An "
+                    "administrator can allow hosts with HTTP_REQUEST_ALLOWED_HOSTS."
+                )
+            shown = url.netloc.decode("ascii", errors="replace")
+            raise _RefusedError(
+                f"host {shown} is not allowed. Allowed hosts: {allowed_text}. Use one of "
+                "them, or ask an administrator to add this host to HTTP_REQUEST_ALLOWED_HOSTS."
+            )
+        return url
+
+    async def send(
+        method: str, url: httpx.URL, headers: dict[str, str], content: bytes | None
+    ) -> str:
+        borrowed = _BorrowedTransport(transport) if transport is not None else None
+        async with (
+            asyncio.timeout(timeout_s),
+            httpx.AsyncClient(
+                transport=borrowed,
+                timeout=httpx.Timeout(timeout_s),
+                follow_redirects=False,
+                trust_env=False,
+                headers={"User-Agent": _USER_AGENT},
+            ) as client,
+            client.stream(method, url, headers=headers, content=content) as response,
+        ):
+            buffer = bytearray()
+            complete = True
+            async for chunk in response.aiter_bytes():
+                buffer += chunk
+                if len(buffer) > _MAX_DOWNLOAD_BYTES:
+                    del buffer[_MAX_DOWNLOAD_BYTES:]
+                    complete = False
+                    break
+            log.info(
+                "http_request %s %s://%s%s -> %d (%d bytes read)",
+                method,
+                url.scheme,
+                url.netloc.decode("ascii", errors="replace"),
+                url.path,
+                response.status_code,
+                len(buffer),
+            )
+            return _render(response, url, bytes(buffer), complete, max_chars)
+
+    async def http_request(
+        method: str,
+        url: str,
+        headers: dict[str, str] | None = None,
+        body: Any = None,
+    ) -> str:
+        """Make an HTTP request to one of the allowed hosts and return the response.
+
+        GET and HEAD run without review; POST, PUT, PATCH, DELETE and OPTIONS wait for a
+        human's approval before they are sent. Redirects are not followed: a 3xx answer comes
+        back with its Location so you can decide to request it. The answer starts with the
+        status line and the content-type (and location) headers, followed by the body as
+        text, cut to a maximum length with a note saying how much was cut. A line starting
+        with "Error:" means the request was not sent or did not complete; it says what to do.
+        """
+        try:
+            verb = normalize_method(method)
+            if verb not in ALLOWED_METHODS:
+                raise _RefusedError(
+                    f"method {method!r} is not supported; use one of {', '.join(ALLOWED_METHODS)}."
+                )
+            target = check_url(url)
+            request_headers = _check_headers(headers)
+            content: bytes | None = None
+            if body is not None:
+                if verb in READ_ONLY_METHODS:
+                    raise _RefusedError(f"{verb} requests cannot have a body; leave `body` empty.")
+                try:
+                    content = json.dumps(body, ensure_ascii=False, allow_nan=False).encode()
+                except (TypeError, ValueError) as exc:
+                    raise _RefusedError(f"the body is not a JSON value: {exc}.") from None
+                if not _has_header(request_headers, "content-type"):
+                    request_headers["Content-Type"] = "application/json"
+        except _RefusedError as refusal:
+            return _error(str(refusal))
+
+        host = target.netloc.decode("ascii", errors="replace")
+        try:
+            return await send(verb, target, request_headers, content)
+        except (httpx.TimeoutException, TimeoutError):
+            return _error(
+                f"{host} did not answer within {timeout_s:g} seconds. Try again later, or ask "
+                "for less data."
+            )
+        except httpx.ConnectError as exc:
+            return _error(f"could not connect to {host}: {exc or type(exc).__name__}.")
+        except httpx.HTTPError as exc:
+            # Protocol errors, a connection dropped mid-response, invalid redirects ...
+            log.warning("http_request to %s failed: %s: %s", host, type(exc).__name__, exc)
+            return _error(f"the request to {host} failed: {type(exc).__name__}: {exc}.")
+
+    description = inspect.cleandoc(http_request.__doc__ or "")
+    if rules:
+        description += f"\n\nAllowed hosts: {allowed_text}."
+    else:
+        description += "\n\nNo hosts are allowed at the moment, so every request is refused."
+    return StructuredTool.from_function(
+        coroutine=http_request,
+        name="http_request",
+        description=description,
+        args_schema=_HttpRequestArgs,
+    )

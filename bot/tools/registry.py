@@ -1,0 +1,73 @@
+"""The tool registry: every tool the agent may call, with its default review mode."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.tools import BaseTool
+
+from bot.approvals.mode import Mode
+
+ReviewCondition = Callable[[Mapping[str, Any]], bool]
+"""`args -> needs review?`; an exception counts as True (fail closed)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolSpec:
+    """A tool and its built-in policy.
+
+    Attributes:
+        tool: the LangChain tool; its name is the name the model sees.
+        default_mode: what happens to a call when no admin rule says otherwise.
+        review_when: with `default_mode=REVIEW`, review only when this returns True for the
+            call's arguments (e.g. `http_request` only for methods other than GET and HEAD).
+    """
+
+    tool: BaseTool
+    default_mode: Mode = Mode.REVIEW
+    review_when: ReviewCondition | None = None
+
+    @property
+    def name(self) -> str:
+        """The tool's name."""
+        return self.tool.name
+
+
+class ToolRegistry:
+    """An ordered set of `ToolSpec`s keyed by tool name.
+
+    Raises:
+        ValueError: from `register` when a name is taken twice, so that an operator tool can
+            never silently replace a built-in one (and its review default).
+    """
+
+    def __init__(self, specs: Iterable[ToolSpec] = ()) -> None:
+        self._specs: dict[str, ToolSpec] = {}
+        for spec in specs:
+            self.register(spec)
+
+    def register(self, spec: ToolSpec) -> None:
+        """Add a tool; see the class docstring for the duplicate-name rule."""
+        if spec.name in self._specs:
+            raise ValueError(f"a tool named {spec.name!r} is already registered")
+        self._specs[spec.name] = spec
+
+    def get(self, name: str) -> ToolSpec | None:
+        """The spec for `name`, or None."""
+        return self._specs.get(name)
+
+    def names(self) -> list[str]:
+        """Tool names in registration order."""
+        return list(self._specs)
+
+    def tools(self) -> list[BaseTool]:
+        """The LangChain tools in registration order (what the model is bound to)."""
+        return [spec.tool for spec in self._specs.values()]
+
+    def __iter__(self) -> Iterator[ToolSpec]:
+        return iter(self._specs.values())
+
+    def __len__(self) -> int:
+        return len(self._specs)

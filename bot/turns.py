@@ -1,0 +1,310 @@
+"""Running the graph for one conversation and delivering what comes out.
+
+Callers hold the conversation's `ThreadLocks` lock around every method here. The checkpoint is
+the source of truth: `settle` compares it with our approvals table and repairs what a crash
+between the two left behind, before a new message may touch the thread.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
+
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
+from langgraph.errors import GraphRecursionError
+from langgraph.types import Command, Interrupt
+
+from bot.agents.history import unanswered_tool_calls
+from bot.agents.pool import AgentPool
+from bot.approvals.decisions import validate_decisions
+from bot.approvals.records import ApprovalRecord, NewAction, ReviewRecord, ReviewStatus
+from bot.conversation import Actor, ConversationRef
+from bot.errors import InvalidDecisionError, ModelError
+from bot.ports import ApprovalCard, ModelFailed, Notice, Platform, TurnFailed
+from bot.storage.approval_store import ApprovalStore
+
+log = logging.getLogger(__name__)
+
+_MAX_SETTLE_ROUNDS = 4
+
+
+class TurnRunner:
+    """Invokes and resumes graphs, opens reviews, posts answers and cards.
+
+    Args:
+        agents: the compiled graphs.
+        approvals: the approvals tables.
+        platforms: adapters by `ConversationRef.platform`.
+        tools: registered tools by name (to re-validate decisions before a resume).
+        recursion_limit: LangGraph steps per invocation.
+    """
+
+    def __init__(
+        self,
+        *,
+        agents: AgentPool,
+        approvals: ApprovalStore,
+        platforms: Mapping[str, Platform],
+        tools: Mapping[str, BaseTool],
+        recursion_limit: int,
+    ) -> None:
+        self._agents = agents
+        self._approvals = approvals
+        self._platforms = platforms
+        self._tools = tools
+        self._recursion_limit = recursion_limit
+
+    def platform(self, conversation: ConversationRef) -> Platform:
+        """The adapter serving `conversation`.
+
+        Raises:
+            KeyError: when no adapter for that platform is running.
+        """
+        return self._platforms[conversation.platform]
+
+    def config(self, conversation: ConversationRef) -> RunnableConfig:
+        """The run config: the thread id and the step limit."""
+        return {
+            "configurable": {"thread_id": conversation.thread_id},
+            "recursion_limit": self._recursion_limit,
+        }
+
+    async def settle(self, conversation: ConversationRef, requester: Actor) -> list[ApprovalRecord]:
+        """Bring the thread to rest before new input; return approvals that block it.
+
+        Repairs, in order: a pause with no stored review (crash before the cards) gets its
+        review and cards; a review claimed for resuming but not resumed (crash after the last
+        click) is resumed; a tool round cut short (crash inside the tool node) is finished,
+        the ledger keeping every started call from running twice.
+        """
+        graph = self._agents.for_thread(conversation.thread_id)
+        for _ in range(_MAX_SETTLE_ROUNDS):
+            state = await graph.aget_state(self.config(conversation))
+            if state.interrupts:
+                interrupt = state.interrupts[0]
+                review = await self._approvals.review_for_interrupt(
+                    conversation.thread_id, interrupt.id
+                )
+                if review is None:
+                    messages: list[AnyMessage] = state.values.get("messages", [])
+                    await self.open_review(conversation, interrupt, requester, messages)
+                    return await self._approvals.pending_in_thread(conversation.thread_id)
+                if review.status is ReviewStatus.PENDING:
+                    return await self._approvals.pending_in_thread(conversation.thread_id)
+                await self.resume(conversation, review, anchor=None)
+                continue
+            if state.next and unanswered_tool_calls(state.values.get("messages", [])):
+                log.warning(
+                    "finishing an interrupted tool round (thread_id=%s)", conversation.thread_id
+                )
+                await self.run(conversation, None, requester=requester, anchor=None)
+                continue
+            return []
+        return await self._approvals.pending_in_thread(conversation.thread_id)
+
+    async def run(
+        self,
+        conversation: ConversationRef,
+        graph_input: dict[str, Any] | Command[Any] | None,
+        *,
+        requester: Actor,
+        anchor: str | None,
+    ) -> None:
+        """Invoke the graph and deliver the outcome.
+
+        Model and graph failures become notices instead of exceptions: the thread stays usable.
+        """
+        platform = self.platform(conversation)
+        graph = self._agents.for_thread(conversation.thread_id)
+        try:
+            async with platform.working(conversation, anchor):
+                result = await graph.ainvoke(cast(Any, graph_input), self.config(conversation))
+        except ModelError as exc:
+            log.warning("model failed (thread_id=%s): %s", conversation.thread_id, exc)
+            await self.notify(conversation, ModelFailed(kind=exc.kind), recipient=None)
+            return
+        except GraphRecursionError:
+            # The step guard should make this impossible; if it happens, it is a bug.
+            log.exception(
+                "recursion limit hit despite the step guard (thread_id=%s)", conversation.thread_id
+            )
+            await self.notify(
+                conversation, TurnFailed(thread_id=conversation.thread_id), recipient=None
+            )
+            return
+        except Exception:
+            log.exception("turn failed (thread_id=%s)", conversation.thread_id)
+            await self.notify(
+                conversation, TurnFailed(thread_id=conversation.thread_id), recipient=None
+            )
+            return
+        await self._deliver(conversation, result, requester)
+
+    async def ask(
+        self, conversation: ConversationRef, text: str, *, requester: Actor, anchor: str | None
+    ) -> None:
+        """Run a turn for a new human message."""
+        await self.run(
+            conversation,
+            {"messages": [HumanMessage(content=text)]},
+            requester=requester,
+            anchor=anchor,
+        )
+
+    async def resume(
+        self, conversation: ConversationRef, review: ReviewRecord, *, anchor: str | None
+    ) -> None:
+        """Resume a review whose approvals are all decided, exactly once.
+
+        If the interrupt is no longer pending, the resume already happened (a crash came after
+        it); the review is only marked done and a cut-short run is finished.
+        """
+        graph = self._agents.for_thread(conversation.thread_id)
+        requester = _requester(conversation, review)
+        state = await graph.aget_state(self.config(conversation))
+        pending = [i for i in state.interrupts if i.id == review.interrupt_id]
+        if not pending:
+            await self._approvals.complete_review(review.id)
+            if state.next and unanswered_tool_calls(state.values.get("messages", [])):
+                await self.run(conversation, None, requester=requester, anchor=anchor)
+            return
+        rows = await self._approvals.approvals_of(review.id)
+        decisions = [row.resume_decision() for row in rows]
+        try:
+            validate_decisions(decisions, pending[0].value, self._tools)
+        except InvalidDecisionError as exc:
+            # Validated at click time; a tool changed since. The review node fails closed.
+            log.error(
+                "decision no longer valid, it will count as rejected (thread_id=%s): %s",
+                review.thread_id,
+                exc,
+            )
+        log.info("resuming review %s (thread_id=%s)", review.id, review.thread_id)
+        command: Command[Any] = Command(resume={review.interrupt_id: {"decisions": decisions}})
+        await self.run(conversation, command, requester=requester, anchor=anchor)
+        await self._approvals.complete_review(review.id)
+
+    async def open_review(
+        self,
+        conversation: ConversationRef,
+        interrupt: Interrupt,
+        requester: Actor,
+        messages: Sequence[AnyMessage],
+    ) -> list[ApprovalRecord]:
+        """Store a pause's approvals and post a card for each one that has none yet."""
+        request = interrupt.value if isinstance(interrupt.value, dict) else {}
+        actions = list(request.get("action_requests", []))
+        call_ids = _match_call_ids(messages, actions)
+        _, rows = await self._approvals.open_review(
+            thread_id=conversation.thread_id,
+            workspace_id=conversation.workspace_id,
+            interrupt_id=interrupt.id,
+            requester=requester,
+            actions=[
+                NewAction(
+                    tool_call_id=call_id,
+                    tool_name=str(action.get("name")),
+                    args=dict(action.get("args") or {}),
+                    description=str(action.get("description") or ""),
+                )
+                for action, call_id in zip(actions, call_ids, strict=True)
+            ],
+        )
+        platform = self.platform(conversation)
+        for row in rows:
+            if row.card_ref is not None or not row.is_pending:
+                continue
+            card = ApprovalCard(approval=row, position=row.position + 1, total=len(rows))
+            try:
+                card_ref = await platform.post_card(conversation, card)
+            except Exception:
+                log.exception(
+                    "could not post the card for approval %s (thread_id=%s)", row.id, row.thread_id
+                )
+                continue
+            await self._approvals.set_card_ref(row.id, card_ref)
+        return await self._approvals.approvals_of(rows[0].review_id) if rows else []
+
+    async def refresh_card(self, approval: ApprovalRecord) -> None:
+        """Redraw an approval's card from what is stored (after a decision)."""
+        if approval.card_ref is None:
+            return
+        conversation = ConversationRef.from_thread_id(approval.thread_id)
+        siblings = await self._approvals.approvals_of(approval.review_id)
+        card = ApprovalCard(approval=approval, position=approval.position + 1, total=len(siblings))
+        try:
+            await self.platform(conversation).update_card(conversation, approval.card_ref, card)
+        except Exception:
+            log.exception(
+                "could not update the card of approval %s (thread_id=%s)",
+                approval.id,
+                approval.thread_id,
+            )
+
+    async def notify(
+        self, conversation: ConversationRef, notice: Notice, *, recipient: Actor | None
+    ) -> None:
+        """Send a notice; a platform failure is logged, not raised."""
+        try:
+            await self.platform(conversation).notify(conversation, notice, recipient=recipient)
+        except Exception:
+            log.exception(
+                "could not send %s (thread_id=%s)", type(notice).__name__, conversation.thread_id
+            )
+
+    async def _deliver(
+        self, conversation: ConversationRef, result: dict[str, Any], requester: Actor
+    ) -> None:
+        messages: list[AnyMessage] = result.get("messages", [])
+        interrupts: list[Interrupt] = result.get("__interrupt__", [])
+        if interrupts:
+            for interrupt in interrupts:
+                await self.open_review(conversation, interrupt, requester, messages)
+            return
+        answer = messages[-1] if messages else None
+        if not isinstance(answer, AIMessage) or not answer.text.strip():
+            log.info("turn ended without text to post (thread_id=%s)", conversation.thread_id)
+            return
+        try:
+            await self.platform(conversation).post_answer(conversation, answer.text)
+        except Exception:
+            log.exception("could not post the answer (thread_id=%s)", conversation.thread_id)
+
+
+def _requester(conversation: ConversationRef, review: ReviewRecord) -> Actor:
+    return Actor(
+        platform=conversation.platform,
+        workspace_id=conversation.workspace_id,
+        user_id=review.requester_id,
+        display_name=review.requester_name,
+    )
+
+
+def _match_call_ids(
+    messages: Sequence[AnyMessage], actions: Sequence[dict[str, Any]]
+) -> list[str | None]:
+    """Find each action request's tool call id in the last tool-calling AI message.
+
+    Action requests are built from that message's calls in order, with identical name and
+    args, so an in-order greedy match is exact (two identical calls get the same mode).
+    """
+    calls: list[Any] = []
+    for message in reversed(messages):
+        if isinstance(message, AIMessage) and message.tool_calls:
+            calls = list(message.tool_calls)
+            break
+    ids: list[str | None] = []
+    start = 0
+    for action in actions:
+        found: str | None = None
+        for index in range(start, len(calls)):
+            if calls[index]["name"] == action.get("name") and calls[index]["args"] == action.get(
+                "args"
+            ):
+                found, start = str(calls[index]["id"]), index + 1
+                break
+        ids.append(found)
+    return ids

@@ -1,0 +1,1 @@
+"""The composition root: the `countersign` command wires the core to its adapters."""

@@ -1,0 +1,75 @@
+"""The `countersign` command: `run`, `chat`, `migrate` (DESIGN.md "Fixed interface")."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from collections.abc import Sequence
+
+from pydantic import ValidationError
+
+from bot.errors import ConfigurationError, DatabaseUnavailableError
+from bot.settings import Settings
+from countersign.logs import configure_logging
+
+log = logging.getLogger("countersign")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse the command line and run; returns the process exit code.
+
+    Known failures (a missing key, an unreachable database, invalid settings) print one line
+    to stderr and exit 2; tracebacks are for bugs.
+    """
+    parser = argparse.ArgumentParser(prog="countersign", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser(
+        "run", help="serve every platform whose credentials are set (terminal chat when none)"
+    )
+    commands.add_parser("chat", help="a conversation in the terminal, approvals as prompts")
+    commands.add_parser(
+        "migrate", help="apply migrations and LangGraph's checkpoint setup, then exit"
+    )
+    args = parser.parse_args(argv)
+
+    try:
+        settings = Settings()
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        print(f"countersign: invalid setting {where}: {first['msg']}", file=sys.stderr)
+        return 2
+    configure_logging(settings.server.log_level)
+    try:
+        asyncio.run(_dispatch(args.command, settings))
+    except (ConfigurationError, DatabaseUnavailableError) as exc:
+        print(f"countersign: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+async def _dispatch(command: str, settings: Settings) -> None:
+    if command == "migrate":
+        from contextlib import AsyncExitStack
+
+        from bot.storage.database import migrate, resolve_url
+
+        async with AsyncExitStack() as stack:
+            url = await resolve_url(settings.database, stack)
+            applied = await migrate(url)
+        log.info("migrations: %s", ", ".join(applied) if applied else "already up to date")
+        return
+    from countersign.server import chat, serve
+
+    if command == "chat":
+        await chat(settings)
+    else:
+        await serve(settings)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

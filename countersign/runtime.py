@@ -1,0 +1,103 @@
+"""Builds the core for one process: database, tools, model, graphs, service."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+from bot.agents.model import build_chat_model, call_options
+from bot.agents.pool import AgentPool
+from bot.agents.prompts import SYSTEM_PROMPT
+from bot.agents.review_agent import build_review_agent
+from bot.approvals.policy import DefaultPolicy
+from bot.ports import Platform
+from bot.service import Countersign
+from bot.settings import Settings
+from bot.storage.approval_store import ApprovalStore
+from bot.storage.audit_store import AuditStore
+from bot.storage.conversation_store import ConversationStore
+from bot.storage.database import Database, open_database
+from bot.storage.ledger import PostgresLedger
+from bot.storage.locks import ThreadLocks
+from bot.tools.operator import build_registry
+from bot.tools.registry import ToolRegistry
+from bot.turns import TurnRunner
+
+
+@dataclass(slots=True)
+class Runtime:
+    """The opened core.
+
+    Attributes:
+        service: the use cases adapters call.
+        platforms: adapters register their `Platform` here by name before traffic starts.
+        database: pools and savers.
+        registry: the tools.
+    """
+
+    settings: Settings
+    service: Countersign
+    platforms: dict[str, Platform]
+    database: Database
+    registry: ToolRegistry
+
+
+@asynccontextmanager
+async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
+    """Open everything the core needs, in order, and close it in reverse.
+
+    The model and the tools are built before the database is touched, so a missing
+    `GOOGLE_API_KEY` or a broken tools module fails in one line without starting PostgreSQL.
+
+    Raises:
+        ConfigurationError: missing key, unloadable tools module, ...
+        DatabaseUnavailableError: PostgreSQL cannot be reached.
+    """
+    model = build_chat_model(settings.gemini)
+    registry = build_registry(settings.tools, settings.agent.tools_module)
+    async with open_database(settings.database) as database:
+        ledger = PostgresLedger(database.pool)
+        policy = DefaultPolicy(registry)
+        graphs = [
+            build_review_agent(
+                model=model,
+                tools=registry.tools(),
+                policy=policy,
+                checkpointer=saver,
+                ledger=ledger,
+                system_prompt=settings.agent.system_prompt or SYSTEM_PROMPT,
+                history_window=settings.agent.history_window,
+                model_kwargs=call_options(settings.gemini),
+            )
+            for saver in database.savers
+        ]
+        audit = AuditStore(database.pool)
+        approvals = ApprovalStore(database.pool, audit)
+        platforms: dict[str, Platform] = {}
+        tools = {tool.name: tool for tool in registry.tools()}
+        runner = TurnRunner(
+            agents=AgentPool(graphs),
+            approvals=approvals,
+            platforms=platforms,
+            tools=tools,
+            recursion_limit=settings.agent.recursion_limit,
+        )
+        service = Countersign(
+            runner=runner,
+            approvals=approvals,
+            audit=audit,
+            conversations=ConversationStore(database.pool),
+            locks=ThreadLocks(database.pool),
+            tools=tools,
+        )
+        try:
+            yield Runtime(
+                settings=settings,
+                service=service,
+                platforms=platforms,
+                database=database,
+                registry=registry,
+            )
+        finally:
+            await service.aclose(settings.server.shutdown_grace_s)

@@ -1,0 +1,139 @@
+"""`countersign run`: serve every configured platform until SIGTERM or Ctrl-C.
+
+Shutdown order (DESIGN.md "Lifecycle"): stop taking new events (close the HTTP listener and
+Socket Mode), let in-flight turns reach a checkpoint (the service drains its tasks), close
+the pools, stop the embedded PostgreSQL we started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import socket
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
+from typing import Any
+
+from aiohttp import web
+
+from adapters.console import ConsoleChat, ConsolePlatform
+from bot.settings import Settings
+from countersign.runtime import Runtime, open_runtime
+
+log = logging.getLogger(__name__)
+
+HEALTH_PATH = "/healthz"
+
+
+async def serve(settings: Settings) -> None:
+    """Run the bot: Slack (and later Discord) when configured, else the terminal chat."""
+    if not settings.slack.enabled and not settings.discord.enabled:
+        log.info("no platform credentials set: starting the terminal chat")
+        await chat(settings)
+        return
+    stop = asyncio.Event()
+    _on_signals(stop)
+    async with BotServer(settings) as server:
+        log.info(
+            "Countersign is running on %s:%s (%s)",
+            settings.server.host,
+            server.port,
+            server.describe(),
+        )
+        await stop.wait()
+        log.info("stopping: no new work; letting in-flight turns reach a checkpoint")
+    log.info("stopped")
+
+
+class BotServer:
+    """The running bot: core, platform adapters and the HTTP listener, as one context.
+
+    Args:
+        settings: everything; `server.port` 0 picks a free port (see `port`).
+    """
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._stack = AsyncExitStack()
+        self.runtime: Runtime | None = None
+        self.port = 0
+        self._adapters: list[Any] = []
+
+    def describe(self) -> str:
+        """The adapters that run, for the start-up line."""
+        return ", ".join(type(a).__name__ for a in self._adapters) or "no platform"
+
+    async def __aenter__(self) -> BotServer:
+        try:
+            await self._start()
+        except BaseException:
+            await self._stack.aclose()
+            raise
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self._stack.aclose()
+
+    async def _start(self) -> None:
+        settings = self._settings
+        runtime = await self._stack.enter_async_context(open_runtime(settings))
+        self.runtime = runtime
+        web_app = web.Application()
+        web_app.router.add_get(HEALTH_PATH, _health(runtime))
+        if settings.slack.enabled:
+            from adapters.slack.app import SlackAdapter
+
+            slack = SlackAdapter(settings.slack, runtime.service)
+            runtime.platforms[slack.platform.name] = slack.platform
+            slack.add_routes(web_app)
+            self._adapters.append(slack)
+        if settings.discord.enabled:
+            log.warning(
+                "DISCORD_TOKEN is set, but the Discord adapter is not part of this build yet"
+            )
+        runner = web.AppRunner(web_app, access_log=None, shutdown_timeout=5)
+        await runner.setup()
+        sock = socket.create_server((settings.server.host, settings.server.port), reuse_port=False)
+        site = web.SockSite(runner, sock)
+        await site.start()
+        self.port = sock.getsockname()[1]
+        # Unwound in reverse (DESIGN.md "Lifecycle"): the listener stops taking events, the
+        # service drains in-flight turns (they still post through the adapters' clients), the
+        # adapters close, then the runtime closes pools and the embedded server.
+        for adapter in self._adapters:
+            await adapter.start()
+            self._stack.push_async_callback(adapter.close)
+        self._stack.push_async_callback(runtime.service.aclose, settings.server.shutdown_grace_s)
+        self._stack.push_async_callback(runner.cleanup)
+        await runtime.service.recover()
+
+
+async def chat(settings: Settings) -> None:
+    """`countersign chat`: the core in the terminal."""
+    async with open_runtime(settings) as runtime:
+        platform = ConsolePlatform(write=lambda line: print(line, flush=True))
+        runtime.platforms[platform.name] = platform
+        await runtime.service.recover()
+        await ConsoleChat(runtime.service, platform).run()
+
+
+def _health(runtime: Runtime) -> Callable[[web.Request], Awaitable[web.Response]]:
+    async def health(request: web.Request) -> web.Response:
+        """200 when PostgreSQL answers within 2 s, else 503."""
+        try:
+            await asyncio.wait_for(runtime.database.pool.fetchval("SELECT 1"), timeout=2)
+        except Exception as exc:
+            log.warning("health check failed: %s", exc)
+            return web.json_response(
+                {"status": "unavailable", "database": "unreachable"}, status=503
+            )
+        return web.json_response({"status": "ok"})
+
+    return health
+
+
+def _on_signals(stop: asyncio.Event) -> None:
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)

@@ -1,0 +1,44 @@
+"""The Gemini stand-in's script for end-to-end tests: a small, predictable agent.
+
+- "post <name>" -> a gated `http_request` POST to the target with `{"name": <name>}`.
+- "get" -> an ungated GET.
+- "long" -> a 5,000-character answer; "shout" -> an answer trying to ping everyone.
+- after a function response -> "Result: <the response as JSON>" (so tests can read what the
+  model saw); anything else -> "You said: <text>".
+"""
+
+from __future__ import annotations
+
+import json
+
+from tests.standins.gemini import GeminiReply, GeminiRequest, ScriptedResponder, call, text
+
+LONG_ANSWER = ("All work and no play makes the bot a dull bot. " * 110).strip()
+SHOUT = "<!channel> <!here> <!everyone> <@U999> read this & <https://evil.example|click>"
+
+
+def agent_script(target_url: str) -> ScriptedResponder:
+    """The responder; `target_url` is where "post" and "get" requests go."""
+
+    def rule(request: GeminiRequest) -> GeminiReply | None:
+        if request.function_responses:
+            responses = [
+                {"name": name, "response": response}
+                for name, response in request.function_responses
+            ]
+            return text("Result: " + json.dumps(responses, sort_keys=True))
+        said = (request.last_user_text or "").strip()
+        words = said.split()
+        if words[:1] == ["post"] and len(words) > 1:
+            return call(
+                "http_request", {"method": "POST", "url": target_url, "body": {"name": words[1]}}
+            )
+        if words[:1] == ["get"]:
+            return call("http_request", {"method": "GET", "url": target_url})
+        if said == "long":
+            return text(LONG_ANSWER)
+        if said == "shout":
+            return text(SHOUT)
+        return text(f"You said: {said}")
+
+    return ScriptedResponder(rules=[rule])

@@ -1,0 +1,391 @@
+"""The whole Slack flow through the real Bolt app, with Slack, Gemini and HTTP stand-ins."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from adapters.slack import blocks
+from countersign.server import BotServer
+from tests.e2e.agent_script import LONG_ANSWER
+from tests.e2e.conftest import ALICE, BOB, CAROL, CHANNEL, SIGNING_SECRET, TEAM
+from tests.standins.slack_api import SlackApiStandIn
+from tests.standins.slack_events import SlackEventSender
+
+pytestmark = pytest.mark.e2e
+
+
+@dataclass(frozen=True)
+class Card:
+    channel: str
+    ts: str
+    thread_ts: str
+    approval_id: str
+    blocks: list[dict[str, Any]]
+
+
+def _actions(message_blocks: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    return [b for b in message_blocks or [] if b.get("type") == "actions"]
+
+
+async def wait_card(slack: SlackApiStandIn, *, count: int = 1) -> list[Card]:
+    """Wait for `count` cards (messages with our buttons) and return them in order."""
+    posts = await slack.wait_for(
+        "chat.postMessage", lambda a: bool(_actions(a.get("blocks"))), count=count
+    )
+    cards = []
+    for message in slack.messages(CHANNEL):
+        if _actions(message.get("blocks")):
+            approve = _actions(message["blocks"])[0]["elements"][0]
+            cards.append(
+                Card(
+                    CHANNEL,
+                    message["ts"],
+                    message.get("thread_ts"),
+                    approve["value"],
+                    message["blocks"],
+                )
+            )
+    assert len(cards) >= count, posts
+    return cards
+
+
+async def wait_answer(
+    slack: SlackApiStandIn, thread_ts: str, starts: str = "Result: ", count: int = 1
+) -> list[str]:
+    calls = await slack.wait_for(
+        "chat.postMessage",
+        lambda a: a.get("thread_ts") == thread_ts and str(a.get("text", "")).startswith(starts),
+        count=count,
+    )
+    return [c.args["text"] for c in calls]
+
+
+def card_state(slack: SlackApiStandIn, card: Card) -> dict[str, Any]:
+    return slack.message(card.channel, card.ts)
+
+
+async def click(
+    events: SlackEventSender, slack: SlackApiStandIn, user: str, action_id: str, card: Card
+):
+    return await events.block_actions(
+        user,
+        card.channel,
+        card.ts,
+        action_id,
+        card.approval_id,
+        slack.new_trigger_id(),
+        thread_ts=card.thread_ts,
+    )
+
+
+async def settle(bot: BotServer) -> None:
+    assert bot.runtime is not None
+    await bot.runtime.service.tasks.join()
+
+
+async def test_approve_runs_the_request_once_and_posts_the_answer(
+    bot, events, slack, target, gemini
+):
+    """Mention -> card in the thread -> requester approves -> one request with the proposed args -> answer."""
+    mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> post widget")
+    assert mention.status == 200
+    [card] = await wait_card(slack)
+    assert card.thread_ts == mention.ts  # the bot answers in a thread under the mention
+    text = json.dumps(card.blocks)
+    assert "http_request" in text and "widget" in text and f"<@{ALICE}>" in text
+    assert target.requests == []
+
+    delivery = await click(events, slack, ALICE, blocks.ACTION_APPROVE, card)
+    assert delivery.status == 200
+    [answer] = await wait_answer(slack, mention.ts)
+    assert '"ok": true' in answer or "&quot;ok&quot;" in answer or "ok" in answer
+    await settle(bot)
+    assert [(r.method, r.json) for r in target.requests] == [("POST", {"name": "widget"})]
+    updated = card_state(slack, card)
+    assert _actions(updated["blocks"]) == []
+    assert "Approved" in json.dumps(updated["blocks"]) and f"<@{ALICE}>" in json.dumps(
+        updated["blocks"][-1]
+    )
+    # progress: an hourglass on the mention while the agent worked, removed afterwards
+    assert slack.calls_to("reactions.add") and slack.calls_to("reactions.remove")
+
+
+async def test_edit_uses_the_edited_args(bot, events, slack, target):
+    """Edit opens a modal prefilled with the JSON; the submitted args are what runs."""
+    mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> post widget")
+    [card] = await wait_card(slack)
+    await click(events, slack, ALICE, blocks.ACTION_EDIT, card)
+    [opened] = await slack.wait_for("views.open")
+    view = opened.args["view"]
+    prefill = view["blocks"][1]["element"]["initial_value"]
+    assert json.loads(prefill)["body"] == {"name": "widget"}
+    edited = json.loads(prefill) | {"body": {"name": "gadget"}}
+    reply = await events.view_submission(
+        ALICE,
+        blocks.VIEW_EDIT,
+        view["private_metadata"],
+        {blocks.EDIT_BLOCK: {blocks.EDIT_INPUT: json.dumps(edited)}},
+    )
+    assert reply.status == 200 and not reply.body  # an empty ack closes the modal
+    await wait_answer(slack, mention.ts)
+    await settle(bot)
+    assert [r.json for r in target.requests] == [{"name": "gadget"}]
+    shown = json.dumps(card_state(slack, card)["blocks"])
+    assert "Approved with edits" in shown and "gadget" in shown
+
+
+async def test_reject_with_reason_sends_nothing_and_the_model_sees_the_reason(
+    bot, events, slack, target, gemini
+):
+    """Reject with a reason: no request; the model's next call carries the reason."""
+    mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> post widget")
+    [card] = await wait_card(slack)
+    await click(events, slack, ALICE, blocks.ACTION_REJECT, card)
+    [opened] = await slack.wait_for("views.open")
+    reply = await events.view_submission(
+        ALICE,
+        blocks.VIEW_REJECT,
+        opened.args["view"]["private_metadata"],
+        {blocks.REASON_BLOCK: {blocks.REASON_INPUT: "we are in a change freeze"}},
+    )
+    assert reply.status == 200
+    [answer] = await wait_answer(slack, mention.ts)
+    assert "change freeze" in answer
+    await settle(bot)
+    assert target.requests == []
+    assert any("change freeze" in json.dumps(r.function_responses) for r in gemini.requests)
+    shown = json.dumps(card_state(slack, card)["blocks"])
+    assert "Rejected" in shown and "change freeze" in shown
+
+
+async def test_a_clicker_who_is_not_permitted_is_refused_and_nothing_changes(
+    bot, events, slack, target
+):
+    """Bob (not the requester, not an admin) gets an ephemeral refusal; the card still works for Alice."""
+    mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> post widget")
+    [card] = await wait_card(slack)
+    await click(events, slack, BOB, blocks.ACTION_APPROVE, card)
+    [refusal] = await slack.wait_for("chat.postEphemeral", lambda a: a.get("user") == BOB)
+    assert "can't decide" in refusal.args["text"]
+    await settle(bot)
+    assert target.requests == []
+    assert _actions(card_state(slack, card)["blocks"])  # buttons still there
+    await click(events, slack, BOB, blocks.ACTION_EDIT, card)
+    await slack.wait_for("chat.postEphemeral", lambda a: a.get("user") == BOB, count=2)
+    assert slack.calls_to("views.open") == []
+    await click(events, slack, ALICE, blocks.ACTION_APPROVE, card)
+    await wait_answer(slack, mention.ts)
+    assert len(target.requests) == 1
+
+
+async def test_an_admin_may_decide_someone_elses_call(bot, events, slack, target):
+    """Carol, a workspace admin (users.info), may approve Alice's call."""
+    mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> post widget")
+    [card] = await wait_card(slack)
+    await click(events, slack, CAROL, blocks.ACTION_APPROVE, card)
+    await wait_answer(slack, mention.ts)
+    assert f"<@{CAROL}>" in json.dumps(card_state(slack, card)["blocks"][-1])
+
+
+async def test_double_click_and_two_approvers_decide_once(bot, events, slack, target):
+    """Three concurrent approvals (a double click and a second approver): one decision, the others told who decided."""
+    mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> post widget")
+    [card] = await wait_card(slack)
+    deliveries = await asyncio.gather(
+        click(events, slack, ALICE, blocks.ACTION_APPROVE, card),
+        click(events, slack, ALICE, blocks.ACTION_APPROVE, card),
+        click(events, slack, CAROL, blocks.ACTION_APPROVE, card),
+    )
+    assert all(d.status == 200 for d in deliveries)
+    await wait_answer(slack, mention.ts)
+    told = await slack.wait_for(
+        "chat.postEphemeral", lambda a: "already approved" in a.get("text", ""), count=2
+    )
+    await settle(bot)
+    assert len(target.requests) == 1
+    assert len(told) == 2
+    decider = card_state(slack, card)["blocks"][-1]["elements"][0]["text"]
+    assert all(f"by <@{decider.split('<@')[1].split('>')[0]}>" in t.args["text"] for t in told)
+    assert len(await wait_answer(slack, mention.ts)) == 1
+
+
+async def test_a_new_message_while_pending_is_refused_with_a_link(bot, events, slack, gemini):
+    """A reply in the thread while the card waits is not given to the agent; the sender gets the card's link."""
+    mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> post widget")
+    [card] = await wait_card(slack)
+    before = len(gemini.requests)
+    await events.message(CHANNEL, BOB, "hello? any news", thread_ts=mention.ts)
+    [notice] = await slack.wait_for("chat.postEphemeral", lambda a: a.get("user") == BOB)
+    permalink = f"https://standin.slack.com/archives/{CHANNEL}/p{card.ts.replace('.', '')}"
+    assert "waiting for approval" in notice.args["text"] and permalink in notice.args["text"]
+    await settle(bot)
+    assert len(gemini.requests) == before
+
+
+async def test_the_click_still_works_after_a_restart(settings, db_url, gemini, slack, target):
+    """The bot stops between the card and the click; a new bot process state serves the click."""
+    async with (
+        BotServer(settings) as first,
+        SlackEventSender(
+            f"http://127.0.0.1:{first.port}/slack/events", SIGNING_SECRET, team_id=TEAM
+        ) as events,
+    ):
+        mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> post widget")
+        [card] = await wait_card(slack)
+    async with (
+        BotServer(settings) as second,
+        SlackEventSender(
+            f"http://127.0.0.1:{second.port}/slack/events", SIGNING_SECRET, team_id=TEAM
+        ) as events,
+    ):
+        await click(events, slack, ALICE, blocks.ACTION_APPROVE, card)
+        await wait_answer(slack, mention.ts)
+        await settle(second)
+    assert len(target.requests) == 1
+
+
+async def test_invalid_json_in_the_edit_modal_is_shown_and_the_card_stays_usable(
+    bot, events, slack, target
+):
+    """Broken JSON, a non-object and a schema error are shown in the modal; approving afterwards still works."""
+    mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> post widget")
+    [card] = await wait_card(slack)
+    await click(events, slack, ALICE, blocks.ACTION_EDIT, card)
+    [opened] = await slack.wait_for("views.open")
+    approval_id = opened.args["view"]["private_metadata"]
+
+    async def submit(raw: str):
+        return await events.view_submission(
+            ALICE, blocks.VIEW_EDIT, approval_id, {blocks.EDIT_BLOCK: {blocks.EDIT_INPUT: raw}}
+        )
+
+    for raw, expected in [
+        ('{"method": "POST", ', "not valid JSON"),
+        ("[1, 2]", "must be a JSON object"),
+        ('{"method": "POST"}', "url"),
+        ('{"method": "POST", "url": "x", "colour": "red"}', "no argument 'colour'"),
+    ]:
+        reply = await submit(raw)
+        assert reply.status == 200
+        assert reply.json["response_action"] == "errors", raw
+        assert expected in reply.json["errors"][blocks.EDIT_BLOCK], (raw, reply.json)
+    await settle(bot)
+    assert target.requests == []
+    assert _actions(card_state(slack, card)["blocks"])
+    await click(events, slack, ALICE, blocks.ACTION_APPROVE, card)
+    await wait_answer(slack, mention.ts)
+    assert len(target.requests) == 1
+
+
+async def test_unsigned_and_stale_requests_are_rejected(bot, events, slack, gemini):
+    """A wrong signature or an old timestamp gets 401 and the agent never runs."""
+    bad = await events.app_mention(CHANNEL, ALICE, "<@UBOT> post widget", bad_signature=True)
+    stale = await events.app_mention(CHANNEL, ALICE, "<@UBOT> post widget", stale=True)
+    assert (bad.status, stale.status) == (401, 401)
+    await asyncio.sleep(0.2)
+    await settle(bot)
+    assert gemini.requests == []
+    assert slack.calls_to("chat.postMessage") == []
+
+
+async def test_ungated_calls_run_without_a_card(bot, events, slack, target):
+    """A GET needs no review by default: it runs and the answer is posted, no card."""
+    mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> get")
+    await wait_answer(slack, mention.ts)
+    assert [r.method for r in target.requests] == ["GET"]
+    assert not any(_actions(m.get("blocks")) for m in slack.messages(CHANNEL))
+
+
+async def test_replies_in_a_known_thread_continue_the_conversation(bot, events, slack, gemini):
+    """A plain reply in the bot's thread reaches the agent with the history; channel chatter does not."""
+    mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> hello there")
+    await wait_answer(slack, mention.ts, starts="You said: hello there")
+    await events.message(CHANNEL, ALICE, "second message", thread_ts=mention.ts)
+    await wait_answer(slack, mention.ts, starts="You said: second message")
+    await events.message(CHANNEL, ALICE, "unrelated chatter")
+    await events.message(CHANNEL, ALICE, "other thread", thread_ts="1700000000.000001")
+    await settle(bot)
+    last = gemini.requests[-1]
+    assert "hello there" in json.dumps(last.contents)  # the thread's history came along
+    assert all("chatter" not in json.dumps(r.contents) for r in gemini.requests)
+    assert all("other thread" not in json.dumps(r.contents) for r in gemini.requests)
+
+
+async def test_own_messages_bots_and_edits_are_ignored(bot, events, slack, gemini):
+    """The bot ignores itself, other bots, edits and deletions, even in its own thread."""
+    mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> hello")
+    await wait_answer(slack, mention.ts, starts="You said: hello")
+    count = len(gemini.requests)
+    await events.message(CHANNEL, "UBOT", "my own words", thread_ts=mention.ts)
+    await events.message(CHANNEL, "UOTHER", "beep", thread_ts=mention.ts, bot_id="B123")
+    await events.message(
+        CHANNEL, ALICE, "edited", ts=mention.ts, thread_ts=mention.ts, subtype="message_changed"
+    )
+    await events.message(
+        CHANNEL, ALICE, "", ts=mention.ts, thread_ts=mention.ts, subtype="message_deleted"
+    )
+    await asyncio.sleep(0.2)
+    await settle(bot)
+    assert len(gemini.requests) == count
+
+
+async def test_retried_event_is_handled_once(bot, events, slack, gemini):
+    """Slack's retry of the same event (same event_id and ts) does not run the agent twice."""
+    first = await events.app_mention(CHANNEL, ALICE, "<@UBOT> hello once")
+    again = await events.retry(first)
+    assert again.status == 200
+    await wait_answer(slack, first.ts, starts="You said: hello once")
+    await settle(bot)
+    assert len(gemini.requests) == 1
+
+
+async def test_dm_conversation(bot, events, slack):
+    """A DM is its own conversation; the bot answers in the DM without a thread."""
+    await events.message("D1", ALICE, "hi in private", channel_type="im")
+    [post] = await slack.wait_for("chat.postMessage", lambda a: a.get("channel") == "D1")
+    assert post.args["text"] == "You said: hi in private"
+    assert post.args.get("thread_ts") is None
+
+
+async def test_agent_text_cannot_broadcast_and_long_answers_are_split(bot, events, slack):
+    """Mentions and links in agent text are escaped; a 5,000-character answer arrives in pieces."""
+    shout = await events.app_mention(CHANNEL, ALICE, "<@UBOT> shout")
+    [text] = await wait_answer(slack, shout.ts, starts="")
+    assert "<!channel>" not in text and "<!here>" not in text and "<@U999>" not in text
+    assert "&lt;!channel&gt;" in text and "&amp;" in text
+    long = await events.app_mention(CHANNEL, ALICE, "<@UBOT> long")
+    await asyncio.sleep(0.1)
+    await settle(bot)
+    pieces = [
+        c.args["text"]
+        for c in slack.calls_to("chat.postMessage")
+        if c.args.get("thread_ts") == long.ts
+    ]
+    assert len(pieces) >= 2
+    assert all(len(p) <= 4000 for p in pieces)
+    assert " ".join(pieces).split() == LONG_ANSWER.split()
+
+
+async def test_model_failure_is_reported_and_the_thread_stays_usable(bot, events, slack, gemini):
+    """When Gemini keeps failing, the user reads a clear message; the next message works."""
+    gemini.fail_next(3, status=503)
+    mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> hello")
+    [notice] = await wait_answer(slack, mention.ts, starts="The model is not reachable")
+    assert "Traceback" not in notice
+    await events.message(CHANNEL, ALICE, "again please", thread_ts=mention.ts)
+    await wait_answer(slack, mention.ts, starts="You said: again please")
+
+
+async def test_healthz(bot):
+    """GET /healthz answers 200 while the database is reachable."""
+    import httpx
+
+    async with httpx.AsyncClient() as client:
+        response = await client.get(f"http://127.0.0.1:{bot.port}/healthz")
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok"}

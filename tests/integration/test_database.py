@@ -1,0 +1,62 @@
+"""Opening the database: embedded start, migrations, readable failures."""
+
+from __future__ import annotations
+
+import asyncpg
+import pytest
+
+from bot.errors import DatabaseUnavailableError
+from bot.settings import DatabaseSettings
+from bot.storage.database import open_database
+
+
+async def test_open_database_creates_our_tables_and_checkpoint_tables(db_url: str) -> None:
+    """A migrated database has our tables and LangGraph's checkpoint tables."""
+    async with open_database(DatabaseSettings(url=db_url)) as db:
+        tables = {
+            r["tablename"]
+            for r in await db.pool.fetch(
+                "SELECT tablename FROM pg_tables WHERE schemaname='public'"
+            )
+        }
+    assert {
+        "conversations",
+        "reviews",
+        "approvals",
+        "audit_log",
+        "processed_events",
+        "tool_runs",
+    } <= tables
+    assert {"checkpoints", "checkpoint_writes", "checkpoint_blobs"} <= tables
+
+
+async def test_unreachable_server_gives_one_readable_line() -> None:
+    """A URL nobody listens on fails with the redacted target and no password."""
+    settings = DatabaseSettings(url="postgresql://bob:hunter2@127.0.0.1:1/db", connect_timeout_s=2)
+    with pytest.raises(DatabaseUnavailableError) as caught:
+        async with open_database(settings):
+            pass
+    message = str(caught.value)
+    assert message.startswith("cannot reach PostgreSQL at postgresql://bob:***@127.0.0.1:1/db: ")
+    assert "hunter2" not in message
+    assert "\n" not in message
+
+
+async def test_wrong_scheme_is_refused() -> None:
+    """A URL that is not PostgreSQL's is refused before any connection."""
+    with pytest.raises(
+        DatabaseUnavailableError, match=r"DATABASE_URL must start with postgresql://"
+    ):
+        async with open_database(DatabaseSettings(url="mysql://x@y/z")):
+            pass
+
+
+async def test_audit_log_is_append_only(database) -> None:
+    """UPDATE and DELETE on the audit log are refused by the database itself."""
+    await database.pool.execute(
+        "INSERT INTO audit_log (kind, workspace_id, outcome) VALUES ('decision', 'T1', 'approved')"
+    )
+    with pytest.raises(asyncpg.RaiseError, match="append-only"):
+        await database.pool.execute("UPDATE audit_log SET outcome = 'rejected'")
+    with pytest.raises(asyncpg.RaiseError, match="append-only"):
+        await database.pool.execute("DELETE FROM audit_log")

@@ -1,0 +1,596 @@
+"""Drive the real ChatGoogleGenerativeAI client against the Gemini stand-in."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+import os
+import sys
+import time
+from typing import Any
+
+import aiohttp
+import pytest
+from google.genai.types import HttpOptions, HttpRetryOptions
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.tools import tool
+from langchain_google_genai import ChatGoogleGenerativeAI
+from langchain_google_genai.chat_models import (
+    ChatGoogleGenerativeAIError,
+    GoogleAPIError,
+    GoogleInvalidRequestError,
+    GoogleModelNotFoundError,
+    GoogleRateLimitError,
+)
+
+from tests.standins.gemini import (
+    GeminiRequest,
+    GeminiStandIn,
+    ScriptedResponder,
+    ScriptExhaustedError,
+    call,
+    calls,
+    error,
+    parts,
+    text,
+)
+
+MODEL = "gemini-3.8-flash"
+KEY = "test-key"
+
+# google-genai subclasses aiohttp.ClientSession for every async session it opens, which
+# aiohttp answers with a DeprecationWarning; under filterwarnings=error that would fail
+# every async call. langchain-core calls the (async) aiohttp ClientResponse.json() without
+# awaiting it when it reports a 5xx error, which leaves an unawaited-coroutine warning.
+pytestmark = [
+    pytest.mark.filterwarnings(
+        "ignore:Inheritance class AiohttpClientSession from ClientSession is discouraged"
+        ":DeprecationWarning"
+    ),
+    pytest.mark.filterwarnings(
+        "ignore:coroutine 'ClientResponse.json' was never awaited:RuntimeWarning"
+    ),
+]
+
+FAST_RETRIES = HttpOptions(
+    retry_options=HttpRetryOptions(attempts=3, initial_delay=0.01, max_delay=0.05, jitter=0)
+)
+
+
+@tool(parse_docstring=True)
+def http_request(
+    method: str, url: str, headers: dict[str, str] | None = None, body: Any = None
+) -> str:
+    """Send an HTTP request to a service.
+
+    Args:
+        method: The HTTP method, e.g. GET or POST.
+        url: The absolute URL to call.
+        headers: Extra request headers.
+        body: The JSON body to send.
+    """
+    return f"{method} {url} {headers} {body}"
+
+
+@tool
+def lookup_user(name: str) -> str:
+    """Look a user up by name."""
+    return name
+
+
+@pytest.fixture
+async def make_llm():
+    """Build real clients against a stand-in and close them (no ResourceWarning)."""
+    created: list[ChatGoogleGenerativeAI] = []
+
+    def _make(gemini: GeminiStandIn, **kwargs: Any) -> ChatGoogleGenerativeAI:
+        kwargs.setdefault("google_api_key", KEY)
+        kwargs.setdefault("max_retries", 1)
+        llm = ChatGoogleGenerativeAI(model=MODEL, base_url=gemini.base_url, **kwargs)
+        created.append(llm)
+        return llm
+
+    yield _make
+    for llm in created:
+        await llm.aclose()
+
+
+async def _post(gemini: GeminiStandIn, body: object, **headers: str) -> tuple[int, Any]:
+    url = f"{gemini.base_url}/v1beta/models/{MODEL}:generateContent"
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(url, json=body, headers=headers) as response,
+    ):
+        return response.status, await response.json()
+
+
+async def test_plain_text_answer(make_llm):
+    """A text reply comes back as the AIMessage text, with usage and model metadata."""
+    async with GeminiStandIn(ScriptedResponder(["Hello from the stand-in."])) as gemini:
+        llm = make_llm(gemini)
+        reply = await llm.ainvoke([SystemMessage("Be terse."), HumanMessage("Say hello")])
+
+    assert reply.text == "Hello from the stand-in."
+    assert reply.response_metadata["finish_reason"] == "STOP"
+    assert reply.response_metadata["model_name"] == MODEL
+    assert reply.usage_metadata is not None
+    assert reply.usage_metadata["total_tokens"] > 0
+    [request] = gemini.requests
+    assert (request.model, request.method, request.api_version) == (
+        MODEL,
+        "generateContent",
+        "v1",
+    )
+    assert request.headers["x-goog-api-key"] == KEY
+    assert request.system_instruction == "Be terse."
+    assert request.last_user_text == "Say hello"
+    assert request.status_code == 200
+
+
+async def test_astream_uses_sse(make_llm):
+    """Streaming posts to streamGenerateContent?alt=sse and the chunks add up to the text."""
+    answer = "one two three four five six seven"
+    async with GeminiStandIn(ScriptedResponder([answer])) as gemini:
+        llm = make_llm(gemini)
+        chunks = [chunk async for chunk in llm.astream("count")]
+
+    assert len([c for c in chunks if c.text]) > 1
+    assert "".join(c.text for c in chunks) == answer
+    [request] = gemini.requests
+    assert request.stream
+    assert request.query == {"alt": "sse"}
+
+
+async def test_bind_tools_schema_and_tool_call(make_llm):
+    """bind_tools declares the function and a functionCall comes back as a tool call."""
+    responder = ScriptedResponder(
+        [call("http_request", {"method": "GET", "url": "https://api.example/x"})]
+    )
+    async with GeminiStandIn(responder) as gemini:
+        llm = make_llm(gemini).bind_tools([http_request])
+        reply = await llm.ainvoke("fetch it")
+
+    [tool_call] = reply.tool_calls
+    assert tool_call["name"] == "http_request"
+    assert tool_call["args"] == {"method": "GET", "url": "https://api.example/x"}
+    assert tool_call["id"]
+    [request] = gemini.requests
+    assert request.declared_function_names == ["http_request"]
+    declaration = request.function_declaration("http_request")
+    assert declaration == {
+        "name": "http_request",
+        "description": "Send an HTTP request to a service.",
+        "parameters": {
+            "type": "OBJECT",
+            "properties": {
+                "method": {"type": "STRING", "description": "The HTTP method, e.g. GET or POST."},
+                "url": {"type": "STRING", "description": "The absolute URL to call."},
+                # dict[str, str] | None: an OBJECT without properties; the value type is lost.
+                "headers": {
+                    "type": "OBJECT",
+                    "nullable": True,
+                    "description": "Extra request headers.",
+                },
+                # Any: no JSON type at all, so langchain falls back to STRING.
+                "body": {"type": "STRING", "description": "The JSON body to send."},
+            },
+            "required": ["method", "url"],
+        },
+    }
+
+
+async def test_sync_invoke_with_tools(make_llm):
+    """The sync client (httpx) sends the same request to generateContent."""
+    responder = ScriptedResponder([call("lookup_user", {"name": "ada"})])
+    async with GeminiStandIn(responder) as gemini:
+        llm = make_llm(gemini).bind_tools([lookup_user])
+        reply = await asyncio.to_thread(llm.invoke, "who is ada?")
+
+    assert [(c["name"], c["args"]) for c in reply.tool_calls] == [("lookup_user", {"name": "ada"})]
+    [request] = gemini.requests
+    assert request.method == "generateContent"
+    assert request.headers["x-goog-api-key"] == KEY
+
+
+async def test_parallel_function_calls(make_llm):
+    """Two functionCall parts in one turn become two tool calls with distinct ids."""
+    responder = ScriptedResponder(
+        [
+            calls(
+                [
+                    ("lookup_user", {"name": "ada"}),
+                    ("http_request", {"method": "POST", "url": "https://x/y", "body": "{}"}),
+                ]
+            )
+        ]
+    )
+    async with GeminiStandIn(responder) as gemini:
+        llm = make_llm(gemini).bind_tools([lookup_user, http_request])
+        reply = await llm.ainvoke("do both")
+
+    assert [c["name"] for c in reply.tool_calls] == ["lookup_user", "http_request"]
+    assert reply.tool_calls[1]["args"]["body"] == "{}"
+    assert len({c["id"] for c in reply.tool_calls}) == 2
+
+
+async def test_round_trip_with_function_response(make_llm):
+    """AI tool call -> ToolMessage -> the second request carries the functionResponse."""
+    responder = ScriptedResponder([call("lookup_user", {"name": "ada"})])
+    responder.add_rule(
+        lambda request: (
+            text(f"found {request.function_responses[0][1]['output']}")
+            if request.function_responses
+            else None
+        )
+    )
+    async with GeminiStandIn(responder) as gemini:
+        llm = make_llm(gemini).bind_tools([lookup_user])
+        history: list[Any] = [HumanMessage("who is ada?")]
+        first = await llm.ainvoke(history)
+        [tool_call] = first.tool_calls
+        history += [first, ToolMessage("Ada Lovelace", tool_call_id=tool_call["id"])]
+        second = await llm.ainvoke(history)
+
+    assert second.text == "found Ada Lovelace"
+    first_request, second_request = gemini.requests
+    assert second_request.status_code == 200
+    assert second_request.function_responses == [("lookup_user", {"output": "Ada Lovelace"})]
+    assert second_request.function_calls == [("lookup_user", {"name": "ada"})]
+    model_turn = second_request.contents[1]
+    assert model_turn["role"] == "model"
+    # The thought signature the stand-in issued is sent back with the call.
+    assert model_turn["parts"][0]["thoughtSignature"]
+    assert first_request.last_user_text == second_request.last_user_text == "who is ada?"
+
+
+async def test_missing_tool_message_is_refused(make_llm):
+    """A model function call without its ToolMessage gets 400 INVALID_ARGUMENT."""
+    consulted: list[GeminiRequest] = []
+
+    def responder(request: GeminiRequest) -> str:
+        consulted.append(request)
+        return "unreachable"
+
+    history = [
+        HumanMessage("who is ada?"),
+        AIMessage("", tool_calls=[{"name": "lookup_user", "args": {"name": "ada"}, "id": "c1"}]),
+        HumanMessage("and?"),
+    ]
+    async with GeminiStandIn(responder) as gemini:
+        llm = make_llm(gemini).bind_tools([lookup_user])
+        with pytest.raises(GoogleInvalidRequestError) as exc_info:
+            await llm.ainvoke(history)
+
+    assert isinstance(exc_info.value, ChatGoogleGenerativeAIError)
+    assert "number of function response parts is equal to" in str(exc_info.value)
+    assert "INVALID_ARGUMENT" in str(exc_info.value)
+    assert consulted == []
+    assert gemini.requests[0].status_code == 400
+
+
+async def test_partial_tool_messages_for_parallel_calls_are_refused(make_llm):
+    """Answering one of two parallel calls is refused like the real API does."""
+    history = [
+        HumanMessage("do both"),
+        AIMessage(
+            "",
+            tool_calls=[
+                {"name": "lookup_user", "args": {"name": "ada"}, "id": "c1"},
+                {"name": "lookup_user", "args": {"name": "bob"}, "id": "c2"},
+            ],
+        ),
+        ToolMessage("Ada", tool_call_id="c1"),
+    ]
+    async with GeminiStandIn(ScriptedResponder()) as gemini:
+        llm = make_llm(gemini).bind_tools([lookup_user])
+        with pytest.raises(GoogleInvalidRequestError, match="number of function response parts"):
+            await llm.ainvoke(history)
+
+
+async def test_bad_api_key_is_refused(make_llm):
+    """A wrong key gets 400 API_KEY_INVALID, raised as GoogleInvalidRequestError."""
+    async with GeminiStandIn(ScriptedResponder(), api_key=KEY) as gemini:
+        llm = make_llm(gemini, google_api_key="wrong-key")
+        with pytest.raises(GoogleInvalidRequestError) as exc_info:
+            await llm.ainvoke("hi")
+        status, body = await _post(gemini, {"contents": []}, **{"x-goog-api-key": "nope"})
+
+    assert "API key not valid. Please pass a valid API key." in str(exc_info.value)
+    assert "API_KEY_INVALID" in str(exc_info.value)
+    assert status == 400
+    assert body["error"]["status"] == "INVALID_ARGUMENT"
+    assert body["error"]["details"][0] == {
+        "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+        "reason": "API_KEY_INVALID",
+        "domain": "googleapis.com",
+        "metadata": {"service": "generativelanguage.googleapis.com"},
+    }
+
+
+async def test_missing_api_key_and_key_query_parameter():
+    """No key at all gets 403 PERMISSION_DENIED; ?key= is accepted like the header."""
+    async with GeminiStandIn(ScriptedResponder(["ok"])) as gemini:
+        no_key = await _post(gemini, {"contents": [{"role": "user", "parts": [{"text": "x"}]}]})
+        url = f"{gemini.base_url}/v1beta/models/{MODEL}:generateContent?key={KEY}"
+        async with aiohttp.ClientSession() as session:
+            body = {"contents": [{"parts": [{"text": "x"}]}]}
+            async with session.post(url, json=body) as response:
+                with_query = response.status, await response.json()
+
+    assert no_key[0] == 403
+    assert no_key[1]["error"]["status"] == "PERMISSION_DENIED"
+    assert with_query[0] == 200
+    assert with_query[1]["candidates"][0]["content"]["parts"] == [{"text": "ok"}]
+
+
+async def test_unknown_model_is_not_found(make_llm):
+    """A model the stand-in does not serve gets 404 NOT_FOUND."""
+    async with GeminiStandIn(ScriptedResponder(), models=["gemini-3.8-pro"]) as gemini:
+        llm = make_llm(gemini)
+        with pytest.raises(GoogleModelNotFoundError, match="is not found for API version v1"):
+            await llm.ainvoke("hi")
+
+
+@pytest.mark.parametrize(
+    ("contents", "message"),
+    [
+        ([], "contents is not specified"),
+        ([{"role": "user", "parts": []}], "contents.parts must not be empty"),
+        ([{"role": "system", "parts": [{"text": "x"}]}], "Please use a valid role: user, model."),
+        (
+            [
+                {"role": "user", "parts": [{"text": "x"}]},
+                {"role": "user", "parts": [{"functionResponse": {"name": "f", "response": {}}}]},
+            ],
+            "function response turn comes immediately after a function call turn",
+        ),
+        (
+            [
+                {"role": "user", "parts": [{"text": "x"}]},
+                {"role": "model", "parts": [{"text": "thinking"}]},
+                {"role": "model", "parts": [{"functionCall": {"name": "f", "args": {}}}]},
+                {"role": "user", "parts": [{"functionResponse": {"name": "f", "response": {}}}]},
+            ],
+            "function call turn comes immediately after a user turn",
+        ),
+        (
+            [
+                {"role": "user", "parts": [{"text": "x"}]},
+                {"role": "model", "parts": [{"functionCall": {"name": "f", "args": {}}}]},
+            ],
+            "number of function response parts is equal to the number of function call parts",
+        ),
+    ],
+    ids=[
+        "empty",
+        "no-parts",
+        "bad-role",
+        "orphan-response",
+        "call-after-model",
+        "unanswered-call",
+    ],
+)
+async def test_history_validation(contents, message):
+    """Broken histories posted directly get the real API's 400 INVALID_ARGUMENT."""
+    async with GeminiStandIn(ScriptedResponder(default="ok")) as gemini:
+        status, body = await _post(gemini, {"contents": contents}, **{"x-goog-api-key": KEY})
+
+    assert status == 400
+    assert body["error"]["code"] == 400
+    assert body["error"]["status"] == "INVALID_ARGUMENT"
+    assert message in body["error"]["message"]
+
+
+async def test_503_then_success_with_fast_retry_options(make_llm):
+    """Per-request HttpRetryOptions via .bind(http_options=...) retry a 503 in milliseconds."""
+    async with GeminiStandIn(ScriptedResponder(["recovered"])) as gemini:
+        gemini.fail_next(1, status=503)
+        llm = make_llm(gemini).bind(http_options=FAST_RETRIES)
+        started = time.monotonic()
+        reply = await llm.ainvoke("hi")
+        elapsed = time.monotonic() - started
+
+    assert reply.text == "recovered"
+    assert [r.status_code for r in gemini.requests] == [503, 200]
+    assert elapsed < 1.0
+
+
+async def test_503_then_success_with_max_retries(make_llm):
+    """max_retries alone also retries, but with the SDK's 1 s initial backoff plus jitter."""
+    async with GeminiStandIn(ScriptedResponder(["recovered"])) as gemini:
+        gemini.fail_next(1, status=503)
+        llm = make_llm(gemini, max_retries=2)
+        started = time.monotonic()
+        reply = await llm.ainvoke("hi")
+        elapsed = time.monotonic() - started
+
+    assert reply.text == "recovered"
+    assert [r.status_code for r in gemini.requests] == [503, 200]
+    assert 0.9 < elapsed < 5.0
+
+
+async def test_429_exhausted_raises_rate_limit_error(make_llm):
+    """429 on every attempt ends in GoogleRateLimitError after the configured attempts."""
+    async with GeminiStandIn(ScriptedResponder(default="never")) as gemini:
+        gemini.fail_next(5, status=429)
+        llm = make_llm(gemini).bind(http_options=FAST_RETRIES)
+        with pytest.raises(GoogleRateLimitError, match="RESOURCE_EXHAUSTED") as exc_info:
+            await llm.ainvoke("hi")
+
+    assert isinstance(exc_info.value, ChatGoogleGenerativeAIError)
+    assert [r.status_code for r in gemini.requests] == [429, 429, 429]
+
+
+@pytest.mark.parametrize("status", [500, 503])
+async def test_5xx_exhausted_raises_google_api_error(make_llm, status):
+    """5xx on every attempt ends in GoogleAPIError, which is NOT a ChatGoogleGenerativeAIError."""
+    async with GeminiStandIn(ScriptedResponder(default="never")) as gemini:
+        gemini.fail_next(3, status=status)
+        llm = make_llm(gemini).bind(http_options=FAST_RETRIES)
+        with pytest.raises(GoogleAPIError) as exc_info:
+            await llm.ainvoke("hi")
+
+    assert exc_info.value.code == status
+    assert not isinstance(exc_info.value, ChatGoogleGenerativeAIError)
+    assert len(gemini.requests) == 3
+    # Collect the unawaited ClientResponse.json() coroutine while its warning is ignored.
+    del exc_info
+    gc.collect()
+
+
+async def test_streaming_errors_are_classified(make_llm):
+    """Streaming raises the same classified errors as ainvoke."""
+    async with GeminiStandIn(ScriptedResponder()) as gemini:
+        gemini.fail_next(1, status=429)
+        llm = make_llm(gemini)
+        with pytest.raises(GoogleRateLimitError):
+            async for _ in llm.astream("hi"):
+                pass
+
+    assert gemini.requests[0].stream
+
+
+async def test_streaming_function_call(make_llm):
+    """A streamed reply with text and a call yields the text and one complete tool call."""
+    reply = parts(
+        [
+            {"text": "Let me look."},
+            {"functionCall": {"name": "lookup_user", "args": {"name": "ada"}}},
+        ]
+    )
+    async with GeminiStandIn(ScriptedResponder([reply])) as gemini:
+        llm = make_llm(gemini).bind_tools([lookup_user])
+        merged = None
+        async for chunk in llm.astream("who is ada?"):
+            merged = chunk if merged is None else merged + chunk
+
+    assert merged is not None
+    assert merged.text == "Let me look."
+    assert [(c["name"], c["args"]) for c in merged.tool_calls] == [("lookup_user", {"name": "ada"})]
+
+
+async def test_error_helper_and_responder_errors(make_llm):
+    """error() replies reach the client; an exhausted script answers 500 and re-raises on exit."""
+    responder = ScriptedResponder([error(400, message="custom refusal")])
+    stand_ins: list[GeminiStandIn] = []
+
+    async def scenario() -> None:
+        async with GeminiStandIn(responder) as gemini:
+            stand_ins.append(gemini)
+            llm = make_llm(gemini)
+            with pytest.raises(GoogleInvalidRequestError, match="custom refusal"):
+                await llm.ainvoke("first")
+            with pytest.raises(GoogleAPIError):
+                await llm.ainvoke("second")
+
+    with pytest.raises(ScriptExhaustedError):
+        await scenario()
+
+    [gemini] = stand_ins
+    assert [r.status_code for r in gemini.requests] == [400, 500]
+    assert len(gemini.errors) == 1
+    gc.collect()
+
+
+async def test_undeclared_function_call_is_a_responder_error(make_llm):
+    """Calling a function the request did not declare is flagged unless allowed."""
+    async with GeminiStandIn(
+        ScriptedResponder([call("nope", {})]), raise_responder_errors=False
+    ) as gemini:
+        llm = make_llm(gemini).bind_tools([lookup_user])
+        with pytest.raises(GoogleAPIError):
+            await llm.ainvoke("hi")
+    assert "undeclared function" in str(gemini.errors[0])
+    gc.collect()
+
+    async with GeminiStandIn(
+        ScriptedResponder([call("nope", {})]), allow_undeclared_calls=True
+    ) as gemini:
+        reply = await make_llm(gemini).bind_tools([lookup_user]).ainvoke("hi")
+    assert reply.tool_calls[0]["name"] == "nope"
+
+
+async def test_strict_schemas_flags_object_without_properties(make_llm):
+    """strict_schemas refuses the OBJECT-without-properties that dict[str, str] produces."""
+    async with GeminiStandIn(ScriptedResponder(["ok"]), strict_schemas=True) as gemini:
+        with pytest.raises(GoogleInvalidRequestError) as exc_info:
+            await make_llm(gemini).bind_tools([http_request]).ainvoke("hi")
+        reply = await make_llm(gemini).bind_tools([lookup_user]).ainvoke("hi")
+
+    assert "parameters.properties[headers].properties: should be non-empty for OBJECT type" in str(
+        exc_info.value
+    )
+    assert reply.text == "ok"
+
+
+async def test_delay_and_wait_for_requests(make_llm):
+    """delay_seconds slows answers; wait_for_requests sees requests as they arrive."""
+    async with GeminiStandIn(ScriptedResponder(default="late"), delay_seconds=0.2) as gemini:
+        llm = make_llm(gemini)
+        task = asyncio.create_task(llm.ainvoke("hi"))
+        [request] = await gemini.wait_for_requests(1, timeout=5)
+        assert request.status_code is None
+        reply = await task
+        assert request.status_code == 200
+        with pytest.raises(TimeoutError):
+            await gemini.wait_for_requests(2, timeout=0.05)
+
+    assert reply.text == "late"
+
+
+async def test_async_responder_function():
+    """A plain async function works as the responder and may return a str."""
+
+    async def responder(request: GeminiRequest) -> str:
+        await asyncio.sleep(0)
+        return f"echo: {request.last_user_text}"
+
+    async with GeminiStandIn(responder) as gemini:
+        status, body = await _post(
+            gemini,
+            {"contents": [{"role": "user", "parts": [{"text": "ping"}]}]},
+            **{"x-goog-api-key": KEY},
+        )
+
+    assert status == 200
+    candidate = body["candidates"][0]
+    assert candidate["content"] == {"role": "model", "parts": [{"text": "echo: ping"}]}
+    assert candidate["finishReason"] == "STOP"
+    assert set(body["usageMetadata"]) == {
+        "promptTokenCount",
+        "candidatesTokenCount",
+        "totalTokenCount",
+    }
+    assert body["modelVersion"] == MODEL
+    assert body["responseId"]
+
+
+_CHILD = """
+import json, os
+from langchain_google_genai import ChatGoogleGenerativeAI
+llm = ChatGoogleGenerativeAI(
+    model="gemini-3.8-flash", base_url=os.environ["GEMINI_BASE_URL"], max_retries=1
+)
+print(json.dumps({"text": llm.invoke("from the child").text}))
+llm.client.close()
+"""
+
+
+async def test_subprocess_reaches_stand_in_through_env():
+    """A child process pointed at GEMINI_BASE_URL talks to the stand-in in the test process."""
+    async with GeminiStandIn(ScriptedResponder(["hi child"])) as gemini:
+        env = {k: v for k, v in os.environ.items() if k not in {"GOOGLE_API_KEY", "GEMINI_API_KEY"}}
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            _CHILD,
+            env={**env, **gemini.env},
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        stdout, stderr = await asyncio.wait_for(process.communicate(), timeout=60)
+
+    assert process.returncode == 0, stderr.decode()
+    assert json.loads(stdout) == {"text": "hi child"}
+    assert gemini.requests[0].last_user_text == "from the child"

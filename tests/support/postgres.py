@@ -1,0 +1,65 @@
+"""A real PostgreSQL for tests: the embedded server (or `TEST_DATABASE_URL`), one fresh
+database per test cloned from a migrated template (CONVENTIONS.md item 12).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import asyncpg
+
+from bot.storage.database import migrate
+from bot.storage.embedded import EmbeddedPostgres
+from bot.storage.urls import normalise, with_database
+
+TEMPLATE = "countersign_template"
+
+
+class TestServer:
+    """The server tests use, and the databases made on it."""
+
+    def __init__(self, admin_url: str, embedded: EmbeddedPostgres | None) -> None:
+        self.admin_url = admin_url
+        self._embedded = embedded
+
+    @classmethod
+    async def start(cls, data_dir: Path) -> TestServer:
+        url = os.environ.get("TEST_DATABASE_URL")
+        if url:
+            return cls(normalise(url), None)
+        embedded = EmbeddedPostgres(data_dir)
+        admin_url = await embedded.start()
+        return cls(admin_url, embedded)
+
+    async def prepare_template(self) -> None:
+        conn = await asyncpg.connect(self.admin_url)
+        try:
+            await conn.execute(f"DROP DATABASE IF EXISTS {TEMPLATE} WITH (FORCE)")
+            await conn.execute(f"CREATE DATABASE {TEMPLATE}")
+        finally:
+            await conn.close()
+        await migrate(with_database(self.admin_url, TEMPLATE))
+
+    async def create_database(self) -> str:
+        name = f"t_{uuid.uuid4().hex[:16]}"
+        conn = await asyncpg.connect(self.admin_url)
+        try:
+            await conn.execute(f"CREATE DATABASE {name} TEMPLATE {TEMPLATE}")
+        finally:
+            await conn.close()
+        return with_database(self.admin_url, name)
+
+    async def drop_database(self, url: str) -> None:
+        name = urlsplit(url).path.lstrip("/")
+        conn = await asyncpg.connect(self.admin_url)
+        try:
+            await conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        finally:
+            await conn.close()
+
+    async def stop(self) -> None:
+        if self._embedded is not None:
+            await self._embedded.stop()

@@ -1,0 +1,68 @@
+"""The Slack manifest asks for exactly the scopes and events the adapter uses."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[3]
+MANIFEST = yaml.safe_load((ROOT / "adapters/slack/manifest.yml").read_text())
+
+# Web API method (as slack_sdk spells it) -> the bot scope Slack's docs list for it (None: none).
+METHOD_SCOPES = {
+    "chat_postMessage": "chat:write",
+    "chat_update": "chat:write",
+    "chat_postEphemeral": "chat:write",
+    "chat_getPermalink": None,
+    "views_open": None,
+    "users_info": "users:read",
+    "reactions_add": "reactions:write",
+    "reactions_remove": "reactions:write",
+}
+# Event subscription -> the scope it requires.
+EVENT_SCOPES = {
+    "app_mention": "app_mentions:read",
+    "message.channels": "channels:history",
+    "message.groups": "groups:history",
+    "message.im": "im:history",
+    "message.mpim": "mpim:history",
+}
+
+
+def called_methods() -> set[str]:
+    source = "\n".join(p.read_text() for p in (ROOT / "adapters/slack").glob("*.py"))
+    direct = set(re.findall(r"client\.([a-z]+_[a-zA-Z]+)\(", source))
+    indirect = set(re.findall(r'_react\("([a-z]+_[a-zA-Z]+)"', source))
+    return direct | indirect
+
+
+def test_every_called_method_is_known():
+    """Each Web API method the adapter calls has a scope entry here (so none is forgotten)."""
+    assert called_methods() <= set(METHOD_SCOPES), called_methods() - set(METHOD_SCOPES)
+    assert {"chat_postMessage", "users_info", "views_open", "reactions_add"} <= called_methods()
+
+
+def test_scopes_are_exactly_those_used():
+    """The manifest's bot scopes equal the scopes of the called methods and subscribed events."""
+    events = MANIFEST["settings"]["event_subscriptions"]["bot_events"]
+    needed = {METHOD_SCOPES[m] for m in called_methods()} | {EVENT_SCOPES[e] for e in events}
+    needed.discard(None)
+    assert set(MANIFEST["oauth_config"]["scopes"]["bot"]) == needed
+
+
+def test_events_match_the_listeners():
+    """Subscribed events are the ones the listeners handle (Bolt answers 404 to others)."""
+    events = set(MANIFEST["settings"]["event_subscriptions"]["bot_events"])
+    assert events == set(EVENT_SCOPES)
+    listeners = (ROOT / "adapters/slack/listeners.py").read_text()
+    assert 'app.event("app_mention")' in listeners and 'app.event("message")' in listeners
+
+
+def test_interactivity_and_events_use_the_same_endpoint():
+    """Events and interactivity both point at /slack/events, which the adapter serves."""
+    settings = MANIFEST["settings"]
+    assert settings["interactivity"]["is_enabled"] is True
+    assert settings["interactivity"]["request_url"].endswith("/slack/events")
+    assert settings["event_subscriptions"]["request_url"].endswith("/slack/events")

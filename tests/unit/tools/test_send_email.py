@@ -1,0 +1,308 @@
+"""The send_email tool against a real local SMTP server (aiosmtpd)."""
+
+from __future__ import annotations
+
+import email
+import email.policy
+import socket
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from email.message import EmailMessage
+
+import pytest
+from aiosmtpd.controller import Controller
+from aiosmtpd.smtp import AuthResult, LoginPassword
+from pydantic import SecretStr
+
+from bot.errors import ConfigurationError
+from bot.settings import ToolSettings
+from bot.tools.send_email import MAX_RECIPIENTS, make_send_email_tool, normalize_address
+
+PASSWORD = "s3cr3t-p@ss:word"
+
+
+@dataclass
+class Delivered:
+    mail_from: str
+    rcpt_tos: list[str]
+    message: EmailMessage
+
+
+@dataclass
+class Recorder:
+    """aiosmtpd handler that keeps every message it accepts."""
+
+    messages: list[Delivered] = field(default_factory=list)
+    logins: list[tuple[str, str]] = field(default_factory=list)
+
+    async def handle_DATA(self, server, session, envelope) -> str:  # noqa: N802 - aiosmtpd's name
+        parsed = email.message_from_bytes(envelope.original_content, policy=email.policy.default)
+        assert isinstance(parsed, EmailMessage)
+        self.messages.append(Delivered(envelope.mail_from, list(envelope.rcpt_tos), parsed))
+        return "250 Message accepted"
+
+    async def handle_RCPT(self, server, session, envelope, address, rcpt_options) -> str:  # noqa: N802
+        if address.startswith("bounce@"):
+            return "550 No such user here"
+        envelope.rcpt_tos.append(address)
+        return "250 OK"
+
+    def authenticate(self, server, session, envelope, mechanism, auth_data) -> AuthResult:
+        assert isinstance(auth_data, LoginPassword)
+        login, password = auth_data.login.decode(), auth_data.password.decode()
+        self.logins.append((login, password))
+        # handled=False: aiosmtpd itself answers 535 on failure, as a real server does.
+        return AuthResult(success=password == PASSWORD, handled=False)
+
+
+def free_port() -> int:
+    """A port on 127.0.0.1 that nothing listens on (bound by the OS, then released)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@dataclass
+class SmtpServer:
+    port: int
+    recorder: Recorder
+
+
+@pytest.fixture
+def smtp_server() -> Iterator[SmtpServer]:
+    """A real SMTP server on 127.0.0.1 (AUTH allowed without TLS, as it is loopback)."""
+    recorder = Recorder()
+    controller = Controller(
+        recorder,
+        hostname="127.0.0.1",
+        port=free_port(),
+        auth_require_tls=False,
+        authenticator=recorder.authenticate,
+    )
+    controller.start()
+    try:
+        yield SmtpServer(controller.port, recorder)
+    finally:
+        controller.stop()
+
+
+def settings_for(url: str | None, **extra) -> ToolSettings:
+    """Tool settings sending through `url`."""
+    return ToolSettings(
+        smtp_url=SecretStr(url) if url is not None else None,
+        smtp_from="bot@countersign.example",
+        smtp_timeout_s=5.0,
+        **extra,
+    )
+
+
+async def send(tool, **args) -> str:
+    """Invoke the tool as the agent does and return its text."""
+    result = await tool.ainvoke(args)
+    assert isinstance(result, str)
+    return result
+
+
+async def test_message_arrives_with_headers_and_body(smtp_server):
+    """From, To, Cc, Subject and the plain-text body arrive as sent; envelope has everyone."""
+    tool = make_send_email_tool(settings_for(f"smtp://127.0.0.1:{smtp_server.port}"))
+
+    result = await send(
+        tool,
+        to=["ana@example.com", "Bob@Example.org"],
+        cc=["carol@example.net", "ana@example.com"],
+        subject="Deploy finished — zażółć",
+        body="Hello,\n\nthe deploy of v1.2 finished.\n",
+    )
+
+    assert result == "Sent to ana@example.com, Bob@example.org (cc: carol@example.net)."
+    [delivered] = smtp_server.recorder.messages
+    assert delivered.mail_from == "bot@countersign.example"
+    assert delivered.rcpt_tos == ["ana@example.com", "Bob@example.org", "carol@example.net"]
+    message = delivered.message
+    assert message["From"] == "bot@countersign.example"
+    assert message["To"] == "ana@example.com, Bob@example.org"
+    assert message["Cc"] == "carol@example.net"
+    assert message["Bcc"] is None
+    assert message["Subject"] == "Deploy finished — zażółć"
+    assert message.get_content_type() == "text/plain"
+    # SMTP carries CRLF line ends; the text is otherwise unchanged.
+    assert message.get_content().replace("\r\n", "\n") == "Hello,\n\nthe deploy of v1.2 finished.\n"
+    assert message["Message-ID"].endswith("@countersign.example>")
+
+
+async def test_login_uses_url_credentials_and_never_echoes_the_password(smtp_server, caplog):
+    """User and password from SMTP_URL log in; a refused login says so without the password."""
+    encoded = "s3cr3t-p%40ss%3Aword"
+    good = make_send_email_tool(
+        settings_for(f"smtp://bot%40corp:{encoded}@127.0.0.1:{smtp_server.port}")
+    )
+    bad = make_send_email_tool(
+        settings_for(f"smtp://bot%40corp:wrong-{encoded}@127.0.0.1:{smtp_server.port}")
+    )
+
+    ok = await send(good, to=["ana@example.com"], subject="s", body="b")
+    refused = await send(bad, to=["ana@example.com"], subject="s", body="b")
+
+    assert ok == "Sent to ana@example.com."
+    assert smtp_server.recorder.logins[0] == ("bot@corp", PASSWORD)
+    assert refused.startswith("Error: the mail server refused the bot's login")
+    assert len(smtp_server.recorder.messages) == 1
+    for text in (ok, refused, caplog.text, repr(good), repr(bad)):
+        assert PASSWORD not in text
+        assert encoded not in text
+
+
+def non_loopback_ipv4() -> str | None:
+    """This machine's outgoing IPv4 address (no packet is sent), or None without one."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("192.0.2.1", 9))  # TEST-NET-1: only picks the route
+        except OSError:
+            return None
+        address = probe.getsockname()[0]
+    return None if address.startswith("127.") else address
+
+
+async def test_password_is_not_sent_in_the_clear_over_a_network():
+    """Without TLS on a non-loopback server the tool refuses to log in and sends nothing."""
+    address = non_loopback_ipv4()
+    if address is None:
+        pytest.skip("this machine has no non-loopback IPv4 address")
+    recorder = Recorder()
+    controller = Controller(
+        recorder,
+        hostname=address,
+        port=free_port(),
+        auth_require_tls=False,
+        authenticator=recorder.authenticate,
+    )
+    controller.start()
+    try:
+        tool = make_send_email_tool(
+            settings_for(f"smtp://bot:{PASSWORD}@{address}:{controller.port}")
+        )
+        result = await send(tool, to=["ana@example.com"], subject="s", body="b")
+    finally:
+        controller.stop()
+    assert result.startswith(f"Error: the mail server at {address}:{controller.port} offers no TLS")
+    assert recorder.logins == []
+    assert recorder.messages == []
+
+
+async def test_partly_refused_recipients_are_reported(smtp_server):
+    """Recipients the server refuses are named; the others still get the message."""
+    tool = make_send_email_tool(settings_for(f"smtp://127.0.0.1:{smtp_server.port}"))
+    result = await send(
+        tool, to=["bounce@example.com"], cc=["ana@example.com"], subject="s", body="b"
+    )
+    assert result == (
+        "Sent to (cc: ana@example.com). The mail server refused: bounce@example.com "
+        "(550 No such user here)."
+    )
+
+
+async def test_all_recipients_refused_is_an_error(smtp_server):
+    """When every recipient is refused nothing is sent and the reasons are given."""
+    tool = make_send_email_tool(settings_for(f"smtp://127.0.0.1:{smtp_server.port}"))
+    result = await send(tool, to=["bounce@example.com"], subject="s", body="b")
+    assert result.startswith("Error: the mail server refused every recipient: bounce@example.com")
+    assert smtp_server.recorder.messages == []
+
+
+async def test_unreachable_server_is_an_error_string():
+    """A server that does not listen gives an error naming host:port, not a traceback."""
+    port = free_port()
+    tool = make_send_email_tool(settings_for(f"smtp://user:{PASSWORD}@127.0.0.1:{port}"))
+    result = await send(tool, to=["ana@example.com"], subject="s", body="b")
+    assert result.startswith(f"Error: could not reach the mail server at 127.0.0.1:{port}")
+    assert "was not sent" in result
+    assert PASSWORD not in result
+
+
+@pytest.mark.parametrize(
+    ("to", "cc"),
+    [
+        (["not-an-address"], None),
+        (["Ana <ana@example.com>"], None),
+        (["ana@example.com\nBcc: eve@evil.example"], None),
+        (["ana@example.com, eve@evil.example"], None),
+        (["ana@localhost", "a@b@c.com"], None),
+        (["ana@example.com"], ["eve@-bad-.example"]),
+        (["ana@exa_mple.com"], None),
+        (["ana@127.0.0.1"], None),
+        (["ana..b@example.com"], None),
+        ([], None),
+    ],
+)
+async def test_bad_address_is_refused(smtp_server, to, cc):
+    """Anything but a list of bare addresses is refused before connecting."""
+    tool = make_send_email_tool(settings_for(f"smtp://127.0.0.1:{smtp_server.port}"))
+    result = await send(tool, to=to, cc=cc, subject="s", body="b")
+    assert result.startswith("Error:")
+    assert smtp_server.recorder.messages == []
+
+
+async def test_too_many_recipients_is_refused(smtp_server):
+    """More than MAX_RECIPIENTS distinct addresses in To and Cc together are refused."""
+    tool = make_send_email_tool(settings_for(f"smtp://127.0.0.1:{smtp_server.port}"))
+    to = [f"user{i}@example.com" for i in range(MAX_RECIPIENTS)]
+    result = await send(tool, to=to, cc=["one-more@example.com"], subject="s", body="b")
+    assert result == f"Error: at most {MAX_RECIPIENTS} recipients (To and Cc together) are allowed."
+    assert smtp_server.recorder.messages == []
+
+
+async def test_multiline_subject_is_refused(smtp_server):
+    """A subject with a line break (header injection) is refused."""
+    tool = make_send_email_tool(settings_for(f"smtp://127.0.0.1:{smtp_server.port}"))
+    result = await send(
+        tool, to=["ana@example.com"], subject="Hi\r\nBcc: eve@evil.example", body="b"
+    )
+    assert result == "Error: the subject must be a single line."
+    assert smtp_server.recorder.messages == []
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("ana@example.com", "ana@example.com"),
+        ("  Ana.B+tag@Example.COM ", "Ana.B+tag@example.com"),
+        ("bot@localhost", "bot@localhost"),
+        ("kontakt@bücher.de", "kontakt@xn--bcher-kva.de"),
+        ("ana@example.com.", "ana@example.com"),
+        ("ana", None),
+        ("@example.com", None),
+        ("ana@", None),
+        ('"ana b"@example.com', None),
+        ("ąna@example.com", None),
+        ("a" * 65 + "@example.com", None),
+    ],
+)
+def test_normalize_address(text, expected):
+    """Bare ASCII addresses are accepted (IDN domains punycoded); anything else is None."""
+    assert normalize_address(text) == expected
+
+
+@pytest.mark.parametrize(
+    "url", ["http://mail.example.com", "mail.example.com:25", "smtp://", "smtp://host:99999"]
+)
+def test_bad_smtp_url_fails_at_start_without_echoing_it(url):
+    """A malformed SMTP_URL raises ConfigurationError at build time."""
+    with pytest.raises(ConfigurationError, match="SMTP_URL"):
+        make_send_email_tool(settings_for(url))
+
+
+def test_smtp_url_error_never_contains_the_password():
+    """Even a rejected SMTP_URL's error message leaves out the credentials."""
+    with pytest.raises(ConfigurationError) as caught:
+        make_send_email_tool(settings_for(f"smtpx://user:{PASSWORD}@host"))
+    assert PASSWORD not in str(caught.value)
+
+
+def test_schema_seen_by_the_model():
+    """to, subject and body are required; cc is optional; all are described."""
+    tool = make_send_email_tool(settings_for("smtp://127.0.0.1:2525"))
+    schema = tool.tool_call_schema.model_json_schema()
+    assert schema["required"] == ["to", "subject", "body"]
+    assert schema["properties"]["cc"]["default"] is None
+    assert all(p["description"] for p in schema["properties"].values())
