@@ -53,9 +53,9 @@ def main() -> int:
     """Print violations; exit 1 when there are any."""
     problems = static_violations() + runtime_violations()
     for problem in problems:
-        print(f"core import check: {problem}", file=sys.stderr)  # noqa: T201
+        print(f"core import check: {problem}", file=sys.stderr)
     if not problems:
-        print("core import check: bot/ imports no platform SDK")  # noqa: T201
+        print("core import check: bot/ imports no platform SDK")
     return 1 if problems else 0
 
 
