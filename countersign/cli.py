@@ -63,6 +63,9 @@ async def _dispatch(command: str, settings: Settings) -> None:
             applied = await migrate(url)
         log.info("migrations: %s", ", ".join(applied) if applied else "already up to date")
         return
+    if settings.gemini.api_key is None:
+        # Before anything starts, so the operator reads one line (issue 2, "Model").
+        raise ConfigurationError("GOOGLE_API_KEY is not set: the agent needs a Gemini API key")
     from countersign.server import chat, serve
 
     if command == "chat":

@@ -389,3 +389,33 @@ async def test_healthz(bot):
         response = await client.get(f"http://127.0.0.1:{bot.port}/healthz")
     assert response.status_code == 200
     assert response.json() == {"status": "ok"}
+
+
+async def test_gemini_receives_full_json_schemas_and_the_system_prompt(bot, events, slack, gemini):
+    """Tools are declared with parametersJsonSchema: headers an object of strings, body any JSON value."""
+    mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> hello")
+    await wait_answer(slack, mention.ts, starts="You said: hello")
+    request = gemini.requests[0]
+    declaration = request.function_declaration("http_request")
+    # proto3 JSON takes either spelling; the SDK sends the proto field name for this one.
+    schema = declaration.get("parametersJsonSchema") or declaration["parameters_json_schema"]
+    assert "parameters" not in declaration
+    assert schema["required"] == ["method", "url"]
+    headers = schema["properties"]["headers"]["anyOf"]
+    assert {"type": "object", "additionalProperties": {"type": "string"}} in headers
+    assert schema["properties"]["body"].get("type") != "string"
+    assert "Countersign" in (request.system_instruction or "")
+    assert {"calculator", "current_time", "http_request"} <= set(request.declared_function_names)
+
+
+async def test_a_rate_limit_is_retried_within_bounds(bot, events, slack, gemini):
+    """One 429 from Gemini is retried and the user gets the answer; endless 429s give a clear notice."""
+    gemini.fail_next(1, status=429)
+    first = await events.app_mention(CHANNEL, ALICE, "<@UBOT> hello")
+    await wait_answer(slack, first.ts, starts="You said: hello")
+    gemini.fail_next(10, status=429)
+    second = await events.app_mention(CHANNEL, ALICE, "<@UBOT> hello again")
+    [notice] = await wait_answer(slack, second.ts, starts="The model is busy")
+    await settle(bot)
+    assert len([r for r in gemini.requests if r.status_code == 429]) == 1 + 3  # bounded: 3 attempts
+    assert "rate limited" in notice

@@ -797,7 +797,7 @@ class GeminiStandIn:
     async def wait_for_requests(
         self,
         n: int,
-        timeout: float = 10,  # noqa: ASYNC109 -- a plain timeout reads best in tests
+        timeout: float = 10,
     ) -> list[GeminiRequest]:
         """Wait until at least ``n`` requests have arrived.
 

@@ -426,7 +426,7 @@ class SlackApiStandIn:
         predicate: Callable[[Args], bool] | None = None,
         *,
         count: int = 1,
-        timeout: float = 10.0,  # noqa: ASYNC109 - a bounded wait is the point of this helper
+        timeout: float = 10.0,
     ) -> list[ApiCall]:
         """Wait until ``count`` calls of ``method`` whose args match ``predicate`` were answered.
 

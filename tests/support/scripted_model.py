@@ -6,6 +6,7 @@ HTTP stand-in instead.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -35,8 +36,13 @@ def calls(*items: dict[str, Any], text: str = "") -> AIMessage:
 class ScriptedChatModel(BaseChatModel):
     """Answers from `replies` in order (or from `script(messages)`), recording every prompt."""
 
-    replies: list[Reply] = Field(default_factory=list)
+    replies: list[Any] = Field(default_factory=list)
+    """`AIMessage`s to answer with, or exceptions to raise, in order."""
     script: Script | None = None
+    delay_s: float = 0.0
+    """Seconds each async call takes (to make overlapping runs observable)."""
+    active: int = 0
+    max_active: int = 0
     prompts: list[list[BaseMessage]] = Field(default_factory=list)
     _position: int = PrivateAttr(default=0)
 
@@ -69,6 +75,15 @@ class ScriptedChatModel(BaseChatModel):
     ) -> ChatResult:
         return ChatResult(generations=[ChatGeneration(message=self._next(messages))])
 
+    async def _agenerate_delayed(self, messages: list[BaseMessage]) -> AIMessage:
+        self.active += 1
+        self.max_active = max(self.max_active, self.active)
+        try:
+            await asyncio.sleep(self.delay_s)
+            return self._next(messages)
+        finally:
+            self.active -= 1
+
     async def _agenerate(
         self,
         messages: list[BaseMessage],
@@ -76,4 +91,6 @@ class ScriptedChatModel(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        return ChatResult(generations=[ChatGeneration(message=self._next(messages))])
+        return ChatResult(
+            generations=[ChatGeneration(message=await self._agenerate_delayed(messages))]
+        )

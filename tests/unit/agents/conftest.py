@@ -6,25 +6,17 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from bot.agents.review_agent import build_review_agent
-from bot.approvals.mode import Mode
 from bot.approvals.policy import DefaultPolicy
 from bot.settings import DatabaseSettings
 from bot.storage.database import open_database
 from bot.tools.ledger import InMemoryLedger
-from bot.tools.registry import ToolRegistry, ToolSpec
+from bot.tools.registry import ToolRegistry
 from tests.support.postgres import TestServer
 from tests.support.scripted_model import ScriptedChatModel
-
-
-class ToolLog:
-    """What the test tools were called with, in order."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, dict[str, Any]]] = []
+from tests.support.tools import ToolLog, make_test_registry
 
 
 @pytest.fixture
@@ -34,38 +26,7 @@ def tool_log() -> ToolLog:
 
 @pytest.fixture
 def registry(tool_log: ToolLog) -> ToolRegistry:
-    @tool
-    async def lookup(query: str) -> str:
-        """Look something up."""
-        tool_log.calls.append(("lookup", {"query": query}))
-        return f"found {query}"
-
-    @tool
-    async def send(to: str, body: str, urgent: bool = False) -> str:
-        """Send a message to someone."""
-        tool_log.calls.append(("send", {"to": to, "body": body, "urgent": urgent}))
-        return f"sent to {to}"
-
-    @tool
-    async def explode(reason: str) -> str:
-        """Always fails."""
-        tool_log.calls.append(("explode", {"reason": reason}))
-        raise RuntimeError(f"boom: {reason}")
-
-    @tool
-    async def wipe(target: str) -> str:
-        """Never allowed."""
-        tool_log.calls.append(("wipe", {"target": target}))
-        return "wiped"
-
-    return ToolRegistry(
-        [
-            ToolSpec(tool=lookup, default_mode=Mode.AUTO),
-            ToolSpec(tool=send, default_mode=Mode.REVIEW),
-            ToolSpec(tool=explode, default_mode=Mode.AUTO),
-            ToolSpec(tool=wipe, default_mode=Mode.DENY),
-        ]
-    )
+    return make_test_registry(tool_log)
 
 
 @pytest.fixture(params=["memory", "postgres"])

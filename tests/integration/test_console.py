@@ -1,0 +1,101 @@
+"""The terminal adapter: the same core, approvals as prompts."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+import pytest
+from langchain_core.messages import AIMessage
+
+from adapters.console import ConsoleChat, ConsolePlatform
+from tests.e2e.agent_script import agent_script
+from tests.standins.gemini import GeminiStandIn
+from tests.support.bot_process import base_env
+from tests.support.http_target import HttpTarget
+from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
+from tests.support.service import open_service
+from tests.support.tools import ToolLog, make_test_registry
+
+
+def reader(lines: list[str]):
+    queue = list(lines)
+
+    async def read(prompt: str) -> str | None:
+        return queue.pop(0) if queue else None
+
+    return read
+
+
+async def test_edit_after_a_bad_json_attempt_then_answer(db_url):
+    """Invalid JSON re-prompts; the edited arguments run; the answer is printed."""
+    log = ToolLog()
+    model = ScriptedChatModel(
+        replies=[calls(tool_call("send", {"to": "bob", "body": "hi"})), AIMessage("sent to eve")]
+    )
+    out: list[str] = []
+    platform = ConsolePlatform(write=out.append)
+    async with open_service(db_url, model, make_test_registry(log), platform) as h:
+        chat = ConsoleChat(
+            h.service,
+            platform,
+            read=reader(
+                ["send hi to bob", "e", "{not json", "e", '{"to": "eve", "body": "hi"}', "/quit"]
+            ),
+        )
+        await chat.run()
+    assert log.calls == [("send", {"to": "eve", "body": "hi", "urgent": False})]
+    text = "\n".join(out)
+    assert "send wants to run" in text and "Not valid JSON" in text
+    assert "edited by" in text and "bot> sent to eve" in text
+
+
+async def test_reject_with_reason(db_url):
+    """Rejecting at the prompt runs nothing and the model hears the reason."""
+    log = ToolLog()
+    model = ScriptedChatModel(
+        replies=[calls(tool_call("send", {"to": "bob", "body": "hi"})), AIMessage("ok, not sent")]
+    )
+    out: list[str] = []
+    platform = ConsolePlatform(write=out.append)
+    async with open_service(db_url, model, make_test_registry(log), platform) as h:
+        await ConsoleChat(
+            h.service, platform, read=reader(["send", "r", "not today", "/quit"])
+        ).run()
+    assert log.calls == []
+    assert "not today" in str(model.prompts[-1])
+    assert "bot> ok, not sent" in out
+
+
+@pytest.mark.e2e
+async def test_countersign_chat_in_a_real_terminal_session(db_url, tmp_path):
+    """`countersign chat` with the Gemini stand-in: a gated POST is approved at the prompt and runs once."""
+    async with (
+        HttpTarget() as target,
+        GeminiStandIn(agent_script(target.url()), api_key="k") as gemini,
+    ):
+        env = base_env(
+            GOOGLE_API_KEY="k",
+            GEMINI_BASE_URL=gemini.base_url,
+            DATABASE_URL=db_url,
+            HTTP_REQUEST_ALLOWED_HOSTS=target.host,
+            LOG_LEVEL="WARNING",
+        )
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "countersign.cli",
+            "chat",
+            env=env,
+            cwd=tmp_path,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await asyncio.wait_for(proc.communicate(b"post widget\na\n/quit\n"), timeout=60)
+    assert proc.returncode == 0, err.decode()
+    text = out.decode()
+    assert "http_request wants to run" in text
+    assert "approved by" in text
+    assert "bot> Result:" in text and "widget" in text
+    assert [r.json for r in target.requests] == [{"name": "widget"}]

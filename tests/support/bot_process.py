@@ -1,0 +1,104 @@
+"""`countersign` as a separate process, the way an operator (or an outside check) runs it."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import sys
+from pathlib import Path
+
+import httpx
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def base_env(**values: str) -> dict[str, str]:
+    """A clean environment: only what a process needs plus `values` (no stray credentials)."""
+    env = {key: os.environ[key] for key in ("PATH", "HOME", "LANG", "TMPDIR") if key in os.environ}
+    env["PYTHONUNBUFFERED"] = "1"
+    env.update(values)
+    return env
+
+
+class BotProcess:
+    """`python -m countersign.cli <command>` in `cwd` with `env`; stderr kept for diagnosis."""
+
+    def __init__(self, env: dict[str, str], cwd: Path, command: str = "run") -> None:
+        self.env = env
+        self.cwd = cwd
+        self.command = command
+        self.proc: asyncio.subprocess.Process | None = None
+        self.stderr = b""
+        self._reader: asyncio.Task[None] | None = None
+
+    async def start(self) -> BotProcess:
+        self.proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "countersign.cli",
+            self.command,
+            env=self.env,
+            cwd=self.cwd,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        self._reader = asyncio.create_task(self._collect())
+        return self
+
+    async def _collect(self) -> None:
+        assert self.proc is not None and self.proc.stderr is not None
+        while chunk := await self.proc.stderr.read(4096):
+            self.stderr += chunk
+
+    async def wait_healthy(self, port: int, timeout: float = 60) -> None:
+        """Poll GET /healthz until it answers 200 (or the process dies)."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        async with httpx.AsyncClient() as client:
+            while True:
+                assert self.proc is not None
+                if self.proc.returncode is not None:
+                    raise AssertionError(
+                        f"bot exited {self.proc.returncode}:\n{self.stderr.decode()}"
+                    )
+                try:
+                    if (await client.get(f"http://127.0.0.1:{port}/healthz")).status_code == 200:
+                        return
+                except httpx.TransportError:
+                    pass
+                if asyncio.get_running_loop().time() > deadline:
+                    raise AssertionError(
+                        f"bot not healthy after {timeout}s:\n{self.stderr.decode()}"
+                    )
+                await asyncio.sleep(0.1)
+
+    async def stop(self, sig: int = signal.SIGTERM, timeout: float = 30) -> int:
+        """Send `sig` and wait for the exit code."""
+        assert self.proc is not None
+        if self.proc.returncode is None:
+            self.proc.send_signal(sig)
+        try:
+            code = await asyncio.wait_for(self.proc.wait(), timeout)
+        except TimeoutError:
+            self.proc.kill()
+            await self.proc.wait()
+            raise AssertionError(
+                f"bot did not stop within {timeout}s:\n{self.stderr.decode()}"
+            ) from None
+        if self._reader is not None:
+            await self._reader
+        return code
+
+    async def wait(self, timeout: float = 60) -> int:
+        """Wait for the process to exit by itself."""
+        assert self.proc is not None
+        code = await asyncio.wait_for(self.proc.wait(), timeout)
+        if self._reader is not None:
+            await self._reader
+        return code

@@ -1,0 +1,59 @@
+"""A `Platform` for service tests: keeps what the core asked it to show, in memory.
+
+It is a complete implementation of the port (like the console one), not a mock: nothing the
+service's behaviour depends on is faked.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+
+from bot.conversation import Actor, ConversationRef
+from bot.ports import ApprovalCard, Notice
+
+_ids = itertools.count(1)
+
+
+@dataclass
+class RecordingPlatform:
+    name: str = "test"
+    admins: set[str] = field(default_factory=set)
+    answers: list[tuple[str, str]] = field(default_factory=list)
+    cards: dict[str, ApprovalCard] = field(default_factory=dict)
+    updates: list[ApprovalCard] = field(default_factory=list)
+    notices: list[tuple[str, Notice, str | None]] = field(default_factory=list)
+    progress: list[str | None] = field(default_factory=list)
+
+    async def post_answer(self, conversation: ConversationRef, text: str) -> None:
+        self.answers.append((conversation.thread_id, text))
+
+    async def post_card(self, conversation: ConversationRef, card: ApprovalCard) -> str:
+        ref = f"card-{next(_ids)}"
+        self.cards[ref] = card
+        return ref
+
+    async def update_card(
+        self, conversation: ConversationRef, card_ref: str, card: ApprovalCard
+    ) -> None:
+        self.cards[card_ref] = card
+        self.updates.append(card)
+
+    async def notify(
+        self, conversation: ConversationRef, notice: Notice, *, recipient: Actor | None
+    ) -> None:
+        self.notices.append(
+            (conversation.thread_id, notice, recipient.user_id if recipient else None)
+        )
+
+    @asynccontextmanager
+    async def working(
+        self, conversation: ConversationRef, anchor: str | None
+    ) -> AsyncIterator[None]:
+        self.progress.append(anchor)
+        yield
+
+    async def is_admin(self, actor: Actor) -> bool:
+        return actor.user_id in self.admins

@@ -1,0 +1,113 @@
+"""The core service wired for integration tests: real PostgreSQL, a scripted model."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+from bot.agents.pool import AgentPool
+from bot.agents.review_agent import ReviewAgent, build_review_agent
+from bot.approvals.policy import DefaultPolicy
+from bot.conversation import Actor, ConversationRef, IncomingMessage
+from bot.service import Countersign
+from bot.settings import DatabaseSettings
+from bot.storage.approval_store import ApprovalStore
+from bot.storage.audit_store import AuditStore
+from bot.storage.conversation_store import ConversationStore
+from bot.storage.database import Database, open_database
+from bot.storage.ledger import PostgresLedger
+from bot.storage.locks import ThreadLocks
+from bot.tools.registry import ToolRegistry
+from bot.turns import TurnRunner
+from tests.support.recording_platform import RecordingPlatform
+from tests.support.scripted_model import ScriptedChatModel
+
+WORKSPACE = "W1"
+
+
+@dataclass
+class Harness:
+    service: Countersign
+    approvals: ApprovalStore
+    audit: AuditStore
+    database: Database
+    platform: RecordingPlatform
+    agents: AgentPool
+    ledger: PostgresLedger
+
+    def graph(self, conversation: ConversationRef) -> ReviewAgent:
+        return self.agents.for_thread(conversation.thread_id)
+
+
+def conversation(channel: str = "C1", thread: str | None = None) -> ConversationRef:
+    return ConversationRef(
+        platform="test", workspace_id=WORKSPACE, channel_id=channel, thread=thread
+    )
+
+
+def actor(user: str = "alice", *, is_admin: bool | None = None) -> Actor:
+    return Actor(
+        platform="test", workspace_id=WORKSPACE, user_id=user, display_name=user, is_admin=is_admin
+    )
+
+
+def message(
+    text: str,
+    *,
+    user: str = "alice",
+    conv: ConversationRef | None = None,
+    message_id: str | None = None,
+) -> IncomingMessage:
+    return IncomingMessage(
+        actor=actor(user), conversation=conv or conversation(), text=text, message_id=message_id
+    )
+
+
+@asynccontextmanager
+async def open_service(
+    db_url: str,
+    model: ScriptedChatModel,
+    registry: ToolRegistry,
+    platform: RecordingPlatform | None = None,
+    *,
+    recursion_limit: int = 25,
+) -> AsyncIterator[Harness]:
+    platform = platform or RecordingPlatform()
+    async with open_database(
+        DatabaseSettings(url=db_url, pool_max_size=8), run_migrations=False
+    ) as database:
+        ledger = PostgresLedger(database.pool)
+        graphs = [
+            build_review_agent(
+                model=model,
+                tools=registry.tools(),
+                policy=DefaultPolicy(registry),
+                checkpointer=saver,
+                ledger=ledger,
+            )
+            for saver in database.savers
+        ]
+        audit = AuditStore(database.pool)
+        approvals = ApprovalStore(database.pool, audit)
+        tools = {t.name: t for t in registry.tools()}
+        agents = AgentPool(graphs)
+        runner = TurnRunner(
+            agents=agents,
+            approvals=approvals,
+            platforms={platform.name: platform},
+            tools=tools,
+            recursion_limit=recursion_limit,
+        )
+        service = Countersign(
+            runner=runner,
+            approvals=approvals,
+            audit=audit,
+            conversations=ConversationStore(database.pool),
+            locks=ThreadLocks(database.pool),
+            tools=tools,
+        )
+        try:
+            yield Harness(service, approvals, audit, database, platform, agents, ledger)
+        finally:
+            await service.aclose(5)
