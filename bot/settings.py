@@ -60,6 +60,11 @@ class GeminiSettings(BaseSettings):
     retry_max_delay_s: float = Field(default=20.0, ge=0)
     timeout_s: float = Field(default=60.0, gt=0, validation_alias="GEMINI_TIMEOUT")
 
+    @field_validator("model", mode="before")
+    @classmethod
+    def _blank_is_default_model(cls, value: object) -> object:
+        return DEFAULT_GEMINI_MODEL if value == "" else value
+
     @field_validator("api_key", "base_url", mode="before")
     @classmethod
     def _blank_is_unset(cls, value: object) -> object:
@@ -132,6 +137,11 @@ class SlackSettings(BaseSettings):
     def _blank_is_unset(cls, value: object) -> object:
         return None if value == "" else value
 
+    @field_validator("api_url", mode="before")
+    @classmethod
+    def _blank_is_default_url(cls, value: object) -> object:
+        return DEFAULT_SLACK_API_URL if value == "" else value
+
     @field_validator("api_url")
     @classmethod
     def _trailing_slash(cls, value: str) -> str:
@@ -140,7 +150,7 @@ class SlackSettings(BaseSettings):
 
     @property
     def enabled(self) -> bool:
-        """Whether Slack credentials are present (Socket Mode still needs the signing secret)."""
+        """Whether Slack can run: a bot token plus a signing secret (HTTP) or an app token."""
         return self.bot_token is not None and (
             self.signing_secret is not None or self.app_token is not None
         )
@@ -158,6 +168,11 @@ class DiscordSettings(BaseSettings):
     @classmethod
     def _blank_is_unset(cls, value: object) -> object:
         return None if value == "" else value
+
+    @field_validator("api_url", mode="before")
+    @classmethod
+    def _blank_is_default_url(cls, value: object) -> object:
+        return DEFAULT_DISCORD_API_URL if value == "" else value
 
     @property
     def enabled(self) -> bool:

@@ -8,7 +8,7 @@ carry only the approval id (CONVENTIONS.md item 10); everything else is read fro
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from adapters.slack import messages as msg
@@ -84,8 +84,10 @@ def card_text(card: ApprovalCard) -> str:
     """The notification / fallback text of a card (Slack requires `text` beside blocks)."""
     approval = card.approval
     if approval.status is ApprovalStatus.PENDING:
-        return msg.CARD_FALLBACK.format(tool=approval.tool_name, requester=approval.requester_name)
-    return f"{msg.CARD_HEADER[approval.status.value]}: {approval.tool_name}"
+        return msg.CARD_FALLBACK.format(
+            tool=escape(approval.tool_name), requester=escape(approval.requester_name)
+        )
+    return f"{msg.CARD_HEADER[approval.status.value]}: {escape(approval.tool_name)}"
 
 
 def edit_modal(approval: ApprovalRecord, prefill: str) -> dict[str, Any]:
@@ -177,16 +179,19 @@ def _buttons(approval_id: str) -> dict[str, Any]:
 
 
 def _args_section(title: str, args: dict[str, Any]) -> dict[str, Any]:
-    shown = escape(args_json(args))
+    # A ``` inside a value would close our code block and let the rest render as mrkdwn
+    # (a way to spoof the card); a zero-width space keeps the backticks apart.
+    raw = args_json(args).replace("```", "`\u200b``")
+    shown_raw = raw[:_ARGS_CHARS]
+    while len(escape(shown_raw)) > _ARGS_CHARS:  # escaping grows the text; shrink until it fits
+        shown_raw = shown_raw[: len(shown_raw) - (len(escape(shown_raw)) - _ARGS_CHARS)]
     note = ""
-    if len(shown) > _ARGS_CHARS:
-        hidden = len(shown) - _ARGS_CHARS
-        shown = shown[:_ARGS_CHARS]
-        cut = shown.rfind("&", len(shown) - 5)
-        if cut != -1 and ";" not in shown[cut:]:
-            shown = shown[:cut]
-        note = "\n" + msg.CARD_TRUNCATED.format(hidden=hidden)
-    return {"type": "section", "text": {"type": "mrkdwn", "text": f"{title}\n```{shown}```{note}"}}
+    if len(shown_raw) < len(raw):
+        note = "\n" + msg.CARD_TRUNCATED.format(hidden=len(raw) - len(shown_raw))
+    return {
+        "type": "section",
+        "text": {"type": "mrkdwn", "text": f"{title}\n```{escape(shown_raw)}```{note}"},
+    }
 
 
 def _decided_line(approval: ApprovalRecord) -> str:
@@ -202,7 +207,7 @@ def when_token(moment: datetime | None) -> str:
     """A Slack date token: shown in each reader's own time zone, with a UTC fallback."""
     if moment is None:
         return ""
-    fallback = moment.strftime("%Y-%m-%d %H:%M UTC")
+    fallback = moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
     return f"<!date^{int(moment.timestamp())}^{{date_short_pretty}} {{time}}|{fallback}>"
 
 

@@ -64,6 +64,9 @@ def model_view(messages: Sequence[AnyMessage], window: int) -> list[AnyMessage]:
     for index in range(len(repaired) - 1, -1, -1):
         if isinstance(repaired[index], HumanMessage):
             return repaired[index:]
+    # No human message at all (not produced by the service): never start on a result.
+    while start < len(repaired) and isinstance(repaired[start], ToolMessage):
+        start += 1
     return repaired[start:]
 
 

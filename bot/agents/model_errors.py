@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+import aiohttp
 import httpx
 from google.genai import errors as genai_errors
 from langchain_core import exceptions as lc
@@ -16,12 +17,24 @@ def to_model_error(exc: BaseException) -> ModelError:
 
     Retries already happened inside the client (google-genai's `HttpRetryOptions`), so this
     is the final outcome. LangChain's provider-neutral `ModelError` family is checked first,
-    then google-genai's `APIError` codes, then transport failures.
+    then google-genai's `APIError` codes, then transport failures, along the exception's cause
+    chain (langchain-google-genai wraps some API errors, e.g. a 408 or 413, in a plain
+    `ChatGoogleGenerativeAIError` raised from the original).
 
     Raises:
         The original exception when it is not a model failure (a bug should stay loud).
     """
-    detail = _one_line(exc)
+    seen: BaseException | None = exc
+    while seen is not None:
+        found = _classify(seen, _one_line(exc))
+        if found is not None:
+            return found
+        seen = seen.__cause__
+    # Anything else is a bug in our code or the client; the service reports it as internal.
+    raise exc
+
+
+def _classify(exc: BaseException, detail: str) -> ModelError | None:
     if isinstance(exc, lc.ModelRateLimitError):
         return ModelError(ModelErrorKind.BUSY, detail)
     if isinstance(exc, (lc.ModelAPIError, lc.ModelConnectionError, lc.ModelTimeoutError)):
@@ -34,10 +47,11 @@ def to_model_error(exc: BaseException) -> ModelError:
         if exc.code is None or exc.code >= 500 or exc.code == 408:
             return ModelError(ModelErrorKind.UNAVAILABLE, detail)
         return ModelError(ModelErrorKind.REJECTED, detail)
-    if isinstance(exc, (httpx.TransportError, asyncio.TimeoutError, ConnectionError)):
+    if isinstance(
+        exc, (httpx.TransportError, aiohttp.ClientError, asyncio.TimeoutError, ConnectionError)
+    ):
         return ModelError(ModelErrorKind.UNAVAILABLE, detail)
-    # Anything else is a bug in our code or the client; the service reports it as internal.
-    raise exc
+    return None
 
 
 def _one_line(exc: BaseException) -> str:

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal
 
 from langchain_core.tools import BaseTool
+from langchain_core.utils.json_schema import dereference_refs
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from bot.errors import InvalidDecisionError
@@ -137,7 +138,64 @@ def validate_tool_args(tool: BaseTool, args: Mapping[str, Any]) -> dict[str, Any
             f"invalid arguments for {tool.name}: {_first_error(exc)}",
             field=f"args.{path}" if path else "args",
         ) from None
+    nested = _unknown_key(dict(args), dereference_refs(schema.model_json_schema()), "args")
+    if nested is not None:
+        where, key, known = nested
+        raise InvalidDecisionError(
+            f"{where} has no field {key!r} (its fields: {', '.join(known) or 'none'})",
+            field=f"{where}.{key}",
+        )
     return dict(args)
+
+
+def _unknown_key(
+    value: Any, schema: Mapping[str, Any], where: str
+) -> tuple[str, str, list[str]] | None:
+    """The first key in `value` that its JSON schema does not declare, as (path, key, known).
+
+    Pydantic ignores unknown keys in nested models by default; an approver's typo there would
+    be dropped silently, so it is refused like a top-level one. Keys under a free-form object
+    (`additionalProperties` given) are allowed.
+    """
+    branches = schema.get("anyOf") or schema.get("oneOf")
+    if branches:
+        found = [_unknown_key(value, branch, where) for branch in branches if _fits(value, branch)]
+        return None if not found or any(f is None for f in found) else found[0]
+    if isinstance(value, dict):
+        properties: Mapping[str, Any] = schema.get("properties") or {}
+        extra = schema.get("additionalProperties")
+        for key, item in value.items():
+            if key in properties:
+                deeper = _unknown_key(item, properties[key], f"{where}.{key}")
+            elif isinstance(extra, Mapping):
+                deeper = _unknown_key(item, extra, f"{where}.{key}")
+            elif properties and extra is None:
+                return where, str(key), list(properties)
+            else:
+                deeper = None
+            if deeper is not None:
+                return deeper
+    if isinstance(value, list) and isinstance(schema.get("items"), Mapping):
+        for index, item in enumerate(value):
+            deeper = _unknown_key(item, schema["items"], f"{where}.{index}")
+            if deeper is not None:
+                return deeper
+    return None
+
+
+def _fits(value: Any, schema: Mapping[str, Any]) -> bool:
+    """Whether `value` has the JSON type a schema branch describes (untyped fits anything)."""
+    kind = schema.get("type")
+    if kind is None:
+        return True
+    kinds = kind if isinstance(kind, list) else [kind]
+    python = {"object": dict, "array": list, "string": str, "boolean": bool, "null": type(None)}
+    return any(
+        isinstance(value, python[k])
+        if k in python
+        else isinstance(value, (int, float)) and not isinstance(value, bool)
+        for k in kinds
+    )
 
 
 def validate_decisions(

@@ -1,10 +1,31 @@
-"""PostgreSQL URL helpers: one URL in, the forms each driver wants out."""
+"""PostgreSQL URL helpers: one URL in, the forms each driver wants out.
+
+`urllib.parse.urlunsplit` drops the `//` of a URL with an empty host for schemes it does not
+know (`postgresql:///db?host=/socket` would become `postgresql:/db?...`, which libpq refuses),
+so URLs are reassembled here by hand.
+"""
 
 from __future__ import annotations
 
-from urllib.parse import SplitResult, urlsplit, urlunsplit
+from urllib.parse import SplitResult, urlsplit
 
 SCHEMES = ("postgresql", "postgres")
+
+
+def _join(
+    parts: SplitResult,
+    *,
+    scheme: str | None = None,
+    netloc: str | None = None,
+    path: str | None = None,
+) -> str:
+    url = f"{scheme or parts.scheme}://{parts.netloc if netloc is None else netloc}"
+    url += parts.path if path is None else path
+    if parts.query:
+        url += f"?{parts.query}"
+    if parts.fragment:
+        url += f"#{parts.fragment}"
+    return url
 
 
 def normalise(url: str) -> str:
@@ -18,7 +39,7 @@ def normalise(url: str) -> str:
         raise ValueError(
             f"DATABASE_URL must start with postgresql:// (got {parts.scheme or 'no scheme'}://...)"
         )
-    return urlunsplit(parts._replace(scheme="postgresql"))
+    return _join(parts, scheme="postgresql")
 
 
 def redact(url: str) -> str:
@@ -26,18 +47,16 @@ def redact(url: str) -> str:
     parts = urlsplit(url)
     if parts.password is None:
         return url
-    netloc = f"{parts.username}:***@{parts.hostname or ''}"
-    if parts.port:
-        netloc += f":{parts.port}"
-    return urlunsplit(parts._replace(netloc=netloc))
+    userinfo, _, hostport = parts.netloc.rpartition("@")
+    user = userinfo.split(":", 1)[0]
+    return _join(parts, netloc=f"{user}:***@{hostport}")
 
 
 def with_database(url: str, database: str) -> str:
     """`url` pointing at another database on the same server."""
-    parts: SplitResult = urlsplit(url)
-    return urlunsplit(parts._replace(path=f"/{database}"))
+    return _join(urlsplit(url), path=f"/{database}")
 
 
 def for_yoyo(url: str) -> str:
     """The URL with yoyo-migrations' psycopg 3 backend scheme."""
-    return urlunsplit(urlsplit(normalise(url))._replace(scheme="postgresql+psycopg"))
+    return _join(urlsplit(normalise(url)), scheme="postgresql+psycopg")

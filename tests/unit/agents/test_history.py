@@ -1,0 +1,315 @@
+"""History helpers: unanswered calls, and the repaired, windowed view the model gets."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
+
+from bot.agents.history import (
+    answers_after,
+    last_tool_call_message,
+    model_view,
+    unanswered_tool_calls,
+)
+from bot.agents.prompts import INTERRUPTED_CALL_MESSAGE
+
+
+def human(text: str = "hi") -> HumanMessage:
+    """A user message."""
+    return HumanMessage(content=text)
+
+
+def answer(text: str = "done") -> AIMessage:
+    """A final AI answer without tool calls."""
+    return AIMessage(content=text)
+
+
+def calls(*ids: str, name: str = "lookup") -> AIMessage:
+    """An AI message calling `name` once per id."""
+    return AIMessage(
+        content="",
+        tool_calls=[{"name": name, "args": {"q": i}, "id": i, "type": "tool_call"} for i in ids],
+    )
+
+
+def result(call_id: str, text: str | None = None) -> ToolMessage:
+    """The tool result for `call_id`."""
+    return ToolMessage(content=text or f"result {call_id}", tool_call_id=call_id, name="lookup")
+
+
+def shape(messages: list[AnyMessage]) -> list[str]:
+    """Messages as short strings: H, A, A[ids], T:id."""
+    out = []
+    for m in messages:
+        if isinstance(m, ToolMessage):
+            out.append(f"T:{m.tool_call_id}")
+        elif isinstance(m, AIMessage) and m.tool_calls:
+            out.append("A[" + ",".join(str(c["id"]) for c in m.tool_calls) + "]")
+        elif isinstance(m, AIMessage):
+            out.append("A")
+        else:
+            out.append("H")
+    return out
+
+
+# last_tool_call_message ------------------------------------------------------------------------
+
+
+def test_last_tool_call_message_finds_the_calling_ai_message():
+    """The last AI message with tool calls is found with its index, past its results."""
+    ai = calls("a", "b")
+    history = [human(), ai, result("a")]
+    assert last_tool_call_message(history) == (1, ai)
+
+
+def test_last_tool_call_message_none_when_last_ai_has_no_calls():
+    """When the last AI message is a plain answer, there is nothing pending."""
+    history = [human(), calls("a"), result("a"), answer()]
+    assert last_tool_call_message(history) is None
+
+
+def test_last_tool_call_message_none_after_a_human_message():
+    """A human message after the calls means the calls are no longer the current ones."""
+    history = [human(), calls("a"), human("again")]
+    assert last_tool_call_message(history) is None
+
+
+def test_last_tool_call_message_none_for_empty_or_human_only():
+    """An empty or human-only history has no tool-calling message."""
+    assert last_tool_call_message([]) is None
+    assert last_tool_call_message([human()]) is None
+
+
+# answers_after ---------------------------------------------------------------------------------
+
+
+def test_answers_after_collects_results_by_call_id():
+    """Results right after the AI message are keyed by their tool_call_id."""
+    history = [human(), calls("a", "b"), result("b"), result("a"), answer()]
+    answers = answers_after(history, 1)
+    assert set(answers) == {"a", "b"}
+    assert answers["a"].content == "result a"
+
+
+def test_answers_after_stops_at_the_first_non_tool_message():
+    """Tool messages after a later non-tool message are not counted."""
+    history = [human(), calls("a", "b"), result("a"), answer(), result("b")]
+    assert set(answers_after(history, 1)) == {"a"}
+
+
+def test_answers_after_nothing_when_no_results():
+    """No result after the AI message gives an empty mapping."""
+    assert answers_after([human(), calls("a")], 1) == {}
+
+
+# unanswered_tool_calls -------------------------------------------------------------------------
+
+
+def test_unanswered_tool_calls_in_call_order():
+    """Calls without a result are returned in the order the model made them."""
+    history = [human(), calls("a", "b", "c"), result("b")]
+    assert [c["id"] for c in unanswered_tool_calls(history)] == ["a", "c"]
+
+
+def test_unanswered_tool_calls_empty_when_all_answered():
+    """When every call has a result nothing is unanswered."""
+    history = [human(), calls("a", "b"), result("b"), result("a")]
+    assert unanswered_tool_calls(history) == []
+
+
+def test_unanswered_tool_calls_empty_after_a_human_message():
+    """Calls left behind by a later human message are not pending any more."""
+    assert unanswered_tool_calls([human(), calls("a"), human("new")]) == []
+
+
+def test_unanswered_tool_calls_only_looks_at_the_last_calling_message():
+    """An earlier unanswered call is not reported once a later AI message made new calls."""
+    history = [human(), calls("old"), result("x"), human(), calls("new")]
+    assert [c["id"] for c in unanswered_tool_calls(history)] == ["new"]
+
+
+def test_unanswered_tool_calls_ignores_results_for_other_ids():
+    """A result for an unrelated id does not answer a call."""
+    history = [human(), calls("a"), result("zzz")]
+    assert [c["id"] for c in unanswered_tool_calls(history)] == ["a"]
+
+
+# model_view: repair ----------------------------------------------------------------------------
+
+
+def test_model_view_unchanged_when_valid_and_short():
+    """A valid history shorter than the window comes back as the same messages."""
+    history = [human(), calls("a", "b"), result("a"), result("b"), answer()]
+    view = model_view(history, 50)
+    assert view == history
+    assert all(v is h for v, h in zip(view, history, strict=True))
+
+
+def test_model_view_synthesises_missing_results_in_call_order():
+    """Missing results become error ToolMessages, placed in call order among the real ones."""
+    history = [human(), calls("a", "b", "c"), result("b")]
+    view = model_view(history, 50)
+    assert shape(view) == ["H", "A[a,b,c]", "T:a", "T:b", "T:c"]
+    synthetic = [view[2], view[4]]
+    for message, call_id in zip(synthetic, ["a", "c"], strict=True):
+        assert message.content == INTERRUPTED_CALL_MESSAGE
+        assert message.status == "error"
+        assert message.tool_call_id == call_id
+        assert message.name == "lookup"
+    assert view[3] is history[2]
+
+
+def test_model_view_repairs_a_history_that_continued_after_a_crash():
+    """A call left unanswered before a new human message gets its synthetic result there."""
+    history = [human(), calls("a"), human("hello?"), answer()]
+    view = model_view(history, 50)
+    assert shape(view) == ["H", "A[a]", "T:a", "H", "A"]
+    assert view[2].status == "error"
+
+
+def test_model_view_reorders_results_to_call_order():
+    """Results stored out of order are sent in call order (Gemini pairs by position)."""
+    history = [human(), calls("a", "b", "c"), result("c"), result("a"), result("b"), answer()]
+    view = model_view(history, 50)
+    assert shape(view) == ["H", "A[a,b,c]", "T:a", "T:b", "T:c", "A"]
+    assert [m.content for m in view[2:5]] == ["result a", "result b", "result c"]
+
+
+def test_model_view_drops_orphan_results():
+    """Results whose call is not right before them are dropped."""
+    history = [result("ghost"), human(), answer(), result("stray"), calls("a"), result("x")]
+    history.append(result("a"))
+    view = model_view(history, 50)
+    assert shape(view) == ["H", "A", "A[a]", "T:a"]
+    assert view[-1].content == "result a"
+
+
+def test_model_view_keeps_the_first_of_duplicate_results():
+    """Two results for one call: the first is kept, the second dropped."""
+    history = [human(), calls("a"), result("a", "first"), result("a", "second")]
+    view = model_view(history, 50)
+    assert shape(view) == ["H", "A[a]", "T:a"]
+    assert view[2].content == "first"
+
+
+def test_model_view_does_not_change_the_stored_history():
+    """Repair builds a new list; the stored messages are left as they were."""
+    history = [human(), calls("a", "b"), result("b")]
+    before = list(history)
+    model_view(history, 50)
+    assert history == before
+
+
+# model_view: window ----------------------------------------------------------------------------
+
+
+def test_model_view_window_cuts_at_a_human_message():
+    """Over the window, the view starts at the first human message inside the window."""
+    history = [human("1"), answer(), human("2"), calls("a"), result("a"), answer(), human("3")]
+    history.append(answer())
+    view = model_view(history, 5)
+    assert shape(view) == ["H", "A"]
+    assert view[0].content == "3"
+
+
+def test_model_view_window_never_splits_a_call_from_its_results():
+    """A window boundary inside a tool round moves to the next human message."""
+    history = [human("1"), calls("a", "b"), result("a"), result("b"), answer()]
+    history += [human("2"), calls("c"), result("c"), answer()]
+    for window in range(1, len(history) + 1):
+        view = model_view(history, window)
+        assert not isinstance(view[0], ToolMessage)
+        assert len(view) <= len(history)
+
+
+def test_model_view_window_keeps_the_last_turn_when_it_is_longer_than_the_window():
+    """With no human message inside the window, the view starts at the last human message."""
+    history = [human("old"), answer(), human("now")]
+    for i in range(5):
+        history += [calls(f"c{i}"), result(f"c{i}")]
+    view = model_view(history, 4)
+    assert isinstance(view[0], HumanMessage)
+    assert view[0].content == "now"
+    assert len(view) == 11
+
+
+def test_model_view_window_counts_repaired_messages():
+    """The window applies after repair: synthetic results count, orphans do not."""
+    history = [human("1"), calls("a", "b"), result("zzz"), human("2"), answer()]
+    # Stored: 5 messages; repaired: 6 (two synthetic results, the orphan dropped).
+    assert shape(model_view(history, 6)) == ["H", "A[a,b]", "T:a", "T:b", "H", "A"]
+    assert shape(model_view(history, 5)) == ["H", "A"]
+
+
+def test_model_view_without_human_message_never_starts_with_a_result():
+    """Even a history without human messages is not cut between a call and its result."""
+    history = [calls("a"), result("a"), calls("b"), result("b"), answer()]
+    view = model_view(history, 2)
+    assert not isinstance(view[0], ToolMessage)
+
+
+# model_view: property --------------------------------------------------------------------------
+
+
+@st.composite
+def histories(draw: Any) -> list[AnyMessage]:
+    """Random stored histories: turns of human text, answers and tool rounds, damaged at random.
+
+    Damage: results missing, duplicated, shuffled, or for unknown ids; orphan results anywhere.
+    """
+    messages: list[AnyMessage] = [human("start")]
+    counter = 0
+    for _ in range(draw(st.integers(0, 12))):
+        kind = draw(st.sampled_from(["human", "answer", "round", "orphan"]))
+        if kind == "human":
+            messages.append(human())
+        elif kind == "answer":
+            messages.append(answer())
+        elif kind == "orphan":
+            messages.append(result(f"orphan{counter}"))
+            counter += 1
+        else:
+            ids = [f"c{counter + i}" for i in range(draw(st.integers(1, 4)))]
+            counter += len(ids)
+            messages.append(calls(*ids))
+            kept = draw(st.lists(st.sampled_from([*ids, "unknown"]), max_size=6))
+            messages.extend(result(i) for i in kept)
+    return messages
+
+
+def _assert_well_formed(view: list[AnyMessage]) -> None:
+    assert not view or not isinstance(view[0], ToolMessage)
+    index = 0
+    while index < len(view):
+        message = view[index]
+        assert not isinstance(message, ToolMessage), shape(view)
+        index += 1
+        if isinstance(message, AIMessage) and message.tool_calls:
+            ids = [str(c["id"]) for c in message.tool_calls]
+            block = view[index : index + len(ids)]
+            assert all(isinstance(m, ToolMessage) for m in block), shape(view)
+            assert [m.tool_call_id for m in block] == ids, shape(view)
+            index += len(ids)
+
+
+@settings(max_examples=300, database=None)
+@given(history=histories(), window=st.integers(1, 60))
+def test_property_model_view_is_always_well_formed(history, window):
+    """Every call is followed by exactly one result per call, in call order; no leading result."""
+    view = model_view(history, window)
+    _assert_well_formed(view)
+    full = model_view(history, 10_000)
+    _assert_well_formed(full)
+    # The window only ever drops a prefix of the repaired history, starting at a human message.
+    assert view == full[len(full) - len(view) :]
+    assert isinstance(view[0], HumanMessage)
+    if len(full) > window:
+        assert len(view) <= window or not any(
+            isinstance(m, HumanMessage) for m in full[len(full) - window :]
+        )
+    # Nothing but results is lost in repair: the human and AI messages are all kept, in order.
+    kept = [m for m in history if not isinstance(m, ToolMessage)]
+    assert [m for m in full if not isinstance(m, ToolMessage)] == kept
