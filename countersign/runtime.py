@@ -88,7 +88,7 @@ async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
             approvals=approvals,
             audit=audit,
             conversations=ConversationStore(database.pool),
-            locks=ThreadLocks(database.pool),
+            locks=ThreadLocks(database.lock_pool),
             tools=tools,
         )
         try:

@@ -27,7 +27,7 @@ HEALTH_PATH = "/healthz"
 
 
 async def serve(settings: Settings) -> None:
-    """Run the bot: Slack (and later Discord) when configured, else the terminal chat."""
+    """Run the bot: Slack and Discord when configured, else the terminal chat."""
     if not settings.slack.enabled and not settings.discord.enabled:
         log.info("no platform credentials set: starting the terminal chat")
         await chat(settings)
@@ -89,9 +89,11 @@ class BotServer:
             slack.add_routes(web_app)
             self._adapters.append(slack)
         if settings.discord.enabled:
-            log.warning(
-                "DISCORD_TOKEN is set, but the Discord adapter is not part of this build yet"
-            )
+            from adapters.discord.app import DiscordAdapter
+
+            discord_adapter = DiscordAdapter(settings.discord, runtime.service)
+            runtime.platforms[discord_adapter.platform.name] = discord_adapter.platform
+            self._adapters.append(discord_adapter)
         runner = web.AppRunner(web_app, access_log=None, shutdown_timeout=5)
         await runner.setup()
         sock = socket.create_server((settings.server.host, settings.server.port), reuse_port=False)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 
+import aiohttp
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.async_app import AsyncApp
@@ -37,6 +38,8 @@ class SlackAdapter:
         settings: Slack credentials and URLs.
         service: the core.
 
+    Construct it inside the running event loop (it opens an HTTP session).
+
     Raises:
         ConfigurationError: when the bot token is missing, or neither a signing secret (HTTP
             mode) nor an app token (Socket Mode) is set.
@@ -50,9 +53,12 @@ class SlackAdapter:
                 "set SLACK_SIGNING_SECRET (HTTP events) or SLACK_APP_TOKEN (Socket Mode)"
             )
         self._settings = settings
+        # One HTTP session for every Web API call (slack_sdk opens one per call otherwise).
+        self._session = aiohttp.ClientSession()
         self.client = AsyncWebClient(
             token=settings.bot_token.get_secret_value(),
             base_url=settings.api_url,
+            session=self._session,
             retry_handlers=[
                 AsyncConnectionErrorRetryHandler(max_retry_count=2),
                 AsyncRateLimitErrorRetryHandler(max_retry_count=2),
@@ -108,9 +114,7 @@ class SlackAdapter:
         """Disconnect Socket Mode and close the Web API client's session."""
         if self._socket_handler is not None:
             await self._socket_handler.close_async()  # type: ignore[attr-defined]
-        session = getattr(self.client, "session", None)
-        if session is not None and not session.closed:
-            await session.close()
+        await self._session.close()
 
     async def _on_error(self, error: Exception) -> None:
         # A listener's exception is logged here; Slack users never see a stack trace.

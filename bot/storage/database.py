@@ -39,11 +39,15 @@ class Database:
         url: the `postgresql://` URL in use (contains the password; never log it, use
             `bot.storage.urls.redact`).
         pool: asyncpg pool for Countersign's tables; jsonb columns map to Python values.
+        lock_pool: asyncpg pool whose connections only hold conversation advisory locks. It is
+            separate so that lock holders, which also query, can never take every connection
+            of `pool` and wait on each other forever; its size caps concurrent turns.
         savers: LangGraph checkpointers sharing one psycopg pool, set up.
     """
 
     url: str
     pool: asyncpg.Pool
+    lock_pool: asyncpg.Pool
     savers: list[AsyncPostgresSaver]
 
 
@@ -140,6 +144,8 @@ async def open_database(
             url, min_size=1, max_size=settings.pool_max_size, init=_init_connection
         )
         stack.push_async_callback(pool.close)
+        lock_pool = await asyncpg.create_pool(url, min_size=1, max_size=settings.pool_max_size)
+        stack.push_async_callback(lock_pool.close)
         checkpoint_pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
             url,
             min_size=1,
@@ -150,4 +156,4 @@ async def open_database(
         await checkpoint_pool.open(wait=True, timeout=settings.connect_timeout_s)
         stack.push_async_callback(checkpoint_pool.close)
         savers = [AsyncPostgresSaver(checkpoint_pool) for _ in range(SAVER_INSTANCES)]
-        yield Database(url=url, pool=pool, savers=savers)
+        yield Database(url=url, pool=pool, lock_pool=lock_pool, savers=savers)

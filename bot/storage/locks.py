@@ -24,7 +24,8 @@ class ThreadLocks:
     """Mutual exclusion per `thread_id`.
 
     Args:
-        pool: the asyncpg pool; each held lock occupies one connection.
+        pool: a pool used only for locks (see `Database.lock_pool`); each held lock occupies
+            one connection, so its size caps the turns running at once.
     """
 
     def __init__(self, pool: asyncpg.Pool) -> None:

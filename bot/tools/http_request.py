@@ -362,6 +362,9 @@ def make_http_request_tool(
     """
     rules = _parse_allowed_hosts(settings.http_allowed_hosts)
     allowed_text = ", ".join(str(rule) for rule in rules)
+    # Building an SSL context loads the CA bundle (tens of ms of event-loop CPU); once per tool,
+    # not once per request (measured in bench/turns.py).
+    tls = httpx.create_ssl_context(trust_env=False)
     timeout_s = settings.http_timeout_s
     max_chars = settings.http_max_response_chars
 
@@ -402,6 +405,7 @@ def make_http_request_tool(
             asyncio.timeout(timeout_s),
             httpx.AsyncClient(
                 transport=borrowed,
+                verify=tls,
                 timeout=httpx.Timeout(timeout_s),
                 follow_redirects=False,
                 trust_env=False,

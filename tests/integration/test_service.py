@@ -200,6 +200,30 @@ async def test_different_conversations_run_in_parallel(db_url, registry):
     assert model.max_active > 1
 
 
+async def test_more_busy_conversations_than_pool_connections_do_not_deadlock(db_url, registry):
+    """Twelve conversations needing cards at once with pools of three: every card arrives."""
+    model = ScriptedChatModel(script=lambda msgs: calls(send_call()), delay_s=0.02)
+    async with open_service(db_url, model, registry, pool_size=3) as h:
+        messages = [message("send", conv=conversation(f"C{i}")) for i in range(12)]
+        await asyncio.wait_for(
+            asyncio.gather(*[h.service.handle_message(m) for m in messages]), timeout=30
+        )
+        cards = list(h.platform.cards.values())
+        await asyncio.wait_for(
+            asyncio.gather(
+                *[
+                    h.service.submit_decision(c.approval.id, actor(), {"type": "reject"})
+                    for c in cards
+                ]
+            ),
+            timeout=30,
+        )
+        model.script = lambda msgs: AIMessage("fine")
+        await asyncio.wait_for(h.service.tasks.join(), timeout=30)
+    assert len(cards) == 12
+    assert len(h.platform.answers) == 12
+
+
 async def test_the_thread_lock_holds_across_processes(db_url):
     """Two independent pools (as two replicas would have): the second waits for the first's lock."""
     settings = DatabaseSettings(url=db_url, pool_max_size=3)
@@ -207,7 +231,7 @@ async def test_the_thread_lock_holds_across_processes(db_url):
         open_database(settings, run_migrations=False) as one,
         open_database(settings, run_migrations=False) as two,
     ):
-        first, second = ThreadLocks(one.pool), ThreadLocks(two.pool)
+        first, second = ThreadLocks(one.lock_pool), ThreadLocks(two.lock_pool)
         order: list[str] = []
 
         async def hold_first():

@@ -72,10 +72,11 @@ async def open_service(
     platform: RecordingPlatform | None = None,
     *,
     recursion_limit: int = 25,
+    pool_size: int = 8,
 ) -> AsyncIterator[Harness]:
     platform = platform or RecordingPlatform()
     async with open_database(
-        DatabaseSettings(url=db_url, pool_max_size=8), run_migrations=False
+        DatabaseSettings(url=db_url, pool_max_size=pool_size), run_migrations=False
     ) as database:
         ledger = PostgresLedger(database.pool)
         graphs = [
@@ -104,7 +105,7 @@ async def open_service(
             approvals=approvals,
             audit=audit,
             conversations=ConversationStore(database.pool),
-            locks=ThreadLocks(database.pool),
+            locks=ThreadLocks(database.lock_pool),
             tools=tools,
         )
         try:

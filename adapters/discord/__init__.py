@@ -1,0 +1,1 @@
+"""The Discord adapter (discord.py; embeds with persistent `DynamicItem` buttons)."""

@@ -1,0 +1,100 @@
+"""The Discord adapter: connects the client to `DISCORD_API_URL` and its gateway.
+
+discord.py reads its REST base from the class attribute `Route.BASE`, and a plain `Client`
+connects to the class attribute `DiscordWebSocket.DEFAULT_GATEWAY` without asking Discord (it
+also falls back to it after an invalid session). DESIGN.md requires asking the REST API
+(`GET /gateway/bot`) and connecting there, so `start` sets both before connecting. They are
+process-wide: one Discord bot per process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+import discord
+import yarl
+from discord.gateway import DiscordWebSocket
+from discord.http import Route
+
+from adapters.discord import messages as msg
+from adapters.discord.client import CountersignClient
+from adapters.discord.platform import DiscordPlatform
+from bot.errors import ConfigurationError
+from bot.service import Countersign
+from bot.settings import DiscordSettings
+
+log = logging.getLogger(__name__)
+
+READY_TIMEOUT_S = 60.0
+
+
+def point_at(api_url: str) -> None:
+    """Send discord.py's REST calls to `api_url` (e.g. `https://discord.com/api/v10`)."""
+    Route.BASE = api_url.rstrip("/")
+
+
+class DiscordAdapter:
+    """Everything Discord: the client, its handlers and the outbound port.
+
+    Args:
+        settings: the token and the REST base URL.
+        service: the core.
+
+    Raises:
+        ConfigurationError: when the token is missing.
+    """
+
+    def __init__(self, settings: DiscordSettings, service: Countersign) -> None:
+        if settings.token is None:
+            raise ConfigurationError("DISCORD_TOKEN is not set")
+        self._settings = settings
+        self.client = CountersignClient(service)
+        self.platform = DiscordPlatform(self.client)
+        self._connection: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        """Log in, discover the gateway, connect, and wait until READY.
+
+        Raises:
+            ConfigurationError: the token is refused, or the Message Content intent is not
+                enabled for the application (one line, with what to do).
+        """
+        token = self._settings.token
+        if token is None:  # pragma: no cover - checked in __init__
+            raise ConfigurationError("DISCORD_TOKEN is not set")
+        point_at(self._settings.api_url)
+        try:
+            await self.client.login(token.get_secret_value())
+        except discord.LoginFailure:
+            await self.client.close()
+            raise ConfigurationError("Discord refused DISCORD_TOKEN (401 Unauthorized)") from None
+        _, gateway_url, _ = await self.client.http.get_bot_gateway()
+        DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(gateway_url)
+        self._connection = asyncio.create_task(
+            self.client.connect(reconnect=True), name="discord gateway"
+        )
+        ready = asyncio.create_task(self.client.wait_until_ready(), name="discord ready")
+        done, _ = await asyncio.wait(
+            {ready, self._connection}, timeout=READY_TIMEOUT_S, return_when=asyncio.FIRST_COMPLETED
+        )
+        if self._connection in done:
+            ready.cancel()
+            error = self._connection.exception()
+            await self.client.close()
+            if isinstance(error, discord.PrivilegedIntentsRequired):
+                raise ConfigurationError(msg.MISSING_INTENT)
+            raise ConfigurationError(f"the Discord gateway connection failed: {error}")
+        if ready not in done:
+            ready.cancel()
+            await self.close()
+            raise ConfigurationError(f"Discord did not become ready within {READY_TIMEOUT_S:.0f}s")
+        log.info("Discord connected as %s (gateway %s)", self.client.user, gateway_url)
+
+    async def close(self) -> None:
+        """Disconnect from the gateway and close the HTTP session."""
+        await self.client.close()
+        if self._connection is not None:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._connection

@@ -1,0 +1,81 @@
+"""Persistent buttons: `DynamicItem`s whose `custom_id` names the approval.
+
+`cs:<action>:<approval id>` (43 characters; Discord allows 100). The classes are registered
+once in `setup_hook` with `Client.add_dynamic_items`, so a click on any card, from before a
+restart or after any view timeout, is parsed from its `custom_id` and handled.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+import discord
+
+from adapters.discord import messages as msg
+
+if TYPE_CHECKING:
+    from adapters.discord.interactions import InteractionHandler
+
+ACTIONS = ("approve", "edit", "reject")
+_LABELS = {"approve": msg.BUTTON_APPROVE, "edit": msg.BUTTON_EDIT, "reject": msg.BUTTON_REJECT}
+_STYLES = {
+    "approve": discord.ButtonStyle.success,
+    "edit": discord.ButtonStyle.secondary,
+    "reject": discord.ButtonStyle.danger,
+}
+
+
+class ApprovalButton(
+    discord.ui.DynamicItem[discord.ui.Button[Any]],
+    template=r"cs:(?P<action>approve|edit|reject):(?P<approval_id>[0-9a-f]{32})",
+):
+    """One of Approve / Edit / Reject on a card.
+
+    Args:
+        action: `approve`, `edit` or `reject`.
+        approval_id: the approval's id (32 hex characters).
+        label: the button text (defaults to the action's label).
+    """
+
+    def __init__(self, action: str, approval_id: str, *, label: str | None = None) -> None:
+        super().__init__(
+            discord.ui.Button(
+                label=label or _LABELS[action],
+                style=_STYLES[action],
+                custom_id=f"cs:{action}:{approval_id}",
+            )
+        )
+        self.action = action
+        self.approval_id = approval_id
+
+    @classmethod
+    async def from_custom_id(
+        cls,
+        interaction: discord.Interaction[Any],
+        item: discord.ui.Item[Any],
+        match: re.Match[str],
+        /,
+    ) -> ApprovalButton:
+        """Rebuild the button from a clicked `custom_id` (no state but the id)."""
+        return cls(match["action"], match["approval_id"])
+
+    async def callback(self, interaction: discord.Interaction[Any]) -> None:
+        """Hand the click to the client's interaction handler."""
+        handler: InteractionHandler = interaction.client.interactions
+        await handler.on_button(interaction, self.action, self.approval_id)
+
+
+def card_view(approval_id: str) -> discord.ui.View:
+    """A view with the three buttons; stopped after sending, the registry dispatches clicks."""
+    view = discord.ui.View(timeout=None)
+    for action in ACTIONS:
+        view.add_item(ApprovalButton(action, approval_id))
+    return view
+
+
+def edit_again_view(approval_id: str) -> discord.ui.View:
+    """A single Edit button, for the ephemeral message after a refused edit."""
+    view = discord.ui.View(timeout=None)
+    view.add_item(ApprovalButton("edit", approval_id, label=msg.BUTTON_EDIT_AGAIN))
+    return view

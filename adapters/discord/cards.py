@@ -1,0 +1,88 @@
+"""Approval cards as Discord embeds with Approve / Edit / Reject buttons.
+
+Embed limits from Discord's docs: title 256, description 4,096, field value 1,024, 25 fields,
+6,000 characters in all. The arguments go in the description as a JSON code block. Buttons
+carry only the approval id in their `custom_id` (at most 100 characters), so they keep working
+after a restart and after any view timeout (CONVENTIONS.md item 10).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import discord
+
+from adapters.discord import messages as msg
+from bot.approvals.records import ApprovalRecord, ApprovalStatus
+from bot.ports import ApprovalCard
+
+DESCRIPTION_CHARS = 4096
+FIELD_CHARS = 1024
+_ARGS_CHARS = 3800
+_PENDING_COLOUR = discord.Colour.gold()
+_COLOURS = {
+    ApprovalStatus.APPROVED: discord.Colour.green(),
+    ApprovalStatus.EDITED: discord.Colour.green(),
+    ApprovalStatus.REJECTED: discord.Colour.red(),
+    ApprovalStatus.EXPIRED: discord.Colour.dark_grey(),
+}
+
+
+def args_json(args: dict[str, Any]) -> str:
+    """Arguments as people read and edit them: indented JSON, non-ASCII kept."""
+    return json.dumps(args, indent=2, ensure_ascii=False)
+
+
+def card_embed(card: ApprovalCard) -> discord.Embed:
+    """The embed for an approval, pending or decided."""
+    approval = card.approval
+    pending = approval.status is ApprovalStatus.PENDING
+    embed = discord.Embed(
+        title=msg.CARD_TITLE_PENDING if pending else msg.CARD_TITLE[approval.status.value],
+        description=_code_block(approval.proposed_args, _ARGS_CHARS),
+        colour=_PENDING_COLOUR if pending else _COLOURS[approval.status],
+    )
+    tool = f"`{approval.tool_name}`"
+    if card.total > 1:
+        tool += " · " + msg.CARD_POSITION.format(position=card.position, total=card.total)
+    embed.add_field(name=msg.FIELD_TOOL, value=_clip(tool, FIELD_CHARS), inline=True)
+    embed.add_field(name=msg.FIELD_REQUESTER, value=f"<@{approval.requester_id}>", inline=True)
+    if approval.description:
+        embed.add_field(
+            name=msg.FIELD_WHY, value=_clip(approval.description, FIELD_CHARS), inline=False
+        )
+    if not pending:
+        embed.add_field(name=msg.FIELD_DECIDED, value=decided_line(approval), inline=False)
+        if approval.status is ApprovalStatus.EDITED and approval.final_args is not None:
+            embed.add_field(
+                name=msg.FIELD_FINAL_ARGS,
+                value=_code_block(approval.final_args, FIELD_CHARS - 60),
+                inline=False,
+            )
+        if approval.reason:
+            embed.add_field(
+                name=msg.FIELD_REASON, value=_clip(approval.reason, FIELD_CHARS), inline=False
+            )
+    return embed
+
+
+def decided_line(approval: ApprovalRecord) -> str:
+    """The decision line: "Approved by @x <timestamp>" (shown in each reader's time zone)."""
+    outcome = msg.CARD_OUTCOME_WORD[approval.status.value]
+    ts = int(approval.decided_at.timestamp()) if approval.decided_at else 0
+    if approval.decided_by_id is None:
+        return msg.CARD_DECIDED_NOBODY.format(outcome=outcome, ts=ts)
+    return msg.CARD_DECIDED.format(outcome=outcome, user=approval.decided_by_id, ts=ts)
+
+
+def _code_block(args: dict[str, Any], limit: int) -> str:
+    text = args_json(args).replace("```", "`\u200b``")  # a fence inside a value must not close ours
+    if len(text) > limit:
+        hidden = len(text) - limit
+        return f"```json\n{text[:limit]}\n```\n" + msg.CARD_TRUNCATED.format(hidden=hidden)
+    return f"```json\n{text}\n```"
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,99 @@
+"""The discord.py client: intents, the dynamic buttons, and messages in."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import discord
+
+from adapters.discord import messages as msg
+from adapters.discord.buttons import ApprovalButton
+from adapters.discord.conversations import author_actor, conversation_of, strip_bot_mention
+from adapters.discord.interactions import InteractionHandler
+from adapters.discord.platform import NO_PINGS
+from bot.conversation import IncomingMessage
+from bot.errors import CountersignError
+from bot.service import Countersign
+
+log = logging.getLogger(__name__)
+
+_CHAT_TYPES = (discord.MessageType.default, discord.MessageType.reply)
+
+
+def bot_intents() -> discord.Intents:
+    """Exactly the intents the bot needs (README: Discord setup).
+
+    `guilds` (channels, threads and roles in the cache), `guild_messages` and `dm_messages`
+    (MESSAGE_CREATE), and the privileged `message_content`, without which Discord sends empty
+    text for messages that do not mention the bot.
+    """
+    intents = discord.Intents.none()
+    intents.guilds = True
+    intents.guild_messages = True
+    intents.dm_messages = True
+    intents.message_content = True
+    return intents
+
+
+class CountersignClient(discord.Client):
+    """A `discord.Client` that feeds the core.
+
+    Args:
+        service: the core.
+    """
+
+    def __init__(self, service: Countersign) -> None:
+        super().__init__(intents=bot_intents(), allowed_mentions=discord.AllowedMentions.none())
+        self.service = service
+        self.interactions = InteractionHandler(service)
+
+    async def setup_hook(self) -> None:
+        """Register the persistent buttons once, before the gateway connects."""
+        self.add_dynamic_items(ApprovalButton)
+
+    async def on_message(self, message: discord.Message) -> None:
+        """A mention in a channel, a DM, or a message in a thread the bot takes part in.
+
+        The bot's own and other bots' messages are ignored, as are system messages; edits
+        arrive as MESSAGE_UPDATE, which the bot does not handle.
+        """
+        me = self.user
+        if (
+            me is None
+            or message.author.bot
+            or message.author.id == me.id
+            or message.type not in _CHAT_TYPES
+        ):
+            return
+        guild_id = message.guild.id if message.guild else None
+        conversation = conversation_of(message.channel, guild_id)
+        mentioned = any(user.id == me.id for user in message.mentions)
+        in_known_thread = conversation.thread is not None and await self.service.knows_conversation(
+            conversation
+        )
+        if guild_id is not None and not mentioned and not in_known_thread:
+            return
+        text = strip_bot_mention(message.content, me.id)
+        if not text:
+            await message.reply(msg.EMPTY_MENTION, mention_author=False, allowed_mentions=NO_PINGS)
+            return
+        incoming = IncomingMessage(
+            actor=author_actor(message),
+            conversation=conversation,
+            text=text,
+            message_id=str(message.id),
+        )
+        try:
+            self.service.submit_message(incoming)
+        except CountersignError:
+            await message.reply(msg.SHUTTING_DOWN, mention_author=False, allowed_mentions=NO_PINGS)
+
+    async def on_interaction(self, interaction: discord.Interaction[Any]) -> None:
+        """Modal submissions (buttons are dispatched to `ApprovalButton` by discord.py)."""
+        if interaction.type is discord.InteractionType.modal_submit:
+            await self.interactions.on_modal_submit(interaction)
+
+    async def on_error(self, event_method: str, /, *args: Any, **kwargs: Any) -> None:
+        """Log a failed event handler; users never see a traceback."""
+        log.exception("unhandled error in Discord event %s", event_method)

@@ -1,0 +1,139 @@
+"""Button clicks and modal submissions: acknowledge within 3 s, then call the core.
+
+Discord's rule: every interaction is answered (or deferred) within 3 seconds. Approve defers
+at once (a silent update), then records the decision; Edit and Reject answer with a modal
+after a quick permission check; modal submissions defer before the database work. Refusals
+go to the clicker only (ephemeral).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import discord
+
+from adapters.discord import messages as msg
+from adapters.discord.buttons import edit_again_view
+from adapters.discord.cards import args_json
+from adapters.discord.conversations import clicker_actor
+from adapters.discord.errors import error_text
+from adapters.discord.modals import (
+    ARGS_INPUT,
+    REASON_INPUT,
+    TEXT_INPUT_CHARS,
+    edit_modal,
+    parse_modal_id,
+    reject_modal,
+    submitted_values,
+)
+from bot.errors import CountersignError, InvalidDecisionError
+from bot.service import Countersign
+
+log = logging.getLogger(__name__)
+
+Interaction = discord.Interaction[Any]
+
+
+class InteractionHandler:
+    """Turns interactions into core calls.
+
+    Args:
+        service: the core.
+    """
+
+    def __init__(self, service: Countersign) -> None:
+        self._service = service
+
+    async def on_button(self, interaction: Interaction, action: str, approval_id: str) -> None:
+        """Approve, Edit or Reject pressed on a card."""
+        actor = clicker_actor(interaction)
+        if action == "approve":
+            await interaction.response.defer()
+            try:
+                await self._service.submit_decision(approval_id, actor, {"type": "approve"})
+            except Exception as exc:
+                await self._refuse_followup(interaction, exc)
+            return
+        try:
+            approval = await self._service.check_decider(approval_id, actor)
+        except Exception as exc:
+            await self._refuse_now(interaction, exc)
+            return
+        if action == "reject":
+            await interaction.response.send_modal(reject_modal(approval_id))
+            return
+        prefill = args_json(approval.proposed_args)
+        if len(prefill) > TEXT_INPUT_CHARS:
+            text = msg.EDIT_TOO_LONG.format(length=len(prefill), limit=TEXT_INPUT_CHARS)
+            await interaction.response.send_message(text, ephemeral=True)
+            return
+        await interaction.response.send_modal(edit_modal(approval_id, prefill))
+
+    async def on_modal_submit(self, interaction: Interaction) -> None:
+        """An Edit or Reject modal was submitted (also one opened before a restart)."""
+        data: dict[str, Any] = dict(interaction.data or {})
+        parsed = parse_modal_id(str(data.get("custom_id", "")))
+        if parsed is None:
+            return
+        kind, approval_id = parsed
+        values = submitted_values(data)
+        if kind == "reject":
+            reason = values.get(REASON_INPUT, "").strip() or None
+            await self._decide(interaction, approval_id, {"type": "reject", "message": reason})
+            return
+        raw = values.get(ARGS_INPUT, "")
+        try:
+            args = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            problem = f"{exc.msg} (line {exc.lineno}, column {exc.colno})"
+            await self._edit_refused(
+                interaction, approval_id, msg.EDIT_NOT_JSON.format(problem=problem)
+            )
+            return
+        if not isinstance(args, dict):
+            await self._edit_refused(interaction, approval_id, msg.EDIT_NOT_OBJECT)
+            return
+        await self._decide(
+            interaction, approval_id, {"type": "edit", "edited_action": {"args": args}}
+        )
+
+    async def _decide(
+        self, interaction: Interaction, approval_id: str, decision: dict[str, Any]
+    ) -> None:
+        await interaction.response.defer(ephemeral=True, thinking=False)
+        actor = clicker_actor(interaction)
+        try:
+            if decision["type"] == "edit":
+                approval = await self._service.approval(approval_id)
+                decision["edited_action"]["name"] = approval.tool_name
+            await self._service.submit_decision(approval_id, actor, decision)
+        except InvalidDecisionError as exc:
+            text = msg.EDIT_INVALID.format(problem=exc.message)
+            view = (
+                edit_again_view(approval_id)
+                if decision["type"] == "edit"
+                else discord.utils.MISSING
+            )
+            await interaction.followup.send(text, ephemeral=True, view=view)
+        except Exception as exc:
+            await self._refuse_followup(interaction, exc)
+
+    async def _edit_refused(self, interaction: Interaction, approval_id: str, text: str) -> None:
+        await interaction.response.send_message(
+            text, ephemeral=True, view=edit_again_view(approval_id)
+        )
+
+    async def _refuse_now(self, interaction: Interaction, error: Exception) -> None:
+        _log_unexpected(error)
+        await interaction.response.send_message(error_text(error), ephemeral=True)
+
+    async def _refuse_followup(self, interaction: Interaction, error: Exception) -> None:
+        _log_unexpected(error)
+        await interaction.followup.send(error_text(error), ephemeral=True)
+
+
+def _log_unexpected(error: Exception) -> None:
+    if not isinstance(error, CountersignError):
+        log.error("handling an interaction failed", exc_info=error)

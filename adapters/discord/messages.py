@@ -1,0 +1,99 @@
+"""Every sentence the Discord adapter shows a person (CONVENTIONS.md item 15)."""
+
+from __future__ import annotations
+
+CARD_TITLE_PENDING = "✋ Approval needed"
+CARD_TITLE = {
+    "approved": "✅ Approved",
+    "edited": "✏️ Approved with edits",
+    "rejected": "🚫 Rejected",
+    "expired": "⌛ Expired",
+}
+CARD_OUTCOME_WORD = {
+    "approved": "Approved",
+    "edited": "Edited and approved",
+    "rejected": "Rejected",
+    "expired": "Expired",
+}
+FIELD_TOOL = "Tool"
+FIELD_REQUESTER = "Requested by"
+FIELD_WHY = "Why"
+FIELD_ARGS = "Arguments"
+FIELD_FINAL_ARGS = "Arguments used"
+FIELD_DECIDED = "Decision"
+FIELD_REASON = "Reason"
+CARD_POSITION = "{position} of {total}"
+CARD_TRUNCATED = "…{hidden} more characters not shown; Edit shows everything."
+CARD_DECIDED = "{outcome} by <@{user}> <t:{ts}:f>"
+CARD_DECIDED_NOBODY = "{outcome} <t:{ts}:f>"
+
+BUTTON_APPROVE = "Approve"
+BUTTON_EDIT = "Edit"
+BUTTON_EDIT_AGAIN = "Edit again"
+BUTTON_REJECT = "Reject"
+
+EDIT_TITLE = "Edit tool call"
+EDIT_LABEL = "Arguments (JSON object)"
+EDIT_DESCRIPTION = "Submitting approves the call with these arguments; the tool stays the same."
+REJECT_TITLE = "Reject tool call"
+REJECT_LABEL = "Reason (optional)"
+REJECT_DESCRIPTION = (
+    "The agent will be told the call was rejected, with your reason if you give one."
+)
+
+EDIT_NOT_JSON = (
+    "That is not valid JSON: {problem}. Nothing was changed; press **Edit again** to retry."
+)
+EDIT_NOT_OBJECT = (
+    'The arguments must be a JSON object, like `{"name": "value"}`. Nothing was changed; '
+    "press **Edit again** to retry."
+)
+EDIT_INVALID = (
+    "That edit was refused: {problem}. Nothing was changed; press **Edit again** to retry."
+)
+EDIT_TOO_LONG = (
+    "The arguments of this call are too long to edit here ({length} characters; Discord allows "
+    "{limit}). You can still approve or reject it."
+)
+DECIDED = "Recorded: {outcome}."
+
+REFUSED_NOT_PERMITTED = (
+    "You can't decide this approval: only the person who asked and members with the Manage "
+    "Server permission can (in a DM, only the person who asked)."
+)
+REFUSED_OTHER_WORKSPACE = "You can't decide this approval: it belongs to another server."
+ALREADY_DECIDED = "This was already {outcome} by <@{user}>{when}. Nothing was changed."
+ALREADY_DECIDED_NOBODY = "This was already {outcome}. Nothing was changed."
+UNKNOWN_APPROVAL = "I can't find this approval any more. Nothing was changed."
+INVALID_DECISION = "That decision was refused: {problem}"
+DECISION_FAILED = (
+    "Something went wrong while recording your decision; nothing was changed. Please try again."
+)
+
+REVIEW_PENDING = (
+    "<@{user}> a tool call in this conversation is waiting for approval, so I did not pass your "
+    "message on. Please decide it first: {links}"
+)
+REVIEW_PENDING_LINK = "[{tool} ({position})]({url})"
+MODEL_BUSY = (
+    "The model is busy right now (rate limited), so I could not answer. Your message is kept; "
+    "please send another message in a minute."
+)
+MODEL_UNAVAILABLE = (
+    "The model is not reachable right now, so I could not answer. Your message is kept; please "
+    "try again shortly."
+)
+MODEL_REJECTED = (
+    "The model refused this request, so I could not answer. An administrator can find the "
+    "details in the bot's log."
+)
+TURN_FAILED = (
+    "Something went wrong on my side and I could not finish. The details are in the bot's log "
+    "(conversation `{thread_id}`)."
+)
+SHUTTING_DOWN = "I'm restarting right now; please send your message again in a moment."
+EMPTY_MENTION = "Hi! Mention me with a question or a task, and I'll get to work."
+MISSING_INTENT = (
+    "Discord refused the Message Content intent. Enable it in the Developer Portal: your "
+    "application → Bot → Privileged Gateway Intents → Message Content Intent, then restart."
+)

@@ -1,0 +1,144 @@
+"""The core's `Platform` port, implemented with discord.py."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import discord
+
+from adapters.chunking import split_message
+from adapters.discord import messages as msg
+from adapters.discord.buttons import card_view
+from adapters.discord.cards import card_embed
+from adapters.discord.conversations import DM, target_channel_id
+from bot.conversation import Actor, ConversationRef
+from bot.errors import ModelErrorKind
+from bot.ports import ApprovalCard, ModelFailed, Notice, ReviewPending, TurnFailed
+
+log = logging.getLogger(__name__)
+
+MESSAGE_CHARS = 2000
+"""Discord's limit for a message's content."""
+
+NO_PINGS = discord.AllowedMentions.none()
+"""Agent text and cards never ping: no @everyone, @here, role or user mentions."""
+
+
+def card_ref(channel_id: int, message_id: int) -> str:
+    """Our reference to a posted card: `<channel id>/<message id>`."""
+    return f"{channel_id}/{message_id}"
+
+
+def _split_ref(ref: str) -> tuple[int, int]:
+    channel, message = ref.split("/", 1)
+    return int(channel), int(message)
+
+
+class DiscordPlatform:
+    """Posts answers, cards and notices to Discord for the core.
+
+    Args:
+        client: the connected discord.py client.
+    """
+
+    name = "discord"
+
+    def __init__(self, client: discord.Client) -> None:
+        self._client = client
+
+    def _channel(self, channel_id: int) -> discord.PartialMessageable:
+        return self._client.get_partial_messageable(channel_id)
+
+    async def post_answer(self, conversation: ConversationRef, text: str) -> None:
+        """Post the answer in pieces of at most 2,000 characters, pinging nobody."""
+        channel = self._channel(target_channel_id(conversation))
+        for chunk in split_message(text, MESSAGE_CHARS):
+            await channel.send(chunk, allowed_mentions=NO_PINGS)
+
+    async def post_card(self, conversation: ConversationRef, card: ApprovalCard) -> str:
+        """Post the embed with its buttons; return `<channel>/<message>`."""
+        channel_id = target_channel_id(conversation)
+        view = card_view(card.approval.id)
+        message = await self._channel(channel_id).send(
+            embed=card_embed(card), view=view, allowed_mentions=NO_PINGS
+        )
+        view.stop()  # clicks are dispatched by the DynamicItem registry, not this view
+        return card_ref(channel_id, message.id)
+
+    async def update_card(
+        self, conversation: ConversationRef, card_ref: str, card: ApprovalCard
+    ) -> None:
+        """Edit the card in place; the buttons go once it is decided."""
+        channel_id, message_id = _split_ref(card_ref)
+        pending = card.approval.is_pending
+        view = card_view(card.approval.id) if pending else None
+        await (
+            self._channel(channel_id)
+            .get_partial_message(message_id)
+            .edit(embed=card_embed(card), view=view, allowed_mentions=NO_PINGS)
+        )
+        if view is not None:
+            view.stop()
+
+    async def notify(
+        self, conversation: ConversationRef, notice: Notice, *, recipient: Actor | None
+    ) -> None:
+        """Post a notice in the conversation (plain messages cannot be ephemeral on Discord)."""
+        text = self._render(conversation, notice, recipient)
+        await self._channel(target_channel_id(conversation)).send(text, allowed_mentions=NO_PINGS)
+
+    @asynccontextmanager
+    async def working(
+        self, conversation: ConversationRef, anchor: str | None
+    ) -> AsyncIterator[None]:
+        """The typing indicator for as long as the agent works."""
+        async with self._channel(target_channel_id(conversation)).typing():
+            yield
+
+    async def is_admin(self, actor: Actor) -> bool:
+        """Manage Server in the actor's guild; never in a DM."""
+        if actor.workspace_id == DM:
+            return False
+        guild = self._client.get_guild(int(actor.workspace_id))
+        if guild is None:
+            return False
+        try:
+            member = guild.get_member(int(actor.user_id)) or await guild.fetch_member(
+                int(actor.user_id)
+            )
+        except discord.HTTPException:
+            log.warning("could not fetch member %s of guild %s", actor.user_id, actor.workspace_id)
+            return False
+        return member.guild_permissions.manage_guild
+
+    def _render(
+        self, conversation: ConversationRef, notice: Notice, recipient: Actor | None
+    ) -> str:
+        if isinstance(notice, ReviewPending):
+            guild = "@me" if conversation.workspace_id == DM else conversation.workspace_id
+            links = []
+            for approval in notice.approvals:
+                position = str(approval.position + 1)
+                if approval.card_ref is None:
+                    links.append(f"`{approval.tool_name}`")
+                    continue
+                channel_id, message_id = _split_ref(approval.card_ref)
+                url = f"https://discord.com/channels/{guild}/{channel_id}/{message_id}"
+                links.append(
+                    msg.REVIEW_PENDING_LINK.format(
+                        tool=approval.tool_name, position=position, url=url
+                    )
+                )
+            user = recipient.user_id if recipient else ""
+            return msg.REVIEW_PENDING.format(user=user, links=", ".join(links))
+        if isinstance(notice, ModelFailed):
+            return {
+                ModelErrorKind.BUSY: msg.MODEL_BUSY,
+                ModelErrorKind.UNAVAILABLE: msg.MODEL_UNAVAILABLE,
+                ModelErrorKind.REJECTED: msg.MODEL_REJECTED,
+            }[notice.kind]
+        if isinstance(notice, TurnFailed):
+            return msg.TURN_FAILED.format(thread_id=notice.thread_id)
+        raise TypeError(f"unknown notice {notice!r}")

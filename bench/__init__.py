@@ -1,0 +1,1 @@
+"""Benchmarks: they print figures; no test asserts a time."""

@@ -1,0 +1,336 @@
+"""Click acks: pending cards in many conversations, Approve clicks sent from another process."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import sys
+import time
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+
+from adapters.slack import blocks
+from bench.harness import (
+    BOT_USER,
+    CLICK_CHANNEL,
+    REPO_ROOT,
+    TOOL_ANSWER,
+    WAIT_S,
+    Series,
+    Stage,
+    is_card_in,
+    is_post_in,
+    running_bot,
+    settle,
+)
+from bot.settings import DatabaseSettings, Settings
+from countersign.server import BotServer
+from tests.e2e.conftest import ALICE, SIGNING_SECRET, TEAM
+from tests.standins.slack_api import SlackApiStandIn
+from tests.standins.slack_events import SlackEventSender
+
+
+@dataclass(frozen=True)
+class Card:
+    """A pending approval card: where it is and what Approve sends."""
+
+    thread_ts: str
+    ts: str
+    approval_id: str
+
+
+def find_card(slack: SlackApiStandIn, channel: str, thread_ts: str) -> Card:
+    """The card posted in a thread, read from the stand-in's stored messages."""
+    for message in slack.messages(channel, thread_ts=thread_ts):
+        for block in message.get("blocks") or []:
+            if block.get("type") != "actions":
+                continue
+            for element in block.get("elements", []):
+                if element.get("action_id") == blocks.ACTION_APPROVE:
+                    return Card(thread_ts, message["ts"], element["value"])
+    raise RuntimeError(f"no card in thread {thread_ts}")
+
+
+async def open_cards(
+    stage: Stage, bot: BotServer, events: SlackEventSender, count: int, batch: int
+) -> list[Card]:
+    """Start `count` conversations, `batch` at a time, each asking for a gated POST.
+
+    Setup, not measured. Batches stay below the asyncpg pool size: a conversation holds one
+    pool connection for its advisory lock and needs a second one to store its review, so
+    `pool_max_size` conversations at once wait for each other forever (see the report).
+    """
+    threads = [stage.clock.next() for _ in range(count)]
+    for start in range(0, count, batch):
+        chunk = threads[start : start + batch]
+        cards = [stage.slack.expect(is_card_in(ts)) for ts in chunk]
+        for n, ts in enumerate(chunk, start):
+            stage.slack.add_message(CLICK_CHANNEL, user=ALICE, text=f"post w{n}", ts=ts)
+        deliveries = await asyncio.gather(
+            *(
+                events.app_mention(CLICK_CHANNEL, ALICE, f"<@{BOT_USER}> post w{n}", ts=ts)
+                for n, ts in enumerate(chunk, start)
+            )
+        )
+        if any(d.status != 200 for d in deliveries):
+            raise RuntimeError("a mention was not acknowledged with HTTP 200")
+        await asyncio.wait_for(asyncio.gather(*cards), WAIT_S)
+        await settle(bot)
+    return [find_card(stage.slack, CLICK_CHANNEL, ts) for ts in threads]
+
+
+class ClickSender:
+    """`bench.click_sender` in a child process: Approve clicks sent from outside this loop.
+
+    Slack's servers are not in the bot's process; a sender in the bot's event loop would
+    compete with it for the loop and make a burst's acks look slower than the bot makes them.
+    """
+
+    def __init__(self, process: asyncio.subprocess.Process, slack: SlackApiStandIn) -> None:
+        self._process = process
+        self._slack = slack
+
+    @classmethod
+    @contextlib.asynccontextmanager
+    async def start(cls, bot: BotServer, slack: SlackApiStandIn) -> AsyncIterator[ClickSender]:
+        """Start the child for `bot` and wait until it is ready; stop it on exit."""
+        url = f"http://127.0.0.1:{bot.port}/slack/events"
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "bench.click_sender",
+            url,
+            SIGNING_SECRET,
+            TEAM,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            cwd=REPO_ROOT,
+        )
+        try:
+            assert process.stdout is not None
+            ready = await asyncio.wait_for(process.stdout.readline(), WAIT_S)
+            if not ready.strip():
+                raise RuntimeError("the click sender did not start")
+            yield cls(process, slack)
+        finally:
+            if process.stdin is not None and not process.stdin.is_closing():
+                process.stdin.write(b"\n")
+                process.stdin.close()
+            try:
+                await asyncio.wait_for(process.wait(), 5)
+            except TimeoutError:
+                process.kill()
+                await process.wait()
+
+    async def approve(self, cards: Sequence[Card]) -> list[float]:
+        """Send Approve on every card at once; return each ack latency in ms."""
+        jobs = [
+            {
+                "user": ALICE,
+                "channel": CLICK_CHANNEL,
+                "ts": card.ts,
+                "thread_ts": card.thread_ts,
+                "action_id": blocks.ACTION_APPROVE,
+                "value": card.approval_id,
+                "trigger_id": self._slack.new_trigger_id(),
+            }
+            for card in cards
+        ]
+        assert self._process.stdin is not None
+        assert self._process.stdout is not None
+        self._process.stdin.write(json.dumps(jobs).encode() + b"\n")
+        await self._process.stdin.drain()
+        answer = json.loads(await asyncio.wait_for(self._process.stdout.readline(), WAIT_S))
+        if any(status != 200 for status in answer["status"]):
+            raise RuntimeError(f"clicks got HTTP {sorted(set(answer['status']))}")
+        return [float(ms) for ms in answer["ack_ms"]]
+
+
+@dataclass
+class ClickRound:
+    """One burst: when the last ack came back and how many answers followed, how fast."""
+
+    last_ack_ms: float
+    answered: int
+    answered_ms: float
+    stuck: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ClickRun:
+    """Click figures for one bot configuration (its asyncpg pool size)."""
+
+    pool_size: int
+    conversations: int
+    sequential: Series
+    concurrent: Series
+    rounds: list[ClickRound] = field(default_factory=list)
+
+
+async def sequential_clicks(
+    stage: Stage,
+    bot: BotServer,
+    events: SlackEventSender,
+    clicks: ClickSender,
+    series: Series,
+    count: int,
+) -> None:
+    """Baseline: one card, one click, wait for the answer; `count` times."""
+    for _ in range(count):
+        [card] = await open_cards(stage, bot, events, 1, 1)
+        answered = stage.slack.expect(is_post_in(card.thread_ts, TOOL_ANSWER))
+        series.samples_ms.extend(await clicks.approve([card]))
+        await asyncio.wait_for(answered, WAIT_S)
+        await settle(bot)
+
+
+def await_chain(task: asyncio.Task[Any]) -> list[str]:
+    """`file:function` of each coroutine a task is suspended in, outermost first."""
+    chain: list[str] = []
+    coro: Any = task.get_coro()
+    while coro is not None:
+        frame = getattr(coro, "cr_frame", None) or getattr(coro, "ag_frame", None)
+        if frame is not None:
+            chain.append(f"{Path(frame.f_code.co_filename).name}:{frame.f_code.co_name}")
+        coro = getattr(coro, "cr_await", None) or getattr(coro, "ag_await", None)
+    return chain
+
+
+def stuck_tasks() -> list[str]:
+    """The bot's tasks waiting for an asyncpg pool connection, grouped by where they wait."""
+    counts: dict[str, int] = {}
+    for task in asyncio.all_tasks():
+        chain = await_chain(task)
+        if not any(step.startswith("pool.py:_acquire") for step in chain):
+            continue
+        ours = [s for s in chain if not s.startswith(("pool.py", "queues.py", "tasks.py"))]
+        where = " > ".join(ours[-3:])
+        counts[where] = counts.get(where, 0) + 1
+    return [f"{n:>3} waiting for a pool connection in {where}" for where, n in counts.items()]
+
+
+async def concurrent_clicks(
+    stage: Stage,
+    bot: BotServer,
+    events: SlackEventSender,
+    clicks: ClickSender,
+    run: ClickRun,
+    stall_s: float,
+) -> ClickRound:
+    """One burst: `conversations` pending cards, every Approve sent at once."""
+    batch = max(1, min(run.pool_size // 2, run.conversations))
+    cards = await open_cards(stage, bot, events, run.conversations, batch)
+    answers = [stage.slack.expect(is_post_in(c.thread_ts, TOOL_ANSWER)) for c in cards]
+    started = time.perf_counter()
+    acks = await clicks.approve(cards)
+    last_ack = time.perf_counter()
+    run.concurrent.samples_ms.extend(acks)
+    done, pending = await asyncio.wait(answers, timeout=stall_s)
+    if pending:
+        # Stop waiting, and say where the bot's tasks are stuck.
+        for future in pending:
+            future.cancel()
+        assert bot.runtime is not None
+        pool = bot.runtime.database.pool
+        state = f"asyncpg pool: {pool.get_size()} connections, {pool.get_idle_size()} idle"
+        return ClickRound(
+            (last_ack - started) * 1000, len(done), stall_s * 1000, stuck=[state, *stuck_tasks()]
+        )
+    answered = max(future.result() for future in done)
+    await settle(bot)
+    return ClickRound((last_ack - started) * 1000, len(done), (answered - started) * 1000)
+
+
+def with_pool(settings: Settings, pool_size: int) -> Settings:
+    """`settings` with another asyncpg/psycopg pool size and a short shutdown grace."""
+    database = settings.database.model_copy(update={"pool_max_size": pool_size})
+    server = settings.server.model_copy(update={"shutdown_grace_s": 1.0})
+    return settings.model_copy(update={"database": database, "server": server})
+
+
+async def bench_clicks(
+    stage: Stage,
+    *,
+    conversations: int,
+    rounds: int,
+    sequential: int,
+    pool_size: int,
+    stall_s: float,
+    note: str = "",
+) -> ClickRun:
+    """Click acks one at a time, then up to `rounds` bursts of `conversations` clicks at once.
+
+    `note` is appended to the pool size in the series names (", default").
+
+    A burst whose answers do not all arrive within `stall_s` ends the run for this
+    configuration: the bot is stuck and is shut down (its tasks are cancelled).
+    """
+    run = ClickRun(
+        pool_size=pool_size,
+        conversations=conversations,
+        sequential=Series(f"click ack, one at a time (pool {pool_size}{note})"),
+        concurrent=Series(f"click ack, {conversations} at once (pool {pool_size}{note})"),
+    )
+    async with (
+        stage.database() as url,
+        running_bot(stage, url, lambda s: with_pool(s, pool_size)) as (bot, events),
+        ClickSender.start(bot, stage.slack) as clicks,
+    ):
+        await sequential_clicks(stage, bot, events, clicks, Series("warm-up"), 3)
+        await sequential_clicks(stage, bot, events, clicks, run.sequential, sequential)
+        for _ in range(rounds):
+            outcome = await concurrent_clicks(stage, bot, events, clicks, run, stall_s)
+            run.rounds.append(outcome)
+            if outcome.stuck or outcome.answered < conversations:
+                break
+    return run
+
+
+async def max_connections(stage: Stage) -> int:
+    """The server's `max_connections`."""
+    connection = await asyncpg.connect(stage.server.admin_url)
+    try:
+        return int(await connection.fetchval("SHOW max_connections"))
+    finally:
+        await connection.close()
+
+
+async def click_runs(stage: Stage, args: argparse.Namespace) -> list[ClickRun]:
+    """Clicks with the bot's default pool, and with a pool big enough for the burst.
+
+    A burst of at least `pool_max_size` conversations stalls the bot (every connection holds
+    an advisory lock while its task waits for a second one), so with the default pool only
+    one burst is tried; the one-at-a-time baseline and the other bursts use the big pool.
+    """
+    default_pool = int(DatabaseSettings.model_fields["pool_max_size"].default)
+    big_pool = min(args.conversations + 2, 200, await max_connections(stage) - 30)
+    fits = args.conversations < default_pool or big_pool <= default_pool
+    runs = [
+        await bench_clicks(
+            stage,
+            conversations=args.conversations,
+            rounds=args.rounds if fits else 1,
+            sequential=args.sequential_clicks if fits else 0,
+            pool_size=default_pool,
+            stall_s=args.stall_timeout,
+            note=", default",
+        )
+    ]
+    if not fits:
+        runs.append(
+            await bench_clicks(
+                stage,
+                conversations=args.conversations,
+                rounds=args.rounds,
+                sequential=args.sequential_clicks,
+                pool_size=big_pool,
+                stall_s=args.stall_timeout,
+            )
+        )
+    return runs

@@ -1,0 +1,196 @@
+"""Formatting the benchmark's report: tables, ratios, milestones, profile, machine."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import cProfile
+import io
+import os
+import platform
+import pstats
+import sys
+from collections.abc import Sequence
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from bench.clicks import ClickRun
+from bench.harness import (
+    REPO_ROOT,
+    Milestones,
+    Series,
+    percentile,
+)
+
+PERFORMANCE_MD = (
+    "PERFORMANCE.md (2-core machine, scripted model, 3-node turn llm->tool->llm):",
+    "  one turn p50: no checkpointer 3.3 ms / InMemorySaver 4.5 ms / AsyncPostgresSaver 12.2 ms",
+    "  AsyncPostgresSaver with durability='exit': 5.9 ms; 1 read + 9 write transactions a turn",
+    "  interrupt + resume cycle / plain turn: 1.40x; 112-121 messages/s with ten savers",
+    "  with the real Gemini client, google-genai history conversion dominated long threads",
+)
+
+
+def machine_lines(pg_version: str) -> list[str]:
+    """Python, CPUs, load and the library versions that matter for these figures."""
+    cpu_model = "unknown CPU"
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu_model = line.split(":", 1)[1].strip()
+                break
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    versions = []
+    for dist in (
+        "langgraph",
+        "langgraph-checkpoint-postgres",
+        "psycopg",
+        "google-genai",
+        "langchain-google-genai",
+        "slack-bolt",
+        "slack-sdk",
+    ):
+        with contextlib.suppress(metadata.PackageNotFoundError):
+            versions.append(f"{dist} {metadata.version(dist)}")
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    return [
+        f"python {platform.python_version()} ({platform.python_implementation()}), "
+        f"{platform.system()} {platform.machine()}",
+        f"CPUs: {os.cpu_count()} ({usable} usable), {cpu_model}; load average {load}",
+        f"PostgreSQL: {pg_version}",
+        "; ".join(versions),
+    ]
+
+
+def header_lines(args: argparse.Namespace) -> list[str]:
+    """What is measured, and why the comparison is fair."""
+    return [
+        "Countersign turn benchmark: times in ms, percentiles over kept samples (warm-up excluded)",
+        "",
+        "Same model on both sides: the Gemini stand-in (answers at once) reached through the real",
+        "client (GeminiChatModel from build_chat_model + call_options, HTTP on 127.0.0.1) in the",
+        "bare graph AND in the bot, so whole/bare isolates what the bot adds around the graph:",
+        "Bolt verification and dispatch, the service (dedupe insert, conversation touch, advisory",
+        "lock, settle = aget_state), the hourglass (reactions.add/remove) and chat.postMessage.",
+        "The 'scripted' rows (ScriptedChatModel: no HTTP, no google-genai) are the graph on",
+        "AsyncPostgresSaver alone, the setting PERFORMANCE.md measured.",
+        f"Each turn is a new thread (one app_mention = one thread); {args.turns} kept turns per",
+        f"series after {args.warmup} warm-up turns, one conversation at a time, the six series",
+        "interleaved turn by turn in rotating order (load drift hits them alike). Bare: ainvoke",
+        "timed. Whole: signed app_mention sent -> the stand-in records the answer's",
+        "chat.postMessage. 'tool' = one ungated tool round (http_request GET to a local target).",
+        "The bot, PostgreSQL client, stand-ins and mention sender share one process and loop;",
+        "Approve clicks come from a separate process (bench.click_sender), as Slack's would.",
+    ]
+
+
+def format_row(series: Series, qs: Sequence[float]) -> str:
+    """One table row: name, n, then the percentiles."""
+    figures = "".join(f"{series.p(q):>9.1f}" for q in qs)
+    return f"  {series.name:<46}{series.count:>5}{figures}"
+
+
+def table(title: str, rows: Sequence[Series], qs: Sequence[float]) -> list[str]:
+    """A titled table of series with the given percentiles."""
+    head = "".join(f"{'p' + format(q, 'g'):>9}" for q in qs)
+    lines = [title, f"  {'series':<46}{'n':>5}{head}"]
+    lines += [format_row(series, qs) for series in rows]
+    return lines
+
+
+def ratio_lines(pairs: Sequence[tuple[str, Series, Series]]) -> list[str]:
+    """whole / bare at p50 and p95 for each pair."""
+    lines = ["Ratio whole Slack path / bare graph (same model: the Gemini stand-in)"]
+    for label, whole, bare in pairs:
+        lines.append(
+            f"  {label:<46}p50 {whole.p(50) / bare.p(50):>5.2f}x   "
+            f"p95 {whole.p(95) / bare.p(95):>5.2f}x   "
+            f"(extra at p50: {whole.p(50) - bare.p(50):.1f} ms)"
+        )
+    return lines
+
+
+def milestone_lines(groups: Sequence[Milestones]) -> list[str]:
+    """Median time since the turn started at which each milestone happened."""
+    lines = ["Where the time goes: median ms since the turn started (signed event sent / ainvoke)"]
+    for group in groups:
+        lines.append(f"  {group.name}")
+        ordered = sorted(group.by_label.items(), key=lambda item: percentile(item[1], 50))
+        for label, values in ordered:
+            lines.append(f"    {label:<44}{percentile(values, 50):>8.1f}")
+    return lines
+
+
+def click_lines(runs: Sequence[ClickRun]) -> list[str]:
+    """The click table, then what each burst led to (throughput context or a stall)."""
+    rows = [series for run in runs for series in (run.sequential, run.concurrent) if series.count]
+    lines = table("Click acks: Approve sent -> HTTP response at the sender", rows, (50, 95, 99))
+    lines.append(
+        "  (Bolt's async runner polls for ack() every 10 ms: a click cannot ack much under 10 ms;"
+    )
+    lines.append("   an app_mention is acked before its listener runs, so it does not wait.)")
+    for run in runs:
+        for n, burst in enumerate(run.rounds, 1):
+            head = f"  pool {run.pool_size}, burst {n}: last of {run.conversations} acks after "
+            head += f"{burst.last_ack_ms:.0f} ms; "
+            if burst.answered == run.conversations:
+                rate = run.conversations / (burst.answered_ms / 1000)
+                lines.append(
+                    f"{head}all answers posted after {burst.answered_ms:.0f} ms "
+                    f"({rate:.0f} resumed turns/s)"
+                )
+                continue
+            lines.append(
+                f"{head}STALLED: {burst.answered}/{run.conversations} answers after "
+                f"{burst.answered_ms / 1000:.0f} s; no further bursts with this pool"
+            )
+            lines += [f"    {line}" for line in burst.stuck]
+    return lines
+
+
+def profile_lines(profiler: cProfile.Profile, top: int = 20) -> list[str]:
+    """Own CPU time by package, then the top functions, of an extra profiled Slack series."""
+    raw: dict[Any, Any] = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
+    by_package: dict[str, float] = {}
+    total = 0.0
+    for (filename, _, _), (_, _, own, _, _) in raw.items():
+        name = package_of(filename)
+        by_package[name] = by_package.get(name, 0.0) + own
+        total += own
+    lines = [
+        "cProfile (CPU time) of an extra, unreported Slack text series: own time by package",
+        f"(everything in this process: bot, stand-ins, mention sender; total {total:.2f} s)",
+    ]
+    for name, own in sorted(by_package.items(), key=lambda item: -item[1])[:16]:
+        lines.append(f"  {name:<40}{own:>8.3f} s {100 * own / total:>5.1f} %")
+    buffer = io.StringIO()
+    pstats.Stats(profiler, stream=buffer).sort_stats("tottime").print_stats(top)
+    text = buffer.getvalue().replace(str(REPO_ROOT) + "/", "")
+    text = text.replace(str(Path(sys.prefix)) + "/", "")
+    kept = [line for line in text.splitlines() if line.strip()]
+    start = next((i for i, line in enumerate(kept) if line.lstrip().startswith("ncalls")), 0)
+    lines += ["", f"Top {top} functions by own CPU time:", *kept[start:]]
+    return lines
+
+
+def package_of(filename: str) -> str:
+    """A readable owner for a profiled file: site-packages distribution, repo dir, or stdlib."""
+    path = filename.replace("\\", "/")
+    if "site-packages/" in path:
+        parts = path.split("site-packages/", 1)[1].split("/")
+        if parts[0] in ("google", "langchain_google_genai") and len(parts) > 1:
+            return f"{parts[0]}.{parts[1]}" if parts[0] == "google" else parts[0]
+        return parts[0].removesuffix(".py")
+    root = str(REPO_ROOT) + "/"
+    if path.startswith(root):
+        return "repo:" + path[len(root) :].split("/")[0]
+    if path == "~":
+        return "C functions (builtins)"
+    if path.startswith("<"):
+        return "frozen/generated"
+    stdlib = path.split("/lib/python3", 1)
+    if len(stdlib) == 2:
+        rest = stdlib[1].split("/", 2)
+        return "stdlib:" + (rest[1].removesuffix(".py") if len(rest) > 1 else "?")
+    return path

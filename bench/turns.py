@@ -1,0 +1,366 @@
+"""Turn latency: the bare graph against the whole Slack path, and click acks under load.
+
+Run it with::
+
+    uv run --frozen python -m bench.turns [--turns N] [--conversations 50] [--profile]
+
+It prints figures; nothing here asserts a time. As in the end-to-end tests, the real bot
+(`BotServer`, Bolt over HTTP) runs in this process and event loop with embedded PostgreSQL (or
+`TEST_DATABASE_URL`) and local stand-ins for Slack, Gemini and the HTTP endpoint the
+`http_request` tool calls; their (small) cost is part of the Slack figures, as a network's
+would be. Approve clicks come from a child process (`bench.click_sender`), so a burst of 50
+is not slowed down by its own sender.
+
+Phases: six turn series interleaved (bare graph with the scripted model, bare graph with the
+Gemini client, whole Slack path; each as a text answer and as one tool round), then click
+acks with the bot's default pool and with a pool sized for the burst.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import cProfile
+import logging
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+
+from bench.clicks import click_runs
+from bench.harness import (
+    BOT_USER,
+    TEXT_ANSWER,
+    TEXT_PROMPT,
+    TOOL_ANSWER,
+    TOOL_PROMPT,
+    TURN_CHANNEL,
+    WAIT_S,
+    LogTally,
+    Milestones,
+    Series,
+    Stage,
+    is_post_in,
+    open_stage,
+    running_bot,
+    settle,
+)
+from bench.report import (
+    PERFORMANCE_MD,
+    click_lines,
+    header_lines,
+    machine_lines,
+    milestone_lines,
+    profile_lines,
+    ratio_lines,
+    table,
+)
+from bot.agents.model import build_chat_model, call_options
+from bot.agents.prompts import SYSTEM_PROMPT
+from bot.agents.review_agent import ReviewAgent, build_review_agent
+from bot.approvals.policy import DefaultPolicy
+from bot.settings import Settings
+from bot.storage.database import open_database
+from bot.storage.ledger import PostgresLedger
+from bot.tools.operator import build_registry
+from countersign.server import BotServer
+from tests.e2e.conftest import ALICE
+from tests.standins.slack_events import SlackEventSender
+from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
+
+
+def scripted_model(target_url: str) -> ScriptedChatModel:
+    """The scripted model answering like the Gemini script: text, or one GET then a result."""
+
+    def script(messages: list[BaseMessage]) -> AIMessage:
+        last = messages[-1]
+        if isinstance(last, ToolMessage):
+            return AIMessage(content=f"{TOOL_ANSWER}{last.content}")
+        said = str(last.content).strip()
+        if said == TOOL_PROMPT:
+            return calls(tool_call("http_request", {"method": "GET", "url": target_url}))
+        return AIMessage(content=f"You said: {said}")
+
+    return ScriptedChatModel(script=script)
+
+
+@contextlib.asynccontextmanager
+async def bare_graph(settings: Settings, model: BaseChatModel) -> AsyncIterator[ReviewAgent]:
+    """The review agent built as `open_runtime` builds it, on one `AsyncPostgresSaver`."""
+    registry = build_registry(settings.tools, settings.agent.tools_module)
+    async with open_database(settings.database, run_migrations=False) as database:
+        yield build_review_agent(
+            model=model,
+            tools=registry.tools(),
+            policy=DefaultPolicy(registry),
+            checkpointer=database.savers[0],
+            ledger=PostgresLedger(database.pool),
+            system_prompt=settings.agent.system_prompt or SYSTEM_PROMPT,
+            history_window=settings.agent.history_window,
+            model_kwargs=call_options(settings.gemini),
+        )
+
+
+@dataclass
+class Sampler:
+    """One latency series in the making: what to send, what answer ends it, what was seen."""
+
+    name: str
+    prompt: str
+    answer: str
+    series: Series = field(init=False)
+    milestones: Milestones = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.series = Series(self.name)
+        self.milestones = Milestones(self.name)
+
+
+class BareTurns(Sampler):
+    """`ainvoke` of the review agent for one new message, each turn on a fresh thread id."""
+
+    def __init__(
+        self, name: str, prompt: str, answer: str, graph: ReviewAgent, stage: Stage, limit: int
+    ):
+        super().__init__(name, prompt, answer)
+        self._graph = graph
+        self._stage = stage
+        self._limit = limit
+
+    async def sample(self, *, keep: bool) -> None:
+        """Run and time one turn; keep the figures unless it is a warm-up turn."""
+        config: Any = {
+            "configurable": {"thread_id": f"bench:{uuid.uuid4().hex}"},
+            "recursion_limit": self._limit,
+        }
+        graph_input: Any = {"messages": [HumanMessage(content=self.prompt)]}
+        first_mark = len(self._stage.marks.items)
+        started = time.perf_counter()
+        result = await self._graph.ainvoke(graph_input, config)
+        elapsed = time.perf_counter() - started
+        text = result["messages"][-1].text
+        if not text.startswith(self.answer):
+            raise RuntimeError(f"{self.name}: unexpected answer {text!r}")
+        if not keep:
+            return
+        self.series.samples_ms.append(elapsed * 1000)
+        marks = self._stage.marks.since(first_mark)
+        gemini = [stamp for stamp, label in marks if label == "gemini"]
+        if gemini:
+            self.milestones.add("first Gemini request in", (gemini[0] - started) * 1000)
+            if len(gemini) > 1:
+                self.milestones.add("last Gemini request in", (gemini[-1] - started) * 1000)
+        self.milestones.add("ainvoke returned", elapsed * 1000)
+
+
+SLACK_MILESTONES = (
+    ("reactions.add", "hourglass on (reactions.add)"),
+    ("gemini", "first Gemini request in"),
+    ("reactions.remove", "hourglass off (reactions.remove)"),
+    ("chat.postMessage", "answer posted (chat.postMessage)"),
+)
+
+
+class SlackTurns(Sampler):
+    """Signed `app_mention` sent -> the answer's `chat.postMessage` recorded by the stand-in."""
+
+    def __init__(
+        self,
+        name: str,
+        prompt: str,
+        answer: str,
+        bot: BotServer,
+        events: SlackEventSender,
+        stage: Stage,
+    ):
+        super().__init__(name, prompt, answer)
+        self._bot = bot
+        self._events = events
+        self._stage = stage
+        self.acks = Series(f"{name}: event ack")
+
+    async def sample(self, *, keep: bool) -> None:
+        """One mention in a new thread, timed until its answer is posted; then let it settle."""
+        stage = self._stage
+        ts = stage.clock.next()
+        text = f"<@{BOT_USER}> {self.prompt}"
+        # Seed the mention in the stand-in so the hourglass can go on and off as in Slack.
+        stage.slack.add_message(TURN_CHANNEL, user=ALICE, text=text, ts=ts)
+        posted = stage.slack.expect(is_post_in(ts, self.answer))
+        first_mark = len(stage.marks.items)
+        started = time.perf_counter()
+        delivery = await self._events.app_mention(TURN_CHANNEL, ALICE, text, ts=ts)
+        acked = time.perf_counter()
+        if delivery.status != 200:
+            raise RuntimeError(f"{self.name}: the event got HTTP {delivery.status}")
+        done = await asyncio.wait_for(posted, WAIT_S)
+        if keep:
+            self.series.samples_ms.append((done - started) * 1000)
+            self.acks.samples_ms.append((acked - started) * 1000)
+            self.milestones.add("event acked (HTTP 200 at sender)", (acked - started) * 1000)
+            self._add_milestones(stage.marks.since(first_mark), started)
+        await settle(self._bot)
+
+    def _add_milestones(self, marks: Sequence[tuple[float, str]], started: float) -> None:
+        seen: dict[str, float] = {}
+        for stamp, label in marks:
+            seen.setdefault(label, stamp)
+        for label, title in SLACK_MILESTONES:
+            if label in seen:
+                self.milestones.add(title, (seen[label] - started) * 1000)
+        gemini = [stamp for stamp, label in marks if label == "gemini"]
+        if len(gemini) > 1:
+            self.milestones.add("last Gemini request in", (gemini[-1] - started) * 1000)
+
+
+async def interleave(samplers: Sequence[BareTurns | SlackTurns], turns: int, warmup: int) -> None:
+    """Round-robin over the series, rotating the order, so load drift hits all of them alike."""
+    for index in range(warmup + turns):
+        shift = index % len(samplers)
+        for sampler in [*samplers[shift:], *samplers[:shift]]:
+            await sampler.sample(keep=index >= warmup)
+
+
+@dataclass
+class TurnResults:
+    """The six turn series: scripted and Gemini bare graphs, and the Slack path."""
+
+    scripted: list[BareTurns]
+    bare: list[BareTurns]
+    whole: list[SlackTurns]
+
+
+KINDS = (("text", TEXT_PROMPT, TEXT_ANSWER), ("tool", TOOL_PROMPT, TOOL_ANSWER))
+
+
+async def bench_turns(
+    stage: Stage, turns: int, warmup: int, profiler: cProfile.Profile | None
+) -> TurnResults:
+    """Open both bare graphs and the bot (each on its own fresh database) and interleave."""
+    async with contextlib.AsyncExitStack() as stack:
+        scripted_url = await stack.enter_async_context(stage.database())
+        scripted_graph = await stack.enter_async_context(
+            bare_graph(stage.settings(scripted_url), scripted_model(stage.target.url()))
+        )
+        gemini_url = await stack.enter_async_context(stage.database())
+        gemini_settings = stage.settings(gemini_url)
+        model = build_chat_model(gemini_settings.gemini)
+        stack.push_async_callback(model.aclose)
+        gemini_graph = await stack.enter_async_context(bare_graph(gemini_settings, model))
+        bot_url = await stack.enter_async_context(stage.database())
+        bot, events = await stack.enter_async_context(running_bot(stage, bot_url))
+        limit = gemini_settings.agent.recursion_limit
+        results = TurnResults(
+            scripted=[
+                BareTurns(f"bare graph, scripted, {k}", p, a, scripted_graph, stage, limit)
+                for k, p, a in KINDS
+            ],
+            bare=[
+                BareTurns(f"bare graph, gemini, {k}", p, a, gemini_graph, stage, limit)
+                for k, p, a in KINDS
+            ],
+            whole=[
+                SlackTurns(f"whole Slack path, {k}", p, a, bot, events, stage) for k, p, a in KINDS
+            ],
+        )
+        await interleave([*results.scripted, *results.bare, *results.whole], turns, warmup)
+        if profiler is not None:
+            # An extra, unreported series: cProfile slows everything down several times.
+            extra = SlackTurns("profiled", TEXT_PROMPT, TEXT_ANSWER, bot, events, stage)
+            profiler.enable()
+            await interleave([extra], turns, 0)
+            profiler.disable()
+        return results
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Command-line options."""
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.turns",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--turns", type=int, default=100, help="kept turns per latency series")
+    parser.add_argument("--warmup", type=int, default=10, help="warm-up turns per series")
+    parser.add_argument("--conversations", type=int, default=50, help="cards clicked at once")
+    parser.add_argument("--rounds", type=int, default=2, help="bursts of concurrent clicks")
+    parser.add_argument("--sequential-clicks", type=int, default=20, help="one-at-a-time clicks")
+    parser.add_argument(
+        "--stall-timeout", type=float, default=10.0, help="seconds to wait for a burst's answers"
+    )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="cProfile an extra Slack text series (CPU time) and print it",
+    )
+    return parser.parse_args(argv)
+
+
+async def pg_version(stage: Stage) -> str:
+    """The server's version string."""
+    connection = await asyncpg.connect(stage.server.admin_url)
+    try:
+        return str(await connection.fetchval("SHOW server_version"))
+    finally:
+        await connection.close()
+
+
+def turn_lines(results: TurnResults) -> list[str]:
+    """The turn table, the whole/bare ratios and where the time goes."""
+    rows = [t.series for t in [*results.scripted, *results.bare, *results.whole]]
+    rows += [t.acks for t in results.whole]
+    pairs = [
+        (kind, whole.series, bare.series)
+        for (kind, _, _), whole, bare in zip(KINDS, results.whole, results.bare, strict=True)
+    ]
+    groups = [t.milestones for pair in zip(results.bare, results.whole, strict=True) for t in pair]
+    return [
+        *table("Turn latency", rows, (50, 95, 99)),
+        "",
+        *ratio_lines(pairs),
+        "",
+        *milestone_lines(groups),
+    ]
+
+
+async def run(args: argparse.Namespace) -> list[str]:
+    """Run every phase and return the report's lines."""
+    # CPU time, not wall time: time spent waiting in epoll would otherwise top the list.
+    profiler = cProfile.Profile(time.process_time) if args.profile else None
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="countersign-bench-") as tmp:
+        async with open_stage(Path(tmp)) as stage:
+            version = await pg_version(stage)
+            results = await bench_turns(stage, args.turns, args.warmup, profiler)
+            clicks = await click_runs(stage, args)
+    lines = [*header_lines(args), "", *machine_lines(version), "", *turn_lines(results)]
+    lines += ["", *click_lines(clicks), "", *PERFORMANCE_MD]
+    if profiler is not None:
+        lines += ["", *profile_lines(profiler)]
+    lines += ["", f"total run time {time.perf_counter() - started:.1f} s"]
+    return lines
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Entry point: run the benchmark and print its report."""
+    args = parse_args(argv)
+    tally = LogTally()
+    root = logging.getLogger()
+    root.addHandler(tally)
+    root.setLevel(logging.WARNING)
+    lines = asyncio.run(run(args))
+    print("\n".join([*lines, "", *tally.lines()]))
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
