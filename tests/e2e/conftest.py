@@ -95,3 +95,83 @@ async def events(bot: BotServer) -> AsyncIterator[SlackEventSender]:
         bot_user_id="UBOT",
     ) as sender:
         yield sender
+
+
+# --- Discord ------------------------------------------------------------------------------
+
+DISCORD_TOKEN = "discord-e2e-token"
+D_APP = 1_500_000_000_000_000_001
+D_BOT = 1_500_000_000_000_000_002
+D_GUILD = 1_600_000_000_000_000_001
+D_CHANNEL = 1_600_000_000_000_000_010
+D_THREAD = 1_600_000_000_000_000_011
+D_MODS = 1_600_000_000_000_000_020
+D_OWNER = 1_700_000_000_000_000_001
+D_ALICE = 1_700_000_000_000_000_002
+D_BOB = 1_700_000_000_000_000_003
+D_CAROL = 1_700_000_000_000_000_004
+
+
+@pytest.fixture
+async def discord_api() -> AsyncIterator[Any]:
+    from tests.standins.discord_api import (
+        DiscordStandIn,
+        Permission,
+        make_member,
+        make_role,
+        make_text_channel,
+        make_thread,
+        make_user,
+    )
+
+    async with DiscordStandIn(
+        bot_token=DISCORD_TOKEN, application_id=D_APP, bot_user_id=D_BOT
+    ) as api:
+        api.add_guild(
+            D_GUILD,
+            "Countersign e2e",
+            owner_id=D_OWNER,
+            channels=[
+                make_text_channel(D_CHANNEL, "general"),
+                make_thread(D_THREAD, D_CHANNEL, "ticket-1", owner_id=D_ALICE),
+            ],
+            roles=[make_role(D_MODS, "Mods", permissions=Permission.MANAGE_GUILD)],
+            members=[
+                make_member(make_user(D_OWNER, "owner")),
+                make_member(make_user(D_ALICE, "alice")),
+                make_member(make_user(D_BOB, "bob")),
+                make_member(make_user(D_CAROL, "carol"), roles=[D_MODS]),
+            ],
+        )
+        yield api
+
+
+def make_discord_settings(
+    db_url: str, gemini: GeminiStandIn, target: HttpTarget, discord_api: Any
+) -> Settings:
+    from bot.settings import DiscordSettings
+
+    base = make_settings(db_url, gemini, SlackApiStandInPlaceholder, target)
+    return base.model_copy(
+        update={
+            "slack": SlackSettings(bot_token=None, signing_secret=None, app_token=None),
+            "discord": DiscordSettings(token=DISCORD_TOKEN, api_url=discord_api.api_url),
+        }
+    )
+
+
+class SlackApiStandInPlaceholder:
+    """make_settings wants a Slack base URL; Discord tests switch Slack off anyway."""
+
+    base_url = "http://127.0.0.1:9/api/"
+
+
+@pytest.fixture
+async def discord_bot(db_url, gemini, target, discord_api) -> AsyncIterator[BotServer]:
+    """The real bot with only Discord enabled; discord.py may reach nothing but the stand-in."""
+    from tests.standins.discord_api import point_discord_py_at
+
+    with point_discord_py_at(discord_api.api_url) as routing:
+        async with BotServer(make_discord_settings(db_url, gemini, target, discord_api)) as server:
+            yield server
+    assert routing.blocked == []

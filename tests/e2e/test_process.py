@@ -135,3 +135,71 @@ async def test_migrate_applies_and_is_idempotent(db_url, tmp_path):
     for _ in range(2):
         bot = await BotProcess(base_env(DATABASE_URL=db_url), tmp_path, command="migrate").start()
         assert await bot.wait() == 0, bot.stderr.decode()
+
+
+async def test_discord_and_slack_in_one_process_across_a_restart(
+    db_url, gemini, slack, target, discord_api, tmp_path
+):
+    """`countersign run` with both platforms: Discord discovers its gateway from DISCORD_API_URL,
+    a card posted before a restart is approved on a new client, and Slack answers meanwhile."""
+    from tests.e2e.conftest import D_ALICE, D_BOT, D_CHANNEL, D_GUILD, DISCORD_TOKEN
+    from tests.e2e.test_discord_flow import click as discord_click
+    from tests.e2e.test_discord_flow import wait_answer as discord_answer
+    from tests.e2e.test_discord_flow import wait_card as discord_card
+
+    port = free_port()
+    env = bot_env(
+        gemini,
+        slack,
+        target,
+        port,
+        DATABASE_URL=db_url,
+        DISCORD_TOKEN=DISCORD_TOKEN,
+        DISCORD_API_URL=discord_api.api_url,
+    )
+    first = await BotProcess(env, tmp_path).start()
+    await first.wait_healthy(port)
+    await discord_api.send_message(
+        D_CHANNEL, D_ALICE, f"<@{D_BOT}> post widget", mentions=[D_BOT], guild_id=D_GUILD
+    )
+    [card] = await discord_card(discord_api)
+    async with SlackEventSender(
+        f"http://127.0.0.1:{port}/slack/events", SIGNING_SECRET, team_id=TEAM
+    ) as events:
+        mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> hello from slack")
+        await wait_answer(slack, mention.ts, starts="You said: hello from slack")
+    assert await first.stop() == 0, first.stderr.decode()
+
+    second = await BotProcess(env, tmp_path).start()
+    await second.wait_healthy(port)
+    await discord_click(discord_api, card, D_ALICE, "approve")
+    [answer] = await discord_answer(discord_api)
+    assert await second.stop() == 0, second.stderr.decode()
+    assert "widget" in answer and [r.json for r in target.requests] == [{"name": "widget"}]
+    assert discord_api.identifies and all(i["intents"] & (1 << 15) for i in discord_api.identifies)
+
+
+async def test_missing_message_content_intent_is_reported_at_start(
+    gemini, target, tmp_path, db_url
+):
+    """When the application may not use the Message Content intent, the bot says so in one line."""
+    from tests.e2e.conftest import D_APP, D_BOT, DISCORD_TOKEN
+    from tests.standins.discord_api import DiscordStandIn, Intent
+
+    async with DiscordStandIn(
+        bot_token=DISCORD_TOKEN, application_id=D_APP, bot_user_id=D_BOT, approved_intents=Intent(0)
+    ) as api:
+        env = base_env(
+            GOOGLE_API_KEY="k",
+            GEMINI_BASE_URL=gemini.base_url,
+            DATABASE_URL=db_url,
+            DISCORD_TOKEN=DISCORD_TOKEN,
+            DISCORD_API_URL=api.api_url,
+            PORT=str(free_port()),
+            HOST="127.0.0.1",
+        )
+        bot = await BotProcess(env, tmp_path).start()
+        assert await bot.wait(timeout=60) == 2
+    last = bot.stderr.decode().strip().splitlines()[-1]
+    assert last.startswith("countersign: Discord refused the Message Content intent")
+    assert "Privileged Gateway Intents" in last

@@ -1,0 +1,376 @@
+"""The whole Discord flow through the real discord.py client, the Discord stand-in and Gemini's."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from countersign.server import BotServer
+from tests.e2e.agent_script import LONG_ANSWER
+from tests.e2e.conftest import (
+    D_ALICE,
+    D_APP,
+    D_BOB,
+    D_BOT,
+    D_CAROL,
+    D_CHANNEL,
+    D_GUILD,
+    D_THREAD,
+    make_discord_settings,
+)
+
+pytestmark = pytest.mark.e2e
+
+MESSAGES = r"/channels/{channel}/messages$"
+NO_PINGS = {"parse": []}
+
+
+@dataclass(frozen=True)
+class Card:
+    channel: int
+    message_id: str
+    approval_id: str
+    custom_ids: list[str]
+
+
+def _buttons(message: dict[str, Any]) -> list[str]:
+    return [
+        c["custom_id"] for row in message.get("components") or [] for c in row.get("components", [])
+    ]
+
+
+async def mention(api, user: int, text: str, channel: int = D_CHANNEL) -> dict[str, Any]:
+    return await api.send_message(
+        channel, user, f"<@{D_BOT}> {text}", mentions=[D_BOT], guild_id=D_GUILD
+    )
+
+
+async def wait_card(api, channel: int = D_CHANNEL, count: int = 1) -> list[Card]:
+    posts = await api.wait_for_request(
+        "POST",
+        MESSAGES.format(channel=channel),
+        lambda r: bool((r.json or {}).get("components")),
+        count=count,
+    )
+    cards = []
+    for post in posts:
+        ids = _buttons(post.json)
+        approval_id = ids[0].rsplit(":", 1)[1]
+        cards.append(Card(channel, post.response["id"], approval_id, ids))
+    return cards
+
+
+async def wait_answer(
+    api, channel: int = D_CHANNEL, starts: str = "Result: ", count: int = 1
+) -> list[str]:
+    posts = await api.wait_for_request(
+        "POST",
+        MESSAGES.format(channel=channel),
+        lambda r: str((r.json or {}).get("content", "")).startswith(starts),
+        count=count,
+    )
+    return [p.json["content"] for p in posts]
+
+
+async def click(api, card: Card, user: int, action: str, *, answered: bool = True, **kw: Any):
+    """Click a button; by default wait until the bot answered the interaction."""
+    interaction = await api.click_button(
+        card.message_id,
+        f"cs:{action}:{card.approval_id}",
+        user,
+        guild_id=D_GUILD,
+        channel_id=card.channel,
+        **kw,
+    )
+    if answered:
+        await wait_callback(api, interaction)
+    return interaction
+
+
+async def wait_callback(api, interaction) -> None:
+    await api.wait_for_request("POST", rf"/interactions/{interaction.id}/[^/]+/callback")
+
+
+async def wait_followup(api, interaction) -> list[dict[str, Any]]:
+    await api.wait_for_request("POST", rf"/webhooks/{D_APP}/{interaction.token}")
+    return api.followups(interaction.id)
+
+
+def callback_types(api, interaction) -> list[int]:
+    return [c.json["type"] for c in api.callbacks(interaction.id) if c.status < 300]
+
+
+async def settle(bot: BotServer) -> None:
+    assert bot.runtime is not None
+    await bot.runtime.service.tasks.join()
+
+
+def card_embed(api, card: Card) -> dict[str, Any]:
+    return api.message(card.message_id)["embeds"][0]
+
+
+async def test_approve_runs_once_and_the_card_is_edited_in_place(discord_bot, discord_api, target):
+    """Mention -> embed card with buttons -> requester approves -> one request, card edited, answer."""
+    await mention(discord_api, D_ALICE, "post widget")
+    [card] = await wait_card(discord_api)
+    assert card.custom_ids == [f"cs:{a}:{card.approval_id}" for a in ("approve", "edit", "reject")]
+    assert all(len(c) <= 100 for c in card.custom_ids)
+    embed = card_embed(discord_api, card)
+    assert (
+        "http_request" in json.dumps(embed)
+        and "widget" in embed["description"]
+        and f"<@{D_ALICE}>" in json.dumps(embed)
+    )
+    assert target.requests == []
+
+    interaction = await click(discord_api, card, D_ALICE, "approve")
+    [answer] = await wait_answer(discord_api)
+    await settle(discord_bot)
+    assert callback_types(discord_api, interaction) == [6]  # deferred at once, silently
+    assert [r.json for r in target.requests] == [{"name": "widget"}]
+    assert "widget" in answer
+    edited = discord_api.message(card.message_id)
+    assert _buttons(edited) == []
+    assert "Approved" in edited["embeds"][0]["title"] and f"<@{D_ALICE}>" in json.dumps(
+        edited["embeds"][0]
+    )
+    assert discord_api.typing(D_CHANNEL) >= 1
+
+
+async def test_edit_opens_a_prefilled_modal_and_runs_the_edited_args(
+    discord_bot, discord_api, target
+):
+    """Edit answers with a modal holding the JSON; the submitted args are what runs."""
+    await mention(discord_api, D_ALICE, "post widget")
+    [card] = await wait_card(discord_api)
+    opened = await click(discord_api, card, D_ALICE, "edit")
+    [callback] = [c for c in discord_api.callbacks(opened.id) if c.status < 300]
+    assert callback.json["type"] == 9
+    modal = callback.json["data"]
+    assert modal["custom_id"] == f"cs:edit-modal:{card.approval_id}"
+    prefill = json.dumps(modal)
+    assert "widget" in prefill
+    edited = {"method": "POST", "url": target.url(), "body": {"name": "gadget"}}
+    await discord_api.submit_modal(modal["custom_id"], D_ALICE, {"args": json.dumps(edited)})
+    await wait_answer(discord_api)
+    await settle(discord_bot)
+    assert [r.json for r in target.requests] == [{"name": "gadget"}]
+    embed = card_embed(discord_api, card)
+    assert "edits" in embed["title"] and "gadget" in json.dumps(embed)
+
+
+async def test_reject_with_reason(discord_bot, discord_api, target, gemini):
+    """Reject opens a modal; the reason reaches the model and no request is made."""
+    await mention(discord_api, D_ALICE, "post widget")
+    [card] = await wait_card(discord_api)
+    await click(discord_api, card, D_ALICE, "reject")
+    await discord_api.submit_modal(
+        f"cs:reject-modal:{card.approval_id}", D_ALICE, {"reason": "change freeze"}
+    )
+    [answer] = await wait_answer(discord_api)
+    await settle(discord_bot)
+    assert target.requests == []
+    assert "change freeze" in answer
+    embed = card_embed(discord_api, card)
+    assert "Rejected" in embed["title"] and "change freeze" in json.dumps(embed)
+
+
+async def test_refused_clicker_gets_an_ephemeral_message_and_nothing_changes(
+    discord_bot, discord_api, target
+):
+    """Bob (no Manage Server, not the requester) is refused privately; Carol (Manage Server) may decide."""
+    await mention(discord_api, D_ALICE, "post widget")
+    [card] = await wait_card(discord_api)
+    refused = await click(discord_api, card, D_BOB, "approve")
+    [followup] = await wait_followup(discord_api, refused)
+    assert followup["flags"] & 64 and "can't decide" in followup["content"]
+    edit_refused = await click(discord_api, card, D_BOB, "edit")
+    [callback] = [c for c in discord_api.callbacks(edit_refused.id) if c.status < 300]
+    assert callback.json["type"] == 4 and callback.json["data"]["flags"] & 64
+    assert target.requests == []
+    assert _buttons(discord_api.message(card.message_id))
+    await click(discord_api, card, D_CAROL, "approve")
+    await wait_answer(discord_api)
+    assert len(target.requests) == 1
+    assert f"<@{D_CAROL}>" in json.dumps(card_embed(discord_api, card))
+
+
+async def test_double_click_and_two_approvers_decide_once(discord_bot, discord_api, target):
+    """Concurrent clicks (a double click and a second approver): one decision; the others told who decided."""
+    await mention(discord_api, D_ALICE, "post widget")
+    [card] = await wait_card(discord_api)
+    clicks = await asyncio.gather(
+        click(discord_api, card, D_ALICE, "approve", answered=False),
+        click(discord_api, card, D_ALICE, "approve", answered=False),
+        click(discord_api, card, D_CAROL, "approve", answered=False),
+    )
+    await wait_answer(discord_api)
+    await settle(discord_bot)
+    assert len(target.requests) == 1
+    await discord_api.wait_for_request("POST", rf"/webhooks/{D_APP}/.+", count=2)
+    told = [f for c in clicks for f in discord_api.followups(c.id)]
+    assert len(told) == 2
+    assert all("already approved by" in f["content"] and f["flags"] & 64 for f in told)
+
+
+async def test_a_new_message_while_pending_gets_a_link_to_the_card(
+    discord_bot, discord_api, gemini
+):
+    """A message in the conversation while the card waits is not given to the agent; it links the card."""
+    await mention(discord_api, D_ALICE, "post widget")
+    [card] = await wait_card(discord_api)
+    before = len(gemini.requests)
+    await mention(discord_api, D_BOB, "hello?")
+    [notice] = await wait_answer(discord_api, starts=f"<@{D_BOB}> a tool call")
+    await settle(discord_bot)
+    assert f"https://discord.com/channels/{D_GUILD}/{D_CHANNEL}/{card.message_id}" in notice
+    assert len(gemini.requests) == before
+
+
+async def test_a_click_after_the_view_timed_out_still_works(discord_bot, discord_api, target):
+    """The card's view is stopped right after sending; the DynamicItem registry still handles clicks."""
+    await mention(discord_api, D_ALICE, "post widget")
+    [card] = await wait_card(discord_api)
+    assert discord_bot.runtime is not None
+    await asyncio.sleep(0.2)
+    await click(discord_api, card, D_ALICE, "approve")
+    await wait_answer(discord_api)
+    assert len(target.requests) == 1
+
+
+async def test_restart_between_card_and_click(db_url, gemini, target, discord_api):
+    """A new bot (a new discord.py client) handles the click on a card the previous one posted."""
+    from tests.standins.discord_api import point_discord_py_at
+
+    settings = make_discord_settings(db_url, gemini, target, discord_api)
+    with point_discord_py_at(discord_api.api_url):
+        async with BotServer(settings):
+            await mention(discord_api, D_ALICE, "post widget")
+            [card] = await wait_card(discord_api)
+        async with BotServer(settings) as second:
+            await click(discord_api, card, D_ALICE, "approve")
+            await wait_answer(discord_api)
+            await settle(second)
+    assert len(target.requests) == 1
+
+
+async def test_an_edit_modal_opened_before_a_restart_is_still_handled(
+    db_url, gemini, target, discord_api
+):
+    """The modal's submission reaches a restarted bot, which reads the approval from its custom_id."""
+    from tests.standins.discord_api import point_discord_py_at
+
+    settings = make_discord_settings(db_url, gemini, target, discord_api)
+    with point_discord_py_at(discord_api.api_url):
+        async with BotServer(settings):
+            await mention(discord_api, D_ALICE, "post widget")
+            [card] = await wait_card(discord_api)
+            await click(discord_api, card, D_ALICE, "edit")
+        async with BotServer(settings) as second:
+            edited = {"method": "POST", "url": target.url(), "body": {"name": "late"}}
+            await discord_api.submit_modal(
+                f"cs:edit-modal:{card.approval_id}", D_ALICE, {"args": json.dumps(edited)}
+            )
+            await wait_answer(discord_api)
+            await settle(second)
+    assert [r.json for r in target.requests] == [{"name": "late"}]
+
+
+async def test_invalid_edit_is_refused_ephemerally_with_a_way_to_retry(
+    discord_bot, discord_api, target
+):
+    """Broken JSON or a schema error: an ephemeral reason and an Edit again button; the card stays usable."""
+    await mention(discord_api, D_ALICE, "post widget")
+    [card] = await wait_card(discord_api)
+    for raw, expected in [('{"method": ', "not valid JSON"), ('{"method": "POST"}', "url")]:
+        await click(discord_api, card, D_ALICE, "edit")
+        submitted = await discord_api.submit_modal(
+            f"cs:edit-modal:{card.approval_id}", D_ALICE, {"args": raw}
+        )
+        await wait_callback(discord_api, submitted)
+        replies = [
+            c.json
+            for c in discord_api.callbacks(submitted.id)
+            if c.status < 300 and c.json["type"] == 4
+        ]
+        if not replies:  # deferred first, then the reason as a followup
+            replies = await wait_followup(discord_api, submitted)
+        [reply] = replies
+        data = reply.get("data", reply)
+        assert expected in data["content"] and data["flags"] & 64
+        assert f"cs:edit:{card.approval_id}" in json.dumps(data["components"])
+    assert target.requests == []
+    assert _buttons(discord_api.message(card.message_id))
+    await click(discord_api, card, D_ALICE, "approve")
+    await wait_answer(discord_api)
+    assert len(target.requests) == 1
+
+
+async def test_mention_injection_pings_nobody(discord_bot, discord_api):
+    """Agent text with @everyone, @here and user mentions is sent with allowed_mentions none."""
+    await mention(discord_api, D_ALICE, "shout")
+    await wait_answer(discord_api, starts="<!channel>")
+    await mention(discord_api, D_ALICE, "post widget")
+    await wait_card(discord_api)
+    await settle(discord_bot)
+    sent = discord_api.messages(D_CHANNEL)
+    assert sent
+    assert all(m["allowed_mentions"] == NO_PINGS for m in sent), [
+        m["allowed_mentions"] for m in sent
+    ]
+    assert all(not m.get("mention_everyone") and not m.get("mentions") for m in sent)
+
+
+async def test_a_5000_character_answer_is_split(discord_bot, discord_api):
+    """Answers longer than 2,000 characters arrive in pieces on word boundaries."""
+    await mention(discord_api, D_ALICE, "long")
+    await wait_answer(discord_api, starts="All work", count=1)
+    await settle(discord_bot)
+    pieces = [m["content"] for m in discord_api.messages(D_CHANNEL) if m.get("content")]
+    assert len(pieces) >= 3 and all(len(p) <= 2000 for p in pieces)
+    assert " ".join(pieces).split() == LONG_ANSWER.split()
+
+
+async def test_a_thread_is_a_ticket_with_its_own_conversation(discord_bot, discord_api, gemini):
+    """A thread has its own thread_id: its history is separate from the channel's."""
+    await mention(discord_api, D_ALICE, "hello from the channel")
+    await wait_answer(discord_api, starts="You said: hello from the channel")
+    await mention(discord_api, D_ALICE, "hello from the ticket", channel=D_THREAD)
+    await wait_answer(discord_api, channel=D_THREAD, starts="You said: hello from the ticket")
+    await discord_api.send_message(D_THREAD, D_ALICE, "no mention needed here", guild_id=D_GUILD)
+    await wait_answer(discord_api, channel=D_THREAD, starts="You said: no mention needed here")
+    await settle(discord_bot)
+    last = json.dumps(gemini.requests[-1].contents)
+    assert "hello from the ticket" in last and "hello from the channel" not in last
+    conversations = await discord_bot.runtime.database.pool.fetch(
+        "SELECT thread_id FROM conversations ORDER BY thread_id"
+    )
+    assert [r["thread_id"] for r in conversations] == [
+        f"discord:{D_GUILD}:{D_CHANNEL}",
+        f"discord:{D_GUILD}:{D_CHANNEL}:{D_THREAD}",
+    ]
+
+
+async def test_plain_channel_chatter_bots_and_edits_are_ignored(discord_bot, discord_api, gemini):
+    """Without a mention, channel messages are ignored; other bots and edits too."""
+    await discord_api.send_message(D_CHANNEL, D_ALICE, "just chatting", guild_id=D_GUILD)
+    sent = await mention(discord_api, D_ALICE, "hello")
+    await wait_answer(discord_api, starts="You said: hello")
+    await discord_api.edit_message(D_CHANNEL, sent["id"], f"<@{D_BOT}> edited text")
+    await asyncio.sleep(0.3)
+    await settle(discord_bot)
+    assert len(gemini.requests) == 1
+    assert re.search("chatting", json.dumps(gemini.requests[0].contents)) is None
+
+
+async def test_dm_conversation(discord_bot, discord_api):
+    """A DM needs no mention and is its own conversation; only the requester may decide there."""
+    dm = await discord_api.send_dm(D_ALICE, "hi in private")
+    channel = int(dm["channel_id"])
+    [answer] = await wait_answer(discord_api, channel=channel, starts="You said: hi in private")
+    assert answer == "You said: hi in private"
