@@ -57,9 +57,7 @@ def find_card(slack: SlackApiStandIn, channel: str, thread_ts: str) -> Card:
     raise RuntimeError(f"no card in thread {thread_ts}")
 
 
-async def open_cards(
-    stage: Stage, bot: BotServer, events: SlackEventSender, count: int, batch: int
-) -> list[Card]:
+async def open_cards(stage: Stage, bot: BotServer, events: SlackEventSender, count: int, batch: int) -> list[Card]:
     """Start `count` conversations, `batch` at a time, each asking for a gated POST.
 
     Setup, not measured. Batches stay below the asyncpg pool size: a conversation holds one
@@ -239,9 +237,7 @@ async def concurrent_clicks(
         assert bot.runtime is not None
         pool = bot.runtime.database.pool
         state = f"asyncpg pool: {pool.get_size()} connections, {pool.get_idle_size()} idle"
-        return ClickRound(
-            (last_ack - started) * 1000, len(done), stall_s * 1000, stuck=[state, *stuck_tasks()]
-        )
+        return ClickRound((last_ack - started) * 1000, len(done), stall_s * 1000, stuck=[state, *stuck_tasks()])
     answered = max(future.result() for future in done)
     await settle(bot)
     return ClickRound((last_ack - started) * 1000, len(done), (answered - started) * 1000)

@@ -126,9 +126,7 @@ def click_lines(runs: Sequence[ClickRun]) -> list[str]:
     """The click table, then what each burst led to (throughput context or a stall)."""
     rows = [series for run in runs for series in (run.sequential, run.concurrent) if series.count]
     lines = table("Click acks: Approve sent -> HTTP response at the sender", rows, (50, 95, 99))
-    lines.append(
-        "  (Bolt's async runner polls for ack() every 10 ms: a click cannot ack much under 10 ms;"
-    )
+    lines.append("  (Bolt's async runner polls for ack() every 10 ms: a click cannot ack much under 10 ms;")
     lines.append("   an app_mention is acked before its listener runs, so it does not wait.)")
     for run in runs:
         for n, burst in enumerate(run.rounds, 1):
@@ -136,10 +134,7 @@ def click_lines(runs: Sequence[ClickRun]) -> list[str]:
             head += f"{burst.last_ack_ms:.0f} ms; "
             if burst.answered == run.conversations:
                 rate = run.conversations / (burst.answered_ms / 1000)
-                lines.append(
-                    f"{head}all answers posted after {burst.answered_ms:.0f} ms "
-                    f"({rate:.0f} resumed turns/s)"
-                )
+                lines.append(f"{head}all answers posted after {burst.answered_ms:.0f} ms ({rate:.0f} resumed turns/s)")
                 continue
             lines.append(
                 f"{head}STALLED: {burst.answered}/{run.conversations} answers after "

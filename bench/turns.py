@@ -128,9 +128,7 @@ class Sampler:
 class BareTurns(Sampler):
     """`ainvoke` of the review agent for one new message, each turn on a fresh thread id."""
 
-    def __init__(
-        self, name: str, prompt: str, answer: str, graph: ReviewAgent, stage: Stage, limit: int
-    ):
+    def __init__(self, name: str, prompt: str, answer: str, graph: ReviewAgent, stage: Stage, limit: int):
         super().__init__(name, prompt, answer)
         self._graph = graph
         self._stage = stage
@@ -242,9 +240,7 @@ class TurnResults:
 KINDS = (("text", TEXT_PROMPT, TEXT_ANSWER), ("tool", TOOL_PROMPT, TOOL_ANSWER))
 
 
-async def bench_turns(
-    stage: Stage, turns: int, warmup: int, profiler: cProfile.Profile | None
-) -> TurnResults:
+async def bench_turns(stage: Stage, turns: int, warmup: int, profiler: cProfile.Profile | None) -> TurnResults:
     """Open both bare graphs and the bot (each on its own fresh database) and interleave."""
     async with contextlib.AsyncExitStack() as stack:
         scripted_url = await stack.enter_async_context(stage.database())
@@ -260,17 +256,9 @@ async def bench_turns(
         bot, events = await stack.enter_async_context(running_bot(stage, bot_url))
         limit = gemini_settings.agent.recursion_limit
         results = TurnResults(
-            scripted=[
-                BareTurns(f"bare graph, scripted, {k}", p, a, scripted_graph, stage, limit)
-                for k, p, a in KINDS
-            ],
-            bare=[
-                BareTurns(f"bare graph, gemini, {k}", p, a, gemini_graph, stage, limit)
-                for k, p, a in KINDS
-            ],
-            whole=[
-                SlackTurns(f"whole Slack path, {k}", p, a, bot, events, stage) for k, p, a in KINDS
-            ],
+            scripted=[BareTurns(f"bare graph, scripted, {k}", p, a, scripted_graph, stage, limit) for k, p, a in KINDS],
+            bare=[BareTurns(f"bare graph, gemini, {k}", p, a, gemini_graph, stage, limit) for k, p, a in KINDS],
+            whole=[SlackTurns(f"whole Slack path, {k}", p, a, bot, events, stage) for k, p, a in KINDS],
         )
         await interleave([*results.scripted, *results.bare, *results.whole], turns, warmup)
         if profiler is not None:
@@ -294,9 +282,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--conversations", type=int, default=50, help="cards clicked at once")
     parser.add_argument("--rounds", type=int, default=2, help="bursts of concurrent clicks")
     parser.add_argument("--sequential-clicks", type=int, default=20, help="one-at-a-time clicks")
-    parser.add_argument(
-        "--stall-timeout", type=float, default=10.0, help="seconds to wait for a burst's answers"
-    )
+    parser.add_argument("--stall-timeout", type=float, default=10.0, help="seconds to wait for a burst's answers")
     parser.add_argument(
         "--profile",
         action="store_true",

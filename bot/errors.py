@@ -90,6 +90,22 @@ class AlreadyDecidedError(CountersignError):
         self.decided_at = decided_at
 
 
+class AlreadyVotedError(CountersignError):
+    """This person already approved these arguments; a quorum counts each person once."""
+
+    def __init__(self, approval_id: str) -> None:
+        super().__init__(f"already voted on {approval_id!r}")
+        self.approval_id = approval_id
+
+
+class StaleVoteError(CountersignError):
+    """The arguments under vote changed while the vote was being checked; nothing changed."""
+
+    def __init__(self, approval_id: str) -> None:
+        super().__init__(f"the arguments of {approval_id!r} changed; try again")
+        self.approval_id = approval_id
+
+
 class NotPermittedError(CountersignError):
     """The clicker may not decide this approval; nothing was changed.
 

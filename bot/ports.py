@@ -76,21 +76,15 @@ class Platform(Protocol):
         """Post an approval card; return a reference the adapter can later update and link."""
         ...
 
-    async def update_card(
-        self, conversation: ConversationRef, card_ref: str, card: ApprovalCard
-    ) -> None:
+    async def update_card(self, conversation: ConversationRef, card_ref: str, card: ApprovalCard) -> None:
         """Show the card's new state in place (outcome, who, when; no buttons once decided)."""
         ...
 
-    async def notify(
-        self, conversation: ConversationRef, notice: Notice, *, recipient: Actor | None
-    ) -> None:
+    async def notify(self, conversation: ConversationRef, notice: Notice, *, recipient: Actor | None) -> None:
         """Tell `recipient` (privately where the platform can) or the conversation."""
         ...
 
-    def working(
-        self, conversation: ConversationRef, anchor: str | None
-    ) -> AbstractAsyncContextManager[None]:
+    def working(self, conversation: ConversationRef, anchor: str | None) -> AbstractAsyncContextManager[None]:
         """Show progress for the duration of the block.
 
         Args:
@@ -102,4 +96,8 @@ class Platform(Protocol):
 
     async def is_admin(self, actor: Actor) -> bool:
         """Whether the platform says `actor` administers their workspace."""
+        ...
+
+    async def member_of(self, actor: Actor, group_ids: frozenset[str]) -> frozenset[str]:
+        """Which of `group_ids` (Discord roles, Slack user groups) `actor` belongs to."""
         ...

@@ -7,26 +7,13 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
-from typing import Any
 
-from langchain_core.tools import BaseTool
-
-from bot.approvals.authorization import ensure_may_decide
-from bot.approvals.decisions import Edit, Reject, check_decision, parse_decision
-from bot.approvals.records import ApprovalRecord, ApprovalStatus, DecideResult, ReviewStatus
-from bot.audit import AuditEntry, AuditKind
+from bot.approvals.records import ApprovalRecord, DecideResult, ReviewStatus
 from bot.conversation import Actor, ConversationRef, IncomingMessage
-from bot.errors import (
-    AlreadyDecidedError,
-    ApprovalNotFoundError,
-    CountersignError,
-    InvalidDecisionError,
-    NotPermittedError,
-)
+from bot.deciding import Decider
+from bot.errors import CountersignError
 from bot.ports import ReviewPending
 from bot.storage.approval_store import ApprovalStore
-from bot.storage.audit_store import AuditStore
 from bot.storage.conversation_store import ConversationStore
 from bot.storage.locks import ThreadLocks
 from bot.tasks import TaskTracker
@@ -44,29 +31,26 @@ class Countersign:
 
     Args:
         runner: runs and resumes graphs.
+        decider: records decisions.
         approvals: the approvals tables.
-        audit: the audit log.
         conversations: conversations and processed events.
         locks: per-thread mutual exclusion.
-        tools: registered tools by name (edited arguments are checked against them).
     """
 
     def __init__(
         self,
         *,
         runner: TurnRunner,
+        decider: Decider,
         approvals: ApprovalStore,
-        audit: AuditStore,
         conversations: ConversationStore,
         locks: ThreadLocks,
-        tools: Mapping[str, BaseTool],
     ) -> None:
         self._runner = runner
+        self._decider = decider
         self._approvals = approvals
-        self._audit = audit
         self._conversations = conversations
         self._locks = locks
-        self._tools = tools
         self.tasks = TaskTracker()
 
     async def knows_conversation(self, conversation: ConversationRef) -> bool:
@@ -81,9 +65,7 @@ class Countersign:
         """
         if self.tasks.closing:
             raise ShuttingDownError("shutting down")
-        self.tasks.spawn(
-            self.handle_message(message), name=f"message {message.conversation.thread_id}"
-        )
+        self.tasks.spawn(self.handle_message(message), name=f"message {message.conversation.thread_id}")
 
     async def handle_message(self, message: IncomingMessage) -> None:
         """Feed a message to the conversation's agent, unless a review is pending there.
@@ -97,9 +79,7 @@ class Countersign:
         if message.message_id is not None:
             key = f"{conversation.thread_id}:{message.message_id}"
             if not await self._conversations.first_delivery(key):
-                log.info(
-                    "duplicate delivery of %s ignored (thread_id=%s)", key, conversation.thread_id
-                )
+                log.info("duplicate delivery of %s ignored (thread_id=%s)", key, conversation.thread_id)
                 return
         await self._conversations.touch(conversation)
         async with self._locks.hold(conversation.thread_id):
@@ -109,9 +89,7 @@ class Countersign:
                     conversation, ReviewPending(approvals=tuple(blocking)), recipient=message.actor
                 )
                 return
-            await self._runner.ask(
-                conversation, message.text, requester=message.actor, anchor=message.message_id
-            )
+            await self._runner.ask(conversation, message.text, requester=message.actor, anchor=message.message_id)
 
     async def approval(self, approval_id: str) -> ApprovalRecord:
         """The approval with this id (for an adapter prefilling an edit form).
@@ -119,27 +97,20 @@ class Countersign:
         Raises:
             ApprovalNotFoundError: no such approval.
         """
-        found = await self._approvals.get(approval_id)
-        if found is None:
-            raise ApprovalNotFoundError(approval_id)
-        return found
+        return await self._decider.approval(approval_id)
 
-    async def check_decider(self, approval_id: str, actor: Actor) -> ApprovalRecord:
-        """Check, without deciding, that `actor` may decide this pending approval.
+    async def check_decider(self, approval_id: str, actor: Actor, *, attempted: str = "approve") -> ApprovalRecord:
+        """Check, without deciding, that `actor` may take an `attempted` decision.
 
-        Adapters call this before opening an Edit or Reject form, so a refused clicker is told
-        at once. Refusals are audited.
+        Adapters call this before opening an Edit (`attempted="edit"`) or Reject form, so a
+        refused clicker is told at once. Refusals are audited.
 
         Raises:
             ApprovalNotFoundError, AlreadyDecidedError, NotPermittedError.
         """
-        approval = await self.approval(approval_id)
-        await self._ensure_open_and_permitted(approval, actor, attempted="open_form")
-        return approval
+        return await self._decider.check(approval_id, actor, attempted=attempted)
 
-    async def submit_decision(
-        self, approval_id: str, actor: Actor, decision: object
-    ) -> ApprovalRecord:
+    async def submit_decision(self, approval_id: str, actor: Actor, decision: object) -> ApprovalRecord:
         """Validate, authorise and record one decision; resume the graph once all are in.
 
         Args:
@@ -148,70 +119,23 @@ class Countersign:
             decision: a raw HITL decision dict (`{"type": "approve"}` etc.).
 
         Returns:
-            The approval as now stored. The card is redrawn in the background and, when this
-            decision was the last of its pause, the graph resumes after it.
+            The approval as now stored; still pending when a quorum waits for more approvals.
+            The card is redrawn in the background and, when this decision was the last of its
+            pause, the graph resumes after it.
 
         Raises:
             ApprovalNotFoundError: unknown id.
             AlreadyDecidedError: decided before (by someone else, the same person, or another
                 replica); nothing changed.
+            AlreadyVotedError: this person already approved these arguments (quorum).
             NotPermittedError: the actor may not decide it; nothing changed.
             InvalidDecisionError: the decision does not fit the action; nothing changed and
                 the card stays usable.
         """
-        approval = await self.approval(approval_id)
-        try:
-            parsed = parse_decision(decision)
-        except InvalidDecisionError as exc:
-            await self._refused(approval, actor, "invalid", exc.message)
-            raise
-        await self._ensure_open_and_permitted(approval, actor, attempted=parsed.type)
-        try:
-            checked = check_decision(
-                parsed,
-                {"name": approval.tool_name, "args": approval.proposed_args},
-                self._tools.get(approval.tool_name),
-            )
-        except InvalidDecisionError as exc:
-            await self._refused(approval, actor, "invalid", exc.message)
-            raise
-
-        status, final_args, reason = _outcome(approval, checked)
-        audit = AuditEntry(
-            kind=AuditKind.DECISION,
-            workspace_id=approval.workspace_id,
-            thread_id=approval.thread_id,
-            approval_id=approval.id,
-            tool_name=approval.tool_name,
-            actor_id=actor.user_id,
-            actor_name=actor.display_name,
-            outcome=status.value,
-            proposed_args=approval.proposed_args,
-            final_args=final_args,
-            reason=reason,
-        )
-        try:
-            result = await self._approvals.decide(
-                approval.id,
-                actor=actor,
-                status=status,
-                final_args=final_args,
-                reason=reason,
-                audit=audit,
-            )
-        except AlreadyDecidedError as exc:
-            await self._refused(approval, actor, "already_decided", f"already {exc.outcome}")
-            raise
-        log.info(
-            "approval %s %s by %s (thread_id=%s)",
-            approval.id,
-            status.value,
-            actor.user_id,
-            approval.thread_id,
-        )
+        result = await self._decider.decide(approval_id, actor, decision)
         # The card and the resume happen after the caller has its answer: an adapter must
         # acknowledge the platform within seconds (Slack and Discord: 3 s).
-        self.tasks.spawn(self._after_decision(result), name=f"decided {approval.thread_id}")
+        self.tasks.spawn(self._after_decision(result), name=f"decided {result.approval.thread_id}")
         return result.approval
 
     async def recover(self) -> None:
@@ -245,71 +169,3 @@ class Countersign:
             if review is None or review.status is not ReviewStatus.RESUMING:
                 return  # a message handler or another replica resumed it meanwhile
             await self._runner.resume(conversation, review, anchor=anchor)
-
-    async def _ensure_open_and_permitted(
-        self, approval: ApprovalRecord, actor: Actor, *, attempted: str
-    ) -> None:
-        if not approval.is_pending:
-            await self._refused(
-                approval, actor, "already_decided", f"already {approval.status.value}"
-            )
-            raise AlreadyDecidedError(
-                outcome=approval.status.value,
-                decided_by_id=approval.decided_by_id,
-                decided_by_name=approval.decided_by_name,
-                decided_at=approval.decided_at,
-            )
-        conversation = ConversationRef.from_thread_id(approval.thread_id)
-        try:
-            await ensure_may_decide(
-                actor,
-                requester_id=approval.requester_id,
-                workspace_id=approval.workspace_id,
-                is_admin=self._runner.platform(conversation).is_admin,
-            )
-        except NotPermittedError as exc:
-            await self._refused(approval, actor, "not_permitted", exc.reason, attempted=attempted)
-            raise
-
-    async def _refused(
-        self,
-        approval: ApprovalRecord,
-        actor: Actor,
-        outcome: str,
-        reason: str,
-        *,
-        attempted: str | None = None,
-    ) -> None:
-        log.info(
-            "refused %s on approval %s for %s: %s (thread_id=%s)",
-            attempted or "decision",
-            approval.id,
-            actor.user_id,
-            reason,
-            approval.thread_id,
-        )
-        await self._audit.record(
-            AuditEntry(
-                kind=AuditKind.REFUSED,
-                workspace_id=approval.workspace_id,
-                thread_id=approval.thread_id,
-                approval_id=approval.id,
-                tool_name=approval.tool_name,
-                actor_id=actor.user_id,
-                actor_name=actor.display_name,
-                outcome=outcome,
-                proposed_args=approval.proposed_args,
-                reason=reason,
-                detail={"attempted": attempted} if attempted else {},
-            )
-        )
-
-
-def _outcome(
-    approval: ApprovalRecord, decision: object
-) -> tuple[ApprovalStatus, dict[str, Any] | None, str | None]:
-    if isinstance(decision, Edit):
-        return ApprovalStatus.EDITED, dict(decision.edited_action.args), None
-    if isinstance(decision, Reject):
-        return ApprovalStatus.REJECTED, None, (decision.message or "").strip() or None
-    return ApprovalStatus.APPROVED, dict(approval.proposed_args), None

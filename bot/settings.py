@@ -54,9 +54,7 @@ class GeminiSettings(BaseSettings):
     """API base URL override (a local stand-in in tests); unset means Google's endpoint."""
     max_attempts: int = Field(default=4, ge=1, le=10, validation_alias="GEMINI_MAX_ATTEMPTS")
     """Attempts per model call, the first included; retried on 408, 429 and 5xx only."""
-    retry_initial_delay_s: float = Field(
-        default=1.0, ge=0, validation_alias="GEMINI_RETRY_INITIAL_DELAY"
-    )
+    retry_initial_delay_s: float = Field(default=1.0, ge=0, validation_alias="GEMINI_RETRY_INITIAL_DELAY")
     retry_max_delay_s: float = Field(default=20.0, ge=0)
     timeout_s: float = Field(default=60.0, gt=0, validation_alias="GEMINI_TIMEOUT")
 
@@ -76,13 +74,9 @@ class AgentSettings(BaseSettings):
 
     model_config = _section()
 
-    recursion_limit: int = Field(
-        default=25, ge=4, le=200, validation_alias="COUNTERSIGN_RECURSION_LIMIT"
-    )
+    recursion_limit: int = Field(default=25, ge=4, le=200, validation_alias="COUNTERSIGN_RECURSION_LIMIT")
     """LangGraph steps per turn (seed 000: 25). The step guard answers before it is reached."""
-    history_window: int = Field(
-        default=60, ge=4, le=1000, validation_alias="COUNTERSIGN_HISTORY_WINDOW"
-    )
+    history_window: int = Field(default=60, ge=4, le=1000, validation_alias="COUNTERSIGN_HISTORY_WINDOW")
     """At most this many stored messages are sent to the model per call (PERFORMANCE.md)."""
     system_prompt: str | None = Field(default=None, validation_alias="COUNTERSIGN_SYSTEM_PROMPT")
     """Replaces the built-in system prompt when set."""
@@ -100,9 +94,7 @@ class ToolSettings(BaseSettings):
     )
     """Lower-case `host` or `host:port` entries; empty means `http_request` may call nothing."""
     http_timeout_s: float = Field(default=10.0, gt=0, validation_alias="HTTP_REQUEST_TIMEOUT")
-    http_max_response_chars: int = Field(
-        default=4000, ge=100, validation_alias="HTTP_REQUEST_MAX_RESPONSE_CHARS"
-    )
+    http_max_response_chars: int = Field(default=4000, ge=100, validation_alias="HTTP_REQUEST_MAX_RESPONSE_CHARS")
     smtp_url: SecretStr | None = Field(default=None, validation_alias="SMTP_URL")
     """`smtp://user:pass@host:port` (STARTTLS when offered) or `smtps://...` (implicit TLS)."""
     smtp_from: str = Field(default="countersign@localhost", validation_alias="SMTP_FROM")
@@ -151,9 +143,7 @@ class SlackSettings(BaseSettings):
     @property
     def enabled(self) -> bool:
         """Whether Slack can run: a bot token plus a signing secret (HTTP) or an app token."""
-        return self.bot_token is not None and (
-            self.signing_secret is not None or self.app_token is not None
-        )
+        return self.bot_token is not None and (self.signing_secret is not None or self.app_token is not None)
 
 
 class DiscordSettings(BaseSettings):

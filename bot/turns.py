@@ -85,9 +85,7 @@ class TurnRunner:
             state = await graph.aget_state(self.config(conversation))
             if state.interrupts:
                 interrupt = state.interrupts[0]
-                review = await self._approvals.review_for_interrupt(
-                    conversation.thread_id, interrupt.id
-                )
+                review = await self._approvals.review_for_interrupt(conversation.thread_id, interrupt.id)
                 if review is None:
                     messages: list[AnyMessage] = state.values.get("messages", [])
                     await self.open_review(conversation, interrupt, requester, messages)
@@ -97,9 +95,7 @@ class TurnRunner:
                 await self.resume(conversation, review, anchor=None)
                 continue
             if state.next and unanswered_tool_calls(state.values.get("messages", [])):
-                log.warning(
-                    "finishing an interrupted tool round (thread_id=%s)", conversation.thread_id
-                )
+                log.warning("finishing an interrupted tool round (thread_id=%s)", conversation.thread_id)
                 await self.run(conversation, None, requester=requester, anchor=None)
                 continue
             return []
@@ -128,24 +124,16 @@ class TurnRunner:
             return
         except GraphRecursionError:
             # The step guard should make this impossible; if it happens, it is a bug.
-            log.exception(
-                "recursion limit hit despite the step guard (thread_id=%s)", conversation.thread_id
-            )
-            await self.notify(
-                conversation, TurnFailed(thread_id=conversation.thread_id), recipient=None
-            )
+            log.exception("recursion limit hit despite the step guard (thread_id=%s)", conversation.thread_id)
+            await self.notify(conversation, TurnFailed(thread_id=conversation.thread_id), recipient=None)
             return
         except Exception:
             log.exception("turn failed (thread_id=%s)", conversation.thread_id)
-            await self.notify(
-                conversation, TurnFailed(thread_id=conversation.thread_id), recipient=None
-            )
+            await self.notify(conversation, TurnFailed(thread_id=conversation.thread_id), recipient=None)
             return
         await self._deliver(conversation, result, requester)
 
-    async def ask(
-        self, conversation: ConversationRef, text: str, *, requester: Actor, anchor: str | None
-    ) -> None:
+    async def ask(self, conversation: ConversationRef, text: str, *, requester: Actor, anchor: str | None) -> None:
         """Run a turn for a new human message."""
         await self.run(
             conversation,
@@ -154,9 +142,7 @@ class TurnRunner:
             anchor=anchor,
         )
 
-    async def resume(
-        self, conversation: ConversationRef, review: ReviewRecord, *, anchor: str | None
-    ) -> None:
+    async def resume(self, conversation: ConversationRef, review: ReviewRecord, *, anchor: str | None) -> None:
         """Resume a review whose approvals are all decided, exactly once.
 
         If the interrupt is no longer pending, the resume already happened (a crash came after
@@ -221,9 +207,7 @@ class TurnRunner:
             try:
                 card_ref = await platform.post_card(conversation, card)
             except Exception:
-                log.exception(
-                    "could not post the card for approval %s (thread_id=%s)", row.id, row.thread_id
-                )
+                log.exception("could not post the card for approval %s (thread_id=%s)", row.id, row.thread_id)
                 continue
             await self._approvals.set_card_ref(row.id, card_ref)
         return await self._approvals.approvals_of(rows[0].review_id) if rows else []
@@ -244,20 +228,14 @@ class TurnRunner:
                 approval.thread_id,
             )
 
-    async def notify(
-        self, conversation: ConversationRef, notice: Notice, *, recipient: Actor | None
-    ) -> None:
+    async def notify(self, conversation: ConversationRef, notice: Notice, *, recipient: Actor | None) -> None:
         """Send a notice; a platform failure is logged, not raised."""
         try:
             await self.platform(conversation).notify(conversation, notice, recipient=recipient)
         except Exception:
-            log.exception(
-                "could not send %s (thread_id=%s)", type(notice).__name__, conversation.thread_id
-            )
+            log.exception("could not send %s (thread_id=%s)", type(notice).__name__, conversation.thread_id)
 
-    async def _deliver(
-        self, conversation: ConversationRef, result: dict[str, Any], requester: Actor
-    ) -> None:
+    async def _deliver(self, conversation: ConversationRef, result: dict[str, Any], requester: Actor) -> None:
         messages: list[AnyMessage] = result.get("messages", [])
         interrupts: list[Interrupt] = result.get("__interrupt__", [])
         if interrupts:
@@ -283,9 +261,7 @@ def _requester(conversation: ConversationRef, review: ReviewRecord) -> Actor:
     )
 
 
-def _match_call_ids(
-    messages: Sequence[AnyMessage], actions: Sequence[dict[str, Any]]
-) -> list[str | None]:
+def _match_call_ids(messages: Sequence[AnyMessage], actions: Sequence[dict[str, Any]]) -> list[str | None]:
     """Find each action request's tool call id in the last tool-calling AI message.
 
     Action requests are built from that message's calls in order, with identical name and
@@ -301,9 +277,7 @@ def _match_call_ids(
     for action in actions:
         found: str | None = None
         for index in range(start, len(calls)):
-            if calls[index]["name"] == action.get("name") and calls[index]["args"] == action.get(
-                "args"
-            ):
+            if calls[index]["name"] == action.get("name") and calls[index]["args"] == action.get("args"):
                 found, start = str(calls[index]["id"]), index + 1
                 break
         ids.append(found)

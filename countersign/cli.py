@@ -25,13 +25,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     parser = argparse.ArgumentParser(prog="countersign", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser(
-        "run", help="serve every platform whose credentials are set (terminal chat when none)"
-    )
+    commands.add_parser("run", help="serve every platform whose credentials are set (terminal chat when none)")
     commands.add_parser("chat", help="a conversation in the terminal, approvals as prompts")
-    commands.add_parser(
-        "migrate", help="apply migrations and LangGraph's checkpoint setup, then exit"
-    )
+    commands.add_parser("migrate", help="apply migrations and LangGraph's checkpoint setup, then exit")
     args = parser.parse_args(argv)
 
     try:

@@ -10,12 +10,14 @@ from bot.agents.model import build_chat_model, call_options
 from bot.agents.pool import AgentPool
 from bot.agents.prompts import SYSTEM_PROMPT
 from bot.agents.review_agent import build_review_agent
-from bot.approvals.policy import DefaultPolicy
+from bot.approvals.policy import ConfiguredPolicy
+from bot.deciding import Decider
 from bot.ports import Platform
 from bot.service import Countersign
 from bot.settings import Settings
 from bot.storage.approval_store import ApprovalStore
 from bot.storage.audit_store import AuditStore
+from bot.storage.config_store import ConfigStore
 from bot.storage.conversation_store import ConversationStore
 from bot.storage.database import Database, open_database
 from bot.storage.ledger import PostgresLedger
@@ -57,8 +59,11 @@ async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
     model = build_chat_model(settings.gemini)
     registry = build_registry(settings.tools, settings.agent.tools_module)
     async with open_database(settings.database) as database:
-        ledger = PostgresLedger(database.pool)
-        policy = DefaultPolicy(registry)
+        audit = AuditStore(database.pool)
+        approvals = ApprovalStore(database.pool, audit)
+        config = ConfigStore(database.pool, audit)
+        ledger = PostgresLedger(database.pool, approvals)
+        policy = ConfiguredPolicy(registry, config.load)
         graphs = [
             build_review_agent(
                 model=model,
@@ -72,8 +77,6 @@ async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
             )
             for saver in database.savers
         ]
-        audit = AuditStore(database.pool)
-        approvals = ApprovalStore(database.pool, audit)
         platforms: dict[str, Platform] = {}
         tools = {tool.name: tool for tool in registry.tools()}
         runner = TurnRunner(
@@ -83,13 +86,19 @@ async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
             tools=tools,
             recursion_limit=settings.agent.recursion_limit,
         )
-        service = Countersign(
-            runner=runner,
+        decider = Decider(
             approvals=approvals,
             audit=audit,
+            config=config,
+            registry=registry,
+            directory_for=lambda name: platforms[name],
+        )
+        service = Countersign(
+            runner=runner,
+            decider=decider,
+            approvals=approvals,
             conversations=ConversationStore(database.pool),
             locks=ThreadLocks(database.lock_pool),
-            tools=tools,
         )
         try:
             yield Runtime(

@@ -127,9 +127,7 @@ def _health(runtime: Runtime) -> Callable[[web.Request], Awaitable[web.Response]
             await asyncio.wait_for(runtime.database.pool.fetchval("SELECT 1"), timeout=2)
         except Exception as exc:
             log.warning("health check failed: %s", exc)
-            return web.json_response(
-                {"status": "unavailable", "database": "unreachable"}, status=503
-            )
+            return web.json_response({"status": "unavailable", "database": "unreachable"}, status=503)
         return web.json_response({"status": "ok"})
 
     return health

@@ -50,12 +50,8 @@ class ConsoleChat:
         self._read = read
         self._write = platform.write
         user = getpass.getuser() or "operator"
-        self._actor = Actor(
-            platform="console", workspace_id="local", user_id=user, display_name=user, is_admin=True
-        )
-        self._conversation = ConversationRef(
-            platform="console", workspace_id="local", channel_id=conversation_id
-        )
+        self._actor = Actor(platform="console", workspace_id="local", user_id=user, display_name=user, is_admin=True)
+        self._conversation = ConversationRef(platform="console", workspace_id="local", channel_id=conversation_id)
 
     async def run(self) -> None:
         """Chat until /quit or end of input."""
@@ -68,9 +64,7 @@ class ConsoleChat:
             if not line.strip():
                 continue
             await self._service.handle_message(
-                IncomingMessage(
-                    actor=self._actor, conversation=self._conversation, text=line.strip()
-                )
+                IncomingMessage(actor=self._actor, conversation=self._conversation, text=line.strip())
             )
             await self._service.tasks.join()
             await self._decide_pending()

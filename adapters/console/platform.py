@@ -42,9 +42,7 @@ class ConsolePlatform:
         self.pending.append(card)
         return card.approval.id
 
-    async def update_card(
-        self, conversation: ConversationRef, card_ref: str, card: ApprovalCard
-    ) -> None:
+    async def update_card(self, conversation: ConversationRef, card_ref: str, card: ApprovalCard) -> None:
         """Print the outcome of a decided card."""
         approval = card.approval
         if approval.status is ApprovalStatus.PENDING:
@@ -56,9 +54,7 @@ class ConsolePlatform:
             line += f" ({approval.reason})"
         self.write(line)
 
-    async def notify(
-        self, conversation: ConversationRef, notice: Notice, *, recipient: Actor | None
-    ) -> None:
+    async def notify(self, conversation: ConversationRef, notice: Notice, *, recipient: Actor | None) -> None:
         """Print a notice."""
         if isinstance(notice, ReviewPending):
             tools = ", ".join(a.tool_name for a in notice.approvals)
@@ -69,9 +65,7 @@ class ConsolePlatform:
             self.write(f"!  Something went wrong; see the log (conversation {notice.thread_id}).")
 
     @asynccontextmanager
-    async def working(
-        self, conversation: ConversationRef, anchor: str | None
-    ) -> AsyncIterator[None]:
+    async def working(self, conversation: ConversationRef, anchor: str | None) -> AsyncIterator[None]:
         """Print a short line while the agent works."""
         self.write("   …")
         yield
@@ -79,3 +73,7 @@ class ConsolePlatform:
     async def is_admin(self, actor: Actor) -> bool:
         """The person at the terminal runs the bot: they administer it."""
         return True
+
+    async def member_of(self, actor: Actor, group_ids: frozenset[str]) -> frozenset[str]:
+        """A terminal has no roles or groups."""
+        return frozenset()

@@ -72,9 +72,7 @@ class DiscordAdapter:
             raise ConfigurationError("Discord refused DISCORD_TOKEN (401 Unauthorized)") from None
         _, gateway_url, _ = await self.client.http.get_bot_gateway()
         DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(gateway_url)
-        self._connection = asyncio.create_task(
-            self.client.connect(reconnect=True), name="discord gateway"
-        )
+        self._connection = asyncio.create_task(self.client.connect(reconnect=True), name="discord gateway")
         ready = asyncio.create_task(self.client.wait_until_ready(), name="discord ready")
         done, _ = await asyncio.wait(
             {ready, self._connection}, timeout=READY_TIMEOUT_S, return_when=asyncio.FIRST_COMPLETED

@@ -49,9 +49,7 @@ def card_embed(card: ApprovalCard) -> discord.Embed:
     embed.add_field(name=msg.FIELD_TOOL, value=_clip(tool, FIELD_CHARS), inline=True)
     embed.add_field(name=msg.FIELD_REQUESTER, value=f"<@{approval.requester_id}>", inline=True)
     if approval.description:
-        embed.add_field(
-            name=msg.FIELD_WHY, value=_clip(approval.description, FIELD_CHARS), inline=False
-        )
+        embed.add_field(name=msg.FIELD_WHY, value=_clip(approval.description, FIELD_CHARS), inline=False)
     if not pending:
         embed.add_field(name=msg.FIELD_DECIDED, value=decided_line(approval), inline=False)
         if approval.status is ApprovalStatus.EDITED and approval.final_args is not None:
@@ -61,9 +59,7 @@ def card_embed(card: ApprovalCard) -> discord.Embed:
                 inline=False,
             )
         if approval.reason:
-            embed.add_field(
-                name=msg.FIELD_REASON, value=_clip(approval.reason, FIELD_CHARS), inline=False
-            )
+            embed.add_field(name=msg.FIELD_REASON, value=_clip(approval.reason, FIELD_CHARS), inline=False)
     return embed
 
 

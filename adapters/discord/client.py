@@ -59,19 +59,12 @@ class CountersignClient(discord.Client):
         arrive as MESSAGE_UPDATE, which the bot does not handle.
         """
         me = self.user
-        if (
-            me is None
-            or message.author.bot
-            or message.author.id == me.id
-            or message.type not in _CHAT_TYPES
-        ):
+        if me is None or message.author.bot or message.author.id == me.id or message.type not in _CHAT_TYPES:
             return
         guild_id = message.guild.id if message.guild else None
         conversation = conversation_of(message.channel, guild_id)
         mentioned = any(user.id == me.id for user in message.mentions)
-        in_known_thread = conversation.thread is not None and await self.service.knows_conversation(
-            conversation
-        )
+        in_known_thread = conversation.thread is not None and await self.service.knows_conversation(conversation)
         if guild_id is not None and not mentioned and not in_known_thread:
             return
         text = strip_bot_mention(message.content, me.id)

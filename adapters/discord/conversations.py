@@ -29,9 +29,7 @@ def conversation_of(channel: Any, guild_id: int | None) -> ConversationRef:
             channel_id=str(channel.parent_id),
             thread=str(channel.id),
         )
-    return ConversationRef(
-        platform=PLATFORM, workspace_id=str(guild_id), channel_id=str(channel.id)
-    )
+    return ConversationRef(platform=PLATFORM, workspace_id=str(guild_id), channel_id=str(channel.id))
 
 
 def target_channel_id(conversation: ConversationRef) -> int:
@@ -62,6 +60,7 @@ def clicker_actor(interaction: discord.Interaction[Any]) -> Actor:
         user_id=str(interaction.user.id),
         display_name=interaction.user.display_name,
         is_admin=bool(guild_id) and interaction.permissions.manage_guild,
+        groups=frozenset(str(role.id) for role in getattr(interaction.user, "roles", ())),
     )
 
 

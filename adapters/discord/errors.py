@@ -18,15 +18,9 @@ def error_text(error: Exception) -> str:
         if error.decided_by_id is None:
             return msg.ALREADY_DECIDED_NOBODY.format(outcome=error.outcome)
         when = f" <t:{int(error.decided_at.timestamp())}:R>" if error.decided_at else ""
-        return msg.ALREADY_DECIDED.format(
-            outcome=error.outcome, user=error.decided_by_id, when=when
-        )
+        return msg.ALREADY_DECIDED.format(outcome=error.outcome, user=error.decided_by_id, when=when)
     if isinstance(error, NotPermittedError):
-        return (
-            msg.REFUSED_OTHER_WORKSPACE
-            if error.reason == "other_workspace"
-            else msg.REFUSED_NOT_PERMITTED
-        )
+        return msg.REFUSED_OTHER_WORKSPACE if error.reason == "other_workspace" else msg.REFUSED_NOT_PERMITTED
     if isinstance(error, ApprovalNotFoundError):
         return msg.UNKNOWN_APPROVAL
     if isinstance(error, InvalidDecisionError):

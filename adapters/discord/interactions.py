@@ -88,20 +88,14 @@ class InteractionHandler:
             args = json.loads(raw)
         except json.JSONDecodeError as exc:
             problem = f"{exc.msg} (line {exc.lineno}, column {exc.colno})"
-            await self._edit_refused(
-                interaction, approval_id, msg.EDIT_NOT_JSON.format(problem=problem)
-            )
+            await self._edit_refused(interaction, approval_id, msg.EDIT_NOT_JSON.format(problem=problem))
             return
         if not isinstance(args, dict):
             await self._edit_refused(interaction, approval_id, msg.EDIT_NOT_OBJECT)
             return
-        await self._decide(
-            interaction, approval_id, {"type": "edit", "edited_action": {"args": args}}
-        )
+        await self._decide(interaction, approval_id, {"type": "edit", "edited_action": {"args": args}})
 
-    async def _decide(
-        self, interaction: Interaction, approval_id: str, decision: dict[str, Any]
-    ) -> None:
+    async def _decide(self, interaction: Interaction, approval_id: str, decision: dict[str, Any]) -> None:
         await interaction.response.defer(ephemeral=True, thinking=False)
         actor = clicker_actor(interaction)
         try:
@@ -111,19 +105,13 @@ class InteractionHandler:
             await self._service.submit_decision(approval_id, actor, decision)
         except InvalidDecisionError as exc:
             text = msg.EDIT_INVALID.format(problem=exc.message)
-            view = (
-                edit_again_view(approval_id)
-                if decision["type"] == "edit"
-                else discord.utils.MISSING
-            )
+            view = edit_again_view(approval_id) if decision["type"] == "edit" else discord.utils.MISSING
             await interaction.followup.send(text, ephemeral=True, view=view)
         except Exception as exc:
             await self._refuse_followup(interaction, exc)
 
     async def _edit_refused(self, interaction: Interaction, approval_id: str, text: str) -> None:
-        await interaction.response.send_message(
-            text, ephemeral=True, view=edit_again_view(approval_id)
-        )
+        await interaction.response.send_message(text, ephemeral=True, view=edit_again_view(approval_id))
 
     async def _refuse_now(self, interaction: Interaction, error: Exception) -> None:
         _log_unexpected(error)

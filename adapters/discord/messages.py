@@ -37,20 +37,13 @@ EDIT_LABEL = "Arguments (JSON object)"
 EDIT_DESCRIPTION = "Submitting approves the call with these arguments; the tool stays the same."
 REJECT_TITLE = "Reject tool call"
 REJECT_LABEL = "Reason (optional)"
-REJECT_DESCRIPTION = (
-    "The agent will be told the call was rejected, with your reason if you give one."
-)
+REJECT_DESCRIPTION = "The agent will be told the call was rejected, with your reason if you give one."
 
-EDIT_NOT_JSON = (
-    "That is not valid JSON: {problem}. Nothing was changed; press **Edit again** to retry."
-)
+EDIT_NOT_JSON = "That is not valid JSON: {problem}. Nothing was changed; press **Edit again** to retry."
 EDIT_NOT_OBJECT = (
-    'The arguments must be a JSON object, like `{"name": "value"}`. Nothing was changed; '
-    "press **Edit again** to retry."
+    'The arguments must be a JSON object, like `{"name": "value"}`. Nothing was changed; press **Edit again** to retry.'
 )
-EDIT_INVALID = (
-    "That edit was refused: {problem}. Nothing was changed; press **Edit again** to retry."
-)
+EDIT_INVALID = "That edit was refused: {problem}. Nothing was changed; press **Edit again** to retry."
 EDIT_TOO_LONG = (
     "The arguments of this call are too long to edit here ({length} characters; Discord allows "
     "{limit}). You can still approve or reject it."
@@ -66,9 +59,7 @@ ALREADY_DECIDED = "This was already {outcome} by <@{user}>{when}. Nothing was ch
 ALREADY_DECIDED_NOBODY = "This was already {outcome}. Nothing was changed."
 UNKNOWN_APPROVAL = "I can't find this approval any more. Nothing was changed."
 INVALID_DECISION = "That decision was refused: {problem}"
-DECISION_FAILED = (
-    "Something went wrong while recording your decision; nothing was changed. Please try again."
-)
+DECISION_FAILED = "Something went wrong while recording your decision; nothing was changed. Please try again."
 
 REVIEW_PENDING = (
     "<@{user}> a tool call in this conversation is waiting for approval, so I did not pass your "
@@ -80,12 +71,10 @@ MODEL_BUSY = (
     "please send another message in a minute."
 )
 MODEL_UNAVAILABLE = (
-    "The model is not reachable right now, so I could not answer. Your message is kept; please "
-    "try again shortly."
+    "The model is not reachable right now, so I could not answer. Your message is kept; please try again shortly."
 )
 MODEL_REJECTED = (
-    "The model refused this request, so I could not answer. An administrator can find the "
-    "details in the bot's log."
+    "The model refused this request, so I could not answer. An administrator can find the details in the bot's log."
 )
 TURN_FAILED = (
     "Something went wrong on my side and I could not finish. The details are in the bot's log "

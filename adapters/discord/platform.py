@@ -61,15 +61,11 @@ class DiscordPlatform:
         """Post the embed with its buttons; return `<channel>/<message>`."""
         channel_id = target_channel_id(conversation)
         view = card_view(card.approval.id)
-        message = await self._channel(channel_id).send(
-            embed=card_embed(card), view=view, allowed_mentions=NO_PINGS
-        )
+        message = await self._channel(channel_id).send(embed=card_embed(card), view=view, allowed_mentions=NO_PINGS)
         view.stop()  # clicks are dispatched by the DynamicItem registry, not this view
         return card_ref(channel_id, message.id)
 
-    async def update_card(
-        self, conversation: ConversationRef, card_ref: str, card: ApprovalCard
-    ) -> None:
+    async def update_card(self, conversation: ConversationRef, card_ref: str, card: ApprovalCard) -> None:
         """Edit the card in place; the buttons go once it is decided."""
         channel_id, message_id = _split_ref(card_ref)
         pending = card.approval.is_pending
@@ -82,17 +78,13 @@ class DiscordPlatform:
         if view is not None:
             view.stop()
 
-    async def notify(
-        self, conversation: ConversationRef, notice: Notice, *, recipient: Actor | None
-    ) -> None:
+    async def notify(self, conversation: ConversationRef, notice: Notice, *, recipient: Actor | None) -> None:
         """Post a notice in the conversation (plain messages cannot be ephemeral on Discord)."""
         text = self._render(conversation, notice, recipient)
         await self._channel(target_channel_id(conversation)).send(text, allowed_mentions=NO_PINGS)
 
     @asynccontextmanager
-    async def working(
-        self, conversation: ConversationRef, anchor: str | None
-    ) -> AsyncIterator[None]:
+    async def working(self, conversation: ConversationRef, anchor: str | None) -> AsyncIterator[None]:
         """The typing indicator for as long as the agent works."""
         async with self._channel(target_channel_id(conversation)).typing():
             yield
@@ -105,17 +97,17 @@ class DiscordPlatform:
         if guild is None:
             return False
         try:
-            member = guild.get_member(int(actor.user_id)) or await guild.fetch_member(
-                int(actor.user_id)
-            )
+            member = guild.get_member(int(actor.user_id)) or await guild.fetch_member(int(actor.user_id))
         except discord.HTTPException:
             log.warning("could not fetch member %s of guild %s", actor.user_id, actor.workspace_id)
             return False
         return member.guild_permissions.manage_guild
 
-    def _render(
-        self, conversation: ConversationRef, notice: Notice, recipient: Actor | None
-    ) -> str:
+    async def member_of(self, actor: Actor, group_ids: frozenset[str]) -> frozenset[str]:
+        """The actor's roles among `group_ids` (the interaction carried the member's roles)."""
+        return group_ids & actor.groups
+
+    def _render(self, conversation: ConversationRef, notice: Notice, recipient: Actor | None) -> str:
         if isinstance(notice, ReviewPending):
             guild = "@me" if conversation.workspace_id == DM else conversation.workspace_id
             links = []
@@ -126,11 +118,7 @@ class DiscordPlatform:
                     continue
                 channel_id, message_id = _split_ref(approval.card_ref)
                 url = f"https://discord.com/channels/{guild}/{channel_id}/{message_id}"
-                links.append(
-                    msg.REVIEW_PENDING_LINK.format(
-                        tool=approval.tool_name, position=position, url=url
-                    )
-                )
+                links.append(msg.REVIEW_PENDING_LINK.format(tool=approval.tool_name, position=position, url=url))
             user = recipient.user_id if recipient else ""
             return msg.REVIEW_PENDING.format(user=user, links=", ".join(links))
         if isinstance(notice, ModelFailed):

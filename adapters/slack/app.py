@@ -49,9 +49,7 @@ class SlackAdapter:
         if settings.bot_token is None:
             raise ConfigurationError("SLACK_BOT_TOKEN is not set")
         if settings.signing_secret is None and settings.app_token is None:
-            raise ConfigurationError(
-                "set SLACK_SIGNING_SECRET (HTTP events) or SLACK_APP_TOKEN (Socket Mode)"
-            )
+            raise ConfigurationError("set SLACK_SIGNING_SECRET (HTTP events) or SLACK_APP_TOKEN (Socket Mode)")
         self._settings = settings
         # One HTTP session for every Web API call (slack_sdk opens one per call otherwise).
         self._session = aiohttp.ClientSession()
@@ -69,9 +67,7 @@ class SlackAdapter:
         self.platform = SlackPlatform(self.client, self.users)
         self.app = AsyncApp(
             client=self.client,
-            signing_secret=settings.signing_secret.get_secret_value()
-            if settings.signing_secret
-            else None,
+            signing_secret=settings.signing_secret.get_secret_value() if settings.signing_secret else None,
             # Socket Mode carries no signature; HTTP mode always verifies.
             request_verification_enabled=settings.app_token is None,
         )

@@ -42,17 +42,13 @@ def card_blocks(card: ApprovalCard) -> list[dict[str, Any]]:
     """The card for an approval: pending (with buttons) or decided (outcome, who, when)."""
     approval = card.approval
     pending = approval.status is ApprovalStatus.PENDING
-    position = (
-        msg.CARD_POSITION.format(position=card.position, total=card.total) if card.total > 1 else ""
-    )
+    position = msg.CARD_POSITION.format(position=card.position, total=card.total) if card.total > 1 else ""
     lines = [
         msg.CARD_TOOL_LINE.format(tool=escape(approval.tool_name), position=position),
         msg.CARD_REQUESTER_LINE.format(user=approval.requester_id),
     ]
     if approval.description:
-        lines.append(
-            msg.CARD_WHY_LINE.format(why=_clip(to_mrkdwn(approval.description), _WHY_CHARS))
-        )
+        lines.append(msg.CARD_WHY_LINE.format(why=_clip(to_mrkdwn(approval.description), _WHY_CHARS)))
     header = msg.CARD_HEADER_PENDING if pending else msg.CARD_HEADER[approval.status.value]
     blocks: list[dict[str, Any]] = [
         {"type": "header", "text": {"type": "plain_text", "text": header, "emoji": True}},
@@ -74,9 +70,7 @@ def card_blocks(card: ApprovalCard) -> list[dict[str, Any]]:
                 },
             }
         )
-    blocks.append(
-        {"type": "context", "elements": [{"type": "mrkdwn", "text": _decided_line(approval)}]}
-    )
+    blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": _decided_line(approval)}]})
     return blocks
 
 
@@ -84,9 +78,7 @@ def card_text(card: ApprovalCard) -> str:
     """The notification / fallback text of a card (Slack requires `text` beside blocks)."""
     approval = card.approval
     if approval.status is ApprovalStatus.PENDING:
-        return msg.CARD_FALLBACK.format(
-            tool=escape(approval.tool_name), requester=escape(approval.requester_name)
-        )
+        return msg.CARD_FALLBACK.format(tool=escape(approval.tool_name), requester=escape(approval.requester_name))
     return f"{msg.CARD_HEADER[approval.status.value]}: {escape(approval.tool_name)}"
 
 
@@ -198,9 +190,7 @@ def _decided_line(approval: ApprovalRecord) -> str:
     outcome = msg.CARD_OUTCOME_WORD[approval.status.value]
     if approval.decided_by_id is None:
         return f"{outcome} · {when_token(approval.decided_at)}"
-    return msg.CARD_DECIDED.format(
-        outcome=outcome, user=approval.decided_by_id, when=when_token(approval.decided_at)
-    )
+    return msg.CARD_DECIDED.format(outcome=outcome, user=approval.decided_by_id, when=when_token(approval.decided_at))
 
 
 def when_token(moment: datetime | None) -> str:

@@ -20,9 +20,7 @@ def error_text(error: Exception) -> str:
         if error.decided_by_id is None:
             return msg.ALREADY_DECIDED_NOBODY.format(outcome=error.outcome)
         when = f" at {when_token(error.decided_at)}" if error.decided_at else ""
-        return msg.ALREADY_DECIDED.format(
-            outcome=error.outcome, user=error.decided_by_id, when=when
-        )
+        return msg.ALREADY_DECIDED.format(outcome=error.outcome, user=error.decided_by_id, when=when)
     if isinstance(error, NotPermittedError):
         if error.reason == "other_workspace":
             return msg.REFUSED_OTHER_WORKSPACE

@@ -55,22 +55,16 @@ class SlackListeners:
 
     # --- messages ------------------------------------------------------------------------
 
-    async def on_mention(
-        self, event: dict[str, Any], body: dict[str, Any], context: AsyncBoltContext
-    ) -> None:
+    async def on_mention(self, event: dict[str, Any], body: dict[str, Any], context: AsyncBoltContext) -> None:
         """A mention in a channel: the conversation is the thread under it (or its thread)."""
         if _from_a_bot(event, context):
             return
         team = _team_of(body, event)
         thread = event.get("thread_ts") or event["ts"]
-        conversation = ConversationRef(
-            platform=PLATFORM, workspace_id=team, channel_id=event["channel"], thread=thread
-        )
+        conversation = ConversationRef(platform=PLATFORM, workspace_id=team, channel_id=event["channel"], thread=thread)
         await self._submit(event, conversation, context)
 
-    async def on_message(
-        self, event: dict[str, Any], body: dict[str, Any], context: AsyncBoltContext
-    ) -> None:
+    async def on_message(self, event: dict[str, Any], body: dict[str, Any], context: AsyncBoltContext) -> None:
         """A DM, or a reply in a thread the bot takes part in.
 
         Edits, deletions, joins and other subtypes are ignored, as are bots (itself included).
@@ -93,15 +87,11 @@ class SlackListeners:
                 return
         await self._submit(event, conversation, context)
 
-    async def _submit(
-        self, event: dict[str, Any], conversation: ConversationRef, context: AsyncBoltContext
-    ) -> None:
+    async def _submit(self, event: dict[str, Any], conversation: ConversationRef, context: AsyncBoltContext) -> None:
         text = _strip_mentions(event.get("text", ""), context.bot_user_id)
         user_id = event["user"]
         if not text:
-            await self._whisper(
-                conversation.channel_id, user_id, msg.EMPTY_MENTION, conversation.thread
-            )
+            await self._whisper(conversation.channel_id, user_id, msg.EMPTY_MENTION, conversation.thread)
             return
         user = await self._users.get(user_id)
         actor = Actor(
@@ -110,15 +100,11 @@ class SlackListeners:
             user_id=user_id,
             display_name=user.display_name,
         )
-        message = IncomingMessage(
-            actor=actor, conversation=conversation, text=text, message_id=event["ts"]
-        )
+        message = IncomingMessage(actor=actor, conversation=conversation, text=text, message_id=event["ts"])
         try:
             self._service.submit_message(message)
         except CountersignError as exc:
-            await self._whisper(
-                conversation.channel_id, user_id, error_text(exc), conversation.thread
-            )
+            await self._whisper(conversation.channel_id, user_id, error_text(exc), conversation.thread)
 
     # --- buttons -------------------------------------------------------------------------
 
@@ -144,13 +130,9 @@ class SlackListeners:
             return
         prefill = blocks.args_json(approval.proposed_args)
         if len(prefill) > blocks.INPUT_CHARS:
-            await self._refuse_text(
-                body, msg.EDIT_TOO_LONG.format(length=len(prefill), limit=blocks.INPUT_CHARS)
-            )
+            await self._refuse_text(body, msg.EDIT_TOO_LONG.format(length=len(prefill), limit=blocks.INPUT_CHARS))
             return
-        await context.client.views_open(
-            trigger_id=body["trigger_id"], view=blocks.edit_modal(approval, prefill)
-        )
+        await context.client.views_open(trigger_id=body["trigger_id"], view=blocks.edit_modal(approval, prefill))
 
     async def on_reject(
         self, ack: AsyncAck, body: dict[str, Any], action: dict[str, Any], context: AsyncBoltContext
@@ -163,15 +145,11 @@ class SlackListeners:
         except Exception as exc:
             await self._refuse(body, exc)
             return
-        await context.client.views_open(
-            trigger_id=body["trigger_id"], view=blocks.reject_modal(approval)
-        )
+        await context.client.views_open(trigger_id=body["trigger_id"], view=blocks.reject_modal(approval))
 
     # --- modals --------------------------------------------------------------------------
 
-    async def on_edit_submitted(
-        self, ack: AsyncAck, body: dict[str, Any], view: dict[str, Any]
-    ) -> None:
+    async def on_edit_submitted(self, ack: AsyncAck, body: dict[str, Any], view: dict[str, Any]) -> None:
         """The edited JSON: invalid input is shown in the modal and nothing changes."""
         raw = _input_value(view, blocks.EDIT_BLOCK, blocks.EDIT_INPUT) or ""
         try:
@@ -199,25 +177,17 @@ class SlackListeners:
             return
         await ack()
 
-    async def on_reject_submitted(
-        self, ack: AsyncAck, body: dict[str, Any], view: dict[str, Any]
-    ) -> None:
+    async def on_reject_submitted(self, ack: AsyncAck, body: dict[str, Any], view: dict[str, Any]) -> None:
         """The reject reason (optional); the decision is recorded before the modal closes."""
-        reason = (
-            _input_value(view, blocks.REASON_BLOCK, blocks.REASON_INPUT) or ""
-        ).strip() or None
+        reason = (_input_value(view, blocks.REASON_BLOCK, blocks.REASON_INPUT) or "").strip() or None
         actor = await self._clicker(body)
         approval_id = view["private_metadata"]
         try:
-            await self._service.submit_decision(
-                approval_id, actor, {"type": "reject", "message": reason}
-            )
+            await self._service.submit_decision(approval_id, actor, {"type": "reject", "message": reason})
         except Exception as exc:
             if not isinstance(exc, CountersignError):
                 log.exception("reject of approval %s failed", approval_id)
-            await ack(
-                response_action="errors", errors={blocks.REASON_BLOCK: _clip(error_text(exc))}
-            )
+            await ack(response_action="errors", errors={blocks.REASON_BLOCK: _clip(error_text(exc))})
             return
         await ack()
 
@@ -228,9 +198,7 @@ class SlackListeners:
         user_id = body["user"]["id"]
         team = (body.get("team") or {}).get("id") or body["user"].get("team_id", "")
         user = await self._users.get(user_id)
-        return Actor(
-            platform=PLATFORM, workspace_id=team, user_id=user_id, display_name=user.display_name
-        )
+        return Actor(platform=PLATFORM, workspace_id=team, user_id=user_id, display_name=user.display_name)
 
     async def _refuse(self, body: dict[str, Any], error: Exception) -> None:
         if not isinstance(error, CountersignError):
@@ -238,9 +206,7 @@ class SlackListeners:
         await self._refuse_text(body, error_text(error))
 
     async def _refuse_text(self, body: dict[str, Any], text: str) -> None:
-        channel = (body.get("channel") or {}).get("id") or (body.get("container") or {}).get(
-            "channel_id"
-        )
+        channel = (body.get("channel") or {}).get("id") or (body.get("container") or {}).get("channel_id")
         thread = (body.get("message") or {}).get("thread_ts")
         if channel:
             await self._whisper(channel, body["user"]["id"], text, thread)
@@ -261,9 +227,7 @@ def _team_of(body: dict[str, Any], event: dict[str, Any]) -> str:
 
 
 def _mentions(text: str, bot_user_id: str | None) -> bool:
-    return bot_user_id is not None and any(
-        m.group(1) == bot_user_id for m in _MENTION.finditer(text)
-    )
+    return bot_user_id is not None and any(m.group(1) == bot_user_id for m in _MENTION.finditer(text))
 
 
 def _strip_mentions(text: str, bot_user_id: str | None) -> str:
@@ -272,9 +236,7 @@ def _strip_mentions(text: str, bot_user_id: str | None) -> str:
 
 
 def _input_value(view: dict[str, Any], block_id: str, action_id: str) -> str | None:
-    value = (
-        view.get("state", {}).get("values", {}).get(block_id, {}).get(action_id, {}).get("value")
-    )
+    value = view.get("state", {}).get("values", {}).get(block_id, {}).get(action_id, {}).get("value")
     return value if isinstance(value, str) else None
 
 

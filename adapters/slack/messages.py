@@ -52,17 +52,13 @@ EDIT_TOO_LONG = (
     "{limit}). You can still approve or reject it."
 )
 
-REFUSED_NOT_PERMITTED = (
-    "You can't decide this approval: only the person who asked and the workspace's admins can."
-)
+REFUSED_NOT_PERMITTED = "You can't decide this approval: only the person who asked and the workspace's admins can."
 REFUSED_OTHER_WORKSPACE = "You can't decide this approval: it belongs to another workspace."
 ALREADY_DECIDED = "This was already {outcome} by <@{user}>{when}. Nothing was changed."
 ALREADY_DECIDED_NOBODY = "This was already {outcome}. Nothing was changed."
 UNKNOWN_APPROVAL = "I can't find this approval any more. Nothing was changed."
 INVALID_DECISION = "That decision was refused: {problem}"
-DECISION_FAILED = (
-    "Something went wrong while recording your decision; nothing was changed. Please try again."
-)
+DECISION_FAILED = "Something went wrong while recording your decision; nothing was changed. Please try again."
 
 REVIEW_PENDING = (
     "A tool call in this conversation is waiting for approval, so I did not pass your message "
@@ -74,12 +70,10 @@ MODEL_BUSY = (
     "please send another message in a minute."
 )
 MODEL_UNAVAILABLE = (
-    "The model is not reachable right now, so I could not answer. Your message is kept; please "
-    "try again shortly."
+    "The model is not reachable right now, so I could not answer. Your message is kept; please try again shortly."
 )
 MODEL_REJECTED = (
-    "The model refused this request, so I could not answer. An administrator can find the "
-    "details in the bot's log."
+    "The model refused this request, so I could not answer. An administrator can find the details in the bot's log."
 )
 TURN_FAILED = (
     "Something went wrong on my side and I could not finish. The details are in the bot's log "

@@ -42,6 +42,21 @@ class UserDirectory:
     def __init__(self, client: AsyncWebClient) -> None:
         self._client = client
         self._cache: dict[str, tuple[float, SlackUser]] = {}
+        self._groups: dict[str, tuple[float, frozenset[str]]] = {}
+
+    async def group_members(self, group_id: str) -> frozenset[str]:
+        """Members of a user group, cached like users (an unknown group has none)."""
+        hit = self._groups.get(group_id)
+        if hit is not None and hit[0] > time.monotonic():
+            return hit[1]
+        try:
+            response = await self._client.usergroups_users_list(usergroup=group_id)
+        except SlackApiError as exc:
+            log.warning("usergroups.users.list failed for %s: %s", group_id, exc.response.get("error"))
+            return frozenset()
+        members = frozenset(str(u) for u in response.get("users") or ())
+        self._groups[group_id] = (time.monotonic() + _USER_TTL_S, members)
+        return members
 
     async def get(self, user_id: str) -> SlackUser:
         """The user, from the cache or Slack; an unknown user is a non-admin named by id."""
@@ -59,9 +74,7 @@ class UserDirectory:
         user = SlackUser(
             user_id=user_id,
             display_name=str(name),
-            is_admin=bool(
-                data.get("is_admin") or data.get("is_owner") or data.get("is_primary_owner")
-            ),
+            is_admin=bool(data.get("is_admin") or data.get("is_owner") or data.get("is_primary_owner")),
         )
         self._cache[user_id] = (time.monotonic() + _USER_TTL_S, user)
         return user
@@ -115,41 +128,25 @@ class SlackPlatform:
         )
         return card_ref(str(response["channel"]), str(response["ts"]))
 
-    async def update_card(
-        self, conversation: ConversationRef, card_ref: str, card: ApprovalCard
-    ) -> None:
+    async def update_card(self, conversation: ConversationRef, card_ref: str, card: ApprovalCard) -> None:
         """Redraw the card in place with `chat.update`."""
         channel, ts = parse_message_ref(conversation, card_ref)
-        await self._client.chat_update(
-            channel=channel, ts=ts, text=card_text(card), blocks=card_blocks(card)
-        )
+        await self._client.chat_update(channel=channel, ts=ts, text=card_text(card), blocks=card_blocks(card))
 
-    async def notify(
-        self, conversation: ConversationRef, notice: Notice, *, recipient: Actor | None
-    ) -> None:
+    async def notify(self, conversation: ConversationRef, notice: Notice, *, recipient: Actor | None) -> None:
         """Ephemeral to `recipient` when given, else a message in the conversation."""
         text = await self._render(conversation, notice)
         if recipient is not None:
-            await self.whisper(
-                conversation.channel_id, recipient.user_id, text, thread_ts=conversation.thread
-            )
+            await self.whisper(conversation.channel_id, recipient.user_id, text, thread_ts=conversation.thread)
             return
-        await self._client.chat_postMessage(
-            channel=conversation.channel_id, thread_ts=conversation.thread, text=text
-        )
+        await self._client.chat_postMessage(channel=conversation.channel_id, thread_ts=conversation.thread, text=text)
 
-    async def whisper(
-        self, channel: str, user: str, text: str, *, thread_ts: str | None = None
-    ) -> None:
+    async def whisper(self, channel: str, user: str, text: str, *, thread_ts: str | None = None) -> None:
         """An ephemeral message only `user` sees."""
-        await self._client.chat_postEphemeral(
-            channel=channel, user=user, text=text, thread_ts=thread_ts
-        )
+        await self._client.chat_postEphemeral(channel=channel, user=user, text=text, thread_ts=thread_ts)
 
     @asynccontextmanager
-    async def working(
-        self, conversation: ConversationRef, anchor: str | None
-    ) -> AsyncIterator[None]:
+    async def working(self, conversation: ConversationRef, anchor: str | None) -> AsyncIterator[None]:
         """An hourglass reaction on the anchor message while the agent works."""
         if anchor is None:
             yield
@@ -166,11 +163,13 @@ class SlackPlatform:
         """Workspace admin or owner, per `users.info`."""
         return (await self._users.get(actor.user_id)).is_admin
 
+    async def member_of(self, actor: Actor, group_ids: frozenset[str]) -> frozenset[str]:
+        """The user groups among `group_ids` that list the actor (`usergroups.users.list`)."""
+        return frozenset([g for g in sorted(group_ids) if actor.user_id in await self._users.group_members(g)])
+
     async def _react(self, method: str, channel: str, ts: str) -> bool:
         try:
-            await getattr(self._client, method)(
-                channel=channel, timestamp=ts, name=msg.WORKING_REACTION
-            )
+            await getattr(self._client, method)(channel=channel, timestamp=ts, name=msg.WORKING_REACTION)
         except SlackApiError as exc:
             log.info("%s on %s/%s: %s", method, channel, ts, exc.response.get("error"))
             return False

@@ -14,6 +14,7 @@ from bot.agents.model_errors import to_model_error
 from bot.agents.nodes import Node
 from bot.agents.prompts import STEP_LIMIT_MESSAGE
 from bot.agents.state import AgentState
+from bot.approvals.policy import PolicyContext, ReviewPolicy
 
 LlmNode = Node[dict[str, Any]]
 
@@ -21,6 +22,7 @@ LlmNode = Node[dict[str, Any]]
 def make_llm_call(
     model: Runnable[LanguageModelInput, BaseMessage],
     *,
+    policy: ReviewPolicy,
     system_prompt: str,
     steps_per_tool_round: int,
     history_window: int,
@@ -29,6 +31,7 @@ def make_llm_call(
 
     Args:
         model: the chat model with the tools bound.
+        policy: gives each tool call of the answer its mode, stored as `review_plan`.
         system_prompt: prepended on every call and never stored, so a new prompt applies to
             running conversations at once (seed 000).
         steps_per_tool_round: graph steps one tool round costs (3 with `human_review`).
@@ -54,6 +57,8 @@ def make_llm_call(
             response = AIMessage(content=response.content, id=response.id)
         if response.tool_calls and state["remaining_steps"] <= steps_per_tool_round:
             response = AIMessage(id=response.id, content=STEP_LIMIT_MESSAGE)
-        return {"messages": [response]}
+        context = PolicyContext.from_thread_id(str(config.get("configurable", {}).get("thread_id", "")))
+        plan = {str(call["id"]): (await policy.mode_for(call, context)).value for call in response.tool_calls}
+        return {"messages": [response], "review_plan": plan}
 
     return llm_call

@@ -62,9 +62,7 @@ def function_declaration(tool: BaseTool) -> genai_types.FunctionDeclaration:
     schema.pop("description", None)  # the declaration's description says it once
     schema.setdefault("type", "object")
     schema.setdefault("properties", {})
-    return genai_types.FunctionDeclaration(
-        name=tool.name, description=tool.description, parameters_json_schema=schema
-    )
+    return genai_types.FunctionDeclaration(name=tool.name, description=tool.description, parameters_json_schema=schema)
 
 
 def _without_titles(node: Any) -> Any:

@@ -47,9 +47,7 @@ def _classify(exc: BaseException, detail: str) -> ModelError | None:
         if exc.code is None or exc.code >= 500 or exc.code == 408:
             return ModelError(ModelErrorKind.UNAVAILABLE, detail)
         return ModelError(ModelErrorKind.REJECTED, detail)
-    if isinstance(
-        exc, (httpx.TransportError, aiohttp.ClientError, asyncio.TimeoutError, ConnectionError)
-    ):
+    if isinstance(exc, (httpx.TransportError, aiohttp.ClientError, asyncio.TimeoutError, ConnectionError)):
         return ModelError(ModelErrorKind.UNAVAILABLE, detail)
     return None
 

@@ -32,6 +32,12 @@ ALREADY_STARTED_MESSAGE = (
 )
 """Answer for a call whose run was claimed before a crash: a tool never runs twice."""
 
+NOT_APPROVED_MESSAGE = (
+    "Error: this call was not run because its approval does not cover these exact arguments. "
+    "Ask the user how to proceed."
+)
+"""Answer for a reviewed call whose arguments differ from what was approved (issue 4)."""
+
 REJECTED_BY_REVIEWER = "Rejected by a reviewer: {reason}"
 REJECTED_BY_REVIEWER_NO_REASON = "Rejected by a reviewer (no reason given)."
 REJECTED_NO_DECISION = "Rejected: no decision was given for this call."

@@ -72,14 +72,13 @@ def build_review_agent(
         "llm_call",
         make_llm_call(
             bound,
+            policy=policy,
             system_prompt=system_prompt,
             steps_per_tool_round=STEPS_PER_TOOL_ROUND,
             history_window=history_window,
         ),
     )
-    graph.add_node(
-        "human_review", make_human_review(policy, by_name), destinations=("tool_node", "llm_call")
-    )
+    graph.add_node("human_review", make_human_review(by_name), destinations=("tool_node", "llm_call"))
     graph.add_node("tool_node", make_tool_node(by_name, ledger))
     graph.add_edge(START, "llm_call")
     graph.add_conditional_edges("llm_call", should_continue, ["human_review", END])

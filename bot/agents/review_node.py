@@ -22,21 +22,21 @@ from bot.agents.nodes import Node
 from bot.agents.state import AgentState
 from bot.approvals.decisions import Approve, Edit, Reject, check_decision, parse_decision
 from bot.approvals.mode import Mode
-from bot.approvals.policy import PolicyContext, ReviewPolicy
 from bot.approvals.requests import build_review_request
-from bot.conversation import ConversationRef
 from bot.errors import InvalidDecisionError
 
 Goto = Literal["tool_node", "llm_call"]
 ReviewNode = Node[Command[Goto]]
 
 
-def make_human_review(policy: ReviewPolicy, tools: Mapping[str, BaseTool]) -> ReviewNode:
+def make_human_review(tools: Mapping[str, BaseTool]) -> ReviewNode:
     """Build the `human_review` node.
 
     Args:
-        policy: gives each call its mode; must be a pure read.
         tools: registered tools by name, to describe calls and re-check edits.
+
+    Each call's mode comes from the state's `review_plan`, written by `llm_call`; a call
+    missing from it (a checkpoint from before the plan existed) needs review (fail closed).
 
     The node pairs decisions with reviewed calls by position. Two defaults point in opposite
     directions (seed 001): a call that needs no review is approved; a reviewed call with no
@@ -49,11 +49,9 @@ def make_human_review(policy: ReviewPolicy, tools: Mapping[str, BaseTool]) -> Re
         if found is None:
             return Command(goto="llm_call")
         _, ai = found
-        context = policy_context(config)
-        modes = [await policy.mode_for(call, context) for call in ai.tool_calls]
-        reviewed = [
-            call for call, mode in zip(ai.tool_calls, modes, strict=True) if mode is Mode.REVIEW
-        ]
+        plan = state.get("review_plan") or {}
+        modes = [Mode(plan.get(str(call["id"]), Mode.REVIEW.value)) for call in ai.tool_calls]
+        reviewed = [call for call, mode in zip(ai.tool_calls, modes, strict=True) if mode is Mode.REVIEW]
 
         outcomes: dict[str, Approve | Edit | str] = {}
         if reviewed:
@@ -65,9 +63,7 @@ def make_human_review(policy: ReviewPolicy, tools: Mapping[str, BaseTool]) -> Re
         edited = False
         for call, mode in zip(ai.tool_calls, modes, strict=True):
             if mode is Mode.DENY:
-                answers.append(
-                    _rejection(call, prompts.REJECTED_BY_POLICY.format(name=call["name"]))
-                )
+                answers.append(_rejection(call, prompts.REJECTED_BY_POLICY.format(name=call["name"])))
             elif mode is Mode.REVIEW:
                 outcome = outcomes[str(call["id"])]
                 if isinstance(outcome, str):
@@ -90,18 +86,6 @@ def make_human_review(policy: ReviewPolicy, tools: Mapping[str, BaseTool]) -> Re
         return Command(update={"messages": update}, goto=goto)
 
     return human_review
-
-
-def policy_context(config: RunnableConfig) -> PolicyContext:
-    """The policy context for the conversation named by the config's `thread_id`."""
-    thread_id = str(config.get("configurable", {}).get("thread_id", ""))
-    try:
-        ref = ConversationRef.from_thread_id(thread_id)
-    except ValueError:
-        return PolicyContext(thread_id=thread_id, workspace_id="", channel_id="")
-    return PolicyContext(
-        thread_id=thread_id, workspace_id=ref.workspace_id, channel_id=ref.channel_id
-    )
 
 
 def _outcomes_by_call(
@@ -142,6 +126,4 @@ def _reject_text(decision: Reject) -> str:
 
 
 def _rejection(call: ToolCall, text: str) -> ToolMessage:
-    return ToolMessage(
-        content=text, tool_call_id=str(call["id"]), name=call["name"], status="error"
-    )
+    return ToolMessage(content=text, tool_call_id=str(call["id"]), name=call["name"], status="error")

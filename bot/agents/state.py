@@ -18,3 +18,8 @@ class AgentState(TypedDict):
 
     messages: Annotated[list[AnyMessage], add_messages]
     remaining_steps: RemainingSteps
+    review_plan: dict[str, str]
+    """The mode of each tool call of the last AI message (`call id -> auto|review|deny`),
+    decided by `llm_call` when the message arrives. `human_review` reads it instead of asking
+    the policy again, because it re-runs on resume and a policy changed in between must not
+    change which calls the decisions belong to."""

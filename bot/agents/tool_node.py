@@ -20,7 +20,7 @@ from bot.agents import prompts
 from bot.agents.history import answers_after, last_tool_call_message
 from bot.agents.nodes import Node
 from bot.agents.state import AgentState
-from bot.tools.ledger import ToolRunLedger
+from bot.tools.ledger import Claim, ToolRunLedger
 
 log = logging.getLogger(__name__)
 
@@ -56,9 +56,7 @@ def make_tool_node(tools: Mapping[str, BaseTool], ledger: ToolRunLedger) -> Tool
     return tool_node
 
 
-async def run_tool(
-    call: ToolCall, tools: Mapping[str, BaseTool], ledger: ToolRunLedger, thread_id: str
-) -> ToolMessage:
+async def run_tool(call: ToolCall, tools: Mapping[str, BaseTool], ledger: ToolRunLedger, thread_id: str) -> ToolMessage:
     """Run one call and return its result; never raises for a tool's own failure."""
     name = call["name"]
     call_id = str(call["id"])
@@ -68,12 +66,13 @@ async def run_tool(
         return _error(call, f"Error: {name} is not a valid tool, try one of: {available}.")
     problem = _argument_problem(tool, call.get("args") or {})
     if problem is not None:
-        return _error(
-            call, f"Error: invalid arguments for {name}: {problem}. Fix them and try again."
-        )
-    if not await ledger.claim(thread_id=thread_id, tool_call_id=call_id, tool_name=name):
+        return _error(call, f"Error: invalid arguments for {name}: {problem}. Fix them and try again.")
+    claim = await ledger.claim(thread_id=thread_id, tool_call_id=call_id, tool_name=name, args=call.get("args") or {})
+    if claim is Claim.ALREADY_STARTED:
         log.warning("not re-running %s (tool_call_id=%s thread_id=%s)", name, call_id, thread_id)
         return _error(call, prompts.ALREADY_STARTED_MESSAGE)
+    if claim is Claim.NOT_APPROVED:
+        return _error(call, prompts.NOT_APPROVED_MESSAGE)
     try:
         output = await tool.ainvoke({**call, "type": "tool_call"})
     except Exception as exc:
@@ -94,15 +93,12 @@ def _argument_problem(tool: BaseTool, args: Mapping[str, Any]) -> str | None:
         schema.model_validate(dict(args))
     except ValidationError as exc:
         return "; ".join(
-            f"{'.'.join(str(p) for p in error['loc']) or 'args'}: {error['msg']}"
-            for error in exc.errors()
+            f"{'.'.join(str(p) for p in error['loc']) or 'args'}: {error['msg']}" for error in exc.errors()
         )
     return None
 
 
-def _in_call_order(
-    ai: AIMessage, answered: Mapping[str, ToolMessage], results: Mapping[str, ToolMessage]
-) -> list[Any]:
+def _in_call_order(ai: AIMessage, answered: Mapping[str, ToolMessage], results: Mapping[str, ToolMessage]) -> list[Any]:
     """The update that leaves results in call order (DESIGN.md: Gemini pairs by position).
 
     Rejections written by `human_review` came first; they are removed and appended again,
@@ -121,6 +117,4 @@ def _in_call_order(
 
 
 def _error(call: ToolCall, text: str) -> ToolMessage:
-    return ToolMessage(
-        content=text, tool_call_id=str(call["id"]), name=call["name"], status="error"
-    )
+    return ToolMessage(content=text, tool_call_id=str(call["id"]), name=call["name"], status="error")

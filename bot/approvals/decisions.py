@@ -99,8 +99,7 @@ def check_decision(
     expected = action.get("name")
     if decision.edited_action.name != expected:
         raise InvalidDecisionError(
-            f"an edit cannot change the tool: expected {expected!r}, "
-            f"got {decision.edited_action.name!r}",
+            f"an edit cannot change the tool: expected {expected!r}, got {decision.edited_action.name!r}",
             field="name",
         )
     if tool is None:
@@ -125,8 +124,7 @@ def validate_tool_args(tool: BaseTool, args: Mapping[str, Any]) -> dict[str, Any
     unknown = sorted(set(args) - set(schema.model_fields))
     if unknown:
         raise InvalidDecisionError(
-            f"{tool.name} has no argument {unknown[0]!r} "
-            f"(its arguments: {', '.join(schema.model_fields) or 'none'})",
+            f"{tool.name} has no argument {unknown[0]!r} (its arguments: {', '.join(schema.model_fields) or 'none'})",
             field=f"args.{unknown[0]}",
         )
     try:
@@ -148,9 +146,7 @@ def validate_tool_args(tool: BaseTool, args: Mapping[str, Any]) -> dict[str, Any
     return dict(args)
 
 
-def _unknown_key(
-    value: Any, schema: Mapping[str, Any], where: str
-) -> tuple[str, str, list[str]] | None:
+def _unknown_key(value: Any, schema: Mapping[str, Any], where: str) -> tuple[str, str, list[str]] | None:
     """The first key in `value` that its JSON schema does not declare, as (path, key, known).
 
     Pydantic ignores unknown keys in nested models by default; an approver's typo there would
@@ -191,9 +187,7 @@ def _fits(value: Any, schema: Mapping[str, Any]) -> bool:
     kinds = kind if isinstance(kind, list) else [kind]
     python = {"object": dict, "array": list, "string": str, "boolean": bool, "null": type(None)}
     return any(
-        isinstance(value, python[k])
-        if k in python
-        else isinstance(value, (int, float)) and not isinstance(value, bool)
+        isinstance(value, python[k]) if k in python else isinstance(value, (int, float)) and not isinstance(value, bool)
         for k in kinds
     )
 
@@ -217,9 +211,7 @@ def validate_decisions(
     actions = list(review_request.get("action_requests", []))
     configs = list(review_request.get("review_configs", []))
     if len(decisions) != len(actions):
-        raise InvalidDecisionError(
-            f"expected {len(actions)} decision(s), one per pending action, got {len(decisions)}"
-        )
+        raise InvalidDecisionError(f"expected {len(actions)} decision(s), one per pending action, got {len(decisions)}")
     checked: list[Approve | Edit | Reject] = []
     for index, (raw, action) in enumerate(zip(decisions, actions, strict=True)):
         decision = parse_decision(raw)
@@ -233,9 +225,7 @@ def validate_decisions(
     return checked
 
 
-def _allowed_for(
-    configs: Sequence[Mapping[str, Any]], index: int, action: Mapping[str, Any]
-) -> list[str]:
+def _allowed_for(configs: Sequence[Mapping[str, Any]], index: int, action: Mapping[str, Any]) -> list[str]:
     """The allowed decision types for the action at `index` (by position, then by name)."""
     if index < len(configs) and configs[index].get("action_name") == action.get("name"):
         return list(configs[index].get("allowed_decisions", []))

@@ -1,36 +1,56 @@
 """What needs review: each tool call gets a mode before anything runs.
 
-Issue 2 ships the built-in defaults only (each tool's `ToolSpec`); admin-configured policy
-replaces `DefaultPolicy` later without touching the graph, because the graph sees only the
-`ReviewPolicy` protocol.
+The mode comes from, in order: an admin's rule for the channel, the workspace's rule, the
+tool's built-in default (`ToolSpec`). A `review` rule may carry a CEL condition: review only
+when it holds; an evaluation error counts as holding (fail closed, issue 4).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from langchain_core.messages import ToolCall
 
+from bot.approvals.conditions import (
+    ConditionEvaluationError,
+    InvalidConditionError,
+    compile_condition,
+)
+from bot.approvals.config import ToolRule, WorkspaceConfig
 from bot.approvals.mode import Mode
-from bot.tools.registry import ToolRegistry
+from bot.conversation import ConversationRef
+from bot.tools.registry import ToolRegistry, ToolSpec
 
 log = logging.getLogger(__name__)
+
+ConfigLoader = Callable[[str, str], Awaitable[WorkspaceConfig]]
+"""`(platform, workspace_id) -> WorkspaceConfig`."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PolicyContext:
-    """Where a call is being made, for policies that differ per workspace or channel."""
+    """Where a call is being made."""
 
     thread_id: str
+    platform: str
     workspace_id: str
     channel_id: str
 
+    @classmethod
+    def from_thread_id(cls, thread_id: str) -> PolicyContext:
+        """The context of a Countersign thread id (an unparsable id gets empty fields)."""
+        try:
+            ref = ConversationRef.from_thread_id(thread_id)
+        except ValueError:
+            return cls(thread_id=thread_id, platform="", workspace_id="", channel_id="")
+        return cls(thread_id=thread_id, platform=ref.platform, workspace_id=ref.workspace_id, channel_id=ref.channel_id)
+
 
 class ReviewPolicy(Protocol):
-    """Decides each tool call's mode. Must be a pure read: the review node re-runs on resume."""
+    """Decides each tool call's mode."""
 
     def configured_tools(self) -> frozenset[str]:
         """Names of the tools this policy has rules for (checked against the graph's tools)."""
@@ -41,12 +61,36 @@ class ReviewPolicy(Protocol):
         ...
 
 
-class DefaultPolicy:
-    """Each registered tool's built-in default (`ToolSpec.default_mode` and `review_when`).
+def effective_mode(spec: ToolSpec | None, rule: ToolRule | None, args: Mapping[str, Any], *, where: str = "") -> Mode:
+    """The mode of one call: the admin's rule if any, else the tool's default.
 
-    Unknown tool names get AUTO: they never run anyway, the tool node answers them with an
-    error listing the real tools, and a card for a non-existent tool would only confuse.
+    Unknown tools get AUTO: they never run anyway (the tool node answers with the real tool
+    list) and a card for a tool that does not exist would only confuse. Any failure while
+    evaluating a condition gives REVIEW.
     """
+    if spec is None:
+        return Mode.AUTO
+    if rule is not None:
+        if rule.mode is not Mode.REVIEW or not rule.condition:
+            return rule.mode
+        try:
+            condition = compile_condition(rule.condition)
+            return Mode.REVIEW if condition.holds(args) else Mode.AUTO
+        except (ConditionEvaluationError, InvalidConditionError) as exc:
+            log.warning("%s; requiring review (%s)", exc, where)
+            return Mode.REVIEW
+    mode = Mode(spec.default_mode)
+    if mode is Mode.REVIEW and spec.review_when is not None:
+        try:
+            return Mode.REVIEW if spec.review_when(args) else Mode.AUTO
+        except Exception:
+            log.warning("built-in condition of %s failed; requiring review (%s)", spec.name, where, exc_info=True)
+            return Mode.REVIEW
+    return mode
+
+
+class DefaultPolicy:
+    """Each registered tool's built-in default only (no admin configuration)."""
 
     def __init__(self, registry: ToolRegistry) -> None:
         self._registry = registry
@@ -56,26 +100,32 @@ class DefaultPolicy:
         return frozenset(self._registry.names())
 
     async def mode_for(self, call: ToolCall, context: PolicyContext) -> Mode:
-        """Apply the tool's default mode and, for REVIEW, its `review_when` condition."""
-        spec = self._registry.get(call["name"])
-        if spec is None:
-            return Mode.AUTO
-        mode = Mode(spec.default_mode)
-        if mode is Mode.REVIEW and spec.review_when is not None:
-            return Mode.REVIEW if _condition_holds(spec.review_when, call, context) else Mode.AUTO
-        return mode
+        """The tool's default mode and condition."""
+        return effective_mode(self._registry.get(call["name"]), None, call.get("args") or {}, where=context.thread_id)
 
 
-def _condition_holds(condition: Any, call: ToolCall, context: PolicyContext) -> bool:
-    """Evaluate a `review_when` condition; an error counts as "holds" (fail closed)."""
-    args: Mapping[str, Any] = call.get("args") or {}
-    try:
-        return bool(condition(args))
-    except Exception:
-        log.warning(
-            "review condition of %s failed; requiring review (thread_id=%s)",
-            call["name"],
-            context.thread_id,
-            exc_info=True,
-        )
-        return True
+class ConfiguredPolicy:
+    """Admin rules over the built-in defaults.
+
+    Args:
+        registry: the tools and their defaults.
+        load: reads a workspace's configuration.
+    """
+
+    def __init__(self, registry: ToolRegistry, load: ConfigLoader) -> None:
+        self._registry = registry
+        self._load = load
+
+    def configured_tools(self) -> frozenset[str]:
+        """All registered tool names (admin rules are checked against them when saved)."""
+        return frozenset(self._registry.names())
+
+    async def mode_for(self, call: ToolCall, context: PolicyContext) -> Mode:
+        """The channel's rule, else the workspace's, else the default; REVIEW when unsure."""
+        try:
+            config = await self._load(context.platform, context.workspace_id)
+        except Exception:
+            log.exception("could not read the policy; requiring review (thread_id=%s)", context.thread_id)
+            return Mode.REVIEW
+        rule = config.rule_for(call["name"], context.channel_id)
+        return effective_mode(self._registry.get(call["name"]), rule, call.get("args") or {}, where=context.thread_id)

@@ -7,6 +7,9 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+EXPIRED_REASON = "expired without a decision"
+"""What the model reads when nobody decided in time (issue 4, "Expiry")."""
+
 
 class ApprovalStatus(StrEnum):
     """Where an approval stands; every status but PENDING is final."""
@@ -34,6 +37,8 @@ class NewAction:
     tool_name: str
     args: dict[str, Any]
     description: str
+    quorum: int = 1
+    expires_in_s: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -72,6 +77,17 @@ class ApprovalRecord:
     final_args: dict[str, Any] | None
     reason: str | None
     created_at: datetime
+    quorum: int = 1
+    current_args: dict[str, Any] | None = None
+    """The arguments under vote: the proposal, or the latest edit while a quorum is pending."""
+    votes: tuple[str, ...] = ()
+    """Names of those who approved the current arguments so far."""
+    expires_at: datetime | None = None
+
+    @property
+    def args_under_vote(self) -> dict[str, Any]:
+        """`current_args`, or the proposal when nobody edited."""
+        return dict(self.current_args if self.current_args is not None else self.proposed_args)
 
     @property
     def is_pending(self) -> bool:
@@ -92,6 +108,8 @@ class ApprovalRecord:
                 "type": "edit",
                 "edited_action": {"name": self.tool_name, "args": dict(self.final_args or {})},
             }
+        if self.status is ApprovalStatus.EXPIRED:
+            return {"type": "reject", "message": self.reason or EXPIRED_REASON}
         return {"type": "reject", "message": self.reason}
 
 
@@ -101,9 +119,11 @@ class DecideResult:
 
     Attributes:
         approval: the approval as now stored.
+        decided: whether this vote decided the approval (False: a quorum still waits).
         review_complete: True for exactly one decision per review: the one that decided its
             last pending approval and thereby claimed the resume.
     """
 
     approval: ApprovalRecord
     review_complete: bool
+    decided: bool = True

@@ -41,8 +41,7 @@ def build_review_request(
             for call in calls
         ],
         "review_configs": [
-            {"action_name": call["name"], "allowed_decisions": list(ALLOWED_DECISIONS)}
-            for call in calls
+            {"action_name": call["name"], "allowed_decisions": list(ALLOWED_DECISIONS)} for call in calls
         ],
     }
 

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import replace
+from enum import StrEnum
 from typing import Any
 
 import asyncpg
+from asyncpg.pool import PoolConnectionProxy
 
+from bot.approvals.digest import args_digest
 from bot.approvals.records import (
     ApprovalRecord,
     ApprovalStatus,
@@ -18,8 +22,16 @@ from bot.approvals.records import (
 )
 from bot.audit import AuditEntry
 from bot.conversation import Actor
-from bot.errors import AlreadyDecidedError, ApprovalNotFoundError
+from bot.errors import AlreadyDecidedError, AlreadyVotedError, ApprovalNotFoundError, StaleVoteError
 from bot.storage.audit_store import AuditStore
+
+
+class VoteKind(StrEnum):
+    """What a vote does (see `ApprovalStore.vote`)."""
+
+    APPROVE = "approve"
+    EDIT = "edit"
+    REJECT = "reject"
 
 
 class ApprovalStore:
@@ -74,8 +86,9 @@ class ApprovalStore:
                     """
                     INSERT INTO approvals (id, review_id, position, thread_id, workspace_id,
                         tool_call_id, tool_name, description, proposed_args, requester_id,
-                        requester_name)
-                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+                        requester_name, current_args, current_digest, quorum, expires_at)
+                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $9, $12, $13,
+                        CASE WHEN $14::int IS NULL THEN NULL ELSE now() + make_interval(secs => $14) END)
                     """,
                     [
                         (
@@ -90,18 +103,19 @@ class ApprovalStore:
                             action.args,
                             requester.user_id,
                             requester.display_name,
+                            args_digest(action.args),
+                            action.quorum,
+                            action.expires_in_s,
                         )
                         for position, action in enumerate(actions)
                     ],
                 )
-            rows = await connection.fetch(
-                "SELECT * FROM approvals WHERE review_id = $1 ORDER BY position", review_row["id"]
-            )
+            rows = await connection.fetch(f"{_SELECT} WHERE a.review_id = $1 ORDER BY a.position", review_row["id"])
         return _review(review_row), [_approval(row) for row in rows]
 
     async def get(self, approval_id: str) -> ApprovalRecord | None:
         """The approval with this id, or None."""
-        row = await self._pool.fetchrow("SELECT * FROM approvals WHERE id = $1", approval_id)
+        row = await self._pool.fetchrow(f"{_SELECT} WHERE a.id = $1", approval_id)
         return _approval(row) if row else None
 
     async def review(self, review_id: str) -> ReviewRecord | None:
@@ -120,103 +134,185 @@ class ApprovalStore:
 
     async def approvals_of(self, review_id: str) -> list[ApprovalRecord]:
         """The approvals of a review, in action-request order."""
-        rows = await self._pool.fetch(
-            "SELECT * FROM approvals WHERE review_id = $1 ORDER BY position", uuid.UUID(review_id)
-        )
+        rows = await self._pool.fetch(f"{_SELECT} WHERE a.review_id = $1 ORDER BY a.position", uuid.UUID(review_id))
         return [_approval(row) for row in rows]
 
     async def pending_in_thread(self, thread_id: str) -> list[ApprovalRecord]:
         """Undecided approvals of a thread, oldest first."""
         rows = await self._pool.fetch(
-            """
-            SELECT * FROM approvals WHERE thread_id = $1 AND status = 'pending'
-            ORDER BY created_at, position
-            """,
+            f"{_SELECT} WHERE a.thread_id = $1 AND a.status = 'pending' ORDER BY a.created_at, a.position",
             thread_id,
         )
         return [_approval(row) for row in rows]
 
     async def set_card_ref(self, approval_id: str, card_ref: str) -> None:
         """Remember where the approval's card was posted."""
-        await self._pool.execute(
-            "UPDATE approvals SET card_ref = $2 WHERE id = $1", approval_id, card_ref
-        )
+        await self._pool.execute("UPDATE approvals SET card_ref = $2 WHERE id = $1", approval_id, card_ref)
 
-    async def decide(
+    async def vote(
         self,
         approval_id: str,
         *,
         actor: Actor,
-        status: ApprovalStatus,
-        final_args: dict[str, Any] | None,
-        reason: str | None,
+        kind: VoteKind,
+        quorum: int,
         audit: AuditEntry,
+        args: dict[str, Any] | None = None,
+        expected_digest: str | None = None,
+        reason: str | None = None,
     ) -> DecideResult:
-        """Record a decision exactly once, with its audit row, atomically.
+        """Record one vote exactly once, with its audit row, atomically.
+
+        - `reject` (also a call denied by policy) decides at once.
+        - `approve` counts for the arguments under vote; the same person twice counts once.
+        - `edit` replaces the arguments under vote (earlier approvals were for other arguments
+          and no longer count) and is the editor's approval of the new ones.
+        The approval is decided when `quorum` distinct people approved the same arguments; it
+        is then `approved`, or `edited` when those arguments differ from the proposal.
 
         The review row is locked first, so of two decisions finishing the same review at
         once exactly one sees "no pending approvals left" and claims the resume.
 
+        Args:
+            approval_id: the approval.
+            actor: the voter.
+            kind: approve, edit or reject.
+            quorum: approvals needed (the tool's current setting; stored for the card).
+            audit: the audit row to write if the vote is recorded (its outcome is completed
+                here: `approved`, `edited`, `rejected` or `vote`).
+            args: the new arguments, for an edit.
+            expected_digest: for an approve, the digest of the arguments the caller checked
+                the policy for; a concurrent edit makes the vote stale.
+            reason: for a reject.
+
         Raises:
             ApprovalNotFoundError: no such approval.
-            AlreadyDecidedError: someone (or an expiry) decided it first; nothing changed.
+            AlreadyDecidedError: decided before; nothing changed.
+            AlreadyVotedError: this person already approved these arguments.
+            StaleVoteError: the arguments changed since the caller read them; retry.
         """
-        if status is ApprovalStatus.PENDING:
-            raise ValueError("a decision cannot set the status back to pending")
         async with self._pool.acquire() as connection, connection.transaction():
-            current = await connection.fetchrow(
-                "SELECT review_id FROM approvals WHERE id = $1", approval_id
-            )
-            if current is None:
+            review_id = await connection.fetchval("SELECT review_id FROM approvals WHERE id = $1", approval_id)
+            if review_id is None:
                 raise ApprovalNotFoundError(approval_id)
-            await connection.execute(
-                "SELECT 1 FROM reviews WHERE id = $1 FOR UPDATE", current["review_id"]
-            )
-            row = await connection.fetchrow(
+            await connection.execute("SELECT 1 FROM reviews WHERE id = $1 FOR UPDATE", review_id)
+            row = await connection.fetchrow(f"{_SELECT} WHERE a.id = $1", approval_id)
+            if row is None:  # pragma: no cover - approvals are never deleted
+                raise ApprovalNotFoundError(approval_id)
+            current = _approval(row)
+            if not current.is_pending:
+                raise AlreadyDecidedError(
+                    outcome=current.status.value,
+                    decided_by_id=current.decided_by_id,
+                    decided_by_name=current.decided_by_name,
+                    decided_at=current.decided_at,
+                )
+            under_vote = current.args_under_vote
+            digest = args_digest(under_vote)
+            if kind is VoteKind.REJECT:
+                return await self._finish(
+                    connection, current, actor, ApprovalStatus.REJECTED, None, None, reason, quorum, audit
+                )
+            if kind is VoteKind.EDIT:
+                if args is None:
+                    raise ValueError("an edit vote needs the new arguments")
+                under_vote, digest = dict(args), args_digest(args)
+                await connection.execute(
+                    "UPDATE approvals SET current_args = $2, current_digest = $3 WHERE id = $1",
+                    approval_id,
+                    under_vote,
+                    digest,
+                )
+            elif expected_digest is not None and expected_digest != digest:
+                raise StaleVoteError(approval_id)
+            inserted = await connection.fetchval(
                 """
-                UPDATE approvals
-                SET status = $2, decided_by_id = $3, decided_by_name = $4, decided_at = now(),
-                    final_args = $5, reason = $6
-                WHERE id = $1 AND status = 'pending'
-                RETURNING *
+                INSERT INTO approval_votes (approval_id, voter_id, voter_name, args_digest)
+                VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING true
                 """,
                 approval_id,
-                status.value,
                 actor.user_id,
                 actor.display_name,
-                final_args,
-                reason,
+                digest,
             )
-            if row is None:
-                existing = await connection.fetchrow(
-                    "SELECT * FROM approvals WHERE id = $1", approval_id
-                )
-                if existing is None:  # pragma: no cover - approvals are never deleted
-                    raise ApprovalNotFoundError(approval_id)
-                raise AlreadyDecidedError(
-                    outcome=existing["status"],
-                    decided_by_id=existing["decided_by_id"],
-                    decided_by_name=existing["decided_by_name"],
-                    decided_at=existing["decided_at"],
-                )
-            await self._audit.record(audit, connection=connection)
-            claimed = await connection.fetchval(
-                """
-                UPDATE reviews SET status = 'resuming'
-                WHERE id = $1 AND status = 'pending'
-                  AND NOT EXISTS (
-                      SELECT 1 FROM approvals WHERE review_id = $1 AND status = 'pending')
-                RETURNING true
-                """,
-                current["review_id"],
+            if not inserted:
+                raise AlreadyVotedError(approval_id)
+            count = await connection.fetchval(
+                "SELECT count(*) FROM approval_votes WHERE approval_id = $1 AND args_digest = $2",
+                approval_id,
+                digest,
             )
-        return DecideResult(approval=_approval(row), review_complete=bool(claimed))
+            if count >= quorum:
+                status = (
+                    ApprovalStatus.APPROVED if digest == args_digest(current.proposed_args) else ApprovalStatus.EDITED
+                )
+                return await self._finish(connection, current, actor, status, under_vote, digest, None, quorum, audit)
+            await connection.execute("UPDATE approvals SET quorum = $2 WHERE id = $1", approval_id, quorum)
+            await self._audit.record(
+                replace(audit, outcome="vote", final_args=under_vote, detail={**audit.detail, "votes": count}),
+                connection=connection,
+            )
+            updated = await connection.fetchrow(f"{_SELECT} WHERE a.id = $1", approval_id)
+        return DecideResult(approval=_approval(_present(updated)), review_complete=False, decided=False)
+
+    async def _finish(
+        self,
+        connection: PoolConnectionProxy,
+        current: ApprovalRecord,
+        actor: Actor,
+        status: ApprovalStatus,
+        final_args: dict[str, Any] | None,
+        digest: str | None,
+        reason: str | None,
+        quorum: int,
+        audit: AuditEntry,
+    ) -> DecideResult:
+        await connection.execute(
+            """
+            UPDATE approvals
+            SET status = $2, decided_by_id = $3, decided_by_name = $4, decided_at = now(),
+                final_args = $5, approved_digest = $6, reason = $7, quorum = $8
+            WHERE id = $1 AND status = 'pending'
+            """,
+            current.id,
+            status.value,
+            actor.user_id,
+            actor.display_name,
+            final_args,
+            digest,
+            reason,
+            quorum,
+        )
+        await self._audit.record(
+            replace(audit, outcome=status.value, final_args=final_args, reason=reason), connection=connection
+        )
+        claimed = await connection.fetchval(
+            """
+            UPDATE reviews SET status = 'resuming'
+            WHERE id = $1 AND status = 'pending'
+              AND NOT EXISTS (SELECT 1 FROM approvals WHERE review_id = $1 AND status = 'pending')
+            RETURNING true
+            """,
+            uuid.UUID(current.review_id),
+        )
+        row = await connection.fetchrow(f"{_SELECT} WHERE a.id = $1", current.id)
+        return DecideResult(approval=_approval(_present(row)), review_complete=bool(claimed), decided=True)
+
+    async def gate(self, thread_id: str, tool_call_id: str) -> tuple[ApprovalStatus, str | None] | None:
+        """The review state of a tool call: (status, approved digest), or None if never reviewed."""
+        row = await self._pool.fetchrow(
+            """
+            SELECT status, approved_digest FROM approvals
+            WHERE thread_id = $1 AND tool_call_id = $2 ORDER BY created_at DESC LIMIT 1
+            """,
+            thread_id,
+            tool_call_id,
+        )
+        return (ApprovalStatus(row["status"]), row["approved_digest"]) if row else None
 
     async def reviews_in(self, status: ReviewStatus) -> list[ReviewRecord]:
         """Every review with this status, oldest first (used to resume after a restart)."""
-        rows = await self._pool.fetch(
-            "SELECT * FROM reviews WHERE status = $1 ORDER BY created_at", status.value
-        )
+        rows = await self._pool.fetch("SELECT * FROM reviews WHERE status = $1 ORDER BY created_at", status.value)
         return [_review(row) for row in rows]
 
     async def complete_review(self, review_id: str) -> None:
@@ -225,6 +321,22 @@ class ApprovalStore:
             "UPDATE reviews SET status = 'done', completed_at = now() WHERE id = $1",
             uuid.UUID(review_id),
         )
+
+
+_SELECT = """
+SELECT a.*, (
+    SELECT array_agg(v.voter_name ORDER BY v.voted_at) FROM approval_votes v
+    WHERE v.approval_id = a.id AND v.args_digest = a.current_digest
+) AS votes
+FROM approvals a
+"""
+"""Approvals with the names of those who approved the current arguments."""
+
+
+def _present(row: asyncpg.Record | None) -> asyncpg.Record:
+    if row is None:  # pragma: no cover - read back inside the transaction that wrote it
+        raise RuntimeError("approval row vanished inside its own transaction")
+    return row
 
 
 def _review(row: asyncpg.Record) -> ReviewRecord:
@@ -260,4 +372,8 @@ def _approval(row: asyncpg.Record) -> ApprovalRecord:
         final_args=row["final_args"],
         reason=row["reason"],
         created_at=row["created_at"],
+        quorum=row["quorum"],
+        current_args=row["current_args"],
+        votes=tuple(row["votes"] or ()),
+        expires_at=row["expires_at"],
     )

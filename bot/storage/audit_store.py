@@ -24,9 +24,7 @@ class AuditStore:
     def __init__(self, pool: asyncpg.Pool) -> None:
         self._pool = pool
 
-    async def record(
-        self, entry: AuditEntry, *, connection: PoolConnectionProxy | None = None
-    ) -> None:
+    async def record(self, entry: AuditEntry, *, connection: PoolConnectionProxy | None = None) -> None:
         """Append `entry`; pass `connection` to make it part of a caller's transaction."""
         args = (
             entry.kind.value,

@@ -34,11 +34,7 @@ class ConversationStore:
 
     async def exists(self, thread_id: str) -> bool:
         """Whether the bot has taken part in this conversation (e.g. a Slack thread)."""
-        return bool(
-            await self._pool.fetchval(
-                "SELECT true FROM conversations WHERE thread_id = $1", thread_id
-            )
-        )
+        return bool(await self._pool.fetchval("SELECT true FROM conversations WHERE thread_id = $1", thread_id))
 
     async def first_delivery(self, event_key: str) -> bool:
         """Claim a platform event; False when it was handled before (a retry or a replica).

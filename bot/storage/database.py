@@ -110,22 +110,16 @@ async def migrate(url: str) -> list[str]:
 async def _psycopg_connect(url: str) -> Any:
     import psycopg
 
-    return await psycopg.AsyncConnection.connect(
-        url, autocommit=True, prepare_threshold=0, row_factory=dict_row
-    )
+    return await psycopg.AsyncConnection.connect(url, autocommit=True, prepare_threshold=0, row_factory=dict_row)
 
 
 async def _init_connection(connection: asyncpg.Connection) -> None:
     for type_name in ("json", "jsonb"):
-        await connection.set_type_codec(
-            type_name, encoder=json.dumps, decoder=json.loads, schema="pg_catalog"
-        )
+        await connection.set_type_codec(type_name, encoder=json.dumps, decoder=json.loads, schema="pg_catalog")
 
 
 @asynccontextmanager
-async def open_database(
-    settings: DatabaseSettings, *, run_migrations: bool = True
-) -> AsyncIterator[Database]:
+async def open_database(settings: DatabaseSettings, *, run_migrations: bool = True) -> AsyncIterator[Database]:
     """Open the database for the bot's lifetime.
 
     Args:
@@ -140,9 +134,7 @@ async def open_database(
         url = await resolve_url(settings, stack)
         if run_migrations:
             await migrate(url)
-        pool = await asyncpg.create_pool(
-            url, min_size=1, max_size=settings.pool_max_size, init=_init_connection
-        )
+        pool = await asyncpg.create_pool(url, min_size=1, max_size=settings.pool_max_size, init=_init_connection)
         stack.push_async_callback(pool.close)
         lock_pool = await asyncpg.create_pool(url, min_size=1, max_size=settings.pool_max_size)
         stack.push_async_callback(lock_pool.close)

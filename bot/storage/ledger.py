@@ -2,21 +2,46 @@
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Mapping
+from typing import Any
+
 import asyncpg
+
+from bot.approvals.digest import args_digest
+from bot.approvals.records import ApprovalStatus
+from bot.storage.approval_store import ApprovalStore
+from bot.tools.ledger import Claim
+
+log = logging.getLogger(__name__)
 
 
 class PostgresLedger:
-    """Claims tool calls in the `tool_runs` table; shared by every replica.
+    """Claims tool calls in the `tool_runs` table, behind the approvals gate.
 
     Args:
         pool: the asyncpg pool.
+        approvals: where a reviewed call's approved digest is read.
     """
 
-    def __init__(self, pool: asyncpg.Pool) -> None:
+    def __init__(self, pool: asyncpg.Pool, approvals: ApprovalStore) -> None:
         self._pool = pool
+        self._approvals = approvals
 
-    async def claim(self, *, thread_id: str, tool_call_id: str, tool_name: str) -> bool:
-        """True the first time for `(thread_id, tool_call_id)`, False ever after."""
+    async def claim(self, *, thread_id: str, tool_call_id: str, tool_name: str, args: Mapping[str, Any]) -> Claim:
+        """GRANTED once per call, and for a reviewed call only with its approved arguments."""
+        gate = await self._approvals.gate(thread_id, tool_call_id)
+        if gate is not None:
+            status, approved = gate
+            if status not in (ApprovalStatus.APPROVED, ApprovalStatus.EDITED) or approved != args_digest(args):
+                log.error(
+                    "refusing to run %s: review %s does not cover these arguments (tool_call_id=%s thread_id=%s)",
+                    tool_name,
+                    status.value,
+                    tool_call_id,
+                    thread_id,
+                )
+                return Claim.NOT_APPROVED
         claimed = await self._pool.fetchval(
             """
             INSERT INTO tool_runs (thread_id, tool_call_id, tool_name) VALUES ($1, $2, $3)
@@ -26,4 +51,4 @@ class PostgresLedger:
             tool_call_id,
             tool_name,
         )
-        return bool(claimed)
+        return Claim.GRANTED if claimed else Claim.ALREADY_STARTED

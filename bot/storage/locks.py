@@ -40,9 +40,7 @@ class ThreadLocks:
         self._users[thread_id] = self._users.get(thread_id, 0) + 1
         try:
             async with lock, self._pool.acquire() as connection:
-                await connection.execute(
-                    "SELECT pg_advisory_lock(hashtextextended($1, 0))", thread_id
-                )
+                await connection.execute("SELECT pg_advisory_lock(hashtextextended($1, 0))", thread_id)
                 try:
                     yield
                 finally:

@@ -36,9 +36,7 @@ def normalise(url: str) -> str:
     """
     parts = urlsplit(url)
     if parts.scheme not in SCHEMES:
-        raise ValueError(
-            f"DATABASE_URL must start with postgresql:// (got {parts.scheme or 'no scheme'}://...)"
-        )
+        raise ValueError(f"DATABASE_URL must start with postgresql:// (got {parts.scheme or 'no scheme'}://...)")
     return _join(parts, scheme="postgresql")
 
 

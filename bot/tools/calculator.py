@@ -68,11 +68,7 @@ def _power(base: Number, exponent: Number) -> Number:
 
 def _multiply(left: Number, right: Number) -> Number:
     """`left * right`, refusing integer products beyond `MAX_INT_BITS`."""
-    if (
-        isinstance(left, int)
-        and isinstance(right, int)
-        and left.bit_length() + right.bit_length() > MAX_INT_BITS + 1
-    ):
+    if isinstance(left, int) and isinstance(right, int) and left.bit_length() + right.bit_length() > MAX_INT_BITS + 1:
         raise simpleeval.NumberTooHigh("the product would be too large")
     return left * right
 
@@ -82,10 +78,7 @@ def _round(value: Number, ndigits: int | None = None) -> Number:
     if ndigits is None:
         return round(value)
     if not isinstance(ndigits, int) or abs(ndigits) > _MAX_ROUND_DIGITS:
-        raise ValueError(
-            f"round() digits must be an integer between {-_MAX_ROUND_DIGITS} and "
-            f"{_MAX_ROUND_DIGITS}"
-        )
+        raise ValueError(f"round() digits must be an integer between {-_MAX_ROUND_DIGITS} and {_MAX_ROUND_DIGITS}")
     return round(value, ndigits)
 
 
@@ -151,9 +144,7 @@ def _check(tree: ast.Expression) -> None:
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             if not isinstance(node.func, ast.Name) or node.func.id not in _FUNCTIONS:
-                raise ValueError(
-                    "only these functions may be called: " + ", ".join(sorted(_FUNCTIONS))
-                )
+                raise ValueError("only these functions may be called: " + ", ".join(sorted(_FUNCTIONS)))
             if node.keywords:
                 raise ValueError("pass function arguments by position, e.g. round(x, 2)")
         elif isinstance(node, ast.Name):
@@ -215,9 +206,7 @@ def evaluate(expression: str) -> str:
     try:
         tree = ast.parse(text, mode="eval")
         _check(tree)
-        evaluator = simpleeval.SimpleEval(
-            operators=dict(_OPERATORS), functions=dict(_FUNCTIONS), names=dict(_NAMES)
-        )
+        evaluator = simpleeval.SimpleEval(operators=dict(_OPERATORS), functions=dict(_FUNCTIONS), names=dict(_NAMES))
         result = evaluator.eval(text, previously_parsed=tree.body)
         if isinstance(result, int):
             _check_int_size(result)
@@ -242,9 +231,7 @@ def evaluate(expression: str) -> str:
 class _CalculatorArgs(BaseModel):
     """Arguments of the calculator tool."""
 
-    expression: str = Field(
-        description="The arithmetic expression, e.g. `(1200 * 1.08) / 12` or `sqrt(2) * pi`."
-    )
+    expression: str = Field(description="The arithmetic expression, e.g. `(1200 * 1.08) / 12` or `sqrt(2) * pi`.")
 
 
 async def _calculator(expression: str) -> str:

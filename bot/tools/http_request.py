@@ -110,9 +110,7 @@ class _HostRule:
 
 def _parse_port(text: str, entry: str) -> int:
     if not text.isdigit() or not 0 < int(text) < 65536:
-        raise ConfigurationError(
-            f"HTTP_REQUEST_ALLOWED_HOSTS entry {entry!r} has an invalid port {text!r}"
-        )
+        raise ConfigurationError(f"HTTP_REQUEST_ALLOWED_HOSTS entry {entry!r} has an invalid port {text!r}")
     return int(text)
 
 
@@ -136,9 +134,7 @@ def _parse_allowed_hosts(entries: tuple[str, ...]) -> tuple[_HostRule, ...]:
         if entry.startswith("["):
             host, closed, rest = entry[1:].partition("]")
             if not closed or (rest and not rest.startswith(":")):
-                raise ConfigurationError(
-                    f"HTTP_REQUEST_ALLOWED_HOSTS entry {raw!r} is not `[ipv6]` or `[ipv6]:port`"
-                )
+                raise ConfigurationError(f"HTTP_REQUEST_ALLOWED_HOSTS entry {raw!r} is not `[ipv6]` or `[ipv6]:port`")
             if rest:
                 port = _parse_port(rest[1:], raw)
         elif entry.count(":") == 1:
@@ -203,18 +199,13 @@ class _HttpRequestArgs(BaseModel):
 
     # WithJsonSchema (type metadata) rather than json_schema_extra (field metadata): LangChain
     # rebuilds the fields for `tool_call_schema` and keeps only the former.
-    method: Annotated[str, WithJsonSchema({"type": "string", "enum": list(ALLOWED_METHODS)})] = (
-        Field(
-            description=(
-                "HTTP method. GET and HEAD run right away; POST, PUT, PATCH, DELETE and OPTIONS "
-                "wait for a human's approval."
-            )
+    method: Annotated[str, WithJsonSchema({"type": "string", "enum": list(ALLOWED_METHODS)})] = Field(
+        description=(
+            "HTTP method. GET and HEAD run right away; POST, PUT, PATCH, DELETE and OPTIONS "
+            "wait for a human's approval."
         )
     )
-    url: str = Field(
-        description="Absolute http:// or https:// URL on one of the allowed hosts, with any "
-        "query string."
-    )
+    url: str = Field(description="Absolute http:// or https:// URL on one of the allowed hosts, with any query string.")
     headers: dict[str, str] | None = Field(
         default=None,
         description="Optional request headers, an object mapping header names to string values "
@@ -259,9 +250,7 @@ def _check_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
         if len(value) > _MAX_HEADER_VALUE_CHARS:
             raise _RefusedError(f"the value of header {name!r} is too long.")
         if not value.isascii() or any(ch in value for ch in "\r\n\x00"):
-            raise _RefusedError(
-                f"the value of header {name!r} must be printable ASCII on a single line."
-            )
+            raise _RefusedError(f"the value of header {name!r} must be printable ASCII on a single line.")
         checked[name] = value
     return checked
 
@@ -344,9 +333,7 @@ def _render(
     return "\n".join(lines)
 
 
-def make_http_request_tool(
-    settings: ToolSettings, *, transport: httpx.AsyncBaseTransport | None = None
-) -> BaseTool:
+def make_http_request_tool(settings: ToolSettings, *, transport: httpx.AsyncBaseTransport | None = None) -> BaseTool:
     """Build the `http_request` tool for the hosts in `settings.http_allowed_hosts`.
 
     Args:
@@ -374,9 +361,7 @@ def make_http_request_tool(
         except (httpx.InvalidURL, TypeError) as exc:
             raise _RefusedError(f"invalid URL {raw_url[:200]!r}: {exc}.") from None
         if url.scheme not in _DEFAULT_PORTS or not url.host:
-            raise _RefusedError(
-                f"invalid URL {raw_url[:200]!r}: give an absolute http:// or https:// URL."
-            )
+            raise _RefusedError(f"invalid URL {raw_url[:200]!r}: give an absolute http:// or https:// URL.")
         port = url.port if url.port is not None else _DEFAULT_PORTS[url.scheme]
         if not 0 < port < 65536:
             raise _RefusedError(f"invalid port {port} in URL.")
@@ -397,9 +382,7 @@ def make_http_request_tool(
             )
         return url
 
-    async def send(
-        method: str, url: httpx.URL, headers: dict[str, str], content: bytes | None
-    ) -> str:
+    async def send(method: str, url: httpx.URL, headers: dict[str, str], content: bytes | None) -> str:
         borrowed = _BorrowedTransport(transport) if transport is not None else None
         async with (
             asyncio.timeout(timeout_s),
@@ -450,9 +433,7 @@ def make_http_request_tool(
         try:
             verb = normalize_method(method)
             if verb not in ALLOWED_METHODS:
-                raise _RefusedError(
-                    f"method {method!r} is not supported; use one of {', '.join(ALLOWED_METHODS)}."
-                )
+                raise _RefusedError(f"method {method!r} is not supported; use one of {', '.join(ALLOWED_METHODS)}.")
             target = check_url(url)
             request_headers = _check_headers(headers)
             content: bytes | None = None
@@ -472,10 +453,7 @@ def make_http_request_tool(
         try:
             return await send(verb, target, request_headers, content)
         except (httpx.TimeoutException, TimeoutError):
-            return _error(
-                f"{host} did not answer within {timeout_s:g} seconds. Try again later, or ask "
-                "for less data."
-            )
+            return _error(f"{host} did not answer within {timeout_s:g} seconds. Try again later, or ask for less data.")
         except httpx.ConnectError as exc:
             return _error(f"could not connect to {host}: {exc or type(exc).__name__}.")
         except httpx.HTTPError as exc:

@@ -1,37 +1,51 @@
-"""At-most-once tool runs: a call id is claimed before its tool runs.
+"""At-most-once, approved-only tool runs: a call is claimed just before its tool runs.
 
 LangGraph re-runs a node from its top when a turn is resumed after a crash, so a tool node that
 died half-way would run its calls again. The ledger makes the second attempt see the first
-claim and answer the model instead of repeating a side effect (DESIGN.md: "no tool run twice").
+claim and answer the model instead of repeating a side effect (DESIGN.md: "no tool run
+twice"). A call that went through review runs only if its approval is decided and the digest
+of the arguments about to run equals the approved digest (issue 4).
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Mapping
+from enum import StrEnum
+from typing import Any, Protocol
+
+
+class Claim(StrEnum):
+    """The answer to "may this call run now?"."""
+
+    GRANTED = "granted"
+    ALREADY_STARTED = "already_started"
+    NOT_APPROVED = "not_approved"
+    """Reviewed, but not approved for exactly these arguments."""
 
 
 class ToolRunLedger(Protocol):
     """Records which tool calls have started."""
 
-    async def claim(self, *, thread_id: str, tool_call_id: str, tool_name: str) -> bool:
+    async def claim(self, *, thread_id: str, tool_call_id: str, tool_name: str, args: Mapping[str, Any]) -> Claim:
         """Claim a call before running it.
 
         Returns:
-            True the first time for this `(thread_id, tool_call_id)`, False ever after.
+            GRANTED the first time for `(thread_id, tool_call_id)` when the call may run,
+            ALREADY_STARTED ever after, NOT_APPROVED when its review does not cover `args`.
         """
         ...
 
 
 class InMemoryLedger:
-    """A process-local ledger, for the terminal without a database and for graph tests."""
+    """A process-local ledger without an approvals gate, for graph tests."""
 
     def __init__(self) -> None:
         self._claimed: set[tuple[str, str]] = set()
 
-    async def claim(self, *, thread_id: str, tool_call_id: str, tool_name: str) -> bool:
+    async def claim(self, *, thread_id: str, tool_call_id: str, tool_name: str, args: Mapping[str, Any]) -> Claim:
         """See `ToolRunLedger.claim`."""
         key = (thread_id, tool_call_id)
         if key in self._claimed:
-            return False
+            return Claim.ALREADY_STARTED
         self._claimed.add(key)
-        return True
+        return Claim.GRANTED

@@ -57,14 +57,11 @@ def _import(module_name: str) -> ModuleType:
                 "the name and that its directory is on PYTHONPATH"
             ) from exc
         raise ConfigurationError(
-            f"tools module {module_name!r} cannot be imported: it needs {exc.name!r}, which is "
-            "not installed"
+            f"tools module {module_name!r} cannot be imported: it needs {exc.name!r}, which is not installed"
         ) from exc
     except Exception as exc:
         # Anything the module raises at import time (syntax errors, failing top-level code).
-        raise ConfigurationError(
-            f"tools module {module_name!r} failed to import: {_one_line(exc)}"
-        ) from exc
+        raise ConfigurationError(f"tools module {module_name!r} failed to import: {_one_line(exc)}") from exc
 
 
 def _as_spec(item: object, index: int, module_name: str) -> ToolSpec:
@@ -72,17 +69,14 @@ def _as_spec(item: object, index: int, module_name: str) -> ToolSpec:
     if isinstance(item, ToolSpec):
         if not isinstance(item.tool, BaseTool):
             raise ConfigurationError(
-                f"{where} is a ToolSpec whose tool is a {type(item.tool).__name__}, not a "
-                "LangChain tool"
+                f"{where} is a ToolSpec whose tool is a {type(item.tool).__name__}, not a LangChain tool"
             )
         spec = item
     elif isinstance(item, BaseTool):
         spec = ToolSpec(tool=item, default_mode=Mode.REVIEW)
     else:
         hint = "; decorate functions with langchain_core.tools.tool" if callable(item) else ""
-        raise ConfigurationError(
-            f"{where} is a {type(item).__name__}; expected a ToolSpec or a LangChain tool{hint}"
-        )
+        raise ConfigurationError(f"{where} is a {type(item).__name__}; expected a ToolSpec or a LangChain tool{hint}")
     if not _TOOL_NAME.fullmatch(spec.name):
         raise ConfigurationError(
             f"{where} has the name {spec.name!r}; tool names must start with a letter or _ and "
@@ -109,12 +103,9 @@ def load_operator_tools(module_name: str) -> list[ToolSpec]:
         tools = module.TOOLS
     except AttributeError:
         raise ConfigurationError(
-            f"tools module {module_name!r} has no TOOLS; define TOOLS = [...] with ToolSpec "
-            "items or LangChain tools"
+            f"tools module {module_name!r} has no TOOLS; define TOOLS = [...] with ToolSpec items or LangChain tools"
         ) from None
-    if isinstance(tools, str | bytes | Mapping | BaseTool | ToolSpec) or not isinstance(
-        tools, Iterable
-    ):
+    if isinstance(tools, str | bytes | Mapping | BaseTool | ToolSpec) or not isinstance(tools, Iterable):
         raise ConfigurationError(
             f"TOOLS in tools module {module_name!r} is a {type(tools).__name__}; it must be a "
             "list (or other iterable) of ToolSpec items or LangChain tools"
@@ -153,8 +144,6 @@ def build_registry(settings: ToolSettings, tools_module: str | None) -> ToolRegi
                 "name of a built-in tool; rename it"
             )
         if registry.get(spec.name) is not None:
-            raise ConfigurationError(
-                f"tools module {tools_module!r} defines more than one tool named {spec.name!r}"
-            )
+            raise ConfigurationError(f"tools module {tools_module!r} defines more than one tool named {spec.name!r}")
         registry.register(spec)
     return registry

@@ -39,9 +39,7 @@ MAX_SUBJECT_CHARS: Final = 200
 MAX_BODY_CHARS: Final = 50_000
 
 _DEFAULT_PORTS: Final = {"smtp": 25, "smtps": 465}
-_LOCAL_PART: Final = re.compile(
-    r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*"
-)
+_LOCAL_PART: Final = re.compile(r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*")
 _DOMAIN_LABEL: Final = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
 
 
@@ -150,15 +148,11 @@ def _check_recipients(to: list[str], cc: list[str] | None) -> tuple[list[str], l
                 seen.add(address.lower())
                 checked.append(address)
     if len(seen) > MAX_RECIPIENTS:
-        raise _RefusedError(
-            f"at most {MAX_RECIPIENTS} recipients (To and Cc together) are allowed."
-        )
+        raise _RefusedError(f"at most {MAX_RECIPIENTS} recipients (To and Cc together) are allowed.")
     return lists
 
 
-def _build_message(
-    sender: str, to: list[str], cc: list[str], subject: str, body: str
-) -> EmailMessage:
+def _build_message(sender: str, to: list[str], cc: list[str], subject: str, body: str) -> EmailMessage:
     message = EmailMessage()
     message["From"] = sender
     message["To"] = ", ".join(to)
@@ -224,9 +218,7 @@ def make_send_email_tool(settings: ToolSettings) -> BaseTool:
             refused, _ = await client.send_message(message, sender=sender, recipients=recipients)
         return {address: f"{reply.code} {reply.message}" for address, reply in refused.items()}
 
-    async def send_email(
-        to: list[str], subject: str, body: str, cc: list[str] | None = None
-    ) -> str:
+    async def send_email(to: list[str], subject: str, body: str, cc: list[str] | None = None) -> str:
         """Send a plain-text email.
 
         Sending waits for a human's approval, who sees the recipients, subject and text.
@@ -248,8 +240,7 @@ def make_send_email_tool(settings: ToolSettings) -> BaseTool:
             return f"Error: {refusal}"
         except aiosmtplib.SMTPRecipientsRefused as exc:
             reasons = "; ".join(
-                f"{error.recipient} ({error.code} {target.scrub(error.message)})"
-                for error in exc.recipients
+                f"{error.recipient} ({error.code} {target.scrub(error.message)})" for error in exc.recipients
             )
             return f"Error: the mail server refused every recipient: {reasons}. Nothing was sent."
         except aiosmtplib.SMTPAuthenticationError:

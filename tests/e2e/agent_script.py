@@ -22,17 +22,12 @@ def agent_script(target_url: str) -> ScriptedResponder:
 
     def rule(request: GeminiRequest) -> GeminiReply | None:
         if request.function_responses:
-            responses = [
-                {"name": name, "response": response}
-                for name, response in request.function_responses
-            ]
+            responses = [{"name": name, "response": response} for name, response in request.function_responses]
             return text("Result: " + json.dumps(responses, sort_keys=True))
         said = (request.last_user_text or "").strip()
         words = said.split()
         if words[:1] == ["post"] and len(words) > 1:
-            return call(
-                "http_request", {"method": "POST", "url": target_url, "body": {"name": words[1]}}
-            )
+            return call("http_request", {"method": "POST", "url": target_url, "body": {"name": words[1]}})
         if words[:1] == ["get"]:
             return call("http_request", {"method": "GET", "url": target_url})
         if said == "long":

@@ -53,9 +53,7 @@ async def slack() -> AsyncIterator[SlackApiStandIn]:
 
 
 @pytest.fixture
-def settings(
-    db_url: str, gemini: GeminiStandIn, slack: SlackApiStandIn, target: HttpTarget
-) -> Settings:
+def settings(db_url: str, gemini: GeminiStandIn, slack: SlackApiStandIn, target: HttpTarget) -> Settings:
     return make_settings(db_url, gemini, slack, target)
 
 
@@ -73,9 +71,7 @@ def make_settings(
         ),
         agent=AgentSettings(),
         tools=ToolSettings(http_allowed_hosts=(target.host,)),
-        slack=SlackSettings(
-            bot_token=BOT_TOKEN, signing_secret=SIGNING_SECRET, api_url=slack.base_url
-        ),
+        slack=SlackSettings(bot_token=BOT_TOKEN, signing_secret=SIGNING_SECRET, api_url=slack.base_url),
         server=ServerSettings(host="127.0.0.1", port=0, shutdown_grace_s=5, **server),
     )
 
@@ -124,9 +120,7 @@ async def discord_api() -> AsyncIterator[Any]:
         make_user,
     )
 
-    async with DiscordStandIn(
-        bot_token=DISCORD_TOKEN, application_id=D_APP, bot_user_id=D_BOT
-    ) as api:
+    async with DiscordStandIn(bot_token=DISCORD_TOKEN, application_id=D_APP, bot_user_id=D_BOT) as api:
         api.add_guild(
             D_GUILD,
             "Countersign e2e",
@@ -146,9 +140,7 @@ async def discord_api() -> AsyncIterator[Any]:
         yield api
 
 
-def make_discord_settings(
-    db_url: str, gemini: GeminiStandIn, target: HttpTarget, discord_api: Any
-) -> Settings:
+def make_discord_settings(db_url: str, gemini: GeminiStandIn, target: HttpTarget, discord_api: Any) -> Settings:
     from bot.settings import DiscordSettings
 
     base = make_settings(db_url, gemini, SlackApiStandInPlaceholder, target)

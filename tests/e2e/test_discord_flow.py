@@ -39,15 +39,11 @@ class Card:
 
 
 def _buttons(message: dict[str, Any]) -> list[str]:
-    return [
-        c["custom_id"] for row in message.get("components") or [] for c in row.get("components", [])
-    ]
+    return [c["custom_id"] for row in message.get("components") or [] for c in row.get("components", [])]
 
 
 async def mention(api, user: int, text: str, channel: int = D_CHANNEL) -> dict[str, Any]:
-    return await api.send_message(
-        channel, user, f"<@{D_BOT}> {text}", mentions=[D_BOT], guild_id=D_GUILD
-    )
+    return await api.send_message(channel, user, f"<@{D_BOT}> {text}", mentions=[D_BOT], guild_id=D_GUILD)
 
 
 async def wait_card(api, channel: int = D_CHANNEL, count: int = 1) -> list[Card]:
@@ -65,9 +61,7 @@ async def wait_card(api, channel: int = D_CHANNEL, count: int = 1) -> list[Card]
     return cards
 
 
-async def wait_answer(
-    api, channel: int = D_CHANNEL, starts: str = "Result: ", count: int = 1
-) -> list[str]:
+async def wait_answer(api, channel: int = D_CHANNEL, starts: str = "Result: ", count: int = 1) -> list[str]:
     posts = await api.wait_for_request(
         "POST",
         MESSAGES.format(channel=channel),
@@ -136,15 +130,11 @@ async def test_approve_runs_once_and_the_card_is_edited_in_place(discord_bot, di
     assert "widget" in answer
     edited = discord_api.message(card.message_id)
     assert _buttons(edited) == []
-    assert "Approved" in edited["embeds"][0]["title"] and f"<@{D_ALICE}>" in json.dumps(
-        edited["embeds"][0]
-    )
+    assert "Approved" in edited["embeds"][0]["title"] and f"<@{D_ALICE}>" in json.dumps(edited["embeds"][0])
     assert discord_api.typing(D_CHANNEL) >= 1
 
 
-async def test_edit_opens_a_prefilled_modal_and_runs_the_edited_args(
-    discord_bot, discord_api, target
-):
+async def test_edit_opens_a_prefilled_modal_and_runs_the_edited_args(discord_bot, discord_api, target):
     """Edit answers with a modal holding the JSON; the submitted args are what runs."""
     await mention(discord_api, D_ALICE, "post widget")
     [card] = await wait_card(discord_api)
@@ -169,9 +159,7 @@ async def test_reject_with_reason(discord_bot, discord_api, target, gemini):
     await mention(discord_api, D_ALICE, "post widget")
     [card] = await wait_card(discord_api)
     await click(discord_api, card, D_ALICE, "reject")
-    await discord_api.submit_modal(
-        f"cs:reject-modal:{card.approval_id}", D_ALICE, {"reason": "change freeze"}
-    )
+    await discord_api.submit_modal(f"cs:reject-modal:{card.approval_id}", D_ALICE, {"reason": "change freeze"})
     [answer] = await wait_answer(discord_api)
     await settle(discord_bot)
     assert target.requests == []
@@ -180,9 +168,7 @@ async def test_reject_with_reason(discord_bot, discord_api, target, gemini):
     assert "Rejected" in embed["title"] and "change freeze" in json.dumps(embed)
 
 
-async def test_refused_clicker_gets_an_ephemeral_message_and_nothing_changes(
-    discord_bot, discord_api, target
-):
+async def test_refused_clicker_gets_an_ephemeral_message_and_nothing_changes(discord_bot, discord_api, target):
     """Bob (no Manage Server, not the requester) is refused privately; Carol (Manage Server) may decide."""
     await mention(discord_api, D_ALICE, "post widget")
     [card] = await wait_card(discord_api)
@@ -218,9 +204,7 @@ async def test_double_click_and_two_approvers_decide_once(discord_bot, discord_a
     assert all("already approved by" in f["content"] and f["flags"] & 64 for f in told)
 
 
-async def test_a_new_message_while_pending_gets_a_link_to_the_card(
-    discord_bot, discord_api, gemini
-):
+async def test_a_new_message_while_pending_gets_a_link_to_the_card(discord_bot, discord_api, gemini):
     """A message in the conversation while the card waits is not given to the agent; it links the card."""
     await mention(discord_api, D_ALICE, "post widget")
     [card] = await wait_card(discord_api)
@@ -259,9 +243,7 @@ async def test_restart_between_card_and_click(db_url, gemini, target, discord_ap
     assert len(target.requests) == 1
 
 
-async def test_an_edit_modal_opened_before_a_restart_is_still_handled(
-    db_url, gemini, target, discord_api
-):
+async def test_an_edit_modal_opened_before_a_restart_is_still_handled(db_url, gemini, target, discord_api):
     """The modal's submission reaches a restarted bot, which reads the approval from its custom_id."""
     from tests.standins.discord_api import point_discord_py_at
 
@@ -273,31 +255,21 @@ async def test_an_edit_modal_opened_before_a_restart_is_still_handled(
             await click(discord_api, card, D_ALICE, "edit")
         async with BotServer(settings) as second:
             edited = {"method": "POST", "url": target.url(), "body": {"name": "late"}}
-            await discord_api.submit_modal(
-                f"cs:edit-modal:{card.approval_id}", D_ALICE, {"args": json.dumps(edited)}
-            )
+            await discord_api.submit_modal(f"cs:edit-modal:{card.approval_id}", D_ALICE, {"args": json.dumps(edited)})
             await wait_answer(discord_api)
             await settle(second)
     assert [r.json for r in target.requests] == [{"name": "late"}]
 
 
-async def test_invalid_edit_is_refused_ephemerally_with_a_way_to_retry(
-    discord_bot, discord_api, target
-):
+async def test_invalid_edit_is_refused_ephemerally_with_a_way_to_retry(discord_bot, discord_api, target):
     """Broken JSON or a schema error: an ephemeral reason and an Edit again button; the card stays usable."""
     await mention(discord_api, D_ALICE, "post widget")
     [card] = await wait_card(discord_api)
     for raw, expected in [('{"method": ', "not valid JSON"), ('{"method": "POST"}', "url")]:
         await click(discord_api, card, D_ALICE, "edit")
-        submitted = await discord_api.submit_modal(
-            f"cs:edit-modal:{card.approval_id}", D_ALICE, {"args": raw}
-        )
+        submitted = await discord_api.submit_modal(f"cs:edit-modal:{card.approval_id}", D_ALICE, {"args": raw})
         await wait_callback(discord_api, submitted)
-        replies = [
-            c.json
-            for c in discord_api.callbacks(submitted.id)
-            if c.status < 300 and c.json["type"] == 4
-        ]
+        replies = [c.json for c in discord_api.callbacks(submitted.id) if c.status < 300 and c.json["type"] == 4]
         if not replies:  # deferred first, then the reason as a followup
             replies = await wait_followup(discord_api, submitted)
         [reply] = replies
@@ -320,9 +292,7 @@ async def test_mention_injection_pings_nobody(discord_bot, discord_api):
     await settle(discord_bot)
     sent = discord_api.messages(D_CHANNEL)
     assert sent
-    assert all(m["allowed_mentions"] == NO_PINGS for m in sent), [
-        m["allowed_mentions"] for m in sent
-    ]
+    assert all(m["allowed_mentions"] == NO_PINGS for m in sent), [m["allowed_mentions"] for m in sent]
     assert all(not m.get("mention_everyone") and not m.get("mentions") for m in sent)
 
 

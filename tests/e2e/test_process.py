@@ -34,17 +34,13 @@ def bot_env(gemini, slack, target, port: int, **extra: str) -> dict[str, str]:
     )
 
 
-async def test_the_whole_flow_across_a_restart_in_separate_processes(
-    db_url, gemini, slack, target, tmp_path
-):
+async def test_the_whole_flow_across_a_restart_in_separate_processes(db_url, gemini, slack, target, tmp_path):
     """Card from one process, SIGTERM, click served by a new process: one request, answer posted."""
     port = free_port()
     env = bot_env(gemini, slack, target, port, DATABASE_URL=db_url)
     first = await BotProcess(env, tmp_path).start()
     await first.wait_healthy(port)
-    async with SlackEventSender(
-        f"http://127.0.0.1:{port}/slack/events", SIGNING_SECRET, team_id=TEAM
-    ) as events:
+    async with SlackEventSender(f"http://127.0.0.1:{port}/slack/events", SIGNING_SECRET, team_id=TEAM) as events:
         mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> post widget")
         [card] = await wait_card(slack)
     assert await first.stop() == 0, first.stderr.decode()
@@ -52,9 +48,7 @@ async def test_the_whole_flow_across_a_restart_in_separate_processes(
 
     second = await BotProcess(env, tmp_path).start()
     await second.wait_healthy(port)
-    async with SlackEventSender(
-        f"http://127.0.0.1:{port}/slack/events", SIGNING_SECRET, team_id=TEAM
-    ) as events:
+    async with SlackEventSender(f"http://127.0.0.1:{port}/slack/events", SIGNING_SECRET, team_id=TEAM) as events:
         await click(events, slack, ALICE, blocks.ACTION_APPROVE, card)
         [answer] = await wait_answer(slack, mention.ts)
     assert await second.stop() == 0, second.stderr.decode()
@@ -69,9 +63,7 @@ def _postmaster_pid(data_dir: Path) -> int | None:
     return int(pid_file.read_text().split()[0]) if pid_file.exists() else None
 
 
-async def test_embedded_postgres_starts_with_the_bot_and_stops_with_it(
-    gemini, slack, target, tmp_path
-):
+async def test_embedded_postgres_starts_with_the_bot_and_stops_with_it(gemini, slack, target, tmp_path):
     """No DATABASE_URL: the data directory is created, the server starts, and SIGTERM stops it."""
     port = free_port()
     data_dir = tmp_path / "data" / "countersign"
@@ -84,9 +76,7 @@ async def test_embedded_postgres_starts_with_the_bot_and_stops_with_it(
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
 
 
-async def test_a_server_already_running_on_the_data_dir_is_reused_and_left_running(
-    gemini, slack, target, tmp_path
-):
+async def test_a_server_already_running_on_the_data_dir_is_reused_and_left_running(gemini, slack, target, tmp_path):
     """When PostgreSQL already runs on the data directory, the bot uses it and does not stop it."""
     data_dir = tmp_path / "shared"
     mine = EmbeddedPostgres(data_dir)
@@ -107,9 +97,7 @@ async def test_a_server_already_running_on_the_data_dir_is_reused_and_left_runni
 
 async def test_missing_api_key_is_one_line_and_a_failure_exit(tmp_path):
     """Without GOOGLE_API_KEY, `countersign run` prints one line naming it and exits non-zero."""
-    bot = await BotProcess(
-        base_env(SLACK_BOT_TOKEN="xoxb-x", SLACK_SIGNING_SECRET="s"), tmp_path
-    ).start()
+    bot = await BotProcess(base_env(SLACK_BOT_TOKEN="xoxb-x", SLACK_SIGNING_SECRET="s"), tmp_path).start()
     assert await bot.wait() == 2
     lines = bot.stderr.decode().strip().splitlines()
     assert lines == ["countersign: GOOGLE_API_KEY is not set: the agent needs a Gemini API key"]
@@ -137,9 +125,7 @@ async def test_migrate_applies_and_is_idempotent(db_url, tmp_path):
         assert await bot.wait() == 0, bot.stderr.decode()
 
 
-async def test_discord_and_slack_in_one_process_across_a_restart(
-    db_url, gemini, slack, target, discord_api, tmp_path
-):
+async def test_discord_and_slack_in_one_process_across_a_restart(db_url, gemini, slack, target, discord_api, tmp_path):
     """`countersign run` with both platforms: Discord discovers its gateway from DISCORD_API_URL,
     a card posted before a restart is approved on a new client, and Slack answers meanwhile."""
     from tests.e2e.conftest import D_ALICE, D_BOT, D_CHANNEL, D_GUILD, DISCORD_TOKEN
@@ -159,13 +145,9 @@ async def test_discord_and_slack_in_one_process_across_a_restart(
     )
     first = await BotProcess(env, tmp_path).start()
     await first.wait_healthy(port)
-    await discord_api.send_message(
-        D_CHANNEL, D_ALICE, f"<@{D_BOT}> post widget", mentions=[D_BOT], guild_id=D_GUILD
-    )
+    await discord_api.send_message(D_CHANNEL, D_ALICE, f"<@{D_BOT}> post widget", mentions=[D_BOT], guild_id=D_GUILD)
     [card] = await discord_card(discord_api)
-    async with SlackEventSender(
-        f"http://127.0.0.1:{port}/slack/events", SIGNING_SECRET, team_id=TEAM
-    ) as events:
+    async with SlackEventSender(f"http://127.0.0.1:{port}/slack/events", SIGNING_SECRET, team_id=TEAM) as events:
         mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> hello from slack")
         await wait_answer(slack, mention.ts, starts="You said: hello from slack")
     assert await first.stop() == 0, first.stderr.decode()
@@ -179,9 +161,7 @@ async def test_discord_and_slack_in_one_process_across_a_restart(
     assert discord_api.identifies and all(i["intents"] & (1 << 15) for i in discord_api.identifies)
 
 
-async def test_missing_message_content_intent_is_reported_at_start(
-    gemini, target, tmp_path, db_url
-):
+async def test_missing_message_content_intent_is_reported_at_start(gemini, target, tmp_path, db_url):
     """When the application may not use the Message Content intent, the bot says so in one line."""
     from tests.e2e.conftest import D_APP, D_BOT, DISCORD_TOKEN
     from tests.standins.discord_api import DiscordStandIn, Intent

@@ -34,9 +34,7 @@ def _actions(message_blocks: list[dict[str, Any]] | None) -> list[dict[str, Any]
 
 async def wait_card(slack: SlackApiStandIn, *, count: int = 1) -> list[Card]:
     """Wait for `count` cards (messages with our buttons) and return them in order."""
-    posts = await slack.wait_for(
-        "chat.postMessage", lambda a: bool(_actions(a.get("blocks"))), count=count
-    )
+    posts = await slack.wait_for("chat.postMessage", lambda a: bool(_actions(a.get("blocks"))), count=count)
     cards = []
     for message in slack.messages(CHANNEL):
         if _actions(message.get("blocks")):
@@ -54,9 +52,7 @@ async def wait_card(slack: SlackApiStandIn, *, count: int = 1) -> list[Card]:
     return cards
 
 
-async def wait_answer(
-    slack: SlackApiStandIn, thread_ts: str, starts: str = "Result: ", count: int = 1
-) -> list[str]:
+async def wait_answer(slack: SlackApiStandIn, thread_ts: str, starts: str = "Result: ", count: int = 1) -> list[str]:
     calls = await slack.wait_for(
         "chat.postMessage",
         lambda a: a.get("thread_ts") == thread_ts and str(a.get("text", "")).startswith(starts),
@@ -69,9 +65,7 @@ def card_state(slack: SlackApiStandIn, card: Card) -> dict[str, Any]:
     return slack.message(card.channel, card.ts)
 
 
-async def click(
-    events: SlackEventSender, slack: SlackApiStandIn, user: str, action_id: str, card: Card
-):
+async def click(events: SlackEventSender, slack: SlackApiStandIn, user: str, action_id: str, card: Card):
     return await events.block_actions(
         user,
         card.channel,
@@ -88,9 +82,7 @@ async def settle(bot: BotServer) -> None:
     await bot.runtime.service.tasks.join()
 
 
-async def test_approve_runs_the_request_once_and_posts_the_answer(
-    bot, events, slack, target, gemini
-):
+async def test_approve_runs_the_request_once_and_posts_the_answer(bot, events, slack, target, gemini):
     """Mention -> card in the thread -> requester approves -> one request with the proposed args -> answer."""
     mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> post widget")
     assert mention.status == 200
@@ -108,9 +100,7 @@ async def test_approve_runs_the_request_once_and_posts_the_answer(
     assert [(r.method, r.json) for r in target.requests] == [("POST", {"name": "widget"})]
     updated = card_state(slack, card)
     assert _actions(updated["blocks"]) == []
-    assert "Approved" in json.dumps(updated["blocks"]) and f"<@{ALICE}>" in json.dumps(
-        updated["blocks"][-1]
-    )
+    assert "Approved" in json.dumps(updated["blocks"]) and f"<@{ALICE}>" in json.dumps(updated["blocks"][-1])
     # progress: an hourglass on the mention while the agent worked, removed afterwards
     assert slack.calls_to("reactions.add") and slack.calls_to("reactions.remove")
 
@@ -139,9 +129,7 @@ async def test_edit_uses_the_edited_args(bot, events, slack, target):
     assert "Approved with edits" in shown and "gadget" in shown
 
 
-async def test_reject_with_reason_sends_nothing_and_the_model_sees_the_reason(
-    bot, events, slack, target, gemini
-):
+async def test_reject_with_reason_sends_nothing_and_the_model_sees_the_reason(bot, events, slack, target, gemini):
     """Reject with a reason: no request; the model's next call carries the reason."""
     mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> post widget")
     [card] = await wait_card(slack)
@@ -163,9 +151,7 @@ async def test_reject_with_reason_sends_nothing_and_the_model_sees_the_reason(
     assert "Rejected" in shown and "change freeze" in shown
 
 
-async def test_a_clicker_who_is_not_permitted_is_refused_and_nothing_changes(
-    bot, events, slack, target
-):
+async def test_a_clicker_who_is_not_permitted_is_refused_and_nothing_changes(bot, events, slack, target):
     """Bob (not the requester, not an admin) gets an ephemeral refusal; the card still works for Alice."""
     mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> post widget")
     [card] = await wait_card(slack)
@@ -203,9 +189,7 @@ async def test_double_click_and_two_approvers_decide_once(bot, events, slack, ta
     )
     assert all(d.status == 200 for d in deliveries)
     await wait_answer(slack, mention.ts)
-    told = await slack.wait_for(
-        "chat.postEphemeral", lambda a: "already approved" in a.get("text", ""), count=2
-    )
+    told = await slack.wait_for("chat.postEphemeral", lambda a: "already approved" in a.get("text", ""), count=2)
     await settle(bot)
     assert len(target.requests) == 1
     assert len(told) == 2
@@ -231,17 +215,13 @@ async def test_the_click_still_works_after_a_restart(settings, db_url, gemini, s
     """The bot stops between the card and the click; a new bot process state serves the click."""
     async with (
         BotServer(settings) as first,
-        SlackEventSender(
-            f"http://127.0.0.1:{first.port}/slack/events", SIGNING_SECRET, team_id=TEAM
-        ) as events,
+        SlackEventSender(f"http://127.0.0.1:{first.port}/slack/events", SIGNING_SECRET, team_id=TEAM) as events,
     ):
         mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> post widget")
         [card] = await wait_card(slack)
     async with (
         BotServer(settings) as second,
-        SlackEventSender(
-            f"http://127.0.0.1:{second.port}/slack/events", SIGNING_SECRET, team_id=TEAM
-        ) as events,
+        SlackEventSender(f"http://127.0.0.1:{second.port}/slack/events", SIGNING_SECRET, team_id=TEAM) as events,
     ):
         await click(events, slack, ALICE, blocks.ACTION_APPROVE, card)
         await wait_answer(slack, mention.ts)
@@ -249,9 +229,7 @@ async def test_the_click_still_works_after_a_restart(settings, db_url, gemini, s
     assert len(target.requests) == 1
 
 
-async def test_invalid_json_in_the_edit_modal_is_shown_and_the_card_stays_usable(
-    bot, events, slack, target
-):
+async def test_invalid_json_in_the_edit_modal_is_shown_and_the_card_stays_usable(bot, events, slack, target):
     """Broken JSON, a non-object and a schema error are shown in the modal; approving afterwards still works."""
     mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> post widget")
     [card] = await wait_card(slack)
@@ -323,12 +301,8 @@ async def test_own_messages_bots_and_edits_are_ignored(bot, events, slack, gemin
     count = len(gemini.requests)
     await events.message(CHANNEL, "UBOT", "my own words", thread_ts=mention.ts)
     await events.message(CHANNEL, "UOTHER", "beep", thread_ts=mention.ts, bot_id="B123")
-    await events.message(
-        CHANNEL, ALICE, "edited", ts=mention.ts, thread_ts=mention.ts, subtype="message_changed"
-    )
-    await events.message(
-        CHANNEL, ALICE, "", ts=mention.ts, thread_ts=mention.ts, subtype="message_deleted"
-    )
+    await events.message(CHANNEL, ALICE, "edited", ts=mention.ts, thread_ts=mention.ts, subtype="message_changed")
+    await events.message(CHANNEL, ALICE, "", ts=mention.ts, thread_ts=mention.ts, subtype="message_deleted")
     await asyncio.sleep(0.2)
     await settle(bot)
     assert len(gemini.requests) == count
@@ -361,11 +335,7 @@ async def test_agent_text_cannot_broadcast_and_long_answers_are_split(bot, event
     long = await events.app_mention(CHANNEL, ALICE, "<@UBOT> long")
     await asyncio.sleep(0.1)
     await settle(bot)
-    pieces = [
-        c.args["text"]
-        for c in slack.calls_to("chat.postMessage")
-        if c.args.get("thread_ts") == long.ts
-    ]
+    pieces = [c.args["text"] for c in slack.calls_to("chat.postMessage") if c.args.get("thread_ts") == long.ts]
     assert len(pieces) >= 2
     assert all(len(p) <= 4000 for p in pieces)
     assert " ".join(pieces).split() == LONG_ANSWER.split()

@@ -30,18 +30,14 @@ def reader(lines: list[str]):
 async def test_edit_after_a_bad_json_attempt_then_answer(db_url):
     """Invalid JSON re-prompts; the edited arguments run; the answer is printed."""
     log = ToolLog()
-    model = ScriptedChatModel(
-        replies=[calls(tool_call("send", {"to": "bob", "body": "hi"})), AIMessage("sent to eve")]
-    )
+    model = ScriptedChatModel(replies=[calls(tool_call("send", {"to": "bob", "body": "hi"})), AIMessage("sent to eve")])
     out: list[str] = []
     platform = ConsolePlatform(write=out.append)
     async with open_service(db_url, model, make_test_registry(log), platform) as h:
         chat = ConsoleChat(
             h.service,
             platform,
-            read=reader(
-                ["send hi to bob", "e", "{not json", "e", '{"to": "eve", "body": "hi"}', "/quit"]
-            ),
+            read=reader(["send hi to bob", "e", "{not json", "e", '{"to": "eve", "body": "hi"}', "/quit"]),
         )
         await chat.run()
     assert log.calls == [("send", {"to": "eve", "body": "hi", "urgent": False})]
@@ -59,9 +55,7 @@ async def test_reject_with_reason(db_url):
     out: list[str] = []
     platform = ConsolePlatform(write=out.append)
     async with open_service(db_url, model, make_test_registry(log), platform) as h:
-        await ConsoleChat(
-            h.service, platform, read=reader(["send", "r", "not today", "/quit"])
-        ).run()
+        await ConsoleChat(h.service, platform, read=reader(["send", "r", "not today", "/quit"])).run()
     assert log.calls == []
     assert "not today" in str(model.prompts[-1])
     assert "bot> ok, not sent" in out

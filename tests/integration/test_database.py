@@ -14,10 +14,7 @@ async def test_open_database_creates_our_tables_and_checkpoint_tables(db_url: st
     """A migrated database has our tables and LangGraph's checkpoint tables."""
     async with open_database(DatabaseSettings(url=db_url)) as db:
         tables = {
-            r["tablename"]
-            for r in await db.pool.fetch(
-                "SELECT tablename FROM pg_tables WHERE schemaname='public'"
-            )
+            r["tablename"] for r in await db.pool.fetch("SELECT tablename FROM pg_tables WHERE schemaname='public'")
         }
     assert {
         "conversations",
@@ -44,9 +41,7 @@ async def test_unreachable_server_gives_one_readable_line() -> None:
 
 async def test_wrong_scheme_is_refused() -> None:
     """A URL that is not PostgreSQL's is refused before any connection."""
-    with pytest.raises(
-        DatabaseUnavailableError, match=r"DATABASE_URL must start with postgresql://"
-    ):
+    with pytest.raises(DatabaseUnavailableError, match=r"DATABASE_URL must start with postgresql://"):
         async with open_database(DatabaseSettings(url="mysql://x@y/z")):
             pass
 

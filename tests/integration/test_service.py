@@ -18,6 +18,7 @@ from bot.errors import (
 )
 from bot.ports import ReviewPending
 from bot.settings import DatabaseSettings
+from bot.storage.approval_store import VoteKind
 from bot.storage.database import open_database
 from bot.storage.locks import ThreadLocks
 from tests.support.recording_platform import RecordingPlatform
@@ -117,27 +118,21 @@ async def test_admin_may_decide_and_the_platform_is_asked_only_for_others(db_url
     platform = RecordingPlatform(admins={"carol"})
     async with open_service(db_url, model, registry, platform) as h:
         approval = await pending_card(h)
-        decided = await h.service.submit_decision(
-            approval.id, actor("carol"), {"type": "reject", "message": "no"}
-        )
+        decided = await h.service.submit_decision(approval.id, actor("carol"), {"type": "reject", "message": "no"})
         await h.service.tasks.join()
     assert decided.status is ApprovalStatus.REJECTED and decided.reason == "no"
 
 
 async def test_two_calls_resume_only_when_both_are_decided(db_url, registry, tool_log):
     """One pause with two cards: the first decision does not resume; the second does, once."""
-    model = ScriptedChatModel(
-        replies=[calls(send_call("bob"), send_call("eve")), AIMessage("both handled")]
-    )
+    model = ScriptedChatModel(replies=[calls(send_call("bob"), send_call("eve")), AIMessage("both handled")])
     async with open_service(db_url, model, registry) as h:
         await h.service.handle_message(message("send both"))
         first, second = sorted(h.platform.cards.values(), key=lambda c: c.position)
         assert (first.total, second.total) == (2, 2)
         await h.service.submit_decision(first.approval.id, actor(), {"type": "approve"})
         await h.service.tasks.join()
-        state = await h.graph(conversation()).aget_state(
-            {"configurable": {"thread_id": conversation().thread_id}}
-        )
+        state = await h.graph(conversation()).aget_state({"configurable": {"thread_id": conversation().thread_id}})
         assert state.interrupts and tool_log.calls == []
         await h.service.submit_decision(second.approval.id, actor(), {"type": "reject"})
         await h.service.tasks.join()
@@ -147,23 +142,16 @@ async def test_two_calls_resume_only_when_both_are_decided(db_url, registry, too
 
 async def test_concurrent_decisions_of_one_pause_resume_exactly_once(db_url, registry, tool_log):
     """Both approvals decided at the same moment: one resume, each tool once, one answer."""
-    model = ScriptedChatModel(
-        replies=[calls(send_call("bob"), send_call("eve")), AIMessage("done")]
-    )
+    model = ScriptedChatModel(replies=[calls(send_call("bob"), send_call("eve")), AIMessage("done")])
     async with open_service(db_url, model, registry) as h:
         await h.service.handle_message(message("send both"))
         cards = list(h.platform.cards.values())
         for _ in range(3):  # several rounds of racing clicks on both cards
             results = await asyncio.gather(
-                *[
-                    h.service.submit_decision(c.approval.id, actor(), {"type": "approve"})
-                    for c in cards
-                ],
+                *[h.service.submit_decision(c.approval.id, actor(), {"type": "approve"}) for c in cards],
                 return_exceptions=True,
             )
-            assert all(
-                not isinstance(r, Exception) or isinstance(r, AlreadyDecidedError) for r in results
-            )
+            assert all(not isinstance(r, Exception) or isinstance(r, AlreadyDecidedError) for r in results)
         await h.service.tasks.join()
     assert sorted(args["to"] for _, args in tool_log.calls) == ["bob", "eve"]
     assert [a for _, a in h.platform.answers] == ["done"]
@@ -194,9 +182,7 @@ async def test_different_conversations_run_in_parallel(db_url, registry):
     """Messages in different conversations do overlap (the lock is per thread)."""
     model = ScriptedChatModel(script=lambda msgs: AIMessage("ok"), delay_s=0.2)
     async with open_service(db_url, model, registry) as h:
-        await asyncio.gather(
-            *[h.service.handle_message(message("m", conv=conversation(f"C{i}"))) for i in range(3)]
-        )
+        await asyncio.gather(*[h.service.handle_message(message("m", conv=conversation(f"C{i}"))) for i in range(3)])
     assert model.max_active > 1
 
 
@@ -205,17 +191,10 @@ async def test_more_busy_conversations_than_pool_connections_do_not_deadlock(db_
     model = ScriptedChatModel(script=lambda msgs: calls(send_call()), delay_s=0.02)
     async with open_service(db_url, model, registry, pool_size=3) as h:
         messages = [message("send", conv=conversation(f"C{i}")) for i in range(12)]
-        await asyncio.wait_for(
-            asyncio.gather(*[h.service.handle_message(m) for m in messages]), timeout=30
-        )
+        await asyncio.wait_for(asyncio.gather(*[h.service.handle_message(m) for m in messages]), timeout=30)
         cards = list(h.platform.cards.values())
         await asyncio.wait_for(
-            asyncio.gather(
-                *[
-                    h.service.submit_decision(c.approval.id, actor(), {"type": "reject"})
-                    for c in cards
-                ]
-            ),
+            asyncio.gather(*[h.service.submit_decision(c.approval.id, actor(), {"type": "reject"}) for c in cards]),
             timeout=30,
         )
         model.script = lambda msgs: AIMessage("fine")
@@ -271,9 +250,7 @@ async def test_an_interrupt_without_review_rows_gets_its_card_on_the_next_messag
             "INSERT INTO conversations (thread_id, platform, workspace_id, channel_id) VALUES ($1, 'test', 'W1', 'C1')",
             conv.thread_id,
         )
-        await h.graph(conv).ainvoke(
-            {"messages": [HumanMessage("send it")]}, config
-        )  # paused, no rows
+        await h.graph(conv).ainvoke({"messages": [HumanMessage("send it")]}, config)  # paused, no rows
         assert h.platform.cards == {}
         await h.service.handle_message(message("anything?"))
         [card] = h.platform.cards.values()
@@ -288,14 +265,7 @@ async def test_a_claimed_review_is_resumed_after_a_restart(db_url, registry, too
     async with open_service(db_url, model, registry) as h:
         approval = await pending_card(h)
         audit = AuditEntry(kind=AuditKind.DECISION, workspace_id="W1", outcome="approved")
-        result = await h.approvals.decide(
-            approval.id,
-            actor=actor(),
-            status=ApprovalStatus.APPROVED,
-            final_args=approval.proposed_args,
-            reason=None,
-            audit=audit,
-        )
+        result = await h.approvals.vote(approval.id, actor=actor(), kind=VoteKind.APPROVE, quorum=1, audit=audit)
         assert result.review_complete
     assert tool_log.calls == []
     async with open_service(db_url, model, registry) as restarted:
@@ -307,15 +277,11 @@ async def test_a_claimed_review_is_resumed_after_a_restart(db_url, registry, too
     assert restarted.platform.answers[-1][1] == "finished after restart"
 
 
-async def test_a_tool_round_cut_short_is_finished_without_running_a_started_call_twice(
-    db_url, registry, tool_log
-):
+async def test_a_tool_round_cut_short_is_finished_without_running_a_started_call_twice(db_url, registry, tool_log):
     """Crash inside the tool node: the next message finishes the round; the started call is not re-run."""
     started = tool_call("lookup", {"query": "a"})
     fresh = tool_call("lookup", {"query": "b"})
-    model = ScriptedChatModel(
-        replies=[AIMessage("round finished"), AIMessage("answer to the new message")]
-    )
+    model = ScriptedChatModel(replies=[AIMessage("round finished"), AIMessage("answer to the new message")])
     async with open_service(db_url, model, registry) as h:
         conv = conversation()
         config = {"configurable": {"thread_id": conv.thread_id}, "recursion_limit": 25}
@@ -326,12 +292,13 @@ async def test_a_tool_round_cut_short_is_finished_without_running_a_started_call
         graph = h.graph(conv)
         await graph.aupdate_state(
             config,
-            {"messages": [HumanMessage("look up a and b"), calls(started, fresh)]},
+            {
+                "messages": [HumanMessage("look up a and b"), calls(started, fresh)],
+                "review_plan": {started["id"]: "auto", fresh["id"]: "auto"},
+            },
             as_node="llm_call",
         )
-        await h.ledger.claim(
-            thread_id=conv.thread_id, tool_call_id=started["id"], tool_name="lookup"
-        )
+        await h.ledger.claim(thread_id=conv.thread_id, tool_call_id=started["id"], tool_name="lookup", args={})
         await h.service.handle_message(message("and now?"))
         state = await graph.aget_state(config)
     assert tool_log.calls == [("lookup", {"query": "b"})]

@@ -197,10 +197,7 @@ DEFAULT_EVERYONE_PERMISSIONS = int(
 
 # Losing SEND_MESSAGES also removes these (Discord's "implicit permissions").
 _NEEDS_SEND = int(
-    Permission.SEND_TTS_MESSAGES
-    | Permission.MENTION_EVERYONE
-    | Permission.EMBED_LINKS
-    | Permission.ATTACH_FILES
+    Permission.SEND_TTS_MESSAGES | Permission.MENTION_EVERYONE | Permission.EMBED_LINKS | Permission.ATTACH_FILES
 )
 
 
@@ -445,9 +442,7 @@ def make_role(
     }
 
 
-def make_overwrite(
-    target_id: Snowflake, *, member: bool = False, allow: int = 0, deny: int = 0
-) -> JSON:
+def make_overwrite(target_id: Snowflake, *, member: bool = False, allow: int = 0, deny: int = 0) -> JSON:
     """Build a channel permission overwrite for a role (default) or a member.
 
     Args:
@@ -739,9 +734,7 @@ class _FormErrors:
         elif required and not value:
             self.add(path, "BASE_TYPE_REQUIRED", "This field is required")
 
-    def array(
-        self, path: Sequence[str | int], value: Any, *, max_length: int, min_length: int = 0
-    ) -> list[Any]:
+    def array(self, path: Sequence[str | int], value: Any, *, max_length: int, min_length: int = 0) -> list[Any]:
         if not isinstance(value, list):
             self.add(path, "BASE_TYPE_ARRAY", "Must be an array.")
             return []
@@ -763,9 +756,7 @@ class _FormErrors:
 # --------------------------------------------------------------------------- validation
 
 
-def _check_url(
-    errors: _FormErrors, path: Sequence[str | int], url: Any, *, attachment: bool
-) -> None:
+def _check_url(errors: _FormErrors, path: Sequence[str | int], url: Any, *, attachment: bool) -> None:
     if url is None:
         return
     schemes = ("http://", "https://", "attachment://") if attachment else ("http://", "https://")
@@ -818,26 +809,18 @@ def _check_embeds(errors: _FormErrors, embeds: Any) -> None:
         )
 
 
-def _check_custom_id(
-    errors: _FormErrors, path: Sequence[str | int], custom_id: Any, seen: set[str]
-) -> None:
+def _check_custom_id(errors: _FormErrors, path: Sequence[str | int], custom_id: Any, seen: set[str]) -> None:
     errors.string(path, custom_id, min_length=1, max_length=_MAX_CUSTOM_ID, required=True)
     if isinstance(custom_id, str):
         if custom_id in seen:
-            errors.add(
-                path, "COMPONENT_CUSTOM_ID_DUPLICATED", "Component custom id cannot be duplicated"
-            )
+            errors.add(path, "COMPONENT_CUSTOM_ID_DUPLICATED", "Component custom id cannot be duplicated")
         seen.add(custom_id)
 
 
-def _check_button(
-    errors: _FormErrors, path: Sequence[str | int], button: JSON, seen: set[str]
-) -> None:
+def _check_button(errors: _FormErrors, path: Sequence[str | int], button: JSON, seen: set[str]) -> None:
     style = button.get("style")
     if style not in range(1, 7):
-        errors.add(
-            (*path, "style"), "BASE_TYPE_CHOICES", "Value must be one of {1, 2, 3, 4, 5, 6}."
-        )
+        errors.add((*path, "style"), "BASE_TYPE_CHOICES", "Value must be one of {1, 2, 3, 4, 5, 6}.")
     errors.string((*path, "label"), button.get("label"), max_length=_MAX_BUTTON_LABEL)
     # The exact wording of the next three errors is not in Discord's docs; the codes are 50035.
     if style == _LINK_STYLE:
@@ -859,15 +842,11 @@ def _check_button(
         errors.add(path, "BUTTON_COMPONENT_INVALID", "A button must have a label or an emoji")
 
 
-def _check_select(
-    errors: _FormErrors, path: Sequence[str | int], select: JSON, seen: set[str]
-) -> None:
+def _check_select(errors: _FormErrors, path: Sequence[str | int], select: JSON, seen: set[str]) -> None:
     _check_custom_id(errors, (*path, "custom_id"), select.get("custom_id"), seen)
     errors.string((*path, "placeholder"), select.get("placeholder"), max_length=150)
     if select.get("type") == 3:
-        options = errors.array(
-            (*path, "options"), select.get("options"), min_length=1, max_length=25
-        )
+        options = errors.array((*path, "options"), select.get("options"), min_length=1, max_length=25)
         for k, option in enumerate(options):
             opath = (*path, "options", k)
             errors.string((*opath, "label"), option.get("label"), max_length=100, required=True)
@@ -879,12 +858,8 @@ def _check_select(
             errors.add((*path, key), "NUMBER_TYPE_MAX", "int value should be <= 25.")
 
 
-def _check_action_row(
-    errors: _FormErrors, path: Sequence[str | int], row: JSON, seen: set[str]
-) -> None:
-    children = errors.array(
-        (*path, "components"), row.get("components"), min_length=1, max_length=_MAX_ROW_WIDTH
-    )
+def _check_action_row(errors: _FormErrors, path: Sequence[str | int], row: JSON, seen: set[str]) -> None:
+    children = errors.array((*path, "components"), row.get("components"), min_length=1, max_length=_MAX_ROW_WIDTH)
     if any(c.get("type") in _SELECTS for c in children) and len(children) > 1:
         errors.add(
             (*path, "components"),
@@ -991,9 +966,7 @@ def _check_text_input(
     if in_label:
         # Inside a Label the label text belongs to the Label; discord.py sends ``null`` here.
         if text_input.get("label"):
-            errors.add(
-                (*path, "label"), "COMPONENT_INVALID_FIELD", "Must not be set inside a label"
-            )
+            errors.add((*path, "label"), "COMPONENT_INVALID_FIELD", "Must not be set inside a label")
     else:
         errors.string(
             (*path, "label"),
@@ -1040,9 +1013,7 @@ def _check_modal(errors: _FormErrors, modal: Any) -> None:
         path = ("data", "components", i)
         kind = component.get("type")
         if kind == _ACTION_ROW:
-            children = errors.array(
-                (*path, "components"), component.get("components"), min_length=1, max_length=1
-            )
+            children = errors.array((*path, "components"), component.get("components"), min_length=1, max_length=1)
             for j, child in enumerate(children):
                 if child.get("type") != _TEXT_INPUT:
                     errors.add(
@@ -1073,9 +1044,7 @@ def _check_modal(errors: _FormErrors, modal: Any) -> None:
                     'Value of field "type" must be one of (3, 4, 5, 6, 7, 8).',
                 )
         elif kind == _TEXT_DISPLAY:
-            errors.string(
-                (*path, "content"), component.get("content"), max_length=4000, required=True
-            )
+            errors.string((*path, "content"), component.get("content"), max_length=4000, required=True)
         else:
             errors.add(
                 (*path, "type"),
@@ -1091,11 +1060,7 @@ def _check_command(errors: _FormErrors, path: Sequence[str | int], command: Any)
     kind = command.get("type", 1)
     name = command.get("name")
     errors.string((*path, "name"), name, min_length=1, max_length=32, required=True)
-    if (
-        kind == 1
-        and isinstance(name, str)
-        and (not _COMMAND_NAME.match(name) or name != name.lower())
-    ):
+    if kind == 1 and isinstance(name, str) and (not _COMMAND_NAME.match(name) or name != name.lower()):
         errors.add(
             (*path, "name"),
             "APPLICATION_COMMAND_INVALID_NAME",
@@ -1112,9 +1077,7 @@ def _check_command(errors: _FormErrors, path: Sequence[str | int], command: Any)
     _check_command_options(errors, (*path, "options"), command.get("options") or [], depth=0)
 
 
-def _check_command_options(
-    errors: _FormErrors, path: Sequence[str | int], options: Any, *, depth: int
-) -> None:
+def _check_command_options(errors: _FormErrors, path: Sequence[str | int], options: Any, *, depth: int) -> None:
     options = errors.array(path, options, max_length=25)
     for i, option in enumerate(options):
         opath = (*path, i)
@@ -1142,12 +1105,9 @@ def _check_command_options(
                 errors.add(
                     (*opath, "type"),
                     "APPLICATION_COMMAND_OPTIONS_TYPE_INVALID",
-                    "Sub-command and sub-command group option types are mutually exclusive to all"
-                    " other types",
+                    "Sub-command and sub-command group option types are mutually exclusive to all other types",
                 )
-            _check_command_options(
-                errors, (*opath, "options"), option.get("options") or [], depth=depth + 1
-            )
+            _check_command_options(errors, (*opath, "options"), option.get("options") or [], depth=depth + 1)
 
 
 def _walk_components(components: Iterable[JSON]) -> Iterator[JSON]:
@@ -1538,9 +1498,7 @@ class DiscordStandIn:
             event, payload = "THREAD_CREATE", {**stored, "newly_created": True}
         else:
             event, payload = "CHANNEL_CREATE", stored
-        await self._dispatch(
-            event, lambda s: copy.deepcopy(payload) if s.intents & Intent.GUILDS else None
-        )
+        await self._dispatch(event, lambda s: copy.deepcopy(payload) if s.intents & Intent.GUILDS else None)
         return copy.deepcopy(stored)
 
     # ------------------------------------------------------------------------- people act
@@ -1593,18 +1551,12 @@ class DiscordStandIn:
                 **({"guild_id": guild.id} if guild else {}),
             }
         if mentions is None:
-            mentioned = [
-                self._users[uid] for uid in _USER_MENTION.findall(content) if uid in self._users
-            ]
+            mentioned = [self._users[uid] for uid in _USER_MENTION.findall(content) if uid in self._users]
         else:
             mentioned = [self._user(m) for m in mentions]
         if referenced is not None:
             mentioned.append(referenced.data["author"])
-        roles = (
-            _ROLE_MENTION.findall(content)
-            if mention_roles is None
-            else [_sid(r) for r in mention_roles]
-        )
+        roles = _ROLE_MENTION.findall(content) if mention_roles is None else [_sid(r) for r in mention_roles]
         data = self._message_object(
             channel_id=str(channel["id"]),
             author=user,
@@ -1632,9 +1584,7 @@ class DiscordStandIn:
         channel_id = self._dm_channel_for(person)
         return await self.send_message(channel_id, person, content, **kwargs)
 
-    async def edit_message(
-        self, channel_id: Snowflake, message_id: Snowflake, content: str
-    ) -> JSON:
+    async def edit_message(self, channel_id: Snowflake, message_id: Snowflake, content: str) -> JSON:
         """Have a person edit their message, dispatching MESSAGE_UPDATE with the full message.
 
         Returns:
@@ -1747,9 +1697,7 @@ class DiscordStandIn:
             (
                 i
                 for i in reversed(self._interactions.values())
-                if i.modal is not None
-                and i.modal.get("custom_id") == custom_id
-                and not i.modal_submitted
+                if i.modal is not None and i.modal.get("custom_id") == custom_id and not i.modal_submitted
             ),
             None,
         )
@@ -1758,9 +1706,7 @@ class DiscordStandIn:
         person = self._user(user)
         if str(person["id"]) != opener.user_id:
             raise ValueError(f"the modal was shown to user {opener.user_id}, not {person['id']}")
-        unknown = set(values) - {
-            c.get("custom_id") for c in _walk_components(opener.modal["components"])
-        }
+        unknown = set(values) - {c.get("custom_id") for c in _walk_components(opener.modal["components"])}
         if unknown:
             raise ValueError(f"the modal has no inputs {sorted(unknown)}")
         components = [_submitted(c, values) for c in _number_components(opener.modal["components"])]
@@ -1890,9 +1836,7 @@ class DiscordStandIn:
             connection.ready = False
             if not resumable and connection.session is not None:
                 connection.session.invalid = True
-            await self._send(
-                connection, {"op": _OP_INVALID_SESSION, "d": resumable, "s": None, "t": None}
-            )
+            await self._send(connection, {"op": _OP_INVALID_SESSION, "d": resumable, "s": None, "t": None})
 
     # ------------------------------------------------------------------------- REST control
 
@@ -1998,9 +1942,7 @@ class DiscordStandIn:
     def requests_to(self, method: str, path_regex: str) -> list[RecordedRequest]:
         """The recorded requests whose method matches and whose path fullmatches the regex."""
         pattern = re.compile(path_regex)
-        return [
-            r for r in self._requests if r.method == method.upper() and pattern.fullmatch(r.path)
-        ]
+        return [r for r in self._requests if r.method == method.upper() and pattern.fullmatch(r.path)]
 
     async def wait_for_request(
         self,
@@ -2053,9 +1995,7 @@ class DiscordStandIn:
                 continue
             if not include_others and stored.data["author"]["id"] != self.bot_user_id:
                 continue
-            result.append(
-                {**copy.deepcopy(stored.data), "allowed_mentions": stored.allowed_mentions}
-            )
+            result.append({**copy.deepcopy(stored.data), "allowed_mentions": stored.allowed_mentions})
         return result
 
     def message(self, message_id: Snowflake) -> JSON:
@@ -2180,9 +2120,7 @@ class DiscordStandIn:
 
     # ------------------------------------------------------------------------- permissions
 
-    def _permissions(
-        self, guild: _Guild, user_id: str, role_ids: Iterable[str], channel: JSON | None
-    ) -> int:
+    def _permissions(self, guild: _Guild, user_id: str, role_ids: Iterable[str], channel: JSON | None) -> int:
         """A member's permissions in a channel, per Discord's documented algorithm."""
         if guild.data["owner_id"] == user_id:
             return ALL_PERMISSIONS
@@ -2229,11 +2167,7 @@ class DiscordStandIn:
         allowed = self._bot_permissions(channel)
         if not allowed & Permission.VIEW_CHANNEL:
             raise _ApiError(403, 50001, "Missing Access")
-        needed = (
-            Permission.SEND_MESSAGES_IN_THREADS
-            if channel["type"] in _THREAD_TYPES
-            else Permission.SEND_MESSAGES
-        )
+        needed = Permission.SEND_MESSAGES_IN_THREADS if channel["type"] in _THREAD_TYPES else Permission.SEND_MESSAGES
         if not allowed & needed:
             raise _ApiError(403, 50013, "Missing Permissions")
 
@@ -2257,9 +2191,7 @@ class DiscordStandIn:
         message_id: str | None = None,
     ) -> JSON:
         data: JSON = {
-            "type": message_type
-            if message_type is not None
-            else (_REPLY_MESSAGE if reference else _DEFAULT_MESSAGE),
+            "type": message_type if message_type is not None else (_REPLY_MESSAGE if reference else _DEFAULT_MESSAGE),
             "id": message_id or self._snowflake(),
             "channel_id": channel_id,
             "author": copy.deepcopy(author),
@@ -2278,9 +2210,7 @@ class DiscordStandIn:
         }
         if reference is not None:
             data["message_reference"] = reference
-            data["referenced_message"] = (
-                copy.deepcopy(referenced.data) if referenced is not None else None
-            )
+            data["referenced_message"] = copy.deepcopy(referenced.data) if referenced is not None else None
         channel = self._channels.get(channel_id, {})
         if channel.get("type") in _THREAD_TYPES:
             channel["message_count"] = channel.get("message_count", 0) + 1
@@ -2338,9 +2268,7 @@ class DiscordStandIn:
         ]
         if replied and replied_author is not None:
             mentioned.append(replied_author)
-        mention_roles = [
-            rid for rid in _ROLE_MENTION.findall(content) if "roles" in parse or rid in roles
-        ]
+        mention_roles = [rid for rid in _ROLE_MENTION.findall(content) if "roles" in parse or rid in roles]
         everyone = "everyone" in parse and ("@everyone" in content or "@here" in content)
         return _unique_users(mentioned), list(dict.fromkeys(mention_roles)), everyone
 
@@ -2486,9 +2414,7 @@ class DiscordStandIn:
             )
         return result
 
-    def _apply_edit(
-        self, stored: _StoredMessage, body: JSON, files: list[JSON], allowed_flags: int
-    ) -> None:
+    def _apply_edit(self, stored: _StoredMessage, body: JSON, files: list[JSON], allowed_flags: int) -> None:
         self._check_message_body(
             body,
             channel_id=stored.channel_id,
@@ -2547,9 +2473,7 @@ class DiscordStandIn:
             for mention in data["mentions"]:
                 mention_member = guild.members.get(str(mention["id"]))
                 if mention_member is not None:
-                    mention["member"] = {
-                        k: v for k, v in copy.deepcopy(mention_member).items() if k != "user"
-                    }
+                    mention["member"] = {k: v for k, v in copy.deepcopy(mention_member).items() if k != "user"}
         if not full:
             data["content"] = ""
             data["embeds"] = []
@@ -2591,10 +2515,7 @@ class DiscordStandIn:
             for t in guild.thread_ids
             if not self._channels[t].get("thread_metadata", {}).get("archived")
         ]
-        channels = [
-            {k: v for k, v in self._channels[c].items() if k != "guild_id"}
-            for c in guild.channel_ids
-        ]
+        channels = [{k: v for k, v in self._channels[c].items() if k != "guild_id"} for c in guild.channel_ids]
         return copy.deepcopy(
             {
                 **guild.data,
@@ -2662,16 +2583,8 @@ class DiscordStandIn:
             registered = guild.members.get(user_id)
             if registered is None:
                 raise ValueError(f"user {user_id} is not a member of guild {guild.id}")
-            roles = (
-                list(registered["roles"])
-                if member_roles is None
-                else [_sid(r) for r in member_roles]
-            )
-            perms = (
-                self._permissions(guild, user_id, roles, channel)
-                if permissions is None
-                else int(permissions)
-            )
+            roles = list(registered["roles"]) if member_roles is None else [_sid(r) for r in member_roles]
+            perms = self._permissions(guild, user_id, roles, channel) if permissions is None else int(permissions)
             member = copy.deepcopy(registered)
             member["roles"] = roles
             member["permissions"] = str(perms)
@@ -2782,9 +2695,7 @@ class DiscordStandIn:
         return self._json_response(404, {"message": "404: Not Found", "code": 0})
 
     @staticmethod
-    def _json_response(
-        status: int, body: Any, headers: Mapping[str, str] | None = None
-    ) -> web.Response:
+    def _json_response(status: int, body: Any, headers: Mapping[str, str] | None = None) -> web.Response:
         # Discord's replies pass Google's load balancer; discord.py reads a 429 without ``Via``
         # as a Cloudflare ban.
         all_headers = {"Via": "1.1 google", **(headers or {})}
@@ -2844,9 +2755,7 @@ class DiscordStandIn:
                 raise _ApiError(401, 0, "401: Unauthorized")
             self._apply_faults(method, path)
             status, payload = await handler(
-                _Request(
-                    method=method, path=path, params=params, query=query, json=body, files=files
-                )
+                _Request(method=method, path=path, params=params, query=query, json=body, files=files)
             )
         except _ApiError as error:
             status, payload, extra_headers = error.status, error.body, error.headers
@@ -2888,9 +2797,7 @@ class DiscordStandIn:
         for fault in self._faults:
             if fault.remaining > 0 and fault.method == method and fault.path.fullmatch(path):
                 fault.remaining -= 1
-                raise _ApiError(
-                    fault.status, 0, "fault", headers=fault.headers, body=copy.deepcopy(fault.body)
-                )
+                raise _ApiError(fault.status, 0, "fault", headers=fault.headers, body=copy.deepcopy(fault.body))
 
     # ------------------------------------------------------------------------- REST: misc
 
@@ -2975,10 +2882,7 @@ class DiscordStandIn:
         channel = self._channels.get(channel_id)
         if channel is None:
             raise _unknown(10003, "Channel")
-        if (
-            channel["type"] not in _DM_TYPES
-            and not self._bot_permissions(channel) & Permission.VIEW_CHANNEL
-        ):
+        if channel["type"] not in _DM_TYPES and not self._bot_permissions(channel) & Permission.VIEW_CHANNEL:
             raise _ApiError(403, 50001, "Missing Access")
         return channel
 
@@ -3057,9 +2961,7 @@ class DiscordStandIn:
         if stored.guild_id:
             payload["guild_id"] = stored.guild_id
         needed = Intent.GUILD_MESSAGES if stored.guild_id else Intent.DIRECT_MESSAGES
-        await self._dispatch(
-            "MESSAGE_DELETE", lambda s: dict(payload) if s.intents & needed else None
-        )
+        await self._dispatch("MESSAGE_DELETE", lambda s: dict(payload) if s.intents & needed else None)
 
     async def _add_reaction(self, req: _Request) -> tuple[int, Any]:
         stored = self._message_or_404(req.params["channel_id"], req.params["message_id"])
@@ -3107,9 +3009,7 @@ class DiscordStandIn:
         errors.string(("name",), body.get("name"), min_length=1, max_length=100, required=True)
         errors.raise_if_any()
         guild = self._guilds[parent["guild_id"]]
-        thread = make_thread(
-            thread_id, parent["id"], body["name"], owner_id=self.bot_user_id, private=private
-        )
+        thread = make_thread(thread_id, parent["id"], body["name"], owner_id=self.bot_user_id, private=private)
         thread["thread_metadata"]["auto_archive_duration"] = body.get("auto_archive_duration", 1440)
         thread["member"] = {
             "id": thread_id,
@@ -3120,11 +3020,7 @@ class DiscordStandIn:
         stored = self._register_channel(guild, thread)
         await self._dispatch(
             "THREAD_CREATE",
-            lambda s: (
-                {**copy.deepcopy(stored), "newly_created": True}
-                if s.intents & Intent.GUILDS
-                else None
-            ),
+            lambda s: {**copy.deepcopy(stored), "newly_created": True} if s.intents & Intent.GUILDS else None,
         )
         return stored
 
@@ -3163,9 +3059,7 @@ class DiscordStandIn:
                 mention_everyone=False,
                 message_id=thread_id,
             )
-            message = self._store(
-                data, guild_id=parent["guild_id"], allowed_mentions=starter.get("allowed_mentions")
-            )
+            message = self._store(data, guild_id=parent["guild_id"], allowed_mentions=starter.get("allowed_mentions"))
             await self._dispatch_message("MESSAGE_CREATE", message)
             return 201, {**copy.deepcopy(thread), "message": self._rest_message(message)}
         private = body.get("type", int(ChannelType.PRIVATE_THREAD)) == ChannelType.PRIVATE_THREAD
@@ -3230,9 +3124,7 @@ class DiscordStandIn:
             raise _unknown(10062, "interaction")
         return interaction
 
-    def _callback_result(
-        self, interaction: _Interaction, kind: int, message: _StoredMessage | None
-    ) -> JSON:
+    def _callback_result(self, interaction: _Interaction, kind: int, message: _StoredMessage | None) -> JSON:
         result: JSON = {
             "interaction": {
                 "id": interaction.id,
@@ -3264,9 +3156,7 @@ class DiscordStandIn:
             allowed -= {_DEFERRED_UPDATE_MESSAGE, _UPDATE_MESSAGE}
         if kind not in allowed:
             # Discord documents which types fit which interaction, not the exact error text.
-            raise _ApiError(
-                400, 40043, "Interaction response type is not valid for this interaction"
-            )
+            raise _ApiError(400, 40043, "Interaction response type is not valid for this interaction")
         channel = self._channels[interaction.channel_id]
         message: _StoredMessage | None = None
         if kind == _CHANNEL_MESSAGE_WITH_SOURCE:
@@ -3337,17 +3227,11 @@ class DiscordStandIn:
             await self._dispatch_message("MESSAGE_UPDATE", message)
         if req.query.get("with_response") not in ("1", "true", "True"):
             return 204, None
-        return 200, self._callback_result(
-            interaction, kind, message if kind != _DEFERRED_UPDATE_MESSAGE else None
-        )
+        return 200, self._callback_result(interaction, kind, message if kind != _DEFERRED_UPDATE_MESSAGE else None)
 
     @staticmethod
     def _response_message_type(interaction: _Interaction) -> int:
-        return (
-            _CHAT_INPUT_COMMAND_MESSAGE
-            if interaction.type == _APPLICATION_COMMAND
-            else _DEFAULT_MESSAGE
-        )
+        return _CHAT_INPUT_COMMAND_MESSAGE if interaction.type == _APPLICATION_COMMAND else _DEFAULT_MESSAGE
 
     def _interaction_for_webhook(self, req: _Request) -> _Interaction:
         interaction = self._interactions_by_token.get(req.params["token"])
@@ -3477,8 +3361,7 @@ class DiscordStandIn:
         errors.raise_if_any()
         previous = {(c["type"], c["name"]): c for c in self._commands.get(scope, [])}
         self._commands[scope] = [
-            self._command_object(c, scope, previous.get((c.get("type", 1), c["name"])))
-            for c in entries
+            self._command_object(c, scope, previous.get((c.get("type", 1), c["name"]))) for c in entries
         ]
         return 200, copy.deepcopy(self._commands[scope])
 
@@ -3584,16 +3467,12 @@ class DiscordStandIn:
             )
             async for message in ws:
                 if message.type is not WSMsgType.TEXT:
-                    await self._close(
-                        connection, _CLOSE_DECODE_ERROR, "Error while decoding payload."
-                    )
+                    await self._close(connection, _CLOSE_DECODE_ERROR, "Error while decoding payload.")
                     break
                 try:
                     payload = json.loads(message.data)
                 except ValueError:
-                    await self._close(
-                        connection, _CLOSE_DECODE_ERROR, "Error while decoding payload."
-                    )
+                    await self._close(connection, _CLOSE_DECODE_ERROR, "Error while decoding payload.")
                     break
                 try:
                     await self._on_gateway_message(connection, payload)
@@ -3654,9 +3533,7 @@ class DiscordStandIn:
             await self._close(connection, _CLOSE_DISALLOWED_INTENTS, "Disallowed intent(s).")
             return
         shard = data.get("shard")
-        if shard is not None and (
-            not isinstance(shard, list) or len(shard) != 2 or not 0 <= shard[0] < shard[1]
-        ):
+        if shard is not None and (not isinstance(shard, list) or len(shard) != 2 or not 0 <= shard[0] < shard[1]):
             await self._close(connection, _CLOSE_INVALID_SHARD, "Invalid shard.")
             return
         self._identifies.append({k: copy.deepcopy(v) for k, v in data.items() if k != "token"})
@@ -3715,9 +3592,7 @@ class DiscordStandIn:
             or seq > session.seq
             or (session.buffer and seq < session.buffer[0]["s"] - 1)
         ):
-            await self._send(
-                connection, {"op": _OP_INVALID_SESSION, "d": False, "s": None, "t": None}
-            )
+            await self._send(connection, {"op": _OP_INVALID_SESSION, "d": False, "s": None, "t": None})
             return
         previous = session.connection
         if previous is not None and previous is not connection:
@@ -3915,9 +3790,7 @@ def point_discord_py_at(api_url: str) -> Iterator[DiscordPyRouting]:
     adapter = discord.webhook.async_.AsyncWebhookAdapter
     saved: dict[tuple[Any, str], Any] = {
         (discord.http.Route, "BASE"): discord.http.Route.BASE,
-        (discord.gateway.DiscordWebSocket, "DEFAULT_GATEWAY"): (
-            discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY
-        ),
+        (discord.gateway.DiscordWebSocket, "DEFAULT_GATEWAY"): (discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY),
         (discord.Client, "login"): discord.Client.login,
         (http_client, "request"): http_client.request,
         (http_client, "ws_connect"): http_client.ws_connect,

@@ -64,9 +64,7 @@ __all__ = [
     "text",
 ]
 
-_PATH_RE = re.compile(
-    r"^/(?P<version>v1(?:alpha|beta)?)/models/(?P<model>[^/:]+):(?P<method>[A-Za-z]+)$"
-)
+_PATH_RE = re.compile(r"^/(?P<version>v1(?:alpha|beta)?)/models/(?P<model>[^/:]+):(?P<method>[A-Za-z]+)$")
 _SERVED_METHODS = frozenset({"generateContent", "streamGenerateContent"})
 _DEFAULT_MODEL_RE = re.compile(r"^(gemini|gemma)-[A-Za-z0-9.\-]+$")
 
@@ -108,12 +106,9 @@ _UNREGISTERED_CALLER = (
     "Please use API Key or other form of API consumer identity to call this API."
 )
 _CALL_AFTER_USER = (
-    "Please ensure that function call turn comes immediately after a user turn or after a "
-    "function response turn."
+    "Please ensure that function call turn comes immediately after a user turn or after a function response turn."
 )
-_RESPONSE_AFTER_CALL = (
-    "Please ensure that function response turn comes immediately after a function call turn."
-)
+_RESPONSE_AFTER_CALL = "Please ensure that function response turn comes immediately after a function call turn."
 _RESPONSE_COUNT = (
     "Please ensure that the number of function response parts is equal to the number of "
     "function call parts of the function call turn."
@@ -169,9 +164,7 @@ def text(content: str, *, finish_reason: str = "STOP", delay_seconds: float = 0.
     Returns:
         The reply.
     """
-    return GeminiReply(
-        parts=({"text": content},), finish_reason=finish_reason, delay_seconds=delay_seconds
-    )
+    return GeminiReply(parts=({"text": content},), finish_reason=finish_reason, delay_seconds=delay_seconds)
 
 
 def call(
@@ -195,14 +188,10 @@ def call(
     Returns:
         The reply.
     """
-    return GeminiReply(
-        parts=(_function_call_part(name, args, call_id),), delay_seconds=delay_seconds
-    )
+    return GeminiReply(parts=(_function_call_part(name, args, call_id),), delay_seconds=delay_seconds)
 
 
-def calls(
-    items: Iterable[tuple[str, Mapping[str, Any] | None]], *, delay_seconds: float = 0.0
-) -> GeminiReply:
+def calls(items: Iterable[tuple[str, Mapping[str, Any] | None]], *, delay_seconds: float = 0.0) -> GeminiReply:
     """A model turn with several function calls made in parallel.
 
     Args:
@@ -282,9 +271,7 @@ def error(
     )
 
 
-def _function_call_part(
-    name: str, args: Mapping[str, Any] | None, call_id: str | None
-) -> dict[str, Any]:
+def _function_call_part(name: str, args: Mapping[str, Any] | None, call_id: str | None) -> dict[str, Any]:
     function_call: dict[str, Any] = {"name": name, "args": dict(args or {})}
     if call_id is not None:
         function_call["id"] = call_id
@@ -365,9 +352,7 @@ class GeminiRequest:
         return [
             declaration
             for tool in self.tools
-            for declaration in (
-                tool.get("functionDeclarations") or tool.get("function_declarations") or []
-            )
+            for declaration in (tool.get("functionDeclarations") or tool.get("function_declarations") or [])
         ]
 
     @property
@@ -579,10 +564,7 @@ def _validate_contents(body: Mapping[str, Any]) -> str | None:
         return "* GenerateContentRequest.contents: contents is not specified\n"
     for index, content in enumerate(contents):
         if not isinstance(content, dict) or not _parts(content):
-            return (
-                f"* GenerateContentRequest.contents[{index}].parts: "
-                "contents.parts must not be empty.\n"
-            )
+            return f"* GenerateContentRequest.contents[{index}].parts: contents.parts must not be empty.\n"
         if _role(content) not in _VALID_ROLES:
             return "Please use a valid role: user, model."
     for index, content in enumerate(contents):
@@ -592,9 +574,7 @@ def _validate_contents(body: Mapping[str, Any]) -> str | None:
             if previous is None or _role(previous) != "user":
                 return _CALL_AFTER_USER
             answered = (
-                _count(following, "functionResponse")
-                if following is not None and _role(following) == "user"
-                else 0
+                _count(following, "functionResponse") if following is not None and _role(following) == "user" else 0
             )
             if answered != call_count:
                 return _RESPONSE_COUNT
@@ -614,10 +594,7 @@ def _validate_object_schemas(body: Mapping[str, Any]) -> str | None:
             parameters = declaration.get("parameters")
             if not isinstance(parameters, dict):
                 continue
-            where = (
-                f"GenerateContentRequest.tools[{tool_index}]"
-                f".function_declarations[{decl_index}].parameters"
-            )
+            where = f"GenerateContentRequest.tools[{tool_index}].function_declarations[{decl_index}].parameters"
             if problem := _empty_object_schema(parameters, where):
                 return f"* {problem}.properties: should be non-empty for OBJECT type\n"
     return None
@@ -627,17 +604,13 @@ def _empty_object_schema(schema: Mapping[str, Any], where: str) -> str | None:
     if str(schema.get("type", "")).upper() == "OBJECT" and not schema.get("properties"):
         return where
     for name, sub in (schema.get("properties") or {}).items():
-        if isinstance(sub, dict) and (
-            found := _empty_object_schema(sub, f"{where}.properties[{name}]")
-        ):
+        if isinstance(sub, dict) and (found := _empty_object_schema(sub, f"{where}.properties[{name}]")):
             return found
     items = schema.get("items")
     if isinstance(items, dict) and (found := _empty_object_schema(items, f"{where}.items")):
         return found
     for index, sub in enumerate(schema.get("anyOf") or []):
-        if isinstance(sub, dict) and (
-            found := _empty_object_schema(sub, f"{where}.any_of[{index}]")
-        ):
+        if isinstance(sub, dict) and (found := _empty_object_schema(sub, f"{where}.any_of[{index}]")):
             return found
     return None
 
@@ -692,9 +665,7 @@ class GeminiStandIn:
     ) -> None:
         self.responder = responder
         self.api_key = api_key
-        self.models = (
-            None if models is None else frozenset(m.removeprefix("models/") for m in models)
-        )
+        self.models = None if models is None else frozenset(m.removeprefix("models/") for m in models)
         self.delay_seconds = delay_seconds
         self.thought_signatures = thought_signatures
         self.allow_undeclared_calls = allow_undeclared_calls
@@ -726,9 +697,7 @@ class GeminiStandIn:
             raise RuntimeError(msg)
         app = web.Application()
         app.router.add_route("*", "/{tail:.*}", self._handle)
-        runner = web.AppRunner(
-            app, access_log=None, shutdown_timeout=1.0, handler_cancellation=True
-        )
+        runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0, handler_cancellation=True)
         await runner.setup()
         site = web.TCPSite(runner, self._host, self._port)
         await site.start()
@@ -943,9 +912,7 @@ class GeminiStandIn:
         chunks = _stream_chunks(reply_parts, reply.finish_reason, prompt_tokens, envelope)
         if request.query.get("alt") != "sse":
             return _json(200, chunks)
-        response = web.StreamResponse(
-            status=200, headers={"Content-Type": "text/event-stream; charset=utf-8"}
-        )
+        response = web.StreamResponse(status=200, headers={"Content-Type": "text/event-stream; charset=utf-8"})
         await response.prepare(http_request)
         for chunk in chunks:
             await response.write(b"data: " + json.dumps(chunk).encode() + b"\r\n\r\n")
@@ -1007,9 +974,7 @@ def _stream_chunks(
         if set(part) == {"text"} and part["text"]:
             words = re.findall(r"\s*\S+\s*", part["text"]) or [part["text"]]
             size = max(1, math.ceil(len(words) / 3))
-            pieces.extend(
-                [{"text": "".join(words[i : i + size])}] for i in range(0, len(words), size)
-            )
+            pieces.extend([{"text": "".join(words[i : i + size])}] for i in range(0, len(words), size))
         elif pieces and all("functionCall" in p for p in pieces[-1]) and "functionCall" in part:
             pieces[-1].append(part)
         else:

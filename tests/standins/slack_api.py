@@ -365,13 +365,9 @@ class SlackApiStandIn:
     def rate_limit(self, method: str, times: int = 1, retry_after: int = 1) -> None:
         """Answer the next ``times`` calls of ``method`` with HTTP 429 and ``Retry-After``."""
         queue = self._faults.setdefault(method, deque())
-        queue.extend(
-            _Fault(status=429, error="ratelimited", retry_after=retry_after) for _ in range(times)
-        )
+        queue.extend(_Fault(status=429, error="ratelimited", retry_after=retry_after) for _ in range(times))
 
-    def fail(
-        self, method: str, error: str = "fatal_error", times: int = 1, status: int = 200
-    ) -> None:
+    def fail(self, method: str, error: str = "fatal_error", times: int = 1, status: int = 200) -> None:
         """Answer the next ``times`` calls of ``method`` with ``{"ok": false, "error": error}``."""
         queue = self._faults.setdefault(method, deque())
         queue.extend(_Fault(status=status, error=error) for _ in range(times))
@@ -447,9 +443,7 @@ class SlackApiStandIn:
 
         def matching() -> list[ApiCall]:
             return [
-                call
-                for call in self._calls
-                if call.method == method and (predicate is None or predicate(call.args))
+                call for call in self._calls if call.method == method and (predicate is None or predicate(call.args))
             ]
 
         try:
@@ -507,14 +501,10 @@ class SlackApiStandIn:
             warnings = []
         if warnings:
             body.update(warning=",".join(warnings), response_metadata={"warnings": warnings})
-        await self._record(
-            ApiCall(method=method, args=args, at=at, status=status, error=body.get("error"))
-        )
+        await self._record(ApiCall(method=method, args=args, at=at, status=status, error=body.get("error")))
         return web.json_response(body, status=status, headers={**headers, **extra_headers})
 
-    def _answer(
-        self, method: str, args: Args, token: str | None
-    ) -> tuple[int, Args, dict[str, str]]:
+    def _answer(self, method: str, args: Args, token: str | None) -> tuple[int, Args, dict[str, str]]:
         handler = self._methods.get(method)
         if handler is None:
             return 200, {"ok": False, "error": "unknown_method", "req_method": method}, {}
@@ -547,9 +537,7 @@ class SlackApiStandIn:
         status, text = self._respond_to_hook(self._response_urls.get(key), body)
         args = body if isinstance(body, dict) else {}
         error = None if status == 200 else text
-        await self._record(
-            ApiCall(method="response_url", args=args, at=at, status=status, error=error)
-        )
+        await self._record(ApiCall(method="response_url", args=args, at=at, status=status, error=error))
         return web.Response(status=status, text=text)
 
     def _respond_to_hook(self, hook: _ResponseUrl | None, body: Any) -> tuple[int, str]:
@@ -646,18 +634,14 @@ class SlackApiStandIn:
         if not user or user not in self._users:
             raise _ApiError("user_not_in_channel")
         content = _message_content(args, max_blocks=_MAX_MESSAGE_BLOCKS)
-        stored = self._post_ephemeral(
-            channel, user, self._bot_message(content), args.get("thread_ts") or None
-        )
+        stored = self._post_ephemeral(channel, user, self._bot_message(content), args.get("thread_ts") or None)
         return {"message_ts": stored["ts"]}
 
     def _chat_get_permalink(self, args: Args) -> Args:
         channel = self._channel(args)
         message = self._find_message(channel, args.get("message_ts"))
         ts = message["ts"]
-        permalink = (
-            f"https://{self.team_domain}.slack.com/archives/{channel}/p{ts.replace('.', '')}"
-        )
+        permalink = f"https://{self.team_domain}.slack.com/archives/{channel}/p{ts.replace('.', '')}"
         thread_ts = message.get("thread_ts")
         if thread_ts and thread_ts != ts:
             permalink += f"?thread_ts={thread_ts}&cid={channel}"
@@ -879,9 +863,7 @@ class SlackApiStandIn:
         messages[message["ts"]] = message
         return message
 
-    def _post_ephemeral(
-        self, channel: str, user: str, message: Args, thread_ts: str | None
-    ) -> Args:
+    def _post_ephemeral(self, channel: str, user: str, message: Args, thread_ts: str | None) -> Args:
         message.update(ts=self._next_ts(), recipient=user)
         if thread_ts:
             message["thread_ts"] = thread_ts
@@ -951,9 +933,7 @@ def _with_defaults(message: Args) -> Args:
 
 
 def _invalid_arguments(*messages: str) -> _ApiError:
-    return _ApiError(
-        "invalid_arguments", response_metadata={"messages": [f"[ERROR] {m}" for m in messages]}
-    )
+    return _ApiError("invalid_arguments", response_metadata={"messages": [f"[ERROR] {m}" for m in messages]})
 
 
 def _message_content(args: Args, *, max_blocks: int) -> Args:
@@ -1071,9 +1051,7 @@ def _element_errors(element: Any, pointer: str, errors: list[str]) -> None:
             _text_errors(placeholder, 150, f"{pointer}/placeholder", errors, plain_only=True)
 
 
-def _text_errors(
-    obj: Any, limit: int, pointer: str, errors: list[str], *, plain_only: bool = False
-) -> None:
+def _text_errors(obj: Any, limit: int, pointer: str, errors: list[str], *, plain_only: bool = False) -> None:
     if not isinstance(obj, dict) or not isinstance(obj.get("text"), str):
         errors.append(f"must provide a text object [json-pointer:{pointer}]")
         return

@@ -136,9 +136,7 @@ class SlackEventSender:
 
     # ------------------------------------------------------------------ signing
 
-    def sign(
-        self, body: bytes, *, timestamp: int | None = None, secret: str | None = None
-    ) -> dict[str, str]:
+    def sign(self, body: bytes, *, timestamp: int | None = None, secret: str | None = None) -> dict[str, str]:
         """Slack's signature headers for ``body``.
 
         Args:
@@ -380,14 +378,10 @@ class SlackEventSender:
             extra["X-Slack-Retry-Num"] = str(retry_num)
         if retry_reason is not None:
             extra["X-Slack-Retry-Reason"] = retry_reason
-        delivery = await self._post_json(
-            envelope, extra_headers=extra, bad_signature=bad_signature, stale=stale
-        )
+        delivery = await self._post_json(envelope, extra_headers=extra, bad_signature=bad_signature, stale=stale)
         return replace(delivery, ts=ts, event_id=event_id)
 
-    async def retry(
-        self, previous: Delivery, *, retry_num: int = 1, retry_reason: str = "http_timeout"
-    ) -> Delivery:
+    async def retry(self, previous: Delivery, *, retry_num: int = 1, retry_reason: str = "http_timeout") -> Delivery:
         """Redeliver an event as Slack retries it: same body, fresh signature, retry headers."""
         headers = {
             "Content-Type": previous.request_headers.get("Content-Type", "application/json"),
@@ -503,10 +497,7 @@ class SlackEventSender:
             stale: Sign with a timestamp ten minutes old.
         """
         state = {
-            block: {
-                action: {"type": "plain_text_input", "value": text}
-                for action, text in actions.items()
-            }
+            block: {action: {"type": "plain_text_input", "value": text} for action, text in actions.items()}
             for block, actions in values.items()
         }
         base: Payload = {
@@ -558,15 +549,11 @@ class SlackEventSender:
         stale: bool,
     ) -> Delivery:
         body = json.dumps(payload).encode()
-        return await self._post_signed(
-            body, "application/json", extra_headers or {}, bad_signature, stale
-        )
+        return await self._post_signed(body, "application/json", extra_headers or {}, bad_signature, stale)
 
     async def _post_form(self, payload: Payload, *, bad_signature: bool, stale: bool) -> Delivery:
         body = urlencode({"payload": json.dumps(payload)}).encode()
-        return await self._post_signed(
-            body, "application/x-www-form-urlencoded", {}, bad_signature, stale
-        )
+        return await self._post_signed(body, "application/x-www-form-urlencoded", {}, bad_signature, stale)
 
     async def _post_signed(
         self,
@@ -586,9 +573,7 @@ class SlackEventSender:
         }
         return await self.send_raw(body, headers)
 
-    def _message_body(
-        self, user: str, text: str, ts: str, thread_ts: str | None, bot_id: str | None
-    ) -> Payload:
+    def _message_body(self, user: str, text: str, ts: str, thread_ts: str | None, bot_id: str | None) -> Payload:
         body: Payload = {"type": "message", "user": user, "text": text, "ts": ts}
         if bot_id is None:
             body["client_msg_id"] = str(uuid.uuid4())

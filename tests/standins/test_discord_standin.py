@@ -247,9 +247,7 @@ async def test_send_embed_and_buttons_then_edit(standin, routing):
         [stored] = standin.messages(GENERAL)
         assert stored["id"] == str(sent.id)
         assert stored["embeds"][0]["title"] == "http_request"
-        assert stored["embeds"][0]["fields"] == [
-            {"name": "asked by", "value": "alice", "inline": True}
-        ]
+        assert stored["embeds"][0]["fields"] == [{"name": "asked by", "value": "alice", "inline": True}]
         [row] = stored["components"]
         assert row["type"] == 1
         assert [(b["type"], b["label"], b["custom_id"]) for b in row["components"]] == [
@@ -319,9 +317,7 @@ async def test_typing_context_manager_hits_typing(standin, routing):
     assert request.status == 204
 
 
-class _Approve(
-    discord.ui.DynamicItem[discord.ui.Button], template=r"cs:approve:(?P<id>[0-9a-f]{8})"
-):
+class _Approve(discord.ui.DynamicItem[discord.ui.Button], template=r"cs:approve:(?P<id>[0-9a-f]{8})"):
     """A persistent Approve button whose custom_id names the approval."""
 
     clicks: asyncio.Queue[tuple[str, discord.Interaction]]
@@ -405,9 +401,7 @@ async def test_click_payload_is_discord_shaped(standin, routing):
     _Approve.clicks = asyncio.Queue()
     async with _running(_Client(dynamic_items=(_Approve,))) as client:
         card = await _post_dynamic_button(client, "00000001")
-        clicked = await standin.click_button(
-            card.id, "cs:approve:00000001", BOB, permissions=Permission.MANAGE_GUILD
-        )
+        clicked = await standin.click_button(card.id, "cs:approve:00000001", BOB, permissions=Permission.MANAGE_GUILD)
         await asyncio.wait_for(_Approve.clicks.get(), 5)
     payload = clicked.payload
     assert payload["type"] == 3 and payload["data"]["component_type"] == 2
@@ -437,9 +431,7 @@ async def test_button_opens_modal_and_submission_arrives(standin, routing):
     async with _running(_Client()) as client:
         card = await client.get_channel(GENERAL).send("card", view=EditButton())
         clicked = await standin.click_button(card.id, "cs:edit:0000abcd", ALICE)
-        [callback] = await standin.wait_for_request(
-            "POST", rf"/interactions/{clicked.id}/.+/callback"
-        )
+        [callback] = await standin.wait_for_request("POST", rf"/interactions/{clicked.id}/.+/callback")
         assert callback.json["type"] == 9
         modal = callback.json["data"]
         assert modal["custom_id"] == "cs:edit:0000abcd" and modal["title"] == "Edit the arguments"
@@ -504,9 +496,7 @@ async def test_thinking_defer_then_followup_fills_the_loading_message(standin, r
         assert original is not None and original["id"] == str(followup.id)
         assert original["content"] == "result"
         assert original["flags"] == 64
-        assert [c.json for c in standin.callbacks(clicked.id)] == [
-            {"type": 5, "data": {"flags": 64}}
-        ]
+        assert [c.json for c in standin.callbacks(clicked.id)] == [{"type": 5, "data": {"flags": 64}}]
 
 
 async def test_dm_card_click_carries_user_not_member(standin, routing):
@@ -656,9 +646,7 @@ async def test_app_command_tree_sync_and_invoke(standin, routing):
         invoked = await standin.invoke_command(
             "countersign", ALICE, channel_id=GENERAL, options=[{"name": "show", "type": 1}]
         )
-        [callback] = await standin.wait_for_request(
-            "POST", rf"/interactions/{invoked.id}/.+/callback"
-        )
+        [callback] = await standin.wait_for_request("POST", rf"/interactions/{invoked.id}/.+/callback")
         assert callback.json["type"] == 4
         assert callback.json["data"] == {"content": "policy: review", "flags": 64, "tts": False}
         response = standin.original_response(invoked.id)
@@ -723,16 +711,12 @@ async def test_rest_reads_threads_and_reactions_through_discord_py(standin, rout
         await fetched.add_reaction("\N{HOURGLASS}")
         assert standin.message(sent.id)["reactions"][0]["emoji"]["name"] == "\N{HOURGLASS}"
         await fetched.remove_reaction("\N{HOURGLASS}", client.user)
-        assert (
-            "reactions" not in standin.message(sent.id) or not standin.message(sent.id)["reactions"]
-        )
+        assert "reactions" not in standin.message(sent.id) or not standin.message(sent.id)["reactions"]
         thread = await sent.create_thread(name="discussion")
         assert thread.id == sent.id and thread.parent_id == GENERAL
         await thread.send("inside")
         assert standin.messages(thread.id)[0]["content"] == "inside"
-        private = await channel.create_thread(
-            name="private", type=discord.ChannelType.private_thread
-        )
+        private = await channel.create_thread(name="private", type=discord.ChannelType.private_thread)
         assert private.type is discord.ChannelType.private_thread
         forum = client.get_channel(GUILD + 2)
         assert isinstance(forum, discord.ForumChannel)

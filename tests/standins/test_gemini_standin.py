@@ -45,23 +45,16 @@ KEY = "test-key"
 # awaiting it when it reports a 5xx error, which leaves an unawaited-coroutine warning.
 pytestmark = [
     pytest.mark.filterwarnings(
-        "ignore:Inheritance class AiohttpClientSession from ClientSession is discouraged"
-        ":DeprecationWarning"
+        "ignore:Inheritance class AiohttpClientSession from ClientSession is discouraged:DeprecationWarning"
     ),
-    pytest.mark.filterwarnings(
-        "ignore:coroutine 'ClientResponse.json' was never awaited:RuntimeWarning"
-    ),
+    pytest.mark.filterwarnings("ignore:coroutine 'ClientResponse.json' was never awaited:RuntimeWarning"),
 ]
 
-FAST_RETRIES = HttpOptions(
-    retry_options=HttpRetryOptions(attempts=3, initial_delay=0.01, max_delay=0.05, jitter=0)
-)
+FAST_RETRIES = HttpOptions(retry_options=HttpRetryOptions(attempts=3, initial_delay=0.01, max_delay=0.05, jitter=0))
 
 
 @tool(parse_docstring=True)
-def http_request(
-    method: str, url: str, headers: dict[str, str] | None = None, body: Any = None
-) -> str:
+def http_request(method: str, url: str, headers: dict[str, str] | None = None, body: Any = None) -> str:
     """Send an HTTP request to a service.
 
     Args:
@@ -144,9 +137,7 @@ async def test_astream_uses_sse(make_llm):
 
 async def test_bind_tools_schema_and_tool_call(make_llm):
     """bind_tools declares the function and a functionCall comes back as a tool call."""
-    responder = ScriptedResponder(
-        [call("http_request", {"method": "GET", "url": "https://api.example/x"})]
-    )
+    responder = ScriptedResponder([call("http_request", {"method": "GET", "url": "https://api.example/x"})])
     async with GeminiStandIn(responder) as gemini:
         llm = make_llm(gemini).bind_tools([http_request])
         reply = await llm.ainvoke("fetch it")
@@ -219,9 +210,7 @@ async def test_round_trip_with_function_response(make_llm):
     responder = ScriptedResponder([call("lookup_user", {"name": "ada"})])
     responder.add_rule(
         lambda request: (
-            text(f"found {request.function_responses[0][1]['output']}")
-            if request.function_responses
-            else None
+            text(f"found {request.function_responses[0][1]['output']}") if request.function_responses else None
         )
     )
     async with GeminiStandIn(responder) as gemini:
@@ -495,18 +484,14 @@ async def test_error_helper_and_responder_errors(make_llm):
 
 async def test_undeclared_function_call_is_a_responder_error(make_llm):
     """Calling a function the request did not declare is flagged unless allowed."""
-    async with GeminiStandIn(
-        ScriptedResponder([call("nope", {})]), raise_responder_errors=False
-    ) as gemini:
+    async with GeminiStandIn(ScriptedResponder([call("nope", {})]), raise_responder_errors=False) as gemini:
         llm = make_llm(gemini).bind_tools([lookup_user])
         with pytest.raises(GoogleAPIError):
             await llm.ainvoke("hi")
     assert "undeclared function" in str(gemini.errors[0])
     gc.collect()
 
-    async with GeminiStandIn(
-        ScriptedResponder([call("nope", {})]), allow_undeclared_calls=True
-    ) as gemini:
+    async with GeminiStandIn(ScriptedResponder([call("nope", {})]), allow_undeclared_calls=True) as gemini:
         reply = await make_llm(gemini).bind_tools([lookup_user]).ainvoke("hi")
     assert reply.tool_calls[0]["name"] == "nope"
 
@@ -518,9 +503,7 @@ async def test_strict_schemas_flags_object_without_properties(make_llm):
             await make_llm(gemini).bind_tools([http_request]).ainvoke("hi")
         reply = await make_llm(gemini).bind_tools([lookup_user]).ainvoke("hi")
 
-    assert "parameters.properties[headers].properties: should be non-empty for OBJECT type" in str(
-        exc_info.value
-    )
+    assert "parameters.properties[headers].properties: should be non-empty for OBJECT type" in str(exc_info.value)
     assert reply.text == "ok"
 
 

@@ -114,9 +114,7 @@ async def test_auth_test_reports_the_bot_identity(client: AsyncWebClient):
     assert response["is_enterprise_install"] is False
 
 
-async def test_post_message_stores_messages_with_increasing_ts(
-    slack: SlackApiStandIn, client: AsyncWebClient
-):
+async def test_post_message_stores_messages_with_increasing_ts(slack: SlackApiStandIn, client: AsyncWebClient):
     """chat.postMessage answers with channel, ts and message, and ts strictly increases."""
     first = await client.chat_postMessage(channel=CHANNEL, text="one")
     second = await client.chat_postMessage(channel=CHANNEL, text="two", blocks=[_section("*two*")])
@@ -143,8 +141,7 @@ async def test_thread_replies_and_permalinks(slack: SlackApiStandIn, client: Asy
     plain = parent["ts"].replace(".", "")
     assert parent_link["permalink"] == f"https://standin.slack.com/archives/C1/p{plain}"
     assert reply_link["permalink"] == (
-        f"https://standin.slack.com/archives/C1/p{reply['ts'].replace('.', '')}"
-        f"?thread_ts={parent['ts']}&cid=C1"
+        f"https://standin.slack.com/archives/C1/p{reply['ts'].replace('.', '')}?thread_ts={parent['ts']}&cid=C1"
     )
     thread = slack.messages(CHANNEL, thread_ts=parent["ts"])
     assert [m["text"] for m in thread] == ["parent", "reply"]
@@ -155,9 +152,7 @@ async def test_update_replaces_text_and_blocks(slack: SlackApiStandIn, client: A
     """chat.update replaces the stored message's text and blocks and marks it edited."""
     posted = await client.chat_postMessage(channel=CHANNEL, text="pending", blocks=[_section("?")])
 
-    updated = await client.chat_update(
-        channel=CHANNEL, ts=posted["ts"], text="approved", blocks=[_section("ok")]
-    )
+    updated = await client.chat_update(channel=CHANNEL, ts=posted["ts"], text="approved", blocks=[_section("ok")])
 
     assert updated["ts"] == posted["ts"]
     assert updated["text"] == "approved"
@@ -216,9 +211,7 @@ async def test_post_to_a_user_id_lands_in_the_dm(slack: SlackApiStandIn, client:
     assert [m["text"] for m in slack.messages(posted["channel"])] == ["psst"]
 
 
-async def test_forbidden_channel_is_channel_not_found(
-    slack: SlackApiStandIn, client: AsyncWebClient
-):
+async def test_forbidden_channel_is_channel_not_found(slack: SlackApiStandIn, client: AsyncWebClient):
     """A channel forbidden with forbid_channel answers channel_not_found."""
     slack.forbid_channel("C404")
 
@@ -284,9 +277,7 @@ async def test_blocks_over_block_kit_limits_are_invalid_blocks(
     assert response["response_metadata"]["messages"][0].startswith("[ERROR] ")
 
 
-async def test_views_open_with_a_fresh_trigger_stores_the_view(
-    slack: SlackApiStandIn, client: AsyncWebClient
-):
+async def test_views_open_with_a_fresh_trigger_stores_the_view(slack: SlackApiStandIn, client: AsyncWebClient):
     """views.open with a freshly issued trigger answers the view with an id and stores it."""
     response = await client.views_open(trigger_id=slack.new_trigger_id(), view=_modal())
 
@@ -296,9 +287,7 @@ async def test_views_open_with_a_fresh_trigger_stores_the_view(
     assert slack.views[view["id"]]["title"]["text"] == "Approve?"
 
 
-async def test_views_open_rejects_expired_reused_and_unknown_triggers(
-    slack: SlackApiStandIn, client: AsyncWebClient
-):
+async def test_views_open_rejects_expired_reused_and_unknown_triggers(slack: SlackApiStandIn, client: AsyncWebClient):
     """Old or unknown trigger ids are expired_trigger_id; a used one is exchanged_trigger_id."""
     used = slack.new_trigger_id()
     await client.views_open(trigger_id=used, view=_modal())
@@ -336,9 +325,7 @@ async def test_views_update_replaces_the_view(slack: SlackApiStandIn, client: As
     assert slack.views[view_id]["title"]["text"] == "Done"
 
 
-async def test_users_info_returns_registered_users_only(
-    slack: SlackApiStandIn, client: AsyncWebClient
-):
+async def test_users_info_returns_registered_users_only(slack: SlackApiStandIn, client: AsyncWebClient):
     """users.info answers Slack's user shape for registered users and user_not_found otherwise."""
     slack.add_user("U2", name="bob", real_name="Bob B", is_admin=True, tz="Europe/London")
 
@@ -354,17 +341,13 @@ async def test_users_info_returns_registered_users_only(
     assert error.value.response["error"] == "user_not_found"
 
 
-async def test_reactions_fail_like_slack_when_repeated(
-    slack: SlackApiStandIn, client: AsyncWebClient
-):
+async def test_reactions_fail_like_slack_when_repeated(slack: SlackApiStandIn, client: AsyncWebClient):
     """Reacting twice is already_reacted; removing a missing reaction is no_reaction."""
     ts = slack.add_message(CHANNEL, user="U1", text="deploy please")
     await client.reactions_add(channel=CHANNEL, timestamp=ts, name="eyes")
     with pytest.raises(SlackApiError) as again:
         await client.reactions_add(channel=CHANNEL, timestamp=ts, name="eyes")
-    assert slack.message(CHANNEL, ts)["reactions"] == [
-        {"name": "eyes", "users": ["UBOT"], "count": 1}
-    ]
+    assert slack.message(CHANNEL, ts)["reactions"] == [{"name": "eyes", "users": ["UBOT"], "count": 1}]
 
     await client.reactions_remove(channel=CHANNEL, timestamp=ts, name="eyes")
     with pytest.raises(SlackApiError) as missing:
@@ -412,9 +395,7 @@ async def test_rate_limit_is_retried_by_slack_sdk_handler(slack: SlackApiStandIn
     assert len(slack.messages(CHANNEL)) == 1
 
 
-async def test_rate_limit_without_retry_handler_raises(
-    slack: SlackApiStandIn, client: AsyncWebClient
-):
+async def test_rate_limit_without_retry_handler_raises(slack: SlackApiStandIn, client: AsyncWebClient):
     """Without a retry handler a 429 surfaces as SlackApiError carrying Retry-After."""
     slack.rate_limit("chat.postMessage", times=1, retry_after=7)
 
@@ -484,9 +465,7 @@ asyncio.run(main())
 async def test_a_bot_in_another_process_uses_the_stand_in(slack: SlackApiStandIn):
     """A bot process given base_url through its environment posts into the test's stand-in."""
     env = {**os.environ, "SLACK_API_URL": slack.base_url, "SLACK_BOT_TOKEN": TOKEN}
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", _BOT_IN_ANOTHER_PROCESS, env=env
-    )
+    process = await asyncio.create_subprocess_exec(sys.executable, "-c", _BOT_IN_ANOTHER_PROCESS, env=env)
 
     [call] = await slack.wait_for("chat.postMessage")
 
@@ -495,13 +474,9 @@ async def test_a_bot_in_another_process_uses_the_stand_in(slack: SlackApiStandIn
     assert [m["text"] for m in slack.messages("C1")] == ["from another process"]
 
 
-async def test_wait_for_returns_matches_and_times_out_listing_calls(
-    slack: SlackApiStandIn, client: AsyncWebClient
-):
+async def test_wait_for_returns_matches_and_times_out_listing_calls(slack: SlackApiStandIn, client: AsyncWebClient):
     """wait_for returns once enough matching calls arrived and fails listing what did arrive."""
-    waiter = asyncio.create_task(
-        slack.wait_for("chat.postMessage", lambda args: args.get("text") == "b", count=1)
-    )
+    waiter = asyncio.create_task(slack.wait_for("chat.postMessage", lambda args: args.get("text") == "b", count=1))
     await client.chat_postMessage(channel=CHANNEL, text="a")
     await client.chat_postMessage(channel=CHANNEL, text="b")
 
@@ -609,9 +584,7 @@ async def test_bolt_receives_message_changed_with_its_real_shape(bolt: Bolt):
         await received.put(event)
 
     original = await bolt.sender.message(CHANNEL, "U1", "helo", channel_type="channel")
-    await bolt.sender.message(
-        CHANNEL, "U1", "hello", ts=original.ts, subtype="message_changed", previous_text="helo"
-    )
+    await bolt.sender.message(CHANNEL, "U1", "hello", ts=original.ts, subtype="message_changed", previous_text="helo")
     event = await _next(received)
 
     assert event["message"]["ts"] == original.ts

@@ -64,18 +64,14 @@ class BotProcess:
             while True:
                 assert self.proc is not None
                 if self.proc.returncode is not None:
-                    raise AssertionError(
-                        f"bot exited {self.proc.returncode}:\n{self.stderr.decode()}"
-                    )
+                    raise AssertionError(f"bot exited {self.proc.returncode}:\n{self.stderr.decode()}")
                 try:
                     if (await client.get(f"http://127.0.0.1:{port}/healthz")).status_code == 200:
                         return
                 except httpx.TransportError:
                     pass
                 if asyncio.get_running_loop().time() > deadline:
-                    raise AssertionError(
-                        f"bot not healthy after {timeout}s:\n{self.stderr.decode()}"
-                    )
+                    raise AssertionError(f"bot not healthy after {timeout}s:\n{self.stderr.decode()}")
                 await asyncio.sleep(0.1)
 
     async def stop(self, sig: int = signal.SIGTERM, timeout: float = 30) -> int:
@@ -88,9 +84,7 @@ class BotProcess:
         except TimeoutError:
             self.proc.kill()
             await self.proc.wait()
-            raise AssertionError(
-                f"bot did not stop within {timeout}s:\n{self.stderr.decode()}"
-            ) from None
+            raise AssertionError(f"bot did not stop within {timeout}s:\n{self.stderr.decode()}") from None
         if self._reader is not None:
             await self._reader
         return code

@@ -35,25 +35,22 @@ class RecordingPlatform:
         self.cards[ref] = card
         return ref
 
-    async def update_card(
-        self, conversation: ConversationRef, card_ref: str, card: ApprovalCard
-    ) -> None:
+    async def update_card(self, conversation: ConversationRef, card_ref: str, card: ApprovalCard) -> None:
         self.cards[card_ref] = card
         self.updates.append(card)
 
-    async def notify(
-        self, conversation: ConversationRef, notice: Notice, *, recipient: Actor | None
-    ) -> None:
-        self.notices.append(
-            (conversation.thread_id, notice, recipient.user_id if recipient else None)
-        )
+    async def notify(self, conversation: ConversationRef, notice: Notice, *, recipient: Actor | None) -> None:
+        self.notices.append((conversation.thread_id, notice, recipient.user_id if recipient else None))
 
     @asynccontextmanager
-    async def working(
-        self, conversation: ConversationRef, anchor: str | None
-    ) -> AsyncIterator[None]:
+    async def working(self, conversation: ConversationRef, anchor: str | None) -> AsyncIterator[None]:
         self.progress.append(anchor)
         yield
 
+    groups: dict[str, set[str]] = field(default_factory=dict)
+
     async def is_admin(self, actor: Actor) -> bool:
         return actor.user_id in self.admins
+
+    async def member_of(self, actor: Actor, group_ids: frozenset[str]) -> frozenset[str]:
+        return frozenset(g for g in group_ids if actor.user_id in self.groups.get(g, set()))

@@ -91,6 +91,4 @@ class ScriptedChatModel(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        return ChatResult(
-            generations=[ChatGeneration(message=await self._agenerate_delayed(messages))]
-        )
+        return ChatResult(generations=[ChatGeneration(message=await self._agenerate_delayed(messages))])

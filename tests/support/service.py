@@ -8,12 +8,14 @@ from dataclasses import dataclass
 
 from bot.agents.pool import AgentPool
 from bot.agents.review_agent import ReviewAgent, build_review_agent
-from bot.approvals.policy import DefaultPolicy
+from bot.approvals.policy import ConfiguredPolicy
 from bot.conversation import Actor, ConversationRef, IncomingMessage
+from bot.deciding import Decider
 from bot.service import Countersign
 from bot.settings import DatabaseSettings
 from bot.storage.approval_store import ApprovalStore
 from bot.storage.audit_store import AuditStore
+from bot.storage.config_store import ConfigStore
 from bot.storage.conversation_store import ConversationStore
 from bot.storage.database import Database, open_database
 from bot.storage.ledger import PostgresLedger
@@ -35,21 +37,18 @@ class Harness:
     platform: RecordingPlatform
     agents: AgentPool
     ledger: PostgresLedger
+    config: ConfigStore
 
     def graph(self, conversation: ConversationRef) -> ReviewAgent:
         return self.agents.for_thread(conversation.thread_id)
 
 
 def conversation(channel: str = "C1", thread: str | None = None) -> ConversationRef:
-    return ConversationRef(
-        platform="test", workspace_id=WORKSPACE, channel_id=channel, thread=thread
-    )
+    return ConversationRef(platform="test", workspace_id=WORKSPACE, channel_id=channel, thread=thread)
 
 
 def actor(user: str = "alice", *, is_admin: bool | None = None) -> Actor:
-    return Actor(
-        platform="test", workspace_id=WORKSPACE, user_id=user, display_name=user, is_admin=is_admin
-    )
+    return Actor(platform="test", workspace_id=WORKSPACE, user_id=user, display_name=user, is_admin=is_admin)
 
 
 def message(
@@ -59,9 +58,7 @@ def message(
     conv: ConversationRef | None = None,
     message_id: str | None = None,
 ) -> IncomingMessage:
-    return IncomingMessage(
-        actor=actor(user), conversation=conv or conversation(), text=text, message_id=message_id
-    )
+    return IncomingMessage(actor=actor(user), conversation=conv or conversation(), text=text, message_id=message_id)
 
 
 @asynccontextmanager
@@ -75,22 +72,16 @@ async def open_service(
     pool_size: int = 8,
 ) -> AsyncIterator[Harness]:
     platform = platform or RecordingPlatform()
-    async with open_database(
-        DatabaseSettings(url=db_url, pool_max_size=pool_size), run_migrations=False
-    ) as database:
-        ledger = PostgresLedger(database.pool)
-        graphs = [
-            build_review_agent(
-                model=model,
-                tools=registry.tools(),
-                policy=DefaultPolicy(registry),
-                checkpointer=saver,
-                ledger=ledger,
-            )
-            for saver in database.savers
-        ]
+    async with open_database(DatabaseSettings(url=db_url, pool_max_size=pool_size), run_migrations=False) as database:
         audit = AuditStore(database.pool)
         approvals = ApprovalStore(database.pool, audit)
+        config = ConfigStore(database.pool, audit)
+        ledger = PostgresLedger(database.pool, approvals)
+        policy = ConfiguredPolicy(registry, config.load)
+        graphs = [
+            build_review_agent(model=model, tools=registry.tools(), policy=policy, checkpointer=saver, ledger=ledger)
+            for saver in database.savers
+        ]
         tools = {t.name: t for t in registry.tools()}
         agents = AgentPool(graphs)
         runner = TurnRunner(
@@ -100,15 +91,21 @@ async def open_service(
             tools=tools,
             recursion_limit=recursion_limit,
         )
-        service = Countersign(
-            runner=runner,
+        decider = Decider(
             approvals=approvals,
             audit=audit,
+            config=config,
+            registry=registry,
+            directory_for=lambda name: platform,
+        )
+        service = Countersign(
+            runner=runner,
+            decider=decider,
+            approvals=approvals,
             conversations=ConversationStore(database.pool),
             locks=ThreadLocks(database.lock_pool),
-            tools=tools,
         )
         try:
-            yield Harness(service, approvals, audit, database, platform, agents, ledger)
+            yield Harness(service, approvals, audit, database, platform, agents, ledger, config)
         finally:
             await service.aclose(5)

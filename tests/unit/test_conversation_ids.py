@@ -12,9 +12,7 @@ from bot.conversation import Actor, ConversationRef
     [
         (ConversationRef(platform="slack", workspace_id="T1", channel_id="C1"), "slack:T1:C1"),
         (
-            ConversationRef(
-                platform="slack", workspace_id="T1", channel_id="C1", thread="1715938200.000100"
-            ),
+            ConversationRef(platform="slack", workspace_id="T1", channel_id="C1", thread="1715938200.000100"),
             "slack:T1:C1:1715938200.000100",
         ),
         (
@@ -22,9 +20,7 @@ from bot.conversation import Actor, ConversationRef
             "discord:1234:5678",
         ),
         (
-            ConversationRef(
-                platform="discord", workspace_id="1234", channel_id="5678", thread="9012"
-            ),
+            ConversationRef(platform="discord", workspace_id="1234", channel_id="5678", thread="9012"),
             "discord:1234:5678:9012",
         ),
         (ConversationRef(platform="discord", workspace_id="dm", channel_id="42"), "discord:dm:42"),
@@ -54,9 +50,7 @@ def test_from_thread_id_round_trips(thread_id):
 def test_from_thread_id_fills_the_fields():
     """Parsing sets platform, workspace, channel and thread."""
     ref = ConversationRef.from_thread_id("slack:T1:C1:1.2")
-    assert ref == ConversationRef(
-        platform="slack", workspace_id="T1", channel_id="C1", thread="1.2"
-    )
+    assert ref == ConversationRef(platform="slack", workspace_id="T1", channel_id="C1", thread="1.2")
     assert ConversationRef.from_thread_id("slack:T1:C1").thread is None
 
 
@@ -67,18 +61,14 @@ def test_refs_in_different_workspaces_have_different_ids():
     assert one.thread_id != two.thread_id
 
 
-@pytest.mark.parametrize(
-    "thread_id", ["", "slack", "slack:T1", "slack:T1:C1:1.2:extra", "a:b:c:d:e"]
-)
+@pytest.mark.parametrize("thread_id", ["", "slack", "slack:T1", "slack:T1:C1:1.2:extra", "a:b:c:d:e"])
 def test_from_thread_id_refuses_wrong_part_counts(thread_id):
     """Fewer than three or more than four parts are refused."""
     with pytest.raises(ValueError, match="not a Countersign thread id"):
         ConversationRef.from_thread_id(thread_id)
 
 
-@pytest.mark.parametrize(
-    "thread_id", [":T1:C1", "slack::C1", "slack:T1:", "slack:T1:C1:", "::", ":::"]
-)
+@pytest.mark.parametrize("thread_id", [":T1:C1", "slack::C1", "slack:T1:", "slack:T1:C1:", "::", ":::"])
 def test_from_thread_id_refuses_empty_parts(thread_id):
     """An empty platform, workspace, channel or thread part is refused."""
     with pytest.raises(ValueError, match="must be non-empty"):

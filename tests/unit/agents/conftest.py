@@ -37,9 +37,7 @@ async def saver(request: pytest.FixtureRequest, pg_server: TestServer) -> AsyncI
         return
     url = await pg_server.create_database()
     try:
-        async with open_database(
-            DatabaseSettings(url=url, pool_max_size=3), run_migrations=False
-        ) as db:
+        async with open_database(DatabaseSettings(url=url, pool_max_size=3), run_migrations=False) as db:
             yield db.savers[0]
     finally:
         await pg_server.drop_database(url)

@@ -307,9 +307,7 @@ def test_property_model_view_is_always_well_formed(history, window):
     assert view == full[len(full) - len(view) :]
     assert isinstance(view[0], HumanMessage)
     if len(full) > window:
-        assert len(view) <= window or not any(
-            isinstance(m, HumanMessage) for m in full[len(full) - window :]
-        )
+        assert len(view) <= window or not any(isinstance(m, HumanMessage) for m in full[len(full) - window :])
     # Nothing but results is lost in repair: the human and AI messages are all kept, in order.
     kept = [m for m in history if not isinstance(m, ToolMessage)]
     assert [m for m in full if not isinstance(m, ToolMessage)] == kept

@@ -172,9 +172,7 @@ def test_client_error_wrapped_by_langchain_google_genai_is_classified():
     cause = api_error(408)
     try:
         # Exactly what langchain_google_genai.chat_models._handle_client_error raises.
-        raise ChatGoogleGenerativeAIError(
-            f"Error calling model 'gemini' ({cause.status}): {cause}"
-        ) from cause
+        raise ChatGoogleGenerativeAIError(f"Error calling model 'gemini' ({cause.status}): {cause}") from cause
     except ChatGoogleGenerativeAIError as wrapped:
         exc = wrapped
     assert kind_of(exc) is UNAVAILABLE

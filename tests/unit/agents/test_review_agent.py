@@ -36,9 +36,7 @@ def tool_messages(state_messages) -> list[ToolMessage]:
 
 
 @pytest.mark.parametrize(("limit", "tool_rounds"), [(6, 1), (7, 1), (10, 2), (25, 7)])
-async def test_step_guard_closes_the_turn_before_the_limit(
-    make_graph, tool_log, limit, tool_rounds
-):
+async def test_step_guard_closes_the_turn_before_the_limit(make_graph, tool_log, limit, tool_rounds):
     """A model that always wants a tool gets `tool_rounds` rounds, then a closing answer, never GraphRecursionError."""
     model = ScriptedChatModel(script=lambda _: calls(tool_call("lookup", {"query": "x"})))
     graph = make_graph(model)
@@ -67,9 +65,7 @@ async def test_step_guard_keeps_the_thread_usable(make_graph, tool_log):
 
 async def test_ungated_tool_runs_without_interrupt(make_graph, tool_log):
     """A call whose mode is auto runs at once; the turn ends with the model's answer."""
-    model = ScriptedChatModel(
-        replies=[calls(tool_call("lookup", {"query": "cats"})), AIMessage("cats found")]
-    )
+    model = ScriptedChatModel(replies=[calls(tool_call("lookup", {"query": "cats"})), AIMessage("cats found")])
     result = await make_graph(model).ainvoke(ask("find cats"), config())
     assert "__interrupt__" not in result
     assert tool_log.calls == [("lookup", {"query": "cats"})]
@@ -79,23 +75,17 @@ async def test_ungated_tool_runs_without_interrupt(make_graph, tool_log):
 
 async def test_system_prompt_is_prepended_every_call_and_never_stored(make_graph):
     """Every model call starts with the system prompt; the stored history has none."""
-    model = ScriptedChatModel(
-        replies=[calls(tool_call("lookup", {"query": "a"})), AIMessage("done")]
-    )
+    model = ScriptedChatModel(replies=[calls(tool_call("lookup", {"query": "a"})), AIMessage("done")])
     graph = make_graph(model, system_prompt="BE BRIEF")
     result = await graph.ainvoke(ask("hi"), config())
-    assert all(
-        isinstance(p[0], SystemMessage) and p[0].content == "BE BRIEF" for p in model.prompts
-    )
+    assert all(isinstance(p[0], SystemMessage) and p[0].content == "BE BRIEF" for p in model.prompts)
     assert len(model.prompts) == 2
     assert not any(isinstance(m, SystemMessage) for m in result["messages"])
 
 
 async def test_unknown_tool_returns_an_error_listing_the_tools(make_graph, tool_log):
     """A call to a tool that does not exist comes back to the model as an error naming the real tools."""
-    model = ScriptedChatModel(
-        replies=[calls(tool_call("teleport", {"to": "mars"})), AIMessage("sorry")]
-    )
+    model = ScriptedChatModel(replies=[calls(tool_call("teleport", {"to": "mars"})), AIMessage("sorry")])
     result = await make_graph(model).ainvoke(ask("go"), config())
     [error] = tool_messages(result["messages"])
     assert error.status == "error"
@@ -117,9 +107,7 @@ async def test_invalid_arguments_return_a_validation_error(make_graph, tool_log)
 
 async def test_exception_inside_a_tool_becomes_an_error_result(make_graph, tool_log, caplog):
     """A tool that raises gives the model an error result and a log line; the turn still ends with an answer."""
-    model = ScriptedChatModel(
-        replies=[calls(tool_call("explode", {"reason": "disk"})), AIMessage("it failed")]
-    )
+    model = ScriptedChatModel(replies=[calls(tool_call("explode", {"reason": "disk"})), AIMessage("it failed")])
     with caplog.at_level(logging.ERROR, logger="bot.agents.tool_node"):
         result = await make_graph(model).ainvoke(ask("go"), config())
     [error] = tool_messages(result["messages"])
@@ -134,9 +122,7 @@ async def test_exception_inside_a_tool_becomes_an_error_result(make_graph, tool_
 
 async def test_gated_call_interrupts_with_the_hitl_payload(make_graph, tool_log):
     """A call that needs review pauses the graph with LangChain's HITL request shape; nothing ran."""
-    model = ScriptedChatModel(
-        replies=[calls(tool_call("send", {"to": "bob", "body": "hi"}), text="Bob asked for it.")]
-    )
+    model = ScriptedChatModel(replies=[calls(tool_call("send", {"to": "bob", "body": "hi"}), text="Bob asked for it.")])
     graph = make_graph(model)
     cfg = config()
     result = await graph.ainvoke(ask("tell bob hi"), cfg)
@@ -149,9 +135,7 @@ async def test_gated_call_interrupts_with_the_hitl_payload(make_graph, tool_log)
                 "description": "Bob asked for it.",
             }
         ],
-        "review_configs": [
-            {"action_name": "send", "allowed_decisions": ["approve", "edit", "reject"]}
-        ],
+        "review_configs": [{"action_name": "send", "allowed_decisions": ["approve", "edit", "reject"]}],
     }
     assert tool_log.calls == []
     state = await graph.aget_state(cfg)
@@ -160,9 +144,7 @@ async def test_gated_call_interrupts_with_the_hitl_payload(make_graph, tool_log)
 
 async def test_approve_runs_the_call_once_with_the_proposed_args(make_graph, tool_log):
     """Approve: the tool runs exactly once with the model's arguments and the model answers."""
-    model = ScriptedChatModel(
-        replies=[calls(tool_call("send", {"to": "bob", "body": "hi"})), AIMessage("sent!")]
-    )
+    model = ScriptedChatModel(replies=[calls(tool_call("send", {"to": "bob", "body": "hi"})), AIMessage("sent!")])
     graph = make_graph(model)
     cfg = config()
     await graph.ainvoke(ask("tell bob hi"), cfg)
@@ -200,9 +182,7 @@ async def test_reject_with_reason_never_runs_and_the_model_sees_the_reason(make_
     graph = make_graph(model)
     cfg = config()
     await graph.ainvoke(ask("tell bob hi"), cfg)
-    result = await graph.ainvoke(
-        Command(resume={"decisions": [{"type": "reject", "message": "bob is on leave"}]}), cfg
-    )
+    result = await graph.ainvoke(Command(resume={"decisions": [{"type": "reject", "message": "bob is on leave"}]}), cfg)
     assert tool_log.calls == []
     [rejection] = tool_messages(result["messages"])
     assert rejection.status == "error"
@@ -214,9 +194,7 @@ async def test_reject_with_reason_never_runs_and_the_model_sees_the_reason(make_
 
 async def test_missing_decision_counts_as_rejected(make_graph, tool_log):
     """Resuming the graph directly with no decision rejects the call (seed 001: fail closed)."""
-    model = ScriptedChatModel(
-        replies=[calls(tool_call("send", {"to": "bob", "body": "hi"})), AIMessage("not sent")]
-    )
+    model = ScriptedChatModel(replies=[calls(tool_call("send", {"to": "bob", "body": "hi"})), AIMessage("not sent")])
     graph = make_graph(model)
     cfg = config()
     await graph.ainvoke(ask("tell bob hi"), cfg)
@@ -239,9 +217,7 @@ async def test_mixed_batch_runs_auto_and_approved_calls_only(make_graph, tool_lo
     assert [r["args"]["to"] for r in interrupt.value["action_requests"]] == ["bob", "eve"]
     assert tool_log.calls == []  # nothing runs before the review, not even the auto call
     result = await graph.ainvoke(
-        Command(
-            resume={"decisions": [{"type": "approve"}, {"type": "reject", "message": "not eve"}]}
-        ),
+        Command(resume={"decisions": [{"type": "approve"}, {"type": "reject", "message": "not eve"}]}),
         cfg,
     )
     assert [name for name, _ in tool_log.calls] == ["lookup", "send"]
@@ -259,9 +235,7 @@ async def test_decisions_pair_with_calls_by_position(make_graph, tool_log):
     graph = make_graph(model)
     cfg = config()
     await graph.ainvoke(ask("send both"), cfg)
-    result = await graph.ainvoke(
-        Command(resume={"decisions": [{"type": "reject"}, {"type": "approve"}]}), cfg
-    )
+    result = await graph.ainvoke(Command(resume={"decisions": [{"type": "reject"}, {"type": "approve"}]}), cfg)
     assert [args["to"] for _, args in tool_log.calls] == ["eve"]
     results = tool_messages(result["messages"])
     # Gemini pairs results with calls by position: a rejection listed first must be the first call's.
@@ -277,9 +251,7 @@ async def test_results_stay_in_call_order_when_a_later_call_is_rejected(make_gra
     graph = make_graph(model)
     cfg = config()
     await graph.ainvoke(ask("send both"), cfg)
-    result = await graph.ainvoke(
-        Command(resume={"decisions": [{"type": "approve"}, {"type": "reject"}]}), cfg
-    )
+    result = await graph.ainvoke(Command(resume={"decisions": [{"type": "approve"}, {"type": "reject"}]}), cfg)
     results = tool_messages(result["messages"])
     assert [m.tool_call_id for m in results] == [b["id"], c["id"]]
     assert [m.status for m in results] == ["success", "error"]
@@ -289,9 +261,7 @@ async def test_results_stay_in_call_order_when_a_later_call_is_rejected(make_gra
 
 async def test_all_rejected_goes_straight_back_to_the_model(make_graph, tool_log):
     """When every reviewed call is rejected, no tool runs and the model answers from the rejections."""
-    model = ScriptedChatModel(
-        replies=[calls(tool_call("send", {"to": "bob", "body": "1"})), AIMessage("understood")]
-    )
+    model = ScriptedChatModel(replies=[calls(tool_call("send", {"to": "bob", "body": "1"})), AIMessage("understood")])
     graph = make_graph(model)
     cfg = config()
     await graph.ainvoke(ask("send"), cfg)
@@ -302,9 +272,7 @@ async def test_all_rejected_goes_straight_back_to_the_model(make_graph, tool_log
 
 async def test_denied_tool_is_rejected_by_policy_without_a_pause(make_graph, tool_log):
     """A tool whose mode is deny never runs and causes no interrupt; the model reads why."""
-    model = ScriptedChatModel(
-        replies=[calls(tool_call("wipe", {"target": "prod"})), AIMessage("cannot")]
-    )
+    model = ScriptedChatModel(replies=[calls(tool_call("wipe", {"target": "prod"})), AIMessage("cannot")])
     result = await make_graph(model).ainvoke(ask("wipe prod"), config())
     assert "__interrupt__" not in result
     assert tool_log.calls == []
@@ -346,9 +314,7 @@ async def test_invalid_decisions_are_refused_and_the_review_stays_completable(
     make_graph, registry, tool_log, decisions, message
 ):
     """An invalid resume value is refused before the graph is touched; a valid one then completes the review."""
-    model = ScriptedChatModel(
-        replies=[calls(tool_call("send", {"to": "bob", "body": "hi"})), AIMessage("sent")]
-    )
+    model = ScriptedChatModel(replies=[calls(tool_call("send", {"to": "bob", "body": "hi"})), AIMessage("sent")])
     graph = make_graph(model)
     cfg = config()
     first = await graph.ainvoke(ask("send"), cfg)
@@ -366,9 +332,7 @@ async def test_invalid_decisions_are_refused_and_the_review_stays_completable(
 
 async def test_invalid_decision_reaching_the_graph_fails_closed(make_graph, tool_log):
     """A caller that skips validation cannot make a reviewed call run with a bad edit: it is rejected."""
-    model = ScriptedChatModel(
-        replies=[calls(tool_call("send", {"to": "bob", "body": "hi"})), AIMessage("nope")]
-    )
+    model = ScriptedChatModel(replies=[calls(tool_call("send", {"to": "bob", "body": "hi"})), AIMessage("nope")])
     graph = make_graph(model)
     cfg = config()
     await graph.ainvoke(ask("send"), cfg)
@@ -400,9 +364,7 @@ async def test_a_claimed_call_is_never_run_twice(make_graph, tool_log):
     ledger = InMemoryLedger()
     call = tool_call("lookup", {"query": "x"})
     cfg = config()
-    await ledger.claim(
-        thread_id=cfg["configurable"]["thread_id"], tool_call_id=call["id"], tool_name="lookup"
-    )
+    await ledger.claim(thread_id=cfg["configurable"]["thread_id"], tool_call_id=call["id"], tool_name="lookup", args={})
     model = ScriptedChatModel(replies=[calls(call), AIMessage("unknown outcome")])
     result = await make_graph(model, ledger=ledger).ainvoke(ask("go"), cfg)
     assert tool_log.calls == []

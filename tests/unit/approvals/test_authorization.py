@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bot.approvals.authorization import ensure_may_decide
+from bot.approvals.config import ApproverKind, ApproverRule, SettingKey, WorkspaceConfig
 from bot.conversation import Actor
 from bot.errors import NotPermittedError
 
@@ -13,15 +14,19 @@ REQUESTER = "U_ASKER"
 
 
 class AdminCheck:
-    """A real async admin check that answers from a set and records whom it was asked about."""
+    """A real directory that answers from sets and records whom it was asked about."""
 
-    def __init__(self, *admins: str) -> None:
+    def __init__(self, *admins: str, groups: dict[str, set[str]] | None = None) -> None:
         self.admins = set(admins)
+        self.groups = groups or {}
         self.asked: list[str] = []
 
-    async def __call__(self, actor: Actor) -> bool:
+    async def is_admin(self, actor: Actor) -> bool:
         self.asked.append(actor.user_id)
         return actor.user_id in self.admins
+
+    async def member_of(self, actor: Actor, group_ids: frozenset[str]) -> frozenset[str]:
+        return frozenset(g for g in group_ids if actor.user_id in self.groups.get(g, set()))
 
 
 def actor(user_id: str, *, workspace_id: str = WORKSPACE, is_admin: bool | None = None) -> Actor:
@@ -35,9 +40,19 @@ def actor(user_id: str, *, workspace_id: str = WORKSPACE, is_admin: bool | None 
     )
 
 
-async def decide(who: Actor, check: AdminCheck) -> None:
-    """Ask whether `who` may decide an approval REQUESTER made in WORKSPACE."""
-    await ensure_may_decide(who, requester_id=REQUESTER, workspace_id=WORKSPACE, is_admin=check)
+async def decide(
+    who: Actor, check: AdminCheck, config: WorkspaceConfig | None = None, decision: str = "approve"
+) -> None:
+    """Ask whether `who` may decide an approval of `send` REQUESTER made in WORKSPACE."""
+    await ensure_may_decide(
+        who,
+        requester_id=REQUESTER,
+        workspace_id=WORKSPACE,
+        tool_name="send",
+        decision_type=decision,
+        config=config or WorkspaceConfig(platform="slack", workspace_id=WORKSPACE),
+        directory=check,
+    )
 
 
 async def test_requester_may_decide_without_asking_the_admin_check():
@@ -106,13 +121,12 @@ async def test_adapter_admin_flag_false_is_used_without_asking():
 async def test_admin_check_errors_propagate():
     """A failing admin check is not read as "allowed": its error reaches the caller."""
 
-    async def failing(who: Actor) -> bool:
-        raise ConnectionError("users.info unreachable")
+    class Failing(AdminCheck):
+        async def is_admin(self, actor: Actor) -> bool:
+            raise ConnectionError("users.info unreachable")
 
     with pytest.raises(ConnectionError):
-        await ensure_may_decide(
-            actor("U_OTHER"), requester_id=REQUESTER, workspace_id=WORKSPACE, is_admin=failing
-        )
+        await decide(actor("U_OTHER"), Failing())
 
 
 def test_not_permitted_error_message_names_the_reason():
@@ -120,3 +134,51 @@ def test_not_permitted_error_message_names_the_reason():
     error = NotPermittedError("other_workspace")
     assert error.reason == "other_workspace"
     assert "other_workspace" in str(error)
+
+
+def configured(*approvers: ApproverRule, self_approval: bool | None = None, admins: frozenset[str] = frozenset()):
+    settings = {} if self_approval is None else {("", "send", SettingKey.SELF_APPROVAL.value): self_approval}
+    return WorkspaceConfig(
+        platform="slack", workspace_id=WORKSPACE, approvers=approvers, admins=admins, settings=settings
+    )
+
+
+async def test_bot_admins_count_as_admins_by_default():
+    """A bot admin (added with the admins command) may decide when no approver list exists."""
+    await decide(actor("U_BOTADMIN"), AdminCheck(), configured(admins=frozenset({"U_BOTADMIN"})))
+
+
+async def test_with_an_approver_list_only_listed_people_may_decide():
+    """Listed users and group members may decide; a platform admin not on the list may not."""
+    config = configured(
+        ApproverRule(kind=ApproverKind.USER, subject_id="U_LISTED", tool_name="send"),
+        ApproverRule(kind=ApproverKind.GROUP, subject_id="S_OPS", tool_name=""),
+    )
+    check = AdminCheck("U_BOSS", groups={"S_OPS": {"U_OPS"}})
+    await decide(actor("U_LISTED"), check, config)
+    with pytest.raises(NotPermittedError) as refused:
+        await decide(actor("U_BOSS"), check, config)
+    assert refused.value.reason == "not_an_approver"
+    # the tool's own list wins over the workspace-wide one, so the group is not consulted for send
+    with pytest.raises(NotPermittedError):
+        await decide(actor("U_OPS"), check, config)
+
+
+async def test_workspace_wide_approvers_apply_when_the_tool_has_no_list():
+    """A group listed for every tool approves tools without their own list; roles come with the actor."""
+    config = configured(ApproverRule(kind=ApproverKind.GROUP, subject_id="S_OPS"))
+    await decide(actor("U_OPS"), AdminCheck(groups={"S_OPS": {"U_OPS"}}), config)
+    role_holder = Actor(
+        platform="discord", workspace_id=WORKSPACE, user_id="42", display_name="r", groups=frozenset({"S_OPS"})
+    )
+    await decide(role_holder, AdminCheck(), config)
+
+
+async def test_self_approval_off_refuses_the_requester_even_when_listed():
+    """With self-approval off the requester may not approve or edit, even as a listed approver; rejecting stays allowed."""
+    config = configured(ApproverRule(kind=ApproverKind.USER, subject_id=REQUESTER), self_approval=False)
+    for decision in ("approve", "edit"):
+        with pytest.raises(NotPermittedError) as refused:
+            await decide(actor(REQUESTER), AdminCheck(), config, decision)
+        assert refused.value.reason == "self_approval_off"
+    await decide(actor(REQUESTER), AdminCheck(), config, "reject")

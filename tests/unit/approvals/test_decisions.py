@@ -277,9 +277,7 @@ def test_missing_required_argument_is_refused():
 )
 def test_wrong_types_are_refused_with_the_field_path(the_tool, args, field):
     """A value of the wrong type is refused; `field` is the dotted path into the args."""
-    with pytest.raises(
-        InvalidDecisionError, match=f"invalid arguments for {the_tool.name}"
-    ) as info:
+    with pytest.raises(InvalidDecisionError, match=f"invalid arguments for {the_tool.name}") as info:
         validate_tool_args(the_tool, args)
     assert info.value.field == field
 
@@ -293,9 +291,7 @@ def test_validation_does_not_coerce_the_returned_args():
 def test_unknown_nested_key_is_refused():
     """A misspelt key inside a nested argument is refused like a top-level one."""
     with pytest.raises(InvalidDecisionError):
-        validate_tool_args(
-            order, {"customer": "c", "items": [{"sku": "A", "qty": 1, "gfit": True}]}
-        )
+        validate_tool_args(order, {"customer": "c", "items": [{"sku": "A", "qty": 1, "gfit": True}]})
 
 
 # validate_decisions ----------------------------------------------------------------------------
@@ -303,9 +299,7 @@ def test_unknown_nested_key_is_refused():
 
 def test_validate_decisions_one_per_action_in_order():
     """One decision per action is validated and returned in order."""
-    review = request(
-        action("send", to="a", body="b"), action("ping"), action("send", to="c", body="d")
-    )
+    review = request(action("send", to="a", body="b"), action("ping"), action("send", to="c", body="d"))
     checked = validate_decisions(
         [{"type": "approve"}, {"type": "reject", "message": "no"}, edit("send", to="x", body="y")],
         review,

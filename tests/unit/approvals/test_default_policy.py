@@ -17,7 +17,7 @@ from bot.settings import ToolSettings
 from bot.tools.http_request import make_http_request_tool, needs_review
 from bot.tools.registry import ToolRegistry, ToolSpec
 
-CONTEXT = PolicyContext(thread_id="slack:T1:C1:1.2", workspace_id="T1", channel_id="C1")
+CONTEXT = PolicyContext(thread_id="slack:T1:C1:1.2", platform="slack", workspace_id="T1", channel_id="C1")
 
 
 @tool
@@ -229,8 +229,7 @@ async def test_http_request_reviewed_by_method_through_the_policy():
 _JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text("abcGETPOST"),
     lambda children: (
-        st.lists(children, max_size=3)
-        | st.dictionaries(st.text("abmethod", max_size=6), children, max_size=3)
+        st.lists(children, max_size=3) | st.dictionaries(st.text("abmethod", max_size=6), children, max_size=3)
     ),
     max_leaves=10,
 )
@@ -250,9 +249,7 @@ def _raising(exc: type[Exception]):
     args=_ARGS,
     condition=st.one_of(
         _TRUTHY.map(lambda answer: lambda args: answer),
-        st.sampled_from([KeyError, TypeError, ValueError, RuntimeError, ZeroDivisionError]).map(
-            _raising
-        ),
+        st.sampled_from([KeyError, TypeError, ValueError, RuntimeError, ZeroDivisionError]).map(_raising),
     ),
 )
 async def test_property_review_tool_with_raising_or_truthy_condition_is_never_auto(args, condition):

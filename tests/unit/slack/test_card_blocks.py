@@ -427,9 +427,7 @@ def test_decided_card_text_names_outcome_and_tool(status, word):
 def test_when_token_is_a_slack_date_with_utc_fallback():
     """A time becomes `<!date^epoch^...|YYYY-MM-DD HH:MM UTC>`."""
     token = when_token(DECIDED_AT)
-    assert token == (
-        f"<!date^{int(DECIDED_AT.timestamp())}^{{date_short_pretty}} {{time}}|2024-05-17 09:30 UTC>"
-    )
+    assert token == (f"<!date^{int(DECIDED_AT.timestamp())}^{{date_short_pretty}} {{time}}|2024-05-17 09:30 UTC>")
 
 
 def test_when_token_of_none_is_empty():

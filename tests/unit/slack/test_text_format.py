@@ -267,9 +267,7 @@ def test_split_never_cuts_a_fence_marker_in_half():
 
 # split_message: properties ---------------------------------------------------------------------
 
-_PIECES = st.sampled_from(
-    [*"ab c.\n&<>`;", "&amp;", "&lt;", "&gt;", FENCE, "\n\n", ". ", "word ", "\t"]
-)
+_PIECES = st.sampled_from([*"ab c.\n&<>`;", "&amp;", "&lt;", "&gt;", FENCE, "\n\n", ". ", "word ", "\t"])
 
 
 @settings(max_examples=400, database=None, suppress_health_check=[HealthCheck.too_slow])

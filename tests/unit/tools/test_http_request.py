@@ -95,9 +95,7 @@ async def server() -> AsyncIterator[Server]:
 
 def settings_for(*hosts: str, timeout: float = 5.0, max_chars: int = 4000) -> ToolSettings:
     """Tool settings allowing `hosts`."""
-    return ToolSettings(
-        http_allowed_hosts=hosts, http_timeout_s=timeout, http_max_response_chars=max_chars
-    )
+    return ToolSettings(http_allowed_hosts=hosts, http_timeout_s=timeout, http_max_response_chars=max_chars)
 
 
 async def call(tool, **args) -> str:
@@ -224,16 +222,12 @@ async def test_bad_scheme_method_or_body_is_refused(server, args, fragment):
 async def test_framing_and_override_headers_are_refused(server, name):
     """Host, Content-Length, Transfer-Encoding, hop-by-hop and override headers are refused."""
     tool = make_http_request_tool(settings_for(f"127.0.0.1:{server.port}"))
-    result = await call(
-        tool, method="GET", url=f"{server.base}/echo", headers={name: "evil.example"}
-    )
+    result = await call(tool, method="GET", url=f"{server.base}/echo", headers={name: "evil.example"})
     assert result.startswith("Error: these headers may not be set: " + name)
     assert server.received == []
 
 
-@pytest.mark.parametrize(
-    "headers", [{"X-A": "one\r\nHost: evil"}, {"Bad Name": "x"}, {"X-A": "café"}]
-)
+@pytest.mark.parametrize("headers", [{"X-A": "one\r\nHost: evil"}, {"Bad Name": "x"}, {"X-A": "café"}])
 async def test_malformed_headers_are_refused(server, headers):
     """Header values with line breaks or non-ASCII, and invalid names, are refused unsent."""
     tool = make_http_request_tool(settings_for("127.0.0.1"))
@@ -294,8 +288,7 @@ async def test_timeout_is_an_error_string(server):
     tool = make_http_request_tool(settings_for("127.0.0.1", timeout=0.3))
     result = await call(tool, method="GET", url=f"{server.base}/slow")
     assert result == (
-        f"Error: 127.0.0.1:{server.port} did not answer within 0.3 seconds. Try again later, "
-        "or ask for less data."
+        f"Error: 127.0.0.1:{server.port} did not answer within 0.3 seconds. Try again later, or ask for less data."
     )
 
 
@@ -348,9 +341,7 @@ def test_schema_seen_by_the_model():
         "OPTIONS",
     ]
     assert properties["headers"]["default"] is None
-    assert {"type": "object", "additionalProperties": {"type": "string"}} in properties["headers"][
-        "anyOf"
-    ]
+    assert {"type": "object", "additionalProperties": {"type": "string"}} in properties["headers"]["anyOf"]
     assert properties["body"]["default"] is None
     assert "any JSON value" in properties["body"]["description"]
     assert {b["type"] for b in properties["body"]["anyOf"]} == {

@@ -66,9 +66,7 @@ def one_line(exc: pytest.ExceptionInfo[ConfigurationError]) -> str:
 
 async def test_toolspec_used_as_is_and_bare_tool_wrapped_for_review(make_module):
     """A ToolSpec keeps its mode; a bare LangChain tool becomes a REVIEW spec."""
-    name = make_module(
-        "TOOLS = [ToolSpec(tool=lookup_order, default_mode=Mode.AUTO), refund_order]"
-    )
+    name = make_module("TOOLS = [ToolSpec(tool=lookup_order, default_mode=Mode.AUTO), refund_order]")
 
     specs = load_operator_tools(name)
 
@@ -110,9 +108,7 @@ def test_module_failing_at_import(make_module):
     name = make_module("raise RuntimeError('boom\\nsecond line')\n", header=False)
     with pytest.raises(ConfigurationError) as caught:
         load_operator_tools(name)
-    assert one_line(caught) == (
-        f"tools module {name!r} failed to import: RuntimeError: boom second line"
-    )
+    assert one_line(caught) == (f"tools module {name!r} failed to import: RuntimeError: boom second line")
 
 
 def test_module_with_syntax_error(make_module):
@@ -129,8 +125,7 @@ def test_missing_tools_attribute(make_module):
     with pytest.raises(ConfigurationError) as caught:
         load_operator_tools(name)
     assert one_line(caught) == (
-        f"tools module {name!r} has no TOOLS; define TOOLS = [...] with ToolSpec items or "
-        "LangChain tools"
+        f"tools module {name!r} has no TOOLS; define TOOLS = [...] with ToolSpec items or LangChain tools"
     )
 
 
@@ -157,9 +152,7 @@ def test_wrong_item_type(make_module):
     name = make_module("TOOLS = [lookup_order, 'refund_order']")
     with pytest.raises(ConfigurationError) as caught:
         load_operator_tools(name)
-    assert one_line(caught) == (
-        f"TOOLS[1] in tools module {name!r} is a str; expected a ToolSpec or a LangChain tool"
-    )
+    assert one_line(caught) == (f"TOOLS[1] in tools module {name!r} is a str; expected a ToolSpec or a LangChain tool")
 
 
 def test_plain_function_item_gets_a_hint(make_module):
@@ -195,9 +188,7 @@ def test_registry_without_operator_module():
 
 def test_registry_adds_operator_tools_after_builtins(make_module):
     """Operator tools follow the built-in ones, with their modes."""
-    name = make_module(
-        "TOOLS = [ToolSpec(tool=lookup_order, default_mode=Mode.AUTO), refund_order]"
-    )
+    name = make_module("TOOLS = [ToolSpec(tool=lookup_order, default_mode=Mode.AUTO), refund_order]")
     registry = build_registry(no_smtp(), name)
     assert registry.names() == [
         "calculator",
@@ -224,8 +215,7 @@ def test_operator_tool_may_not_replace_a_builtin(make_module):
     with pytest.raises(ConfigurationError) as caught:
         build_registry(no_smtp(), name)
     assert one_line(caught) == (
-        f"tools module {name!r} defines a tool named 'calculator', which is the name of a "
-        "built-in tool; rename it"
+        f"tools module {name!r} defines a tool named 'calculator', which is the name of a built-in tool; rename it"
     )
 
 
@@ -234,6 +224,4 @@ def test_duplicate_within_operator_module(make_module):
     name = make_module("TOOLS = [lookup_order, ToolSpec(tool=lookup_order)]")
     with pytest.raises(ConfigurationError) as caught:
         build_registry(no_smtp(), name)
-    assert one_line(caught) == (
-        f"tools module {name!r} defines more than one tool named 'lookup_order'"
-    )
+    assert one_line(caught) == (f"tools module {name!r} defines more than one tool named 'lookup_order'")

@@ -134,12 +134,8 @@ async def test_message_arrives_with_headers_and_body(smtp_server):
 async def test_login_uses_url_credentials_and_never_echoes_the_password(smtp_server, caplog):
     """User and password from SMTP_URL log in; a refused login says so without the password."""
     encoded = "s3cr3t-p%40ss%3Aword"
-    good = make_send_email_tool(
-        settings_for(f"smtp://bot%40corp:{encoded}@127.0.0.1:{smtp_server.port}")
-    )
-    bad = make_send_email_tool(
-        settings_for(f"smtp://bot%40corp:wrong-{encoded}@127.0.0.1:{smtp_server.port}")
-    )
+    good = make_send_email_tool(settings_for(f"smtp://bot%40corp:{encoded}@127.0.0.1:{smtp_server.port}"))
+    bad = make_send_email_tool(settings_for(f"smtp://bot%40corp:wrong-{encoded}@127.0.0.1:{smtp_server.port}"))
 
     ok = await send(good, to=["ana@example.com"], subject="s", body="b")
     refused = await send(bad, to=["ana@example.com"], subject="s", body="b")
@@ -179,9 +175,7 @@ async def test_password_is_not_sent_in_the_clear_over_a_network():
     )
     controller.start()
     try:
-        tool = make_send_email_tool(
-            settings_for(f"smtp://bot:{PASSWORD}@{address}:{controller.port}")
-        )
+        tool = make_send_email_tool(settings_for(f"smtp://bot:{PASSWORD}@{address}:{controller.port}"))
         result = await send(tool, to=["ana@example.com"], subject="s", body="b")
     finally:
         controller.stop()
@@ -193,12 +187,9 @@ async def test_password_is_not_sent_in_the_clear_over_a_network():
 async def test_partly_refused_recipients_are_reported(smtp_server):
     """Recipients the server refuses are named; the others still get the message."""
     tool = make_send_email_tool(settings_for(f"smtp://127.0.0.1:{smtp_server.port}"))
-    result = await send(
-        tool, to=["bounce@example.com"], cc=["ana@example.com"], subject="s", body="b"
-    )
+    result = await send(tool, to=["bounce@example.com"], cc=["ana@example.com"], subject="s", body="b")
     assert result == (
-        "Sent to (cc: ana@example.com). The mail server refused: bounce@example.com "
-        "(550 No such user here)."
+        "Sent to (cc: ana@example.com). The mail server refused: bounce@example.com (550 No such user here)."
     )
 
 
@@ -255,9 +246,7 @@ async def test_too_many_recipients_is_refused(smtp_server):
 async def test_multiline_subject_is_refused(smtp_server):
     """A subject with a line break (header injection) is refused."""
     tool = make_send_email_tool(settings_for(f"smtp://127.0.0.1:{smtp_server.port}"))
-    result = await send(
-        tool, to=["ana@example.com"], subject="Hi\r\nBcc: eve@evil.example", body="b"
-    )
+    result = await send(tool, to=["ana@example.com"], subject="Hi\r\nBcc: eve@evil.example", body="b")
     assert result == "Error: the subject must be a single line."
     assert smtp_server.recorder.messages == []
 
@@ -283,9 +272,7 @@ def test_normalize_address(text, expected):
     assert normalize_address(text) == expected
 
 
-@pytest.mark.parametrize(
-    "url", ["http://mail.example.com", "mail.example.com:25", "smtp://", "smtp://host:99999"]
-)
+@pytest.mark.parametrize("url", ["http://mail.example.com", "mail.example.com:25", "smtp://", "smtp://host:99999"])
 def test_bad_smtp_url_fails_at_start_without_echoing_it(url):
     """A malformed SMTP_URL raises ConfigurationError at build time."""
     with pytest.raises(ConfigurationError, match="SMTP_URL"):

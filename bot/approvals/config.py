@@ -1,0 +1,149 @@
+"""What admins configured for one workspace: a snapshot read from PostgreSQL.
+
+Resolution rules (DESIGN.md "Admin commands"): a channel's setting beats the workspace's, which
+beats the tool's built-in default; for per-tool settings, the tool's value beats the
+workspace-wide one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from bot.approvals.mode import Mode
+
+ALL = ""
+"""The empty channel id or tool name: "not narrowed" (the whole workspace, every tool)."""
+
+
+class ApproverKind(StrEnum):
+    """What an approver entry names."""
+
+    USER = "user"
+    ROLE = "role"
+    """A Discord role."""
+    GROUP = "group"
+    """A Slack user group."""
+
+
+class CardRouting(StrEnum):
+    """Where approval cards are posted."""
+
+    HERE = "here"
+    """In the conversation (default)."""
+    CHANNEL = "channel"
+    """In one approvals channel; the conversation gets a line with a link."""
+    DM = "dm"
+    """In each listed approver's DMs; the conversation gets a line saying so."""
+
+
+class ConversationScope(StrEnum):
+    """How messages map to conversations in a channel."""
+
+    CHANNEL = "channel"
+    """One conversation per channel."""
+    THREAD = "thread"
+    """One conversation per thread (ticket)."""
+
+
+class SettingKey(StrEnum):
+    """Scalar settings (the `settings` table's `key`)."""
+
+    QUORUM = "quorum"
+    SELF_APPROVAL = "self_approval"
+    EXPIRY_S = "expiry_s"
+    CARDS = "cards"
+    SCOPE = "scope"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolRule:
+    """An admin's rule for a tool, workspace-wide (`channel_id` = "") or for one channel."""
+
+    tool_name: str
+    mode: Mode
+    condition: str | None = None
+    channel_id: str = ALL
+    updated_by: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApproverRule:
+    """One approver entry, for every tool (`tool_name` = "") or one tool."""
+
+    kind: ApproverKind
+    subject_id: str
+    tool_name: str = ALL
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CardsSetting:
+    """Card routing: where, and the approvals channel for `CHANNEL`."""
+
+    routing: CardRouting = CardRouting.HERE
+    channel_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkspaceConfig:
+    """Everything configured for one `(platform, workspace)`.
+
+    Attributes:
+        rules: tool rules keyed by `(channel_id, tool_name)`.
+        approvers: approver entries.
+        admins: bot admins' user ids (besides the platform's own admins).
+        settings: scalar values keyed by `(channel_id, tool_name, key)`.
+    """
+
+    platform: str
+    workspace_id: str
+    rules: dict[tuple[str, str], ToolRule] = field(default_factory=dict)
+    approvers: tuple[ApproverRule, ...] = ()
+    admins: frozenset[str] = frozenset()
+    settings: dict[tuple[str, str, str], Any] = field(default_factory=dict)
+
+    def rule_for(self, tool_name: str, channel_id: str) -> ToolRule | None:
+        """The channel's rule for the tool, else the workspace's, else None (built-in)."""
+        return self.rules.get((channel_id, tool_name)) or self.rules.get((ALL, tool_name))
+
+    def approvers_for(self, tool_name: str) -> tuple[ApproverRule, ...]:
+        """The tool's own approver list if it has one, else the workspace-wide list."""
+        own = tuple(a for a in self.approvers if a.tool_name == tool_name)
+        return own or tuple(a for a in self.approvers if a.tool_name == ALL)
+
+    def _tool_setting(self, tool_name: str, key: SettingKey) -> Any:
+        for scope in ((ALL, tool_name, key.value), (ALL, ALL, key.value)):
+            if scope in self.settings:
+                return self.settings[scope]
+        return None
+
+    def quorum(self, tool_name: str) -> int:
+        """Distinct approvals a call of this tool needs (default 1)."""
+        value = self._tool_setting(tool_name, SettingKey.QUORUM)
+        return int(value) if value else 1
+
+    def self_approval(self, tool_name: str) -> bool:
+        """Whether a requester may approve their own call (default yes)."""
+        value = self._tool_setting(tool_name, SettingKey.SELF_APPROVAL)
+        return True if value is None else bool(value)
+
+    def expiry_s(self, tool_name: str) -> int | None:
+        """Seconds a card waits before it expires; None (or 0) means never."""
+        value = self._tool_setting(tool_name, SettingKey.EXPIRY_S)
+        return int(value) if value else None
+
+    def cards(self) -> CardsSetting:
+        """Where cards go (workspace-wide)."""
+        value = self.settings.get((ALL, ALL, SettingKey.CARDS.value))
+        if not isinstance(value, dict):
+            return CardsSetting()
+        return CardsSetting(routing=CardRouting(value.get("routing", "here")), channel_id=value.get("channel_id"))
+
+    def scope(self, channel_id: str) -> ConversationScope | None:
+        """The channel's conversation scope, else the workspace's, else None (platform default)."""
+        for key in ((channel_id, ALL, SettingKey.SCOPE.value), (ALL, ALL, SettingKey.SCOPE.value)):
+            value = self.settings.get(key)
+            if value:
+                return ConversationScope(value)
+        return None

@@ -1,0 +1,243 @@
+"""Recording decisions: validate, authorise, re-run the policy, vote exactly once.
+
+Order matters (seed 001 and issue 4): nothing is written before the decision is validated and
+the clicker is authorised; an edit is checked against the tool's schema and evaluated by the
+policy again (it may now need more approvals, run without review, or be denied); the vote is
+then one transaction (`ApprovalStore.vote`). Every refusal is audited and changes nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+
+from langchain_core.tools import BaseTool
+
+from bot.approvals.authorization import Directory, ensure_may_decide
+from bot.approvals.config import WorkspaceConfig
+from bot.approvals.decisions import Approve, Edit, Reject, check_decision, parse_decision
+from bot.approvals.digest import args_digest
+from bot.approvals.mode import Mode
+from bot.approvals.policy import effective_mode
+from bot.approvals.records import ApprovalRecord, DecideResult
+from bot.audit import AuditEntry, AuditKind
+from bot.conversation import Actor, ConversationRef
+from bot.errors import (
+    AlreadyDecidedError,
+    AlreadyVotedError,
+    ApprovalNotFoundError,
+    InvalidDecisionError,
+    NotPermittedError,
+    StaleVoteError,
+)
+from bot.storage.approval_store import ApprovalStore, VoteKind
+from bot.storage.audit_store import AuditStore
+from bot.storage.config_store import ConfigStore
+from bot.tools.registry import ToolRegistry
+
+log = logging.getLogger(__name__)
+
+DENIED_BY_POLICY = "denied by policy: the tool may not be used here"
+"""The reason recorded (and read by the model) when an approved call's tool is now denied."""
+
+
+class Decider:
+    """The decision use case, shared by every adapter.
+
+    Args:
+        approvals: the approvals tables.
+        audit: the audit log.
+        config: the admin configuration.
+        registry: the tools and their built-in policy.
+        directory_for: the platform directory (admins, group membership) by platform name.
+    """
+
+    def __init__(
+        self,
+        *,
+        approvals: ApprovalStore,
+        audit: AuditStore,
+        config: ConfigStore,
+        registry: ToolRegistry,
+        directory_for: Callable[[str], Directory],
+    ) -> None:
+        self._approvals = approvals
+        self._audit = audit
+        self._config = config
+        self._registry = registry
+        self._tools: Mapping[str, BaseTool] = {spec.name: spec.tool for spec in registry}
+        self._directory_for = directory_for
+
+    async def approval(self, approval_id: str) -> ApprovalRecord:
+        """The approval with this id.
+
+        Raises:
+            ApprovalNotFoundError: no such approval.
+        """
+        found = await self._approvals.get(approval_id)
+        if found is None:
+            raise ApprovalNotFoundError(approval_id)
+        return found
+
+    async def check(self, approval_id: str, actor: Actor, *, attempted: str) -> ApprovalRecord:
+        """Check that `actor` may take an `attempted` decision on this pending approval.
+
+        Raises:
+            ApprovalNotFoundError, AlreadyDecidedError, NotPermittedError (audited).
+        """
+        approval = await self.approval(approval_id)
+        config = await self._load(approval)
+        await self._ensure_open_and_permitted(approval, actor, attempted, config)
+        return approval
+
+    async def decide(self, approval_id: str, actor: Actor, decision: object) -> DecideResult:
+        """Validate, authorise and record one decision (see the module docstring).
+
+        Raises:
+            ApprovalNotFoundError: unknown id.
+            AlreadyDecidedError: decided before; nothing changed.
+            AlreadyVotedError: this person already approved these arguments.
+            NotPermittedError: the actor may not decide it; nothing changed.
+            InvalidDecisionError: the decision does not fit the action; the card stays usable.
+        """
+        for attempt in range(2):
+            approval = await self.approval(approval_id)
+            try:
+                return await self._decide_once(approval, actor, decision)
+            except StaleVoteError:
+                if attempt:
+                    raise
+                log.info("arguments of approval %s changed during a vote; checking again", approval_id)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _decide_once(self, approval: ApprovalRecord, actor: Actor, decision: object) -> DecideResult:
+        try:
+            parsed = parse_decision(decision)
+        except InvalidDecisionError as exc:
+            await self._refused(approval, actor, "invalid", exc.message)
+            raise
+        config = await self._load(approval)
+        await self._ensure_open_and_permitted(approval, actor, parsed.type, config)
+        under_vote = approval.args_under_vote
+        try:
+            checked = check_decision(
+                parsed, {"name": approval.tool_name, "args": under_vote}, self._tools.get(approval.tool_name)
+            )
+        except InvalidDecisionError as exc:
+            await self._refused(approval, actor, "invalid", exc.message)
+            raise
+
+        kind, args, reason, quorum = self._vote_for(approval, checked, config)
+        audit = AuditEntry(
+            kind=AuditKind.DECISION,
+            workspace_id=approval.workspace_id,
+            thread_id=approval.thread_id,
+            approval_id=approval.id,
+            tool_name=approval.tool_name,
+            actor_id=actor.user_id,
+            actor_name=actor.display_name,
+            outcome=kind.value,
+            proposed_args=approval.proposed_args,
+            detail={"quorum": quorum},
+        )
+        try:
+            result = await self._approvals.vote(
+                approval.id,
+                actor=actor,
+                kind=kind,
+                quorum=quorum,
+                audit=audit,
+                args=args if kind is VoteKind.EDIT else None,
+                expected_digest=args_digest(under_vote) if kind is VoteKind.APPROVE else None,
+                reason=reason,
+            )
+        except AlreadyDecidedError as exc:
+            await self._refused(approval, actor, "already_decided", f"already {exc.outcome}")
+            raise
+        except AlreadyVotedError:
+            await self._refused(approval, actor, "already_voted", "the same person counts once")
+            raise
+        log.info(
+            "approval %s: %s by %s, now %s (thread_id=%s)",
+            approval.id,
+            kind.value,
+            actor.user_id,
+            result.approval.status.value,
+            approval.thread_id,
+        )
+        return result
+
+    def _vote_for(
+        self, approval: ApprovalRecord, decision: Approve | Edit | Reject, config: WorkspaceConfig
+    ) -> tuple[VoteKind, dict[str, object] | None, str | None, int]:
+        """The vote a decision casts, after the policy looked at the arguments again."""
+        if isinstance(decision, Reject):
+            return VoteKind.REJECT, None, (decision.message or "").strip() or None, 1
+        args = dict(decision.edited_action.args) if isinstance(decision, Edit) else approval.args_under_vote
+        channel = ConversationRef.from_thread_id(approval.thread_id).channel_id
+        mode = effective_mode(
+            self._registry.get(approval.tool_name),
+            config.rule_for(approval.tool_name, channel),
+            args,
+            where=approval.thread_id,
+        )
+        if mode is Mode.DENY:
+            return VoteKind.REJECT, None, DENIED_BY_POLICY, 1
+        quorum = 1 if mode is Mode.AUTO else config.quorum(approval.tool_name)
+        return (VoteKind.EDIT if isinstance(decision, Edit) else VoteKind.APPROVE), args, None, quorum
+
+    async def _load(self, approval: ApprovalRecord) -> WorkspaceConfig:
+        platform = ConversationRef.from_thread_id(approval.thread_id).platform
+        return await self._config.load(platform, approval.workspace_id)
+
+    async def _ensure_open_and_permitted(
+        self, approval: ApprovalRecord, actor: Actor, attempted: str, config: WorkspaceConfig
+    ) -> None:
+        if not approval.is_pending:
+            await self._refused(approval, actor, "already_decided", f"already {approval.status.value}")
+            raise AlreadyDecidedError(
+                outcome=approval.status.value,
+                decided_by_id=approval.decided_by_id,
+                decided_by_name=approval.decided_by_name,
+                decided_at=approval.decided_at,
+            )
+        try:
+            await ensure_may_decide(
+                actor,
+                requester_id=approval.requester_id,
+                workspace_id=approval.workspace_id,
+                tool_name=approval.tool_name,
+                decision_type=attempted,
+                config=config,
+                directory=self._directory_for(config.platform),
+            )
+        except NotPermittedError as exc:
+            await self._refused(approval, actor, "not_permitted", exc.reason, attempted=attempted)
+            raise
+
+    async def _refused(
+        self, approval: ApprovalRecord, actor: Actor, outcome: str, reason: str, *, attempted: str | None = None
+    ) -> None:
+        log.info(
+            "refused %s on approval %s for %s: %s (thread_id=%s)",
+            attempted or "decision",
+            approval.id,
+            actor.user_id,
+            reason,
+            approval.thread_id,
+        )
+        await self._audit.record(
+            AuditEntry(
+                kind=AuditKind.REFUSED,
+                workspace_id=approval.workspace_id,
+                thread_id=approval.thread_id,
+                approval_id=approval.id,
+                tool_name=approval.tool_name,
+                actor_id=actor.user_id,
+                actor_name=actor.display_name,
+                outcome=outcome,
+                proposed_args=approval.proposed_args,
+                reason=reason,
+                detail={"attempted": attempted} if attempted else {},
+            )
+        )

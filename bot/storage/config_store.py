@@ -1,0 +1,263 @@
+"""Admin configuration tables; every change is written with its audit row, atomically."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import asyncpg
+from asyncpg.pool import PoolConnectionProxy
+
+from bot.approvals.config import (
+    ALL,
+    ApproverKind,
+    ApproverRule,
+    SettingKey,
+    ToolRule,
+    WorkspaceConfig,
+)
+from bot.approvals.mode import Mode
+from bot.audit import AuditEntry, AuditKind
+from bot.conversation import Actor
+from bot.storage.audit_store import AuditStore
+
+
+class ConfigStore:
+    """Reads a workspace's configuration and applies audited changes.
+
+    Args:
+        pool: the asyncpg pool.
+        audit: the audit log (config rows go in the same transaction as the change).
+    """
+
+    def __init__(self, pool: asyncpg.Pool, audit: AuditStore) -> None:
+        self._pool = pool
+        self._audit = audit
+
+    async def load(self, platform: str, workspace_id: str) -> WorkspaceConfig:
+        """The whole configuration of one workspace (a few small indexed reads)."""
+        async with self._pool.acquire() as connection:
+            rules = await connection.fetch(
+                "SELECT * FROM tool_policies WHERE platform = $1 AND workspace_id = $2", platform, workspace_id
+            )
+            approvers = await connection.fetch(
+                "SELECT * FROM approvers WHERE platform = $1 AND workspace_id = $2 ORDER BY added_at",
+                platform,
+                workspace_id,
+            )
+            admins = await connection.fetch(
+                "SELECT user_id FROM bot_admins WHERE platform = $1 AND workspace_id = $2", platform, workspace_id
+            )
+            settings = await connection.fetch(
+                "SELECT * FROM settings WHERE platform = $1 AND workspace_id = $2", platform, workspace_id
+            )
+        return WorkspaceConfig(
+            platform=platform,
+            workspace_id=workspace_id,
+            rules={
+                (r["channel_id"], r["tool_name"]): ToolRule(
+                    tool_name=r["tool_name"],
+                    mode=Mode(r["mode"]),
+                    condition=r["condition"],
+                    channel_id=r["channel_id"],
+                    updated_by=r["updated_by"],
+                )
+                for r in rules
+            },
+            approvers=tuple(
+                ApproverRule(kind=ApproverKind(r["kind"]), subject_id=r["subject_id"], tool_name=r["tool_name"])
+                for r in approvers
+            ),
+            admins=frozenset(r["user_id"] for r in admins),
+            settings={(r["channel_id"], r["tool_name"], r["key"]): r["value"] for r in settings},
+        )
+
+    async def set_rule(
+        self, actor: Actor, *, channel_id: str, tool_name: str, mode: Mode | None, condition: str | None
+    ) -> tuple[ToolRule | None, ToolRule | None]:
+        """Set (or with `mode=None`, remove) a tool rule; return (before, after)."""
+        key = (actor.platform, actor.workspace_id, channel_id, tool_name)
+        async with self._pool.acquire() as connection, connection.transaction():
+            old = await connection.fetchrow(
+                """SELECT * FROM tool_policies
+                   WHERE platform = $1 AND workspace_id = $2 AND channel_id = $3 AND tool_name = $4
+                   FOR UPDATE""",
+                *key,
+            )
+            if mode is None:
+                await connection.execute(
+                    """DELETE FROM tool_policies
+                       WHERE platform = $1 AND workspace_id = $2 AND channel_id = $3 AND tool_name = $4""",
+                    *key,
+                )
+            else:
+                await connection.execute(
+                    """INSERT INTO tool_policies
+                         (platform, workspace_id, channel_id, tool_name, mode, condition, updated_by)
+                       VALUES ($1, $2, $3, $4, $5, $6, $7)
+                       ON CONFLICT (platform, workspace_id, channel_id, tool_name) DO UPDATE
+                       SET mode = $5, condition = $6, updated_by = $7, updated_at = now()""",
+                    *key,
+                    mode.value,
+                    condition,
+                    actor.user_id,
+                )
+            before = _rule(old) if old else None
+            after = (
+                ToolRule(
+                    tool_name=tool_name, mode=mode, condition=condition, channel_id=channel_id, updated_by=actor.user_id
+                )
+                if mode is not None
+                else None
+            )
+            await self._audit_change(
+                connection,
+                actor,
+                setting="policy",
+                tool_name=tool_name,
+                channel_id=channel_id,
+                before=_rule_json(before),
+                after=_rule_json(after),
+            )
+        return before, after
+
+    async def change_approver(self, actor: Actor, rule: ApproverRule, *, add: bool) -> bool:
+        """Add or remove an approver entry; return whether anything changed."""
+        args = (actor.platform, actor.workspace_id, rule.tool_name, rule.kind.value, rule.subject_id)
+        async with self._pool.acquire() as connection, connection.transaction():
+            if add:
+                changed = await connection.fetchval(
+                    """INSERT INTO approvers (platform, workspace_id, tool_name, kind, subject_id, added_by)
+                       VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING RETURNING true""",
+                    *args,
+                    actor.user_id,
+                )
+            else:
+                changed = await connection.fetchval(
+                    """DELETE FROM approvers WHERE platform = $1 AND workspace_id = $2 AND tool_name = $3
+                       AND kind = $4 AND subject_id = $5 RETURNING true""",
+                    *args,
+                )
+            if changed:
+                entry = {"kind": rule.kind.value, "id": rule.subject_id}
+                await self._audit_change(
+                    connection,
+                    actor,
+                    setting="approvers",
+                    tool_name=rule.tool_name,
+                    before=None if add else entry,
+                    after=entry if add else None,
+                )
+        return bool(changed)
+
+    async def change_admin(self, actor: Actor, user_id: str, *, add: bool) -> bool:
+        """Add or remove a bot admin; return whether anything changed."""
+        async with self._pool.acquire() as connection, connection.transaction():
+            if add:
+                changed = await connection.fetchval(
+                    """INSERT INTO bot_admins (platform, workspace_id, user_id, added_by) VALUES ($1, $2, $3, $4)
+                       ON CONFLICT DO NOTHING RETURNING true""",
+                    actor.platform,
+                    actor.workspace_id,
+                    user_id,
+                    actor.user_id,
+                )
+            else:
+                changed = await connection.fetchval(
+                    """DELETE FROM bot_admins WHERE platform = $1 AND workspace_id = $2 AND user_id = $3
+                       RETURNING true""",
+                    actor.platform,
+                    actor.workspace_id,
+                    user_id,
+                )
+            if changed:
+                await self._audit_change(
+                    connection,
+                    actor,
+                    setting="admins",
+                    before=None if add else user_id,
+                    after=user_id if add else None,
+                )
+        return bool(changed)
+
+    async def set_setting(
+        self, actor: Actor, key: SettingKey, value: Any, *, channel_id: str = ALL, tool_name: str = ALL
+    ) -> tuple[Any, Any]:
+        """Set (or with `value=None`, remove) a scalar setting; return (before, after)."""
+        ids = (actor.platform, actor.workspace_id, channel_id, tool_name, key.value)
+        async with self._pool.acquire() as connection, connection.transaction():
+            before = await connection.fetchval(
+                """SELECT value FROM settings WHERE platform = $1 AND workspace_id = $2 AND channel_id = $3
+                   AND tool_name = $4 AND key = $5 FOR UPDATE""",
+                *ids,
+            )
+            if value is None:
+                await connection.execute(
+                    """DELETE FROM settings WHERE platform = $1 AND workspace_id = $2 AND channel_id = $3
+                       AND tool_name = $4 AND key = $5""",
+                    *ids,
+                )
+            else:
+                await connection.execute(
+                    """INSERT INTO settings (platform, workspace_id, channel_id, tool_name, key, value, updated_by)
+                       VALUES ($1, $2, $3, $4, $5, $6, $7)
+                       ON CONFLICT (platform, workspace_id, channel_id, tool_name, key) DO UPDATE
+                       SET value = $6, updated_by = $7, updated_at = now()""",
+                    *ids,
+                    value,
+                    actor.user_id,
+                )
+            await self._audit_change(
+                connection,
+                actor,
+                setting=key.value,
+                tool_name=tool_name,
+                channel_id=channel_id,
+                before=before,
+                after=value,
+            )
+        return before, value
+
+    async def _audit_change(
+        self,
+        connection: PoolConnectionProxy,
+        actor: Actor,
+        *,
+        setting: str,
+        before: Any,
+        after: Any,
+        tool_name: str = ALL,
+        channel_id: str = ALL,
+    ) -> None:
+        await self._audit.record(
+            AuditEntry(
+                kind=AuditKind.CONFIG,
+                workspace_id=actor.workspace_id,
+                tool_name=tool_name or None,
+                actor_id=actor.user_id,
+                actor_name=actor.display_name,
+                outcome=setting,
+                detail={
+                    "platform": actor.platform,
+                    "channel_id": channel_id or None,
+                    "before": before,
+                    "after": after,
+                },
+            ),
+            connection=connection,
+        )
+
+
+def _rule(row: asyncpg.Record) -> ToolRule:
+    return ToolRule(
+        tool_name=row["tool_name"],
+        mode=Mode(row["mode"]),
+        condition=row["condition"],
+        channel_id=row["channel_id"],
+        updated_by=row["updated_by"],
+    )
+
+
+def _rule_json(rule: ToolRule | None) -> dict[str, Any] | None:
+    if rule is None:
+        return None
+    return {"mode": rule.mode.value, "condition": rule.condition}
