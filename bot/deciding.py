@@ -63,6 +63,7 @@ class Decider:
     ) -> None:
         self._approvals = approvals
         self._audit = audit
+        self.audit = audit
         self._config = config
         self._registry = registry
         self._tools: Mapping[str, BaseTool] = {spec.name: spec.tool for spec in registry}

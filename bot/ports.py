@@ -31,6 +31,41 @@ class ApprovalCard:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class CardTarget:
+    """Where to post a card (`/countersign cards`): the conversation, another channel, or a DM.
+
+    Attributes:
+        conversation: the conversation the call belongs to.
+        channel_id: post in this channel (an approvals channel) instead.
+        user_id: post in this user's DMs instead.
+    """
+
+    conversation: ConversationRef
+    channel_id: str | None = None
+    user_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CardsElsewhere:
+    """The cards of this pause were posted outside the conversation; say where.
+
+    Attributes:
+        approvals: the approvals, with `card_ref` pointing at (the first copy of) each card.
+        channel_id: the approvals channel, or None when the cards went to approvers' DMs.
+    """
+
+    approvals: tuple[ApprovalRecord, ...]
+    channel_id: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApprovalExpired:
+    """A card expired without a decision; the requester is told."""
+
+    approval: ApprovalRecord
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ReviewPending:
     """A message arrived while a review waits; it was not given to the agent.
 
@@ -55,7 +90,7 @@ class TurnFailed:
     thread_id: str
 
 
-Notice = ReviewPending | ModelFailed | TurnFailed
+Notice = ReviewPending | ModelFailed | TurnFailed | CardsElsewhere | ApprovalExpired
 
 
 class Platform(Protocol):
@@ -72,7 +107,7 @@ class Platform(Protocol):
         """Post the agent's answer (split and escaped as the platform needs)."""
         ...
 
-    async def post_card(self, conversation: ConversationRef, card: ApprovalCard) -> str:
+    async def post_card(self, target: CardTarget, card: ApprovalCard) -> str:
         """Post an approval card; return a reference the adapter can later update and link."""
         ...
 

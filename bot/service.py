@@ -12,7 +12,8 @@ from bot.approvals.records import ApprovalRecord, DecideResult, ReviewStatus
 from bot.conversation import Actor, ConversationRef, IncomingMessage
 from bot.deciding import Decider
 from bot.errors import CountersignError
-from bot.ports import ReviewPending
+from bot.expiry import ExpirySweeper
+from bot.ports import ApprovalExpired, ReviewPending
 from bot.storage.approval_store import ApprovalStore
 from bot.storage.conversation_store import ConversationStore
 from bot.storage.locks import ThreadLocks
@@ -52,6 +53,8 @@ class Countersign:
         self._conversations = conversations
         self._locks = locks
         self.tasks = TaskTracker()
+        self.expiry = ExpirySweeper(approvals, decider.audit, self._after_expiry)
+        runner.on_new_expiry = self.expiry.wake
 
     async def knows_conversation(self, conversation: ConversationRef) -> bool:
         """Whether the bot already takes part in `conversation` (e.g. a Slack thread)."""
@@ -138,6 +141,10 @@ class Countersign:
         self.tasks.spawn(self._after_decision(result), name=f"decided {result.approval.thread_id}")
         return result.approval
 
+    def start(self) -> None:
+        """Start background work: the expiry sweeper. Call once the platforms are registered."""
+        self.expiry.start()
+
     async def recover(self) -> None:
         """After a start: resume reviews that were claimed but not finished before a stop."""
         for review in await self._approvals.reviews_in(ReviewStatus.RESUMING):
@@ -150,7 +157,20 @@ class Countersign:
 
     async def aclose(self, grace_s: float) -> None:
         """Stop taking work and let in-flight turns reach a checkpoint (up to `grace_s`)."""
+        await self.expiry.stop()
         await self.tasks.drain(grace_s)
+
+    async def _after_expiry(self, result: DecideResult) -> None:
+        approval = result.approval
+        conversation = ConversationRef.from_thread_id(approval.thread_id)
+        requester = Actor(
+            platform=conversation.platform,
+            workspace_id=conversation.workspace_id,
+            user_id=approval.requester_id,
+            display_name=approval.requester_name,
+        )
+        await self._runner.notify(conversation, ApprovalExpired(approval=approval), recipient=requester)
+        self.tasks.spawn(self._after_decision(result), name=f"expired {approval.thread_id}")
 
     async def _after_decision(self, result: DecideResult) -> None:
         await self._runner.refresh_card(result.approval)

@@ -8,7 +8,7 @@ between the two left behind, before a new message may touch the thread.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
@@ -19,12 +19,14 @@ from langgraph.types import Command, Interrupt
 
 from bot.agents.history import unanswered_tool_calls
 from bot.agents.pool import AgentPool
+from bot.approvals.config import ApproverKind, CardRouting, WorkspaceConfig
 from bot.approvals.decisions import validate_decisions
 from bot.approvals.records import ApprovalRecord, NewAction, ReviewRecord, ReviewStatus
 from bot.conversation import Actor, ConversationRef
 from bot.errors import InvalidDecisionError, ModelError
-from bot.ports import ApprovalCard, ModelFailed, Notice, Platform, TurnFailed
+from bot.ports import ApprovalCard, CardsElsewhere, CardTarget, ModelFailed, Notice, Platform, TurnFailed
 from bot.storage.approval_store import ApprovalStore
+from bot.storage.config_store import ConfigStore
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +42,7 @@ class TurnRunner:
         platforms: adapters by `ConversationRef.platform`.
         tools: registered tools by name (to re-validate decisions before a resume).
         recursion_limit: LangGraph steps per invocation.
+        config: the admin configuration (quorum, expiry and card routing of new reviews).
     """
 
     def __init__(
@@ -50,7 +53,11 @@ class TurnRunner:
         platforms: Mapping[str, Platform],
         tools: Mapping[str, BaseTool],
         recursion_limit: int,
+        config: ConfigStore,
     ) -> None:
+        self._config = config
+        self.on_new_expiry: Callable[[], None] | None = None
+        """Called when a review with an expiry opens (wakes the expiry sweeper)."""
         self._agents = agents
         self._approvals = approvals
         self._platforms = platforms
@@ -180,7 +187,13 @@ class TurnRunner:
         requester: Actor,
         messages: Sequence[AnyMessage],
     ) -> list[ApprovalRecord]:
-        """Store a pause's approvals and post a card for each one that has none yet."""
+        """Store a pause's approvals and post each card where the workspace routes cards.
+
+        Quorum and expiry are taken from the configuration at this moment and stored with
+        each approval. With cards going to an approvals channel or to approvers' DMs, the
+        conversation gets one line saying where they went.
+        """
+        config = await self._config.load(conversation.platform, conversation.workspace_id)
         request = interrupt.value if isinstance(interrupt.value, dict) else {}
         actions = list(request.get("action_requests", []))
         call_ids = _match_call_ids(messages, actions)
@@ -195,38 +208,51 @@ class TurnRunner:
                     tool_name=str(action.get("name")),
                     args=dict(action.get("args") or {}),
                     description=str(action.get("description") or ""),
+                    quorum=config.quorum(str(action.get("name"))),
+                    expires_in_s=config.expiry_s(str(action.get("name"))),
                 )
                 for action, call_id in zip(actions, call_ids, strict=True)
             ],
         )
+        if any(row.expires_at is not None for row in rows) and self.on_new_expiry is not None:
+            self.on_new_expiry()
         platform = self.platform(conversation)
+        posted_elsewhere = False
         for row in rows:
             if row.card_ref is not None or not row.is_pending:
                 continue
             card = ApprovalCard(approval=row, position=row.position + 1, total=len(rows))
-            try:
-                card_ref = await platform.post_card(conversation, card)
-            except Exception:
-                log.exception("could not post the card for approval %s (thread_id=%s)", row.id, row.thread_id)
-                continue
-            await self._approvals.set_card_ref(row.id, card_ref)
-        return await self._approvals.approvals_of(rows[0].review_id) if rows else []
+            targets = _card_targets(conversation, config, row.tool_name)
+            for index, target in enumerate(targets):
+                try:
+                    card_ref = await platform.post_card(target, card)
+                except Exception:
+                    log.exception("could not post the card for approval %s (thread_id=%s)", row.id, row.thread_id)
+                    continue
+                await self._approvals.add_card(row.id, card_ref, primary=index == 0)
+                posted_elsewhere |= target.channel_id is not None or target.user_id is not None
+        stored = await self._approvals.approvals_of(rows[0].review_id) if rows else []
+        if posted_elsewhere:
+            await self.notify(
+                conversation,
+                CardsElsewhere(approvals=tuple(stored), channel_id=config.cards().channel_id),
+                recipient=None,
+            )
+        return stored
 
     async def refresh_card(self, approval: ApprovalRecord) -> None:
-        """Redraw an approval's card from what is stored (after a decision)."""
-        if approval.card_ref is None:
-            return
+        """Redraw every copy of an approval's card from what is stored (after a decision)."""
         conversation = ConversationRef.from_thread_id(approval.thread_id)
+        refs = await self._approvals.card_refs(approval.id) or ([approval.card_ref] if approval.card_ref else [])
+        if not refs:
+            return
         siblings = await self._approvals.approvals_of(approval.review_id)
         card = ApprovalCard(approval=approval, position=approval.position + 1, total=len(siblings))
-        try:
-            await self.platform(conversation).update_card(conversation, approval.card_ref, card)
-        except Exception:
-            log.exception(
-                "could not update the card of approval %s (thread_id=%s)",
-                approval.id,
-                approval.thread_id,
-            )
+        for card_ref in refs:
+            try:
+                await self.platform(conversation).update_card(conversation, card_ref, card)
+            except Exception:
+                log.exception("could not update a card of approval %s (thread_id=%s)", approval.id, approval.thread_id)
 
     async def notify(self, conversation: ConversationRef, notice: Notice, *, recipient: Actor | None) -> None:
         """Send a notice; a platform failure is logged, not raised."""
@@ -250,6 +276,22 @@ class TurnRunner:
             await self.platform(conversation).post_answer(conversation, answer.text)
         except Exception:
             log.exception("could not post the answer (thread_id=%s)", conversation.thread_id)
+
+
+def _card_targets(conversation: ConversationRef, config: WorkspaceConfig, tool_name: str) -> list[CardTarget]:
+    """Where a card goes: the conversation, the approvals channel, or each listed user's DMs.
+
+    DM routing reaches approvers listed as users; when a tool has none (only roles or groups,
+    or no list), its cards stay in the conversation.
+    """
+    cards = config.cards()
+    if cards.routing is CardRouting.CHANNEL and cards.channel_id:
+        return [CardTarget(conversation=conversation, channel_id=cards.channel_id)]
+    if cards.routing is CardRouting.DM:
+        users = [a.subject_id for a in config.approvers_for(tool_name) if a.kind is ApproverKind.USER]
+        if users:
+            return [CardTarget(conversation=conversation, user_id=user) for user in users]
+    return [CardTarget(conversation=conversation)]
 
 
 def _requester(conversation: ConversationRef, review: ReviewRecord) -> Actor:

@@ -85,6 +85,7 @@ async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
             platforms=platforms,
             tools=tools,
             recursion_limit=settings.agent.recursion_limit,
+            config=config,
         )
         decider = Decider(
             approvals=approvals,

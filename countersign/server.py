@@ -108,6 +108,7 @@ class BotServer:
             self._stack.push_async_callback(adapter.close)
         self._stack.push_async_callback(runtime.service.aclose, settings.server.shutdown_grace_s)
         self._stack.push_async_callback(runner.cleanup)
+        runtime.service.start()
         await runtime.service.recover()
 
 
@@ -116,6 +117,7 @@ async def chat(settings: Settings) -> None:
     async with open_runtime(settings) as runtime:
         platform = ConsolePlatform(write=lambda line: print(line, flush=True))
         runtime.platforms[platform.name] = platform
+        runtime.service.start()
         await runtime.service.recover()
         await ConsoleChat(runtime.service, platform).run()
 

@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from bot.approvals.records import ApprovalStatus
 from bot.conversation import Actor, ConversationRef
 from bot.errors import ModelErrorKind
-from bot.ports import ApprovalCard, ModelFailed, Notice, ReviewPending
+from bot.ports import ApprovalCard, ApprovalExpired, CardsElsewhere, CardTarget, ModelFailed, Notice, ReviewPending
 
 Write = Callable[[str], None]
 
@@ -37,7 +37,7 @@ class ConsolePlatform:
         """Print the answer."""
         self.write(f"bot> {text}")
 
-    async def post_card(self, conversation: ConversationRef, card: ApprovalCard) -> str:
+    async def post_card(self, target: CardTarget, card: ApprovalCard) -> str:
         """Queue the card for a prompt; the card ref is the approval id."""
         self.pending.append(card)
         return card.approval.id
@@ -56,6 +56,9 @@ class ConsolePlatform:
 
     async def notify(self, conversation: ConversationRef, notice: Notice, *, recipient: Actor | None) -> None:
         """Print a notice."""
+        if isinstance(notice, CardsElsewhere | ApprovalExpired):
+            self.write("!  " + _elsewhere_or_expired(notice))
+            return
         if isinstance(notice, ReviewPending):
             tools = ", ".join(a.tool_name for a in notice.approvals)
             self.write(f"!  A tool call is waiting for your decision first: {tools}")
@@ -77,3 +80,9 @@ class ConsolePlatform:
     async def member_of(self, actor: Actor, group_ids: frozenset[str]) -> frozenset[str]:
         """A terminal has no roles or groups."""
         return frozenset()
+
+
+def _elsewhere_or_expired(notice: CardsElsewhere | ApprovalExpired) -> str:
+    if isinstance(notice, ApprovalExpired):
+        return f"The request to run {notice.approval.tool_name} expired without a decision."
+    return "Approval cards were posted outside this terminal."

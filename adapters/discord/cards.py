@@ -50,6 +50,14 @@ def card_embed(card: ApprovalCard) -> discord.Embed:
     embed.add_field(name=msg.FIELD_REQUESTER, value=f"<@{approval.requester_id}>", inline=True)
     if approval.description:
         embed.add_field(name=msg.FIELD_WHY, value=_clip(approval.description, FIELD_CHARS), inline=False)
+    if pending and approval.current_args is not None and approval.current_args != approval.proposed_args:
+        embed.add_field(
+            name=msg.FIELD_EDITED_ARGS, value=_code_block(approval.current_args, FIELD_CHARS - 60), inline=False
+        )
+    if pending and approval.quorum > 1:
+        names = f" ({', '.join(approval.votes)})" if approval.votes else ""
+        tally = msg.CARD_TALLY.format(count=len(approval.votes), quorum=approval.quorum, names=names)
+        embed.add_field(name=msg.FIELD_TALLY, value=_clip(tally, FIELD_CHARS), inline=False)
     if not pending:
         embed.add_field(name=msg.FIELD_DECIDED, value=decided_line(approval), inline=False)
         if approval.status is ApprovalStatus.EDITED and approval.final_args is not None:

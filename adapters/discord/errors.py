@@ -5,9 +5,11 @@ from __future__ import annotations
 from adapters.discord import messages as msg
 from bot.errors import (
     AlreadyDecidedError,
+    AlreadyVotedError,
     ApprovalNotFoundError,
     InvalidDecisionError,
     NotPermittedError,
+    StaleVoteError,
 )
 from bot.service import ShuttingDownError
 
@@ -20,7 +22,15 @@ def error_text(error: Exception) -> str:
         when = f" <t:{int(error.decided_at.timestamp())}:R>" if error.decided_at else ""
         return msg.ALREADY_DECIDED.format(outcome=error.outcome, user=error.decided_by_id, when=when)
     if isinstance(error, NotPermittedError):
-        return msg.REFUSED_OTHER_WORKSPACE if error.reason == "other_workspace" else msg.REFUSED_NOT_PERMITTED
+        return {
+            "other_workspace": msg.REFUSED_OTHER_WORKSPACE,
+            "self_approval_off": msg.REFUSED_SELF_APPROVAL,
+            "not_an_approver": msg.REFUSED_NOT_AN_APPROVER,
+        }.get(error.reason, msg.REFUSED_NOT_PERMITTED)
+    if isinstance(error, AlreadyVotedError):
+        return msg.ALREADY_VOTED
+    if isinstance(error, StaleVoteError):
+        return msg.STALE_VOTE
     if isinstance(error, ApprovalNotFoundError):
         return msg.UNKNOWN_APPROVAL
     if isinstance(error, InvalidDecisionError):

@@ -52,19 +52,23 @@ class InteractionHandler:
         if action == "approve":
             await interaction.response.defer()
             try:
-                await self._service.submit_decision(approval_id, actor, {"type": "approve"})
+                approval = await self._service.submit_decision(approval_id, actor, {"type": "approve"})
             except Exception as exc:
                 await self._refuse_followup(interaction, exc)
+                return
+            if approval.is_pending:  # a quorum waits for more approvals
+                text = msg.VOTE_RECORDED.format(count=len(approval.votes), quorum=approval.quorum)
+                await interaction.followup.send(text, ephemeral=True)
             return
         try:
-            approval = await self._service.check_decider(approval_id, actor)
+            approval = await self._service.check_decider(approval_id, actor, attempted=action)
         except Exception as exc:
             await self._refuse_now(interaction, exc)
             return
         if action == "reject":
             await interaction.response.send_modal(reject_modal(approval_id))
             return
-        prefill = args_json(approval.proposed_args)
+        prefill = args_json(approval.args_under_vote)
         if len(prefill) > TEXT_INPUT_CHARS:
             text = msg.EDIT_TOO_LONG.format(length=len(prefill), limit=TEXT_INPUT_CHARS)
             await interaction.response.send_message(text, ephemeral=True)

@@ -80,6 +80,19 @@ TURN_FAILED = (
     "Something went wrong on my side and I could not finish. The details are in the bot's log "
     "(conversation `{thread_id}`)."
 )
+CARDS_IN_CHANNEL = "Approval needed for {tools}: the card is in <#{channel}>."
+CARDS_IN_DMS = "Approval needed for {tools}: the card was sent to the approvers by direct message."
+EXPIRED_NOTICE = "<@{user}> your request to run `{tool}` expired without a decision, so it did not run."
+FIELD_TALLY = "Approvals"
+CARD_TALLY = "{count} of {quorum}{names}"
+FIELD_EDITED_ARGS = "Edited arguments, waiting for approvals"
+ALREADY_VOTED = "You already approved this; each person counts once, so it now needs other approvers."
+STALE_VOTE = "The arguments changed while you clicked; look at the card again."
+REFUSED_SELF_APPROVAL = (
+    "You asked for this call, and self-approval is off for this tool, so someone else must approve it."
+)
+REFUSED_NOT_AN_APPROVER = "You can't decide this approval: you are not on the approvers list for this tool."
+VOTE_RECORDED = "Your approval is recorded ({count} of {quorum}); the call runs once {quorum} people approved it."
 SHUTTING_DOWN = "I'm restarting right now; please send your message again in a moment."
 EMPTY_MENTION = "Hi! Mention me with a question or a task, and I'll get to work."
 MISSING_INTENT = (

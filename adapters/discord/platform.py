@@ -15,7 +15,16 @@ from adapters.discord.cards import card_embed
 from adapters.discord.conversations import DM, target_channel_id
 from bot.conversation import Actor, ConversationRef
 from bot.errors import ModelErrorKind
-from bot.ports import ApprovalCard, ModelFailed, Notice, ReviewPending, TurnFailed
+from bot.ports import (
+    ApprovalCard,
+    ApprovalExpired,
+    CardsElsewhere,
+    CardTarget,
+    ModelFailed,
+    Notice,
+    ReviewPending,
+    TurnFailed,
+)
 
 log = logging.getLogger(__name__)
 
@@ -57,9 +66,19 @@ class DiscordPlatform:
         for chunk in split_message(text, MESSAGE_CHARS):
             await channel.send(chunk, allowed_mentions=NO_PINGS)
 
-    async def post_card(self, conversation: ConversationRef, card: ApprovalCard) -> str:
-        """Post the embed with its buttons; return `<channel>/<message>`."""
-        channel_id = target_channel_id(conversation)
+    async def post_card(self, target: CardTarget, card: ApprovalCard) -> str:
+        """Post the embed with its buttons in the conversation, a channel or a DM.
+
+        Returns:
+            `<channel id>/<message id>`.
+        """
+        if target.user_id is not None:
+            user = self._client.get_user(int(target.user_id)) or await self._client.fetch_user(int(target.user_id))
+            channel_id = (await user.create_dm()).id
+        elif target.channel_id is not None:
+            channel_id = int(target.channel_id)
+        else:
+            channel_id = target_channel_id(target.conversation)
         view = card_view(card.approval.id)
         message = await self._channel(channel_id).send(embed=card_embed(card), view=view, allowed_mentions=NO_PINGS)
         view.stop()  # clicks are dispatched by the DynamicItem registry, not this view
@@ -79,9 +98,15 @@ class DiscordPlatform:
             view.stop()
 
     async def notify(self, conversation: ConversationRef, notice: Notice, *, recipient: Actor | None) -> None:
-        """Post a notice in the conversation (plain messages cannot be ephemeral on Discord)."""
+        """Post a notice in the conversation (plain messages cannot be ephemeral on Discord).
+
+        Only an expiry notice may ping, and only its requester.
+        """
         text = self._render(conversation, notice, recipient)
-        await self._channel(target_channel_id(conversation)).send(text, allowed_mentions=NO_PINGS)
+        mentions = NO_PINGS
+        if isinstance(notice, ApprovalExpired):
+            mentions = discord.AllowedMentions(users=[discord.Object(int(notice.approval.requester_id))])
+        await self._channel(target_channel_id(conversation)).send(text, allowed_mentions=mentions)
 
     @asynccontextmanager
     async def working(self, conversation: ConversationRef, anchor: str | None) -> AsyncIterator[None]:
@@ -129,4 +154,11 @@ class DiscordPlatform:
             }[notice.kind]
         if isinstance(notice, TurnFailed):
             return msg.TURN_FAILED.format(thread_id=notice.thread_id)
+        if isinstance(notice, CardsElsewhere):
+            tools = ", ".join(f"`{a.tool_name}`" for a in notice.approvals)
+            if notice.channel_id is None:
+                return msg.CARDS_IN_DMS.format(tools=tools)
+            return msg.CARDS_IN_CHANNEL.format(tools=tools, channel=notice.channel_id)
+        if isinstance(notice, ApprovalExpired):
+            return msg.EXPIRED_NOTICE.format(user=notice.approval.requester_id, tool=notice.approval.tool_name)
         raise TypeError(f"unknown notice {notice!r}")

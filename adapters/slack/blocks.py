@@ -49,12 +49,17 @@ def card_blocks(card: ApprovalCard) -> list[dict[str, Any]]:
     ]
     if approval.description:
         lines.append(msg.CARD_WHY_LINE.format(why=_clip(to_mrkdwn(approval.description), _WHY_CHARS)))
+    if pending and approval.quorum > 1:
+        names = f" ({escape(', '.join(approval.votes))})" if approval.votes else ""
+        lines.append(msg.CARD_TALLY.format(count=len(approval.votes), quorum=approval.quorum, names=names))
     header = msg.CARD_HEADER_PENDING if pending else msg.CARD_HEADER[approval.status.value]
     blocks: list[dict[str, Any]] = [
         {"type": "header", "text": {"type": "plain_text", "text": header, "emoji": True}},
         {"type": "section", "text": {"type": "mrkdwn", "text": "\n".join(lines)}},
         _args_section(msg.CARD_ARGS_TITLE, approval.proposed_args),
     ]
+    if pending and approval.current_args is not None and approval.current_args != approval.proposed_args:
+        blocks.append(_args_section(msg.CARD_EDITED_ARGS_TITLE, approval.current_args))
     if pending:
         blocks.append(_buttons(approval.id))
         return blocks

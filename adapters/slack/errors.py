@@ -6,10 +6,12 @@ from adapters.slack import messages as msg
 from adapters.slack.blocks import when_token
 from bot.errors import (
     AlreadyDecidedError,
+    AlreadyVotedError,
     ApprovalNotFoundError,
     CountersignError,
     InvalidDecisionError,
     NotPermittedError,
+    StaleVoteError,
 )
 from bot.service import ShuttingDownError
 
@@ -22,9 +24,15 @@ def error_text(error: Exception) -> str:
         when = f" at {when_token(error.decided_at)}" if error.decided_at else ""
         return msg.ALREADY_DECIDED.format(outcome=error.outcome, user=error.decided_by_id, when=when)
     if isinstance(error, NotPermittedError):
-        if error.reason == "other_workspace":
-            return msg.REFUSED_OTHER_WORKSPACE
-        return msg.REFUSED_NOT_PERMITTED
+        return {
+            "other_workspace": msg.REFUSED_OTHER_WORKSPACE,
+            "self_approval_off": msg.REFUSED_SELF_APPROVAL,
+            "not_an_approver": msg.REFUSED_NOT_AN_APPROVER,
+        }.get(error.reason, msg.REFUSED_NOT_PERMITTED)
+    if isinstance(error, AlreadyVotedError):
+        return msg.ALREADY_VOTED
+    if isinstance(error, StaleVoteError):
+        return msg.STALE_VOTE
     if isinstance(error, ApprovalNotFoundError):
         return msg.UNKNOWN_APPROVAL
     if isinstance(error, InvalidDecisionError):

@@ -113,9 +113,13 @@ class SlackListeners:
         await ack()
         actor = await self._clicker(body)
         try:
-            await self._service.submit_decision(action["value"], actor, {"type": "approve"})
+            approval = await self._service.submit_decision(action["value"], actor, {"type": "approve"})
         except Exception as exc:
             await self._refuse(body, exc)
+            return
+        if approval.is_pending:  # a quorum waits for more approvals
+            text = msg.VOTE_RECORDED.format(count=len(approval.votes), quorum=approval.quorum)
+            await self._refuse_text(body, text)
 
     async def on_edit(
         self, ack: AsyncAck, body: dict[str, Any], action: dict[str, Any], context: AsyncBoltContext
@@ -124,11 +128,11 @@ class SlackListeners:
         await ack()
         actor = await self._clicker(body)
         try:
-            approval = await self._service.check_decider(action["value"], actor)
+            approval = await self._service.check_decider(action["value"], actor, attempted="edit")
         except Exception as exc:
             await self._refuse(body, exc)
             return
-        prefill = blocks.args_json(approval.proposed_args)
+        prefill = blocks.args_json(approval.args_under_vote)
         if len(prefill) > blocks.INPUT_CHARS:
             await self._refuse_text(body, msg.EDIT_TOO_LONG.format(length=len(prefill), limit=blocks.INPUT_CHARS))
             return
@@ -141,7 +145,7 @@ class SlackListeners:
         await ack()
         actor = await self._clicker(body)
         try:
-            approval = await self._service.check_decider(action["value"], actor)
+            approval = await self._service.check_decider(action["value"], actor, attempted="reject")
         except Exception as exc:
             await self._refuse(body, exc)
             return

@@ -13,10 +13,19 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack import messages as msg
 from adapters.slack.blocks import card_blocks, card_text
-from adapters.slack.text import split_message, to_mrkdwn
+from adapters.slack.text import escape, split_message, to_mrkdwn
 from bot.conversation import Actor, ConversationRef
 from bot.errors import ModelErrorKind
-from bot.ports import ApprovalCard, ModelFailed, Notice, ReviewPending, TurnFailed
+from bot.ports import (
+    ApprovalCard,
+    ApprovalExpired,
+    CardsElsewhere,
+    CardTarget,
+    ModelFailed,
+    Notice,
+    ReviewPending,
+    TurnFailed,
+)
 
 log = logging.getLogger(__name__)
 
@@ -118,13 +127,16 @@ class SlackPlatform:
                 unfurl_media=False,
             )
 
-    async def post_card(self, conversation: ConversationRef, card: ApprovalCard) -> str:
-        """Post the card in the conversation; return `<channel>/<ts>`."""
+    async def post_card(self, target: CardTarget, card: ApprovalCard) -> str:
+        """Post the card in the conversation, an approvals channel or a DM; return `<channel>/<ts>`.
+
+        Posting to a user id delivers to the user's DM with the app (Slack's chat.postMessage).
+        """
+        conversation = target.conversation
+        channel = target.user_id or target.channel_id or conversation.channel_id
+        thread = conversation.thread if channel == conversation.channel_id else None
         response = await self._client.chat_postMessage(
-            channel=conversation.channel_id,
-            thread_ts=conversation.thread,
-            text=card_text(card),
-            blocks=card_blocks(card),
+            channel=channel, thread_ts=thread, text=card_text(card), blocks=card_blocks(card)
         )
         return card_ref(str(response["channel"]), str(response["ts"]))
 
@@ -195,6 +207,16 @@ class SlackPlatform:
             }[notice.kind]
         if isinstance(notice, TurnFailed):
             return msg.TURN_FAILED.format(thread_id=notice.thread_id)
+        if isinstance(notice, CardsElsewhere):
+            tools = ", ".join(f"`{escape(a.tool_name)}`" for a in notice.approvals)
+            if notice.channel_id is None:
+                return msg.CARDS_IN_DMS.format(tools=tools)
+            first = notice.approvals[0].card_ref if notice.approvals else None
+            url = await self._permalink(conversation, first)
+            link = f" (<{url}|open>)" if url else ""
+            return msg.CARDS_IN_CHANNEL.format(tools=tools, channel=notice.channel_id, link=link)
+        if isinstance(notice, ApprovalExpired):
+            return msg.EXPIRED_NOTICE.format(tool=escape(notice.approval.tool_name))
         raise TypeError(f"unknown notice {notice!r}")
 
     async def _permalink(self, conversation: ConversationRef, ref: str | None) -> str | None:

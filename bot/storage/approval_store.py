@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import replace
+from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
@@ -13,6 +14,7 @@ from asyncpg.pool import PoolConnectionProxy
 
 from bot.approvals.digest import args_digest
 from bot.approvals.records import (
+    EXPIRED_REASON,
     ApprovalRecord,
     ApprovalStatus,
     DecideResult,
@@ -20,7 +22,7 @@ from bot.approvals.records import (
     ReviewRecord,
     ReviewStatus,
 )
-from bot.audit import AuditEntry
+from bot.audit import AuditEntry, AuditKind
 from bot.conversation import Actor
 from bot.errors import AlreadyDecidedError, AlreadyVotedError, ApprovalNotFoundError, StaleVoteError
 from bot.storage.audit_store import AuditStore
@@ -145,9 +147,86 @@ class ApprovalStore:
         )
         return [_approval(row) for row in rows]
 
-    async def set_card_ref(self, approval_id: str, card_ref: str) -> None:
-        """Remember where the approval's card was posted."""
-        await self._pool.execute("UPDATE approvals SET card_ref = $2 WHERE id = $1", approval_id, card_ref)
+    async def add_card(self, approval_id: str, card_ref: str, *, primary: bool) -> None:
+        """Remember a posted copy of the approval's card; the primary one is linked to."""
+        async with self._pool.acquire() as connection, connection.transaction():
+            await connection.execute(
+                "INSERT INTO approval_cards (approval_id, card_ref, conversation) VALUES ($1, $2, '') "
+                "ON CONFLICT DO NOTHING",
+                approval_id,
+                card_ref,
+            )
+            if primary:
+                await connection.execute("UPDATE approvals SET card_ref = $2 WHERE id = $1", approval_id, card_ref)
+
+    async def card_refs(self, approval_id: str) -> list[str]:
+        """Every posted copy of the approval's card."""
+        rows = await self._pool.fetch("SELECT card_ref FROM approval_cards WHERE approval_id = $1", approval_id)
+        return [row["card_ref"] for row in rows]
+
+    async def expire_due(self, audit: AuditStore) -> list[DecideResult]:
+        """Expire every pending approval whose time has come, each exactly once.
+
+        Each expiry is its own transaction in the same lock order as `vote` (review row, then
+        approval), so it never deadlocks with a click and of an expiry and a click on the
+        same approval only one wins.
+        """
+        due = await self._pool.fetch(
+            "SELECT id FROM approvals WHERE status = 'pending' AND expires_at <= now() ORDER BY expires_at LIMIT 200"
+        )
+        results = []
+        for row in due:
+            result = await self._expire_one(row["id"], audit)
+            if result is not None:
+                results.append(result)
+        return results
+
+    async def _expire_one(self, approval_id: str, audit: AuditStore) -> DecideResult | None:
+        async with self._pool.acquire() as connection, connection.transaction():
+            review_id = await connection.fetchval("SELECT review_id FROM approvals WHERE id = $1", approval_id)
+            await connection.execute("SELECT 1 FROM reviews WHERE id = $1 FOR UPDATE", review_id)
+            updated = await connection.fetchval(
+                """
+                UPDATE approvals SET status = 'expired', decided_at = now(), reason = $2
+                WHERE id = $1 AND status = 'pending' AND expires_at <= now()
+                RETURNING true
+                """,
+                approval_id,
+                EXPIRED_REASON,
+            )
+            if not updated:
+                return None  # decided (or expired by another replica) in the meantime
+            row = _approval(_present(await connection.fetchrow(f"{_SELECT} WHERE a.id = $1", approval_id)))
+            await audit.record(
+                AuditEntry(
+                    kind=AuditKind.EXPIRY,
+                    workspace_id=row.workspace_id,
+                    thread_id=row.thread_id,
+                    approval_id=row.id,
+                    tool_name=row.tool_name,
+                    outcome="expired",
+                    proposed_args=row.proposed_args,
+                    reason=EXPIRED_REASON,
+                ),
+                connection=connection,
+            )
+            claimed = await connection.fetchval(
+                """
+                UPDATE reviews SET status = 'resuming'
+                WHERE id = $1 AND status = 'pending'
+                  AND NOT EXISTS (SELECT 1 FROM approvals WHERE review_id = $1 AND status = 'pending')
+                RETURNING true
+                """,
+                review_id,
+            )
+        return DecideResult(approval=row, review_complete=bool(claimed), decided=True)
+
+    async def next_expiry(self) -> datetime | None:
+        """When the next pending approval expires, or None."""
+        value: datetime | None = await self._pool.fetchval(
+            "SELECT min(expires_at) FROM approvals WHERE status = 'pending' AND expires_at IS NOT NULL"
+        )
+        return value
 
     async def vote(
         self,

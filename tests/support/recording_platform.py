@@ -12,7 +12,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 from bot.conversation import Actor, ConversationRef
-from bot.ports import ApprovalCard, Notice
+from bot.ports import ApprovalCard, CardTarget, Notice
 
 _ids = itertools.count(1)
 
@@ -30,9 +30,12 @@ class RecordingPlatform:
     async def post_answer(self, conversation: ConversationRef, text: str) -> None:
         self.answers.append((conversation.thread_id, text))
 
-    async def post_card(self, conversation: ConversationRef, card: ApprovalCard) -> str:
+    targets: dict[str, CardTarget] = field(default_factory=dict)
+
+    async def post_card(self, target: CardTarget, card: ApprovalCard) -> str:
         ref = f"card-{next(_ids)}"
         self.cards[ref] = card
+        self.targets[ref] = target
         return ref
 
     async def update_card(self, conversation: ConversationRef, card_ref: str, card: ApprovalCard) -> None:

@@ -90,6 +90,7 @@ async def open_service(
             platforms={platform.name: platform},
             tools=tools,
             recursion_limit=recursion_limit,
+            config=config,
         )
         decider = Decider(
             approvals=approvals,
@@ -105,6 +106,7 @@ async def open_service(
             conversations=ConversationStore(database.pool),
             locks=ThreadLocks(database.lock_pool),
         )
+        service.start()
         try:
             yield Harness(service, approvals, audit, database, platform, agents, ledger, config)
         finally:
