@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
+from bot.admin.service import AdminService
 from bot.agents.model import build_chat_model, call_options
 from bot.agents.pool import AgentPool
 from bot.agents.prompts import SYSTEM_PROMPT
@@ -33,6 +34,7 @@ class Runtime:
 
     Attributes:
         service: the use cases adapters call.
+        admin: the `/countersign` commands.
         platforms: adapters register their `Platform` here by name before traffic starts.
         database: pools and savers.
         registry: the tools.
@@ -40,6 +42,7 @@ class Runtime:
 
     settings: Settings
     service: Countersign
+    admin: AdminService
     platforms: dict[str, Platform]
     database: Database
     registry: ToolRegistry
@@ -94,6 +97,7 @@ async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
             registry=registry,
             directory_for=lambda name: platforms[name],
         )
+        admin = AdminService(config=config, audit=audit, registry=registry, directory_for=lambda name: platforms[name])
         service = Countersign(
             runner=runner,
             decider=decider,
@@ -105,6 +109,7 @@ async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
             yield Runtime(
                 settings=settings,
                 service=service,
+                admin=admin,
                 platforms=platforms,
                 database=database,
                 registry=registry,

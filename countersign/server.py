@@ -84,14 +84,14 @@ class BotServer:
         if settings.slack.enabled:
             from adapters.slack.app import SlackAdapter
 
-            slack = SlackAdapter(settings.slack, runtime.service)
+            slack = SlackAdapter(settings.slack, runtime.service, runtime.admin)
             runtime.platforms[slack.platform.name] = slack.platform
             slack.add_routes(web_app)
             self._adapters.append(slack)
         if settings.discord.enabled:
             from adapters.discord.app import DiscordAdapter
 
-            discord_adapter = DiscordAdapter(settings.discord, runtime.service)
+            discord_adapter = DiscordAdapter(settings.discord, runtime.service, runtime.admin)
             runtime.platforms[discord_adapter.platform.name] = discord_adapter.platform
             self._adapters.append(discord_adapter)
         runner = web.AppRunner(web_app, access_log=None, shutdown_timeout=5)

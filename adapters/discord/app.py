@@ -21,6 +21,7 @@ from discord.http import Route
 from adapters.discord import messages as msg
 from adapters.discord.client import CountersignClient
 from adapters.discord.platform import DiscordPlatform
+from bot.admin.service import AdminService
 from bot.errors import ConfigurationError
 from bot.service import Countersign
 from bot.settings import DiscordSettings
@@ -41,16 +42,17 @@ class DiscordAdapter:
     Args:
         settings: the token and the REST base URL.
         service: the core.
+        admin: the `/countersign` commands.
 
     Raises:
         ConfigurationError: when the token is missing.
     """
 
-    def __init__(self, settings: DiscordSettings, service: Countersign) -> None:
+    def __init__(self, settings: DiscordSettings, service: Countersign, admin: AdminService) -> None:
         if settings.token is None:
             raise ConfigurationError("DISCORD_TOKEN is not set")
         self._settings = settings
-        self.client = CountersignClient(service)
+        self.client = CountersignClient(service, admin)
         self.platform = DiscordPlatform(self.client)
         self._connection: asyncio.Task[None] | None = None
 

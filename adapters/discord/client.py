@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import Any
 
 import discord
+from discord import app_commands
 
 from adapters.discord import messages as msg
 from adapters.discord.buttons import ApprovalButton
+from adapters.discord.commands import build_command_group
 from adapters.discord.conversations import author_actor, conversation_of, strip_bot_mention
 from adapters.discord.interactions import InteractionHandler
 from adapters.discord.platform import NO_PINGS
+from bot.admin.service import AdminService
+from bot.approvals.config import ConversationScope
 from bot.conversation import IncomingMessage
 from bot.errors import CountersignError
 from bot.service import Countersign
@@ -41,16 +46,21 @@ class CountersignClient(discord.Client):
 
     Args:
         service: the core.
+        admin: the `/countersign` commands (and each channel's conversation scope).
     """
 
-    def __init__(self, service: Countersign) -> None:
+    def __init__(self, service: Countersign, admin: AdminService) -> None:
         super().__init__(intents=bot_intents(), allowed_mentions=discord.AllowedMentions.none())
         self.service = service
+        self.admin = admin
         self.interactions = InteractionHandler(service)
+        self.tree = app_commands.CommandTree(self)
+        self.tree.add_command(build_command_group(admin, admin.tool_names()))
 
     async def setup_hook(self) -> None:
-        """Register the persistent buttons once, before the gateway connects."""
+        """Register the persistent buttons and publish `/countersign`, before the gateway connects."""
         self.add_dynamic_items(ApprovalButton)
+        await self.tree.sync()
 
     async def on_message(self, message: discord.Message) -> None:
         """A mention in a channel, a DM, or a message in a thread the bot takes part in.
@@ -63,6 +73,10 @@ class CountersignClient(discord.Client):
             return
         guild_id = message.guild.id if message.guild else None
         conversation = conversation_of(message.channel, guild_id)
+        if conversation.thread is not None and guild_id is not None:
+            scope = await self.admin.scope("discord", str(guild_id), conversation.channel_id)
+            if scope is ConversationScope.CHANNEL:  # threads share their channel's conversation
+                conversation = replace(conversation, thread=None)
         mentioned = any(user.id == me.id for user in message.mentions)
         in_known_thread = conversation.thread is not None and await self.service.knows_conversation(conversation)
         if guild_id is not None and not mentioned and not in_known_thread:

@@ -20,8 +20,10 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 )
 from slack_sdk.web.async_client import AsyncWebClient
 
+from adapters.slack.commands import SlackCommands
 from adapters.slack.listeners import SlackListeners
 from adapters.slack.platform import SlackPlatform, UserDirectory
+from bot.admin.service import AdminService
 from bot.errors import ConfigurationError
 from bot.service import Countersign
 from bot.settings import SlackSettings
@@ -37,6 +39,7 @@ class SlackAdapter:
     Args:
         settings: Slack credentials and URLs.
         service: the core.
+        admin: the `/countersign` commands.
 
     Construct it inside the running event loop (it opens an HTTP session).
 
@@ -45,7 +48,7 @@ class SlackAdapter:
             mode) nor an app token (Socket Mode) is set.
     """
 
-    def __init__(self, settings: SlackSettings, service: Countersign) -> None:
+    def __init__(self, settings: SlackSettings, service: Countersign, admin: AdminService) -> None:
         if settings.bot_token is None:
             raise ConfigurationError("SLACK_BOT_TOKEN is not set")
         if settings.signing_secret is None and settings.app_token is None:
@@ -72,7 +75,8 @@ class SlackAdapter:
             request_verification_enabled=settings.app_token is None,
         )
         self.app.error(self._on_error)
-        SlackListeners(service, self.platform, self.users).register(self.app)
+        SlackListeners(service, self.platform, self.users, admin).register(self.app)
+        SlackCommands(admin, self.users).register(self.app)
         self._socket_handler: object | None = None
 
     @property

@@ -19,6 +19,8 @@ from adapters.slack import blocks
 from adapters.slack import messages as msg
 from adapters.slack.errors import error_text
 from adapters.slack.platform import SlackPlatform, UserDirectory
+from bot.admin.service import AdminService
+from bot.approvals.config import ConversationScope
 from bot.conversation import Actor, ConversationRef, IncomingMessage
 from bot.errors import CountersignError
 from bot.service import Countersign
@@ -36,12 +38,16 @@ class SlackListeners:
         service: the core.
         platform: the outbound port (for ephemeral replies).
         users: the user directory (display names).
+        admin: the admin configuration (each channel's conversation scope).
     """
 
-    def __init__(self, service: Countersign, platform: SlackPlatform, users: UserDirectory) -> None:
+    def __init__(
+        self, service: Countersign, platform: SlackPlatform, users: UserDirectory, admin: AdminService
+    ) -> None:
         self._service = service
         self._platform = platform
         self._users = users
+        self._admin = admin
 
     def register(self, app: AsyncApp) -> None:
         """Attach every listener; each subscribed event type has one (Bolt answers 404 else)."""
@@ -56,11 +62,17 @@ class SlackListeners:
     # --- messages ------------------------------------------------------------------------
 
     async def on_mention(self, event: dict[str, Any], body: dict[str, Any], context: AsyncBoltContext) -> None:
-        """A mention in a channel: the conversation is the thread under it (or its thread)."""
+        """A mention in a channel: the conversation is the thread under it (or its thread).
+
+        With `/countersign scope channel`, the whole channel is one conversation instead and
+        the bot answers in the channel.
+        """
         if _from_a_bot(event, context):
             return
         team = _team_of(body, event)
-        thread = event.get("thread_ts") or event["ts"]
+        thread: str | None = event.get("thread_ts") or event["ts"]
+        if await self._admin.scope(PLATFORM, team, event["channel"]) is ConversationScope.CHANNEL:
+            thread = None
         conversation = ConversationRef(platform=PLATFORM, workspace_id=team, channel_id=event["channel"], thread=thread)
         await self._submit(event, conversation, context)
 
@@ -80,6 +92,8 @@ class SlackListeners:
         else:
             if thread_ts is None or _mentions(event.get("text", ""), context.bot_user_id):
                 return  # channel chatter, or a mention that app_mention already delivers
+            if await self._admin.scope(PLATFORM, team, event["channel"]) is ConversationScope.CHANNEL:
+                return  # one conversation per channel: only mentions reach it
             conversation = ConversationRef(
                 platform=PLATFORM, workspace_id=team, channel_id=event["channel"], thread=thread_ts
             )

@@ -40,6 +40,7 @@ def builtin_tools(settings: ToolSettings) -> list[ToolSpec]:
             tool=make_http_request_tool(settings),
             default_mode=Mode.REVIEW,
             review_when=needs_review,
+            review_when_text="the method is not GET or HEAD",
         ),
     ]
     if settings.smtp_url is not None:

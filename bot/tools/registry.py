@@ -28,6 +28,8 @@ class ToolSpec:
     tool: BaseTool
     default_mode: Mode = Mode.REVIEW
     review_when: ReviewCondition | None = None
+    review_when_text: str | None = None
+    """`review_when` in words, for `/countersign show` (e.g. "the method is not GET or HEAD")."""
 
     @property
     def name(self) -> str:

@@ -1,0 +1,211 @@
+"""Words for `/countersign` replies, shared by the Slack and Discord adapters.
+
+Both platforms show the same sentences; only the markup differs (bold, mentions, dates), so
+each adapter passes its `Markup`. Replies are private (ephemeral) on both platforms.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from bot.admin.parse import USAGE, CommandError
+from bot.admin.views import AuditPage, Changed, HelpPage, PolicyView, Reply, ToolLine
+from bot.approvals.conditions import InvalidConditionError
+from bot.approvals.config import ApproverKind, ApproverRule, CardRouting
+from bot.errors import NotPermittedError
+
+_ARGS_CHARS = 160
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Markup:
+    """How one platform writes bold text, mentions and dates."""
+
+    bold: Callable[[str], str]
+    user: Callable[[str], str]
+    channel: Callable[[str], str]
+    role: Callable[[str], str]
+    group: Callable[[str], str]
+    when: Callable[[datetime], str]
+    escape: Callable[[str], str]
+    admins_are: str
+    """Who counts as a workspace admin on this platform, in words."""
+
+
+HELP_EXAMPLES = (
+    ("show", "the effective policy here"),
+    ("policy http_request review when args.method != 'GET'", "review only non-GET requests"),
+    ("policy send_email deny in #general", "switch a tool off in one channel"),
+    ("policy http_request default", "back to the built-in default"),
+    ("approvers add @alice for http_request", "who may approve (users, roles, groups)"),
+    ("admins add @bob", "add a bot admin"),
+    ("quorum http_request 2", "two different approvers needed"),
+    ("self-approval off", "requesters may not approve their own calls"),
+    ("expiry 30m", "cards expire after 30 minutes"),
+    ("cards channel #approvals", "post cards in one channel (or: here, dm)"),
+    ("scope channel in #support", "one conversation per channel (or: thread)"),
+    ("audit http_request limit 10", "recent decisions and changes"),
+)
+
+
+def render(reply: Reply, markup: Markup) -> str:
+    """The text of a successful command's reply."""
+    if isinstance(reply, HelpPage):
+        return _help(reply, markup)
+    if isinstance(reply, PolicyView):
+        return _show(reply, markup)
+    if isinstance(reply, AuditPage):
+        return _audit(reply, markup)
+    return _changed(reply, markup)
+
+
+def error_text(error: Exception, markup: Markup) -> str:
+    """The text of a refused command; nothing was changed."""
+    if isinstance(error, NotPermittedError):
+        if error.reason == "no_workspace":
+            return "Settings belong to a workspace; run this command in a channel, not in a DM."
+        return f"Only admins can do that: {markup.admins_are}, and bot admins. Nothing was changed."
+    if isinstance(error, CommandError):
+        usage = f"\nUsage: `/countersign {error.usage}`" if error.usage else ""
+        return f"That did not work: {error.message}. Nothing was changed.{usage}"
+    if isinstance(error, InvalidConditionError):
+        return f"That condition was refused: {error.message}. Nothing was changed."
+    return "Something went wrong; nothing was changed. The details are in the bot's log."
+
+
+def _help(page: HelpPage, markup: Markup) -> str:
+    lines = [markup.bold("Countersign settings") + " (everything but help and show is for admins):"]
+    lines += [f"• `/countersign {usage}`" for usage in USAGE.values()]
+    lines.append(markup.bold("Examples:"))
+    lines += [f"• `/countersign {example}`: {meaning}" for example, meaning in HELP_EXAMPLES]
+    lines.append(
+        "Conditions are CEL over the call's arguments, e.g. `args.method != 'GET'`; durations are like "
+        "`90s`, `30m`, `4h`, `2d`. Without `in #channel` a setting applies to the whole workspace."
+    )
+    lines.append("Tools: " + ", ".join(f"`{tool}`" for tool in page.tools))
+    return "\n".join(lines)
+
+
+def _show(view: PolicyView, markup: Markup) -> str:
+    where = markup.channel(view.channel_id) if view.channel_id else "this workspace"
+    lines = [markup.bold(f"Effective policy for {where}")]
+    lines += [_tool_line(tool, view, markup) for tool in view.tools]
+    approvers = _approvers(view.workspace_approvers, markup) or "the requester and workspace admins (default)"
+    lines.append(f"Approvers: {approvers}")
+    if view.admins:
+        lines.append("Bot admins: " + ", ".join(markup.user(user) for user in view.admins))
+    lines.append(
+        f"Quorum: {view.quorum} · Self-approval: {_on_off(view.self_approval)} · Expiry: {_duration(view.expiry_s)}"
+    )
+    cards = view.cards
+    routing = {
+        CardRouting.HERE: "in the conversation",
+        CardRouting.DM: "in approvers' DMs",
+        CardRouting.CHANNEL: f"in {markup.channel(cards.channel_id or '')}",
+    }[cards.routing]
+    scope = view.scope.value if view.scope else "platform default"
+    lines.append(f"Cards: {routing} · Scope: {scope} · Agent: {view.agent}")
+    return "\n".join(lines)
+
+
+def _tool_line(tool: ToolLine, view: PolicyView, markup: Markup) -> str:
+    text = f"• `{tool.tool}`: {tool.mode.value}"
+    if tool.condition:
+        text += f" when {markup.escape(tool.condition)}"
+    text += f" ({tool.source})"
+    extras = []
+    if tool.quorum != view.quorum:
+        extras.append(f"quorum {tool.quorum}")
+    if tool.self_approval != view.self_approval:
+        extras.append(f"self-approval {_on_off(tool.self_approval)}")
+    if tool.expiry_s != view.expiry_s:
+        extras.append(f"expiry {_duration(tool.expiry_s)}")
+    own = tuple(a for a in tool.approvers if a.tool_name)
+    if own:
+        extras.append(f"approvers {_approvers(own, markup)}")
+    return text + ("".join(f" · {e}" for e in extras))
+
+
+_SETTING_NAMES = {"expiry_s": "expiry", "self_approval": "self-approval"}
+
+
+def _changed(change: Changed, markup: Markup) -> str:
+    subject = _SETTING_NAMES.get(change.setting, change.setting)
+    if change.tool:
+        subject += f" for `{change.tool}`"
+    if change.channel_id:
+        subject += f" in {markup.channel(change.channel_id)}"
+    if not change.changed:
+        return f"Nothing to change: {subject} is already like that."
+    if change.setting == "expiry_s":
+        before, after = _expiry_value(change.before), _expiry_value(change.after)
+    else:
+        before, after = _value(change.before, markup), _value(change.after, markup)
+    return f"Updated {subject}: {after} (was: {before}). Recorded in the audit log."
+
+
+def _audit(page: AuditPage, markup: Markup) -> str:
+    if not page.entries:
+        return "No audit entries match."
+    lines = [markup.bold(f"Audit log (newest first, {len(page.entries)} entries)")]
+    for entry in page.entries:
+        when = markup.when(entry.at) if entry.at else ""
+        who = markup.user(entry.actor_id) if entry.actor_id else "system"
+        parts = [when, entry.kind.value, entry.outcome, who]
+        if entry.tool_name:
+            parts.append(f"`{entry.tool_name}`")
+        args = entry.final_args if entry.final_args is not None else entry.proposed_args
+        if args is not None:
+            parts.append(f"`{markup.escape(_short(args))}`")
+        if entry.reason:
+            parts.append(markup.escape(entry.reason[:120]))
+        if entry.kind.value == "config" and entry.detail:
+            parts.append(
+                markup.escape(_short({"before": entry.detail.get("before"), "after": entry.detail.get("after")}))
+            )
+        lines.append("• " + " · ".join(p for p in parts if p))
+    return "\n".join(lines)
+
+
+def _approvers(rules: tuple[ApproverRule, ...], markup: Markup) -> str:
+    names = {ApproverKind.USER: markup.user, ApproverKind.ROLE: markup.role, ApproverKind.GROUP: markup.group}
+    return ", ".join(names[rule.kind](rule.subject_id) for rule in rules)
+
+
+def _value(value: Any, markup: Markup) -> str:
+    if value is None:
+        return "not set"
+    if isinstance(value, ApproverRule):
+        return _approvers((value,), markup)
+    if isinstance(value, bool):
+        return _on_off(value)
+    if isinstance(value, dict) and "routing" in value:
+        channel = value.get("channel_id")
+        return str(value["routing"]) + (f" {markup.channel(channel)}" if channel else "")
+    return markup.escape(str(value))
+
+
+def _expiry_value(value: Any) -> str:
+    return "not set" if value is None else _duration(int(value))
+
+
+def _on_off(value: bool) -> str:
+    return "on" if value else "off"
+
+
+def _duration(seconds: int | None) -> str:
+    if not seconds:
+        return "off"
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds % size == 0:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    return text if len(text) <= _ARGS_CHARS else text[: _ARGS_CHARS - 1] + "…"

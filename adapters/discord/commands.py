@@ -1,0 +1,180 @@
+"""`/countersign` on Discord: an application command group with typed options.
+
+The same subcommands as Slack, with options of the same names: tools autocomplete from the
+registry, channels, roles and users are Discord's own pickers. Every reply is ephemeral; the
+interaction is deferred first, so a slow database never misses Discord's 3 seconds.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from typing import Any, Literal
+
+import discord
+from discord import app_commands
+
+from adapters.admin_text import Markup, error_text, render
+from adapters.chunking import split_message
+from adapters.discord.conversations import clicker_actor
+from adapters.discord.platform import MESSAGE_CHARS
+from bot.admin.commands import (
+    ChangeAdmins,
+    ChangeApprovers,
+    Command,
+    Help,
+    SetCards,
+    SetExpiry,
+    SetPolicy,
+    SetQuorum,
+    SetScope,
+    SetSelfApproval,
+    Show,
+    ShowAudit,
+)
+from bot.admin.parse import CommandError, parse_duration
+from bot.admin.service import AdminService
+from bot.approvals.config import ApproverKind, CardRouting, ConversationScope
+from bot.approvals.mode import Mode
+from bot.errors import CountersignError
+
+log = logging.getLogger(__name__)
+
+Interaction = discord.Interaction[Any]
+
+DISCORD_MARKUP = Markup(
+    bold=lambda text: f"**{text}**",
+    user=lambda user_id: f"<@{user_id}>",
+    channel=lambda channel_id: f"<#{channel_id}>",
+    role=lambda role_id: f"<@&{role_id}>",
+    group=lambda group_id: f"group {group_id}",
+    when=lambda moment: f"<t:{int(moment.timestamp())}:f>" if isinstance(moment, datetime) else "",
+    escape=lambda text: text,
+    admins_are="members with the Manage Server permission",
+)
+_MODES = {"auto": Mode.AUTO, "review": Mode.REVIEW, "deny": Mode.DENY, "default": None}
+
+
+def build_command_group(admin: AdminService, tool_names: list[str]) -> app_commands.Group:
+    """The `/countersign` group, bound to the admin use case."""
+    group = app_commands.Group(name="countersign", description="Countersign: approvals for the agent's tools")
+
+    async def run(interaction: Interaction, command: Command | None = None, problem: str | None = None) -> None:
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        try:
+            if problem is not None or command is None:
+                raise CommandError(problem or "incomplete command")
+            here = str(interaction.channel_id) if interaction.channel_id else None
+            text = render(await admin.execute(clicker_actor(interaction), command, here=here), DISCORD_MARKUP)
+        except CountersignError as exc:
+            text = error_text(exc, DISCORD_MARKUP)
+        except Exception as exc:
+            log.exception("/countersign failed for %s", interaction.user.id)
+            text = error_text(exc, DISCORD_MARKUP)
+        for chunk in split_message(text, MESSAGE_CHARS):
+            await interaction.followup.send(chunk, ephemeral=True, allowed_mentions=discord.AllowedMentions.none())
+
+    async def tools(interaction: Interaction, current: str) -> list[app_commands.Choice[str]]:
+        return [app_commands.Choice(name=n, value=n) for n in tool_names if current.lower() in n.lower()][:25]
+
+    @group.command(name="help", description="What the subcommands do, with examples")
+    async def help_(interaction: Interaction) -> None:
+        await run(interaction, Help())
+
+    @group.command(name="show", description="The effective policy for a channel")
+    @app_commands.describe(channel="The channel (default: this one)")
+    async def show(interaction: Interaction, channel: discord.abc.GuildChannel | None = None) -> None:
+        await run(interaction, Show(channel_id=str(channel.id) if channel else None))
+
+    @group.command(name="policy", description="A tool's mode: auto, review, deny, or back to default")
+    @app_commands.describe(
+        tool="The tool",
+        mode="auto, review, deny or default",
+        channel="Only in this channel (default: the whole server)",
+        when="Review only when this CEL condition holds, e.g. args.method != 'GET'",
+    )
+    @app_commands.autocomplete(tool=tools)
+    async def policy(
+        interaction: Interaction,
+        tool: str,
+        mode: Literal["auto", "review", "deny", "default"],
+        channel: discord.abc.GuildChannel | None = None,
+        when: str | None = None,
+    ) -> None:
+        if when is not None and mode != "review":
+            await run(interaction, problem="a `when` condition only goes with `review`")
+            return
+        await run(
+            interaction,
+            SetPolicy(tool=tool, mode=_MODES[mode], channel_id=str(channel.id) if channel else None, condition=when),
+        )
+
+    @group.command(name="approvers", description="Who may approve (a user or a role), for all tools or one")
+    @app_commands.autocomplete(tool=tools)
+    async def approvers(
+        interaction: Interaction,
+        action: Literal["add", "remove"],
+        user: discord.User | None = None,
+        role: discord.Role | None = None,
+        tool: str | None = None,
+    ) -> None:
+        if (user is None) == (role is None):
+            await run(interaction, problem="give exactly one of `user` or `role`")
+            return
+        kind, subject = (ApproverKind.USER, user.id) if user is not None else (ApproverKind.ROLE, role.id)  # type: ignore[union-attr]
+        await run(interaction, ChangeApprovers(add=action == "add", kind=kind, subject_id=str(subject), tool=tool))
+
+    @group.command(name="admins", description="Bot admins, besides members with Manage Server")
+    async def admins(interaction: Interaction, action: Literal["add", "remove"], user: discord.User) -> None:
+        await run(interaction, ChangeAdmins(add=action == "add", user_id=str(user.id)))
+
+    @group.command(name="quorum", description="How many different people must approve a tool's calls")
+    @app_commands.autocomplete(tool=tools)
+    async def quorum(interaction: Interaction, tool: str, count: app_commands.Range[int, 1, 10]) -> None:
+        await run(interaction, SetQuorum(tool=tool, count=count))
+
+    @group.command(name="self-approval", description="Whether requesters may approve their own calls")
+    @app_commands.autocomplete(tool=tools)
+    async def self_approval(interaction: Interaction, state: Literal["on", "off"], tool: str | None = None) -> None:
+        await run(interaction, SetSelfApproval(allowed=state == "on", tool=tool))
+
+    @group.command(name="expiry", description="How long a card waits: 90s, 30m, 4h, 2d, or off")
+    @app_commands.autocomplete(tool=tools)
+    async def expiry(interaction: Interaction, duration: str, tool: str | None = None) -> None:
+        try:
+            seconds = None if duration.strip().lower() == "off" else parse_duration(duration)
+        except CommandError as exc:
+            await run(interaction, problem=exc.message)
+            return
+        await run(interaction, SetExpiry(seconds=seconds, tool=tool))
+
+    @group.command(name="cards", description="Where approval cards are posted")
+    async def cards(
+        interaction: Interaction,
+        where: Literal["here", "dm", "channel"],
+        channel: discord.abc.GuildChannel | None = None,
+    ) -> None:
+        if where == "channel" and channel is None:
+            await run(interaction, problem="`cards channel` needs the `channel` option")
+            return
+        routing = CardRouting(where)
+        target = str(channel.id) if channel is not None and routing is CardRouting.CHANNEL else None
+        await run(interaction, SetCards(routing=routing, channel_id=target))
+
+    @group.command(name="scope", description="One conversation per channel, or per thread (ticket)")
+    async def scope(
+        interaction: Interaction, kind: Literal["channel", "thread"], channel: discord.abc.GuildChannel | None = None
+    ) -> None:
+        await run(interaction, SetScope(scope=ConversationScope(kind), channel_id=str(channel.id) if channel else None))
+
+    @group.command(name="audit", description="Recent decisions, refusals, expiries and changes")
+    @app_commands.autocomplete(tool=tools)
+    async def audit(
+        interaction: Interaction,
+        tool: str | None = None,
+        user: discord.User | None = None,
+        limit: app_commands.Range[int, 1, 100] = 20,
+    ) -> None:
+        await run(interaction, ShowAudit(tool=tool, user_id=str(user.id) if user else None, limit=limit))
+
+    return group

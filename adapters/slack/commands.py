@@ -1,0 +1,71 @@
+"""`/countersign` in Slack: a slash command whose words become a core admin command.
+
+Acknowledged at once; the reply is ephemeral, through the command's `response_url`.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from typing import Any
+
+from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
+
+from adapters.admin_text import Markup, error_text, render
+from adapters.slack.blocks import when_token
+from adapters.slack.platform import UserDirectory
+from adapters.slack.text import escape
+from bot.admin.parse import parse_command
+from bot.admin.service import AdminService
+from bot.conversation import Actor
+from bot.errors import CountersignError
+
+log = logging.getLogger(__name__)
+
+COMMAND = "/countersign"
+
+SLACK_MARKUP = Markup(
+    bold=lambda text: f"*{text}*",
+    user=lambda user_id: f"<@{user_id}>",
+    channel=lambda channel_id: f"<#{channel_id}>",
+    role=lambda role_id: f"role {role_id}",
+    group=lambda group_id: f"<!subteam^{group_id}>",
+    when=lambda moment: when_token(moment) if isinstance(moment, datetime) else "",
+    escape=escape,
+    admins_are="workspace admins and owners",
+)
+
+
+class SlackCommands:
+    """The slash command listener.
+
+    Args:
+        admin: the admin use case.
+        users: the user directory (names for the audit log).
+    """
+
+    def __init__(self, admin: AdminService, users: UserDirectory) -> None:
+        self._admin = admin
+        self._users = users
+
+    def register(self, app: AsyncApp) -> None:
+        """Attach the `/countersign` listener."""
+        app.command(COMMAND)(self.on_command)
+
+    async def on_command(self, ack: AsyncAck, command: dict[str, Any], respond: AsyncRespond) -> None:
+        """Run the command and answer privately; bad input changes nothing."""
+        await ack()
+        user_id = command["user_id"]
+        user = await self._users.get(user_id)
+        actor = Actor(
+            platform="slack", workspace_id=command["team_id"], user_id=user_id, display_name=user.display_name
+        )
+        try:
+            reply = await self._admin.execute(actor, parse_command(command.get("text", "")), here=command["channel_id"])
+            text = render(reply, SLACK_MARKUP)
+        except CountersignError as exc:
+            text = error_text(exc, SLACK_MARKUP)
+        except Exception as exc:
+            log.exception("/countersign failed for %s", user_id)
+            text = error_text(exc, SLACK_MARKUP)
+        await respond(text=text, response_type="ephemeral", replace_original=False)

@@ -1,0 +1,1 @@
+"""Admin configuration from the chat: the `/countersign` commands (DESIGN.md "Admin commands")."""

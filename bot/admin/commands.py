@@ -1,0 +1,123 @@
+"""The `/countersign` subcommands as typed values, whatever platform they came from.
+
+Slack sends words (`bot.admin.parse`), Discord sends typed options; both become one of these.
+Ids are platform ids as strings; `channel_id=None` means "the whole workspace".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bot.approvals.config import ApproverKind, CardRouting, ConversationScope
+from bot.approvals.mode import Mode
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Help:
+    """`help`."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Show:
+    """`show [in #channel]`: the effective policy (for the given channel, else this one)."""
+
+    channel_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SetPolicy:
+    """`policy <tool> auto|review|deny|default [in #channel] [when <condition>]`.
+
+    Attributes:
+        mode: None for `default` (remove the rule; the built-in default applies again).
+    """
+
+    tool: str
+    mode: Mode | None
+    channel_id: str | None = None
+    condition: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChangeApprovers:
+    """`approvers add|remove <user|role|group> [for <tool>]`."""
+
+    add: bool
+    kind: ApproverKind
+    subject_id: str
+    tool: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChangeAdmins:
+    """`admins add|remove <user>`."""
+
+    add: bool
+    user_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SetQuorum:
+    """`quorum <tool> <n>`."""
+
+    tool: str
+    count: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SetSelfApproval:
+    """`self-approval on|off [for <tool>]`."""
+
+    allowed: bool
+    tool: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SetExpiry:
+    """`expiry <duration>|off [for <tool>]`; `seconds=None` is `off`."""
+
+    seconds: int | None
+    tool: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SetCards:
+    """`cards here|dm|channel <#channel>`."""
+
+    routing: CardRouting
+    channel_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SetScope:
+    """`scope channel|thread [in #channel]`."""
+
+    scope: ConversationScope
+    channel_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ShowAudit:
+    """`audit [tool] [user] [limit n]`."""
+
+    tool: str | None = None
+    user_id: str | None = None
+    limit: int = 20
+
+
+Command = (
+    Help
+    | Show
+    | SetPolicy
+    | ChangeApprovers
+    | ChangeAdmins
+    | SetQuorum
+    | SetSelfApproval
+    | SetExpiry
+    | SetCards
+    | SetScope
+    | ShowAudit
+)
+
+READ_ONLY = (Help, Show)
+"""Commands anyone may use; everything else (including `audit`, which shows arguments) is for admins."""

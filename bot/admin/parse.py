@@ -1,0 +1,289 @@
+"""Parsing `/countersign` text (Slack, and the terminal) into a `Command`.
+
+Slack sends the words after the command; with "Escape channels, users, and links" on (see the
+manifest), people, channels and user groups arrive as `<@U123|name>`, `<#C123|name>` and
+`<!subteam^S123|@name>`. A Discord role mention (`<@&123>`) is accepted too. Everything after
+the first `when` is the condition, taken as written (optionally wrapped in double quotes).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from bot.admin.commands import (
+    ChangeAdmins,
+    ChangeApprovers,
+    Command,
+    Help,
+    SetCards,
+    SetExpiry,
+    SetPolicy,
+    SetQuorum,
+    SetScope,
+    SetSelfApproval,
+    Show,
+    ShowAudit,
+)
+from bot.approvals.config import ApproverKind, CardRouting, ConversationScope
+from bot.approvals.mode import Mode
+from bot.errors import CountersignError
+
+MAX_QUORUM = 10
+MIN_EXPIRY_S = 10
+MAX_EXPIRY_S = 30 * 24 * 3600
+MAX_AUDIT_LIMIT = 100
+
+_USER = re.compile(r"<@([UW][A-Z0-9]+)(?:\|[^>]*)?>|<@!?(\d+)>")
+_ROLE = re.compile(r"<@&(\d+)>")
+_GROUP = re.compile(r"<!subteam\^([A-Z0-9]+)(?:\|[^>]*)?>")
+_CHANNEL = re.compile(r"<#([A-Z0-9]+|\d+)(?:\|[^>]*)?>")
+_DURATION = re.compile(r"(\d+)\s*([smhd])")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+USAGE = {
+    "help": "help",
+    "show": "show [in #channel]",
+    "policy": "policy <tool> auto|review|deny|default [in #channel] [when <condition>]",
+    "approvers": "approvers add|remove <@user|@group|@role> [for <tool>]",
+    "admins": "admins add|remove <@user>",
+    "quorum": "quorum <tool> <n>",
+    "self-approval": "self-approval on|off [for <tool>]",
+    "expiry": "expiry <duration like 90s, 30m, 4h, 2d>|off [for <tool>]",
+    "cards": "cards here|dm|channel <#channel>",
+    "scope": "scope channel|thread [in #channel]",
+    "audit": "audit [tool] [@user] [limit n]",
+}
+
+
+class CommandError(CountersignError):
+    """The command text cannot be understood; nothing was changed.
+
+    Args:
+        message: what is wrong.
+        usage: the subcommand's usage line, when known.
+    """
+
+    def __init__(self, message: str, usage: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.usage = usage
+
+
+@dataclass
+class _Words:
+    words: list[str]
+    usage: str
+
+    def take(self, what: str) -> str:
+        if not self.words:
+            raise CommandError(f"missing {what}", self.usage)
+        return self.words.pop(0)
+
+    def take_optional(self, keyword: str) -> str | None:
+        """`keyword <value>` anywhere in the rest: removes both and returns the value."""
+        for index, word in enumerate(self.words[:-1]):
+            if word.lower() == keyword:
+                value = self.words[index + 1]
+                del self.words[index : index + 2]
+                return value
+        if self.words and self.words[-1].lower() == keyword:
+            raise CommandError(f"`{keyword}` needs a value", self.usage)
+        return None
+
+    def done(self) -> None:
+        if self.words:
+            raise CommandError(f"unexpected `{' '.join(self.words)}`", self.usage)
+
+
+def parse_command(text: str) -> Command:
+    """Parse the text after `/countersign`.
+
+    Raises:
+        CommandError: naming what is wrong and showing the subcommand's usage.
+    """
+    head, condition = _split_condition(text.strip())
+    words = head.split()
+    if not words:
+        return Help()
+    name = words.pop(0).lower()
+    if name not in USAGE:
+        raise CommandError(f"unknown subcommand `{name}`; try `help`")
+    rest = _Words(words, USAGE[name])
+    if condition is not None and name != "policy":
+        raise CommandError("`when` only goes with `policy`", rest.usage)
+    command = _PARSERS[name](rest, condition)
+    rest.done()
+    return command
+
+
+def parse_duration(text: str) -> int:
+    """`90s`, `30m`, `4h`, `2d` (or combinations like `1h30m`) in seconds.
+
+    Raises:
+        CommandError: for anything else, or outside 10 seconds to 30 days.
+    """
+    cleaned = text.strip().lower()
+    parts = _DURATION.findall(cleaned)
+    if not parts or "".join(f"{n}{u}" for n, u in parts) != cleaned.replace(" ", ""):
+        raise CommandError(f"`{text}` is not a duration; use e.g. 90s, 30m, 4h or 2d", USAGE["expiry"])
+    seconds = sum(int(number) * _UNITS[unit] for number, unit in parts)
+    if not MIN_EXPIRY_S <= seconds <= MAX_EXPIRY_S:
+        raise CommandError("an expiry must be between 10s and 30d", USAGE["expiry"])
+    return seconds
+
+
+def channel_id(token: str, usage: str) -> str:
+    """The id in a channel mention.
+
+    Raises:
+        CommandError: when `token` is not a channel mention.
+    """
+    match = _CHANNEL.fullmatch(token)
+    if match is None:
+        raise CommandError(f"`{token}` is not a channel; name it as #channel", usage)
+    return match.group(1)
+
+
+def user_id(token: str, usage: str) -> str:
+    """The id in a user mention.
+
+    Raises:
+        CommandError: when `token` is not a user mention.
+    """
+    match = _USER.fullmatch(token)
+    if match is None:
+        raise CommandError(f"`{token}` is not a person; name them as @someone", usage)
+    return match.group(1) or match.group(2)
+
+
+def _split_condition(text: str) -> tuple[str, str | None]:
+    match = re.search(r"(?:^|\s)when(?:\s|$)", text, flags=re.IGNORECASE)
+    if match is None:
+        return text, None
+    condition = text[match.end() :].strip()
+    if not condition:
+        raise CommandError("`when` needs a condition, e.g. when args.method != 'GET'", USAGE["policy"])
+    return text[: match.start()], condition
+
+
+def _subject(token: str, usage: str) -> tuple[ApproverKind, str]:
+    for kind, pattern in ((ApproverKind.GROUP, _GROUP), (ApproverKind.ROLE, _ROLE)):
+        match = pattern.fullmatch(token)
+        if match:
+            return kind, match.group(1)
+    return ApproverKind.USER, user_id(token, usage)
+
+
+def _add_or_remove(words: _Words) -> bool:
+    action = words.take("add or remove").lower()
+    if action not in {"add", "remove"}:
+        raise CommandError(f"expected add or remove, got `{action}`", words.usage)
+    return action == "add"
+
+
+def _help(words: _Words, condition: str | None) -> Command:
+    return Help()
+
+
+def _show(words: _Words, condition: str | None) -> Command:
+    where = words.take_optional("in")
+    return Show(channel_id=channel_id(where, words.usage) if where else None)
+
+
+def _policy(words: _Words, condition: str | None) -> Command:
+    tool = words.take("a tool name")
+    word = words.take("a mode: auto, review, deny or default").lower()
+    modes = {"auto": Mode.AUTO, "review": Mode.REVIEW, "deny": Mode.DENY, "default": None}
+    if word not in modes:
+        raise CommandError(f"`{word}` is not a mode; use auto, review, deny or default", words.usage)
+    where = words.take_optional("in")
+    mode = modes[word]
+    if condition is not None and mode is not Mode.REVIEW:
+        raise CommandError("a `when` condition only goes with `review`", words.usage)
+    return SetPolicy(
+        tool=tool, mode=mode, channel_id=channel_id(where, words.usage) if where else None, condition=condition
+    )
+
+
+def _approvers(words: _Words, condition: str | None) -> Command:
+    add = _add_or_remove(words)
+    kind, subject = _subject(words.take("who (@user, @group or @role)"), words.usage)
+    return ChangeApprovers(add=add, kind=kind, subject_id=subject, tool=words.take_optional("for"))
+
+
+def _admins(words: _Words, condition: str | None) -> Command:
+    add = _add_or_remove(words)
+    return ChangeAdmins(add=add, user_id=user_id(words.take("who (@user)"), words.usage))
+
+
+def _quorum(words: _Words, condition: str | None) -> Command:
+    tool = words.take("a tool name")
+    raw = words.take("a number")
+    if not raw.isdigit() or not 1 <= int(raw) <= MAX_QUORUM:
+        raise CommandError(f"the quorum must be a whole number from 1 to {MAX_QUORUM}", words.usage)
+    return SetQuorum(tool=tool, count=int(raw))
+
+
+def _self_approval(words: _Words, condition: str | None) -> Command:
+    state = words.take("on or off").lower()
+    if state not in {"on", "off"}:
+        raise CommandError(f"expected on or off, got `{state}`", words.usage)
+    return SetSelfApproval(allowed=state == "on", tool=words.take_optional("for"))
+
+
+def _expiry(words: _Words, condition: str | None) -> Command:
+    raw = words.take("a duration or off")
+    tool = words.take_optional("for")
+    return SetExpiry(seconds=None if raw.lower() == "off" else parse_duration(raw), tool=tool)
+
+
+def _cards(words: _Words, condition: str | None) -> Command:
+    where = words.take("here, dm or channel").lower()
+    if where not in {"here", "dm", "channel"}:
+        raise CommandError(f"expected here, dm or channel, got `{where}`", words.usage)
+    if where == "channel":
+        return SetCards(routing=CardRouting.CHANNEL, channel_id=channel_id(words.take("#channel"), words.usage))
+    return SetCards(routing=CardRouting(where))
+
+
+def _scope(words: _Words, condition: str | None) -> Command:
+    kind = words.take("channel or thread").lower()
+    if kind not in {"channel", "thread"}:
+        raise CommandError(f"expected channel or thread, got `{kind}`", words.usage)
+    where = words.take_optional("in")
+    return SetScope(scope=ConversationScope(kind), channel_id=channel_id(where, words.usage) if where else None)
+
+
+def _audit(words: _Words, condition: str | None) -> Command:
+    limit_text = words.take_optional("limit")
+    limit = 20
+    if limit_text is not None:
+        if not limit_text.isdigit() or not 1 <= int(limit_text) <= MAX_AUDIT_LIMIT:
+            raise CommandError(f"limit must be from 1 to {MAX_AUDIT_LIMIT}", words.usage)
+        limit = int(limit_text)
+    tool = user = None
+    while words.words:
+        word = words.take("")
+        if _USER.fullmatch(word):
+            user = user_id(word, words.usage)
+        elif tool is None:
+            tool = word
+        else:
+            raise CommandError(f"unexpected `{word}`", words.usage)
+    return ShowAudit(tool=tool, user_id=user, limit=limit)
+
+
+_PARSERS = {
+    "help": _help,
+    "show": _show,
+    "policy": _policy,
+    "approvers": _approvers,
+    "admins": _admins,
+    "quorum": _quorum,
+    "self-approval": _self_approval,
+    "expiry": _expiry,
+    "cards": _cards,
+    "scope": _scope,
+    "audit": _audit,
+}

@@ -1,0 +1,237 @@
+"""Executing `/countersign` commands: permission, validation, the audited change, the answer.
+
+Only admins may change something or read the audit log (it shows arguments): the platform's
+workspace admins (Slack admins and owners, Discord Manage Server) and bot admins. `help` and
+`show` are for everyone. A refused or invalid command changes nothing; refusals are audited.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from bot.admin.commands import (
+    READ_ONLY,
+    ChangeAdmins,
+    ChangeApprovers,
+    Command,
+    Help,
+    SetCards,
+    SetExpiry,
+    SetPolicy,
+    SetQuorum,
+    SetScope,
+    SetSelfApproval,
+    Show,
+    ShowAudit,
+)
+from bot.admin.parse import CommandError
+from bot.admin.views import AuditPage, Changed, HelpPage, PolicyView, Reply, ToolLine
+from bot.approvals.authorization import Directory, is_workspace_admin
+from bot.approvals.conditions import compile_condition, strip_quotes
+from bot.approvals.config import ALL, ApproverRule, ConversationScope, SettingKey, WorkspaceConfig
+from bot.approvals.mode import Mode
+from bot.audit import AuditEntry, AuditKind
+from bot.conversation import Actor
+from bot.errors import NotPermittedError
+from bot.storage.audit_store import AuditStore
+from bot.storage.config_store import ConfigStore
+from bot.tools.registry import ToolRegistry, ToolSpec
+
+log = logging.getLogger(__name__)
+
+DM_WORKSPACE = "dm"
+"""Discord DMs share this workspace id; there is nothing to administer there."""
+
+
+class AdminService:
+    """The admin use case.
+
+    Args:
+        config: the configuration tables.
+        audit: the audit log.
+        registry: the tools (names, arguments and built-in defaults).
+        directory_for: the platform directory (who is an admin) by platform name.
+    """
+
+    def __init__(
+        self,
+        *,
+        config: ConfigStore,
+        audit: AuditStore,
+        registry: ToolRegistry,
+        directory_for: Callable[[str], Directory],
+    ) -> None:
+        self._config = config
+        self._audit = audit
+        self._registry = registry
+        self._directory_for = directory_for
+
+    async def execute(self, actor: Actor, command: Command, *, here: str | None = None) -> Reply:
+        """Run one command for `actor`.
+
+        Args:
+            actor: the authenticated person who typed it.
+            command: the parsed command.
+            here: the channel the command was typed in (the default for `show`).
+
+        Raises:
+            NotPermittedError: `not_an_admin` (audited) or `no_workspace` (a DM).
+            CommandError: an unknown tool, an invalid condition, a setting that cannot work.
+        """
+        config = await self._config.load(actor.platform, actor.workspace_id)
+        if isinstance(command, Help):
+            return HelpPage(tools=tuple(self._registry.names()))
+        if isinstance(command, Show):
+            return self._show(config, command.channel_id or here)
+        if actor.workspace_id == DM_WORKSPACE:
+            raise NotPermittedError("no_workspace")
+        if not await is_workspace_admin(actor, config, self._directory_for(actor.platform)):
+            await self._refused(actor, command)
+            raise NotPermittedError("not_an_admin")
+        if isinstance(command, ShowAudit):
+            entries = await self._audit.recent(
+                actor.workspace_id, limit=command.limit, tool_name=command.tool, actor_id=command.user_id
+            )
+            return AuditPage(entries=tuple(entries), tool=command.tool, user_id=command.user_id)
+        return await self._change(actor, command)
+
+    async def _change(self, actor: Actor, command: Command) -> Changed:
+        if isinstance(command, SetPolicy):
+            spec = self._tool(command.tool)
+            condition = None
+            if command.condition is not None:
+                condition = compile_condition(command.condition, _arguments(spec)).text
+            before, after = await self._config.set_rule(
+                actor, channel_id=command.channel_id or ALL, tool_name=spec.name, mode=command.mode, condition=condition
+            )
+            return Changed(
+                setting="policy",
+                tool=spec.name,
+                channel_id=command.channel_id,
+                before=_rule_words(before.mode, before.condition) if before else None,
+                after=_rule_words(after.mode, after.condition) if after else None,
+            )
+        if isinstance(command, ChangeApprovers):
+            tool = self._tool(command.tool).name if command.tool else ALL
+            rule = ApproverRule(kind=command.kind, subject_id=command.subject_id, tool_name=tool)
+            changed = await self._config.change_approver(actor, rule, add=command.add)
+            return Changed(
+                setting="approvers",
+                tool=tool or None,
+                channel_id=None,
+                before=None if command.add else rule,
+                after=rule if command.add else None,
+                changed=changed,
+            )
+        if isinstance(command, ChangeAdmins):
+            changed = await self._config.change_admin(actor, command.user_id, add=command.add)
+            return Changed(
+                setting="admins",
+                tool=None,
+                channel_id=None,
+                before=None if command.add else command.user_id,
+                after=command.user_id if command.add else None,
+                changed=changed,
+            )
+        if isinstance(command, SetQuorum):
+            return await self._set(actor, SettingKey.QUORUM, command.count, tool=self._tool(command.tool).name)
+        if isinstance(command, SetSelfApproval):
+            tool = self._tool(command.tool).name if command.tool else ALL
+            return await self._set(actor, SettingKey.SELF_APPROVAL, command.allowed, tool=tool)
+        if isinstance(command, SetExpiry):
+            tool = self._tool(command.tool).name if command.tool else ALL
+            # "off" for one tool must beat a workspace-wide expiry, so it is stored as 0 (never).
+            value = command.seconds if command.seconds is not None else (0 if tool else None)
+            return await self._set(actor, SettingKey.EXPIRY_S, value, tool=tool)
+        if isinstance(command, SetCards):
+            routing = {"routing": command.routing.value, "channel_id": command.channel_id}
+            return await self._set(actor, SettingKey.CARDS, routing)
+        if isinstance(command, SetScope):
+            return await self._set(actor, SettingKey.SCOPE, command.scope.value, channel=command.channel_id or ALL)
+        raise CommandError(f"unsupported command {type(command).__name__}")  # pragma: no cover
+
+    async def _set(
+        self, actor: Actor, key: SettingKey, value: object, *, tool: str = ALL, channel: str = ALL
+    ) -> Changed:
+        before, after = await self._config.set_setting(actor, key, value, channel_id=channel, tool_name=tool)
+        return Changed(setting=key.value, tool=tool or None, channel_id=channel or None, before=before, after=after)
+
+    def tool_names(self) -> list[str]:
+        """The registered tools' names (for autocomplete)."""
+        return self._registry.names()
+
+    async def scope(self, platform: str, workspace_id: str, channel_id: str) -> ConversationScope | None:
+        """The configured conversation scope of a channel, or None for the platform default."""
+        config = await self._config.load(platform, workspace_id)
+        return config.scope(channel_id)
+
+    def _show(self, config: WorkspaceConfig, channel_id: str | None) -> PolicyView:
+        channel = channel_id or ALL
+        lines = []
+        for spec in self._registry:
+            rule = config.rule_for(spec.name, channel)
+            if rule is not None:
+                mode, condition = rule.mode, rule.condition
+                source = "channel" if rule.channel_id else "workspace"
+            else:
+                mode, condition, source = Mode(spec.default_mode), spec.review_when_text, "built-in"
+            lines.append(
+                ToolLine(
+                    tool=spec.name,
+                    mode=mode,
+                    condition=condition,
+                    source=source,
+                    quorum=config.quorum(spec.name),
+                    self_approval=config.self_approval(spec.name),
+                    expiry_s=config.expiry_s(spec.name),
+                    approvers=config.approvers_for(spec.name),
+                )
+            )
+        return PolicyView(
+            channel_id=channel_id,
+            tools=tuple(lines),
+            workspace_approvers=tuple(a for a in config.approvers if a.tool_name == ALL),
+            admins=tuple(sorted(config.admins)),
+            quorum=config.quorum(ALL),
+            self_approval=config.self_approval(ALL),
+            expiry_s=config.expiry_s(ALL),
+            cards=config.cards(),
+            scope=config.scope(channel),
+        )
+
+    def _tool(self, name: str) -> ToolSpec:
+        spec = self._registry.get(name)
+        if spec is None:
+            raise CommandError(f"unknown tool `{name}`; the tools are: {', '.join(self._registry.names())}")
+        return spec
+
+    async def _refused(self, actor: Actor, command: Command) -> None:
+        log.info("refused %s from %s: not an admin", type(command).__name__, actor.user_id)
+        await self._audit.record(
+            AuditEntry(
+                kind=AuditKind.REFUSED,
+                workspace_id=actor.workspace_id,
+                actor_id=actor.user_id,
+                actor_name=actor.display_name,
+                outcome="not_an_admin",
+                detail={"command": type(command).__name__, "platform": actor.platform},
+            )
+        )
+
+
+def is_read_only(command: Command) -> bool:
+    """Whether anyone may run `command` (help and show)."""
+    return isinstance(command, READ_ONLY)
+
+
+def _arguments(spec: ToolSpec) -> list[str]:
+    schema = spec.tool.tool_call_schema
+    fields = getattr(schema, "model_fields", None)
+    if isinstance(fields, dict):
+        return list(fields)
+    return list((schema.get("properties") or {}) if isinstance(schema, dict) else [])
+
+
+def _rule_words(mode: Mode, condition: str | None) -> str:
+    return f"{mode.value} when {strip_quotes(condition)}" if condition else mode.value
