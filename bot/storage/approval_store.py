@@ -314,8 +314,9 @@ class ApprovalStore:
                 actor.display_name,
                 digest,
             )
-            if not inserted:
+            if not inserted and kind is VoteKind.APPROVE:
                 raise AlreadyVotedError(approval_id)
+            # An edit back to arguments this person approved before keeps that approval.
             count = await connection.fetchval(
                 "SELECT count(*) FROM approval_votes WHERE approval_id = $1 AND args_digest = $2",
                 approval_id,

@@ -538,6 +538,50 @@ class SlackEventSender:
         }
         return await self._post_form(payload, bad_signature=bad_signature, stale=stale)
 
+    async def slash_command(
+        self,
+        command: str,
+        text: str,
+        user: str,
+        channel: str,
+        response_url: str,
+        *,
+        user_name: str | None = None,
+        trigger_id: str | None = None,
+        bad_signature: bool = False,
+        stale: bool = False,
+    ) -> Delivery:
+        """Invoke a slash command, form-encoded as Slack sends it (not wrapped in `payload`).
+
+        Args:
+            command: e.g. ``"/countersign"``.
+            text: the words after the command (already escaped, e.g. ``<@U1|alice>``).
+            user: who typed it.
+            channel: where.
+            response_url: where the app answers (``SlackApiStandIn.new_response_url``).
+            user_name: The user's name (defaults to the id lowercased).
+            trigger_id: Defaults to a fresh one.
+            bad_signature: Sign with the wrong secret.
+            stale: Sign with a timestamp ten minutes old.
+        """
+        form = {
+            "token": self.verification_token,
+            "team_id": self.team_id,
+            "team_domain": self.team_domain,
+            "channel_id": channel,
+            "channel_name": channel.lower(),
+            "user_id": user,
+            "user_name": user_name or user.lower(),
+            "command": command,
+            "text": text,
+            "api_app_id": self.api_app_id,
+            "is_enterprise_install": "false",
+            "response_url": response_url,
+            "trigger_id": trigger_id or f"{next(self._ids)}.{secrets.token_hex(16)}",
+        }
+        body = urlencode(form).encode()
+        return await self._post_signed(body, "application/x-www-form-urlencoded", {}, bad_signature, stale)
+
     # ------------------------------------------------------------------ helpers
 
     async def _post_json(

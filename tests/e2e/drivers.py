@@ -1,0 +1,343 @@
+"""One scenario, two platforms: drivers that act like people on Slack or on Discord.
+
+Each driver speaks to the real bot through its platform's stand-in (signed Slack requests, or
+Discord gateway dispatches) and reads what the bot sent back. People are named (alice, bob,
+carol, dave); carol administers the workspace on both platforms.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from adapters.slack import blocks
+from countersign.server import BotServer
+from tests.e2e import conftest as c
+
+
+@dataclass(frozen=True)
+class CardHandle:
+    approval_id: str
+    message: str
+    channel: str
+    thread: str | None
+
+
+class Driver(Protocol):
+    platform: str
+
+    def user(self, name: str) -> str: ...
+
+    async def command(self, who: str, sub: str, **options: Any) -> str: ...
+
+    async def ask(self, who: str, text: str) -> None: ...
+
+    async def cards(self, count: int = 1) -> list[CardHandle]: ...
+
+    async def approve(self, card: CardHandle, who: str, *, private: bool = False) -> str | None: ...
+
+    async def edit(self, card: CardHandle, who: str, args: dict[str, Any], *, private: bool = False) -> str | None: ...
+
+    async def answer(self, starts: str = "Result: ") -> str: ...
+
+    def card_text(self, card: CardHandle) -> str: ...
+
+    async def settle(self) -> None: ...
+
+
+async def _settle(bot: BotServer) -> None:
+    assert bot.runtime is not None
+    await bot.runtime.service.tasks.join()
+
+
+class SlackDriver:
+    platform = "slack"
+    _ids = {"alice": c.ALICE, "bob": c.BOB, "carol": c.CAROL, "dave": "UDAVE"}
+
+    def __init__(self, bot: BotServer, events: Any, slack: Any) -> None:
+        self.bot, self.events, self.slack = bot, events, slack
+        slack.add_user("UDAVE", "dave")
+        self._thread: str | None = None
+
+    def user(self, name: str) -> str:
+        return self._ids[name]
+
+    async def command(self, who: str, sub: str, **options: Any) -> str:
+        words = [sub]
+        o = dict(options)
+        if sub == "policy":
+            words += [o["tool"], o["mode"]]
+        elif sub in {"approvers", "admins"}:
+            words.append(o["action"])
+            words.append(f"<@{self.user(o['user'])}>" if "user" in o else f"<!subteam^{o['group']}>")
+        elif sub == "quorum":
+            words += [o["tool"], str(o["count"])]
+        elif sub == "self-approval":
+            words.append(o["state"])
+        elif sub == "expiry":
+            words.append(o["duration"])
+        elif sub == "cards":
+            words.append(o["where"])
+            if "channel" in o:
+                words.append(f"<#{o['channel']}>")
+        elif sub == "scope":
+            words.append(o["kind"])
+        elif sub == "audit":
+            if "tool" in o:
+                words.append(o["tool"])
+            if "user" in o:
+                words.append(f"<@{self.user(o['user'])}>")
+        if "tool" in o and sub in {"approvers", "self-approval", "expiry"}:
+            words += ["for", o["tool"]]
+        if "channel" in o and sub in {"show", "policy", "scope"}:
+            words += ["in", f"<#{o['channel']}>"]
+        if "when" in o:
+            words += ["when", o["when"]]
+        url = self.slack.new_response_url(c.CHANNEL, user=self.user(who))
+        before = len(self.slack.calls_to("response_url"))
+        delivery = await self.events.slash_command("/countersign", " ".join(words), self.user(who), c.CHANNEL, url)
+        assert delivery.status == 200
+        calls = await self.slack.wait_for("response_url", count=before + 1)
+        return str(calls[-1].args.get("text", ""))
+
+    async def ask(self, who: str, text: str) -> None:
+        delivery = await self.events.app_mention(c.CHANNEL, self.user(who), f"<@UBOT> {text}")
+        self._thread = delivery.ts
+
+    async def cards(self, count: int = 1) -> list[CardHandle]:
+        await self.slack.wait_for("chat.postMessage", lambda a: _slack_buttons(a.get("blocks")), count=count)
+        found = []
+        for call in self.slack.calls_to("chat.postMessage"):
+            buttons = _slack_buttons(call.args.get("blocks"))
+            if buttons:
+                channel = call.args["channel"]
+                messages = (
+                    [m for ch in (channel,) for m in self.slack.messages(ch)] if not channel.startswith("U") else []
+                )
+                ts = next(
+                    (
+                        m["ts"]
+                        for m in messages
+                        if _slack_buttons(m.get("blocks")) and _slack_buttons(m.get("blocks"))[0] == buttons[0]
+                    ),
+                    "",
+                )
+                found.append(CardHandle(buttons[0], ts, channel, call.args.get("thread_ts")))
+        return found
+
+    async def _click(self, card: CardHandle, who: str, action: str) -> None:
+        await self.events.block_actions(
+            self.user(who),
+            card.channel,
+            card.message,
+            action,
+            card.approval_id,
+            self.slack.new_trigger_id(),
+            thread_ts=card.thread,
+        )
+
+    async def _private(self, who: str, before: int) -> str:
+        calls = await self.slack.wait_for(
+            "chat.postEphemeral", lambda a: a.get("user") == self.user(who), count=before + 1
+        )
+        return str(calls[-1].args["text"])
+
+    def _private_count(self, who: str) -> int:
+        return len([x for x in self.slack.calls_to("chat.postEphemeral") if x.args.get("user") == self.user(who)])
+
+    def _updates(self, card: CardHandle) -> int:
+        return len([u for u in self.slack.calls_to("chat.update") if u.args.get("ts") == card.message])
+
+    async def approve(self, card: CardHandle, who: str, *, private: bool = False) -> str | None:
+        """Click Approve; wait for the private reply, or else for the card to be redrawn."""
+        before, updates = self._private_count(who), self._updates(card)
+        await self._click(card, who, blocks.ACTION_APPROVE)
+        if private:
+            return await self._private(who, before)
+        await self.slack.wait_for("chat.update", lambda a: a.get("ts") == card.message, count=updates + 1)
+        await _settle(self.bot)
+        return None
+
+    async def edit(self, card: CardHandle, who: str, args: dict[str, Any], *, private: bool = False) -> str | None:
+        before, updates = len(self.slack.calls_to("views.open")), self._updates(card)
+        await self._click(card, who, blocks.ACTION_EDIT)
+        [*_, opened] = await self.slack.wait_for("views.open", count=before + 1)
+        reply = await self.events.view_submission(
+            self.user(who),
+            blocks.VIEW_EDIT,
+            opened.args["view"]["private_metadata"],
+            {blocks.EDIT_BLOCK: {blocks.EDIT_INPUT: json.dumps(args)}},
+        )
+        if reply.json and reply.json.get("response_action") == "errors":
+            return str(reply.json["errors"][blocks.EDIT_BLOCK])
+        await self.slack.wait_for("chat.update", lambda a: a.get("ts") == card.message, count=updates + 1)
+        await _settle(self.bot)
+        return None
+
+    async def answer(self, starts: str = "Result: ", count: int = 1) -> str:
+        calls = await self.slack.wait_for(
+            "chat.postMessage", lambda a: str(a.get("text", "")).startswith(starts), count=count
+        )
+        return str(calls[count - 1].args["text"])
+
+    def card_text(self, card: CardHandle) -> str:
+        updates = [u for u in self.slack.calls_to("chat.update") if u.args.get("ts") == card.message]
+        source = (
+            updates[-1].args
+            if updates
+            else next(
+                x.args
+                for x in self.slack.calls_to("chat.postMessage")
+                if _slack_buttons(x.args.get("blocks"))[:1] == [card.approval_id]
+            )
+        )
+        return json.dumps(source.get("blocks"))
+
+    async def settle(self) -> None:
+        await _settle(self.bot)
+
+
+def _slack_buttons(message_blocks: Any) -> list[str]:
+    return [e["value"] for b in message_blocks or [] if b.get("type") == "actions" for e in b["elements"]]
+
+
+class DiscordDriver:
+    platform = "discord"
+    _ids = {"alice": c.D_ALICE, "bob": c.D_BOB, "carol": c.D_CAROL, "dave": c.D_OWNER}
+
+    def __init__(self, bot: BotServer, api: Any) -> None:
+        self.bot, self.api = bot, api
+
+    def user(self, name: str) -> str:
+        return str(self._ids[name])
+
+    async def command(self, who: str, sub: str, **options: Any) -> str:
+        from tests.standins.discord_api import make_member, make_user
+
+        payload, resolved = [], {"users": {}, "members": {}, "roles": {}, "channels": {}}
+        for name, value in options.items():
+            if name == "user":
+                uid = self.user(value)
+                payload.append({"name": "user", "type": 6, "value": uid})
+                resolved["users"][uid] = make_user(int(uid), value)
+                member = make_member(make_user(int(uid), value))
+                member.pop("user")
+                resolved["members"][uid] = {**member, "permissions": "0"}
+            elif name == "role":
+                payload.append({"name": "role", "type": 8, "value": str(value)})
+                resolved["roles"][str(value)] = {
+                    "id": str(value),
+                    "name": "Mods",
+                    "permissions": "32",
+                    "position": 1,
+                    "color": 0,
+                    "hoist": False,
+                    "managed": False,
+                    "mentionable": True,
+                }
+            elif name == "channel":
+                payload.append({"name": "channel", "type": 7, "value": str(value)})
+                resolved["channels"][str(value)] = {
+                    "id": str(value),
+                    "name": "general",
+                    "type": 0,
+                    "permissions": "0",
+                    "guild_id": str(c.D_GUILD),
+                }
+            elif isinstance(value, int):
+                payload.append({"name": name, "type": 4, "value": value})
+            else:
+                payload.append({"name": name, "type": 3, "value": value})
+        interaction = await self.api.invoke_command(
+            "countersign",
+            int(self.user(who)),
+            channel_id=c.D_CHANNEL,
+            options=[{"type": 1, "name": sub, "options": payload}],
+            resolved={k: v for k, v in resolved.items() if v},
+        )
+        await self.api.wait_for_request("POST", rf"/webhooks/{c.D_APP}/{interaction.token}")
+        return "\n".join(f["content"] for f in self.api.followups(interaction.id))
+
+    async def ask(self, who: str, text: str) -> None:
+        await self.api.send_message(
+            c.D_CHANNEL, int(self.user(who)), f"<@{c.D_BOT}> {text}", mentions=[c.D_BOT], guild_id=c.D_GUILD
+        )
+
+    async def cards(self, count: int = 1) -> list[CardHandle]:
+        posts = await self.api.wait_for_request(
+            "POST", r"/channels/\d+/messages$", lambda r: bool((r.json or {}).get("components")), count=count
+        )
+        handles = []
+        for post in posts:
+            ids = [x["custom_id"] for row in post.json["components"] for x in row["components"]]
+            channel = post.path.split("/")[2]
+            handles.append(CardHandle(ids[0].rsplit(":", 1)[1], post.response["id"], channel, None))
+        return handles
+
+    async def _click(self, card: CardHandle, who: str, action: str):
+        interaction = await self.api.click_button(
+            card.message,
+            f"cs:{action}:{card.approval_id}",
+            int(self.user(who)),
+            guild_id=c.D_GUILD if card.channel == str(c.D_CHANNEL) else None,
+            channel_id=int(card.channel),
+        )
+        await self.api.wait_for_request("POST", rf"/interactions/{interaction.id}/[^/]+/callback")
+        return interaction
+
+    async def _followup(self, interaction) -> str:
+        await self.api.wait_for_request("POST", rf"/webhooks/{c.D_APP}/{interaction.token}")
+        return str(self.api.followups(interaction.id)[-1]["content"])
+
+    def _patches(self, card: CardHandle) -> int:
+        return len(self.api.requests_to("PATCH", rf"/channels/{card.channel}/messages/{card.message}"))
+
+    async def _card_redrawn(self, card: CardHandle, before: int) -> None:
+        await self.api.wait_for_request("PATCH", rf"/channels/{card.channel}/messages/{card.message}", count=before + 1)
+        await _settle(self.bot)
+
+    async def approve(self, card: CardHandle, who: str, *, private: bool = False) -> str | None:
+        """Click Approve; wait for the private reply, or else for the card to be redrawn."""
+        before = self._patches(card)
+        interaction = await self._click(card, who, "approve")
+        if private:
+            return await self._followup(interaction)
+        await self._card_redrawn(card, before)
+        return None
+
+    async def edit(self, card: CardHandle, who: str, args: dict[str, Any], *, private: bool = False) -> str | None:
+        before = self._patches(card)
+        await self._click(card, who, "edit")
+        submitted = await self.api.submit_modal(
+            f"cs:edit-modal:{card.approval_id}", int(self.user(who)), {"args": json.dumps(args)}
+        )
+        await self.api.wait_for_request("POST", rf"/interactions/{submitted.id}/[^/]+/callback")
+        if private:
+            return await self._followup(submitted)
+        await self._card_redrawn(card, before)
+        return None
+
+    async def answer(self, starts: str = "Result: ", count: int = 1) -> str:
+        posts = await self.api.wait_for_request(
+            "POST",
+            r"/channels/\d+/messages$",
+            lambda r: str((r.json or {}).get("content", "")).startswith(starts),
+            count=count,
+        )
+        return str(posts[count - 1].json["content"])
+
+    def card_text(self, card: CardHandle) -> str:
+        return json.dumps(self.api.message(card.message)["embeds"])
+
+    async def settle(self) -> None:
+        await _settle(self.bot)
+
+
+async def wait_until(predicate, timeout: float = 10.0) -> None:
+    for _ in range(int(timeout / 0.05)):
+        if predicate():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("condition not reached in time")

@@ -1,0 +1,165 @@
+"""Admin configuration end to end, the same scenarios on Slack and on Discord."""
+
+from __future__ import annotations
+
+import pytest
+
+from countersign.server import BotServer
+from tests.e2e.drivers import DiscordDriver, SlackDriver
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(params=["slack", "discord"])
+def driver(request):
+    if request.param == "slack":
+        return SlackDriver(
+            request.getfixturevalue("bot"), request.getfixturevalue("events"), request.getfixturevalue("slack")
+        )
+    return DiscordDriver(request.getfixturevalue("discord_bot"), request.getfixturevalue("discord_api"))
+
+
+CONFIGURING = [
+    (
+        "policy",
+        {"tool": "http_request", "mode": "review", "when": "args.method != 'GET'"},
+        "Updated policy for `http_request`",
+    ),
+    ("policy", {"tool": "calculator", "mode": "deny", "channel": "CHANNEL"}, "Updated policy for `calculator` in"),
+    ("policy", {"tool": "calculator", "mode": "default", "channel": "CHANNEL"}, "(was: deny)"),
+    ("approvers", {"action": "add", "user": "dave", "tool": "http_request"}, "Updated approvers for `http_request`"),
+    ("approvers", {"action": "remove", "user": "dave", "tool": "http_request"}, "Updated approvers"),
+    ("admins", {"action": "add", "user": "dave"}, "Updated admins"),
+    ("admins", {"action": "remove", "user": "dave"}, "Updated admins"),
+    ("quorum", {"tool": "http_request", "count": 2}, "Updated quorum for `http_request`: 2"),
+    ("self-approval", {"state": "off", "tool": "http_request"}, "Updated self-approval for `http_request`: off"),
+    ("expiry", {"duration": "30m"}, "Updated expiry: 30m"),
+    ("cards", {"where": "here"}, "Updated cards: here"),
+    ("scope", {"kind": "thread", "channel": "CHANNEL"}, "Updated scope in"),
+    ("audit", {"tool": "http_request"}, "Audit log"),
+]
+
+
+def _channel(driver) -> str:
+    from tests.e2e import conftest as c
+
+    return c.CHANNEL if driver.platform == "slack" else str(c.D_CHANNEL)
+
+
+def _with_channel(driver, options: dict) -> dict:
+    return {k: (_channel(driver) if v == "CHANNEL" else v) for k, v in options.items()}
+
+
+async def test_help_and_show_are_for_everyone(driver):
+    """Anyone gets help (usage and examples) and show (one line per tool with its mode)."""
+    help_text = await driver.command("bob", "help")
+    assert "/countersign policy <tool> auto|review|deny|default" in help_text and "Examples" in help_text
+    shown = await driver.command("bob", "show")
+    assert "`http_request`: review when the method is not GET or HEAD (built-in)" in shown
+    assert "`calculator`: auto (built-in)" in shown
+    assert "Cards: in the conversation" in shown
+
+
+async def test_each_command_works_for_an_admin_and_is_refused_for_others(driver):
+    """Every configuring command answers an admin with what changed, and refuses a non-admin, changing nothing."""
+    for sub, options, expected in CONFIGURING:
+        reply = await driver.command("carol", sub, **_with_channel(driver, options))
+        assert expected in reply, (sub, reply)
+        refused = await driver.command("bob", sub, **_with_channel(driver, options))
+        assert refused.startswith("Only admins can do that"), (sub, refused)
+    shown = await driver.command("carol", "show")
+    assert "quorum 2" in shown and "self-approval off" in shown and "Expiry: 30m" in shown
+    audit = await driver.command("carol", "audit")
+    assert "refused" in audit and "config" in audit
+
+
+async def test_quorum_of_two_with_a_double_click(driver, target):
+    """Quorum 2: the requester's second click counts once; a second approver makes it run, once."""
+    await driver.command("carol", "quorum", tool="http_request", count=2)
+    await driver.ask("alice", "post widget")
+    [card] = await driver.cards()
+    first = await driver.approve(card, "alice", private=True)
+    assert "1 of 2" in first
+    again = await driver.approve(card, "alice", private=True)
+    assert "already approved" in again
+    assert "1 of 2" in driver.card_text(card) and target.requests == []
+    await driver.approve(card, "carol")
+    await driver.answer()
+    assert len(target.requests) == 1
+
+
+async def test_self_approval_can_be_forbidden(driver, target):
+    """With self-approval off the requester is refused privately; an admin approves."""
+    await driver.command("carol", "self-approval", state="off")
+    await driver.ask("alice", "post widget")
+    [card] = await driver.cards()
+    refused = await driver.approve(card, "alice", private=True)
+    assert "self-approval is off" in refused and target.requests == []
+    await driver.approve(card, "carol")
+    await driver.answer()
+    assert len(target.requests) == 1
+
+
+async def test_an_edit_makes_the_call_need_more_approvals(driver, target):
+    """Quorum 2: an edit is one approval of the new arguments; another approver must agree, then the edit runs."""
+    await driver.command("carol", "quorum", tool="http_request", count=2)
+    await driver.ask("alice", "post widget")
+    [card] = await driver.cards()
+    await driver.edit(card, "alice", {"method": "POST", "url": target.url(), "body": {"name": "gadget"}})
+    shown = driver.card_text(card)
+    assert "gadget" in shown and "1 of 2" in shown and target.requests == []
+    await driver.approve(card, "carol")
+    await driver.answer()
+    assert [r.json for r in target.requests] == [{"name": "gadget"}]
+
+
+async def test_a_denied_tool_never_runs_and_shows_no_card(driver, target):
+    """`policy http_request deny`: no card, the model reads that policy rejected the call."""
+    await driver.command("carol", "policy", tool="http_request", mode="deny")
+    await driver.ask("alice", "post widget")
+    answer = await driver.answer()
+    assert "Rejected by policy" in answer
+    assert target.requests == []
+
+
+async def test_a_condition_routes_get_past_review_and_post_to_review(driver, target):
+    """Everything reviewed, then `when args.method != 'GET'`: GET runs at once, POST gets a card."""
+    await driver.command("carol", "policy", tool="http_request", mode="review")
+    await driver.ask("alice", "get")
+    [card] = await driver.cards()
+    await driver.approve(card, "alice")
+    await driver.answer()
+    await driver.command("carol", "policy", tool="http_request", mode="review", when="args.method != 'GET'")
+    await driver.ask("alice", "get")
+    await driver.answer(count=2)
+    await driver.settle()
+    assert [r.method for r in target.requests] == ["GET", "GET"]
+    await driver.ask("alice", "post widget")
+    assert len(await driver.cards(count=2)) == 2
+    assert [r.method for r in target.requests] == ["GET", "GET"]
+
+
+async def test_an_invalid_condition_is_refused_at_save(driver):
+    """A condition naming an argument the tool lacks is refused with the reason, and nothing changes."""
+    reply = await driver.command("carol", "policy", tool="http_request", mode="review", when="args.nope == 1")
+    assert "refused" in reply and "no argument 'nope'" in reply
+    syntax = await driver.command("carol", "policy", tool="http_request", mode="review", when="args.method ==")
+    assert "not a valid CEL expression" in syntax
+    shown = await driver.command("carol", "show")
+    assert "`http_request`: review when the method is not GET or HEAD (built-in)" in shown
+
+
+async def test_expiry_fires_with_no_traffic(driver, target):
+    """An expired card says so, the requester is told, the model hears why, nothing runs."""
+    await driver.command("carol", "expiry", duration="10s")
+    await driver.ask("alice", "post widget")
+    [card] = await driver.cards()
+    bot: BotServer = driver.bot
+    assert bot.runtime is not None
+    await bot.runtime.database.pool.execute("UPDATE approvals SET expires_at = now() + interval '200 milliseconds'")
+    bot.runtime.service.expiry.wake()
+    answer = await driver.answer()
+    assert "expired without a decision" in answer
+    await driver.settle()
+    assert "Expired" in driver.card_text(card)
+    assert target.requests == []
