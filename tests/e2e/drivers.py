@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from adapters.slack import blocks
 from countersign.server import BotServer
@@ -54,7 +54,7 @@ async def _settle(bot: BotServer) -> None:
 
 class SlackDriver:
     platform = "slack"
-    _ids = {"alice": c.ALICE, "bob": c.BOB, "carol": c.CAROL, "dave": "UDAVE"}
+    _ids: ClassVar[dict[str, str]] = {"alice": c.ALICE, "bob": c.BOB, "carol": c.CAROL, "dave": "UDAVE"}
 
     def __init__(self, bot: BotServer, events: Any, slack: Any) -> None:
         self.bot, self.events, self.slack = bot, events, slack
@@ -205,7 +205,7 @@ def _slack_buttons(message_blocks: Any) -> list[str]:
 
 class DiscordDriver:
     platform = "discord"
-    _ids = {"alice": c.D_ALICE, "bob": c.D_BOB, "carol": c.D_CAROL, "dave": c.D_OWNER}
+    _ids: ClassVar[dict[str, int]] = {"alice": c.D_ALICE, "bob": c.D_BOB, "carol": c.D_CAROL, "dave": c.D_OWNER}
 
     def __init__(self, bot: BotServer, api: Any) -> None:
         self.bot, self.api = bot, api
