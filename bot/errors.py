@@ -40,7 +40,11 @@ class ModelErrorKind(StrEnum):
     UNAVAILABLE = "unavailable"
     """5xx, a timeout or a connection failure after every retry."""
     REJECTED = "rejected"
-    """A 4xx other than 429: the request itself was refused (key, model name, content)."""
+    """A 4xx other than those below: the request itself was refused (its content, its size)."""
+    AUTH = "auth"
+    """The API key was refused (missing, invalid, or without permission)."""
+    NOT_FOUND = "not_found"
+    """The model name does not exist (`GEMINI_MODEL`)."""
 
 
 class ModelError(CountersignError):

@@ -94,6 +94,10 @@ class Countersign:
                 return
             await self._runner.ask(conversation, message.text, requester=message.actor, anchor=message.message_id)
 
+    async def pending_approvals(self, conversation: ConversationRef) -> list[ApprovalRecord]:
+        """Undecided approvals of a conversation, oldest first."""
+        return await self._approvals.pending_in_thread(conversation.thread_id)
+
     async def approval(self, approval_id: str) -> ApprovalRecord:
         """The approval with this id (for an adapter prefilling an edit form).
 

@@ -1,4 +1,7 @@
-"""The `countersign` command: `run`, `chat`, `migrate` (DESIGN.md "Fixed interface")."""
+"""The `countersign` command: `run`, `chat`, `migrate`.
+
+Settings come from environment variables (or a `.env` file); README.md lists them.
+"""
 
 from __future__ import annotations
 

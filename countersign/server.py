@@ -18,6 +18,8 @@ from typing import Any
 from aiohttp import web
 
 from adapters.console import ConsoleChat, ConsolePlatform
+from adapters.console.chat import StdinLines
+from bot.errors import ConfigurationError
 from bot.settings import Settings
 from countersign.runtime import Runtime, open_runtime
 
@@ -27,23 +29,58 @@ HEALTH_PATH = "/healthz"
 
 
 async def serve(settings: Settings) -> None:
-    """Run the bot: Slack and Discord when configured, else the terminal chat."""
+    """Run the bot: Slack and Discord when configured, else the terminal chat.
+
+    A signal during start-up cancels the start (everything opened so far is closed again);
+    after start-up it begins the orderly shutdown.
+
+    Raises:
+        ConfigurationError: a platform is only half configured (e.g. a Slack bot token with
+            neither a signing secret nor an app token).
+    """
+    _check_platforms(settings)
     if not settings.slack.enabled and not settings.discord.enabled:
         log.info("no platform credentials set: starting the terminal chat")
         await chat(settings)
         return
     stop = asyncio.Event()
-    _on_signals(stop)
-    async with BotServer(settings) as server:
-        log.info(
-            "Countersign is running on %s:%s (%s)",
-            settings.server.host,
-            server.port,
-            server.describe(),
-        )
-        await stop.wait()
-        log.info("stopping: no new work; letting in-flight turns reach a checkpoint")
+    started = False
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+
+    def on_signal() -> None:
+        if started:
+            stop.set()
+        elif task is not None:
+            log.info("stopping during start-up")
+            task.cancel()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, on_signal)
+    try:
+        async with BotServer(settings) as server:
+            started = True
+            log.info(
+                "Countersign is running on %s:%s (%s)",
+                settings.server.host,
+                server.port,
+                server.describe(),
+            )
+            await stop.wait()
+            log.info("stopping: no new work; letting in-flight turns reach a checkpoint")
+    except asyncio.CancelledError:
+        if started:
+            raise
     log.info("stopped")
+
+
+def _check_platforms(settings: Settings) -> None:
+    slack = settings.slack
+    if (slack.bot_token is not None or slack.signing_secret is not None or slack.app_token is not None) and (
+        not slack.enabled
+    ):
+        missing = "SLACK_BOT_TOKEN" if slack.bot_token is None else "SLACK_SIGNING_SECRET or SLACK_APP_TOKEN"
+        raise ConfigurationError(f"Slack is only half configured: set {missing} too (see README, Slack setup)")
 
 
 class BotServer:
@@ -113,13 +150,27 @@ class BotServer:
 
 
 async def chat(settings: Settings) -> None:
-    """`countersign chat`: the core in the terminal."""
-    async with open_runtime(settings) as runtime:
-        platform = ConsolePlatform(write=lambda line: print(line, flush=True))
-        runtime.platforms[platform.name] = platform
-        runtime.service.start()
-        await runtime.service.recover()
-        await ConsoleChat(runtime.service, platform).run()
+    """`countersign chat`: the core in the terminal.
+
+    Ctrl-C, SIGTERM or a closed terminal (SIGHUP) end it cleanly: the embedded PostgreSQL is
+    stopped.
+    """
+    stopping = _cancel_on_signals(signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    try:
+        async with open_runtime(settings) as runtime:
+            platform = ConsolePlatform(write=lambda line: print(line, flush=True))
+            runtime.platforms[platform.name] = platform
+            runtime.service.start()
+            await runtime.service.recover()
+            lines = StdinLines()
+            try:
+                await ConsoleChat(runtime.service, platform, read=lines.read).run()
+            finally:
+                lines.close()
+    except asyncio.CancelledError:
+        if not stopping.is_set():
+            raise
+        log.info("stopped by a signal")
 
 
 def _health(runtime: Runtime) -> Callable[[web.Request], Awaitable[web.Response]]:
@@ -135,7 +186,17 @@ def _health(runtime: Runtime) -> Callable[[web.Request], Awaitable[web.Response]
     return health
 
 
-def _on_signals(stop: asyncio.Event) -> None:
+def _cancel_on_signals(*signals: signal.Signals) -> asyncio.Event:
+    """Cancel the current task on any of `signals`; the returned event says one arrived."""
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+    task = asyncio.current_task()
+    arrived = asyncio.Event()
+
+    def cancel() -> None:
+        arrived.set()
+        if task is not None:
+            task.cancel()
+
+    for sig in signals:
+        loop.add_signal_handler(sig, cancel)
+    return arrived

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import getpass
 import json
+import sys
+import threading
 from collections.abc import Awaitable, Callable
 
 from adapters.console.platform import ConsolePlatform
@@ -18,12 +20,36 @@ Read = Callable[[str], Awaitable[str | None]]
 HELP = "Type a message. Commands: /quit to leave. Approvals: a = approve, e = edit, r = reject."
 
 
-async def read_line(prompt: str) -> str | None:
-    """Read one line from stdin without blocking the event loop; None at end of input."""
-    try:
-        return await asyncio.to_thread(input, prompt)
-    except EOFError:
-        return None
+class StdinLines:
+    """Lines from stdin, read by a daemon thread and handed to the event loop.
+
+    `asyncio.to_thread(input)` would block in a pool thread that the interpreter waits for at
+    exit, so Ctrl-C at a prompt would hang until Enter. A daemon thread never holds up the exit,
+    and unlike watching the descriptor it works when stdin is a file or /dev/null.
+    """
+
+    def __init__(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._lines: asyncio.Queue[str | None] = asyncio.Queue()
+        self._ended = False
+        threading.Thread(target=self._pump, name="stdin", daemon=True).start()
+
+    def _pump(self) -> None:
+        for line in sys.stdin:
+            self._loop.call_soon_threadsafe(self._lines.put_nowait, line.rstrip("\n"))
+        self._loop.call_soon_threadsafe(self._lines.put_nowait, None)
+
+    async def read(self, prompt: str) -> str | None:
+        """Show `prompt` and wait for the next line; None at (and after) the end of input."""
+        print(prompt, end="", flush=True)
+        if self._ended:
+            return None
+        line = await self._lines.get()
+        self._ended = line is None
+        return line
+
+    def close(self) -> None:
+        """Nothing to release: the reader thread ends with stdin or with the process."""
 
 
 class ConsoleChat:
@@ -42,7 +68,7 @@ class ConsoleChat:
         service: Countersign,
         platform: ConsolePlatform,
         *,
-        read: Read = read_line,
+        read: Read,
         conversation_id: str = "terminal",
     ) -> None:
         self._service = service
@@ -54,8 +80,13 @@ class ConsoleChat:
         self._conversation = ConversationRef(platform="console", workspace_id="local", channel_id=conversation_id)
 
     async def run(self) -> None:
-        """Chat until /quit or end of input."""
+        """Chat until /quit or end of input; cards left waiting by an earlier run come first."""
         self._write(HELP)
+        waiting = await self._service.pending_approvals(self._conversation)
+        for approval in waiting:
+            self._platform.pending.append(
+                ApprovalCard(approval=approval, position=approval.position + 1, total=len(waiting))
+            )
         await self._decide_pending()
         while True:
             line = await self._read("you> ")

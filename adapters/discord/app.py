@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 
+import aiohttp
 import discord
 import yarl
 from discord.gateway import DiscordWebSocket
@@ -69,10 +70,14 @@ class DiscordAdapter:
         point_at(self._settings.api_url)
         try:
             await self.client.login(token.get_secret_value())
+            _, gateway_url, _ = await self.client.http.get_bot_gateway()
         except discord.LoginFailure:
             await self.client.close()
             raise ConfigurationError("Discord refused DISCORD_TOKEN (401 Unauthorized)") from None
-        _, gateway_url, _ = await self.client.http.get_bot_gateway()
+        except (OSError, aiohttp.ClientError, discord.DiscordException) as exc:
+            await self.client.close()
+            detail = " ".join(str(exc).split()) or type(exc).__name__
+            raise ConfigurationError(f"cannot reach Discord at {self._settings.api_url}: {detail}") from None
         DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(gateway_url)
         self._connection = asyncio.create_task(self.client.connect(reconnect=True), name="discord gateway")
         ready = asyncio.create_task(self.client.wait_until_ready(), name="discord ready")

@@ -76,6 +76,13 @@ MODEL_UNAVAILABLE = (
 MODEL_REJECTED = (
     "The model refused this request, so I could not answer. An administrator can find the details in the bot's log."
 )
+MODEL_AUTH = (
+    "The model service refused the bot's API key, so I could not answer. An administrator needs to "
+    "check GOOGLE_API_KEY."
+)
+MODEL_NOT_FOUND = (
+    "The configured model does not exist, so I could not answer. An administrator needs to check GEMINI_MODEL."
+)
 TURN_FAILED = (
     "Something went wrong on my side and I could not finish. The details are in the bot's log "
     "(conversation `{thread_id}`)."

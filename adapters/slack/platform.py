@@ -204,6 +204,8 @@ class SlackPlatform:
                 ModelErrorKind.BUSY: msg.MODEL_BUSY,
                 ModelErrorKind.UNAVAILABLE: msg.MODEL_UNAVAILABLE,
                 ModelErrorKind.REJECTED: msg.MODEL_REJECTED,
+                ModelErrorKind.AUTH: msg.MODEL_AUTH,
+                ModelErrorKind.NOT_FOUND: msg.MODEL_NOT_FOUND,
             }[notice.kind]
         if isinstance(notice, TurnFailed):
             return msg.TURN_FAILED.format(thread_id=notice.thread_id)

@@ -39,6 +39,10 @@ def _classify(exc: BaseException, detail: str) -> ModelError | None:
         return ModelError(ModelErrorKind.BUSY, detail)
     if isinstance(exc, (lc.ModelAPIError, lc.ModelConnectionError, lc.ModelTimeoutError)):
         return ModelError(ModelErrorKind.UNAVAILABLE, detail)
+    if isinstance(exc, (lc.ModelAuthenticationError, lc.ModelPermissionDeniedError)) or _bad_key(detail):
+        return ModelError(ModelErrorKind.AUTH, detail)
+    if isinstance(exc, lc.ModelNotFoundError):
+        return ModelError(ModelErrorKind.NOT_FOUND, detail)
     if isinstance(exc, lc.ModelError):
         return ModelError(ModelErrorKind.REJECTED, detail)
     if isinstance(exc, genai_errors.APIError):
@@ -46,6 +50,10 @@ def _classify(exc: BaseException, detail: str) -> ModelError | None:
             return ModelError(ModelErrorKind.BUSY, detail)
         if exc.code is None or exc.code >= 500 or exc.code == 408:
             return ModelError(ModelErrorKind.UNAVAILABLE, detail)
+        if exc.code in (401, 403) or _bad_key(detail):
+            return ModelError(ModelErrorKind.AUTH, detail)
+        if exc.code == 404:
+            return ModelError(ModelErrorKind.NOT_FOUND, detail)
         return ModelError(ModelErrorKind.REJECTED, detail)
     if isinstance(exc, (httpx.TransportError, aiohttp.ClientError, asyncio.TimeoutError, ConnectionError)):
         return ModelError(ModelErrorKind.UNAVAILABLE, detail)
@@ -55,3 +63,8 @@ def _classify(exc: BaseException, detail: str) -> ModelError | None:
 def _one_line(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
     return text[:300] if text else type(exc).__name__
+
+
+def _bad_key(detail: str) -> bool:
+    """Google answers an invalid key with 400 INVALID_ARGUMENT and reason API_KEY_INVALID."""
+    return "API_KEY_INVALID" in detail or "API key not valid" in detail

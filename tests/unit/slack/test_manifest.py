@@ -20,6 +20,7 @@ METHOD_SCOPES = {
     "users_info": "users:read",
     "reactions_add": "reactions:write",
     "reactions_remove": "reactions:write",
+    "usergroups_users_list": "usergroups:read",
 }
 # Event subscription -> the scope it requires.
 EVENT_SCOPES = {
@@ -33,7 +34,7 @@ EVENT_SCOPES = {
 
 def called_methods() -> set[str]:
     source = "\n".join(p.read_text() for p in (ROOT / "adapters/slack").glob("*.py"))
-    direct = set(re.findall(r"client\.([a-z]+_[a-zA-Z]+)\(", source))
+    direct = set(re.findall(r"client\.([a-z]+(?:_[a-zA-Z]+)+)\(", source))
     indirect = set(re.findall(r'_react\("([a-z]+_[a-zA-Z]+)"', source))
     return direct | indirect
 
@@ -47,7 +48,8 @@ def test_every_called_method_is_known():
 def test_scopes_are_exactly_those_used():
     """The manifest's bot scopes equal the scopes of the called methods and subscribed events."""
     events = MANIFEST["settings"]["event_subscriptions"]["bot_events"]
-    needed = {METHOD_SCOPES[m] for m in called_methods()} | {EVENT_SCOPES[e] for e in events}
+    commands = {"commands"} if MANIFEST["features"].get("slash_commands") else set()
+    needed = {METHOD_SCOPES[m] for m in called_methods()} | {EVENT_SCOPES[e] for e in events} | commands
     needed.discard(None)
     assert set(MANIFEST["oauth_config"]["scopes"]["bot"]) == needed
 
@@ -66,3 +68,11 @@ def test_interactivity_and_events_use_the_same_endpoint():
     assert settings["interactivity"]["is_enabled"] is True
     assert settings["interactivity"]["request_url"].endswith("/slack/events")
     assert settings["event_subscriptions"]["request_url"].endswith("/slack/events")
+
+
+def test_the_slash_command_is_declared_and_handled():
+    """/countersign is in the manifest with escaping on, and the adapter listens for it."""
+    [command] = MANIFEST["features"]["slash_commands"]
+    assert command["command"] == "/countersign" and command["should_escape"] is True
+    assert command["url"].endswith("/slack/events")
+    assert 'COMMAND = "/countersign"' in (ROOT / "adapters/slack/commands.py").read_text()

@@ -138,3 +138,9 @@ def test_for_yoyo_refuses_other_schemes():
 def test_url_without_host_keeps_its_double_slash(helper, expected):
     """A host-less socket URL (`postgresql:///db?host=/dir`) stays a valid URL."""
     assert helper("postgresql:///db?host=/socket/dir") == expected
+
+
+def test_an_out_of_range_port_is_refused():
+    """A port above 65535 is refused instead of wrapping around silently."""
+    with pytest.raises(ValueError, match="invalid port"):
+        normalise("postgresql://u:p@127.0.0.1:99999/db")
