@@ -131,20 +131,22 @@ class BotServer:
             discord_adapter = DiscordAdapter(settings.discord, runtime.service, runtime.admin)
             runtime.platforms[discord_adapter.platform.name] = discord_adapter.platform
             self._adapters.append(discord_adapter)
-        runner = web.AppRunner(web_app, access_log=None, shutdown_timeout=5)
-        await runner.setup()
-        sock = socket.create_server((settings.server.host, settings.server.port), reuse_port=False)
-        site = web.SockSite(runner, sock)
-        await site.start()
-        self.port = sock.getsockname()[1]
-        # Unwound in reverse (DESIGN.md "Lifecycle"): the listener stops taking events, the
-        # service drains in-flight turns (they still post through the adapters' clients), the
-        # adapters close, then the runtime closes pools and the embedded server.
+        # Adapters connect first (Discord waits for READY), then the listener opens, so
+        # `/healthz` answering 200 means the bot is ready. Unwound in reverse (DESIGN.md
+        # "Lifecycle"): the listener stops taking events, the service drains in-flight turns
+        # (they still post through the adapters' clients), the adapters close, then the runtime
+        # closes pools and the embedded server.
         for adapter in self._adapters:
             await adapter.start()
             self._stack.push_async_callback(adapter.close)
         self._stack.push_async_callback(runtime.service.aclose, settings.server.shutdown_grace_s)
+        runner = web.AppRunner(web_app, access_log=None, shutdown_timeout=5)
+        await runner.setup()
         self._stack.push_async_callback(runner.cleanup)
+        sock = socket.create_server((settings.server.host, settings.server.port), reuse_port=False)
+        site = web.SockSite(runner, sock)
+        await site.start()
+        self.port = sock.getsockname()[1]
         runtime.service.start()
         await runtime.service.recover()
 

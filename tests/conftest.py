@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -10,6 +12,28 @@ import pytest
 from bot.settings import DatabaseSettings
 from bot.storage.database import Database, open_database
 from tests.support.postgres import TestServer
+
+_OWN_BASETEMP = "_countersign_own_basetemp"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Give each session its own temporary root outside /tmp/pytest-of-<user>.
+
+    The embedded PostgreSQL runs as another user when tests run as root, so the directories
+    above its data directory must stay traversable; every new pytest session on the machine
+    resets /tmp/pytest-of-<user> to mode 0700, which would pull the ground from under a server
+    still running for another session.
+    """
+    if config.option.basetemp is None:
+        config.option.basetemp = tempfile.mkdtemp(prefix="countersign-tests-")
+        setattr(config, _OWN_BASETEMP, config.option.basetemp)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Remove the session's temporary root (and the test databases' files) afterwards."""
+    own = getattr(config, _OWN_BASETEMP, None)
+    if own:
+        shutil.rmtree(own, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
