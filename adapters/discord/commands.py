@@ -83,7 +83,7 @@ def build_command_group(admin: AdminService, tool_names: list[str]) -> app_comma
 
     @group.command(name="show", description="The effective policy for a channel")
     @app_commands.describe(channel="The channel (default: this one)")
-    async def show(interaction: Interaction, channel: discord.abc.GuildChannel | None = None) -> None:
+    async def show(interaction: Interaction, channel: discord.abc.GuildChannel | discord.Thread | None = None) -> None:
         await run(interaction, Show(channel_id=str(channel.id) if channel else None))
 
     @group.command(name="policy", description="A tool's mode: auto, review, deny, or back to default")
@@ -98,7 +98,7 @@ def build_command_group(admin: AdminService, tool_names: list[str]) -> app_comma
         interaction: Interaction,
         tool: str,
         mode: Literal["auto", "review", "deny", "default"],
-        channel: discord.abc.GuildChannel | None = None,
+        channel: discord.abc.GuildChannel | discord.Thread | None = None,
         when: str | None = None,
     ) -> None:
         if when is not None and mode != "review":
@@ -152,7 +152,7 @@ def build_command_group(admin: AdminService, tool_names: list[str]) -> app_comma
     async def cards(
         interaction: Interaction,
         where: Literal["here", "dm", "channel"],
-        channel: discord.abc.GuildChannel | None = None,
+        channel: discord.abc.GuildChannel | discord.Thread | None = None,
     ) -> None:
         if where == "channel" and channel is None:
             await run(interaction, problem="`cards channel` needs the `channel` option")
@@ -163,7 +163,9 @@ def build_command_group(admin: AdminService, tool_names: list[str]) -> app_comma
 
     @group.command(name="scope", description="One conversation per channel, or per thread (ticket)")
     async def scope(
-        interaction: Interaction, kind: Literal["channel", "thread"], channel: discord.abc.GuildChannel | None = None
+        interaction: Interaction,
+        kind: Literal["channel", "thread"],
+        channel: discord.abc.GuildChannel | discord.Thread | None = None,
     ) -> None:
         await run(interaction, SetScope(scope=ConversationScope(kind), channel_id=str(channel.id) if channel else None))
 

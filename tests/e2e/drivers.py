@@ -239,13 +239,29 @@ class DiscordDriver:
                 }
             elif name == "channel":
                 payload.append({"name": "channel", "type": 7, "value": str(value)})
-                resolved["channels"][str(value)] = {
+                channel = {
                     "id": str(value),
                     "name": "general",
                     "type": 0,
                     "permissions": "0",
                     "guild_id": str(c.D_GUILD),
                 }
+                if int(value) == c.D_THREAD:
+                    channel.update(
+                        name="ticket-1",
+                        type=11,
+                        parent_id=str(c.D_CHANNEL),
+                        owner_id=str(c.D_ALICE),
+                        member_count=1,
+                        message_count=0,
+                        thread_metadata={
+                            "archived": False,
+                            "auto_archive_duration": 1440,
+                            "locked": False,
+                            "archive_timestamp": "2026-01-01T00:00:00+00:00",
+                        },
+                    )
+                resolved["channels"][str(value)] = channel
             elif isinstance(value, int):
                 payload.append({"name": name, "type": 4, "value": value})
             else:

@@ -163,3 +163,53 @@ async def test_expiry_fires_with_no_traffic(driver, target):
     await driver.settle()
     assert "Expired" in driver.card_text(card)
     assert target.requests == []
+
+
+async def test_cards_can_go_to_an_approvals_channel(driver, target):
+    """`cards channel`: the card is posted in the approvals channel, the conversation gets a line, a click there works."""
+    from tests.e2e import conftest as c
+
+    approvals = "CAPPROVALS" if driver.platform == "slack" else str(c.D_THREAD)
+    if driver.platform == "slack":
+        driver.slack.add_channel("CAPPROVALS", name="approvals")
+    reply = await driver.command("carol", "cards", where="channel", channel=approvals)
+    assert "Updated cards: channel" in reply
+    await driver.ask("alice", "post widget")
+    [card] = await driver.cards()
+    assert card.channel == approvals
+    line = await driver.answer(starts="Approval needed for `http_request`")
+    assert approvals in line
+    await driver.approve(card, "alice")
+    await driver.answer()
+    assert len(target.requests) == 1
+
+
+async def test_slack_scope_channel_makes_the_channel_one_conversation(bot, events, slack):
+    """`scope channel` in Slack: a mention is answered in the channel itself, and the next mention shares its history."""
+    from tests.e2e import conftest as c
+
+    driver = SlackDriver(bot, events, slack)
+    await driver.command("carol", "scope", kind="channel", channel=c.CHANNEL)
+    await events.app_mention(c.CHANNEL, c.ALICE, "<@UBOT> first words")
+    [post] = await slack.wait_for("chat.postMessage", lambda a: str(a.get("text", "")).startswith("You said: first"))
+    assert post.args.get("thread_ts") is None
+    await events.app_mention(c.CHANNEL, c.BOB, "<@UBOT> second words")
+    await slack.wait_for("chat.postMessage", lambda a: str(a.get("text", "")).startswith("You said: second"))
+    assert bot.runtime is not None
+    threads = await bot.runtime.database.pool.fetch("SELECT thread_id FROM conversations")
+    assert [r["thread_id"] for r in threads] == [f"slack:{c.TEAM}:{c.CHANNEL}"]
+
+
+async def test_discord_scope_channel_makes_threads_share_the_channel(discord_bot, discord_api):
+    """`scope channel` on Discord: a mention in a thread joins the parent channel's conversation."""
+    from tests.e2e import conftest as c
+
+    driver = DiscordDriver(discord_bot, discord_api)
+    await driver.command("carol", "scope", kind="channel", channel=str(c.D_CHANNEL))
+    await discord_api.send_message(
+        c.D_THREAD, c.D_ALICE, f"<@{c.D_BOT}> from the thread", mentions=[c.D_BOT], guild_id=c.D_GUILD
+    )
+    await driver.answer(starts="You said: from the thread")
+    assert discord_bot.runtime is not None
+    threads = await discord_bot.runtime.database.pool.fetch("SELECT thread_id FROM conversations")
+    assert [r["thread_id"] for r in threads] == [f"discord:{c.D_GUILD}:{c.D_CHANNEL}"]
