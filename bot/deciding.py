@@ -91,8 +91,18 @@ class Decider:
         await self._ensure_open_and_permitted(approval, actor, attempted, config)
         return approval
 
-    async def decide(self, approval_id: str, actor: Actor, decision: object) -> DecideResult:
+    async def decide(
+        self, approval_id: str, actor: Actor, decision: object, *, seen_version: str | None = None
+    ) -> DecideResult:
         """Validate, authorise and record one decision (see the module docstring).
+
+        Args:
+            approval_id: the approval.
+            actor: the authenticated clicker.
+            decision: a raw HITL decision dict.
+            seen_version: the arguments' version on the card that was clicked
+                (`ApprovalRecord.version`); an approval from a card drawn before an edit is
+                refused with `StaleVoteError`.
 
         Raises:
             ApprovalNotFoundError: unknown id.
@@ -103,6 +113,9 @@ class Decider:
         """
         for attempt in range(2):
             approval = await self.approval(approval_id)
+            if seen_version and approval.is_pending and approval.version != seen_version and _is_approval(decision):
+                await self._refused(approval, actor, "stale_card", "the arguments changed after the card was drawn")
+                raise StaleVoteError(approval_id)
             try:
                 return await self._decide_once(approval, actor, decision)
             except StaleVoteError:
@@ -242,3 +255,7 @@ class Decider:
                 detail={"attempted": attempted} if attempted else {},
             )
         )
+
+
+def _is_approval(decision: object) -> bool:
+    return isinstance(decision, dict) and decision.get("type") == "approve"

@@ -86,10 +86,10 @@ class Countersign:
                 return
         await self._conversations.touch(conversation)
         async with self._locks.hold(conversation.thread_id):
-            blocking = await self._runner.settle(conversation, message.actor)
-            if blocking:
+            settled = await self._runner.settle(conversation, message.actor)
+            if settled.blocked:
                 await self._runner.notify(
-                    conversation, ReviewPending(approvals=tuple(blocking)), recipient=message.actor
+                    conversation, ReviewPending(approvals=settled.approvals), recipient=message.actor
                 )
                 return
             await self._runner.ask(conversation, message.text, requester=message.actor, anchor=message.message_id)
@@ -117,13 +117,16 @@ class Countersign:
         """
         return await self._decider.check(approval_id, actor, attempted=attempted)
 
-    async def submit_decision(self, approval_id: str, actor: Actor, decision: object) -> ApprovalRecord:
+    async def submit_decision(
+        self, approval_id: str, actor: Actor, decision: object, *, seen_version: str | None = None
+    ) -> ApprovalRecord:
         """Validate, authorise and record one decision; resume the graph once all are in.
 
         Args:
             approval_id: the approval the button or form named.
             actor: the authenticated clicker.
             decision: a raw HITL decision dict (`{"type": "approve"}` etc.).
+            seen_version: the version tag on the clicked card (see `ApprovalRecord.version`).
 
         Returns:
             The approval as now stored; still pending when a quorum waits for more approvals.
@@ -139,7 +142,7 @@ class Countersign:
             InvalidDecisionError: the decision does not fit the action; nothing changed and
                 the card stays usable.
         """
-        result = await self._decider.decide(approval_id, actor, decision)
+        result = await self._decider.decide(approval_id, actor, decision, seen_version=seen_version)
         # The card and the resume happen after the caller has its answer: an adapter must
         # acknowledge the platform within seconds (Slack and Discord: 3 s).
         self.tasks.spawn(self._after_decision(result), name=f"decided {result.approval.thread_id}")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, cast
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
@@ -31,6 +32,21 @@ from bot.storage.config_store import ConfigStore
 log = logging.getLogger(__name__)
 
 _MAX_SETTLE_ROUNDS = 4
+_AUTHOR = "countersign_author"
+"""`HumanMessage.additional_kwargs` key holding who wrote the message (the model never sees it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Settled:
+    """What `TurnRunner.settle` found.
+
+    Attributes:
+        blocked: a review (or an interrupt whose review is not in place yet) blocks new input.
+        approvals: the pending approvals to point the sender at (may be empty while blocked).
+    """
+
+    blocked: bool
+    approvals: tuple[ApprovalRecord, ...]
 
 
 class TurnRunner:
@@ -79,34 +95,50 @@ class TurnRunner:
             "recursion_limit": self._recursion_limit,
         }
 
-    async def settle(self, conversation: ConversationRef, requester: Actor) -> list[ApprovalRecord]:
-        """Bring the thread to rest before new input; return approvals that block it.
+    async def settle(self, conversation: ConversationRef, requester: Actor) -> Settled:
+        """Bring the thread to rest before new input; say whether a review still blocks it.
 
         Repairs, in order: a pause with no stored review (crash before the cards) gets its
-        review and cards; a review claimed for resuming but not resumed (crash after the last
-        click) is resumed; a tool round cut short (crash inside the tool node) is finished,
-        the ledger keeping every started call from running twice.
+        review and cards, attributed to the author of the message that led to it; cards that
+        could not be posted are posted again; a review claimed for resuming but not resumed
+        (crash after the last click) is resumed, at most once per call; a tool round cut short
+        (crash inside the tool node) is finished, the ledger keeping every started call from
+        running twice. Whatever happens, a thread whose checkpoint still holds an interrupt is
+        reported as blocked: new input on top of an interrupt would drop the reviewed calls.
         """
         graph = self._agents.for_thread(conversation.thread_id)
+        resumed: set[str] = set()
         for _ in range(_MAX_SETTLE_ROUNDS):
             state = await graph.aget_state(self.config(conversation))
+            messages: list[AnyMessage] = state.values.get("messages", [])
             if state.interrupts:
                 interrupt = state.interrupts[0]
                 review = await self._approvals.review_for_interrupt(conversation.thread_id, interrupt.id)
                 if review is None:
-                    messages: list[AnyMessage] = state.values.get("messages", [])
-                    await self.open_review(conversation, interrupt, requester, messages)
-                    return await self._approvals.pending_in_thread(conversation.thread_id)
+                    # Only the message's own author may be the requester; if it was not stored
+                    # (a checkpoint from before authors were kept), nobody is: admins decide.
+                    asker = _author_of_last_request(messages, conversation) or _unknown_requester(conversation)
+                    await self.open_review(conversation, interrupt, asker, messages)
+                    continue
                 if review.status is ReviewStatus.PENDING:
-                    return await self._approvals.pending_in_thread(conversation.thread_id)
+                    await self._post_missing_cards(conversation, review)
+                    pending = await self._approvals.pending_in_thread(conversation.thread_id)
+                    if pending:
+                        return Settled(blocked=True, approvals=tuple(pending))
+                    continue  # the last decision committed meanwhile: the review is resuming now
+                if review.id in resumed:
+                    return Settled(blocked=True, approvals=())  # its resume failed; do not loop
+                resumed.add(review.id)
                 await self.resume(conversation, review, anchor=None)
                 continue
-            if state.next and unanswered_tool_calls(state.values.get("messages", [])):
+            if state.next and unanswered_tool_calls(messages):
                 log.warning("finishing an interrupted tool round (thread_id=%s)", conversation.thread_id)
                 await self.run(conversation, None, requester=requester, anchor=None)
                 continue
-            return []
-        return await self._approvals.pending_in_thread(conversation.thread_id)
+            return Settled(blocked=False, approvals=())
+        state = await graph.aget_state(self.config(conversation))
+        pending = await self._approvals.pending_in_thread(conversation.thread_id)
+        return Settled(blocked=bool(state.interrupts) or bool(pending), approvals=tuple(pending))
 
     async def run(
         self,
@@ -115,8 +147,8 @@ class TurnRunner:
         *,
         requester: Actor,
         anchor: str | None,
-    ) -> None:
-        """Invoke the graph and deliver the outcome.
+    ) -> bool:
+        """Invoke the graph and deliver the outcome; return whether the run reached its end.
 
         Model and graph failures become notices instead of exceptions: the thread stays usable.
         """
@@ -128,17 +160,25 @@ class TurnRunner:
         except ModelError as exc:
             log.warning("model failed (thread_id=%s): %s", conversation.thread_id, exc)
             await self.notify(conversation, ModelFailed(kind=exc.kind), recipient=None)
-            return
+            return False
         except GraphRecursionError:
             # The step guard should make this impossible; if it happens, it is a bug.
             log.exception("recursion limit hit despite the step guard (thread_id=%s)", conversation.thread_id)
             await self.notify(conversation, TurnFailed(thread_id=conversation.thread_id), recipient=None)
-            return
+            return False
         except Exception:
             log.exception("turn failed (thread_id=%s)", conversation.thread_id)
             await self.notify(conversation, TurnFailed(thread_id=conversation.thread_id), recipient=None)
-            return
-        await self._deliver(conversation, result, requester)
+            return False
+        try:
+            await self._deliver(conversation, result, requester)
+        except Exception:
+            # e.g. the database refused to store a review: tell the conversation, do not lose
+            # the message task; the next message retries through settle().
+            log.exception("delivering the turn failed (thread_id=%s)", conversation.thread_id)
+            await self.notify(conversation, TurnFailed(thread_id=conversation.thread_id), recipient=None)
+            return False
+        return True
 
     async def ask(self, conversation: ConversationRef, text: str, *, requester: Actor, anchor: str | None) -> None:
         """Run a turn for a new human message."""
@@ -152,17 +192,21 @@ class TurnRunner:
     async def resume(self, conversation: ConversationRef, review: ReviewRecord, *, anchor: str | None) -> None:
         """Resume a review whose approvals are all decided, exactly once.
 
-        If the interrupt is no longer pending, the resume already happened (a crash came after
-        it); the review is only marked done and a cut-short run is finished.
+        If the interrupt is no longer pending, the resume already happened (a crash or a
+        shutdown came after it): a run that stopped before its end is finished. The review is
+        marked done only when its run reached the end, so a failed resume is tried again by
+        the next message (see `settle`).
         """
         graph = self._agents.for_thread(conversation.thread_id)
         requester = _requester(conversation, review)
         state = await graph.aget_state(self.config(conversation))
         pending = [i for i in state.interrupts if i.id == review.interrupt_id]
         if not pending:
-            await self._approvals.complete_review(review.id)
-            if state.next and unanswered_tool_calls(state.values.get("messages", [])):
-                await self.run(conversation, None, requester=requester, anchor=anchor)
+            finished = True
+            if state.next:
+                finished = await self.run(conversation, None, requester=requester, anchor=anchor)
+            if finished:
+                await self._approvals.complete_review(review.id)
             return
         rows = await self._approvals.approvals_of(review.id)
         decisions = [row.resume_decision() for row in rows]
@@ -170,15 +214,15 @@ class TurnRunner:
             validate_decisions(decisions, pending[0].value, self._tools)
         except InvalidDecisionError as exc:
             # Validated at click time; a tool changed since. The review node fails closed.
-            log.error(
-                "decision no longer valid, it will count as rejected (thread_id=%s): %s",
-                review.thread_id,
-                exc,
-            )
+            log.error("decision no longer valid, it will count as rejected (thread_id=%s): %s", review.thread_id, exc)
         log.info("resuming review %s (thread_id=%s)", review.id, review.thread_id)
         command: Command[Any] = Command(resume={review.interrupt_id: {"decisions": decisions}})
-        await self.run(conversation, command, requester=requester, anchor=anchor)
-        await self._approvals.complete_review(review.id)
+        if await self.run(conversation, command, requester=requester, anchor=anchor):
+            await self._approvals.complete_review(review.id)
+            return
+        after = await graph.aget_state(self.config(conversation))
+        if not any(i.id == review.interrupt_id for i in after.interrupts):
+            await self._approvals.complete_review(review.id)  # the decisions were applied; only later work failed
 
     async def open_review(
         self,
@@ -216,6 +260,18 @@ class TurnRunner:
         )
         if any(row.expires_at is not None for row in rows) and self.on_new_expiry is not None:
             self.on_new_expiry()
+        return await self._post_cards(conversation, config, rows)
+
+    async def _post_missing_cards(self, conversation: ConversationRef, review: ReviewRecord) -> None:
+        """Post the cards of a pending review that could not be posted before (a platform error)."""
+        rows = await self._approvals.approvals_of(review.id)
+        if any(row.is_pending and row.card_ref is None for row in rows):
+            config = await self._config.load(conversation.platform, conversation.workspace_id)
+            await self._post_cards(conversation, config, rows)
+
+    async def _post_cards(
+        self, conversation: ConversationRef, config: WorkspaceConfig, rows: Sequence[ApprovalRecord]
+    ) -> list[ApprovalRecord]:
         platform = self.platform(conversation)
         posted_elsewhere = False
         for row in rows:
@@ -231,6 +287,9 @@ class TurnRunner:
                     continue
                 await self._approvals.add_card(row.id, card_ref, primary=index == 0)
                 posted_elsewhere |= target.channel_id is not None or target.user_id is not None
+            now = await self._approvals.get(row.id)
+            if now is not None and not now.is_pending:
+                await self.refresh_card(now)  # decided by a click that beat the stored card reference
         stored = await self._approvals.approvals_of(rows[0].review_id) if rows else []
         if posted_elsewhere:
             await self.notify(
@@ -292,6 +351,28 @@ def _card_targets(conversation: ConversationRef, config: WorkspaceConfig, tool_n
         if users:
             return [CardTarget(conversation=conversation, user_id=user) for user in users]
     return [CardTarget(conversation=conversation)]
+
+
+def _author_of_last_request(messages: Sequence[AnyMessage], conversation: ConversationRef) -> Actor | None:
+    """Who wrote the last human message, as stored with it by `TurnRunner.ask`."""
+    for message in reversed(messages):
+        if isinstance(message, HumanMessage):
+            author = message.additional_kwargs.get(_AUTHOR)
+            if isinstance(author, dict) and author.get("user_id"):
+                return Actor(
+                    platform=conversation.platform,
+                    workspace_id=conversation.workspace_id,
+                    user_id=str(author["user_id"]),
+                    display_name=str(author.get("name") or author["user_id"]),
+                )
+            return None
+    return None
+
+
+def _unknown_requester(conversation: ConversationRef) -> Actor:
+    return Actor(
+        platform=conversation.platform, workspace_id=conversation.workspace_id, user_id="", display_name="unknown"
+    )
 
 
 def _requester(conversation: ConversationRef, review: ReviewRecord) -> Actor:

@@ -62,7 +62,7 @@ class ConsolePlatform:
             self.write("!  " + _elsewhere_or_expired(notice))
             return
         if isinstance(notice, ReviewPending):
-            tools = ", ".join(a.tool_name for a in notice.approvals)
+            tools = ", ".join(a.tool_name for a in notice.approvals) or "a call being worked on"
             self.write(f"!  A tool call is waiting for your decision first: {tools}")
         elif isinstance(notice, ModelFailed):
             self.write(f"!  {_NOTICES[notice.kind]}")

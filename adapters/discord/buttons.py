@@ -28,26 +28,25 @@ _STYLES = {
 
 class ApprovalButton(
     discord.ui.DynamicItem[discord.ui.Button[Any]],
-    template=r"cs:(?P<action>approve|edit|reject):(?P<approval_id>[0-9a-f]{32})",
+    template=r"cs:(?P<action>approve|edit|reject):(?P<approval_id>[0-9a-f]{32})(?::(?P<version>[0-9a-f]{8}))?",
 ):
     """One of Approve / Edit / Reject on a card.
 
     Args:
         action: `approve`, `edit` or `reject`.
         approval_id: the approval's id (32 hex characters).
+        version: the version of the arguments the card shows (`ApprovalRecord.version`); an
+            approval from a card drawn before an edit is refused. `cs:approve:<id>:<version>`
+            is 52 characters, within Discord's 100.
         label: the button text (defaults to the action's label).
     """
 
-    def __init__(self, action: str, approval_id: str, *, label: str | None = None) -> None:
-        super().__init__(
-            discord.ui.Button(
-                label=label or _LABELS[action],
-                style=_STYLES[action],
-                custom_id=f"cs:{action}:{approval_id}",
-            )
-        )
+    def __init__(self, action: str, approval_id: str, version: str | None = None, *, label: str | None = None) -> None:
+        custom_id = f"cs:{action}:{approval_id}" + (f":{version}" if version else "")
+        super().__init__(discord.ui.Button(label=label or _LABELS[action], style=_STYLES[action], custom_id=custom_id))
         self.action = action
         self.approval_id = approval_id
+        self.version = version
 
     @classmethod
     async def from_custom_id(
@@ -58,19 +57,19 @@ class ApprovalButton(
         /,
     ) -> ApprovalButton:
         """Rebuild the button from a clicked `custom_id` (no state but the id)."""
-        return cls(match["action"], match["approval_id"])
+        return cls(match["action"], match["approval_id"], match["version"])
 
     async def callback(self, interaction: discord.Interaction[Any]) -> None:
         """Hand the click to the client's interaction handler."""
         handler: InteractionHandler = interaction.client.interactions
-        await handler.on_button(interaction, self.action, self.approval_id)
+        await handler.on_button(interaction, self.action, self.approval_id, self.version)
 
 
-def card_view(approval_id: str) -> discord.ui.View:
+def card_view(approval_id: str, version: str | None = None) -> discord.ui.View:
     """A view with the three buttons; stopped after sending, the registry dispatches clicks."""
     view = discord.ui.View(timeout=None)
     for action in ACTIONS:
-        view.add_item(ApprovalButton(action, approval_id))
+        view.add_item(ApprovalButton(action, approval_id, version))
     return view
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import discord
 
 from adapters.discord import messages as msg
+from adapters.display import reveal_invisible
 from bot.approvals.records import ApprovalRecord, ApprovalStatus
 from bot.ports import ApprovalCard
 
@@ -34,13 +35,25 @@ def args_json(args: dict[str, Any]) -> str:
     return json.dumps(args, indent=2, ensure_ascii=False)
 
 
+EMBED_CHARS = 6000
+"""Discord's limit for all text of one embed together."""
+
+
 def card_embed(card: ApprovalCard) -> discord.Embed:
-    """The embed for an approval, pending or decided."""
+    """The embed for an approval, pending or decided, within Discord's 6,000-character total."""
+    embed = _card_embed(card, _ARGS_CHARS)
+    excess = len(embed) - EMBED_CHARS
+    if excess > 0:  # long reason, edited and final arguments: give the proposal less room
+        embed = _card_embed(card, max(200, _ARGS_CHARS - excess - 100))
+    return embed
+
+
+def _card_embed(card: ApprovalCard, args_chars: int) -> discord.Embed:
     approval = card.approval
     pending = approval.status is ApprovalStatus.PENDING
     embed = discord.Embed(
         title=msg.CARD_TITLE_PENDING if pending else msg.CARD_TITLE[approval.status.value],
-        description=_code_block(approval.proposed_args, _ARGS_CHARS),
+        description=_code_block(approval.proposed_args, args_chars),
         colour=_PENDING_COLOUR if pending else _COLOURS[approval.status],
     )
     tool = f"`{approval.tool_name}`"
@@ -49,7 +62,9 @@ def card_embed(card: ApprovalCard) -> discord.Embed:
     embed.add_field(name=msg.FIELD_TOOL, value=_clip(tool, FIELD_CHARS), inline=True)
     embed.add_field(name=msg.FIELD_REQUESTER, value=f"<@{approval.requester_id}>", inline=True)
     if approval.description:
-        embed.add_field(name=msg.FIELD_WHY, value=_clip(approval.description, FIELD_CHARS), inline=False)
+        embed.add_field(
+            name=msg.FIELD_WHY, value=_clip(reveal_invisible(approval.description), FIELD_CHARS), inline=False
+        )
     if pending and approval.current_args is not None and approval.current_args != approval.proposed_args:
         embed.add_field(
             name=msg.FIELD_EDITED_ARGS, value=_code_block(approval.current_args, FIELD_CHARS - 60), inline=False
@@ -67,7 +82,9 @@ def card_embed(card: ApprovalCard) -> discord.Embed:
                 inline=False,
             )
         if approval.reason:
-            embed.add_field(name=msg.FIELD_REASON, value=_clip(approval.reason, FIELD_CHARS), inline=False)
+            embed.add_field(
+                name=msg.FIELD_REASON, value=_clip(reveal_invisible(approval.reason), FIELD_CHARS), inline=False
+            )
     return embed
 
 
@@ -81,7 +98,8 @@ def decided_line(approval: ApprovalRecord) -> str:
 
 
 def _code_block(args: dict[str, Any], limit: int) -> str:
-    text = args_json(args).replace("```", "`\u200b``")  # a fence inside a value must not close ours
+    # Invisible characters shown as escapes; a fence inside a value must not close ours.
+    text = reveal_invisible(args_json(args)).replace("```", "`\u200b``")
     if len(text) > limit:
         hidden = len(text) - limit
         return f"```json\n{text[:limit]}\n```\n" + msg.CARD_TRUNCATED.format(hidden=hidden)

@@ -46,13 +46,15 @@ class InteractionHandler:
     def __init__(self, service: Countersign) -> None:
         self._service = service
 
-    async def on_button(self, interaction: Interaction, action: str, approval_id: str) -> None:
+    async def on_button(self, interaction: Interaction, action: str, approval_id: str, version: str | None) -> None:
         """Approve, Edit or Reject pressed on a card."""
         actor = clicker_actor(interaction)
         if action == "approve":
             await interaction.response.defer()
             try:
-                approval = await self._service.submit_decision(approval_id, actor, {"type": "approve"})
+                approval = await self._service.submit_decision(
+                    approval_id, actor, {"type": "approve"}, seen_version=version
+                )
             except Exception as exc:
                 await self._refuse_followup(interaction, exc)
                 return
@@ -90,8 +92,12 @@ class InteractionHandler:
         raw = values.get(ARGS_INPUT, "")
         try:
             args = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            problem = f"{exc.msg} (line {exc.lineno}, column {exc.colno})"
+        except (json.JSONDecodeError, RecursionError, ValueError) as exc:
+            problem = (
+                f"{exc.msg} (line {exc.lineno}, column {exc.colno})"
+                if isinstance(exc, json.JSONDecodeError)
+                else "it is nested too deeply or holds a number too large to read"
+            )
             await self._edit_refused(interaction, approval_id, msg.EDIT_NOT_JSON.format(problem=problem))
             return
         if not isinstance(args, dict):

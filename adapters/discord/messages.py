@@ -65,6 +65,10 @@ REVIEW_PENDING = (
     "<@{user}> a tool call in this conversation is waiting for approval, so I did not pass your "
     "message on. Please decide it first: {links}"
 )
+REVIEW_BUSY = (
+    "<@{user}> a tool call in this conversation is still being worked on, so I did not pass your "
+    "message on. Please send it again in a moment."
+)
 REVIEW_PENDING_LINK = "[{tool} ({position})]({url})"
 MODEL_BUSY = (
     "The model is busy right now (rate limited), so I could not answer. Your message is kept; "

@@ -79,7 +79,7 @@ class DiscordPlatform:
             channel_id = int(target.channel_id)
         else:
             channel_id = target_channel_id(target.conversation)
-        view = card_view(card.approval.id)
+        view = card_view(card.approval.id, card.approval.version)
         message = await self._channel(channel_id).send(embed=card_embed(card), view=view, allowed_mentions=NO_PINGS)
         view.stop()  # clicks are dispatched by the DynamicItem registry, not this view
         return card_ref(channel_id, message.id)
@@ -88,7 +88,7 @@ class DiscordPlatform:
         """Edit the card in place; the buttons go once it is decided."""
         channel_id, message_id = _split_ref(card_ref)
         pending = card.approval.is_pending
-        view = card_view(card.approval.id) if pending else None
+        view = card_view(card.approval.id, card.approval.version) if pending else None
         await (
             self._channel(channel_id)
             .get_partial_message(message_id)
@@ -106,7 +106,9 @@ class DiscordPlatform:
         mentions = NO_PINGS
         if isinstance(notice, ApprovalExpired):
             mentions = discord.AllowedMentions(users=[discord.Object(int(notice.approval.requester_id))])
-        await self._channel(target_channel_id(conversation)).send(text, allowed_mentions=mentions)
+        channel = self._channel(target_channel_id(conversation))
+        for chunk in split_message(text, MESSAGE_CHARS):
+            await channel.send(chunk, allowed_mentions=mentions)
 
     @asynccontextmanager
     async def working(self, conversation: ConversationRef, anchor: str | None) -> AsyncIterator[None]:
@@ -133,6 +135,8 @@ class DiscordPlatform:
         return group_ids & actor.groups
 
     def _render(self, conversation: ConversationRef, notice: Notice, recipient: Actor | None) -> str:
+        if isinstance(notice, ReviewPending) and not notice.approvals:
+            return msg.REVIEW_BUSY.format(user=recipient.user_id if recipient else "")
         if isinstance(notice, ReviewPending):
             guild = "@me" if conversation.workspace_id == DM else conversation.workspace_id
             links = []

@@ -11,6 +11,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
+from adapters.display import reveal_invisible
 from adapters.slack import messages as msg
 from adapters.slack.text import escape, to_mrkdwn
 from bot.approvals.records import ApprovalRecord, ApprovalStatus
@@ -34,7 +35,7 @@ _ARGS_CHARS = SECTION_CHARS - 200  # room for the title and the fences
 
 
 def args_json(args: dict[str, Any]) -> str:
-    """Arguments as people read and edit them: indented JSON, non-ASCII kept."""
+    """Arguments as people edit them: indented JSON, non-ASCII kept (the Edit form's prefill)."""
     return json.dumps(args, indent=2, ensure_ascii=False, sort_keys=False)
 
 
@@ -48,7 +49,7 @@ def card_blocks(card: ApprovalCard) -> list[dict[str, Any]]:
         msg.CARD_REQUESTER_LINE.format(user=approval.requester_id),
     ]
     if approval.description:
-        lines.append(msg.CARD_WHY_LINE.format(why=_clip(to_mrkdwn(approval.description), _WHY_CHARS)))
+        lines.append(msg.CARD_WHY_LINE.format(why=_clip(to_mrkdwn(reveal_invisible(approval.description)), _WHY_CHARS)))
     if pending and approval.quorum > 1:
         names = f" ({escape(', '.join(approval.votes))})" if approval.votes else ""
         lines.append(msg.CARD_TALLY.format(count=len(approval.votes), quorum=approval.quorum, names=names))
@@ -61,7 +62,7 @@ def card_blocks(card: ApprovalCard) -> list[dict[str, Any]]:
     if pending and approval.current_args is not None and approval.current_args != approval.proposed_args:
         blocks.append(_args_section(msg.CARD_EDITED_ARGS_TITLE, approval.current_args))
     if pending:
-        blocks.append(_buttons(approval.id))
+        blocks.append(_buttons(approval.id, approval.version))
         return blocks
     if approval.status is ApprovalStatus.EDITED and approval.final_args is not None:
         blocks.append(_args_section(msg.CARD_FINAL_ARGS_TITLE, approval.final_args))
@@ -71,7 +72,7 @@ def card_blocks(card: ApprovalCard) -> list[dict[str, Any]]:
                 "type": "section",
                 "text": {
                     "type": "mrkdwn",
-                    "text": msg.CARD_REASON.format(reason=_clip(to_mrkdwn(approval.reason), 2500)),
+                    "text": msg.CARD_REASON.format(reason=_clip(to_mrkdwn(reveal_invisible(approval.reason)), 2500)),
                 },
             }
         )
@@ -152,7 +153,13 @@ def reject_modal(approval: ApprovalRecord) -> dict[str, Any]:
     }
 
 
-def _buttons(approval_id: str) -> dict[str, Any]:
+def version_of(block_id: str) -> str | None:
+    """The arguments' version a card's button block was drawn for (see `_buttons`)."""
+    parts = block_id.split("_")
+    return parts[2] if len(parts) == 3 and parts[0] == "countersign" else None
+
+
+def _buttons(approval_id: str, version: str) -> dict[str, Any]:
     def button(text: str, action_id: str, style: str | None = None) -> dict[str, Any]:
         element: dict[str, Any] = {
             "type": "button",
@@ -166,7 +173,9 @@ def _buttons(approval_id: str) -> dict[str, Any]:
 
     return {
         "type": "actions",
-        "block_id": f"countersign_{approval_id}",
+        # The button carries only the approval id; the block id names the version of the
+        # arguments the card showed, so a click on an outdated card cannot approve an edit.
+        "block_id": f"countersign_{approval_id}_{version}",
         "elements": [
             button(msg.BUTTON_APPROVE, ACTION_APPROVE, "primary"),
             button(msg.BUTTON_EDIT, ACTION_EDIT),
@@ -178,7 +187,7 @@ def _buttons(approval_id: str) -> dict[str, Any]:
 def _args_section(title: str, args: dict[str, Any]) -> dict[str, Any]:
     # A ``` inside a value would close our code block and let the rest render as mrkdwn
     # (a way to spoof the card); a zero-width space keeps the backticks apart.
-    raw = args_json(args).replace("```", "`\u200b``")
+    raw = reveal_invisible(args_json(args)).replace("```", "`\u200b``")
     shown_raw = raw[:_ARGS_CHARS]
     while len(escape(shown_raw)) > _ARGS_CHARS:  # escaping grows the text; shrink until it fits
         shown_raw = shown_raw[: len(shown_raw) - (len(escape(shown_raw)) - _ARGS_CHARS)]

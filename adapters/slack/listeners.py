@@ -127,7 +127,9 @@ class SlackListeners:
         await ack()
         actor = await self._clicker(body)
         try:
-            approval = await self._service.submit_decision(action["value"], actor, {"type": "approve"})
+            approval = await self._service.submit_decision(
+                action["value"], actor, {"type": "approve"}, seen_version=blocks.version_of(action.get("block_id", ""))
+            )
         except Exception as exc:
             await self._refuse(body, exc)
             return
@@ -172,8 +174,12 @@ class SlackListeners:
         raw = _input_value(view, blocks.EDIT_BLOCK, blocks.EDIT_INPUT) or ""
         try:
             args = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            problem = f"{exc.msg} (line {exc.lineno}, column {exc.colno})"
+        except (json.JSONDecodeError, RecursionError, ValueError) as exc:
+            problem = (
+                f"{exc.msg} (line {exc.lineno}, column {exc.colno})"
+                if isinstance(exc, json.JSONDecodeError)
+                else "it is nested too deeply or holds a number too large to read"
+            )
             await ack(
                 response_action="errors",
                 errors={blocks.EDIT_BLOCK: msg.EDIT_NOT_JSON.format(problem=problem)},

@@ -188,6 +188,8 @@ class SlackPlatform:
         return True
 
     async def _render(self, conversation: ConversationRef, notice: Notice) -> str:
+        if isinstance(notice, ReviewPending) and not notice.approvals:
+            return msg.REVIEW_BUSY
         if isinstance(notice, ReviewPending):
             links = []
             for approval in notice.approvals:

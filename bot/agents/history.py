@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolCall, ToolMessage
 
@@ -100,3 +101,26 @@ def _repaired(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
                 )
             )
     return out
+
+
+def without_nul(message: AIMessage) -> AIMessage:
+    """The message with U+0000 replaced by U+FFFD in its text and tool-call arguments.
+
+    PostgreSQL's text and jsonb cannot hold U+0000; a model that emits one would make the
+    approval (or audit) row impossible to store and wedge the thread. Replacing it before the
+    message enters the state keeps the stored, reviewed and executed arguments identical.
+    """
+    content, calls = _scrub(message.content), [{**call, "args": _scrub(call["args"])} for call in message.tool_calls]
+    if content == message.content and calls == message.tool_calls:
+        return message
+    return message.model_copy(update={"content": content, "tool_calls": calls})
+
+
+def _scrub(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, list):
+        return [_scrub(item) for item in value]
+    if isinstance(value, dict):
+        return {_scrub(key): _scrub(item) for key, item in value.items()}
+    return value

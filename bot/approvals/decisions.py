@@ -118,6 +118,9 @@ def validate_tool_args(tool: BaseTool, args: Mapping[str, Any]) -> dict[str, Any
         InvalidDecisionError: with the failing argument path in `field`; an argument name the
             tool does not have is refused too (a typo must not be dropped silently).
     """
+    problem = storable_problem(args)
+    if problem is not None:
+        raise InvalidDecisionError(f"invalid arguments for {tool.name}: {problem}", field="args")
     schema = tool.tool_call_schema
     if not isinstance(schema, type) or not issubclass(schema, BaseModel):
         return dict(args)  # a tool with a raw JSON schema: nothing stricter to check here
@@ -190,6 +193,40 @@ def _fits(value: Any, schema: Mapping[str, Any]) -> bool:
         isinstance(value, python[k]) if k in python else isinstance(value, (int, float)) and not isinstance(value, bool)
         for k in kinds
     )
+
+
+MAX_ARGS_DEPTH = 32
+"""Deeper nesting is refused: nobody edits arguments like that, and checkpoints have limits."""
+_INT_RANGE = (-(2**63), 2**63 - 1)
+
+
+def storable_problem(value: Any, depth: int = 0) -> str | None:
+    """Why `value` cannot be stored and run safely, or None.
+
+    The checkpoint serializer refuses integers beyond 64 bits and very deep nesting, and
+    PostgreSQL's jsonb refuses U+0000; an edit with any of them would be recorded and then fail
+    after the tool ran. They are refused before anything is recorded.
+    """
+    if depth > MAX_ARGS_DEPTH:
+        return f"nested more than {MAX_ARGS_DEPTH} levels deep"
+    if isinstance(value, bool) or value is None or isinstance(value, float):
+        return None
+    if isinstance(value, int):
+        return None if _INT_RANGE[0] <= value <= _INT_RANGE[1] else "a number is too large (64-bit integers only)"
+    if isinstance(value, str):
+        return "text contains a NUL character (U+0000)" if "\x00" in value else None
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            problem = storable_problem(str(key), depth + 1) or storable_problem(item, depth + 1)
+            if problem:
+                return problem
+        return None
+    if isinstance(value, list | tuple):
+        for item in value:
+            problem = storable_problem(item, depth + 1)
+            if problem:
+                return problem
+    return None
 
 
 def validate_decisions(

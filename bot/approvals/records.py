@@ -7,6 +7,9 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from bot.approvals.digest import args_digest
+
+VERSION_CHARS = 8
 EXPIRED_REASON = "expired without a decision"
 """What the model reads when nobody decided in time (issue 4, "Expiry")."""
 
@@ -83,6 +86,16 @@ class ApprovalRecord:
     votes: tuple[str, ...] = ()
     """Names of those who approved the current arguments so far."""
     expires_at: datetime | None = None
+
+    @property
+    def version(self) -> str:
+        """A short tag of the arguments under vote, drawn on the card's buttons.
+
+        A click carries the tag of the card it was made on; after an edit the tag changes, so
+        an approval clicked on a card drawn before the edit is refused instead of counting for
+        arguments the clicker never saw.
+        """
+        return args_digest(self.args_under_vote)[:VERSION_CHARS]
 
     @property
     def args_under_vote(self) -> dict[str, Any]:

@@ -289,13 +289,15 @@ class DiscordDriver:
         for post in posts:
             ids = [x["custom_id"] for row in post.json["components"] for x in row["components"]]
             channel = post.path.split("/")[2]
-            handles.append(CardHandle(ids[0].rsplit(":", 1)[1], post.response["id"], channel, None))
+            handles.append(CardHandle(ids[0].split(":")[2], post.response["id"], channel, None))
         return handles
 
     async def _click(self, card: CardHandle, who: str, action: str):
+        from tests.e2e.test_discord_flow import current_custom_id
+
         interaction = await self.api.click_button(
             card.message,
-            f"cs:{action}:{card.approval_id}",
+            current_custom_id(self.api, card.message, action),
             int(self.user(who)),
             guild_id=c.D_GUILD if card.channel == str(c.D_CHANNEL) else None,
             channel_id=int(card.channel),

@@ -56,7 +56,7 @@ async def wait_card(api, channel: int = D_CHANNEL, count: int = 1) -> list[Card]
     cards = []
     for post in posts:
         ids = _buttons(post.json)
-        approval_id = ids[0].rsplit(":", 1)[1]
+        approval_id = ids[0].split(":")[2]
         cards.append(Card(channel, post.response["id"], approval_id, ids))
     return cards
 
@@ -71,11 +71,17 @@ async def wait_answer(api, channel: int = D_CHANNEL, starts: str = "Result: ", c
     return [p.json["content"] for p in posts]
 
 
+def current_custom_id(api, message_id: str, action: str) -> str:
+    """The custom_id of a button as the card shows it now (it names the arguments' version)."""
+    ids = _buttons(api.message(message_id))
+    return next((i for i in ids if i.startswith(f"cs:{action}:")), ids[0] if ids else f"cs:{action}:none")
+
+
 async def click(api, card: Card, user: int, action: str, *, answered: bool = True, **kw: Any):
     """Click a button; by default wait until the bot answered the interaction."""
     interaction = await api.click_button(
         card.message_id,
-        f"cs:{action}:{card.approval_id}",
+        current_custom_id(api, card.message_id, action),
         user,
         guild_id=D_GUILD,
         channel_id=card.channel,
@@ -112,7 +118,8 @@ async def test_approve_runs_once_and_the_card_is_edited_in_place(discord_bot, di
     """Mention -> embed card with buttons -> requester approves -> one request, card edited, answer."""
     await mention(discord_api, D_ALICE, "post widget")
     [card] = await wait_card(discord_api)
-    assert card.custom_ids == [f"cs:{a}:{card.approval_id}" for a in ("approve", "edit", "reject")]
+    version = card.custom_ids[0].split(":")[3]
+    assert card.custom_ids == [f"cs:{a}:{card.approval_id}:{version}" for a in ("approve", "edit", "reject")]
     assert all(len(c) <= 100 for c in card.custom_ids)
     embed = card_embed(discord_api, card)
     assert (
