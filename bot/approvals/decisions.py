@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal
 
+from jsonschema import Draft202012Validator
 from langchain_core.tools import BaseTool
 from langchain_core.utils.json_schema import dereference_refs
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
@@ -139,7 +140,16 @@ def validate_tool_args(tool: BaseTool, args: Mapping[str, Any]) -> dict[str, Any
             f"invalid arguments for {tool.name}: {_first_error(exc)}",
             field=f"args.{path}" if path else "args",
         ) from None
-    nested = _unknown_key(dict(args), dereference_refs(schema.model_json_schema()), "args")
+    json_schema = dereference_refs(schema.model_json_schema())
+    # The JSON Schema the model sees can say more than the pydantic types (an `enum` of HTTP
+    # methods, say); an edit must fit it too.
+    for error in Draft202012Validator(json_schema).iter_errors(dict(args)):
+        path = ".".join(str(p) for p in error.absolute_path)
+        raise InvalidDecisionError(
+            f"invalid arguments for {tool.name}: {path + ': ' if path else ''}{error.message}",
+            field=f"args.{path}" if path else "args",
+        )
+    nested = _unknown_key(dict(args), json_schema, "args")
     if nested is not None:
         where, key, known = nested
         raise InvalidDecisionError(

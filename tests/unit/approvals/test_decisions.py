@@ -282,9 +282,12 @@ def test_wrong_types_are_refused_with_the_field_path(the_tool, args, field):
     assert info.value.field == field
 
 
-def test_validation_does_not_coerce_the_returned_args():
-    """Lax pydantic coercion is used to check, but the args are returned as the human wrote."""
-    args = {"customer": "c", "items": [{"sku": "A", "qty": "2"}]}
+def test_edited_args_must_have_the_json_types_the_model_sees():
+    """A number written as a string is refused (the tool's JSON Schema says integer), so what runs is what was typed."""
+    with pytest.raises(InvalidDecisionError, match=r"items\.0\.qty") as refused:
+        validate_tool_args(order, {"customer": "c", "items": [{"sku": "A", "qty": "2"}]})
+    assert refused.value.field == "args.items.0.qty"
+    args = {"customer": "c", "items": [{"sku": "A", "qty": 2}]}
     assert validate_tool_args(order, args) == args
 
 
