@@ -8,12 +8,12 @@ go to the clicker only (ephemeral).
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
 import discord
 
+from adapters.decision_errors import parse_edited_args
 from adapters.discord import messages as msg
 from adapters.discord.buttons import edit_again_view
 from adapters.discord.cards import args_json
@@ -89,19 +89,9 @@ class InteractionHandler:
             reason = values.get(REASON_INPUT, "").strip() or None
             await self._decide(interaction, approval_id, {"type": "reject", "message": reason})
             return
-        raw = values.get(ARGS_INPUT, "")
-        try:
-            args = json.loads(raw)
-        except (json.JSONDecodeError, RecursionError, ValueError) as exc:
-            problem = (
-                f"{exc.msg} (line {exc.lineno}, column {exc.colno})"
-                if isinstance(exc, json.JSONDecodeError)
-                else "it is nested too deeply or holds a number too large to read"
-            )
-            await self._edit_refused(interaction, approval_id, msg.EDIT_NOT_JSON.format(problem=problem))
-            return
-        if not isinstance(args, dict):
-            await self._edit_refused(interaction, approval_id, msg.EDIT_NOT_OBJECT)
+        args, problem = parse_edited_args(values.get(ARGS_INPUT, ""), msg)
+        if args is None:
+            await self._edit_refused(interaction, approval_id, problem or msg.EDIT_NOT_OBJECT)
             return
         await self._decide(interaction, approval_id, {"type": "edit", "edited_action": {"args": args}})
 

@@ -8,13 +8,13 @@ modal for a form that can be corrected.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from typing import Any
 
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltContext
 
+from adapters.decision_errors import parse_edited_args
 from adapters.slack import blocks
 from adapters.slack import messages as msg
 from adapters.slack.errors import error_text
@@ -171,22 +171,9 @@ class SlackListeners:
 
     async def on_edit_submitted(self, ack: AsyncAck, body: dict[str, Any], view: dict[str, Any]) -> None:
         """The edited JSON: invalid input is shown in the modal and nothing changes."""
-        raw = _input_value(view, blocks.EDIT_BLOCK, blocks.EDIT_INPUT) or ""
-        try:
-            args = json.loads(raw)
-        except (json.JSONDecodeError, RecursionError, ValueError) as exc:
-            problem = (
-                f"{exc.msg} (line {exc.lineno}, column {exc.colno})"
-                if isinstance(exc, json.JSONDecodeError)
-                else "it is nested too deeply or holds a number too large to read"
-            )
-            await ack(
-                response_action="errors",
-                errors={blocks.EDIT_BLOCK: msg.EDIT_NOT_JSON.format(problem=problem)},
-            )
-            return
-        if not isinstance(args, dict):
-            await ack(response_action="errors", errors={blocks.EDIT_BLOCK: msg.EDIT_NOT_OBJECT})
+        args, problem = parse_edited_args(_input_value(view, blocks.EDIT_BLOCK, blocks.EDIT_INPUT) or "", msg)
+        if args is None:
+            await ack(response_action="errors", errors={blocks.EDIT_BLOCK: problem or msg.EDIT_NOT_OBJECT})
             return
         actor = await self._clicker(body)
         approval_id = view["private_metadata"]

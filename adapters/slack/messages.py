@@ -47,7 +47,7 @@ REJECT_INTRO = "The agent will be told the call was rejected, with your reason i
 REJECT_LABEL = "Reason (optional)"
 
 EDIT_NOT_JSON = "This is not valid JSON: {problem}"
-EDIT_NOT_OBJECT = 'The arguments must be a JSON object, like {{"name": "value"}}.'
+EDIT_NOT_OBJECT = 'The arguments must be a JSON object, like {"name": "value"}.'
 EDIT_TOO_LONG = (
     "The arguments of this call are too long to edit here ({length} characters; Slack allows "
     "{limit}). You can still approve or reject it."
