@@ -136,3 +136,11 @@ class Platform(Protocol):
     async def member_of(self, actor: Actor, group_ids: frozenset[str]) -> frozenset[str]:
         """Which of `group_ids` (Discord roles, Slack user groups) `actor` belongs to."""
         ...
+
+    async def group_members(self, workspace_id: str, group_id: str) -> frozenset[str]:
+        """The user ids in a group (a Slack user group, a Discord role), for routing cards to DMs.
+
+        Empty when the platform does not let the bot list them (Discord lists a role's members
+        only with the privileged Server Members intent, which Countersign does not ask for).
+        """
+        ...

@@ -278,7 +278,7 @@ class TurnRunner:
             if row.card_ref is not None or not row.is_pending:
                 continue
             card = ApprovalCard(approval=row, position=row.position + 1, total=len(rows))
-            targets = _card_targets(conversation, config, row.tool_name)
+            targets = await _card_targets(platform, conversation, config, row)
             for index, target in enumerate(targets):
                 try:
                     card_ref = await platform.post_card(target, card)
@@ -337,19 +337,42 @@ class TurnRunner:
             log.exception("could not post the answer (thread_id=%s)", conversation.thread_id)
 
 
-def _card_targets(conversation: ConversationRef, config: WorkspaceConfig, tool_name: str) -> list[CardTarget]:
-    """Where a card goes: the conversation, the approvals channel, or each listed user's DMs.
+MAX_DM_CARDS = 20
+"""At most this many approvers get a card in their DMs per call (a big user group is not spammed)."""
 
-    DM routing reaches approvers listed as users; when a tool has none (only roles or groups,
-    or no list), its cards stay in the conversation.
+
+async def _card_targets(
+    platform: Platform, conversation: ConversationRef, config: WorkspaceConfig, row: ApprovalRecord
+) -> list[CardTarget]:
+    """Where a card goes: the conversation, the approvals channel, or each approver's DMs.
+
+    DM routing reaches the approvers listed as users plus the members of listed groups that
+    the platform can list (`Platform.group_members`), without the requester when they may not
+    approve their own call, at most `MAX_DM_CARDS` of them. When nobody is left (no list, or
+    only Discord roles), the card stays in the conversation.
     """
     cards = config.cards()
     if cards.routing is CardRouting.CHANNEL and cards.channel_id:
         return [CardTarget(conversation=conversation, channel_id=cards.channel_id)]
     if cards.routing is CardRouting.DM:
-        users = [a.subject_id for a in config.approvers_for(tool_name) if a.kind is ApproverKind.USER]
-        if users:
-            return [CardTarget(conversation=conversation, user_id=user) for user in users]
+        users: list[str] = []
+        for approver in config.approvers_for(row.tool_name):
+            if approver.kind is ApproverKind.USER:
+                users.append(approver.subject_id)
+                continue
+            try:
+                members = await platform.group_members(conversation.workspace_id, approver.subject_id)
+            except Exception:
+                log.exception("could not list the members of group %s", approver.subject_id)
+                continue
+            users.extend(sorted(members))
+        if not config.self_approval(row.tool_name):
+            users = [user for user in users if user != row.requester_id]
+        unique = list(dict.fromkeys(users))
+        if len(unique) > MAX_DM_CARDS:
+            log.warning("%d approvers for %s; DM cards go to the first %d", len(unique), row.id, MAX_DM_CARDS)
+        if unique:
+            return [CardTarget(conversation=conversation, user_id=user) for user in unique[:MAX_DM_CARDS]]
     return [CardTarget(conversation=conversation)]
 
 

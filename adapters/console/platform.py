@@ -83,6 +83,10 @@ class ConsolePlatform:
         """A terminal has no roles or groups."""
         return frozenset()
 
+    async def group_members(self, workspace_id: str, group_id: str) -> frozenset[str]:
+        """A terminal has no groups."""
+        return frozenset()
+
 
 def _elsewhere_or_expired(notice: CardsElsewhere | ApprovalExpired) -> str:
     if isinstance(notice, ApprovalExpired):

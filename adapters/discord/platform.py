@@ -134,6 +134,10 @@ class DiscordPlatform:
         """The actor's roles among `group_ids` (the interaction carried the member's roles)."""
         return group_ids & actor.groups
 
+    async def group_members(self, workspace_id: str, group_id: str) -> frozenset[str]:
+        """None: listing a role's members needs the privileged Server Members intent we do not ask for."""
+        return frozenset()
+
     def _render(self, conversation: ConversationRef, notice: Notice, recipient: Actor | None) -> str:
         if isinstance(notice, ReviewPending) and not notice.approvals:
             return msg.REVIEW_BUSY.format(user=recipient.user_id if recipient else "")

@@ -179,6 +179,10 @@ class SlackPlatform:
         """The user groups among `group_ids` that list the actor (`usergroups.users.list`)."""
         return frozenset([g for g in sorted(group_ids) if actor.user_id in await self._users.group_members(g)])
 
+    async def group_members(self, workspace_id: str, group_id: str) -> frozenset[str]:
+        """The user group's members (`usergroups.users.list`; the app serves one workspace)."""
+        return await self._users.group_members(group_id)
+
     async def _react(self, method: str, channel: str, ts: str) -> bool:
         try:
             await getattr(self._client, method)(channel=channel, timestamp=ts, name=msg.WORKING_REACTION)

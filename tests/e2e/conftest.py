@@ -102,10 +102,12 @@ D_GUILD = 1_600_000_000_000_000_001
 D_CHANNEL = 1_600_000_000_000_000_010
 D_THREAD = 1_600_000_000_000_000_011
 D_MODS = 1_600_000_000_000_000_020
+D_OPS = 1_600_000_000_000_000_021
 D_OWNER = 1_700_000_000_000_000_001
 D_ALICE = 1_700_000_000_000_000_002
 D_BOB = 1_700_000_000_000_000_003
 D_CAROL = 1_700_000_000_000_000_004
+D_ERIN = 1_700_000_000_000_000_005
 
 
 @pytest.fixture
@@ -129,12 +131,13 @@ async def discord_api() -> AsyncIterator[Any]:
                 make_text_channel(D_CHANNEL, "general"),
                 make_thread(D_THREAD, D_CHANNEL, "ticket-1", owner_id=D_ALICE),
             ],
-            roles=[make_role(D_MODS, "Mods", permissions=Permission.MANAGE_GUILD)],
+            roles=[make_role(D_MODS, "Mods", permissions=Permission.MANAGE_GUILD), make_role(D_OPS, "Ops")],
             members=[
                 make_member(make_user(D_OWNER, "owner")),
                 make_member(make_user(D_ALICE, "alice")),
                 make_member(make_user(D_BOB, "bob")),
                 make_member(make_user(D_CAROL, "carol"), roles=[D_MODS]),
+                make_member(make_user(D_ERIN, "erin"), roles=[D_OPS]),
             ],
         )
         yield api

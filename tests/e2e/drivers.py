@@ -27,6 +27,7 @@ class CardHandle:
 
 class Driver(Protocol):
     platform: str
+    ops: ClassVar[dict[str, Any]]
 
     def user(self, name: str) -> str: ...
 
@@ -54,11 +55,21 @@ async def _settle(bot: BotServer) -> None:
 
 class SlackDriver:
     platform = "slack"
-    _ids: ClassVar[dict[str, str]] = {"alice": c.ALICE, "bob": c.BOB, "carol": c.CAROL, "dave": "UDAVE"}
+    _ids: ClassVar[dict[str, str]] = {
+        "alice": c.ALICE,
+        "bob": c.BOB,
+        "carol": c.CAROL,
+        "dave": "UDAVE",
+        "erin": "UERIN",
+    }
+    ops: ClassVar[dict[str, Any]] = {"group": "SOPS"}
+    """The command option naming the Ops group (a user group), whose only member is erin."""
 
     def __init__(self, bot: BotServer, events: Any, slack: Any) -> None:
         self.bot, self.events, self.slack = bot, events, slack
         slack.add_user("UDAVE", "dave")
+        slack.add_user("UERIN", "erin")
+        slack.add_usergroup("SOPS", ["UERIN"])
         self._thread: str | None = None
 
     def user(self, name: str) -> str:
@@ -205,7 +216,15 @@ def _slack_buttons(message_blocks: Any) -> list[str]:
 
 class DiscordDriver:
     platform = "discord"
-    _ids: ClassVar[dict[str, int]] = {"alice": c.D_ALICE, "bob": c.D_BOB, "carol": c.D_CAROL, "dave": c.D_OWNER}
+    _ids: ClassVar[dict[str, int]] = {
+        "alice": c.D_ALICE,
+        "bob": c.D_BOB,
+        "carol": c.D_CAROL,
+        "dave": c.D_OWNER,
+        "erin": c.D_ERIN,
+    }
+    ops: ClassVar[dict[str, Any]] = {"role": c.D_OPS}
+    """The command option naming the Ops role, which erin has."""
 
     def __init__(self, bot: BotServer, api: Any) -> None:
         self.bot, self.api = bot, api

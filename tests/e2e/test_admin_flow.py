@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from adapters.slack import blocks
 from countersign.server import BotServer
 from tests.e2e.drivers import DiscordDriver, SlackDriver
 
@@ -182,6 +183,45 @@ async def test_cards_can_go_to_an_approvals_channel(driver, target):
     await driver.approve(card, "alice")
     await driver.answer()
     assert len(target.requests) == 1
+
+
+async def test_a_group_of_approvers(driver, target):
+    """Approvers named by a Slack user group or a Discord role: its member approves; bob, outside it, is refused."""
+    reply = await driver.command("carol", "approvers", action="add", tool="http_request", **driver.ops)
+    assert "Updated approvers for `http_request`" in reply
+    await driver.ask("alice", "post widget")
+    [card] = await driver.cards()
+    refused = await driver.approve(card, "bob", private=True)
+    assert "not" in refused.lower() and target.requests == []
+    await driver.approve(card, "erin")
+    await driver.answer()
+    assert len(target.requests) == 1
+    assert driver.user("erin") in driver.card_text(card)
+
+
+async def test_slack_dm_cards_reach_the_members_of_an_approver_group(bot, events, slack, target):
+    """`cards dm` with a user group of approvers: each member gets the card in their DM and can decide there."""
+    from tests.e2e import conftest as c
+
+    driver = SlackDriver(bot, events, slack)
+    await driver.command("carol", "approvers", action="add", tool="http_request", group="SOPS")
+    assert "Updated cards: dm" in await driver.command("carol", "cards", where="dm")
+    await driver.ask("alice", "post widget")
+    [post] = await slack.wait_for("chat.postMessage", lambda a: bool(_buttons(a)))
+    assert post.args["channel"] == "UERIN"
+    [dm] = [m for m in slack.messages("DUERIN") if _buttons(m)]
+    line = await driver.answer(starts="Approval needed for `http_request`")
+    assert "by direct message" in line
+    await events.block_actions(
+        "UERIN", "DUERIN", dm["ts"], blocks.ACTION_APPROVE, _buttons(dm)[0], slack.new_trigger_id()
+    )
+    await driver.answer()
+    assert len(target.requests) == 1
+    assert c.CHANNEL not in [p.args["channel"] for p in slack.calls_to("chat.postMessage") if _buttons(p.args)]
+
+
+def _buttons(message) -> list[str]:
+    return [e["value"] for b in message.get("blocks") or [] if b.get("type") == "actions" for e in b["elements"]]
 
 
 async def test_slack_scope_channel_makes_the_channel_one_conversation(bot, events, slack):

@@ -540,3 +540,37 @@ async def test_cards_go_to_listed_approvers_dms(db_url, registry, tool_log):
         await h.service.tasks.join()
     assert all(c.approval.status is ApprovalStatus.APPROVED for c in h.platform.cards.values())
     assert len(h.platform.updates) == 2
+
+
+async def test_dm_cards_reach_group_members_but_not_a_requester_who_may_not_approve(db_url, registry):
+    """`cards dm` with a user group: each member gets a copy, once; with self-approval off, not the requester."""
+    model = ScriptedChatModel(replies=[calls(send())])
+    platform = RecordingPlatform(admins={ADMIN}, groups={"SOPS": {"alice", "carol", "erin"}})
+    async with open_service(db_url, model, registry, platform) as h:
+        await configure(
+            h,
+            registry,
+            SetCards(routing=CardRouting.DM),
+            SetSelfApproval(allowed=False),
+            ChangeApprovers(add=True, kind=ApproverKind.USER, subject_id="carol"),
+            ChangeApprovers(add=True, kind=ApproverKind.GROUP, subject_id="SOPS"),
+        )
+        await h.service.handle_message(message("send", user="alice"))
+    assert sorted(t.user_id for t in h.platform.targets.values()) == ["carol", "erin"]
+    assert [n for n in h.platform.notices if isinstance(n[1], CardsElsewhere)]
+
+
+async def test_dm_routing_with_nobody_to_list_keeps_the_card_in_the_conversation(db_url, registry):
+    """`cards dm` when only a role nobody can list approves: the card stays where the request was made."""
+    model = ScriptedChatModel(replies=[calls(send())])
+    async with open_service(db_url, model, registry, RecordingPlatform(admins={ADMIN})) as h:
+        await configure(
+            h,
+            registry,
+            SetCards(routing=CardRouting.DM),
+            ChangeApprovers(add=True, kind=ApproverKind.ROLE, subject_id="777"),
+        )
+        await h.service.handle_message(message("send"))
+    [target] = h.platform.targets.values()
+    assert target.user_id is None and target.channel_id is None
+    assert not [n for n in h.platform.notices if isinstance(n[1], CardsElsewhere)]

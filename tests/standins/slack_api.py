@@ -161,6 +161,7 @@ class SlackApiStandIn:
         self._messages: dict[str, dict[str, Args]] = {}
         self._ephemerals: dict[str, list[Args]] = {}
         self._users: dict[str, Args] = {}
+        self._usergroups: dict[str, list[str]] = {}
         self._triggers: dict[str, _Trigger] = {}
         self._views: dict[str, Args] = {}
         self._response_urls: dict[str, _ResponseUrl] = {}
@@ -180,6 +181,7 @@ class SlackApiStandIn:
             "reactions.add": self._reactions_add,
             "reactions.remove": self._reactions_remove,
             "conversations.info": self._conversations_info,
+            "usergroups.users.list": self._usergroups_users_list,
         }
         self.add_user(bot_user_id, name=bot_name, real_name=bot_name, is_bot=True)
 
@@ -298,6 +300,10 @@ class SlackApiStandIn:
             "updated": int(time.time()),
         }
         return copy.deepcopy(self._users[user_id])
+
+    def add_usergroup(self, group_id: str, users: list[str]) -> None:
+        """Define a user group (``S...``) whose members ``usergroups.users.list`` returns."""
+        self._usergroups[group_id] = list(users)
 
     def add_channel(
         self,
@@ -733,6 +739,12 @@ class SlackApiStandIn:
         if user is None:
             raise _ApiError("user_not_found")
         return {"user": copy.deepcopy(user)}
+
+    def _usergroups_users_list(self, args: Args) -> Args:
+        users = self._usergroups.get(args.get("usergroup") or "")
+        if users is None:
+            raise _ApiError("no_such_subteam")
+        return {"users": list(users)}
 
     def _reactions_add(self, args: Args) -> Args:
         reactions = self._reactions_of(args)

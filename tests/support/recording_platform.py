@@ -57,3 +57,6 @@ class RecordingPlatform:
 
     async def member_of(self, actor: Actor, group_ids: frozenset[str]) -> frozenset[str]:
         return frozenset(g for g in group_ids if actor.user_id in self.groups.get(g, set()))
+
+    async def group_members(self, workspace_id: str, group_id: str) -> frozenset[str]:
+        return frozenset(self.groups.get(group_id, set()))
