@@ -253,3 +253,28 @@ async def test_discord_scope_channel_makes_threads_share_the_channel(discord_bot
     assert discord_bot.runtime is not None
     threads = await discord_bot.runtime.database.pool.fetch("SELECT thread_id FROM conversations")
     assert [r["thread_id"] for r in threads] == [f"discord:{c.D_GUILD}:{c.D_CHANNEL}"]
+
+
+async def test_discord_command_group_has_typed_options_and_autocompletes_tools(discord_bot, discord_api):
+    """The synced `/countersign` group types users, roles and channels, and offers tool names as the admin types."""
+    from tests.e2e import conftest as c
+
+    [command] = [x for x in discord_api.commands(c.D_GUILD) + discord_api.commands() if x["name"] == "countersign"]
+    subs = {s["name"]: {o["name"]: o for o in s.get("options", [])} for s in command["options"]}
+    assert subs["approvers"]["user"]["type"] == 6 and subs["approvers"]["role"]["type"] == 8
+    assert subs["policy"]["channel"]["type"] == 7 and subs["policy"]["tool"]["autocomplete"] is True
+    assert [choice["value"] for choice in subs["policy"]["mode"]["choices"]] == ["auto", "review", "deny", "default"]
+    typed = await discord_api.autocomplete(
+        "countersign",
+        c.D_CAROL,
+        channel_id=c.D_CHANNEL,
+        options=[
+            {
+                "type": 1,
+                "name": "policy",
+                "options": [{"name": "tool", "type": 3, "value": "HTTP", "focused": True}],
+            }
+        ],
+    )
+    await discord_api.wait_for_request("POST", rf"/interactions/{typed.id}/[^/]+/callback")
+    assert discord_api.autocomplete_choices(typed.id) == [{"name": "http_request", "value": "http_request"}]

@@ -1755,6 +1755,68 @@ class DiscordStandIn:
             The dispatched interaction.
         """
         channel = self._channel(channel_id)
+        return await self._interact(
+            kind=_APPLICATION_COMMAND,
+            data=self._command_data(name, channel, options, resolved),
+            user=user,
+            channel=channel,
+            member_roles=member_roles,
+            permissions=permissions,
+            locale=locale,
+            message=None,
+        )
+
+    async def autocomplete(
+        self,
+        name: str,
+        user: UserRef,
+        *,
+        channel_id: Snowflake,
+        options: Iterable[Mapping[str, Any]],
+        locale: str = "en-US",
+    ) -> DispatchedInteraction:
+        """Have a person type into an autocomplete option (INTERACTION_CREATE type 4).
+
+        The app answers with callback type 8 and ``data.choices``; read them with
+        ``autocomplete_choices``.
+
+        Args:
+            name: The top-level command name.
+            user: Who types.
+            channel_id: Where.
+            options: ``data.options`` as for ``invoke_command``, with ``"focused": True`` on the
+                option being typed (its ``value`` is the partial text, a string).
+
+        Returns:
+            The dispatched interaction.
+        """
+        channel = self._channel(channel_id)
+        return await self._interact(
+            kind=_AUTOCOMPLETE,
+            data=self._command_data(name, channel, options, None),
+            user=user,
+            channel=channel,
+            member_roles=None,
+            permissions=None,
+            locale=locale,
+            message=None,
+        )
+
+    def autocomplete_choices(self, interaction_id: Snowflake) -> list[JSON] | None:
+        """The choices of the app's autocomplete answer to an interaction; None before it answered."""
+        for request in self.callbacks(interaction_id):
+            body = request.json or {}
+            if body.get("type") == _AUTOCOMPLETE_RESULT:
+                return list((body.get("data") or {}).get("choices") or [])
+        return None
+
+    def _command_data(
+        self,
+        name: str,
+        channel: JSON,
+        options: Iterable[Mapping[str, Any]],
+        resolved: Mapping[str, Any] | None,
+    ) -> JSON:
         guild_id = channel.get("guild_id")
         candidates = [*self._commands.get(guild_id, []), *self._commands.get(None, [])]
         command = next((c for c in candidates if c["name"] == name and c.get("type", 1) == 1), None)
@@ -1770,16 +1832,7 @@ class DiscordStandIn:
             data["guild_id"] = command["guild_id"]
         if resolved is not None:
             data["resolved"] = dict(resolved)
-        return await self._interact(
-            kind=_APPLICATION_COMMAND,
-            data=data,
-            user=user,
-            channel=channel,
-            member_roles=member_roles,
-            permissions=permissions,
-            locale=locale,
-            message=None,
-        )
+        return data
 
     # ------------------------------------------------------------------------- gateway control
 
