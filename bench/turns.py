@@ -67,8 +67,11 @@ from bench.report import (
 from bot.agents.model import build_chat_model, call_options
 from bot.agents.prompts import SYSTEM_PROMPT
 from bot.agents.review_agent import ReviewAgent, build_review_agent
-from bot.approvals.policy import DefaultPolicy
+from bot.approvals.policy import ConfiguredPolicy
 from bot.settings import Settings
+from bot.storage.approval_store import ApprovalStore
+from bot.storage.audit_store import AuditStore
+from bot.storage.config_store import ConfigStore
 from bot.storage.database import open_database
 from bot.storage.ledger import PostgresLedger
 from bot.tools.operator import build_registry
@@ -98,12 +101,14 @@ async def bare_graph(settings: Settings, model: BaseChatModel) -> AsyncIterator[
     """The review agent built as `open_runtime` builds it, on one `AsyncPostgresSaver`."""
     registry = build_registry(settings.tools, settings.agent.tools_module)
     async with open_database(settings.database, run_migrations=False) as database:
+        audit = AuditStore(database.pool)
+        config = ConfigStore(database.pool, audit)
         yield build_review_agent(
             model=model,
             tools=registry.tools(),
-            policy=DefaultPolicy(registry),
+            policy=ConfiguredPolicy(registry, config.load),
             checkpointer=database.savers[0],
-            ledger=PostgresLedger(database.pool),
+            ledger=PostgresLedger(database.pool, ApprovalStore(database.pool, audit)),
             system_prompt=settings.agent.system_prompt or SYSTEM_PROMPT,
             history_window=settings.agent.history_window,
             model_kwargs=call_options(settings.gemini),

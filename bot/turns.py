@@ -181,10 +181,11 @@ class TurnRunner:
         return True
 
     async def ask(self, conversation: ConversationRef, text: str, *, requester: Actor, anchor: str | None) -> None:
-        """Run a turn for a new human message."""
+        """Run a turn for a new human message; its author is stored with it (see `settle`)."""
+        author = {"user_id": requester.user_id, "name": requester.display_name}
         await self.run(
             conversation,
-            {"messages": [HumanMessage(content=text)]},
+            {"messages": [HumanMessage(content=text, additional_kwargs={_AUTHOR: author})]},
             requester=requester,
             anchor=anchor,
         )
@@ -279,14 +280,24 @@ class TurnRunner:
                 continue
             card = ApprovalCard(approval=row, position=row.position + 1, total=len(rows))
             targets = await _card_targets(platform, conversation, config, row)
-            for index, target in enumerate(targets):
+            if targets[0].channel_id or targets[0].user_id:
+                # When no routed copy can be posted (a channel the bot cannot write in, DMs
+                # closed), the card falls back to the conversation: a card nobody can see
+                # would leave the thread waiting for nothing.
+                targets.append(CardTarget(conversation=conversation))
+            posted = 0
+            for target in targets:
+                fallback = target.channel_id is None and target.user_id is None
+                if fallback and posted and len(targets) > 1:
+                    break
                 try:
                     card_ref = await platform.post_card(target, card)
                 except Exception:
                     log.exception("could not post the card for approval %s (thread_id=%s)", row.id, row.thread_id)
                     continue
-                await self._approvals.add_card(row.id, card_ref, primary=index == 0)
-                posted_elsewhere |= target.channel_id is not None or target.user_id is not None
+                await self._approvals.add_card(row.id, card_ref, primary=posted == 0)
+                posted += 1
+                posted_elsewhere |= not fallback
             now = await self._approvals.get(row.id)
             if now is not None and not now.is_pending:
                 await self.refresh_card(now)  # decided by a click that beat the stored card reference

@@ -64,7 +64,7 @@ def build_command_group(admin: AdminService, tool_names: list[str]) -> app_comma
         try:
             if problem is not None or command is None:
                 raise CommandError(problem or "incomplete command")
-            here = str(interaction.channel_id) if interaction.channel_id else None
+            here = _settings_channel(interaction.channel) if interaction.channel is not None else None
             text = render(await admin.execute(clicker_actor(interaction), command, here=here), DISCORD_MARKUP)
         except CountersignError as exc:
             text = error_text(exc, DISCORD_MARKUP)
@@ -84,7 +84,7 @@ def build_command_group(admin: AdminService, tool_names: list[str]) -> app_comma
     @group.command(name="show", description="The effective policy for a channel")
     @app_commands.describe(channel="The channel (default: this one)")
     async def show(interaction: Interaction, channel: discord.abc.GuildChannel | discord.Thread | None = None) -> None:
-        await run(interaction, Show(channel_id=str(channel.id) if channel else None))
+        await run(interaction, Show(channel_id=_settings_channel(channel) if channel else None))
 
     @group.command(name="policy", description="A tool's mode: auto, review, deny, or back to default")
     @app_commands.describe(
@@ -106,7 +106,9 @@ def build_command_group(admin: AdminService, tool_names: list[str]) -> app_comma
             return
         await run(
             interaction,
-            SetPolicy(tool=tool, mode=_MODES[mode], channel_id=str(channel.id) if channel else None, condition=when),
+            SetPolicy(
+                tool=tool, mode=_MODES[mode], channel_id=_settings_channel(channel) if channel else None, condition=when
+            ),
         )
 
     @group.command(name="approvers", description="Who may approve (a user or a role), for all tools or one")
@@ -167,7 +169,8 @@ def build_command_group(admin: AdminService, tool_names: list[str]) -> app_comma
         kind: Literal["channel", "thread"],
         channel: discord.abc.GuildChannel | discord.Thread | None = None,
     ) -> None:
-        await run(interaction, SetScope(scope=ConversationScope(kind), channel_id=str(channel.id) if channel else None))
+        where = _settings_channel(channel) if channel else None
+        await run(interaction, SetScope(scope=ConversationScope(kind), channel_id=where))
 
     @group.command(name="audit", description="Recent decisions, refusals, expiries and changes")
     @app_commands.autocomplete(tool=tools)
@@ -180,3 +183,14 @@ def build_command_group(admin: AdminService, tool_names: list[str]) -> app_comma
         await run(interaction, ShowAudit(tool=tool, user_id=str(user.id) if user else None, limit=limit))
 
     return group
+
+
+def _settings_channel(channel: Any) -> str:
+    """The channel whose settings apply: a thread or forum post follows its parent channel.
+
+    Policy overrides and the conversation scope are per channel (DESIGN.md); a ticket is a
+    conversation under its channel, so a rule "in" a thread is a rule in its parent.
+    """
+    if isinstance(channel, discord.Thread | app_commands.AppCommandThread) and channel.parent_id:
+        return str(channel.parent_id)
+    return str(channel.id)

@@ -64,6 +64,34 @@ def clicker_actor(interaction: discord.Interaction[Any]) -> Actor:
     )
 
 
+async def member_actor(client: discord.Client, guild_id: str, user: discord.abc.User) -> Actor | None:
+    """`user` as a member of the guild `guild_id`, for a click that came without a guild.
+
+    A card routed to an approver's DMs is clicked in a DM, so the payload has no member; the
+    approval belongs to a guild, and the clicker's standing there (Manage Server, roles) is
+    fetched with `GET /guilds/{id}/members/{user}`, which needs no privileged intent.
+
+    Returns:
+        The actor in that guild, or None when the bot is not in it or the user is not a member
+        (the core then refuses the click as coming from another server).
+    """
+    guild = client.get_guild(int(guild_id)) if guild_id.isdecimal() else None
+    if guild is None:
+        return None
+    try:
+        member = guild.get_member(user.id) or await guild.fetch_member(user.id)
+    except discord.NotFound:
+        return None
+    return Actor(
+        platform=PLATFORM,
+        workspace_id=guild_id,
+        user_id=str(member.id),
+        display_name=member.display_name,
+        is_admin=member.guild_permissions.manage_guild,
+        groups=frozenset(str(role.id) for role in member.roles),
+    )
+
+
 def strip_bot_mention(text: str, bot_id: int) -> str:
     """Remove the bot's own mentions (`<@id>` and `<@!id>`); other mentions stay."""
     return re.sub(rf"<@!?{bot_id}>", "", text).strip()

@@ -17,7 +17,7 @@ from adapters.decision_errors import parse_edited_args
 from adapters.discord import messages as msg
 from adapters.discord.buttons import edit_again_view
 from adapters.discord.cards import args_json
-from adapters.discord.conversations import clicker_actor
+from adapters.discord.conversations import DM, clicker_actor, member_actor
 from adapters.discord.errors import error_text
 from adapters.discord.modals import (
     ARGS_INPUT,
@@ -28,6 +28,7 @@ from adapters.discord.modals import (
     reject_modal,
     submitted_values,
 )
+from bot.conversation import Actor
 from bot.errors import CountersignError, InvalidDecisionError
 from bot.service import Countersign
 
@@ -48,10 +49,10 @@ class InteractionHandler:
 
     async def on_button(self, interaction: Interaction, action: str, approval_id: str, version: str | None) -> None:
         """Approve, Edit or Reject pressed on a card."""
-        actor = clicker_actor(interaction)
         if action == "approve":
             await interaction.response.defer()
             try:
+                actor = await self._actor(interaction, approval_id)
                 approval = await self._service.submit_decision(
                     approval_id, actor, {"type": "approve"}, seen_version=version
                 )
@@ -63,6 +64,7 @@ class InteractionHandler:
                 await interaction.followup.send(text, ephemeral=True)
             return
         try:
+            actor = await self._actor(interaction, approval_id)
             approval = await self._service.check_decider(approval_id, actor, attempted=action)
         except Exception as exc:
             await self._refuse_now(interaction, exc)
@@ -97,8 +99,8 @@ class InteractionHandler:
 
     async def _decide(self, interaction: Interaction, approval_id: str, decision: dict[str, Any]) -> None:
         await interaction.response.defer(ephemeral=True, thinking=False)
-        actor = clicker_actor(interaction)
         try:
+            actor = await self._actor(interaction, approval_id)
             if decision["type"] == "edit":
                 approval = await self._service.approval(approval_id)
                 decision["edited_action"]["name"] = approval.tool_name
@@ -109,6 +111,20 @@ class InteractionHandler:
             await interaction.followup.send(text, ephemeral=True, view=view)
         except Exception as exc:
             await self._refuse_followup(interaction, exc)
+
+    async def _actor(self, interaction: Interaction, approval_id: str) -> Actor:
+        """The clicker; for a click in a DM on a guild's card (cards routed to DMs), as that guild's member.
+
+        Raises:
+            ApprovalNotFoundError: for a DM click naming no approval.
+        """
+        actor = clicker_actor(interaction)
+        if interaction.guild_id is not None:
+            return actor
+        approval = await self._service.approval(approval_id)
+        if approval.workspace_id == DM:
+            return actor
+        return await member_actor(interaction.client, approval.workspace_id, interaction.user) or actor
 
     async def _edit_refused(self, interaction: Interaction, approval_id: str, text: str) -> None:
         await interaction.response.send_message(text, ephemeral=True, view=edit_again_view(approval_id))

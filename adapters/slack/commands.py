@@ -12,9 +12,10 @@ from typing import Any
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 
 from adapters.admin_text import Markup, error_text, render
+from adapters.slack import messages as msg
 from adapters.slack.blocks import when_token
 from adapters.slack.platform import UserDirectory
-from adapters.slack.text import escape
+from adapters.slack.text import MESSAGE_CHARS, escape, split_message, unescape
 from bot.admin.parse import parse_command
 from bot.admin.service import AdminService
 from bot.conversation import Actor
@@ -34,6 +35,10 @@ SLACK_MARKUP = Markup(
     escape=escape,
     admins_are="workspace admins and owners",
 )
+
+
+RESPONSE_URL_POSTS = 5
+"""How many times one `response_url` may be used (Slack's documented limit)."""
 
 
 class SlackCommands:
@@ -61,11 +66,24 @@ class SlackCommands:
             platform="slack", workspace_id=command["team_id"], user_id=user_id, display_name=user.display_name
         )
         try:
-            reply = await self._admin.execute(actor, parse_command(command.get("text", "")), here=command["channel_id"])
-            text = render(reply, SLACK_MARKUP)
+            parsed = parse_command(unescape(command.get("text", "")))
+            text = render(await self._admin.execute(actor, parsed, here=command["channel_id"]), SLACK_MARKUP)
         except CountersignError as exc:
             text = error_text(exc, SLACK_MARKUP)
         except Exception as exc:
             log.exception("/countersign failed for %s", user_id)
             text = error_text(exc, SLACK_MARKUP)
-        await respond(text=text, response_type="ephemeral", replace_original=False)
+        for chunk in _reply_chunks(text):
+            await respond(text=chunk, response_type="ephemeral", replace_original=False)
+
+
+def _reply_chunks(text: str) -> list[str]:
+    """The reply in messages Slack accepts, at most `RESPONSE_URL_POSTS` of them.
+
+    A `response_url` takes up to five posts (Slack: "Handling user interaction"); a reply
+    longer than that (a long audit log) is cut, saying so, rather than refused as too long.
+    """
+    chunks = split_message(text, MESSAGE_CHARS)
+    if len(chunks) <= RESPONSE_URL_POSTS:
+        return chunks
+    return [*chunks[: RESPONSE_URL_POSTS - 1], msg.REPLY_CUT]

@@ -19,6 +19,7 @@ from adapters.slack import blocks
 from adapters.slack import messages as msg
 from adapters.slack.errors import error_text
 from adapters.slack.platform import SlackPlatform, UserDirectory
+from adapters.slack.text import unescape
 from bot.admin.service import AdminService
 from bot.approvals.config import ConversationScope
 from bot.conversation import Actor, ConversationRef, IncomingMessage
@@ -28,6 +29,9 @@ from bot.service import Countersign
 log = logging.getLogger(__name__)
 
 PLATFORM = "slack"
+_PERSON_SUBTYPES = frozenset({None, "thread_broadcast", "file_share"})
+"""Message subtypes that are something a person wrote to the bot (Slack's message subtypes)."""
+
 _MENTION = re.compile(r"<@([A-Z0-9]+)(\|[^>]*)?>")
 
 
@@ -79,10 +83,14 @@ class SlackListeners:
     async def on_message(self, event: dict[str, Any], body: dict[str, Any], context: AsyncBoltContext) -> None:
         """A DM, or a reply in a thread the bot takes part in.
 
-        Edits, deletions, joins and other subtypes are ignored, as are bots (itself included).
+        Edits, deletions, joins and other subtypes are ignored, as are bots (itself included);
+        a reply also sent to the channel (`thread_broadcast`) or with a file (`file_share`) is
+        a person's message like any other.
         """
-        if event.get("subtype") is not None or _from_a_bot(event, context):
+        if event.get("subtype") not in _PERSON_SUBTYPES or _from_a_bot(event, context):
             return
+        if event.get("subtype") == "file_share" and not str(event.get("text") or "").strip():
+            return  # a file without words: nothing the agent could read
         team = _team_of(body, event)
         thread_ts = event.get("thread_ts")
         if event.get("channel_type") == "im":
@@ -102,7 +110,7 @@ class SlackListeners:
         await self._submit(event, conversation, context)
 
     async def _submit(self, event: dict[str, Any], conversation: ConversationRef, context: AsyncBoltContext) -> None:
-        text = _strip_mentions(event.get("text", ""), context.bot_user_id)
+        text = unescape(_strip_mentions(event.get("text", ""), context.bot_user_id))
         user_id = event["user"]
         if not text:
             await self._whisper(conversation.channel_id, user_id, msg.EMPTY_MENTION, conversation.thread)

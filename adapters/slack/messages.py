@@ -104,3 +104,5 @@ REFUSED_NOT_AN_APPROVER = "You can't decide this approval: you are not on the ap
 VOTE_RECORDED = "Your approval is recorded ({count} of {quorum}); the call runs once {quorum} people approved it."
 SHUTTING_DOWN = "I'm restarting right now; please send your message again in a moment."
 EMPTY_MENTION = "Hi! Mention me with a question or a task, and I'll get to work."
+
+REPLY_CUT = "(The rest is cut: ask for less, e.g. `audit limit 20` or `audit tool <name>`.)"

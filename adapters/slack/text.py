@@ -12,7 +12,7 @@ import re
 
 from adapters import chunking
 
-__all__ = ["MESSAGE_CHARS", "escape", "split_message", "to_mrkdwn"]
+__all__ = ["MESSAGE_CHARS", "escape", "split_message", "to_mrkdwn", "unescape"]
 
 MESSAGE_CHARS = 3500
 """Characters per posted message: under Slack's 4,000 display limit."""
@@ -23,6 +23,15 @@ _BOLD = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*")
 def escape(text: str) -> str:
     """Escape Slack's three control characters."""
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def unescape(text: str) -> str:
+    """What a person typed, from Slack's escaped text (message `text`, slash command `text`).
+
+    Slack sends `&`, `<` and `>` that a person typed as `&amp;`, `&lt;` and `&gt;`, so that
+    its own `<@U123>` style tokens stay unambiguous; those tokens are left as they are.
+    """
+    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
 
 
 def to_mrkdwn(text: str) -> str:

@@ -96,6 +96,10 @@ class _Words:
             raise CommandError(f"unexpected `{' '.join(self.words)}`", self.usage)
 
 
+_NUMBER = re.compile(r"[0-9]{1,6}")
+"""A whole number in ASCII digits (`str.isdigit` also takes ², which `int` refuses)."""
+
+
 def parse_command(text: str) -> Command:
     """Parse the text after `/countersign`.
 
@@ -220,7 +224,7 @@ def _admins(words: _Words, condition: str | None) -> Command:
 def _quorum(words: _Words, condition: str | None) -> Command:
     tool = words.take("a tool name")
     raw = words.take("a number")
-    if not raw.isdigit() or not 1 <= int(raw) <= MAX_QUORUM:
+    if not _NUMBER.fullmatch(raw) or not 1 <= int(raw) <= MAX_QUORUM:
         raise CommandError(f"the quorum must be a whole number from 1 to {MAX_QUORUM}", words.usage)
     return SetQuorum(tool=tool, count=int(raw))
 
@@ -259,7 +263,7 @@ def _audit(words: _Words, condition: str | None) -> Command:
     limit_text = words.take_optional("limit")
     limit = 20
     if limit_text is not None:
-        if not limit_text.isdigit() or not 1 <= int(limit_text) <= MAX_AUDIT_LIMIT:
+        if not _NUMBER.fullmatch(limit_text) or not 1 <= int(limit_text) <= MAX_AUDIT_LIMIT:
             raise CommandError(f"limit must be from 1 to {MAX_AUDIT_LIMIT}", words.usage)
         limit = int(limit_text)
     tool = user = None

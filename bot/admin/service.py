@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Any
+
+from langchain_core.utils.json_schema import dereference_refs
+from pydantic import BaseModel
 
 from bot.admin.commands import (
     READ_ONLY,
@@ -28,7 +32,7 @@ from bot.admin.commands import (
 from bot.admin.parse import CommandError
 from bot.admin.views import AuditPage, Changed, HelpPage, PolicyView, Reply, ToolLine
 from bot.approvals.authorization import Directory, is_workspace_admin
-from bot.approvals.conditions import compile_condition, strip_quotes
+from bot.approvals.conditions import compile_condition, sample_arguments, strip_quotes
 from bot.approvals.config import ALL, ApproverRule, ConversationScope, SettingKey, WorkspaceConfig
 from bot.approvals.mode import Mode
 from bot.audit import AuditEntry, AuditKind
@@ -101,7 +105,7 @@ class AdminService:
             spec = self._tool(command.tool)
             condition = None
             if command.condition is not None:
-                condition = compile_condition(command.condition, _arguments(spec)).text
+                condition = compile_condition(command.condition, _arguments(spec), _samples(spec)).text
             before, after = await self._config.set_rule(
                 actor, channel_id=command.channel_id or ALL, tool_name=spec.name, mode=command.mode, condition=condition
             )
@@ -231,6 +235,13 @@ def _arguments(spec: ToolSpec) -> list[str]:
     if isinstance(fields, dict):
         return list(fields)
     return list((schema.get("properties") or {}) if isinstance(schema, dict) else [])
+
+
+def _samples(spec: ToolSpec) -> dict[str, Any]:
+    schema = spec.tool.tool_call_schema
+    if isinstance(schema, type) and issubclass(schema, BaseModel):
+        return sample_arguments(dereference_refs(schema.model_json_schema()))
+    return sample_arguments(schema if isinstance(schema, dict) else {})
 
 
 def _rule_words(mode: Mode, condition: str | None) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -124,3 +125,26 @@ def _scrub(value: Any) -> Any:
     if isinstance(value, dict):
         return {_scrub(key): _scrub(item) for key, item in value.items()}
     return value
+
+
+def with_unique_call_ids(message: AIMessage) -> AIMessage:
+    """The message with every tool call carrying its own id.
+
+    Gemini may send `functionCall.id`, and nothing stops two calls of one answer from sharing
+    one (or leaving it empty). The review plan, the approvals table and the tool results are
+    all keyed by call id, so a shared id would let one call's mode stand for another's and
+    leave a call without its result. A repeated or empty id is replaced by a fresh one; the
+    ids never go back to Gemini (function calls are matched to results by position and name).
+    """
+    seen: set[str] = set()
+    calls = []
+    for call in message.tool_calls:
+        call_id = str(call.get("id") or "")
+        if not call_id or call_id in seen:
+            call_id = f"call_{uuid.uuid4().hex}"
+            call = {**call, "id": call_id}
+        seen.add(call_id)
+        calls.append(call)
+    if calls == message.tool_calls:
+        return message
+    return message.model_copy(update={"tool_calls": calls})

@@ -9,7 +9,7 @@ from langchain_core.language_models import LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 
-from bot.agents.history import model_view, without_nul
+from bot.agents.history import model_view, with_unique_call_ids, without_nul
 from bot.agents.model_errors import to_model_error
 from bot.agents.nodes import Node
 from bot.agents.prompts import STEP_LIMIT_MESSAGE
@@ -55,7 +55,7 @@ def make_llm_call(
             raise to_model_error(exc) from exc
         if not isinstance(response, AIMessage):
             response = AIMessage(content=response.content, id=response.id)
-        response = without_nul(response)
+        response = with_unique_call_ids(without_nul(response))
         if response.tool_calls and state["remaining_steps"] <= steps_per_tool_round:
             response = AIMessage(id=response.id, content=STEP_LIMIT_MESSAGE)
         context = PolicyContext.from_thread_id(str(config.get("configurable", {}).get("thread_id", "")))

@@ -45,3 +45,7 @@ REJECTED_INVALID_DECISION = "Rejected: the reviewer's decision was invalid ({pro
 REJECTED_BY_POLICY = "Rejected by policy: the tool {name} may not be used here."
 """Tool results for calls that did not run; the model reads them (seed 001: a rejection is a
 result, not a deleted call, so every call keeps its answer)."""
+POLICY_CHANGED_NEEDS_REVIEW = (
+    "Not run: while this call waited for the reviewed calls beside it, an admin changed the policy, "
+    "and {name} now needs approval. Call it again if it is still needed."
+)

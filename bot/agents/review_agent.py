@@ -79,7 +79,7 @@ def build_review_agent(
         ),
     )
     graph.add_node("human_review", make_human_review(by_name), destinations=("tool_node", "llm_call"))
-    graph.add_node("tool_node", make_tool_node(by_name, ledger))
+    graph.add_node("tool_node", make_tool_node(by_name, ledger, policy))
     graph.add_edge(START, "llm_call")
     graph.add_conditional_edges("llm_call", should_continue, ["human_review", END])
     graph.add_edge("tool_node", "llm_call")

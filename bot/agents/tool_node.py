@@ -20,6 +20,8 @@ from bot.agents import prompts
 from bot.agents.history import answers_after, last_tool_call_message
 from bot.agents.nodes import Node
 from bot.agents.state import AgentState
+from bot.approvals.mode import Mode
+from bot.approvals.policy import PolicyContext, ReviewPolicy
 from bot.tools.ledger import Claim, ToolRunLedger
 
 log = logging.getLogger(__name__)
@@ -27,12 +29,18 @@ log = logging.getLogger(__name__)
 ToolNode = Node[dict[str, Any]]
 
 
-def make_tool_node(tools: Mapping[str, BaseTool], ledger: ToolRunLedger) -> ToolNode:
+def make_tool_node(
+    tools: Mapping[str, BaseTool], ledger: ToolRunLedger, policy: ReviewPolicy | None = None
+) -> ToolNode:
     """Build the `tool_node` node.
 
     Args:
         tools: registered tools by name.
         ledger: claims each call before it runs, so no call runs twice (see `bot.tools.ledger`).
+        policy: when given, a call planned `auto` that waited beside reviewed calls (so time
+            passed, and an admin may have changed the policy) is checked again before it
+            runs: now denied, it is answered as rejected by policy; now needing review, the
+            model is told to call it again. Reviewed calls were re-checked when decided.
 
     Every failure becomes an error `ToolMessage` the model can read (seed 000 lists three
     kinds; unlike the template, an exception inside a tool is caught too, and logged):
@@ -47,10 +55,19 @@ def make_tool_node(tools: Mapping[str, BaseTool], ledger: ToolRunLedger) -> Tool
         index, ai = found
         answered = answers_after(messages, index)
         thread_id = str(config.get("configurable", {}).get("thread_id", ""))
+        plan = state.get("review_plan") or {}
+        waited = any(plan.get(str(call["id"])) != Mode.AUTO.value for call in ai.tool_calls)
         results: dict[str, ToolMessage] = {}
         for call in ai.tool_calls:
-            if str(call["id"]) not in answered:
-                results[str(call["id"])] = await run_tool(call, tools, ledger, thread_id)
+            call_id = str(call["id"])
+            if call_id in answered:
+                continue
+            if policy is not None and waited and plan.get(call_id) == Mode.AUTO.value:
+                refusal = await _refusal_now(call, policy, PolicyContext.from_thread_id(thread_id))
+                if refusal is not None:
+                    results[call_id] = refusal
+                    continue
+            results[call_id] = await run_tool(call, tools, ledger, thread_id)
         return {"messages": _in_call_order(ai, answered, results)}
 
     return tool_node
@@ -83,6 +100,16 @@ async def run_tool(call: ToolCall, tools: Mapping[str, BaseTool], ledger: ToolRu
             output.name = name
         return output
     return ToolMessage(content=str(output), tool_call_id=call_id, name=name)
+
+
+async def _refusal_now(call: ToolCall, policy: ReviewPolicy, context: PolicyContext) -> ToolMessage | None:
+    """The answer for an `auto` call that the policy, read again, no longer lets run; else None."""
+    mode = await policy.mode_for(call, context)
+    if mode is Mode.DENY:
+        return _error(call, prompts.REJECTED_BY_POLICY.format(name=call["name"]))
+    if mode is Mode.REVIEW:
+        return _error(call, prompts.POLICY_CHANGED_NEEDS_REVIEW.format(name=call["name"]))
+    return None
 
 
 def _argument_problem(tool: BaseTool, args: Mapping[str, Any]) -> str | None:

@@ -99,12 +99,18 @@ def strip_quotes(text: str) -> str:
     return text
 
 
-def compile_condition(text: str, tool_arguments: Collection[str] | None = None) -> Condition:
+def compile_condition(
+    text: str, tool_arguments: Collection[str] | None = None, sample_args: Mapping[str, Any] | None = None
+) -> Condition:
     """Compile and check a condition.
 
     Args:
         text: the CEL expression (wrapping double quotes are removed).
         tool_arguments: the tool's argument names; every `args.<name>` must be one of them.
+        sample_args: arguments of the right types (see `sample_arguments`); when the condition
+            evaluates on them to something other than true or false (`args.url`, `1 + 1`),
+            it is refused, since at run time it could only ever fail closed. An evaluation
+            error on the sample proves nothing and is accepted.
 
     Raises:
         InvalidConditionError: naming the problem (syntax position, unknown argument, ...).
@@ -114,7 +120,42 @@ def compile_condition(text: str, tool_arguments: Collection[str] | None = None) 
         raise InvalidConditionError("the condition is empty")
     if len(text) > MAX_CONDITION_CHARS:
         raise InvalidConditionError(f"the condition is longer than {MAX_CONDITION_CHARS} characters")
-    return _compile(text, frozenset(tool_arguments) if tool_arguments is not None else None)
+    condition = _compile(text, frozenset(tool_arguments) if tool_arguments is not None else None)
+    if sample_args is not None:
+        try:
+            result = condition._program.evaluate({"args": json_to_cel(dict(sample_args))})
+        except Exception:  # cel-python raises several types; the sample proves nothing
+            result = None
+        if result is not None and not isinstance(result, Exception | celtypes.BoolType | bool):
+            raise InvalidConditionError(
+                f"the condition must be true or false, but it gives {_kind(result)} (compare it, e.g. args.x == 'y')"
+            )
+    return condition
+
+
+def sample_arguments(json_schema: Mapping[str, Any]) -> dict[str, Any]:
+    """One value of the declared type per argument of a tool's JSON Schema ("" , 0, false, [], {})."""
+    samples: dict[str, Any] = {"string": "", "integer": 0, "number": 0.0, "boolean": False, "array": [], "object": {}}
+    out: dict[str, Any] = {}
+    for name, prop in (json_schema.get("properties") or {}).items():
+        branches = [prop, *(prop.get("anyOf") or ())] if isinstance(prop, Mapping) else []
+        kinds = [b.get("type") for b in branches if isinstance(b, Mapping) and b.get("type") not in (None, "null")]
+        kind = kinds[0] if kinds else "string"
+        out[str(name)] = samples.get(kind if isinstance(kind, str) else "string", "")
+    return out
+
+
+def _kind(value: Any) -> str:
+    names = {
+        celtypes.StringType: "text",
+        celtypes.IntType: "a number",
+        celtypes.UintType: "a number",
+        celtypes.DoubleType: "a number",
+        celtypes.ListType: "a list",
+        celtypes.MapType: "a map",
+        celtypes.BytesType: "bytes",
+    }
+    return next((name for kind, name in names.items() if isinstance(value, kind)), "a value that is not a boolean")
 
 
 @lru_cache(maxsize=512)

@@ -12,6 +12,8 @@ tool's own schema here, and a change of tool name is refused.
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal
 
@@ -137,7 +139,7 @@ def validate_tool_args(tool: BaseTool, args: Mapping[str, Any]) -> dict[str, Any
         error = exc.errors()[0]
         path = ".".join(str(p) for p in error.get("loc", ()))
         raise InvalidDecisionError(
-            f"invalid arguments for {tool.name}: {_first_error(exc)}",
+            f"invalid arguments for {tool.name}: {_clip(_first_error(exc))}",
             field=f"args.{path}" if path else "args",
         ) from None
     json_schema = dereference_refs(schema.model_json_schema())
@@ -146,7 +148,7 @@ def validate_tool_args(tool: BaseTool, args: Mapping[str, Any]) -> dict[str, Any
     for error in Draft202012Validator(json_schema).iter_errors(dict(args)):
         path = ".".join(str(p) for p in error.absolute_path)
         raise InvalidDecisionError(
-            f"invalid arguments for {tool.name}: {path + ': ' if path else ''}{error.message}",
+            f"invalid arguments for {tool.name}: {path + ': ' if path else ''}{_clip(error.message)}",
             field=f"args.{path}" if path else "args",
         )
     nested = _unknown_key(dict(args), json_schema, "args")
@@ -157,6 +159,16 @@ def validate_tool_args(tool: BaseTool, args: Mapping[str, Any]) -> dict[str, Any
             field=f"{where}.{key}",
         )
     return dict(args)
+
+
+_MESSAGE_CHARS = 300
+"""Validation messages quote the offending value; past this they are cut (a card's error must fit)."""
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= _MESSAGE_CHARS else text[: _MESSAGE_CHARS - 1] + "…"
 
 
 def _unknown_key(value: Any, schema: Mapping[str, Any], where: str) -> tuple[str, str, list[str]] | None:
@@ -214,17 +226,22 @@ def storable_problem(value: Any, depth: int = 0) -> str | None:
     """Why `value` cannot be stored and run safely, or None.
 
     The checkpoint serializer refuses integers beyond 64 bits and very deep nesting, and
-    PostgreSQL's jsonb refuses U+0000; an edit with any of them would be recorded and then fail
-    after the tool ran. They are refused before anything is recorded.
+    PostgreSQL's jsonb refuses U+0000, NaN and Infinity, and UTF-8 cannot hold a lone surrogate
+    (U+D800 alone, say); an edit with any of them would be recorded and then fail after the tool
+    ran. They are refused before anything is recorded.
     """
     if depth > MAX_ARGS_DEPTH:
         return f"nested more than {MAX_ARGS_DEPTH} levels deep"
-    if isinstance(value, bool) or value is None or isinstance(value, float):
+    if isinstance(value, float):
+        return None if math.isfinite(value) else "a number is not finite (NaN and Infinity are not JSON)"
+    if isinstance(value, bool) or value is None:
         return None
     if isinstance(value, int):
         return None if _INT_RANGE[0] <= value <= _INT_RANGE[1] else "a number is too large (64-bit integers only)"
     if isinstance(value, str):
-        return "text contains a NUL character (U+0000)" if "\x00" in value else None
+        if "\x00" in value:
+            return "text contains a NUL character (U+0000)"
+        return "text contains a lone surrogate (not valid Unicode)" if _SURROGATE.search(value) else None
     if isinstance(value, Mapping):
         for key, item in value.items():
             problem = storable_problem(str(key), depth + 1) or storable_problem(item, depth + 1)

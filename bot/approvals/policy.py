@@ -20,8 +20,10 @@ from bot.approvals.conditions import (
     compile_condition,
 )
 from bot.approvals.config import ToolRule, WorkspaceConfig
+from bot.approvals.decisions import validate_tool_args
 from bot.approvals.mode import Mode
 from bot.conversation import ConversationRef
+from bot.errors import InvalidDecisionError
 from bot.tools.registry import ToolRegistry, ToolSpec
 
 log = logging.getLogger(__name__)
@@ -66,13 +68,22 @@ def effective_mode(spec: ToolSpec | None, rule: ToolRule | None, args: Mapping[s
 
     Unknown tools get AUTO: they never run anyway (the tool node answers with the real tool
     list) and a card for a tool that does not exist would only confuse. Any failure while
-    evaluating a condition gives REVIEW.
+    evaluating a condition gives REVIEW, and so do arguments outside the tool's schema when an
+    admin condition decides.
     """
     if spec is None:
         return Mode.AUTO
     if rule is not None:
         if rule.mode is not Mode.REVIEW or not rule.condition:
             return rule.mode
+        try:
+            validate_tool_args(spec.tool, args)
+        except InvalidDecisionError as exc:
+            # The condition reads the arguments as sent; the tool may read them otherwise
+            # (`"post"` is a POST to http_request). Only arguments that fit the tool's schema
+            # are trusted to mean what the condition sees.
+            log.warning("arguments outside %s's schema (%s); requiring review (%s)", spec.name, exc, where)
+            return Mode.REVIEW
         try:
             condition = compile_condition(rule.condition)
             return Mode.REVIEW if condition.holds(args) else Mode.AUTO

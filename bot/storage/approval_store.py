@@ -266,7 +266,7 @@ class ApprovalStore:
 
         Raises:
             ApprovalNotFoundError: no such approval.
-            AlreadyDecidedError: decided before; nothing changed.
+            AlreadyDecidedError: decided before, or past its expiry time; nothing changed.
             AlreadyVotedError: this person already approved these arguments.
             StaleVoteError: the arguments changed since the caller read them; retry.
         """
@@ -285,6 +285,14 @@ class ApprovalStore:
                     decided_by_id=current.decided_by_id,
                     decided_by_name=current.decided_by_name,
                     decided_at=current.decided_at,
+                )
+            if current.expires_at is not None and current.expires_at <= await connection.fetchval("SELECT now()"):
+                # Past its time but not yet swept: it is expired already; the sweeper records it.
+                raise AlreadyDecidedError(
+                    outcome=ApprovalStatus.EXPIRED.value,
+                    decided_by_id=None,
+                    decided_by_name=None,
+                    decided_at=current.expires_at,
                 )
             under_vote = current.args_under_vote
             digest = args_digest(under_vote)

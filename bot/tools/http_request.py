@@ -109,7 +109,7 @@ class _HostRule:
 
 
 def _parse_port(text: str, entry: str) -> int:
-    if not text.isdigit() or not 0 < int(text) < 65536:
+    if not re.fullmatch(r"[0-9]{1,5}", text) or not 0 < int(text) < 65536:
         raise ConfigurationError(f"HTTP_REQUEST_ALLOWED_HOSTS entry {entry!r} has an invalid port {text!r}")
     return int(text)
 

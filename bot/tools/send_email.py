@@ -64,7 +64,7 @@ def normalize_address(text: str) -> str | None:
     except UnicodeError:
         return None
     labels = ascii_domain.split(".")
-    if not all(_DOMAIN_LABEL.fullmatch(label) for label in labels) or labels[-1].isdigit():
+    if not all(_DOMAIN_LABEL.fullmatch(label) for label in labels) or (labels[-1].isascii() and labels[-1].isdigit()):
         return None
     result = f"{local}@{ascii_domain}"
     return result if len(result) <= 254 else None

@@ -164,3 +164,22 @@ async def test_a_turn_cut_short_after_the_tool_ran_is_answered_after_a_restart(
         await settle(second)
         assert [t for t in posted_texts(slack, mention.ts) if t.startswith("Result: ")]
     assert len(target.requests) == 1
+
+
+async def test_a_recovered_card_belongs_to_the_author_of_the_paused_message(db_url, registry, tool_log):
+    """The pause's rows are lost (a crash before they were stored); the rebuilt card is Alice's, and she may approve it."""
+    model = ScriptedChatModel(replies=[calls(tool_call("send", {"to": "bob", "body": "hi"})), AIMessage("done")])
+    async with open_service(db_url, model, registry) as h:
+        await h.service.handle_message(message("send bob hi", user="alice"))
+        await h.database.pool.execute("DELETE FROM approval_cards")
+        await h.database.pool.execute("DELETE FROM approvals")
+        await h.database.pool.execute("DELETE FROM reviews")
+        h.platform.cards.clear()
+        await h.service.handle_message(message("anything new?", user="mallory"))
+        [card] = h.platform.cards.values()
+        assert card.approval.requester_id == "alice"
+        with pytest.raises(NotPermittedError):
+            await h.service.submit_decision(card.approval.id, actor("mallory"), {"type": "approve"})
+        await h.service.submit_decision(card.approval.id, actor("alice"), {"type": "approve"})
+        await h.service.tasks.join()
+    assert len(tool_log.calls) == 1

@@ -278,3 +278,54 @@ async def test_discord_command_group_has_typed_options_and_autocompletes_tools(d
     )
     await discord_api.wait_for_request("POST", rf"/interactions/{typed.id}/[^/]+/callback")
     assert discord_api.autocomplete_choices(typed.id) == [{"name": "http_request", "value": "http_request"}]
+
+
+async def _expire_now(db_url: str) -> None:
+    import asyncpg
+
+    connection = await asyncpg.connect(db_url)
+    try:
+        await connection.execute("UPDATE approvals SET expires_at = now() - interval '1 second'")
+    finally:
+        await connection.close()
+
+
+async def test_slack_expiry_fires_after_a_restart(settings, db_url, slack, target):
+    """A card's time runs out while the bot is down: the next bot expires it on start, with no traffic."""
+    from tests.e2e import conftest as c
+    from tests.standins.slack_events import SlackEventSender
+
+    url = "http://127.0.0.1:{}/slack/events"
+    async with BotServer(settings) as first, SlackEventSender(url.format(first.port), c.SIGNING_SECRET) as events:
+        driver = SlackDriver(first, events, slack)
+        await driver.command("carol", "expiry", duration="10s")
+        await driver.ask("alice", "post widget")
+        [card] = await driver.cards()
+    await _expire_now(db_url)
+    async with BotServer(settings) as second, SlackEventSender(url.format(second.port), c.SIGNING_SECRET) as events:
+        driver = SlackDriver(second, events, slack)
+        assert "expired without a decision" in await driver.answer()
+        await driver.settle()
+        assert "Expired" in driver.card_text(card)
+    assert target.requests == []
+
+
+async def test_discord_expiry_fires_after_a_restart(db_url, gemini, target, discord_api):
+    """The same on Discord: a new client process expires the card, edits it to Expired, and the model hears why."""
+    from tests.e2e.conftest import make_discord_settings
+    from tests.standins.discord_api import point_discord_py_at
+
+    settings = make_discord_settings(db_url, gemini, target, discord_api)
+    with point_discord_py_at(discord_api.api_url):
+        async with BotServer(settings) as first:
+            driver = DiscordDriver(first, discord_api)
+            await driver.command("carol", "expiry", duration="10s")
+            await driver.ask("alice", "post widget")
+            [card] = await driver.cards()
+        await _expire_now(db_url)
+        async with BotServer(settings) as second:
+            driver = DiscordDriver(second, discord_api)
+            assert "expired without a decision" in await driver.answer()
+            await driver.settle()
+            assert "Expired" in driver.card_text(card)
+    assert target.requests == []

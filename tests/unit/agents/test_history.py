@@ -13,6 +13,7 @@ from bot.agents.history import (
     last_tool_call_message,
     model_view,
     unanswered_tool_calls,
+    with_unique_call_ids,
 )
 from bot.agents.prompts import INTERRUPTED_CALL_MESSAGE
 
@@ -311,3 +312,24 @@ def test_property_model_view_is_always_well_formed(history, window):
     # Nothing but results is lost in repair: the human and AI messages are all kept, in order.
     kept = [m for m in history if not isinstance(m, ToolMessage)]
     assert [m for m in full if not isinstance(m, ToolMessage)] == kept
+
+
+def test_repeated_and_empty_call_ids_are_replaced():
+    """Two calls sharing an id (or with none) get their own ids; the first keeps its id, args stay."""
+    message = AIMessage(
+        content="",
+        tool_calls=[
+            {"name": "a", "args": {"x": 1}, "id": "c1"},
+            {"name": "b", "args": {"y": 2}, "id": "c1"},
+            {"name": "c", "args": {}, "id": ""},
+        ],
+    )
+    fixed = with_unique_call_ids(message)
+    ids = [call["id"] for call in fixed.tool_calls]
+    assert ids[0] == "c1" and len(set(ids)) == 3 and all(ids)
+    assert [(c["name"], c["args"]) for c in fixed.tool_calls] == [("a", {"x": 1}), ("b", {"y": 2}), ("c", {})]
+
+
+def test_unique_call_ids_leave_the_message_as_it_is():
+    message = AIMessage(content="", tool_calls=[{"name": "a", "args": {}, "id": "c1"}])
+    assert with_unique_call_ids(message) is message

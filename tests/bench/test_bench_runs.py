@@ -1,0 +1,40 @@
+"""The benchmark still runs and prints its figures (it asserts no time; this checks it works)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+
+async def test_the_turn_benchmark_prints_every_series(pg_server):
+    """A tiny run of `python -m bench.turns` on the test server exits 0 with each table filled."""
+    env = {**os.environ, "TEST_DATABASE_URL": pg_server.admin_url}
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bench.turns",
+        "--turns",
+        "2",
+        "--warmup",
+        "1",
+        "--conversations",
+        "3",
+        "--rounds",
+        "1",
+        "--sequential-clicks",
+        "2",
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    output, _ = await asyncio.wait_for(process.communicate(), timeout=240)
+    text = output.decode()
+    assert process.returncode == 0, text[-3000:]
+    for series in ("whole Slack path, tool", "bare graph, gemini, tool", "click ack, 3 at once"):
+        assert series in text, text[-3000:]
+    assert "Log records at WARNING and above (counted, not printed): 0" in text

@@ -1,0 +1,117 @@
+"""Property: no admin policy and no arguments let a call that needs review run without a decision.
+
+The graph is the real review agent with `ConfiguredPolicy`; rules (workspace-wide and for the
+channel, with CEL conditions that hold, do not hold, read missing arguments or fail on types)
+and arguments (right and wrong types) are generated. The oracle is deliberately simpler than
+the code: it knows only rule precedence and that an admin condition can let a call through
+only when the arguments fit the tool's schema and the condition cleanly says false.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import AIMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
+
+from bot.agents.review_agent import build_review_agent
+from bot.approvals.conditions import ConditionEvaluationError, compile_condition
+from bot.approvals.config import ALL, ToolRule, WorkspaceConfig
+from bot.approvals.decisions import validate_tool_args
+from bot.approvals.mode import Mode
+from bot.approvals.policy import ConfiguredPolicy
+from bot.errors import InvalidDecisionError
+from bot.tools.ledger import InMemoryLedger
+from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
+from tests.support.tools import ToolLog, make_test_registry
+
+THREAD = "test:W1:C1"
+
+CONDITIONS = [
+    None,
+    "args.to == 'bob'",
+    "args.to != 'bob'",
+    "args.to.endsWith('@corp.com')",
+    "size(args.body) > 3",
+    "args.urgent",
+    "args.urgent == true || args.to == 'eve'",
+    "args.nothing == 1",  # reads an argument that is never there: fails at run time
+    "args.to > 3",  # a type error for text
+    "1 / 0 == 1",
+]
+
+for _text in CONDITIONS:  # compiled (and cached) up front: cel-python raises the recursion limit once
+    if _text is not None:
+        compile_condition(_text)
+
+rules = st.none() | st.tuples(st.sampled_from(list(Mode)), st.sampled_from(CONDITIONS))
+values = st.one_of(st.sampled_from(["bob", "eve", "x@corp.com", ""]), st.text(max_size=6), st.integers(), st.none())
+arguments = st.fixed_dictionaries(
+    {"to": values, "body": values},
+    optional={"urgent": st.one_of(st.booleans(), st.text(max_size=3), st.integers(0, 2))},
+)
+
+
+def _could_pass(mode: Mode, condition: str | None, args: dict[str, Any]) -> bool:
+    """Whether the oracle allows the call to run with no decision at all."""
+    if mode is Mode.AUTO:
+        return True
+    if mode is Mode.DENY or condition is None:
+        return False
+    try:
+        validate_tool_args(_send, args)
+        return not compile_condition(condition).holds(args)
+    except (InvalidDecisionError, ConditionEvaluationError):
+        return False
+
+
+_send = next(t for t in make_test_registry(ToolLog()).tools() if t.name == "send")
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(workspace_rule=rules, channel_rule=rules, args=arguments, decision=st.sampled_from(["reject", "none"]))
+async def test_property_a_call_needing_review_never_runs_without_a_decision(workspace_rule, channel_rule, args, decision):
+    log = ToolLog()
+    registry = make_test_registry(log)
+    config = WorkspaceConfig(platform="test", workspace_id="W1")
+    for channel, rule in ((ALL, workspace_rule), ("C1", channel_rule)):
+        if rule is not None:
+            mode, condition = rule
+            config.rules[(channel, "send")] = ToolRule(
+                tool_name="send", mode=mode, condition=condition if mode is Mode.REVIEW else None, channel_id=channel
+            )
+
+    async def load(platform: str, workspace_id: str) -> WorkspaceConfig:
+        return config
+
+    model = ScriptedChatModel(script=lambda msgs: calls(tool_call("send", args)) if len(msgs) == 2 else AIMessage("ok"))
+    graph = build_review_agent(
+        model=model,
+        tools=registry.tools(),
+        policy=ConfiguredPolicy(registry, load),
+        checkpointer=InMemorySaver(),
+        ledger=InMemoryLedger(),
+    )
+    run = {"configurable": {"thread_id": THREAD}, "recursion_limit": 25}
+    await graph.ainvoke({"messages": [("user", "send it")]}, run)
+    state = await graph.aget_state(run)
+
+    active = channel_rule or workspace_rule or (Mode.REVIEW, None)  # send's built-in default is review
+    mode, condition = active
+    if state.interrupts:
+        assert log.calls == [], "a reviewed call ran before its decision"
+        assert mode is not Mode.DENY and mode is not Mode.AUTO
+        decisions = [{"type": "reject", "message": "no"}] if decision == "reject" else []
+        await graph.ainvoke(Command(resume={"decisions": decisions}), run)
+        assert log.calls == [], "a rejected (or undecided) call ran"
+        return
+    ran = [c for c in log.calls if c[0] == "send"]
+    if ran:
+        assert _could_pass(mode, condition if mode is Mode.REVIEW else None, args), (active, args)
+    if mode is Mode.DENY:
+        assert not ran
+        results = [m for m in state.values["messages"] if isinstance(m, ToolMessage)]
+        assert results and "Rejected by policy" in str(results[-1].content)
