@@ -7,8 +7,8 @@ each adapter passes its `Markup`. Replies are private (ephemeral) on both platfo
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -34,12 +34,16 @@ class Markup:
     escape: Callable[[str], str]
     admins_are: str
     """Who counts as a workspace admin on this platform, in words."""
+    usage: Mapping[str, str] = field(default_factory=lambda: dict(USAGE))
+    """How each subcommand is typed here (Slack: words; Discord: typed options)."""
+    examples: tuple[tuple[str, str], ...] = ()
+    """`help` examples as (command after `/countersign`, meaning); empty means `HELP_EXAMPLES`."""
 
 
 HELP_EXAMPLES = (
     ("show", "the effective policy here"),
     ("policy http_request review when args.method != 'GET'", "review only non-GET requests"),
-    ("policy send_email deny in #general", "switch a tool off in one channel"),
+    ("policy calculator deny in #general", "switch a tool off in one channel"),
     ("policy http_request default", "back to the built-in default"),
     ("approvers add @alice for http_request", "who may approve (users, roles, groups)"),
     ("admins add @bob", "add a bot admin"),
@@ -79,9 +83,9 @@ def error_text(error: Exception, markup: Markup) -> str:
 
 def _help(page: HelpPage, markup: Markup) -> str:
     lines = [markup.bold("Countersign settings") + " (everything but help and show is for admins):"]
-    lines += [f"• `/countersign {usage}`" for usage in USAGE.values()]
+    lines += [f"• `/countersign {usage}`" for usage in markup.usage.values()]
     lines.append(markup.bold("Examples:"))
-    lines += [f"• `/countersign {example}`: {meaning}" for example, meaning in HELP_EXAMPLES]
+    lines += [f"• `/countersign {example}`: {meaning}" for example, meaning in markup.examples or HELP_EXAMPLES]
     lines.append(
         "Conditions are CEL over the call's arguments, e.g. `args.method != 'GET'`; durations are like "
         "`90s`, `30m`, `4h`, `2d`. Without `in #channel` a setting applies to the whole workspace."
@@ -94,8 +98,9 @@ def _show(view: PolicyView, markup: Markup) -> str:
     where = markup.channel(view.channel_id) if view.channel_id else "this workspace"
     lines = [markup.bold(f"Effective policy for {where}")]
     lines += [_tool_line(tool, view, markup) for tool in view.tools]
-    approvers = _approvers(view.workspace_approvers, markup) or "the requester and workspace admins (default)"
-    lines.append(f"Approvers: {approvers}")
+    approvers = _approvers(view.workspace_approvers, markup) or "workspace admins and bot admins (default)"
+    requester = "the requester too (self-approval is on)" if view.self_approval else "not the requester"
+    lines.append(f"Approvers: {approvers}; {requester}")
     if view.admins:
         lines.append("Bot admins: " + ", ".join(markup.user(user) for user in view.admins))
     lines.append(
@@ -143,6 +148,8 @@ def _changed(change: Changed, markup: Markup) -> str:
         return f"Nothing to change: {subject} is already like that."
     if change.setting == "expiry_s":
         before, after = _expiry_value(change.before), _expiry_value(change.after)
+    elif change.setting == "admins":
+        before, after = (markup.user(v) if v else "not set" for v in (change.before, change.after))
     else:
         before, after = _value(change.before, markup), _value(change.after, markup)
     return f"Updated {subject}: {after} (was: {before}). Recorded in the audit log."

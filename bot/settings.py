@@ -9,10 +9,12 @@ module reads the environment on import. The environment variable names are fixed
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from bot.storage.urls import normalise
 
 DEFAULT_GEMINI_MODEL = "gemini-3.8-flash"
 DEFAULT_SLACK_API_URL = "https://slack.com/api/"
@@ -41,6 +43,13 @@ class DatabaseSettings(BaseSettings):
     @classmethod
     def _blank_is_unset(cls, value: object) -> object:
         return None if value == "" else value
+
+    @field_validator("url")
+    @classmethod
+    def _postgresql_url(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None:
+            normalise(value.get_secret_value())  # a wrong scheme or port is a setting error, not "unreachable"
+        return value
 
 
 class GeminiSettings(BaseSettings):
@@ -177,9 +186,16 @@ class ServerSettings(BaseSettings):
 
     host: str = Field(default="0.0.0.0", validation_alias="HOST")  # noqa: S104 - a server
     port: int = Field(default=3000, ge=0, le=65535, validation_alias="PORT")
-    log_level: str = Field(default="INFO", validation_alias="LOG_LEVEL")
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = Field(
+        default="INFO", validation_alias="LOG_LEVEL"
+    )
     shutdown_grace_s: float = Field(default=30.0, ge=0)
     """How long in-flight turns may run on after SIGTERM before they are cancelled."""
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _upper_level(cls, value: object) -> object:
+        return value.strip().upper() if isinstance(value, str) else value
 
 
 class Settings(BaseModel):

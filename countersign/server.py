@@ -11,6 +11,7 @@ import asyncio
 import logging
 import signal
 import socket
+import sys
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from typing import Any
@@ -36,10 +37,17 @@ async def serve(settings: Settings) -> None:
 
     Raises:
         ConfigurationError: a platform is only half configured (e.g. a Slack bot token with
-            neither a signing secret nor an app token).
+            neither a signing secret nor an app token); no platform is configured and stdin
+            is not a terminal (a container without `-it` would otherwise exit 0 at once); the
+            listener cannot bind HOST:PORT.
     """
     _check_platforms(settings)
     if not settings.slack.enabled and not settings.discord.enabled:
+        if not sys.stdin.isatty():
+            raise ConfigurationError(
+                "no platform is configured (set SLACK_BOT_TOKEN with SLACK_SIGNING_SECRET or SLACK_APP_TOKEN, "
+                "or DISCORD_TOKEN), and there is no terminal for the chat"
+            )
         log.info("no platform credentials set: starting the terminal chat")
         await chat(settings)
         return
@@ -137,13 +145,17 @@ class BotServer:
         # (they still post through the adapters' clients), the adapters close, then the runtime
         # closes pools and the embedded server.
         for adapter in self._adapters:
+            self._stack.push_async_callback(adapter.close)  # also when start fails half way
             await adapter.start()
-            self._stack.push_async_callback(adapter.close)
         self._stack.push_async_callback(runtime.service.aclose, settings.server.shutdown_grace_s)
         runner = web.AppRunner(web_app, access_log=None, shutdown_timeout=5)
         await runner.setup()
         self._stack.push_async_callback(runner.cleanup)
-        sock = socket.create_server((settings.server.host, settings.server.port), reuse_port=False)
+        try:
+            sock = socket.create_server((settings.server.host, settings.server.port), reuse_port=False)
+        except OSError as exc:
+            where = f"{settings.server.host}:{settings.server.port}"
+            raise ConfigurationError(f"cannot listen on {where} (HOST, PORT): {exc.strerror or exc}") from None
         site = web.SockSite(runner, sock)
         await site.start()
         self.port = sock.getsockname()[1]

@@ -17,6 +17,8 @@ from bot.service import Countersign
 
 Read = Callable[[str], Awaitable[str | None]]
 
+_QUIT = frozenset({"/quit", "/exit"})
+
 HELP = "Type a message. Commands: /quit to leave. Approvals: a = approve, e = edit, r = reject."
 
 
@@ -87,10 +89,11 @@ class ConsoleChat:
             self._platform.pending.append(
                 ApprovalCard(approval=approval, position=approval.position + 1, total=len(waiting))
             )
-        await self._decide_pending()
+        if not await self._decide_pending():
+            return
         while True:
             line = await self._read("you> ")
-            if line is None or line.strip() in {"/quit", "/exit"}:
+            if line is None or line.strip() in _QUIT:
                 return
             if not line.strip():
                 continue
@@ -98,14 +101,17 @@ class ConsoleChat:
                 IncomingMessage(actor=self._actor, conversation=self._conversation, text=line.strip())
             )
             await self._service.tasks.join()
-            await self._decide_pending()
+            if not await self._decide_pending():
+                return
 
-    async def _decide_pending(self) -> None:
+    async def _decide_pending(self) -> bool:
+        """Ask about each waiting card; False when the person left (/quit or end of input)."""
         while self._platform.pending:
             card = self._platform.pending.pop(0)
             if not await self._prompt(card):
-                return
+                return False
             await self._service.tasks.join()
+        return True
 
     async def _prompt(self, card: ApprovalCard) -> bool:
         approval = card.approval
@@ -118,7 +124,8 @@ class ConsoleChat:
         self._write("   args: " + json.dumps(approval.proposed_args, ensure_ascii=False))
         while True:
             answer = await self._read("   [a]pprove / [e]dit / [r]eject? ")
-            if answer is None:
+            if answer is None or answer.strip() in _QUIT:
+                self._write("   The call waits; you are asked again next time.")
                 return False
             choice = answer.strip().lower()[:1]
             decision: dict[str, object]
@@ -139,6 +146,7 @@ class ConsoleChat:
                     "edited_action": {"name": approval.tool_name, "args": args},
                 }
             else:
+                self._write("!  Answer a, e or r (or /quit to leave; the call waits until next time).")
                 continue
             try:
                 await self._service.submit_decision(approval.id, self._actor, decision)

@@ -50,6 +50,10 @@ class CountersignClient(discord.Client):
     """
 
     def __init__(self, service: Countersign, admin: AdminService) -> None:
+        # The bot never joins voice: discord.py's start-up warnings about missing voice
+        # libraries (PyNaCl, davey) would only alarm whoever reads the log.
+        discord.VoiceClient.warn_nacl = False
+        discord.VoiceClient.warn_dave = False
         super().__init__(intents=bot_intents(), allowed_mentions=discord.AllowedMentions.none())
         self.service = service
         self.admin = admin

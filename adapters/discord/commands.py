@@ -51,6 +51,33 @@ DISCORD_MARKUP = Markup(
     when=lambda moment: f"<t:{int(moment.timestamp())}:f>" if isinstance(moment, datetime) else "",
     escape=lambda text: text,
     admins_are="members with the Manage Server permission",
+    usage={
+        "help": "help",
+        "show": "show [channel]",
+        "policy": "policy tool:<tool> mode:auto|review|deny|default [channel] [when:<condition>]",
+        "approvers": "approvers action:add|remove user:<@user> or role:<@role> [tool]",
+        "admins": "admins action:add|remove user:<@user>",
+        "quorum": "quorum tool:<tool> count:<1-10>",
+        "self-approval": "self-approval state:on|off [tool]",
+        "expiry": "expiry duration:<90s, 30m, 4h, 2d or off> [tool]",
+        "cards": "cards where:here|dm|channel [channel]",
+        "scope": "scope kind:channel|thread [channel]",
+        "audit": "audit [tool] [user] [limit]",
+    },
+    examples=(
+        ("show", "the effective policy here"),
+        ("policy tool:http_request mode:review when:args.method != 'GET'", "review only non-GET requests"),
+        ("policy tool:calculator mode:deny channel:#general", "switch a tool off in one channel"),
+        ("policy tool:http_request mode:default", "back to the built-in default"),
+        ("approvers action:add role:@Ops tool:http_request", "who may approve (users or roles)"),
+        ("admins action:add user:@bob", "add a bot admin"),
+        ("quorum tool:http_request count:2", "two different approvers needed"),
+        ("self-approval state:off", "requesters may not approve their own calls"),
+        ("expiry duration:30m", "cards expire after 30 minutes"),
+        ("cards where:channel channel:#approvals", "post cards in one channel (or: here, dm)"),
+        ("scope kind:channel channel:#support", "one conversation per channel (or: thread)"),
+        ("audit tool:http_request limit:10", "recent decisions and changes"),
+    ),
 )
 _MODES = {"auto": Mode.AUTO, "review": Mode.REVIEW, "deny": Mode.DENY, "default": None}
 

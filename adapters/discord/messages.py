@@ -51,8 +51,8 @@ EDIT_TOO_LONG = (
 DECIDED = "Recorded: {outcome}."
 
 REFUSED_NOT_PERMITTED = (
-    "You can't decide this approval: only the person who asked and members with the Manage "
-    "Server permission can (in a DM, only the person who asked)."
+    "You can't decide this approval: only the person who asked, members with the Manage "
+    "Server permission and the bot admins can (in a DM, only the person who asked)."
 )
 REFUSED_OTHER_WORKSPACE = "You can't decide this approval: it belongs to another server."
 ALREADY_DECIDED = "This was already {outcome} by <@{user}>{when}. Nothing was changed."

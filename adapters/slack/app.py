@@ -8,11 +8,13 @@ per Slack's "Verifying requests from Slack"); Socket Mode is used instead when
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable
 
 import aiohttp
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.async_app import AsyncApp
+from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncConnectionErrorRetryHandler,
     AsyncRateLimitErrorRetryHandler,
@@ -95,7 +97,16 @@ class SlackAdapter:
             web_app.router.add_post(EVENTS_PATH, self.handle_http)
 
     async def start(self) -> None:
-        """Connect Socket Mode when configured (HTTP mode needs nothing here)."""
+        """Check the credentials with Slack, then connect Socket Mode when configured.
+
+        `auth.test` proves SLACK_BOT_TOKEN (and SLACK_API_URL) before the bot says it is
+        running; with Socket Mode, `apps.connections.open` proves SLACK_APP_TOKEN, which the
+        Socket Mode client would otherwise retry forever.
+
+        Raises:
+            ConfigurationError: Slack refused a token, or the Web API cannot be reached.
+        """
+        await self._check("SLACK_BOT_TOKEN", self.client.auth_test())
         if not self.socket_mode:
             return
         from slack_bolt.adapter.socket_mode.async_handler import (
@@ -105,6 +116,7 @@ class SlackAdapter:
         token = self._settings.app_token
         if token is None:  # pragma: no cover - socket_mode checked it
             return
+        await self._check("SLACK_APP_TOKEN", self.client.apps_connections_open(app_token=token.get_secret_value()))
         handler = AsyncSocketModeHandler(self.app, token.get_secret_value())
         await handler.connect_async()  # type: ignore[no-untyped-call]
         self._socket_handler = handler
@@ -115,6 +127,16 @@ class SlackAdapter:
         if self._socket_handler is not None:
             await self._socket_handler.close_async()  # type: ignore[attr-defined]
         await self._session.close()
+
+    async def _check(self, variable: str, call: Awaitable[object]) -> None:
+        try:
+            await call
+        except SlackApiError as exc:
+            error = exc.response.get("error") if exc.response is not None else None
+            raise ConfigurationError(f"Slack refused {variable} ({error or 'no reason given'})") from None
+        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            reason = str(exc) or type(exc).__name__
+            raise ConfigurationError(f"cannot reach the Slack Web API at {self.client.base_url}: {reason}") from None
 
     async def _on_error(self, error: Exception) -> None:
         # A listener's exception is logged here; Slack users never see a stack trace.

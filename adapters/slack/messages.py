@@ -53,7 +53,9 @@ EDIT_TOO_LONG = (
     "{limit}). You can still approve or reject it."
 )
 
-REFUSED_NOT_PERMITTED = "You can't decide this approval: only the person who asked and the workspace's admins can."
+REFUSED_NOT_PERMITTED = (
+    "You can't decide this approval: only the person who asked, the workspace's admins and the bot admins can."
+)
 REFUSED_OTHER_WORKSPACE = "You can't decide this approval: it belongs to another workspace."
 ALREADY_DECIDED = "This was already {outcome} by <@{user}>{when}. Nothing was changed."
 ALREADY_DECIDED_NOBODY = "This was already {outcome}. Nothing was changed."

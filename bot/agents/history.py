@@ -104,15 +104,21 @@ def _repaired(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
     return out
 
 
+_INT64 = (-(2**63), 2**63 - 1)
+
+
 def without_nul(message: AIMessage) -> AIMessage:
     """The message with U+0000 replaced by U+FFFD in its text and tool-call arguments.
+
+    An integer beyond 64 bits in the arguments becomes a float, for the same reason: the
+    checkpoint could not be written and the turn would fail.
 
     PostgreSQL's text and jsonb cannot hold U+0000; a model that emits one would make the
     approval (or audit) row impossible to store and wedge the thread. Replacing it before the
     message enters the state keeps the stored, reviewed and executed arguments identical.
     """
     content, calls = _scrub(message.content), [{**call, "args": _scrub(call["args"])} for call in message.tool_calls]
-    if content == message.content and calls == message.tool_calls:
+    if content == message.content and repr(calls) == repr(message.tool_calls):  # repr: 2**64 == 2.0**64
         return message
     return message.model_copy(update={"content": content, "tool_calls": calls})
 
@@ -120,6 +126,8 @@ def without_nul(message: AIMessage) -> AIMessage:
 def _scrub(value: Any) -> Any:
     if isinstance(value, str):
         return value.replace("\x00", "\ufffd")
+    if isinstance(value, int) and not isinstance(value, bool) and not _INT64[0] <= value <= _INT64[1]:
+        return float(value)  # the checkpoint serializer (msgpack) holds 64-bit integers only
     if isinstance(value, list):
         return [_scrub(item) for item in value]
     if isinstance(value, dict):

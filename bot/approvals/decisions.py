@@ -23,6 +23,7 @@ from langchain_core.utils.json_schema import dereference_refs
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from bot.errors import InvalidDecisionError
+from bot.tools.registry import ARGS_CHECK
 
 MAX_REASON_CHARS = 2000
 """A reject reason longer than this is refused (it goes to the model and into the audit log)."""
@@ -111,8 +112,11 @@ def check_decision(
     return Edit(edited_action=EditedAction(name=decision.edited_action.name, args=args))
 
 
-def validate_tool_args(tool: BaseTool, args: Mapping[str, Any]) -> dict[str, Any]:
+def validate_tool_args(tool: BaseTool, args: Mapping[str, Any], *, tool_checks: bool = True) -> dict[str, Any]:
     """Validate `args` against the tool's call schema (what the model sees).
+
+    With `tool_checks`, the tool's own check of what its schema cannot express (the
+    `ARGS_CHECK` in its metadata, e.g. `http_request`'s allowed hosts) runs too.
 
     Returns:
         The arguments as given (only keys the caller sent), after validation succeeded.
@@ -158,6 +162,10 @@ def validate_tool_args(tool: BaseTool, args: Mapping[str, Any]) -> dict[str, Any
             f"{where} has no field {key!r} (its fields: {', '.join(known) or 'none'})",
             field=f"{where}.{key}",
         )
+    check = (tool.metadata or {}).get(ARGS_CHECK) if tool_checks else None
+    problem = check(dict(args)) if callable(check) else None
+    if problem:
+        raise InvalidDecisionError(f"{tool.name} would refuse these arguments: {_clip(str(problem))}", field="args")
     return dict(args)
 
 

@@ -77,7 +77,7 @@ def effective_mode(spec: ToolSpec | None, rule: ToolRule | None, args: Mapping[s
         if rule.mode is not Mode.REVIEW or not rule.condition:
             return rule.mode
         try:
-            validate_tool_args(spec.tool, args)
+            validate_tool_args(spec.tool, args, tool_checks=False)
         except InvalidDecisionError as exc:
             # The condition reads the arguments as sent; the tool may read them otherwise
             # (`"post"` is a POST to http_request). Only arguments that fit the tool's schema

@@ -88,12 +88,15 @@ async def check_reachable(url: str, timeout_s: float) -> None:
 
 
 async def ensure_database(admin_url: str, name: str) -> None:
-    """Create database `name` on the server of `admin_url` unless it exists."""
+    """Create database `name` on the server of `admin_url` unless it exists (also when two start at once)."""
     connection = await asyncpg.connect(admin_url)
     try:
         exists = await connection.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", name)
         if not exists:
-            await connection.execute(f'CREATE DATABASE "{name}"')
+            try:
+                await connection.execute(f'CREATE DATABASE "{name}"')
+            except (asyncpg.DuplicateDatabaseError, asyncpg.UniqueViolationError):
+                return  # another process starting on the same data directory created it first
             log.info("created database %s", name)
     finally:
         await connection.close()

@@ -37,6 +37,7 @@ from pydantic import BaseModel, Field, WithJsonSchema
 
 from bot.errors import ConfigurationError
 from bot.settings import ToolSettings
+from bot.tools.registry import ARGS_CHECK
 
 log = logging.getLogger(__name__)
 
@@ -415,6 +416,35 @@ def make_http_request_tool(settings: ToolSettings, *, transport: httpx.AsyncBase
             )
             return _render(response, url, bytes(buffer), complete, max_chars)
 
+    def prepare(
+        method: str, url: str, headers: dict[str, str] | None, body: Any
+    ) -> tuple[str, httpx.URL, dict[str, str], bytes | None]:
+        """Everything checked before a request is sent; raises `_RefusedError` with the reason."""
+        verb = normalize_method(method)
+        if verb not in ALLOWED_METHODS:
+            raise _RefusedError(f"method {method!r} is not supported; use one of {', '.join(ALLOWED_METHODS)}.")
+        target = check_url(url)
+        request_headers = _check_headers(headers)
+        content: bytes | None = None
+        if body is not None:
+            if verb in READ_ONLY_METHODS:
+                raise _RefusedError(f"{verb} requests cannot have a body; leave `body` empty.")
+            try:
+                content = json.dumps(body, ensure_ascii=False, allow_nan=False).encode()
+            except (TypeError, ValueError) as exc:
+                raise _RefusedError(f"the body is not a JSON value: {exc}.") from None
+            if not _has_header(request_headers, "content-type"):
+                request_headers["Content-Type"] = "application/json"
+        return verb, target, request_headers, content
+
+    def refusal(args: Mapping[str, Any]) -> str | None:
+        """Why the tool would refuse `args` without sending anything (for edits), or None."""
+        try:
+            prepare(str(args.get("method", "")), str(args.get("url", "")), args.get("headers"), args.get("body"))
+        except _RefusedError as refused:
+            return str(refused)
+        return None
+
     async def http_request(
         method: str,
         url: str,
@@ -431,21 +461,7 @@ def make_http_request_tool(settings: ToolSettings, *, transport: httpx.AsyncBase
         with "Error:" means the request was not sent or did not complete; it says what to do.
         """
         try:
-            verb = normalize_method(method)
-            if verb not in ALLOWED_METHODS:
-                raise _RefusedError(f"method {method!r} is not supported; use one of {', '.join(ALLOWED_METHODS)}.")
-            target = check_url(url)
-            request_headers = _check_headers(headers)
-            content: bytes | None = None
-            if body is not None:
-                if verb in READ_ONLY_METHODS:
-                    raise _RefusedError(f"{verb} requests cannot have a body; leave `body` empty.")
-                try:
-                    content = json.dumps(body, ensure_ascii=False, allow_nan=False).encode()
-                except (TypeError, ValueError) as exc:
-                    raise _RefusedError(f"the body is not a JSON value: {exc}.") from None
-                if not _has_header(request_headers, "content-type"):
-                    request_headers["Content-Type"] = "application/json"
+            verb, target, request_headers, content = prepare(method, url, headers, body)
         except _RefusedError as refusal:
             return _error(str(refusal))
 
@@ -471,4 +487,5 @@ def make_http_request_tool(settings: ToolSettings, *, transport: httpx.AsyncBase
         name="http_request",
         description=description,
         args_schema=_HttpRequestArgs,
+        metadata={ARGS_CHECK: refusal},
     )

@@ -10,6 +10,13 @@ from langchain_core.tools import BaseTool
 
 from bot.approvals.mode import Mode
 
+ARGS_CHECK = "countersign_args_check"
+"""Key in a tool's `metadata` of an `args -> problem or None` check for what its schema cannot say.
+
+An edit is refused with that problem before it is recorded (e.g. `http_request` to a host that
+is not allowed), so an approver learns at once instead of the model reading the refusal later.
+"""
+
 ReviewCondition = Callable[[Mapping[str, Any]], bool]
 """`args -> needs review?`; an exception counts as True (fail closed)."""
 

@@ -296,3 +296,38 @@ async def test_chat_stops_at_once_on_sigterm_at_a_prompt(gemini, tmp_path):
     await asyncio.wait_for(proc.wait(), timeout=30)
     await asyncio.sleep(0.5)
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+async def test_a_slack_token_slack_refuses_is_one_line(db_url, gemini, slack, target, tmp_path):
+    """A wrong SLACK_BOT_TOKEN stops the start with one line (auth.test), instead of a healthy-looking bot."""
+    env = {**bot_env(gemini, slack, target, free_port(), DATABASE_URL=db_url), "SLACK_BOT_TOKEN": "xoxb-wrong"}
+    bot = await BotProcess(env, tmp_path).start()
+    assert await bot.wait(timeout=60) == 2
+    assert bot.stderr.decode().strip().splitlines()[-1] == "countersign: Slack refused SLACK_BOT_TOKEN (invalid_auth)"
+
+
+async def test_a_port_in_use_is_one_line(db_url, gemini, slack, target, tmp_path):
+    """PORT taken by another program: one line naming HOST and PORT, exit 2, nothing left running."""
+    import socket
+
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        bot = await BotProcess(bot_env(gemini, slack, target, port, DATABASE_URL=db_url), tmp_path).start()
+        assert await bot.wait(timeout=60) == 2
+    last = bot.stderr.decode().strip().splitlines()[-1]
+    assert last.startswith(f"countersign: cannot listen on 127.0.0.1:{port} (HOST, PORT):"), last
+
+
+async def test_no_platform_and_no_terminal_is_one_line(tmp_path):
+    """No Slack or Discord settings and stdin is not a terminal (a container without -it): exit 2 with a reason."""
+    bot = await BotProcess(base_env(GOOGLE_API_KEY="k"), tmp_path).start()
+    assert await bot.wait(timeout=60) == 2
+    assert "no platform is configured" in bot.stderr.decode().strip().splitlines()[-1]
+
+
+async def test_a_bad_log_level_is_one_line(tmp_path):
+    """LOG_LEVEL=VERBOSE is refused like every other bad setting."""
+    bot = await BotProcess(base_env(GOOGLE_API_KEY="k", LOG_LEVEL="VERBOSE"), tmp_path).start()
+    assert await bot.wait(timeout=60) == 2
+    [line] = bot.stderr.decode().strip().splitlines()
+    assert line.startswith("countersign: invalid setting LOG_LEVEL"), line

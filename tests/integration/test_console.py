@@ -61,6 +61,22 @@ async def test_reject_with_reason(db_url):
     assert "bot> ok, not sent" in out
 
 
+async def test_quit_at_the_approval_prompt_leaves_and_the_call_waits(db_url):
+    """Other text at the prompt is answered, /quit there leaves at once; nothing ran, the card still waits."""
+    log = ToolLog()
+    model = ScriptedChatModel(replies=[calls(tool_call("send", {"to": "bob", "body": "hi"}))])
+    out: list[str] = []
+    platform = ConsolePlatform(write=out.append)
+    async with open_service(db_url, model, make_test_registry(log), platform) as h:
+        lines = ["send", "maybe later", "/quit", "this line is never read"]
+        read = reader(lines)
+        await ConsoleChat(h.service, platform, read=read).run()
+        pending = await h.database.pool.fetchval("SELECT count(*) FROM approvals WHERE status = 'pending'")
+    assert log.calls == [] and pending == 1
+    assert "Answer a, e or r" in "\n".join(out) and "you are asked again next time" in "\n".join(out)
+    assert await read("next") == "this line is never read"
+
+
 @pytest.mark.e2e
 async def test_countersign_chat_in_a_real_terminal_session(db_url, tmp_path):
     """`countersign chat` with the Gemini stand-in: a gated POST is approved at the prompt and runs once."""

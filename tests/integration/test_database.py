@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncpg
 import pytest
+from pydantic import ValidationError
 
 from bot.errors import DatabaseUnavailableError
 from bot.settings import DatabaseSettings
@@ -40,10 +41,9 @@ async def test_unreachable_server_gives_one_readable_line() -> None:
 
 
 async def test_wrong_scheme_is_refused() -> None:
-    """A URL that is not PostgreSQL's is refused before any connection."""
-    with pytest.raises(DatabaseUnavailableError, match=r"DATABASE_URL must start with postgresql://"):
-        async with open_database(DatabaseSettings(url="mysql://x@y/z")):
-            pass
+    """A URL that is not PostgreSQL's is a setting error, refused before any connection is tried."""
+    with pytest.raises(ValidationError, match=r"DATABASE_URL must start with postgresql://"):
+        DatabaseSettings(url="mysql://x@y/z")
 
 
 async def test_audit_log_is_append_only(database) -> None:

@@ -73,7 +73,9 @@ _send = next(t for t in make_test_registry(ToolLog()).tools() if t.name == "send
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(workspace_rule=rules, channel_rule=rules, args=arguments, decision=st.sampled_from(["reject", "none"]))
-async def test_property_a_call_needing_review_never_runs_without_a_decision(workspace_rule, channel_rule, args, decision):
+async def test_property_a_call_needing_review_never_runs_without_a_decision(
+    workspace_rule, channel_rule, args, decision
+):
     log = ToolLog()
     registry = make_test_registry(log)
     config = WorkspaceConfig(platform="test", workspace_id="W1")

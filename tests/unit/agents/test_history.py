@@ -333,3 +333,15 @@ def test_repeated_and_empty_call_ids_are_replaced():
 def test_unique_call_ids_leave_the_message_as_it_is():
     message = AIMessage(content="", tool_calls=[{"name": "a", "args": {}, "id": "c1"}])
     assert with_unique_call_ids(message) is message
+
+
+def test_integers_beyond_64_bits_become_floats_so_the_checkpoint_can_be_written():
+    """A model's 2**70 (or -2**63 - 2**22) would make the checkpoint unwritable; it is kept as a float."""
+    from bot.agents.history import without_nul
+
+    message = AIMessage(
+        content="", tool_calls=[{"name": "a", "args": {"n": 2**70, "m": -(2**63) - 2**22, "k": 5}, "id": "c"}]
+    )
+    args = without_nul(message).tool_calls[0]["args"]
+    assert args == {"n": float(2**70), "m": float(-(2**63) - 2**22), "k": 5}
+    assert isinstance(args["n"], float) and isinstance(args["k"], int)

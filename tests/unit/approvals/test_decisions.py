@@ -297,6 +297,20 @@ def test_unknown_nested_key_is_refused():
         validate_tool_args(order, {"customer": "c", "items": [{"sku": "A", "qty": 1, "gfit": True}]})
 
 
+def test_an_edit_the_tool_would_refuse_is_refused_with_the_tools_reason():
+    """`http_request` to a host not on the allow-list: refused at the edit, saying why; allowed hosts pass."""
+    from bot.settings import ToolSettings
+    from bot.tools.http_request import make_http_request_tool
+
+    http = make_http_request_tool(ToolSettings(http_allowed_hosts=("api.example.com",)))
+    with pytest.raises(InvalidDecisionError, match=r"host evil\.com is not allowed") as refused:
+        validate_tool_args(http, {"method": "DELETE", "url": "http://evil.com/"})
+    assert refused.value.field == "args"
+    ok = {"method": "DELETE", "url": "https://api.example.com/things/1"}
+    assert validate_tool_args(http, ok) == ok
+    assert validate_tool_args(http, {"method": "DELETE", "url": "http://evil.com/"}, tool_checks=False)
+
+
 # validate_decisions ----------------------------------------------------------------------------
 
 

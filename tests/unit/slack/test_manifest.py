@@ -21,6 +21,8 @@ METHOD_SCOPES = {
     "reactions_add": "reactions:write",
     "reactions_remove": "reactions:write",
     "usergroups_users_list": "usergroups:read",
+    "auth_test": None,
+    "apps_connections_open": None,  # the app-level token's connections:write, not a bot scope
 }
 # Event subscription -> the scope it requires.
 EVENT_SCOPES = {
