@@ -109,12 +109,15 @@ class AdminService:
             before, after = await self._config.set_rule(
                 actor, channel_id=command.channel_id or ALL, tool_name=spec.name, mode=command.mode, condition=condition
             )
+            was = _rule_words(before.mode, before.condition) if before else None
+            now = _rule_words(after.mode, after.condition) if after else None
             return Changed(
                 setting="policy",
                 tool=spec.name,
                 channel_id=command.channel_id,
-                before=_rule_words(before.mode, before.condition) if before else None,
-                after=_rule_words(after.mode, after.condition) if after else None,
+                before=was,
+                after=now,
+                changed=was != now,
             )
         if isinstance(command, ChangeApprovers):
             tool = self._tool(command.tool).name if command.tool else ALL
@@ -159,7 +162,14 @@ class AdminService:
         self, actor: Actor, key: SettingKey, value: object, *, tool: str = ALL, channel: str = ALL
     ) -> Changed:
         before, after = await self._config.set_setting(actor, key, value, channel_id=channel, tool_name=tool)
-        return Changed(setting=key.value, tool=tool or None, channel_id=channel or None, before=before, after=after)
+        return Changed(
+            setting=key.value,
+            tool=tool or None,
+            channel_id=channel or None,
+            before=before,
+            after=after,
+            changed=before != after,
+        )
 
     def tool_names(self) -> list[str]:
         """The registered tools' names (for autocomplete)."""

@@ -74,7 +74,10 @@ class ConfigStore:
     async def set_rule(
         self, actor: Actor, *, channel_id: str, tool_name: str, mode: Mode | None, condition: str | None
     ) -> tuple[ToolRule | None, ToolRule | None]:
-        """Set (or with `mode=None`, remove) a tool rule; return (before, after)."""
+        """Set (or with `mode=None`, remove) a tool rule; return (before, after).
+
+        Setting what is already there writes nothing and records no change (before == after).
+        """
         key = (actor.platform, actor.workspace_id, channel_id, tool_name)
         async with self._pool.acquire() as connection, connection.transaction():
             old = await connection.fetchrow(
@@ -83,6 +86,10 @@ class ConfigStore:
                    FOR UPDATE""",
                 *key,
             )
+            if (old is None and mode is None) or (
+                old is not None and mode is not None and (old["mode"], old["condition"]) == (mode.value, condition)
+            ):
+                return (_rule(old) if old else None), (_rule(old) if old else None)  # nothing to change or audit
             if mode is None:
                 await connection.execute(
                     """DELETE FROM tool_policies
@@ -182,7 +189,10 @@ class ConfigStore:
     async def set_setting(
         self, actor: Actor, key: SettingKey, value: Any, *, channel_id: str = ALL, tool_name: str = ALL
     ) -> tuple[Any, Any]:
-        """Set (or with `value=None`, remove) a scalar setting; return (before, after)."""
+        """Set (or with `value=None`, remove) a scalar setting; return (before, after).
+
+        Setting what is already there writes nothing and records no change (before == after).
+        """
         ids = (actor.platform, actor.workspace_id, channel_id, tool_name, key.value)
         async with self._pool.acquire() as connection, connection.transaction():
             before = await connection.fetchval(
@@ -190,6 +200,8 @@ class ConfigStore:
                    AND tool_name = $4 AND key = $5 FOR UPDATE""",
                 *ids,
             )
+            if before == value:
+                return before, value  # nothing to change or audit
             if value is None:
                 await connection.execute(
                     """DELETE FROM settings WHERE platform = $1 AND workspace_id = $2 AND channel_id = $3

@@ -71,6 +71,17 @@ def pending(h):
 # --- commands and permissions -------------------------------------------------------------
 
 
+async def test_setting_what_is_already_there_changes_nothing_and_is_not_audited(db_url, registry):
+    """`policy send default` with no rule, or the same quorum twice: "nothing to change", no audit row."""
+    async with open_service(db_url, ScriptedChatModel(replies=[]), registry, RecordingPlatform(admins={ADMIN})) as h:
+        first = await configure(h, registry, parse_command("policy send default"), parse_command("quorum send 2"))
+        again = await configure(h, registry, parse_command("quorum send 2"), parse_command("policy lookup deny"))
+        same = await configure(h, registry, parse_command("policy lookup deny"))
+        rows = await h.database.pool.fetchval("SELECT count(*) FROM audit_log WHERE kind = 'config'")
+    assert [r.changed for r in first + again + same] == [False, True, False, True, False]
+    assert rows == 2
+
+
 async def test_each_command_changes_the_configuration_and_is_audited(db_url, registry):
     """Every configuring command changes what `show` reports and leaves a config audit row with before/after."""
     model = ScriptedChatModel(replies=[])
