@@ -19,7 +19,7 @@ from bot.approvals.decisions import Approve, Edit, Reject, check_decision, parse
 from bot.approvals.digest import args_digest
 from bot.approvals.mode import Mode
 from bot.approvals.policy import effective_mode
-from bot.approvals.records import ApprovalRecord, DecideResult
+from bot.approvals.records import DENIED_BY_POLICY, ApprovalRecord, DecideResult
 from bot.audit import AuditEntry, AuditKind
 from bot.conversation import Actor, ConversationRef
 from bot.errors import (
@@ -37,7 +37,6 @@ from bot.tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
 
-DENIED_BY_POLICY = "denied by policy: the tool may not be used here"
 """The reason recorded (and read by the model) when an approved call's tool is now denied."""
 
 

@@ -40,6 +40,7 @@ NOT_APPROVED_MESSAGE = (
 
 REJECTED_BY_REVIEWER = "Rejected by a reviewer: {reason}"
 REJECTED_BY_REVIEWER_NO_REASON = "Rejected by a reviewer (no reason given)."
+REJECTED_BY_COUNTERSIGN = "Rejected: {reason}."
 REJECTED_NO_DECISION = "Rejected: no decision was given for this call."
 REJECTED_INVALID_DECISION = "Rejected: the reviewer's decision was invalid ({problem})."
 REJECTED_BY_POLICY = "Rejected by policy: the tool {name} may not be used here."

@@ -22,6 +22,7 @@ from bot.agents.nodes import Node
 from bot.agents.state import AgentState
 from bot.approvals.decisions import Approve, Edit, Reject, check_decision, parse_decision
 from bot.approvals.mode import Mode
+from bot.approvals.records import SYSTEM_REASONS
 from bot.approvals.requests import build_review_request
 from bot.errors import InvalidDecisionError
 
@@ -122,6 +123,8 @@ def _reject_text(decision: Reject) -> str:
     reason = (decision.message or "").strip()
     if not reason:
         return prompts.REJECTED_BY_REVIEWER_NO_REASON
+    if reason in SYSTEM_REASONS:  # an expiry or a policy denial: no reviewer said it
+        return prompts.REJECTED_BY_COUNTERSIGN.format(reason=reason)
     return prompts.REJECTED_BY_REVIEWER.format(reason=reason)
 
 

@@ -11,6 +11,9 @@ from bot.approvals.digest import args_digest
 
 VERSION_CHARS = 8
 EXPIRED_REASON = "expired without a decision"
+DENIED_BY_POLICY = "denied by policy: the tool may not be used here"
+SYSTEM_REASONS = frozenset({EXPIRED_REASON, DENIED_BY_POLICY})
+"""Reject reasons Countersign writes itself (no reviewer chose them); see `review_node`."""
 """What the model reads when nobody decided in time (issue 4, "Expiry")."""
 
 
