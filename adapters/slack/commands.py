@@ -15,7 +15,7 @@ from adapters.admin_text import Markup, error_text, render
 from adapters.slack import messages as msg
 from adapters.slack.blocks import when_token
 from adapters.slack.platform import UserDirectory
-from adapters.slack.text import MESSAGE_CHARS, escape, split_message, unescape
+from adapters.slack.text import MESSAGE_CHARS, escape, plain_text, split_message
 from bot.admin.parse import parse_command
 from bot.admin.service import AdminService
 from bot.conversation import Actor
@@ -66,7 +66,7 @@ class SlackCommands:
             platform="slack", workspace_id=command["team_id"], user_id=user_id, display_name=user.display_name
         )
         try:
-            parsed = parse_command(unescape(command.get("text", "")))
+            parsed = parse_command(command.get("text", ""), condition_text=plain_text)
             text = render(await self._admin.execute(actor, parsed, here=command["channel_id"]), SLACK_MARKUP)
         except CountersignError as exc:
             text = error_text(exc, SLACK_MARKUP)

@@ -19,7 +19,7 @@ from adapters.slack import blocks
 from adapters.slack import messages as msg
 from adapters.slack.errors import error_text
 from adapters.slack.platform import SlackPlatform, UserDirectory
-from adapters.slack.text import unescape
+from adapters.slack.text import plain_text
 from bot.admin.service import AdminService
 from bot.approvals.config import ConversationScope
 from bot.conversation import Actor, ConversationRef, IncomingMessage
@@ -110,7 +110,7 @@ class SlackListeners:
         await self._submit(event, conversation, context)
 
     async def _submit(self, event: dict[str, Any], conversation: ConversationRef, context: AsyncBoltContext) -> None:
-        text = unescape(_strip_mentions(event.get("text", ""), context.bot_user_id))
+        text = plain_text(_strip_mentions(event.get("text", ""), context.bot_user_id))
         user_id = event["user"]
         if not text:
             await self._whisper(conversation.channel_id, user_id, msg.EMPTY_MENTION, conversation.thread)

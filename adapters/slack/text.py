@@ -12,7 +12,7 @@ import re
 
 from adapters import chunking
 
-__all__ = ["MESSAGE_CHARS", "escape", "split_message", "to_mrkdwn", "unescape"]
+__all__ = ["MESSAGE_CHARS", "escape", "plain_text", "split_message", "to_mrkdwn", "unescape"]
 
 MESSAGE_CHARS = 3500
 """Characters per posted message: under Slack's 4,000 display limit."""
@@ -23,6 +23,20 @@ _BOLD = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*")
 def escape(text: str) -> str:
     """Escape Slack's three control characters."""
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+_LINK = re.compile(r"<((?:https?|mailto):[^|>]*)(?:\|([^>]*))?>")
+
+
+def plain_text(text: str) -> str:
+    """What a person typed, from Slack's escaped text with link tokens.
+
+    With escaping on (the manifest's `should_escape`), a typed URL or address arrives as a link
+    token, `<https://a.example>` or `<mailto:x@a.example|x@a.example>`: it is replaced by the
+    text shown (the label, else the URL), then the escaped `&`, `<`, `>` are decoded. Mention
+    tokens are left as they are.
+    """
+    return unescape(_LINK.sub(lambda m: m.group(2) if m.group(2) is not None else m.group(1), text))
 
 
 def unescape(text: str) -> str:

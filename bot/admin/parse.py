@@ -9,6 +9,7 @@ the first `when` is the condition, taken as written (optionally wrapped in doubl
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from bot.admin.commands import (
@@ -100,13 +101,22 @@ _NUMBER = re.compile(r"[0-9]{1,6}")
 """A whole number in ASCII digits (`str.isdigit` also takes ², which `int` refuses)."""
 
 
-def parse_command(text: str) -> Command:
+def parse_command(text: str, *, condition_text: Callable[[str], str] | None = None) -> Command:
     """Parse the text after `/countersign`.
+
+    Args:
+        text: the command text as the platform sent it; mention tokens (`<@U1>`, `<#C1>`, ...)
+            are matched in it as they are.
+        condition_text: turns the part after `when` into what the admin typed (Slack sends
+            `&`, `<`, `>` escaped and URLs as `<https://...>` link tokens); the rest is never
+            decoded, so a typed `<#C1>` (sent as `&lt;#C1&gt;`) is not taken for a mention.
 
     Raises:
         CommandError: naming what is wrong and showing the subcommand's usage.
     """
     head, condition = _split_condition(text.strip())
+    if condition is not None and condition_text is not None:
+        condition = condition_text(condition)
     words = head.split()
     if not words:
         return Help()
