@@ -106,7 +106,7 @@ async def bare_graph(settings: Settings, model: BaseChatModel) -> AsyncIterator[
         yield build_review_agent(
             model=model,
             tools=registry.tools(),
-            policy=ConfiguredPolicy(registry, config.load),
+            policy=ConfiguredPolicy(registry, config.load, config.denied_in_any_workspace),
             checkpointer=database.savers[0],
             ledger=PostgresLedger(database.pool, ApprovalStore(database.pool, audit)),
             system_prompt=settings.agent.system_prompt or SYSTEM_PROMPT,

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+DM_WORKSPACE = "dm"
+"""The workspace id of Discord DMs (DESIGN.md: `discord:<guild_id or dm>:...`): no server owns them."""
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ConversationRef:

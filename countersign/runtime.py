@@ -66,7 +66,7 @@ async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
         approvals = ApprovalStore(database.pool, audit)
         config = ConfigStore(database.pool, audit)
         ledger = PostgresLedger(database.pool, approvals)
-        policy = ConfiguredPolicy(registry, config.load)
+        policy = ConfiguredPolicy(registry, config.load, config.denied_in_any_workspace)
         graphs = [
             build_review_agent(
                 model=model,

@@ -12,10 +12,10 @@ from typing import Any
 
 import discord
 
-from bot.conversation import Actor, ConversationRef
+from bot.conversation import DM_WORKSPACE, Actor, ConversationRef
 
 PLATFORM = "discord"
-DM = "dm"
+DM = DM_WORKSPACE
 
 
 def conversation_of(channel: Any, guild_id: int | None) -> ConversationRef:

@@ -36,17 +36,13 @@ from bot.approvals.conditions import compile_condition, sample_arguments, strip_
 from bot.approvals.config import ALL, ApproverRule, ConversationScope, SettingKey, WorkspaceConfig
 from bot.approvals.mode import Mode
 from bot.audit import AuditEntry, AuditKind
-from bot.conversation import Actor
+from bot.conversation import DM_WORKSPACE, Actor
 from bot.errors import NotPermittedError
 from bot.storage.audit_store import AuditStore
 from bot.storage.config_store import ConfigStore
 from bot.tools.registry import ToolRegistry, ToolSpec
 
 log = logging.getLogger(__name__)
-
-DM_WORKSPACE = "dm"
-"""Discord DMs share this workspace id; there is nothing to administer there."""
-
 
 class AdminService:
     """The admin use case.

@@ -22,7 +22,7 @@ from bot.approvals.conditions import (
 from bot.approvals.config import ToolRule, WorkspaceConfig
 from bot.approvals.decisions import validate_tool_args
 from bot.approvals.mode import Mode
-from bot.conversation import ConversationRef
+from bot.conversation import DM_WORKSPACE, ConversationRef
 from bot.errors import InvalidDecisionError
 from bot.tools.registry import ToolRegistry, ToolSpec
 
@@ -121,11 +121,21 @@ class ConfiguredPolicy:
     Args:
         registry: the tools and their defaults.
         load: reads a workspace's configuration.
+        denied_anywhere: `(platform, tool) -> bool`, whether some workspace of the platform
+            denies the tool workspace-wide. A Discord DM belongs to no server, so no server's
+            rules are its own; with this, a tool an admin switched off in any server is off in
+            DMs with the bot too (strictest wins), so a DM is no way around a `deny`.
     """
 
-    def __init__(self, registry: ToolRegistry, load: ConfigLoader) -> None:
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        load: ConfigLoader,
+        denied_anywhere: Callable[[str, str], Awaitable[bool]] | None = None,
+    ) -> None:
         self._registry = registry
         self._load = load
+        self._denied_anywhere = denied_anywhere
 
     def configured_tools(self) -> frozenset[str]:
         """All registered tool names (admin rules are checked against them when saved)."""
@@ -139,4 +149,11 @@ class ConfiguredPolicy:
             log.exception("could not read the policy; requiring review (thread_id=%s)", context.thread_id)
             return Mode.REVIEW
         rule = config.rule_for(call["name"], context.channel_id)
+        if context.workspace_id == DM_WORKSPACE and self._denied_anywhere is not None and rule is None:
+            try:
+                if await self._denied_anywhere(context.platform, call["name"]):
+                    return Mode.DENY
+            except Exception:
+                log.exception("could not read other servers' rules; review it (thread_id=%s)", context.thread_id)
+                return Mode.REVIEW
         return effective_mode(self._registry.get(call["name"]), rule, call.get("args") or {}, where=context.thread_id)

@@ -33,6 +33,18 @@ class ConfigStore:
         self._pool = pool
         self._audit = audit
 
+    async def denied_in_any_workspace(self, platform: str, tool_name: str) -> bool:
+        """Whether any workspace of `platform` switched `tool_name` off workspace-wide (`deny`)."""
+        async with self._pool.acquire() as connection:
+            return bool(
+                await connection.fetchval(
+                    """SELECT EXISTS (SELECT 1 FROM tool_policies
+                       WHERE platform = $1 AND channel_id = '' AND tool_name = $2 AND mode = 'deny')""",
+                    platform,
+                    tool_name,
+                )
+            )
+
     async def load(self, platform: str, workspace_id: str) -> WorkspaceConfig:
         """The whole configuration of one workspace (a few small indexed reads)."""
         async with self._pool.acquire() as connection:

@@ -389,3 +389,22 @@ async def test_a_condition_that_fails_at_run_time_requires_review(bot, events, s
     await events.app_mention(CHANNEL, ALICE, "<@UBOT> post widget")
     [card] = await card_ready(bot, slack)
     assert card.approval_id and target.requests == []
+
+
+async def test_a_server_wide_deny_is_not_bypassed_by_dming_the_bot(discord_bot, discord_api, target):
+    """The server's admin denies http_request; Bob DMs the bot: no card, nothing sent, the model hears it is denied."""
+    driver = DiscordDriver(discord_bot, discord_api)
+    assert "Updated policy" in await driver.command("carol", "policy", tool="http_request", mode="deny")
+    dm = await discord_api.send_dm(c.D_BOB, "post widget")
+    channel = int(dm["channel_id"])
+    answer = await discord_api.wait_for_request(
+        "POST", rf"/channels/{channel}/messages$", lambda r: str((r.json or {}).get("content", "")).startswith("Result")
+    )
+    await driver.settle()
+    cards = [
+        r
+        for r in discord_api.requests_to("POST", rf"/channels/{channel}/messages$")
+        if (r.json or {}).get("components")
+    ]
+    assert cards == [] and target.requests == []
+    assert "Rejected by policy" in answer[-1].json["content"]

@@ -77,7 +77,7 @@ async def open_service(
         approvals = ApprovalStore(database.pool, audit)
         config = ConfigStore(database.pool, audit)
         ledger = PostgresLedger(database.pool, approvals)
-        policy = ConfiguredPolicy(registry, config.load)
+        policy = ConfiguredPolicy(registry, config.load, config.denied_in_any_workspace)
         graphs = [
             build_review_agent(model=model, tools=registry.tools(), policy=policy, checkpointer=saver, ledger=ledger)
             for saver in database.savers
