@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from countersign.server import BotServer
-from tests.e2e.conftest import SIGNING_SECRET
+from tests.e2e.conftest import CAROL, CHANNEL, SIGNING_SECRET
 from tests.e2e.test_slack_flow import Card, card_state, wait_card
 from tests.standins.slack_api import SlackApiStandIn
 from tests.standins.slack_events import SlackEventSender
@@ -59,3 +59,13 @@ async def card_ready(bot: BotServer, slack: SlackApiStandIn, *, count: int = 1) 
     assert bot.runtime is not None
     await bot.runtime.service.tasks.join()
     return cards
+
+
+async def slash_countersign(events: SlackEventSender, slack: SlackApiStandIn, words: str, user: str = CAROL) -> str:
+    """Run `/countersign <words>` as `user` (carol, an admin, by default); return the private reply."""
+    url = slack.new_response_url(CHANNEL, user=user)
+    before = len(slack.calls_to("response_url"))
+    delivery = await events.slash_command("/countersign", words, user, CHANNEL, url)
+    assert delivery.status == 200
+    calls = await slack.wait_for("response_url", count=before + 1)
+    return str(calls[-1].args.get("text", ""))

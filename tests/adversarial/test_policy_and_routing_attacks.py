@@ -13,7 +13,7 @@ import pytest
 
 from adapters.slack import blocks
 from tests.adversarial.conftest import ModelRules
-from tests.adversarial.slack_support import card_ready, ephemerals_to, has_buttons, posted_texts
+from tests.adversarial.slack_support import card_ready, ephemerals_to, has_buttons, posted_texts, slash_countersign
 from tests.e2e import conftest as c
 from tests.e2e.conftest import ALICE, CAROL, CHANNEL
 from tests.e2e.drivers import DiscordDriver, SlackDriver
@@ -27,15 +27,6 @@ pytestmark = pytest.mark.e2e
 
 def _post(url: str, body: object) -> dict[str, object]:
     return {"method": "POST", "url": url, "body": body}
-
-
-async def _slack_admin(events, slack: SlackApiStandIn, words: str, user: str = CAROL) -> str:
-    url = slack.new_response_url(CHANNEL, user=user)
-    before = len(slack.calls_to("response_url"))
-    delivery = await events.slash_command("/countersign", words, user, CHANNEL, url)
-    assert delivery.status == 200
-    calls = await slack.wait_for("response_url", count=before + 1)
-    return str(calls[-1].args.get("text", ""))
 
 
 # --- a gated call running without approval -----------------------------------------------
@@ -66,7 +57,7 @@ async def test_a_lowercase_method_does_not_slip_past_an_admin_condition(
     bot, events, slack: SlackApiStandIn, target, model_rules: ModelRules
 ):
     """`review when args.method == 'POST'`: the model sends method "post"; the tool sends a POST, so it must be reviewed."""
-    reply = await _slack_admin(events, slack, "policy http_request review when args.method == 'POST'")
+    reply = await slash_countersign(events, slack, "policy http_request review when args.method == 'POST'")
     assert "Updated policy" in reply, reply
     model_rules.on("sneak", call("http_request", {"method": "post", "url": target.url("/evil"), "body": {"x": 1}}))
     await events.app_mention(CHANNEL, ALICE, "<@UBOT> sneak")
@@ -120,7 +111,7 @@ async def test_slack_cards_routed_to_a_channel_the_bot_cannot_post_in_leave_a_wa
 ):
     """`cards channel #nowhere` is accepted; then a gated call must not leave the thread stuck with no card anywhere."""
     slack.forbid_channel("CNOWHERE")  # the bot is not in it (Slack answers channel_not_found)
-    reply = await _slack_admin(events, slack, "cards channel <#CNOWHERE|nowhere>")
+    reply = await slash_countersign(events, slack, "cards channel <#CNOWHERE|nowhere>")
     mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> post widget")
     await asyncio.sleep(1.5)
     await settle(bot)
@@ -145,17 +136,17 @@ async def test_slack_cards_routed_to_a_channel_the_bot_cannot_post_in_leave_a_wa
 async def test_a_slack_condition_with_and_and_comparison_operators_is_accepted(bot, events, slack: SlackApiStandIn):
     """Slack escapes &, < and > in slash-command text; `&&` and `>` in a condition must still work."""
     escaped = "policy http_request review when args.method != 'GET' &amp;&amp; size(args.url) &gt; 0"
-    reply = await _slack_admin(events, slack, escaped)
+    reply = await slash_countersign(events, slack, escaped)
     assert "Updated policy" in reply, reply
 
 
 @pytest.mark.parametrize("number", ["²", "①", "⁵"])
 async def test_unicode_digit_look_alikes_get_a_clear_refusal(bot, events, slack: SlackApiStandIn, number):
     """`quorum http_request ²` is bad input: the admin must read why, not 'something went wrong'."""
-    reply = await _slack_admin(events, slack, f"quorum http_request {number}")
+    reply = await slash_countersign(events, slack, f"quorum http_request {number}")
     assert "Something went wrong" not in reply, reply
     assert "quorum" in reply.lower(), reply
-    audit = await _slack_admin(events, slack, f"audit limit {number}")
+    audit = await slash_countersign(events, slack, f"audit limit {number}")
     assert "Something went wrong" not in audit, audit
 
 
@@ -278,7 +269,7 @@ async def test_a_deny_set_while_a_card_waits_also_stops_the_ungated_call_beside_
     )
     mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> get and post")
     [card] = await card_ready(bot, slack)
-    assert "Updated policy" in await _slack_admin(events, slack, "policy http_request deny")
+    assert "Updated policy" in await slash_countersign(events, slack, "policy http_request deny")
     await click(events, slack, ALICE, blocks.ACTION_APPROVE, card)
     await wait_answer(slack, mention.ts)
     await settle(bot)
@@ -288,7 +279,7 @@ async def test_a_deny_set_while_a_card_waits_also_stops_the_ungated_call_beside_
 async def test_a_condition_that_is_not_a_boolean_is_refused_at_save(bot, events, slack: SlackApiStandIn):
     """`when args.url` or `when 1 + 1` can never decide anything; it must be refused when saved, like a syntax error."""
     for condition in ("args.url", "1 + 1", "'yes'"):
-        reply = await _slack_admin(events, slack, f"policy http_request review when {condition}")
+        reply = await slash_countersign(events, slack, f"policy http_request review when {condition}")
         assert "Updated policy" not in reply, (condition, reply)
 
 
@@ -317,7 +308,7 @@ async def test_an_approval_after_the_expiry_time_is_refused_even_before_the_swee
     bot, events, slack: SlackApiStandIn, target
 ):
     """The card's time is up (expires_at in the past); a click landing before the sweeper's next pass must not approve it."""
-    assert "Updated expiry" in await _slack_admin(events, slack, "expiry 30m")
+    assert "Updated expiry" in await slash_countersign(events, slack, "expiry 30m")
     mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> post widget")
     [card] = await card_ready(bot, slack)
     assert bot.runtime is not None
@@ -332,7 +323,7 @@ async def test_a_slack_condition_with_an_ampersand_means_what_the_admin_typed(
     bot, events, slack: SlackApiStandIn, target, model_rules: ModelRules
 ):
     """The admin types `when args.url.contains('&')` (Slack delivers `&amp;`); a POST with a query string must be reviewed."""
-    reply = await _slack_admin(events, slack, "policy http_request review when args.url.contains('&amp;')")
+    reply = await slash_countersign(events, slack, "policy http_request review when args.url.contains('&amp;')")
     assert "Updated policy" in reply, reply
     model_rules.on("post query", call("http_request", _post(target.url("/things?a=1&b=2"), {"x": 1})))
     await events.app_mention(CHANNEL, ALICE, "<@UBOT> post query")
@@ -384,7 +375,7 @@ async def test_a_discord_edit_refused_with_a_long_reason_still_tells_the_editor(
 
 async def test_a_condition_that_fails_at_run_time_requires_review(bot, events, slack: SlackApiStandIn, target):
     """Holds: `args.headers['X-Env'] == 'prod'` on a call without headers errors at run time, so the POST gets a card."""
-    reply = await _slack_admin(events, slack, "policy http_request review when args.headers['X-Env'] == 'prod'")
+    reply = await slash_countersign(events, slack, "policy http_request review when args.headers['X-Env'] == 'prod'")
     assert "Updated policy" in reply, reply
     await events.app_mention(CHANNEL, ALICE, "<@UBOT> post widget")
     [card] = await card_ready(bot, slack)

@@ -12,22 +12,13 @@ from bot.admin.commands import SetPolicy, Show
 from bot.admin.parse import CommandError, parse_command
 from bot.approvals.conditions import compile_condition
 from tests.adversarial.conftest import ModelRules
-from tests.adversarial.slack_support import card_ready
+from tests.adversarial.slack_support import card_ready, slash_countersign
 from tests.e2e.conftest import ALICE, BOB, CAROL, CHANNEL
 from tests.e2e.test_slack_flow import click, settle, wait_answer
 from tests.standins.gemini import call, parts
 from tests.standins.slack_api import SlackApiStandIn
 
 pytestmark = pytest.mark.e2e
-
-
-async def _slack_admin(events, slack: SlackApiStandIn, words: str, user: str = CAROL) -> str:
-    url = slack.new_response_url(CHANNEL, user=user)
-    before = len(slack.calls_to("response_url"))
-    delivery = await events.slash_command("/countersign", words, user, CHANNEL, url)
-    assert delivery.status == 200
-    calls = await slack.wait_for("response_url", count=before + 1)
-    return str(calls[-1].args.get("text", ""))
 
 
 # --- Slack unescape: typed text becomes a "mention" ------------------------------------------
@@ -43,7 +34,7 @@ def test_typed_angle_brackets_are_not_slack_mentions_unit():
 
 async def test_a_non_admin_cannot_forge_a_channel_token_in_show(bot, events, slack: SlackApiStandIn):
     """Bob (not an admin) types a channel id he cannot mention (a private channel); Slack escapes it."""
-    reply = await _slack_admin(events, slack, "show in &lt;#CSECRET&gt;", user=BOB)
+    reply = await slash_countersign(events, slack, "show in &lt;#CSECRET&gt;", user=BOB)
     assert "Effective policy" not in reply and "not a channel" in reply, (
         f"a typed, Slack-escaped token was taken as a real channel mention: {reply!r}"
     )
@@ -51,9 +42,9 @@ async def test_a_non_admin_cannot_forge_a_channel_token_in_show(bot, events, sla
 
 async def test_an_admin_typed_user_token_is_not_a_real_mention(bot, events, slack: SlackApiStandIn):
     """`approvers add <@UNOBODY>` typed literally (not picked from Slack's autocomplete) must be refused."""
-    reply = await _slack_admin(events, slack, "approvers add &lt;@UNOBODY&gt;")
+    reply = await slash_countersign(events, slack, "approvers add &lt;@UNOBODY&gt;")
     assert "Updated approvers" not in reply, reply
-    reply = await _slack_admin(events, slack, "approvers add &lt;!subteam^SFAKE&gt;")
+    reply = await slash_countersign(events, slack, "approvers add &lt;!subteam^SFAKE&gt;")
     assert "Updated approvers" not in reply, reply
 
 
@@ -77,7 +68,7 @@ async def test_a_slack_condition_on_a_url_is_not_silently_made_false(
 ):
     """Admin: review http_request when the URL starts with <target base>; Slack links the URL; a POST there must wait."""
     base = target.url("/").rstrip("/")
-    reply = await _slack_admin(events, slack, f"policy http_request review when args.url.startsWith('<{base}>')")
+    reply = await slash_countersign(events, slack, f"policy http_request review when args.url.startsWith('<{base}>')")
     assert "Updated policy" in reply, reply
     model_rules.on("post it", call("http_request", {"method": "POST", "url": target.url("/x"), "body": {"a": 1}}))
     await events.app_mention(CHANNEL, ALICE, "<@UBOT> post it")
@@ -124,7 +115,7 @@ async def test_out_of_order_approvals_with_an_auto_call_between_run_everything(
 
 
 async def test_deny_plus_auto_runs_the_auto_call(bot, events, slack: SlackApiStandIn, target, model_rules: ModelRules):
-    assert "Updated policy" in await _slack_admin(events, slack, "policy calculator deny")
+    assert "Updated policy" in await slash_countersign(events, slack, "policy calculator deny")
     model_rules.on(
         "both",
         parts(
@@ -144,8 +135,8 @@ async def test_deny_plus_auto_runs_the_auto_call(bot, events, slack: SlackApiSta
 
 
 async def test_a_quorum_review_past_its_time_still_resumes(bot, events, slack: SlackApiStandIn, target):
-    assert "Updated quorum" in await _slack_admin(events, slack, "quorum http_request 2")
-    assert "Updated expiry" in await _slack_admin(events, slack, "expiry 30m")
+    assert "Updated quorum" in await slash_countersign(events, slack, "quorum http_request 2")
+    assert "Updated expiry" in await slash_countersign(events, slack, "expiry 30m")
     await events.app_mention(CHANNEL, ALICE, "<@UBOT> post widget")
     [card] = await card_ready(bot, slack)
     await click(events, slack, CAROL, blocks.ACTION_APPROVE, card)

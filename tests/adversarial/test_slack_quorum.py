@@ -8,21 +8,12 @@ import json
 import pytest
 
 from adapters.slack import blocks
-from tests.adversarial.slack_support import card_json, card_ready, ephemerals_to, has_buttons
+from tests.adversarial.slack_support import card_json, card_ready, ephemerals_to, has_buttons, slash_countersign
 from tests.e2e.conftest import ALICE, BOB, CAROL, CHANNEL
 from tests.e2e.test_slack_flow import card_state, click, settle, wait_answer
 from tests.standins.slack_api import SlackApiStandIn
 
 pytestmark = pytest.mark.e2e
-
-
-async def _configure(events, slack: SlackApiStandIn, words: str) -> str:
-    url = slack.new_response_url(CHANNEL, user=CAROL)
-    before = len(slack.calls_to("response_url"))
-    delivery = await events.slash_command("/countersign", words, CAROL, CHANNEL, url)
-    assert delivery.status == 200
-    calls = await slack.wait_for("response_url", count=before + 1)
-    return str(calls[-1].args.get("text", ""))
 
 
 async def _private_reply(slack: SlackApiStandIn, user: str, before: int) -> str:
@@ -57,7 +48,7 @@ async def test_with_self_approval_off_the_requester_cannot_edit_or_approve_but_m
     bot, events, slack: SlackApiStandIn, target
 ):
     """Self-approval off: Alice's approve click and edit form are refused (an edit is an approval); her reject works."""
-    assert "self-approval" in (await _configure(events, slack, "self-approval off")).lower()
+    assert "self-approval" in (await slash_countersign(events, slack, "self-approval off")).lower()
     mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> post widget")
     [card] = await card_ready(bot, slack)
     refused = await _click(events, slack, ALICE, card)
@@ -77,7 +68,7 @@ async def test_with_self_approval_off_the_requester_cannot_edit_or_approve_but_m
 
 async def test_quorum_needs_two_different_people_whatever_they_click(bot, events, slack: SlackApiStandIn, target):
     """Quorum 2: the requester's approve, edit and approve again count as one person; Bob cannot be the second."""
-    await _configure(events, slack, "quorum http_request 2")
+    await slash_countersign(events, slack, "quorum http_request 2")
     mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> post widget")
     [card] = await card_ready(bot, slack)
     assert "1 of 2" in await _click(events, slack, ALICE, card)
@@ -96,7 +87,7 @@ async def test_a_click_on_a_card_drawn_before_an_edit_does_not_approve_the_edit(
     bot, events, slack: SlackApiStandIn, target
 ):
     """Quorum 2: Carol clicks Approve on the card as it showed 'widget'; Alice's edit to 'exfiltrate' must not run."""
-    await _configure(events, slack, "quorum http_request 2")
+    await slash_countersign(events, slack, "quorum http_request 2")
     await events.app_mention(CHANNEL, ALICE, "<@UBOT> post widget")
     [card] = await card_ready(bot, slack)
     seen_by_carol = card_state(slack, card)
