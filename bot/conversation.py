@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 DM_WORKSPACE = "dm"
 """The workspace id of Discord DMs (DESIGN.md: `discord:<guild_id or dm>:...`): no server owns them."""
 
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ConversationRef:
     """One conversation: a channel, or a ticket (a thread) inside it.

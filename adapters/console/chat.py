@@ -141,6 +141,9 @@ class ConsoleChat:
                 except json.JSONDecodeError as exc:
                     self._write(f"!  Not valid JSON: {exc.msg}. Try again.")
                     continue
+                if not isinstance(args, dict):
+                    self._write('!  The arguments must be a JSON object, like {"name": "value"}. Try again.')
+                    continue
                 decision = {
                     "type": "edit",
                     "edited_action": {"name": approval.tool_name, "args": args},

@@ -32,6 +32,15 @@ from bot.settings import SlackSettings
 
 log = logging.getLogger(__name__)
 
+
+def _not_the_unused_token_warning(record: logging.LogRecord) -> bool:
+    # Bolt reads SLACK_BOT_TOKEN from the environment itself and, since we pass a configured
+    # client, warns on every start that the token "will be unused": true, and no mistake.
+    return "will be unused" not in record.getMessage()
+
+
+logging.getLogger("slack_bolt.AsyncApp").addFilter(_not_the_unused_token_warning)
+
 EVENTS_PATH = "/slack/events"
 
 

@@ -44,6 +44,7 @@ from bot.tools.registry import ToolRegistry, ToolSpec
 
 log = logging.getLogger(__name__)
 
+
 class AdminService:
     """The admin use case.
 

@@ -36,7 +36,8 @@ def normalise(url: str) -> str:
     """
     parts = urlsplit(url)
     if parts.scheme not in SCHEMES:
-        raise ValueError(f"DATABASE_URL must start with postgresql:// (got {parts.scheme or 'no scheme'}://...)")
+        got = parts.scheme or "no scheme"
+        raise ValueError(f"DATABASE_URL must start with postgresql:// or postgres:// (got {got}://...)")
     try:
         parts.port  # noqa: B018 - urllib checks the range only when the port is read
     except ValueError:

@@ -37,12 +37,12 @@ async def test_edit_after_a_bad_json_attempt_then_answer(db_url):
         chat = ConsoleChat(
             h.service,
             platform,
-            read=reader(["send hi to bob", "e", "{not json", "e", '{"to": "eve", "body": "hi"}', "/quit"]),
+            read=reader(["send hi to bob", "e", "{not json", "e", "[]", "e", '{"to": "eve", "body": "hi"}', "/quit"]),
         )
         await chat.run()
     assert log.calls == [("send", {"to": "eve", "body": "hi", "urgent": False})]
     text = "\n".join(out)
-    assert "send wants to run" in text and "Not valid JSON" in text
+    assert "send wants to run" in text and "Not valid JSON" in text and "must be a JSON object" in text
     assert "edited by" in text and "bot> sent to eve" in text
 
 
