@@ -5,7 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bot.approvals.records import ApprovalRecord
+    from bot.conversation import Actor
 
 
 class AuditKind(StrEnum):
@@ -43,3 +47,29 @@ class AuditEntry:
     reason: str | None = None
     detail: dict[str, Any] = field(default_factory=dict)
     at: datetime | None = None
+
+
+def approval_entry(
+    kind: AuditKind, approval: ApprovalRecord, outcome: str, *, actor: Actor | None = None, **fields: Any
+) -> AuditEntry:
+    """An audit row about one approval: its workspace, thread, id, tool and proposed arguments.
+
+    Args:
+        kind: decision, refused or expiry.
+        approval: the approval concerned.
+        outcome: see `AuditEntry.outcome`.
+        actor: who acted; None for the system.
+        fields: any other `AuditEntry` field (`reason`, `detail`, `final_args`).
+    """
+    return AuditEntry(
+        kind=kind,
+        workspace_id=approval.workspace_id,
+        thread_id=approval.thread_id,
+        approval_id=approval.id,
+        tool_name=approval.tool_name,
+        actor_id=actor.user_id if actor else None,
+        actor_name=actor.display_name if actor else None,
+        outcome=outcome,
+        proposed_args=approval.proposed_args,
+        **fields,
+    )

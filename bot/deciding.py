@@ -20,7 +20,7 @@ from bot.approvals.digest import args_digest
 from bot.approvals.mode import Mode
 from bot.approvals.policy import effective_mode
 from bot.approvals.records import DENIED_BY_POLICY, ApprovalRecord, DecideResult
-from bot.audit import AuditEntry, AuditKind
+from bot.audit import AuditKind, approval_entry
 from bot.conversation import Actor, ConversationRef
 from bot.errors import (
     AlreadyDecidedError,
@@ -141,18 +141,7 @@ class Decider:
             raise
 
         kind, args, reason, quorum = self._vote_for(approval, checked, config)
-        audit = AuditEntry(
-            kind=AuditKind.DECISION,
-            workspace_id=approval.workspace_id,
-            thread_id=approval.thread_id,
-            approval_id=approval.id,
-            tool_name=approval.tool_name,
-            actor_id=actor.user_id,
-            actor_name=actor.display_name,
-            outcome=kind.value,
-            proposed_args=approval.proposed_args,
-            detail={"quorum": quorum},
-        )
+        audit = approval_entry(AuditKind.DECISION, approval, kind.value, actor=actor, detail={"quorum": quorum})
         try:
             result = await self._approvals.vote(
                 approval.id,
@@ -240,16 +229,11 @@ class Decider:
             approval.thread_id,
         )
         await self._audit.record(
-            AuditEntry(
-                kind=AuditKind.REFUSED,
-                workspace_id=approval.workspace_id,
-                thread_id=approval.thread_id,
-                approval_id=approval.id,
-                tool_name=approval.tool_name,
-                actor_id=actor.user_id,
-                actor_name=actor.display_name,
-                outcome=outcome,
-                proposed_args=approval.proposed_args,
+            approval_entry(
+                AuditKind.REFUSED,
+                approval,
+                outcome,
+                actor=actor,
                 reason=reason,
                 detail={"attempted": attempted} if attempted else {},
             )

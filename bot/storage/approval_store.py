@@ -22,7 +22,7 @@ from bot.approvals.records import (
     ReviewRecord,
     ReviewStatus,
 )
-from bot.audit import AuditEntry, AuditKind
+from bot.audit import AuditEntry, AuditKind, approval_entry
 from bot.conversation import Actor
 from bot.errors import AlreadyDecidedError, AlreadyVotedError, ApprovalNotFoundError, StaleVoteError
 from bot.storage.audit_store import AuditStore
@@ -198,17 +198,7 @@ class ApprovalStore:
                 return None  # decided (or expired by another replica) in the meantime
             row = _approval(_present(await connection.fetchrow(f"{_SELECT} WHERE a.id = $1", approval_id)))
             await audit.record(
-                AuditEntry(
-                    kind=AuditKind.EXPIRY,
-                    workspace_id=row.workspace_id,
-                    thread_id=row.thread_id,
-                    approval_id=row.id,
-                    tool_name=row.tool_name,
-                    outcome="expired",
-                    proposed_args=row.proposed_args,
-                    reason=EXPIRED_REASON,
-                ),
-                connection=connection,
+                approval_entry(AuditKind.EXPIRY, row, "expired", reason=EXPIRED_REASON), connection=connection
             )
             claimed = await connection.fetchval(
                 """

@@ -7,21 +7,17 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from bot.agents.pool import AgentPool
-from bot.agents.review_agent import ReviewAgent, build_review_agent
-from bot.approvals.policy import ConfiguredPolicy
+from bot.agents.review_agent import ReviewAgent
 from bot.conversation import Actor, ConversationRef, IncomingMessage
-from bot.deciding import Decider
 from bot.service import Countersign
 from bot.settings import DatabaseSettings
 from bot.storage.approval_store import ApprovalStore
 from bot.storage.audit_store import AuditStore
 from bot.storage.config_store import ConfigStore
-from bot.storage.conversation_store import ConversationStore
 from bot.storage.database import Database, open_database
 from bot.storage.ledger import PostgresLedger
-from bot.storage.locks import ThreadLocks
 from bot.tools.registry import ToolRegistry
-from bot.turns import TurnRunner
+from countersign.runtime import assemble_core
 from tests.support.recording_platform import RecordingPlatform
 from tests.support.scripted_model import ScriptedChatModel
 
@@ -73,41 +69,12 @@ async def open_service(
 ) -> AsyncIterator[Harness]:
     platform = platform or RecordingPlatform()
     async with open_database(DatabaseSettings(url=db_url, pool_max_size=pool_size), run_migrations=False) as database:
-        audit = AuditStore(database.pool)
-        approvals = ApprovalStore(database.pool, audit)
-        config = ConfigStore(database.pool, audit)
-        ledger = PostgresLedger(database.pool, approvals)
-        policy = ConfiguredPolicy(registry, config.load, config.denied_in_any_workspace)
-        graphs = [
-            build_review_agent(model=model, tools=registry.tools(), policy=policy, checkpointer=saver, ledger=ledger)
-            for saver in database.savers
-        ]
-        tools = {t.name: t for t in registry.tools()}
-        agents = AgentPool(graphs)
-        runner = TurnRunner(
-            agents=agents,
-            approvals=approvals,
-            platforms={platform.name: platform},
-            tools=tools,
-            recursion_limit=recursion_limit,
-            config=config,
-        )
-        decider = Decider(
-            approvals=approvals,
-            audit=audit,
-            config=config,
-            registry=registry,
-            directory_for=lambda name: platform,
-        )
-        service = Countersign(
-            runner=runner,
-            decider=decider,
-            approvals=approvals,
-            conversations=ConversationStore(database.pool),
-            locks=ThreadLocks(database.lock_pool),
-        )
+        core = assemble_core(database, model, registry, {platform.name: platform}, recursion_limit=recursion_limit)
+        service = core.service
         service.start()
         try:
-            yield Harness(service, approvals, audit, database, platform, agents, ledger, config)
+            yield Harness(
+                service, core.approvals, core.audit, database, platform, core.agents, core.ledger, core.config
+            )
         finally:
             await service.aclose(5)
