@@ -14,6 +14,7 @@ from typing import Any
 
 from bot.admin.parse import USAGE, CommandError
 from bot.admin.views import AuditPage, Changed, HelpPage, PolicyView, Reply, ToolLine
+from bot.agents.kind import AgentKind
 from bot.approvals.conditions import InvalidConditionError
 from bot.approvals.config import ApproverKind, ApproverRule, CardRouting
 from bot.errors import NotPermittedError
@@ -52,6 +53,7 @@ HELP_EXAMPLES = (
     ("expiry 30m", "cards expire after 30 minutes"),
     ("cards channel #approvals", "post cards in one channel (or: here, dm)"),
     ("scope channel in #support", "one conversation per channel (or: thread)"),
+    ("agent subagents in #ops", "the supervisor with subagents answers in #ops"),
     ("audit http_request limit 10", "recent decisions and changes"),
 )
 
@@ -113,7 +115,10 @@ def _show(view: PolicyView, markup: Markup) -> str:
         CardRouting.CHANNEL: f"in {markup.channel(cards.channel_id or '')}",
     }[cards.routing]
     scope = view.scope.value if view.scope else "platform default"
-    lines.append(f"Cards: {routing} · Scope: {scope} · Agent: {view.agent}")
+    agent = f"{view.agent.value} ({view.agent_source})"
+    if view.agent is AgentKind.SUBAGENTS and view.subagents:
+        agent += ": " + ", ".join(f"`{name}`" for name in view.subagents)
+    lines.append(f"Cards: {routing} · Scope: {scope} · Agent: {agent}")
     return "\n".join(lines)
 
 

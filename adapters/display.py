@@ -18,3 +18,17 @@ def reveal_invisible(text: str) -> str:
         f"\\u{ord(ch):04x}" if ch not in _KEEP and unicodedata.category(ch) in {"Cf", "Cc", "Co", "Cn"} else ch
         for ch in text
     )
+
+
+def who_is_working(subagents: tuple[str, ...]) -> tuple[str, bool]:
+    """The subagents at work as words, and whether they are more than one.
+
+    `("researcher", "operator", "researcher")` reads "researcher (2) and operator": one name
+    per subagent, in the order they started, with a count when it runs more than once.
+    """
+    counts: dict[str, int] = {}
+    for name in subagents:
+        counts[name] = counts.get(name, 0) + 1
+    labels = [f"{name} ({count})" if count > 1 else name for name, count in counts.items()]
+    text = labels[0] if len(labels) == 1 else ", ".join(labels[:-1]) + " and " + labels[-1]
+    return text, len(subagents) > 1

@@ -15,7 +15,7 @@ from langchain_core.tools import BaseTool
 
 from bot.approvals.authorization import Directory, ensure_may_decide
 from bot.approvals.config import WorkspaceConfig
-from bot.approvals.decisions import Approve, Edit, Reject, check_decision, parse_decision
+from bot.approvals.decisions import Approve, Edit, Reject, check_decision
 from bot.approvals.digest import args_digest
 from bot.approvals.mode import Mode
 from bot.approvals.policy import effective_mode
@@ -91,14 +91,14 @@ class Decider:
         return approval
 
     async def decide(
-        self, approval_id: str, actor: Actor, decision: object, *, seen_version: str | None = None
+        self, approval_id: str, actor: Actor, decision: Approve | Edit | Reject, *, seen_version: str | None = None
     ) -> DecideResult:
         """Validate, authorise and record one decision (see the module docstring).
 
         Args:
             approval_id: the approval.
             actor: the authenticated clicker.
-            decision: a raw HITL decision dict.
+            decision: the typed decision (`bot.approvals.decisions`).
             seen_version: the arguments' version on the card that was clicked
                 (`ApprovalRecord.version`); an approval from a card drawn before an edit is
                 refused with `StaleVoteError`.
@@ -112,7 +112,12 @@ class Decider:
         """
         for attempt in range(2):
             approval = await self.approval(approval_id)
-            if seen_version and approval.is_pending and approval.version != seen_version and _is_approval(decision):
+            if (
+                seen_version
+                and approval.is_pending
+                and approval.version != seen_version
+                and isinstance(decision, Approve)
+            ):
                 await self._refused(approval, actor, "stale_card", "the arguments changed after the card was drawn")
                 raise StaleVoteError(approval_id)
             try:
@@ -123,12 +128,9 @@ class Decider:
                 log.info("arguments of approval %s changed during a vote; checking again", approval_id)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def _decide_once(self, approval: ApprovalRecord, actor: Actor, decision: object) -> DecideResult:
-        try:
-            parsed = parse_decision(decision)
-        except InvalidDecisionError as exc:
-            await self._refused(approval, actor, "invalid", exc.message)
-            raise
+    async def _decide_once(
+        self, approval: ApprovalRecord, actor: Actor, parsed: Approve | Edit | Reject
+    ) -> DecideResult:
         config = await self._load(approval)
         await self._ensure_open_and_permitted(approval, actor, parsed.type, config)
         under_vote = approval.args_under_vote
@@ -238,7 +240,3 @@ class Decider:
                 detail={"attempted": attempted} if attempted else {},
             )
         )
-
-
-def _is_approval(decision: object) -> bool:
-    return isinstance(decision, dict) and decision.get("type") == "approve"

@@ -93,6 +93,31 @@ class TurnFailed:
 Notice = ReviewPending | ModelFailed | TurnFailed | CardsElsewhere | ApprovalExpired
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Activity:
+    """What the agent is busy with, for the progress indicator.
+
+    Attributes:
+        subagents: the subagents working right now, in the order they started (a name twice
+            when two delegations to it run at once); empty when the agent itself is at work.
+        started: the subagent whose delegation just started, if that is the news (the
+            terminal prints one line per delegation).
+        query: that delegation's task.
+    """
+
+    subagents: tuple[str, ...] = ()
+    started: str | None = None
+    query: str = ""
+
+
+class Progress(Protocol):
+    """The progress indicator of one run, yielded by `Platform.working`."""
+
+    async def show(self, activity: Activity) -> None:
+        """Show `activity` in place of what was shown before; never raises (failures are logged)."""
+        ...
+
+
 class Platform(Protocol):
     """One chat platform, as the core sees it.
 
@@ -119,13 +144,16 @@ class Platform(Protocol):
         """Tell `recipient` (privately where the platform can) or the conversation."""
         ...
 
-    def working(self, conversation: ConversationRef, anchor: str | None) -> AbstractAsyncContextManager[None]:
-        """Show progress for the duration of the block.
+    def working(self, conversation: ConversationRef, anchor: str | None) -> AbstractAsyncContextManager[Progress]:
+        """Show progress for the duration of the block, and clear it at the end.
 
         Args:
             conversation: where the agent works.
             anchor: the message the work is about: a message id received from the platform or
                 a card reference returned by `post_card`; None when there is none.
+
+        Yields:
+            The run's indicator; the core reports which subagents are working through it.
         """
         ...
 

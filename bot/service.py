@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import logging
 
-from bot.approvals.records import ApprovalRecord, DecideResult, ReviewStatus
+from bot.approvals.decisions import Approve, Edit, Reject
+from bot.approvals.lifecycle import ReviewStatus
+from bot.approvals.records import ApprovalRecord, DecideResult
 from bot.conversation import Actor, ConversationRef, IncomingMessage
 from bot.deciding import Decider
 from bot.errors import CountersignError
@@ -86,12 +88,13 @@ class Countersign:
                 return
         await self._conversations.touch(conversation)
         async with self._locks.hold(conversation.thread_id):
-            settled = await self._runner.settle(conversation, message.actor)
+            settled = await self._runner.settle(conversation)
             if settled.blocked:
                 await self._runner.notify(
                     conversation, ReviewPending(approvals=settled.approvals), recipient=message.actor
                 )
                 return
+            await self._runner.choose_agent(conversation)
             await self._runner.ask(conversation, message.text, requester=message.actor, anchor=message.message_id)
 
     async def pending_approvals(self, conversation: ConversationRef) -> list[ApprovalRecord]:
@@ -106,32 +109,35 @@ class Countersign:
         """
         return await self._decider.approval(approval_id)
 
-    async def check_decider(self, approval_id: str, actor: Actor, *, attempted: str = "approve") -> ApprovalRecord:
+    async def check_decider(self, approval_id: str, actor: Actor, *, attempted: str) -> ApprovalRecord:
         """Check, without deciding, that `actor` may take an `attempted` decision.
 
-        Adapters call this before opening an Edit (`attempted="edit"`) or Reject form, so a
-        refused clicker is told at once. Refusals are audited.
+        Adapters call this before opening an Edit (`attempted="edit"`) or Reject
+        (`attempted="reject"`) form, so a refused clicker is told at once. Refusals are audited.
 
         Raises:
             ApprovalNotFoundError, AlreadyDecidedError, NotPermittedError.
         """
         return await self._decider.check(approval_id, actor, attempted=attempted)
 
-    async def submit_decision(
-        self, approval_id: str, actor: Actor, decision: object, *, seen_version: str | None = None
+    async def decide(
+        self, approval_id: str, actor: Actor, decision: Approve | Edit | Reject, *, seen_version: str | None = None
     ) -> ApprovalRecord:
         """Validate, authorise and record one decision; resume the graph once all are in.
+
+        The one entry point for decisions, for every adapter.
 
         Args:
             approval_id: the approval the button or form named.
             actor: the authenticated clicker.
-            decision: a raw HITL decision dict (`{"type": "approve"}` etc.).
+            decision: `Approve()`, `Edit(edited_action=EditedAction(name=<the approval's
+                tool>, args=...))` or `Reject(message=...)` (`bot.approvals.decisions`).
             seen_version: the version tag on the clicked card (see `ApprovalRecord.version`).
 
         Returns:
             The approval as now stored; still pending when a quorum waits for more approvals.
             The card is redrawn in the background and, when this decision was the last of its
-            pause, the graph resumes after it.
+            pause, that pause resumes after it (the other pauses of the thread wait for theirs).
 
         Raises:
             ApprovalNotFoundError: unknown id.
@@ -154,13 +160,10 @@ class Countersign:
 
     async def recover(self) -> None:
         """After a start: resume reviews that were claimed but not finished before a stop."""
-        for review in await self._approvals.reviews_in(ReviewStatus.RESUMING):
-            log.info(
-                "resuming review %s left over from before (thread_id=%s)",
-                review.id,
-                review.thread_id,
-            )
-            self.tasks.spawn(self._resume(review.id), name=f"recover {review.thread_id}")
+        threads = dict.fromkeys(review.thread_id for review in await self._approvals.reviews_in(ReviewStatus.RESUMING))
+        for thread_id in threads:
+            log.info("resuming reviews left over from before (thread_id=%s)", thread_id)
+            self.tasks.spawn(self._resume(thread_id), name=f"recover {thread_id}")
 
     async def aclose(self, grace_s: float) -> None:
         """Stop taking work and let in-flight turns reach a checkpoint (up to `grace_s`)."""
@@ -182,17 +185,11 @@ class Countersign:
     async def _after_decision(self, result: DecideResult) -> None:
         await self._runner.refresh_card(result.approval)
         if result.review_complete:
-            await self._resume(result.approval.review_id)
+            await self._resume(result.approval.thread_id, anchor=result.approval.card_ref)
 
-    async def _resume(self, review_id: str) -> None:
-        review = await self._approvals.review(review_id)
-        if review is None or review.status is ReviewStatus.DONE:
-            return
-        conversation = ConversationRef.from_thread_id(review.thread_id)
-        approvals = await self._approvals.approvals_of(review_id)
-        anchor = next((a.card_ref for a in reversed(approvals) if a.card_ref), None)
-        async with self._locks.hold(review.thread_id):
-            review = await self._approvals.review(review_id)
-            if review is None or review.status is not ReviewStatus.RESUMING:
-                return  # a message handler or another replica resumed it meanwhile
-            await self._runner.resume(conversation, review, anchor=anchor)
+    async def _resume(self, thread_id: str, *, anchor: str | None = None) -> None:
+        """Resume the thread's claimed reviews, unless someone else already did."""
+        conversation = ConversationRef.from_thread_id(thread_id)
+        async with self._locks.hold(thread_id):
+            # A message handler or another replica may have resumed them meanwhile.
+            await self._runner.resume(conversation, anchor=anchor)

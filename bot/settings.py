@@ -14,6 +14,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from bot.agents.kind import AgentKind
 from bot.storage.urls import normalise
 
 DEFAULT_GEMINI_MODEL = "gemini-3.8-flash"
@@ -91,6 +92,22 @@ class AgentSettings(BaseSettings):
     """Replaces the built-in system prompt when set."""
     tools_module: str | None = Field(default=None, validation_alias="COUNTERSIGN_TOOLS_MODULE")
     """Dotted name of an operator module with a `TOOLS` list (see `bot.tools.operator`)."""
+    agent: AgentKind = Field(default=AgentKind.REACT, validation_alias="COUNTERSIGN_AGENT")
+    """The agent of every channel without its own `/countersign agent` setting."""
+    subagents_file: Path | None = Field(default=None, validation_alias="COUNTERSIGN_SUBAGENTS_FILE")
+    """A TOML file defining the subagents (`bot.agents.subagent_specs`); unset = the default set."""
+
+    @field_validator("agent", mode="before")
+    @classmethod
+    def _agent_word(cls, value: object) -> object:
+        if value == "" or value is None:
+            return AgentKind.REACT
+        return value.strip().lower() if isinstance(value, str) else value
+
+    @field_validator("subagents_file", "system_prompt", "tools_module", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, value: object) -> object:
+        return None if value == "" else value
 
 
 class ToolSettings(BaseSettings):

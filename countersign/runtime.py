@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -10,11 +10,15 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 
 from bot.admin.service import AdminService
+from bot.agents.kind import AgentKind
 from bot.agents.model import build_chat_model, call_options
 from bot.agents.pool import AgentPool
 from bot.agents.prompts import SYSTEM_PROMPT
 from bot.agents.review_agent import build_review_agent
+from bot.agents.subagent_specs import SubagentSpec, default_subagents, load_subagents
+from bot.agents.supervisor import build_subagent, build_supervisor_agent
 from bot.approvals.policy import ConfiguredPolicy
+from bot.cards import CardDesk
 from bot.deciding import Decider
 from bot.ports import Platform
 from bot.service import Countersign
@@ -74,47 +78,86 @@ def assemble_core(
     system_prompt: str = SYSTEM_PROMPT,
     history_window: int = 60,
     model_kwargs: dict[str, Any] | None = None,
+    subagents: Sequence[SubagentSpec] | None = None,
+    model_named: Callable[[str], BaseChatModel] | None = None,
+    default_agent: AgentKind = AgentKind.REACT,
 ) -> Core:
-    """Wire stores, policy, one review agent per checkpoint saver, runner, decider and service.
+    """Wire stores, policy, both agents per checkpoint saver, runner, decider and service.
 
     Args:
         database: open pools and savers.
-        model: the chat model (Gemini in production, a scripted one in tests).
+        model: the chat model (Gemini in production, a scripted one in tests); the ReAct
+            agent's, the supervisor's, and every subagent's without a model of its own.
         registry: the tools.
         platforms: adapters' `Platform`s by name; may be filled after this returns, before
             traffic starts.
         recursion_limit: LangGraph steps per turn (seed 000).
-        system_prompt: prepended to every model call.
+        system_prompt: prepended to every model call of the ReAct agent and the supervisor.
         history_window: most stored messages sent per model call.
         model_kwargs: call options bound with the tools (Gemini's retries, ...).
+        subagents: the checked subagent definitions; None = the default set.
+        model_named: builds the model a subagent names (`SubagentSpec.model`); None = every
+            subagent uses `model`.
+        default_agent: the agent of channels without their own setting.
     """
     audit = AuditStore(database.pool)
     approvals = ApprovalStore(database.pool, audit)
     config = ConfigStore(database.pool, audit)
     ledger = PostgresLedger(database.pool, approvals)
     policy = ConfiguredPolicy(registry, config.load, config.denied_in_any_workspace)
+    tools = {tool.name: tool for tool in registry.tools()}
+    specs = default_subagents(registry) if subagents is None else subagents
+    compiled = [
+        build_subagent(
+            spec,
+            model=model_named(spec.model) if spec.model and model_named else model,
+            tools=[tools[name] for name in spec.tools],
+            policy=policy,
+            ledger=ledger,
+            history_window=history_window,
+            model_kwargs=model_kwargs,
+        )
+        for spec in specs
+    ]
     agents = AgentPool(
-        [
-            build_review_agent(
-                model=model,
-                tools=registry.tools(),
-                policy=policy,
-                checkpointer=saver,
-                ledger=ledger,
-                system_prompt=system_prompt,
-                history_window=history_window,
-                model_kwargs=model_kwargs,
-            )
-            for saver in database.savers
-        ]
+        {
+            AgentKind.REACT: [
+                build_review_agent(
+                    model=model,
+                    tools=registry.tools(),
+                    policy=policy,
+                    checkpointer=saver,
+                    ledger=ledger,
+                    system_prompt=system_prompt,
+                    history_window=history_window,
+                    model_kwargs=model_kwargs,
+                )
+                for saver in database.savers
+            ],
+            AgentKind.SUBAGENTS: [
+                build_supervisor_agent(
+                    model=model,
+                    subagents=compiled,
+                    policy=policy,
+                    checkpointer=saver,
+                    system_prompt=system_prompt,
+                    history_window=history_window,
+                    model_kwargs=model_kwargs,
+                )
+                for saver in database.savers
+            ],
+        }
     )
+    conversations = ConversationStore(database.pool)
     runner = TurnRunner(
         agents=agents,
         approvals=approvals,
-        platforms=platforms,
-        tools={tool.name: tool for tool in registry.tools()},
+        conversations=conversations,
+        cards=CardDesk(approvals, config, platforms),
+        tools=tools,
         recursion_limit=recursion_limit,
         config=config,
+        default_agent=default_agent,
     )
     decider = Decider(
         approvals=approvals,
@@ -123,12 +166,19 @@ def assemble_core(
         registry=registry,
         directory_for=lambda name: platforms[name],
     )
-    admin = AdminService(config=config, audit=audit, registry=registry, directory_for=lambda name: platforms[name])
+    admin = AdminService(
+        config=config,
+        audit=audit,
+        registry=registry,
+        directory_for=lambda name: platforms[name],
+        default_agent=default_agent,
+        subagents=tuple(spec.name for spec in specs),
+    )
     service = Countersign(
         runner=runner,
         decider=decider,
         approvals=approvals,
-        conversations=ConversationStore(database.pool),
+        conversations=conversations,
         locks=ThreadLocks(database.lock_pool),
     )
     return Core(
@@ -149,6 +199,11 @@ async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
     """
     model = build_chat_model(settings.gemini)
     registry = build_registry(settings.tools, settings.agent.tools_module)
+    subagents = load_subagents(settings.agent.subagents_file, registry)
+
+    def model_named(name: str) -> BaseChatModel:
+        return build_chat_model(settings.gemini.model_copy(update={"model": name}))
+
     async with open_database(settings.database) as database:
         platforms: dict[str, Platform] = {}
         core = assemble_core(
@@ -160,6 +215,9 @@ async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
             system_prompt=settings.agent.system_prompt or SYSTEM_PROMPT,
             history_window=settings.agent.history_window,
             model_kwargs=call_options(settings.gemini),
+            subagents=subagents,
+            model_named=model_named,
+            default_agent=settings.agent.agent,
         )
         service, admin = core.service, core.admin
         try:

@@ -10,6 +10,7 @@ import threading
 from collections.abc import Awaitable, Callable
 
 from adapters.console.platform import ConsolePlatform
+from bot.approvals.decisions import Approve, Edit, EditedAction, Reject
 from bot.conversation import Actor, ConversationRef, IncomingMessage
 from bot.errors import CountersignError
 from bot.ports import ApprovalCard
@@ -128,12 +129,12 @@ class ConsoleChat:
                 self._write("   The call waits; you are asked again next time.")
                 return False
             choice = answer.strip().lower()[:1]
-            decision: dict[str, object]
+            decision: Approve | Edit | Reject
             if choice == "a":
-                decision = {"type": "approve"}
+                decision = Approve()
             elif choice == "r":
                 reason = await self._read("   reason (optional): ")
-                decision = {"type": "reject", "message": (reason or "").strip() or None}
+                decision = Reject(message=(reason or "").strip() or None)
             elif choice == "e":
                 raw = await self._read("   new args as JSON: ")
                 try:
@@ -144,15 +145,12 @@ class ConsoleChat:
                 if not isinstance(args, dict):
                     self._write('!  The arguments must be a JSON object, like {"name": "value"}. Try again.')
                     continue
-                decision = {
-                    "type": "edit",
-                    "edited_action": {"name": approval.tool_name, "args": args},
-                }
+                decision = Edit(edited_action=EditedAction(name=approval.tool_name, args=args))
             else:
                 self._write("!  Answer a, e or r (or /quit to leave; the call waits until next time).")
                 continue
             try:
-                await self._service.submit_decision(approval.id, self._actor, decision)
+                await self._service.decide(approval.id, self._actor, decision)
             except CountersignError as exc:
                 self._write(f"!  {exc}")
                 continue

@@ -6,10 +6,19 @@ import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
-from bot.approvals.records import ApprovalStatus
+from bot.approvals.lifecycle import ApprovalStatus
 from bot.conversation import Actor, ConversationRef
 from bot.errors import ModelErrorKind
-from bot.ports import ApprovalCard, ApprovalExpired, CardsElsewhere, CardTarget, ModelFailed, Notice, ReviewPending
+from bot.ports import (
+    Activity,
+    ApprovalCard,
+    ApprovalExpired,
+    CardsElsewhere,
+    CardTarget,
+    ModelFailed,
+    Notice,
+    ReviewPending,
+)
 
 Write = Callable[[str], None]
 
@@ -70,10 +79,10 @@ class ConsolePlatform:
             self.write(f"!  Something went wrong; see the log (conversation {notice.thread_id}).")
 
     @asynccontextmanager
-    async def working(self, conversation: ConversationRef, anchor: str | None) -> AsyncIterator[None]:
-        """Print a short line while the agent works."""
+    async def working(self, conversation: ConversationRef, anchor: str | None) -> AsyncIterator[_Progress]:
+        """Print a short line when the agent starts, and one per delegation."""
         self.write("   …")
-        yield
+        yield _Progress(self.write)
 
     async def is_admin(self, actor: Actor) -> bool:
         """The person at the terminal runs the bot: they administer it."""
@@ -86,6 +95,20 @@ class ConsolePlatform:
     async def group_members(self, workspace_id: str, group_id: str) -> frozenset[str]:
         """A terminal has no groups."""
         return frozenset()
+
+
+class _Progress:
+    """One line per delegation that starts (again after a resume): who works on what."""
+
+    def __init__(self, write: Write) -> None:
+        self._write = write
+
+    async def show(self, activity: Activity) -> None:
+        """Print the delegation that just started; other changes print nothing."""
+        if activity.started is not None:
+            query = " ".join(activity.query.split())
+            query = query if len(query) <= 100 else query[:99] + "…"
+            self._write(f"   … {activity.started} is working: {query}")
 
 
 def _elsewhere_or_expired(notice: CardsElsewhere | ApprovalExpired) -> str:

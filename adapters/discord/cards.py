@@ -15,7 +15,8 @@ import discord
 
 from adapters.discord import messages as msg
 from adapters.display import reveal_invisible
-from bot.approvals.records import ApprovalRecord, ApprovalStatus
+from bot.approvals.lifecycle import ApprovalStatus
+from bot.approvals.records import ApprovalRecord
 from bot.ports import ApprovalCard
 
 DESCRIPTION_CHARS = 4096

@@ -23,6 +23,7 @@ from bot.admin.commands import (
     ChangeApprovers,
     Command,
     Help,
+    SetAgent,
     SetCards,
     SetExpiry,
     SetPolicy,
@@ -34,6 +35,7 @@ from bot.admin.commands import (
 )
 from bot.admin.parse import CommandError, parse_duration
 from bot.admin.service import AdminService
+from bot.agents.kind import AgentKind
 from bot.approvals.config import ApproverKind, CardRouting, ConversationScope
 from bot.approvals.mode import Mode
 from bot.errors import CountersignError
@@ -62,6 +64,7 @@ DISCORD_MARKUP = Markup(
         "expiry": "expiry duration:<90s, 30m, 4h, 2d or off> [tool]",
         "cards": "cards where:here|dm|channel [channel]",
         "scope": "scope kind:channel|thread [channel]",
+        "agent": "agent kind:react|subagents [channel]",
         "audit": "audit [tool] [user] [limit]",
     },
     examples=(
@@ -76,6 +79,7 @@ DISCORD_MARKUP = Markup(
         ("expiry duration:30m", "cards expire after 30 minutes"),
         ("cards where:channel channel:#approvals", "post cards in one channel (or: here, dm)"),
         ("scope kind:channel channel:#support", "one conversation per channel (or: thread)"),
+        ("agent kind:subagents channel:#ops", "the supervisor with subagents answers in #ops"),
         ("audit tool:http_request limit:10", "recent decisions and changes"),
     ),
 )
@@ -199,6 +203,15 @@ def build_command_group(admin: AdminService, tool_names: list[str]) -> app_comma
         where = _settings_channel(channel) if channel else None
         await run(interaction, SetScope(scope=ConversationScope(kind), channel_id=where))
 
+    @group.command(name="agent", description="Which agent answers: the ReAct agent or the supervisor with subagents")
+    async def agent(
+        interaction: Interaction,
+        kind: Literal["react", "subagents"],
+        channel: discord.abc.GuildChannel | discord.Thread | None = None,
+    ) -> None:
+        where = _settings_channel(channel) if channel else None
+        await run(interaction, SetAgent(agent=AgentKind(kind), channel_id=where))
+
     @group.command(name="audit", description="Recent decisions, refusals, expiries and changes")
     @app_commands.autocomplete(tool=tools)
     async def audit(
@@ -215,7 +228,7 @@ def build_command_group(admin: AdminService, tool_names: list[str]) -> app_comma
 def _settings_channel(channel: Any) -> str:
     """The channel whose settings apply: a thread or forum post follows its parent channel.
 
-    Policy overrides and the conversation scope are per channel (DESIGN.md); a ticket is a
+    Policy overrides, the conversation scope and the agent are per channel (DESIGN.md); a ticket is a
     conversation under its channel, so a rule "in" a thread is a rule in its parent.
     """
     if isinstance(channel, discord.Thread | app_commands.AppCommandThread) and channel.parent_id:

@@ -28,6 +28,7 @@ from adapters.discord.modals import (
     reject_modal,
     submitted_values,
 )
+from bot.approvals.decisions import Approve, Edit, EditedAction, Reject
 from bot.conversation import Actor
 from bot.errors import CountersignError, InvalidDecisionError
 from bot.service import Countersign
@@ -53,9 +54,7 @@ class InteractionHandler:
             await interaction.response.defer()
             try:
                 actor = await self._actor(interaction, approval_id)
-                approval = await self._service.submit_decision(
-                    approval_id, actor, {"type": "approve"}, seen_version=version
-                )
+                approval = await self._service.decide(approval_id, actor, Approve(), seen_version=version)
             except Exception as exc:
                 await self._refuse_followup(interaction, exc)
                 return
@@ -89,25 +88,34 @@ class InteractionHandler:
         values = submitted_values(data)
         if kind == "reject":
             reason = values.get(REASON_INPUT, "").strip() or None
-            await self._decide(interaction, approval_id, {"type": "reject", "message": reason})
+            await self._decide(interaction, approval_id, reason=reason)
             return
         args, problem = parse_edited_args(values.get(ARGS_INPUT, ""), msg)
         if args is None:
             await self._edit_refused(interaction, approval_id, problem or msg.EDIT_NOT_OBJECT)
             return
-        await self._decide(interaction, approval_id, {"type": "edit", "edited_action": {"args": args}})
+        await self._decide(interaction, approval_id, args=args)
 
-    async def _decide(self, interaction: Interaction, approval_id: str, decision: dict[str, Any]) -> None:
+    async def _decide(
+        self,
+        interaction: Interaction,
+        approval_id: str,
+        *,
+        args: dict[str, Any] | None = None,
+        reason: str | None = None,
+    ) -> None:
+        """Record the edit (`args`) or the reject (`reason`) a modal submitted."""
         await interaction.response.defer(ephemeral=True, thinking=False)
         try:
             actor = await self._actor(interaction, approval_id)
-            if decision["type"] == "edit":
+            decision: Edit | Reject = Reject(message=reason)
+            if args is not None:
                 approval = await self._service.approval(approval_id)
-                decision["edited_action"]["name"] = approval.tool_name
-            await self._service.submit_decision(approval_id, actor, decision)
+                decision = Edit(edited_action=EditedAction(name=approval.tool_name, args=args))
+            await self._service.decide(approval_id, actor, decision)
         except InvalidDecisionError as exc:
             text = msg.EDIT_INVALID.format(problem=exc.message)
-            view = edit_again_view(approval_id) if decision["type"] == "edit" else discord.utils.MISSING
+            view = edit_again_view(approval_id) if args is not None else discord.utils.MISSING
             await interaction.followup.send(text, ephemeral=True, view=view)
         except Exception as exc:
             await self._refuse_followup(interaction, exc)

@@ -110,3 +110,8 @@ MISSING_INTENT = (
     "Discord refused the Message Content intent. Enable it in the Developer Portal: your "
     "application → Bot → Privileged Gateway Intents → Message Content Intent, then restart."
 )
+
+PROGRESS_ONE = "⏳ {names} is working…"
+PROGRESS_MANY = "⏳ {names} are working…"
+PROGRESS_AGENT = "⏳ Putting the answer together…"
+"""The status line, edited in place while subagents work, deleted when the turn ends."""

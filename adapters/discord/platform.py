@@ -13,9 +13,11 @@ from adapters.discord import messages as msg
 from adapters.discord.buttons import card_view
 from adapters.discord.cards import card_embed
 from adapters.discord.conversations import DM, target_channel_id
+from adapters.display import who_is_working
 from bot.conversation import Actor, ConversationRef
 from bot.errors import ModelErrorKind
 from bot.ports import (
+    Activity,
     ApprovalCard,
     ApprovalExpired,
     CardsElsewhere,
@@ -111,10 +113,15 @@ class DiscordPlatform:
             await channel.send(chunk, allowed_mentions=mentions)
 
     @asynccontextmanager
-    async def working(self, conversation: ConversationRef, anchor: str | None) -> AsyncIterator[None]:
-        """The typing indicator for as long as the agent works."""
-        async with self._channel(target_channel_id(conversation)).typing():
-            yield
+    async def working(self, conversation: ConversationRef, anchor: str | None) -> AsyncIterator[DiscordProgress]:
+        """The typing indicator for as long as the agent works, plus a status line for subagents."""
+        channel = self._channel(target_channel_id(conversation))
+        progress = DiscordProgress(channel)
+        try:
+            async with channel.typing():
+                yield progress
+        finally:
+            await progress.clear()
 
     async def is_admin(self, actor: Actor) -> bool:
         """Manage Server in the actor's guild; never in a DM."""
@@ -172,3 +179,48 @@ class DiscordPlatform:
         if isinstance(notice, ApprovalExpired):
             return msg.EXPIRED_NOTICE.format(user=notice.approval.requester_id, tool=notice.approval.tool_name)
         raise TypeError(f"unknown notice {notice!r}")
+
+
+class DiscordProgress:
+    """A short status line saying which subagents work, edited in place and deleted at the end.
+
+    Nothing is posted until a subagent starts, so a plain ReAct turn shows only typing.
+
+    Args:
+        channel: where the conversation is (the thread, for a ticket).
+    """
+
+    def __init__(self, channel: discord.abc.Messageable) -> None:
+        self._channel = channel
+        self._message: discord.Message | None = None
+        self._text = ""
+
+    async def show(self, activity: Activity) -> None:
+        """Post or edit the status line; a failure is logged, never raised."""
+        if activity.subagents:
+            names, many = who_is_working(activity.subagents)
+            text = (msg.PROGRESS_MANY if many else msg.PROGRESS_ONE).format(names=names)
+        elif self._message is None:
+            return
+        else:
+            text = msg.PROGRESS_AGENT
+        if text == self._text:
+            return
+        try:
+            if self._message is None:
+                self._message = await self._channel.send(text, allowed_mentions=NO_PINGS)
+            else:
+                await self._message.edit(content=text, allowed_mentions=NO_PINGS)
+            self._text = text
+        except discord.HTTPException as exc:
+            log.info("could not show progress: %s", exc)
+
+    async def clear(self) -> None:
+        """Delete the status line (the answer follows)."""
+        if self._message is None:
+            return
+        try:
+            await self._message.delete()
+        except discord.HTTPException as exc:
+            log.info("could not delete the progress line: %s", exc)
+        self._message = None

@@ -14,7 +14,8 @@ from typing import Any
 from adapters.display import reveal_invisible
 from adapters.slack import messages as msg
 from adapters.slack.text import escape, to_mrkdwn
-from bot.approvals.records import ApprovalRecord, ApprovalStatus
+from bot.approvals.lifecycle import ApprovalStatus
+from bot.approvals.records import ApprovalRecord
 from bot.ports import ApprovalCard
 
 ACTION_APPROVE = "countersign_approve"

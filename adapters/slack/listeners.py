@@ -22,6 +22,7 @@ from adapters.slack.platform import SlackPlatform, UserDirectory
 from adapters.slack.text import plain_text
 from bot.admin.service import AdminService
 from bot.approvals.config import ConversationScope
+from bot.approvals.decisions import Approve, Edit, EditedAction, Reject
 from bot.conversation import Actor, ConversationRef, IncomingMessage
 from bot.errors import CountersignError
 from bot.service import Countersign
@@ -135,8 +136,8 @@ class SlackListeners:
         await ack()
         actor = await self._clicker(body)
         try:
-            approval = await self._service.submit_decision(
-                action["value"], actor, {"type": "approve"}, seen_version=blocks.version_of(action.get("block_id", ""))
+            approval = await self._service.decide(
+                action["value"], actor, Approve(), seen_version=blocks.version_of(action.get("block_id", ""))
             )
         except Exception as exc:
             await self._refuse(body, exc)
@@ -187,8 +188,8 @@ class SlackListeners:
         approval_id = view["private_metadata"]
         try:
             approval = await self._service.approval(approval_id)
-            decision = {"type": "edit", "edited_action": {"name": approval.tool_name, "args": args}}
-            await self._service.submit_decision(approval_id, actor, decision)
+            edit = Edit(edited_action=EditedAction(name=approval.tool_name, args=args))
+            await self._service.decide(approval_id, actor, edit)
         except Exception as exc:
             if not isinstance(exc, CountersignError):
                 log.exception("edit of approval %s failed", approval_id)
@@ -202,7 +203,7 @@ class SlackListeners:
         actor = await self._clicker(body)
         approval_id = view["private_metadata"]
         try:
-            await self._service.submit_decision(approval_id, actor, {"type": "reject", "message": reason})
+            await self._service.decide(approval_id, actor, Reject(message=reason))
         except Exception as exc:
             if not isinstance(exc, CountersignError):
                 log.exception("reject of approval %s failed", approval_id)

@@ -108,3 +108,8 @@ SHUTTING_DOWN = "I'm restarting right now; please send your message again in a m
 EMPTY_MENTION = "Hi! Mention me with a question or a task, and I'll get to work."
 
 REPLY_CUT = "(The rest is cut: ask for less, e.g. `audit limit 20` or `audit tool <name>`.)"
+
+PROGRESS_ONE = ":hourglass_flowing_sand: _{names} is working…_"
+PROGRESS_MANY = ":hourglass_flowing_sand: _{names} are working…_"
+PROGRESS_AGENT = ":hourglass_flowing_sand: _Putting the answer together…_"
+"""The progress message, updated in place while subagents work, deleted when the turn ends."""

@@ -11,12 +11,14 @@ from dataclasses import dataclass
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from adapters.display import who_is_working
 from adapters.slack import messages as msg
 from adapters.slack.blocks import card_blocks, card_text
 from adapters.slack.text import escape, split_message, to_mrkdwn
 from bot.conversation import Actor, ConversationRef
 from bot.errors import ModelErrorKind
 from bot.ports import (
+    Activity,
     ApprovalCard,
     ApprovalExpired,
     CardsElsewhere,
@@ -158,18 +160,22 @@ class SlackPlatform:
         await self._client.chat_postEphemeral(channel=channel, user=user, text=text, thread_ts=thread_ts)
 
     @asynccontextmanager
-    async def working(self, conversation: ConversationRef, anchor: str | None) -> AsyncIterator[None]:
-        """An hourglass reaction on the anchor message while the agent works."""
-        if anchor is None:
-            yield
-            return
-        channel, ts = parse_message_ref(conversation, anchor)
-        added = await self._react("reactions_add", channel, ts)
+    async def working(self, conversation: ConversationRef, anchor: str | None) -> AsyncIterator[SlackProgress]:
+        """An hourglass reaction on the anchor message while the agent works.
+
+        With subagents, also a progress message naming those at work (see `SlackProgress`).
+        """
+        progress = SlackProgress(self._client, conversation)
+        added = False
+        if anchor is not None:
+            channel, ts = parse_message_ref(conversation, anchor)
+            added = await self._react("reactions_add", channel, ts)
         try:
-            yield
+            yield progress
         finally:
-            if added:
-                await self._react("reactions_remove", channel, ts)
+            await progress.clear()
+            if added and anchor is not None:
+                await self._react("reactions_remove", *parse_message_ref(conversation, anchor))
 
     async def is_admin(self, actor: Actor) -> bool:
         """Workspace admin or owner, per `users.info`."""
@@ -237,3 +243,57 @@ class SlackPlatform:
             log.warning("chat.getPermalink failed: %s", exc.response.get("error"))
             return None
         return str(response["permalink"])
+
+
+class SlackProgress:
+    """A progress message in the conversation saying which subagents work.
+
+    Posted when the first subagent starts, updated in place (`chat.update`), deleted when the
+    turn ends (`chat.delete`), so it never stays in the thread. A plain ReAct turn posts none.
+
+    Args:
+        client: the Web API client.
+        conversation: where the agent works.
+    """
+
+    def __init__(self, client: AsyncWebClient, conversation: ConversationRef) -> None:
+        self._client = client
+        self._conversation = conversation
+        self._ts: str | None = None
+        self._channel: str | None = None
+        self._text = ""
+
+    async def show(self, activity: Activity) -> None:
+        """Post or update the progress message; a failure is logged, never raised."""
+        if activity.subagents:
+            names, many = who_is_working(activity.subagents)
+            text = (msg.PROGRESS_MANY if many else msg.PROGRESS_ONE).format(names=escape(names))
+        elif self._ts is None:
+            return
+        else:
+            text = msg.PROGRESS_AGENT
+        if text == self._text:
+            return
+        try:
+            if self._ts is None:
+                response = await self._client.chat_postMessage(
+                    channel=self._conversation.channel_id, thread_ts=self._conversation.thread, text=text
+                )
+                self._ts, self._channel = str(response["ts"]), str(response["channel"])
+            else:
+                await self._client.chat_update(
+                    channel=self._channel or self._conversation.channel_id, ts=self._ts, text=text
+                )
+            self._text = text
+        except SlackApiError as exc:
+            log.info("could not show progress: %s", exc.response.get("error"))
+
+    async def clear(self) -> None:
+        """Delete the progress message (the answer follows)."""
+        if self._ts is None:
+            return
+        try:
+            await self._client.chat_delete(channel=self._channel or self._conversation.channel_id, ts=self._ts)
+        except SlackApiError as exc:
+            log.info("could not delete the progress message: %s", exc.response.get("error"))
+        self._ts = None

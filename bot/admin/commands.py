@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bot.agents.kind import AgentKind
 from bot.approvals.config import ApproverKind, CardRouting, ConversationScope
 from bot.approvals.mode import Mode
 
@@ -97,6 +98,14 @@ class SetScope:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SetAgent:
+    """`agent react|subagents [in #channel]`: which agent answers there (workspace-wide without `in`)."""
+
+    agent: AgentKind
+    channel_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ShowAudit:
     """`audit [tool] [user] [limit n]`."""
 
@@ -116,6 +125,7 @@ Command = (
     | SetExpiry
     | SetCards
     | SetScope
+    | SetAgent
     | ShowAudit
 )
 

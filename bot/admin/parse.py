@@ -17,6 +17,7 @@ from bot.admin.commands import (
     ChangeApprovers,
     Command,
     Help,
+    SetAgent,
     SetCards,
     SetExpiry,
     SetPolicy,
@@ -26,6 +27,7 @@ from bot.admin.commands import (
     Show,
     ShowAudit,
 )
+from bot.agents.kind import AgentKind
 from bot.approvals.config import ApproverKind, CardRouting, ConversationScope
 from bot.approvals.mode import Mode
 from bot.errors import CountersignError
@@ -53,6 +55,7 @@ USAGE = {
     "expiry": "expiry <duration like 90s, 30m, 4h, 2d>|off [for <tool>]",
     "cards": "cards here|dm|channel <#channel>",
     "scope": "scope channel|thread [in #channel]",
+    "agent": "agent react|subagents [in #channel]",
     "audit": "audit [tool] [@user] [limit n]",
 }
 
@@ -269,6 +272,14 @@ def _scope(words: _Words, condition: str | None) -> Command:
     return SetScope(scope=ConversationScope(kind), channel_id=channel_id(where, words.usage) if where else None)
 
 
+def _agent(words: _Words, condition: str | None) -> Command:
+    kind = words.take("react or subagents").lower()
+    if kind not in {agent.value for agent in AgentKind}:
+        raise CommandError(f"expected react or subagents, got `{kind}`", words.usage)
+    where = words.take_optional("in")
+    return SetAgent(agent=AgentKind(kind), channel_id=channel_id(where, words.usage) if where else None)
+
+
 def _audit(words: _Words, condition: str | None) -> Command:
     limit_text = words.take_optional("limit")
     limit = 20
@@ -299,5 +310,6 @@ _PARSERS = {
     "expiry": _expiry,
     "cards": _cards,
     "scope": _scope,
+    "agent": _agent,
     "audit": _audit,
 }

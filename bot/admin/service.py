@@ -20,6 +20,7 @@ from bot.admin.commands import (
     ChangeApprovers,
     Command,
     Help,
+    SetAgent,
     SetCards,
     SetExpiry,
     SetPolicy,
@@ -31,6 +32,7 @@ from bot.admin.commands import (
 )
 from bot.admin.parse import CommandError
 from bot.admin.views import AuditPage, Changed, HelpPage, PolicyView, Reply, ToolLine
+from bot.agents.kind import AgentKind
 from bot.approvals.authorization import Directory, is_workspace_admin
 from bot.approvals.conditions import compile_condition, sample_arguments, strip_quotes
 from bot.approvals.config import ALL, ApproverRule, ConversationScope, SettingKey, WorkspaceConfig
@@ -53,6 +55,8 @@ class AdminService:
         audit: the audit log.
         registry: the tools (names, arguments and built-in defaults).
         directory_for: the platform directory (who is an admin) by platform name.
+        default_agent: the agent of channels without a setting (`COUNTERSIGN_AGENT`), for `show`.
+        subagents: the configured subagents' names, for `show`.
     """
 
     def __init__(
@@ -62,11 +66,15 @@ class AdminService:
         audit: AuditStore,
         registry: ToolRegistry,
         directory_for: Callable[[str], Directory],
+        default_agent: AgentKind = AgentKind.REACT,
+        subagents: tuple[str, ...] = (),
     ) -> None:
         self._config = config
         self._audit = audit
         self._registry = registry
         self._directory_for = directory_for
+        self._default_agent = default_agent
+        self._subagents = subagents
 
     async def execute(self, actor: Actor, command: Command, *, here: str | None = None) -> Reply:
         """Run one command for `actor`.
@@ -153,6 +161,8 @@ class AdminService:
             return await self._set(actor, SettingKey.CARDS, routing)
         if isinstance(command, SetScope):
             return await self._set(actor, SettingKey.SCOPE, command.scope.value, channel=command.channel_id or ALL)
+        if isinstance(command, SetAgent):
+            return await self._set(actor, SettingKey.AGENT, command.agent.value, channel=command.channel_id or ALL)
         raise CommandError(f"unsupported command {type(command).__name__}")  # pragma: no cover
 
     async def _set(
@@ -209,6 +219,9 @@ class AdminService:
             expiry_s=config.expiry_s(ALL),
             cards=config.cards(),
             scope=config.scope(channel),
+            agent=config.agent(channel) or self._default_agent,
+            agent_source=_agent_source(config, channel),
+            subagents=self._subagents,
         )
 
     def _tool(self, name: str) -> ToolSpec:
@@ -249,6 +262,14 @@ def _samples(spec: ToolSpec) -> dict[str, Any]:
     if isinstance(schema, type) and issubclass(schema, BaseModel):
         return sample_arguments(dereference_refs(schema.model_json_schema()))
     return sample_arguments(schema if isinstance(schema, dict) else {})
+
+
+def _agent_source(config: WorkspaceConfig, channel: str) -> str:
+    if channel and config.settings.get((channel, ALL, SettingKey.AGENT.value)):
+        return "channel"
+    if config.settings.get((ALL, ALL, SettingKey.AGENT.value)):
+        return "workspace"
+    return "default"
 
 
 def _rule_words(mode: Mode, condition: str | None) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from bot.agents.kind import AgentKind
 from bot.approvals.config import ApproverRule, CardsSetting, ConversationScope
 from bot.approvals.mode import Mode
 from bot.audit import AuditEntry
@@ -42,7 +43,11 @@ class PolicyView:
     expiry_s: int | None
     cards: CardsSetting
     scope: ConversationScope | None
-    agent: str = "ReAct agent with a review gate"
+    agent: AgentKind
+    agent_source: str
+    """Where the agent setting comes from: `channel`, `workspace` or `default` (COUNTERSIGN_AGENT)."""
+    subagents: tuple[str, ...] = ()
+    """The configured subagents' names (shown when the agent is `subagents`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -26,6 +26,9 @@ def make_llm_call(
     system_prompt: str,
     steps_per_tool_round: int,
     history_window: int,
+    max_tool_rounds: int | None = None,
+    step_limit_message: str = STEP_LIMIT_MESSAGE,
+    closing_instruction: str | None = None,
 ) -> LlmNode:
     """Build the `llm_call` node.
 
@@ -36,6 +39,14 @@ def make_llm_call(
             running conversations at once (seed 000).
         steps_per_tool_round: graph steps one tool round costs (3 with `human_review`).
         history_window: most stored messages sent per call (see `model_view`).
+        max_tool_rounds: when set, a hard cap on tool rounds over the graph's whole state
+            (counted in `tool_rounds`): the answer that would start one more round is replaced
+            by `step_limit_message`, however many steps LangGraph still allows.
+        step_limit_message: what replaces a tool call when a guard fires.
+        closing_instruction: when set and a guard fires, the model is asked once more, with
+            this appended to the system prompt, for a final text (a subagent's report of what
+            it has so far); any tool call in that answer is dropped, and `step_limit_message`
+            stands in when it has no text. The extra call costs no graph step.
 
     The step guard (seed 000): a tool call is replaced by `STEP_LIMIT_MESSAGE` when
     `remaining_steps <= steps_per_tool_round`, because the round it starts would leave the
@@ -53,13 +64,33 @@ def make_llm_call(
             response = await model.ainvoke(messages, config)
         except Exception as exc:
             raise to_model_error(exc) from exc
-        if not isinstance(response, AIMessage):
-            response = AIMessage(content=response.content, id=response.id)
+        response = _as_ai(response)
         response = with_unique_call_ids(without_nul(response))
-        if response.tool_calls and state["remaining_steps"] <= steps_per_tool_round:
-            response = AIMessage(id=response.id, content=STEP_LIMIT_MESSAGE)
+        rounds = state.get("tool_rounds", 0)
+        capped = max_tool_rounds is not None and rounds >= max_tool_rounds
+        if response.tool_calls and (state["remaining_steps"] <= steps_per_tool_round or capped):
+            response = await _closing_answer(response, messages, config)
         context = PolicyContext.from_thread_id(str(config.get("configurable", {}).get("thread_id", "")))
         plan = {str(call["id"]): (await policy.mode_for(call, context)).value for call in response.tool_calls}
-        return {"messages": [response], "review_plan": plan}
+        update: dict[str, Any] = {"messages": [response], "review_plan": plan}
+        if max_tool_rounds is not None and response.tool_calls:
+            update["tool_rounds"] = rounds + 1
+        return update
+
+    async def _closing_answer(response: AIMessage, messages: list[BaseMessage], config: RunnableConfig) -> AIMessage:
+        """What replaces a tool-calling answer when a guard fires (see `closing_instruction`)."""
+        if closing_instruction is not None:
+            closing = [SystemMessage(content=system_prompt + closing_instruction), *messages[1:]]
+            try:
+                final = _as_ai(await model.ainvoke(closing, config))
+            except Exception as exc:
+                raise to_model_error(exc) from exc
+            if final.text.strip():
+                return AIMessage(id=response.id, content=without_nul(final).text)
+        return AIMessage(id=response.id, content=step_limit_message)
 
     return llm_call
+
+
+def _as_ai(message: BaseMessage) -> AIMessage:
+    return message if isinstance(message, AIMessage) else AIMessage(content=message.content, id=message.id)

@@ -50,3 +50,44 @@ POLICY_CHANGED_NEEDS_REVIEW = (
     "Not run: while this call waited for the reviewed calls beside it, an admin changed the policy, "
     "and {name} now needs approval. Call it again if it is still needed."
 )
+
+SUPERVISOR_INSTRUCTIONS = """\
+
+You work with subagents, which are your tools: each does one kind of work and has its own tools. \
+Give a subagent one self-contained task in `query`: it sees nothing but that text (not this \
+conversation, not the user's words, not the other subagents' work), so include every name, \
+address, number and detail it needs. When the work splits into independent parts, call several \
+subagents in the same answer; they run at the same time. A subagent answers with a report; \
+combine the reports into one answer for the user, and say plainly what failed or was rejected.
+"""
+"""Appended to the system prompt of the supervisor (seed 004: subagents start fresh)."""
+
+SUBAGENT_REPORT_RULES = """\
+
+Your last message is your report, and it is the only thing the one who gave you the task will \
+see: none of your tool calls or their results reach them. Put every result in it, including \
+what failed, what was rejected or not approved, and what you could not find. Never claim that an \
+action happened unless a tool result says so.
+"""
+"""Appended to every subagent's prompt (issue 8: the report carries every result)."""
+
+SUBAGENT_CLOSING = """\
+
+You have no steps left for tool calls. Write your report now, without calling any tool, from \
+what you have so far; say what is unfinished."""
+"""The closing instruction when a subagent's step or round limit fires (seed 003)."""
+
+SUBAGENT_STEP_LIMIT = (
+    "Stopped before finishing: this task reached its step limit, and no report could be written. "
+    "Treat its outcome as unknown."
+)
+"""A subagent's report when a guard fired and the closing answer had no text either."""
+
+SUBAGENT_NO_REPORT = "{name} finished without a report, so its outcome is unknown. Do not assume it did anything."
+"""What the supervisor reads when a subagent's last message has no text."""
+
+SUBAGENT_FAILED = "{name} could not finish: its model call failed ({kind}). Its outcome is unknown."
+"""What the supervisor reads when a subagent's model failed after its retries."""
+
+UNKNOWN_SUBAGENT = "Error: {name} is not a subagent; the subagents are: {available}."
+INVALID_DELEGATION = "Error: {name} needs one argument, `query`, a non-empty string with the whole task."

@@ -10,15 +10,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from bot.agents.llm_node import make_llm_call
-from bot.agents.prompts import SYSTEM_PROMPT
+from bot.agents.prompts import STEP_LIMIT_MESSAGE, SYSTEM_PROMPT
 from bot.agents.review_node import make_human_review
 from bot.agents.state import AgentState
 from bot.agents.tool_node import make_tool_node
@@ -45,7 +46,7 @@ def build_review_agent(
     history_window: int = 60,
     model_kwargs: dict[str, Any] | None = None,
 ) -> ReviewAgent:
-    """Compile the review agent.
+    """Compile the review agent (the top-level ReAct graph of a conversation).
 
     Args:
         model: the chat model; the tools are bound here.
@@ -61,29 +62,80 @@ def build_review_agent(
         ValueError: when the policy names a tool that is not in `tools`, so a typo shows at
             build time instead of a tool silently running without review (seed 001).
     """
-    by_name = {tool.name: tool for tool in tools}
-    unknown = sorted(policy.configured_tools() - set(by_name))
+    unknown = sorted(policy.configured_tools() - {tool.name for tool in tools})
     if unknown:
         raise ValueError(f"the approval policy names unknown tool(s): {', '.join(unknown)}")
-    bound = model.bind_tools(list(tools), **(model_kwargs or {})) if tools else model
+    graph = react_graph(
+        model=model,
+        tools=tools,
+        policy=policy,
+        ledger=ledger,
+        system_prompt=system_prompt,
+        history_window=history_window,
+        model_kwargs=model_kwargs,
+    )
+    return graph.compile(checkpointer=checkpointer)
 
+
+def react_graph(
+    *,
+    model: BaseChatModel,
+    tools: Sequence[BaseTool],
+    policy: ReviewPolicy,
+    ledger: ToolRunLedger,
+    system_prompt: str,
+    history_window: int,
+    model_kwargs: dict[str, Any] | None = None,
+    source: str | None = None,
+    max_tool_rounds: int | None = None,
+    step_limit_message: str = STEP_LIMIT_MESSAGE,
+    closing_instruction: str | None = None,
+) -> StateGraph[AgentState, None, AgentState, AgentState]:
+    """The uncompiled ReAct graph with the review gate, shared by the agent and subagents.
+
+    Args:
+        model: the chat model; the tools are bound here.
+        tools: every tool the model may call.
+        policy: decides which calls wait for review.
+        ledger: claims each tool call before it runs.
+        system_prompt: prepended on every model call, never stored.
+        history_window: the most stored messages sent to the model per call.
+        model_kwargs: extra call options bound with the tools.
+        source: the subagent this graph is (its cards name it); None for the top-level agent.
+        max_tool_rounds: the hard cap on tool rounds (`bot.agents.llm_node.make_llm_call`).
+        step_limit_message: what replaces a tool call when a guard fires.
+        closing_instruction: asks for a final text when a guard fires (subagents).
+    """
+    by_name = {tool.name: tool for tool in tools}
     graph = StateGraph(AgentState)
     graph.add_node(
         "llm_call",
         make_llm_call(
-            bound,
+            bind_model(model, tools, model_kwargs),
             policy=policy,
             system_prompt=system_prompt,
             steps_per_tool_round=STEPS_PER_TOOL_ROUND,
             history_window=history_window,
+            max_tool_rounds=max_tool_rounds,
+            step_limit_message=step_limit_message,
+            closing_instruction=closing_instruction,
         ),
     )
-    graph.add_node("human_review", make_human_review(by_name), destinations=("tool_node", "llm_call"))
+    graph.add_node("human_review", make_human_review(by_name, source=source), destinations=("tool_node", "llm_call"))
     graph.add_node("tool_node", make_tool_node(by_name, ledger, policy))
     graph.add_edge(START, "llm_call")
     graph.add_conditional_edges("llm_call", should_continue, ["human_review", END])
     graph.add_edge("tool_node", "llm_call")
-    return graph.compile(checkpointer=checkpointer)
+    return graph
+
+
+def bind_model(
+    model: BaseChatModel, tools: Sequence[BaseTool], model_kwargs: dict[str, Any] | None
+) -> Runnable[LanguageModelInput, BaseMessage]:
+    """The model with `tools` and the call options bound (options alone when there are no tools)."""
+    if tools:
+        return model.bind_tools(list(tools), **(model_kwargs or {}))
+    return model.bind(**model_kwargs) if model_kwargs else model
 
 
 def should_continue(state: AgentState) -> str:

@@ -8,13 +8,13 @@ swallow LangGraph's interrupt and let the tool run unapproved).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from langchain_core.messages import ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
-from langgraph.types import Command, interrupt
+from langgraph.types import Command, Send, interrupt
 
 from bot.agents import prompts
 from bot.agents.history import last_tool_call_message
@@ -26,15 +26,27 @@ from bot.approvals.records import SYSTEM_REASONS
 from bot.approvals.requests import build_review_request
 from bot.errors import InvalidDecisionError
 
-Goto = Literal["tool_node", "llm_call"]
-ReviewNode = Node[Command[Goto]]
+Goto = str | Sequence[Send]
+ReviewNode = Node[Command[Any]]
+ToolRound = Callable[[Sequence[ToolCall]], Goto]
+"""Where the calls that may run go: `"tool_node"` (ReAct), or one `Send` per call (supervisor)."""
 
 
-def make_human_review(tools: Mapping[str, BaseTool]) -> ReviewNode:
+def to_tool_node(calls: Sequence[ToolCall]) -> Goto:
+    """The ReAct graph's tool round: the tool node runs every call that has no result yet."""
+    return "tool_node"
+
+
+def make_human_review(
+    tools: Mapping[str, BaseTool], *, source: str | None = None, tool_round: ToolRound = to_tool_node
+) -> ReviewNode:
     """Build the `human_review` node.
 
     Args:
-        tools: registered tools by name, to describe calls and re-check edits.
+        tools: the graph's tools by name, to describe calls and re-check edits.
+        source: the subagent this gate belongs to (carried in the interrupt payload, so the
+            card can say who asks); None for the top-level agent.
+        tool_round: where the calls that may run go next.
 
     Each call's mode comes from the state's `review_plan`, written by `llm_call`; a call
     missing from it (a checkpoint from before the plan existed) needs review (fail closed).
@@ -45,7 +57,7 @@ def make_human_review(tools: Mapping[str, BaseTool]) -> ReviewNode:
     undoable. An edit keeps the call id and replaces the AI message by id.
     """
 
-    async def human_review(state: AgentState, config: RunnableConfig) -> Command[Goto]:
+    async def human_review(state: AgentState, config: RunnableConfig) -> Command[Any]:
         found = last_tool_call_message(state["messages"])
         if found is None:
             return Command(goto="llm_call")
@@ -56,7 +68,7 @@ def make_human_review(tools: Mapping[str, BaseTool]) -> ReviewNode:
 
         outcomes: dict[str, Approve | Edit | str] = {}
         if reviewed:
-            response = interrupt(build_review_request(reviewed, tools, ai.text))
+            response = interrupt(build_review_request(reviewed, tools, ai.text, source=source))
             outcomes = _outcomes_by_call(response, reviewed, tools)
 
         calls: list[ToolCall] = []
@@ -83,7 +95,9 @@ def make_human_review(tools: Mapping[str, BaseTool]) -> ReviewNode:
         if edited:
             update.append(ai.model_copy(update={"tool_calls": calls}))
         update.extend(answers)
-        goto: Goto = "tool_node" if len(answers) < len(calls) else "llm_call"
+        answered = {answer.tool_call_id for answer in answers}
+        runnable = [call for call in calls if str(call["id"]) not in answered]
+        goto: Goto = tool_round(runnable) if runnable else "llm_call"
         return Command(update={"messages": update}, goto=goto)
 
     return human_review

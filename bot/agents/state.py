@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, TypedDict
+from typing import Annotated, NotRequired, TypedDict
 
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
@@ -23,3 +23,9 @@ class AgentState(TypedDict):
     decided by `llm_call` when the message arrives. `human_review` reads it instead of asking
     the policy again, because it re-runs on resume and a policy changed in between must not
     change which calls the decisions belong to."""
+    tool_rounds: NotRequired[int]
+    """Tool rounds started so far, counted only by graphs with a hard cap (subagents; see
+    `make_llm_call`). LangGraph gives every invocation, and so every resume, a fresh
+    `recursion_limit`, so the step guard alone bounds rounds per invocation, not per task; this
+    counter lives in the checkpoint and bounds the whole delegation (seed 003: a prompt budget
+    shapes, code guarantees)."""

@@ -67,14 +67,26 @@ def make_tool_node(
                 if refusal is not None:
                     results[call_id] = refusal
                     continue
-            results[call_id] = await run_tool(call, tools, ledger, thread_id)
+            reviewed = plan.get(call_id, Mode.REVIEW.value) == Mode.REVIEW.value
+            results[call_id] = await run_tool(call, tools, ledger, thread_id, reviewed=reviewed)
         return {"messages": _in_call_order(ai, answered, results)}
 
     return tool_node
 
 
-async def run_tool(call: ToolCall, tools: Mapping[str, BaseTool], ledger: ToolRunLedger, thread_id: str) -> ToolMessage:
-    """Run one call and return its result; never raises for a tool's own failure."""
+async def run_tool(
+    call: ToolCall, tools: Mapping[str, BaseTool], ledger: ToolRunLedger, thread_id: str, *, reviewed: bool
+) -> ToolMessage:
+    """Run one call and return its result; never raises for a tool's own failure.
+
+    Args:
+        call: the tool call (its arguments as approved, after an edit).
+        tools: registered tools by name.
+        ledger: claims the call first (see `bot.tools.ledger`).
+        thread_id: the conversation.
+        reviewed: whether the review gate held this call for a decision; the ledger then runs
+            it only with a stored approval of exactly these arguments.
+    """
     name = call["name"]
     call_id = str(call["id"])
     tool = tools.get(name)
@@ -84,7 +96,9 @@ async def run_tool(call: ToolCall, tools: Mapping[str, BaseTool], ledger: ToolRu
     problem = _argument_problem(tool, call.get("args") or {})
     if problem is not None:
         return _error(call, f"Error: invalid arguments for {name}: {problem}. Fix them and try again.")
-    claim = await ledger.claim(thread_id=thread_id, tool_call_id=call_id, tool_name=name, args=call.get("args") or {})
+    claim = await ledger.claim(
+        thread_id=thread_id, tool_call_id=call_id, tool_name=name, args=call.get("args") or {}, reviewed=reviewed
+    )
     if claim is Claim.ALREADY_STARTED:
         log.warning("not re-running %s (tool_call_id=%s thread_id=%s)", name, call_id, thread_id)
         return _error(call, prompts.ALREADY_STARTED_MESSAGE)

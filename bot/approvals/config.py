@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from bot.agents.kind import AgentKind
 from bot.approvals.mode import Mode
 
 ALL = ""
@@ -55,6 +56,7 @@ class SettingKey(StrEnum):
     EXPIRY_S = "expiry_s"
     CARDS = "cards"
     SCOPE = "scope"
+    AGENT = "agent"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -146,4 +148,12 @@ class WorkspaceConfig:
             value = self.settings.get(key)
             if value:
                 return ConversationScope(value)
+        return None
+
+    def agent(self, channel_id: str) -> AgentKind | None:
+        """The channel's agent, else the workspace's, else None (`COUNTERSIGN_AGENT` decides)."""
+        for key in ((channel_id, ALL, SettingKey.AGENT.value), (ALL, ALL, SettingKey.AGENT.value)):
+            value = self.settings.get(key)
+            if value:
+                return AgentKind(value)
         return None

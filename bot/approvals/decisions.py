@@ -54,10 +54,14 @@ class Edit(_Strict):
 
 
 class Reject(_Strict):
-    """Do not run the call; `message` reaches the model as the reason."""
+    """Do not run the call; `message` reaches the model as the reason.
+
+    Its length is checked by `check_decision` (at most `MAX_REASON_CHARS`), so an adapter can
+    build one from any text and the person who typed it gets the refusal in words.
+    """
 
     type: Literal["reject"] = "reject"
-    message: str | None = Field(default=None, max_length=MAX_REASON_CHARS)
+    message: str | None = None
 
 
 Decision = Annotated[Approve | Edit | Reject, Field(discriminator="type")]
@@ -95,9 +99,17 @@ def check_decision(
         The decision (an edit's arguments exactly as given, once they passed the schema).
 
     Raises:
-        InvalidDecisionError: for an edit that renames the tool, has arguments the tool's
-            schema refuses, or targets a tool that no longer exists.
+        InvalidDecisionError: for a reject reason over `MAX_REASON_CHARS`, or an edit that
+            renames the tool, has arguments the tool's schema refuses, or targets a tool that no
+            longer exists.
     """
+    if isinstance(decision, Reject):
+        if decision.message is not None and len(decision.message) > MAX_REASON_CHARS:
+            raise InvalidDecisionError(
+                f"the reason is too long ({len(decision.message)} characters; at most {MAX_REASON_CHARS})",
+                field="message",
+            )
+        return decision
     if not isinstance(decision, Edit):
         return decision
     expected = action.get("name")

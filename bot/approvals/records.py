@@ -4,40 +4,29 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from enum import StrEnum
 from typing import Any
 
 from bot.approvals.digest import args_digest
+from bot.approvals.lifecycle import ApprovalStatus, ReviewStatus
 
 VERSION_CHARS = 8
 EXPIRED_REASON = "expired without a decision"
+"""What the model reads when nobody decided in time (issue 4, "Expiry")."""
 DENIED_BY_POLICY = "denied by policy: the tool may not be used here"
+"""The reason recorded (and read by the model) when an approved call's tool is now denied."""
 SYSTEM_REASONS = frozenset({EXPIRED_REASON, DENIED_BY_POLICY})
 """Reject reasons Countersign writes itself (no reviewer chose them); see `review_node`."""
-"""What the model reads when nobody decided in time (issue 4, "Expiry")."""
-
-
-class ApprovalStatus(StrEnum):
-    """Where an approval stands; every status but PENDING is final."""
-
-    PENDING = "pending"
-    APPROVED = "approved"
-    EDITED = "edited"
-    REJECTED = "rejected"
-    EXPIRED = "expired"
-
-
-class ReviewStatus(StrEnum):
-    """A pause: waiting for decisions, claimed for resuming, or finished."""
-
-    PENDING = "pending"
-    RESUMING = "resuming"
-    DONE = "done"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NewAction:
-    """A reviewed tool call about to be stored (one action request of the interrupt)."""
+    """A reviewed tool call about to be stored (one action request of the interrupt).
+
+    Attributes:
+        tool_call_id: from the action request (see `bot.approvals.requests`).
+        quorum: distinct approvals needed, from the configuration when the review opens.
+        expires_in_s: seconds until the card expires; None for never.
+    """
 
     tool_call_id: str | None
     tool_name: str
@@ -49,7 +38,12 @@ class NewAction:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReviewRecord:
-    """One interrupt of one thread."""
+    """One interrupt of one thread (see `bot.approvals.lifecycle`).
+
+    Attributes:
+        source: the subagent whose review gate raised the interrupt; None for the top-level
+            agent.
+    """
 
     id: str
     thread_id: str
@@ -58,6 +52,7 @@ class ReviewRecord:
     requester_name: str
     status: ReviewStatus
     created_at: datetime
+    source: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -89,6 +84,8 @@ class ApprovalRecord:
     votes: tuple[str, ...] = ()
     """Names of those who approved the current arguments so far."""
     expires_at: datetime | None = None
+    source: str | None = None
+    """The subagent that wants the call (cards name it); None for the top-level agent."""
 
     @property
     def version(self) -> str:

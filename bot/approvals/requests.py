@@ -1,13 +1,17 @@
 """The interrupt payload: LangChain's HITL request shape (DESIGN.md "Approvals").
 
-`{"action_requests": [{"name", "args", "description"}], "review_configs": [{"action_name",
-"allowed_decisions"}]}`, one entry per reviewed tool call, in call order. It must be JSON
-serialisable: it is stored in the checkpoint and mirrored into our approvals table.
+`{"action_requests": [{"name", "args", "description", "tool_call_id", "source"}],
+"review_configs": [{"action_name", "allowed_decisions"}]}`, one entry per reviewed tool call,
+in call order. `tool_call_id` and `source` (the subagent whose gate paused, None for the
+top-level agent) are Countersign's additions, which the HITL shape allows: the approvals table
+is keyed from them, never from a guess over the message history (issue 8). The payload must be
+JSON serialisable: it is stored in the checkpoint and mirrored into our approvals table.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import ToolCall
@@ -17,8 +21,28 @@ ALLOWED_DECISIONS = ("approve", "edit", "reject")
 MAX_DESCRIPTION_CHARS = 1000
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ActionRequest:
+    """One action request of a stored interrupt, as the core reads it back.
+
+    Attributes:
+        tool_call_id: the call's id; None only in payloads written before ids were carried
+            (such a call can never pass the tool-run ledger's approval check: fail closed).
+        name: the tool.
+        args: the proposed arguments.
+        description: why the model wants it (its text next to the call, or the tool's line).
+        source: the subagent whose review gate paused, or None for the top-level agent.
+    """
+
+    tool_call_id: str | None
+    name: str
+    args: dict[str, Any]
+    description: str
+    source: str | None
+
+
 def build_review_request(
-    calls: Sequence[ToolCall], tools: Mapping[str, BaseTool], reasoning: str = ""
+    calls: Sequence[ToolCall], tools: Mapping[str, BaseTool], reasoning: str = "", *, source: str | None = None
 ) -> dict[str, Any]:
     """Build the payload passed to `interrupt()` for `calls`.
 
@@ -27,6 +51,7 @@ def build_review_request(
         tools: registered tools by name (for the description).
         reasoning: the model's text next to the calls, if any; it becomes the description
             ("why") on every card of this pause.
+        source: the subagent whose gate this is, None for the top-level agent.
 
     Returns:
         A JSON-serialisable dict in the HITL shape.
@@ -37,6 +62,8 @@ def build_review_request(
                 "name": call["name"],
                 "args": dict(call.get("args") or {}),
                 "description": _description(call, tools, reasoning),
+                "tool_call_id": str(call["id"]),
+                "source": source,
             }
             for call in calls
         ],
@@ -54,3 +81,28 @@ def _description(call: ToolCall, tools: Mapping[str, BaseTool], reasoning: str) 
     if len(text) > MAX_DESCRIPTION_CHARS:
         text = text[: MAX_DESCRIPTION_CHARS - 1] + "…"
     return text
+
+
+def action_requests(payload: object) -> list[ActionRequest]:
+    """The action requests of an interrupt payload, in order; never raises.
+
+    Args:
+        payload: `Interrupt.value` as stored in the checkpoint (see `build_review_request`);
+            anything that is not a dict has no action requests.
+    """
+    raw = payload.get("action_requests") if isinstance(payload, dict) else None
+    found: list[ActionRequest] = []
+    for item in raw if isinstance(raw, list) else []:
+        if not isinstance(item, dict):
+            continue
+        call_id, source, args = item.get("tool_call_id"), item.get("source"), item.get("args")
+        found.append(
+            ActionRequest(
+                tool_call_id=str(call_id) if call_id else None,
+                name=str(item.get("name") or ""),
+                args=dict(args) if isinstance(args, dict) else {},
+                description=str(item.get("description") or ""),
+                source=str(source) if source else None,
+            )
+        )
+    return found

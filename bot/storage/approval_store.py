@@ -1,4 +1,8 @@
-"""The reviews and approvals tables; recording a decision is one atomic state change."""
+"""The reviews and approvals tables; recording a decision is one atomic state change.
+
+Every status change here is a transition of `bot.approvals.lifecycle`, written as one
+conditional update that names the states the event may leave, so a lost race changes nothing.
+"""
 
 from __future__ import annotations
 
@@ -13,15 +17,17 @@ import asyncpg
 from asyncpg.pool import PoolConnectionProxy
 
 from bot.approvals.digest import args_digest
-from bot.approvals.records import (
-    EXPIRED_REASON,
-    ApprovalRecord,
+from bot.approvals.lifecycle import (
+    ApprovalEvent,
     ApprovalStatus,
-    DecideResult,
-    NewAction,
-    ReviewRecord,
+    ReviewEvent,
     ReviewStatus,
+    approval_after,
+    approval_sources,
+    review_sources,
+    tally,
 )
+from bot.approvals.records import EXPIRED_REASON, ApprovalRecord, DecideResult, NewAction, ReviewRecord
 from bot.audit import AuditEntry, AuditKind, approval_entry
 from bot.conversation import Actor
 from bot.errors import AlreadyDecidedError, AlreadyVotedError, ApprovalNotFoundError, StaleVoteError
@@ -56,16 +62,25 @@ class ApprovalStore:
         interrupt_id: str,
         requester: Actor,
         actions: Sequence[NewAction],
+        source: str | None = None,
     ) -> tuple[ReviewRecord, list[ApprovalRecord]]:
         """Store a pause and its approvals, or return the ones already stored for it.
 
         Idempotent on `(thread_id, interrupt_id)`, so reconciling after a crash is safe.
+
+        Args:
+            thread_id: the conversation.
+            workspace_id: its workspace.
+            interrupt_id: LangGraph's id of the interrupt (one review per interrupt).
+            requester: the author of the message the calls came from.
+            actions: the reviewed calls, in action-request order.
+            source: the subagent whose gate paused, None for the top-level agent.
         """
         async with self._pool.acquire() as connection, connection.transaction():
             review_row = await connection.fetchrow(
                 """
-                INSERT INTO reviews (id, thread_id, interrupt_id, requester_id, requester_name)
-                VALUES ($1, $2, $3, $4, $5)
+                INSERT INTO reviews (id, thread_id, interrupt_id, requester_id, requester_name, source)
+                VALUES ($1, $2, $3, $4, $5, $6)
                 ON CONFLICT (thread_id, interrupt_id) DO NOTHING
                 RETURNING *
                 """,
@@ -74,6 +89,7 @@ class ApprovalStore:
                 interrupt_id,
                 requester.user_id,
                 requester.display_name,
+                source,
             )
             if review_row is None:
                 review_row = await connection.fetchrow(
@@ -88,9 +104,9 @@ class ApprovalStore:
                     """
                     INSERT INTO approvals (id, review_id, position, thread_id, workspace_id,
                         tool_call_id, tool_name, description, proposed_args, requester_id,
-                        requester_name, current_args, current_digest, quorum, expires_at)
+                        requester_name, current_args, current_digest, quorum, expires_at, source)
                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $9, $12, $13,
-                        CASE WHEN $14::int IS NULL THEN NULL ELSE now() + make_interval(secs => $14) END)
+                        CASE WHEN $14::int IS NULL THEN NULL ELSE now() + make_interval(secs => $14) END, $15)
                     """,
                     [
                         (
@@ -108,6 +124,7 @@ class ApprovalStore:
                             args_digest(action.args),
                             action.quorum,
                             action.expires_in_s,
+                            source,
                         )
                         for position, action in enumerate(actions)
                     ],
@@ -146,6 +163,15 @@ class ApprovalStore:
             thread_id,
         )
         return [_approval(row) for row in rows]
+
+    async def reviews_in_thread(self, thread_id: str, statuses: Sequence[ReviewStatus]) -> list[ReviewRecord]:
+        """The thread's reviews in any of `statuses`, oldest first."""
+        rows = await self._pool.fetch(
+            "SELECT * FROM reviews WHERE thread_id = $1 AND status = ANY($2::text[]) ORDER BY created_at, id",
+            thread_id,
+            [status.value for status in statuses],
+        )
+        return [_review(row) for row in rows]
 
     async def add_card(self, approval_id: str, card_ref: str, *, primary: bool) -> None:
         """Remember a posted copy of the approval's card; the primary one is linked to."""
@@ -187,12 +213,14 @@ class ApprovalStore:
             await connection.execute("SELECT 1 FROM reviews WHERE id = $1 FOR UPDATE", review_id)
             updated = await connection.fetchval(
                 """
-                UPDATE approvals SET status = 'expired', decided_at = now(), reason = $2
-                WHERE id = $1 AND status = 'pending' AND expires_at <= now()
+                UPDATE approvals SET status = $3, decided_at = now(), reason = $2
+                WHERE id = $1 AND status = ANY($4::text[]) AND expires_at <= now()
                 RETURNING true
                 """,
                 approval_id,
                 EXPIRED_REASON,
+                approval_after(ApprovalStatus.PENDING, ApprovalEvent.EXPIRE).value,
+                approval_sources(ApprovalEvent.EXPIRE),
             )
             if not updated:
                 return None  # decided (or expired by another replica) in the meantime
@@ -200,16 +228,8 @@ class ApprovalStore:
             await audit.record(
                 approval_entry(AuditKind.EXPIRY, row, "expired", reason=EXPIRED_REASON), connection=connection
             )
-            claimed = await connection.fetchval(
-                """
-                UPDATE reviews SET status = 'resuming'
-                WHERE id = $1 AND status = 'pending'
-                  AND NOT EXISTS (SELECT 1 FROM approvals WHERE review_id = $1 AND status = 'pending')
-                RETURNING true
-                """,
-                review_id,
-            )
-        return DecideResult(approval=row, review_complete=bool(claimed), decided=True)
+            claimed = await _claim_resume(connection, review_id)
+        return DecideResult(approval=row, review_complete=claimed, decided=True)
 
     async def next_expiry(self) -> datetime | None:
         """When the next pending approval expires, or None."""
@@ -288,7 +308,7 @@ class ApprovalStore:
             digest = args_digest(under_vote)
             if kind is VoteKind.REJECT:
                 return await self._finish(
-                    connection, current, actor, ApprovalStatus.REJECTED, None, None, reason, quorum, audit
+                    connection, current, actor, ApprovalEvent.REJECT, None, None, reason, quorum, audit
                 )
             if kind is VoteKind.EDIT:
                 if args is None:
@@ -320,11 +340,9 @@ class ApprovalStore:
                 approval_id,
                 digest,
             )
-            if count >= quorum:
-                status = (
-                    ApprovalStatus.APPROVED if digest == args_digest(current.proposed_args) else ApprovalStatus.EDITED
-                )
-                return await self._finish(connection, current, actor, status, under_vote, digest, None, quorum, audit)
+            event = tally(approvals=count, quorum=quorum, edited=digest != args_digest(current.proposed_args))
+            if event is not ApprovalEvent.VOTE:
+                return await self._finish(connection, current, actor, event, under_vote, digest, None, quorum, audit)
             await connection.execute("UPDATE approvals SET quorum = $2 WHERE id = $1", approval_id, quorum)
             await self._audit.record(
                 replace(audit, outcome="vote", final_args=under_vote, detail={**audit.detail, "votes": count}),
@@ -338,19 +356,21 @@ class ApprovalStore:
         connection: PoolConnectionProxy,
         current: ApprovalRecord,
         actor: Actor,
-        status: ApprovalStatus,
+        event: ApprovalEvent,
         final_args: dict[str, Any] | None,
         digest: str | None,
         reason: str | None,
         quorum: int,
         audit: AuditEntry,
     ) -> DecideResult:
-        await connection.execute(
+        status = approval_after(current.status, event)
+        updated = await connection.fetchval(
             """
             UPDATE approvals
             SET status = $2, decided_by_id = $3, decided_by_name = $4, decided_at = now(),
                 final_args = $5, approved_digest = $6, reason = $7, quorum = $8
-            WHERE id = $1 AND status = 'pending'
+            WHERE id = $1 AND status = ANY($9::text[])
+            RETURNING true
             """,
             current.id,
             status.value,
@@ -360,21 +380,16 @@ class ApprovalStore:
             digest,
             reason,
             quorum,
+            approval_sources(event),
         )
+        if not updated:  # pragma: no cover - the review row lock makes `current` the latest
+            raise RuntimeError(f"approval {current.id} left {current.status.value} under our lock")
         await self._audit.record(
             replace(audit, outcome=status.value, final_args=final_args, reason=reason), connection=connection
         )
-        claimed = await connection.fetchval(
-            """
-            UPDATE reviews SET status = 'resuming'
-            WHERE id = $1 AND status = 'pending'
-              AND NOT EXISTS (SELECT 1 FROM approvals WHERE review_id = $1 AND status = 'pending')
-            RETURNING true
-            """,
-            uuid.UUID(current.review_id),
-        )
+        claimed = await _claim_resume(connection, uuid.UUID(current.review_id))
         row = await connection.fetchrow(f"{_SELECT} WHERE a.id = $1", current.id)
-        return DecideResult(approval=_approval(_present(row)), review_complete=bool(claimed), decided=True)
+        return DecideResult(approval=_approval(_present(row)), review_complete=claimed, decided=True)
 
     async def gate(self, thread_id: str, tool_call_id: str) -> tuple[ApprovalStatus, str | None] | None:
         """The review state of a tool call: (status, approved digest), or None if never reviewed."""
@@ -393,12 +408,37 @@ class ApprovalStore:
         rows = await self._pool.fetch("SELECT * FROM reviews WHERE status = $1 ORDER BY created_at", status.value)
         return [_review(row) for row in rows]
 
-    async def complete_review(self, review_id: str) -> None:
-        """Mark a review done once its resume has reached a checkpoint."""
-        await self._pool.execute(
-            "UPDATE reviews SET status = 'done', completed_at = now() WHERE id = $1",
+    async def complete_review(self, review_id: str) -> bool:
+        """Mark a claimed review done once its resume was applied; False if it was not claimed."""
+        done = await self._pool.fetchval(
+            "UPDATE reviews SET status = $2, completed_at = now() WHERE id = $1 AND status = ANY($3::text[]) "
+            "RETURNING true",
             uuid.UUID(review_id),
+            ReviewStatus.DONE.value,
+            review_sources(ReviewEvent.FINISH),
         )
+        return bool(done)
+
+
+async def _claim_resume(connection: PoolConnectionProxy, review_id: uuid.UUID) -> bool:
+    """Claim the review for resuming if none of its approvals is pending any more.
+
+    Called in the transaction that decided (or expired) one of its approvals, with the review
+    row locked: of two decisions finishing one review at once, exactly one claims it.
+    """
+    claimed = await connection.fetchval(
+        """
+        UPDATE reviews SET status = $2
+        WHERE id = $1 AND status = ANY($3::text[])
+          AND NOT EXISTS (SELECT 1 FROM approvals WHERE review_id = $1 AND status = $4)
+        RETURNING true
+        """,
+        review_id,
+        ReviewStatus.RESUMING.value,
+        review_sources(ReviewEvent.CLAIM),
+        ApprovalStatus.PENDING.value,
+    )
+    return bool(claimed)
 
 
 _SELECT = """
@@ -426,6 +466,7 @@ def _review(row: asyncpg.Record) -> ReviewRecord:
         requester_name=row["requester_name"],
         status=ReviewStatus(row["status"]),
         created_at=row["created_at"],
+        source=row["source"],
     )
 
 
@@ -454,4 +495,5 @@ def _approval(row: asyncpg.Record) -> ApprovalRecord:
         current_args=row["current_args"],
         votes=tuple(row["votes"] or ()),
         expires_at=row["expires_at"],
+        source=row["source"],
     )

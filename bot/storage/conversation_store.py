@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncpg
 
+from bot.agents.kind import AgentKind
 from bot.conversation import ConversationRef
 
 
@@ -35,6 +36,24 @@ class ConversationStore:
     async def exists(self, thread_id: str) -> bool:
         """Whether the bot has taken part in this conversation (e.g. a Slack thread)."""
         return bool(await self._pool.fetchval("SELECT true FROM conversations WHERE thread_id = $1", thread_id))
+
+    async def agent_of(self, thread_id: str) -> AgentKind | None:
+        """The agent whose graph owns the conversation's checkpoint; None before its first turn."""
+        value = await self._pool.fetchval("SELECT agent FROM conversations WHERE thread_id = $1", thread_id)
+        return AgentKind(value) if value else None
+
+    async def set_agent(self, thread_id: str, agent: AgentKind) -> bool:
+        """Hand the conversation to `agent` (callers do this only while it is at rest).
+
+        Returns:
+            Whether it changed (False when `agent` already owned it, or there is no such row).
+        """
+        changed = await self._pool.fetchval(
+            "UPDATE conversations SET agent = $2 WHERE thread_id = $1 AND agent IS DISTINCT FROM $2 RETURNING true",
+            thread_id,
+            agent.value,
+        )
+        return bool(changed)
 
     async def first_delivery(self, event_key: str) -> bool:
         """Claim a platform event; False when it was handled before (a retry or a replica).

@@ -9,7 +9,7 @@ from typing import Any
 import asyncpg
 
 from bot.approvals.digest import args_digest
-from bot.approvals.records import ApprovalStatus
+from bot.approvals.lifecycle import ApprovalStatus
 from bot.storage.approval_store import ApprovalStore
 from bot.tools.ledger import Claim
 
@@ -28,9 +28,23 @@ class PostgresLedger:
         self._pool = pool
         self._approvals = approvals
 
-    async def claim(self, *, thread_id: str, tool_call_id: str, tool_name: str, args: Mapping[str, Any]) -> Claim:
-        """GRANTED once per call, and for a reviewed call only with its approved arguments."""
+    async def claim(
+        self, *, thread_id: str, tool_call_id: str, tool_name: str, args: Mapping[str, Any], reviewed: bool
+    ) -> Claim:
+        """GRANTED once per call, and for a reviewed call only with its approved arguments.
+
+        A stored approval is checked whatever `reviewed` says (a call someone decided on runs
+        only as decided); a `reviewed` call without one is refused (see `bot.tools.ledger`).
+        """
         gate = await self._approvals.gate(thread_id, tool_call_id)
+        if gate is None and reviewed:
+            log.error(
+                "refusing to run %s: it was held for review but no decision is stored (tool_call_id=%s thread_id=%s)",
+                tool_name,
+                tool_call_id,
+                thread_id,
+            )
+            return Claim.NOT_APPROVED
         if gate is not None:
             status, approved = gate
             if status not in (ApprovalStatus.APPROVED, ApprovalStatus.EDITED) or approved != args_digest(args):

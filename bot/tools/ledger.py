@@ -4,7 +4,9 @@ LangGraph re-runs a node from its top when a turn is resumed after a crash, so a
 died half-way would run its calls again. The ledger makes the second attempt see the first
 claim and answer the model instead of repeating a side effect (DESIGN.md: "no tool run
 twice"). A call that went through review runs only if its approval is decided and the digest
-of the arguments about to run equals the approved digest (issue 4).
+of the arguments about to run equals the approved digest (issue 4), at any depth: the tool
+node of a subagent claims through the same ledger (issue 8). A call its gate reviewed but for
+which no approval is stored is refused: nothing decided it.
 """
 
 from __future__ import annotations
@@ -26,23 +28,39 @@ class Claim(StrEnum):
 class ToolRunLedger(Protocol):
     """Records which tool calls have started."""
 
-    async def claim(self, *, thread_id: str, tool_call_id: str, tool_name: str, args: Mapping[str, Any]) -> Claim:
+    async def claim(
+        self, *, thread_id: str, tool_call_id: str, tool_name: str, args: Mapping[str, Any], reviewed: bool
+    ) -> Claim:
         """Claim a call before running it.
+
+        Args:
+            thread_id: the conversation (subagents share their conversation's thread id).
+            tool_call_id: the call's id, unique in the thread.
+            tool_name: for the record.
+            args: the arguments about to run.
+            reviewed: whether the call's review gate stopped it for a decision.
 
         Returns:
             GRANTED the first time for `(thread_id, tool_call_id)` when the call may run,
-            ALREADY_STARTED ever after, NOT_APPROVED when its review does not cover `args`.
+            ALREADY_STARTED ever after, NOT_APPROVED when its review does not cover `args`
+            (or a reviewed call has no stored decision at all).
         """
         ...
 
 
 class InMemoryLedger:
-    """A process-local ledger without an approvals gate, for graph tests."""
+    """A process-local ledger without an approvals gate, for graph tests.
+
+    Graph tests resume with decisions directly, with no approvals table, so `reviewed` is
+    not checked here; `bot.storage.ledger.PostgresLedger` is the one that checks it.
+    """
 
     def __init__(self) -> None:
         self._claimed: set[tuple[str, str]] = set()
 
-    async def claim(self, *, thread_id: str, tool_call_id: str, tool_name: str, args: Mapping[str, Any]) -> Claim:
+    async def claim(
+        self, *, thread_id: str, tool_call_id: str, tool_name: str, args: Mapping[str, Any], reviewed: bool
+    ) -> Claim:
         """See `ToolRunLedger.claim`."""
         key = (thread_id, tool_call_id)
         if key in self._claimed:

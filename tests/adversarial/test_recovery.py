@@ -9,7 +9,8 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
 from adapters.slack import blocks
-from bot.approvals.records import ApprovalStatus
+from bot.approvals.decisions import Approve, Edit, EditedAction, Reject
+from bot.approvals.lifecycle import ApprovalStatus
 from bot.errors import InvalidDecisionError, NotPermittedError
 from countersign.server import BotServer
 from tests.adversarial.slack_support import ephemerals_to, posted_texts, sender
@@ -52,7 +53,7 @@ async def test_a_recovered_card_is_not_attributed_to_whoever_writes_next(db_url,
         await h.service.handle_message(message("what's going on?", user="mallory"))
         [card] = h.platform.cards.values()
         with contextlib.suppress(NotPermittedError):
-            await h.service.submit_decision(card.approval.id, actor("mallory"), {"type": "approve"})
+            await h.service.decide(card.approval.id, actor("mallory"), Approve())
         await h.service.tasks.join()
         stored = await h.approvals.get(card.approval.id)
     assert stored is not None and stored.requester_id != "mallory"
@@ -71,7 +72,7 @@ async def test_unknown_tools_and_invalid_arguments_never_run(db_url, registry, t
         await h.service.handle_message(message("do it"))
         [card] = h.platform.cards.values()
         assert card.approval.tool_name == "send"
-        await h.service.submit_decision(card.approval.id, actor(), {"type": "approve"})
+        await h.service.decide(card.approval.id, actor(), Approve())
         await h.service.tasks.join()
     assert tool_log.calls == []
     results = [m for m in model.prompts[-1] if m.type == "tool"]
@@ -94,10 +95,10 @@ async def test_an_edit_that_renames_the_tool_or_smuggles_arguments_is_refused(db
             {"name": "send", "args": {"to": "bob", "body": "hi", "urgent": "yes please"}},
         ):
             with pytest.raises(InvalidDecisionError):
-                await h.service.submit_decision(card.approval.id, actor(), {"type": "edit", "edited_action": edited})
+                await h.service.decide(card.approval.id, actor(), Edit(edited_action=EditedAction(**edited)))
         still = await h.approvals.get(card.approval.id)
         assert still is not None and still.status is ApprovalStatus.PENDING
-        await h.service.submit_decision(card.approval.id, actor(), {"type": "reject"})
+        await h.service.decide(card.approval.id, actor(), Reject())
         await h.service.tasks.join()
     assert tool_log.calls == []
 
@@ -179,7 +180,7 @@ async def test_a_recovered_card_belongs_to_the_author_of_the_paused_message(db_u
         [card] = h.platform.cards.values()
         assert card.approval.requester_id == "alice"
         with pytest.raises(NotPermittedError):
-            await h.service.submit_decision(card.approval.id, actor("mallory"), {"type": "approve"})
-        await h.service.submit_decision(card.approval.id, actor("alice"), {"type": "approve"})
+            await h.service.decide(card.approval.id, actor("mallory"), Approve())
+        await h.service.decide(card.approval.id, actor("alice"), Approve())
         await h.service.tasks.join()
     assert len(tool_log.calls) == 1

@@ -27,8 +27,9 @@ from bot.admin.service import AdminService
 from bot.admin.views import AuditPage, Changed, PolicyView
 from bot.approvals.conditions import InvalidConditionError
 from bot.approvals.config import ApproverKind, CardRouting, ConversationScope
+from bot.approvals.decisions import Approve, Edit, EditedAction, Reject
+from bot.approvals.lifecycle import ApprovalStatus, ReviewStatus
 from bot.approvals.mode import Mode
-from bot.approvals.records import ApprovalStatus, ReviewStatus
 from bot.audit import AuditEntry, AuditKind
 from bot.errors import AlreadyVotedError, NotPermittedError
 from bot.ports import ApprovalExpired, CardsElsewhere
@@ -209,7 +210,7 @@ async def test_audit_filters_by_tool_and_user(db_url, registry):
         await configure(h, registry, SetQuorum(tool="lookup", count=2))
         await h.service.handle_message(message("send"))
         [approval] = pending(h)
-        await h.service.submit_decision(approval.id, actor("alice"), {"type": "approve"})
+        await h.service.decide(approval.id, actor("alice"), Approve())
         await h.service.tasks.join()
         [by_tool] = await configure(h, registry, ShowAudit(tool="send"))
         [by_user] = await configure(h, registry, ShowAudit(user_id=ADMIN))
@@ -287,7 +288,7 @@ async def test_a_policy_change_while_a_card_waits_does_not_shift_decisions(db_ur
         await h.service.handle_message(message("both"))
         [card] = pending(h)
         await configure(h, registry, SetPolicy(tool="lookup", mode=Mode.REVIEW))
-        await h.service.submit_decision(card.id, actor("alice"), {"type": "reject", "message": "no"})
+        await h.service.decide(card.id, actor("alice"), Reject(message="no"))
         await h.service.tasks.join()
     assert tool_log.calls == []
     results = {m.name: str(m.content) for m in model.prompts[-1] if m.type == "tool"}
@@ -301,7 +302,7 @@ async def test_approving_a_call_whose_tool_is_now_denied_rejects_it(db_url, regi
         await h.service.handle_message(message("send"))
         [card] = pending(h)
         await configure(h, registry, SetPolicy(tool="send", mode=Mode.DENY))
-        decided = await h.service.submit_decision(card.id, actor("alice"), {"type": "approve"})
+        decided = await h.service.decide(card.id, actor("alice"), Approve())
         await h.service.tasks.join()
     assert decided.status is ApprovalStatus.REJECTED and "denied by policy" in (decided.reason or "")
     assert tool_log.calls == []
@@ -321,8 +322,8 @@ async def test_approver_lists_replace_the_default(db_url, registry, tool_log):
         await h.service.handle_message(message("send", user="alice"))
         [card] = pending(h)
         with pytest.raises(NotPermittedError, match="not_an_approver"):
-            await h.service.submit_decision(card.id, actor(ADMIN), {"type": "approve"})
-        await h.service.submit_decision(card.id, actor("olga"), {"type": "approve"})
+            await h.service.decide(card.id, actor(ADMIN), Approve())
+        await h.service.decide(card.id, actor("olga"), Approve())
         await h.service.tasks.join()
     assert len(tool_log.calls) == 1
 
@@ -335,8 +336,8 @@ async def test_self_approval_off_forbids_the_requester(db_url, registry, tool_lo
         await h.service.handle_message(message("send", user="alice"))
         [card] = pending(h)
         with pytest.raises(NotPermittedError, match="self_approval_off"):
-            await h.service.submit_decision(card.id, actor("alice"), {"type": "approve"})
-        await h.service.submit_decision(card.id, actor(ADMIN), {"type": "approve"})
+            await h.service.decide(card.id, actor("alice"), Approve())
+        await h.service.decide(card.id, actor(ADMIN), Approve())
         await h.service.tasks.join()
     assert len(tool_log.calls) == 1
 
@@ -348,18 +349,18 @@ async def test_quorum_of_two_counts_a_double_click_once(db_url, registry, tool_l
         await configure(h, registry, SetQuorum(tool="send", count=2))
         await h.service.handle_message(message("send", user="alice"))
         [card] = pending(h)
-        first = await h.service.submit_decision(card.id, actor("alice"), {"type": "approve"})
+        first = await h.service.decide(card.id, actor("alice"), Approve())
         assert first.is_pending and first.votes == ("alice",) and first.quorum == 2
         results = await asyncio.gather(
-            h.service.submit_decision(card.id, actor("alice"), {"type": "approve"}),
-            h.service.submit_decision(card.id, actor("alice"), {"type": "approve"}),
+            h.service.decide(card.id, actor("alice"), Approve()),
+            h.service.decide(card.id, actor("alice"), Approve()),
             return_exceptions=True,
         )
         assert all(isinstance(r, AlreadyVotedError) for r in results)
         await h.service.tasks.join()
         assert tool_log.calls == []
         assert h.platform.updates[-1].approval.votes == ("alice",)
-        done = await h.service.submit_decision(card.id, actor("carol"), {"type": "approve"})
+        done = await h.service.decide(card.id, actor("carol"), Approve())
         await h.service.tasks.join()
     assert done.status is ApprovalStatus.APPROVED and done.votes == ("alice", "carol")
     assert len(tool_log.calls) == 1
@@ -372,11 +373,11 @@ async def test_an_edit_needs_the_quorum_again_and_only_the_edited_args_run(db_ur
         await configure(h, registry, SetQuorum(tool="send", count=2))
         await h.service.handle_message(message("send", user="alice"))
         [card] = pending(h)
-        await h.service.submit_decision(card.id, actor("alice"), {"type": "approve"})
-        edit = {"type": "edit", "edited_action": {"name": "send", "args": {"to": "eve", "body": "hi"}}}
-        edited = await h.service.submit_decision(card.id, actor(ADMIN), edit)
+        await h.service.decide(card.id, actor("alice"), Approve())
+        edit = Edit(edited_action=EditedAction(name="send", args={"to": "eve", "body": "hi"}))
+        edited = await h.service.decide(card.id, actor(ADMIN), edit)
         assert edited.is_pending and edited.votes == (ADMIN,) and edited.args_under_vote["to"] == "eve"
-        done = await h.service.submit_decision(card.id, actor("alice"), {"type": "approve"})
+        done = await h.service.decide(card.id, actor("alice"), Approve())
         await h.service.tasks.join()
     assert done.status is ApprovalStatus.EDITED
     assert [args["to"] for _, args in tool_log.calls] == ["eve"]
@@ -390,15 +391,20 @@ async def test_a_call_runs_only_with_the_approved_digest(db_url, registry, tool_
         [card] = pending(h)
         assert card.tool_call_id is not None
         claim = await h.ledger.claim(
-            thread_id=card.thread_id, tool_call_id=card.tool_call_id, tool_name="send", args={"to": "bob", "body": "hi"}
+            thread_id=card.thread_id,
+            tool_call_id=card.tool_call_id,
+            tool_name="send",
+            args={"to": "bob", "body": "hi"},
+            reviewed=True,
         )
         assert claim.value == "not_approved"  # still pending
-        await h.service.submit_decision(card.id, actor("alice"), {"type": "approve"})
+        await h.service.decide(card.id, actor("alice"), Approve())
         other = await h.ledger.claim(
             thread_id=card.thread_id,
             tool_call_id=card.tool_call_id,
             tool_name="send",
             args={"to": "mallory", "body": "x"},
+            reviewed=True,
         )
         await h.service.tasks.join()
     assert other.value == "not_approved"
@@ -555,7 +561,7 @@ async def test_cards_go_to_listed_approvers_dms(db_url, registry, tool_log):
         await h.service.handle_message(message("send"))
         assert sorted(t.user_id for t in h.platform.targets.values()) == ["carol", "dave"]
         approval_id = next(iter(h.platform.cards.values())).approval.id
-        await h.service.submit_decision(approval_id, actor("dave"), {"type": "approve"})
+        await h.service.decide(approval_id, actor("dave"), Approve())
         await h.service.tasks.join()
     assert all(c.approval.status is ApprovalStatus.APPROVED for c in h.platform.cards.values())
     assert len(h.platform.updates) == 2

@@ -8,7 +8,8 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
 from bot.agents import prompts
-from bot.approvals.records import ApprovalStatus, ReviewStatus
+from bot.approvals.decisions import Approve, Edit, EditedAction, Reject
+from bot.approvals.lifecycle import ApprovalStatus, ReviewStatus
 from bot.audit import AuditEntry, AuditKind
 from bot.errors import (
     AlreadyDecidedError,
@@ -60,11 +61,11 @@ async def test_decision_is_recorded_once_with_an_audit_row(db_url, registry, too
     model = ScriptedChatModel(replies=[calls(send_call()), AIMessage("done")])
     async with open_service(db_url, model, registry) as h:
         approval = await pending_card(h)
-        decided = await h.service.submit_decision(approval.id, actor("alice"), {"type": "approve"})
+        decided = await h.service.decide(approval.id, actor("alice"), Approve())
         await h.service.tasks.join()
         assert decided.status is ApprovalStatus.APPROVED and decided.decided_by_id == "alice"
         with pytest.raises(AlreadyDecidedError) as again:
-            await h.service.submit_decision(approval.id, actor("alice"), {"type": "approve"})
+            await h.service.decide(approval.id, actor("alice"), Approve())
         assert again.value.decided_by_id == "alice" and again.value.outcome == "approved"
         rows = await h.audit.recent("W1")
     assert tool_log.calls == [("send", {"to": "bob", "body": "hi", "urgent": False})]
@@ -86,28 +87,28 @@ async def test_refusals_change_nothing(db_url, registry, tool_log):
     async with open_service(db_url, model, registry) as h:
         approval = await pending_card(h)
         with pytest.raises(NotPermittedError):
-            await h.service.submit_decision(approval.id, actor("mallory"), {"type": "approve"})
+            await h.service.decide(approval.id, actor("mallory"), Approve())
         with pytest.raises(InvalidDecisionError, match="to"):
-            await h.service.submit_decision(
+            await h.service.decide(
                 approval.id,
                 actor("alice"),
-                {"type": "edit", "edited_action": {"name": "send", "args": {"to": 3}}},
+                Edit(edited_action=EditedAction(name="send", args={"to": 3})),
             )
         with pytest.raises(InvalidDecisionError, match="cannot change the tool"):
-            await h.service.submit_decision(
+            await h.service.decide(
                 approval.id,
                 actor("alice"),
-                {"type": "edit", "edited_action": {"name": "wipe", "args": {"target": "x"}}},
+                Edit(edited_action=EditedAction(name="wipe", args={"target": "x"})),
             )
         with pytest.raises(ApprovalNotFoundError):
-            await h.service.submit_decision("nope", actor("alice"), {"type": "approve"})
+            await h.service.decide("nope", actor("alice"), Approve())
         still = await h.approvals.get(approval.id)
         assert still is not None and still.status is ApprovalStatus.PENDING
         assert tool_log.calls == []
         refused = await h.audit.recent("W1")
         assert [r.outcome for r in refused] == ["invalid", "invalid", "not_permitted"]
         assert refused[-1].actor_id == "mallory"
-        await h.service.submit_decision(approval.id, actor("alice"), {"type": "approve"})
+        await h.service.decide(approval.id, actor("alice"), Approve())
         await h.service.tasks.join()
     assert len(tool_log.calls) == 1
 
@@ -118,7 +119,7 @@ async def test_admin_may_decide_and_the_platform_is_asked_only_for_others(db_url
     platform = RecordingPlatform(admins={"carol"})
     async with open_service(db_url, model, registry, platform) as h:
         approval = await pending_card(h)
-        decided = await h.service.submit_decision(approval.id, actor("carol"), {"type": "reject", "message": "no"})
+        decided = await h.service.decide(approval.id, actor("carol"), Reject(message="no"))
         await h.service.tasks.join()
     assert decided.status is ApprovalStatus.REJECTED and decided.reason == "no"
 
@@ -130,11 +131,11 @@ async def test_two_calls_resume_only_when_both_are_decided(db_url, registry, too
         await h.service.handle_message(message("send both"))
         first, second = sorted(h.platform.cards.values(), key=lambda c: c.position)
         assert (first.total, second.total) == (2, 2)
-        await h.service.submit_decision(first.approval.id, actor(), {"type": "approve"})
+        await h.service.decide(first.approval.id, actor(), Approve())
         await h.service.tasks.join()
         state = await h.graph(conversation()).aget_state({"configurable": {"thread_id": conversation().thread_id}})
         assert state.interrupts and tool_log.calls == []
-        await h.service.submit_decision(second.approval.id, actor(), {"type": "reject"})
+        await h.service.decide(second.approval.id, actor(), Reject())
         await h.service.tasks.join()
     assert [args["to"] for _, args in tool_log.calls] == ["bob"]
     assert h.platform.answers[-1][1] == "both handled"
@@ -148,7 +149,7 @@ async def test_concurrent_decisions_of_one_pause_resume_exactly_once(db_url, reg
         cards = list(h.platform.cards.values())
         for _ in range(3):  # several rounds of racing clicks on both cards
             results = await asyncio.gather(
-                *[h.service.submit_decision(c.approval.id, actor(), {"type": "approve"}) for c in cards],
+                *[h.service.decide(c.approval.id, actor(), Approve()) for c in cards],
                 return_exceptions=True,
             )
             assert all(not isinstance(r, Exception) or isinstance(r, AlreadyDecidedError) for r in results)
@@ -194,7 +195,7 @@ async def test_more_busy_conversations_than_pool_connections_do_not_deadlock(db_
         await asyncio.wait_for(asyncio.gather(*[h.service.handle_message(m) for m in messages]), timeout=30)
         cards = list(h.platform.cards.values())
         await asyncio.wait_for(
-            asyncio.gather(*[h.service.submit_decision(c.approval.id, actor(), {"type": "reject"}) for c in cards]),
+            asyncio.gather(*[h.service.decide(c.approval.id, actor(), Reject()) for c in cards]),
             timeout=30,
         )
         model.script = lambda msgs: AIMessage("fine")
@@ -298,7 +299,9 @@ async def test_a_tool_round_cut_short_is_finished_without_running_a_started_call
             },
             as_node="llm_call",
         )
-        await h.ledger.claim(thread_id=conv.thread_id, tool_call_id=started["id"], tool_name="lookup", args={})
+        await h.ledger.claim(
+            thread_id=conv.thread_id, tool_call_id=started["id"], tool_name="lookup", args={}, reviewed=False
+        )
         await h.service.handle_message(message("and now?"))
         state = await graph.aget_state(config)
     assert tool_log.calls == [("lookup", {"query": "b"})]

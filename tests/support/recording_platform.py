@@ -12,7 +12,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 from bot.conversation import Actor, ConversationRef
-from bot.ports import ApprovalCard, CardTarget, Notice
+from bot.ports import Activity, ApprovalCard, CardTarget, Notice
 
 _ids = itertools.count(1)
 
@@ -26,6 +26,8 @@ class RecordingPlatform:
     updates: list[ApprovalCard] = field(default_factory=list)
     notices: list[tuple[str, Notice, str | None]] = field(default_factory=list)
     progress: list[str | None] = field(default_factory=list)
+    activities: list[tuple[str, Activity]] = field(default_factory=list)
+    """Every progress update, with the thread id it was shown in."""
 
     async def post_answer(self, conversation: ConversationRef, text: str) -> None:
         self.answers.append((conversation.thread_id, text))
@@ -46,9 +48,9 @@ class RecordingPlatform:
         self.notices.append((conversation.thread_id, notice, recipient.user_id if recipient else None))
 
     @asynccontextmanager
-    async def working(self, conversation: ConversationRef, anchor: str | None) -> AsyncIterator[None]:
+    async def working(self, conversation: ConversationRef, anchor: str | None) -> AsyncIterator[_Progress]:
         self.progress.append(anchor)
-        yield
+        yield _Progress(self, conversation.thread_id)
 
     groups: dict[str, set[str]] = field(default_factory=dict)
 
@@ -60,3 +62,12 @@ class RecordingPlatform:
 
     async def group_members(self, workspace_id: str, group_id: str) -> frozenset[str]:
         return frozenset(self.groups.get(group_id, set()))
+
+
+@dataclass
+class _Progress:
+    platform: RecordingPlatform
+    thread_id: str
+
+    async def show(self, activity: Activity) -> None:
+        self.platform.activities.append((self.thread_id, activity))

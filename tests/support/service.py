@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
+from langchain_core.language_models import BaseChatModel
+
+from bot.agents.kind import AgentKind
 from bot.agents.pool import AgentPool
 from bot.agents.review_agent import ReviewAgent
+from bot.agents.subagent_specs import SubagentSpec
 from bot.conversation import Actor, ConversationRef, IncomingMessage
 from bot.service import Countersign
 from bot.settings import DatabaseSettings
@@ -19,7 +23,6 @@ from bot.storage.ledger import PostgresLedger
 from bot.tools.registry import ToolRegistry
 from countersign.runtime import assemble_core
 from tests.support.recording_platform import RecordingPlatform
-from tests.support.scripted_model import ScriptedChatModel
 
 WORKSPACE = "W1"
 
@@ -35,8 +38,8 @@ class Harness:
     ledger: PostgresLedger
     config: ConfigStore
 
-    def graph(self, conversation: ConversationRef) -> ReviewAgent:
-        return self.agents.for_thread(conversation.thread_id)
+    def graph(self, conversation: ConversationRef, kind: AgentKind = AgentKind.REACT) -> ReviewAgent:
+        return self.agents.for_thread(conversation.thread_id, kind)
 
 
 def conversation(channel: str = "C1", thread: str | None = None) -> ConversationRef:
@@ -60,16 +63,32 @@ def message(
 @asynccontextmanager
 async def open_service(
     db_url: str,
-    model: ScriptedChatModel,
+    model: BaseChatModel,
     registry: ToolRegistry,
     platform: RecordingPlatform | None = None,
     *,
     recursion_limit: int = 25,
     pool_size: int = 8,
+    subagents: Sequence[SubagentSpec] | None = None,
+    models: Mapping[str, BaseChatModel] | None = None,
+    default_agent: AgentKind = AgentKind.REACT,
 ) -> AsyncIterator[Harness]:
+    """The core as `countersign run` wires it, on `db_url`, with `model` as every agent's model.
+
+    `models` maps the model names subagents ask for (`SubagentSpec.model`) to their models.
+    """
     platform = platform or RecordingPlatform()
     async with open_database(DatabaseSettings(url=db_url, pool_max_size=pool_size), run_migrations=False) as database:
-        core = assemble_core(database, model, registry, {platform.name: platform}, recursion_limit=recursion_limit)
+        core = assemble_core(
+            database,
+            model,
+            registry,
+            {platform.name: platform},
+            recursion_limit=recursion_limit,
+            subagents=subagents,
+            model_named=(lambda name: models[name]) if models is not None else None,
+            default_agent=default_agent,
+        )
         service = core.service
         service.start()
         try:

@@ -122,7 +122,8 @@ async def test_exception_inside_a_tool_becomes_an_error_result(make_graph, tool_
 
 async def test_gated_call_interrupts_with_the_hitl_payload(make_graph, tool_log):
     """A call that needs review pauses the graph with LangChain's HITL request shape; nothing ran."""
-    model = ScriptedChatModel(replies=[calls(tool_call("send", {"to": "bob", "body": "hi"}), text="Bob asked for it.")])
+    call = tool_call("send", {"to": "bob", "body": "hi"})
+    model = ScriptedChatModel(replies=[calls(call, text="Bob asked for it.")])
     graph = make_graph(model)
     cfg = config()
     result = await graph.ainvoke(ask("tell bob hi"), cfg)
@@ -133,6 +134,8 @@ async def test_gated_call_interrupts_with_the_hitl_payload(make_graph, tool_log)
                 "name": "send",
                 "args": {"to": "bob", "body": "hi"},
                 "description": "Bob asked for it.",
+                "tool_call_id": call["id"],
+                "source": None,
             }
         ],
         "review_configs": [{"action_name": "send", "allowed_decisions": ["approve", "edit", "reject"]}],
@@ -307,7 +310,7 @@ async def test_denied_tool_is_rejected_by_policy_without_a_pause(make_graph, too
             ],
             "no argument 'cc'",
         ),
-        ([{"type": "reject", "message": "x" * 2001}], "malformed decision"),
+        ([{"type": "reject", "message": "x" * 2001}], "reason is too long"),
     ],
 )
 async def test_invalid_decisions_are_refused_and_the_review_stays_completable(
@@ -364,7 +367,9 @@ async def test_a_claimed_call_is_never_run_twice(make_graph, tool_log):
     ledger = InMemoryLedger()
     call = tool_call("lookup", {"query": "x"})
     cfg = config()
-    await ledger.claim(thread_id=cfg["configurable"]["thread_id"], tool_call_id=call["id"], tool_name="lookup", args={})
+    await ledger.claim(
+        thread_id=cfg["configurable"]["thread_id"], tool_call_id=call["id"], tool_name="lookup", args={}, reviewed=False
+    )
     model = ScriptedChatModel(replies=[calls(call), AIMessage("unknown outcome")])
     result = await make_graph(model, ledger=ledger).ainvoke(ask("go"), cfg)
     assert tool_log.calls == []

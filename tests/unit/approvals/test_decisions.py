@@ -106,10 +106,14 @@ def test_parse_reject_with_or_without_message(message):
     assert parsed.message == message
 
 
-def test_parse_reject_message_over_limit_is_refused():
-    """A reject reason of 2001 characters is refused, naming the message field."""
-    with pytest.raises(InvalidDecisionError, match=r"message.*2000"):
-        parse_decision({"type": "reject", "message": "x" * (MAX_REASON_CHARS + 1)})
+def test_reject_message_over_limit_is_refused():
+    """A reject reason of 2001 characters is refused by the check, naming the message field and the limit."""
+    decision = parse_decision({"type": "reject", "message": "x" * (MAX_REASON_CHARS + 1)})
+    with pytest.raises(InvalidDecisionError, match=r"reason is too long.*2000") as caught:
+        check_decision(decision, {"name": "send", "args": {}}, None)
+    assert caught.value.field == "message"
+    exact = parse_decision({"type": "reject", "message": "x" * MAX_REASON_CHARS})
+    assert check_decision(exact, {"name": "send", "args": {}}, None) == exact
 
 
 @pytest.mark.parametrize(

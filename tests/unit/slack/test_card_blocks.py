@@ -24,7 +24,8 @@ from adapters.slack.blocks import (
     when_token,
 )
 from adapters.slack.text import escape
-from bot.approvals.records import ApprovalRecord, ApprovalStatus
+from bot.approvals.lifecycle import ApprovalStatus
+from bot.approvals.records import ApprovalRecord
 from bot.ports import ApprovalCard
 
 APPROVAL_ID = "0b5c9f3e-7d0e-4a51-9a7f-3c2f8f1d2e44"

@@ -14,6 +14,7 @@ MANIFEST = yaml.safe_load((ROOT / "adapters/slack/manifest.yml").read_text())
 METHOD_SCOPES = {
     "chat_postMessage": "chat:write",
     "chat_update": "chat:write",
+    "chat_delete": "chat:write",
     "chat_postEphemeral": "chat:write",
     "chat_getPermalink": None,
     "views_open": None,

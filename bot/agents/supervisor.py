@@ -1,0 +1,134 @@
+"""The supervisor with subagents (DESIGN.md "Agents", seeds 003 and 004).
+
+The supervisor is an ordinary ReAct graph with the review gate and step guard whose tools are
+the subagents: `llm_call -> human_review -> delegate (one task per call) -> llm_call`, END when
+the model calls no subagent. Several delegations of one answer run concurrently
+(scatter-gather, seed 003); the supervisor's next model call sees every report.
+
+Each subagent is a ReAct graph with the same gate (so a gated tool inside it pauses the whole
+conversation with a card that names it), its own step limit, and a hard cap on tool rounds
+counted in its state, because LangGraph gives every resume a fresh step budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.tools import BaseTool
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, StateGraph
+
+from bot.agents import prompts
+from bot.agents.delegation import DELEGATE, Subagent, delegation_sends, delegation_tool, make_delegate
+from bot.agents.llm_node import make_llm_call
+from bot.agents.review_agent import STEPS_PER_TOOL_ROUND, ReviewAgent, bind_model, react_graph, should_continue
+from bot.agents.review_node import make_human_review
+from bot.agents.state import AgentState
+from bot.agents.subagent_specs import SubagentSpec
+from bot.approvals.policy import ReviewPolicy
+from bot.tools.ledger import ToolRunLedger
+
+
+def max_tool_rounds(step_limit: int) -> int:
+    """The hard cap on a subagent's tool rounds: what its step limit allows in one invocation.
+
+    The step guard lets a round start while more than `STEPS_PER_TOOL_ROUND` steps remain, and
+    the first model call sees `step_limit - 1`, so a limit of 15 allows 4 rounds (25 allows 7,
+    as seed 000 counts); the cap holds the delegation to that across resumes too.
+    """
+    return max(0, (step_limit - 2) // STEPS_PER_TOOL_ROUND)
+
+
+def build_subagent(
+    spec: SubagentSpec,
+    *,
+    model: BaseChatModel,
+    tools: Sequence[BaseTool],
+    policy: ReviewPolicy,
+    ledger: ToolRunLedger,
+    history_window: int = 60,
+    model_kwargs: dict[str, Any] | None = None,
+) -> Subagent:
+    """Compile one subagent.
+
+    Args:
+        spec: its configuration (tools must already be checked against the registry).
+        model: its model (its own, or the supervisor's).
+        tools: the registered tools `spec.tools` names, in that order.
+        policy: the same policy as everywhere: a GET runs, a POST waits for a card.
+        ledger: the same ledger as everywhere, so the approved-digest check covers its calls.
+        history_window: most stored messages sent per model call.
+        model_kwargs: call options bound with the tools.
+
+    The graph has no checkpointer of its own (LangGraph's default for a subgraph: it inherits
+    the parent's per invocation), which is what lets it interrupt and resume inside the
+    supervisor's task; `checkpointer=False` could not interrupt.
+    """
+    graph = react_graph(
+        model=model,
+        tools=tools,
+        policy=policy,
+        ledger=ledger,
+        system_prompt=spec.prompt + "\n" + prompts.SUBAGENT_REPORT_RULES,
+        history_window=history_window,
+        model_kwargs=model_kwargs,
+        source=spec.name,
+        max_tool_rounds=max_tool_rounds(spec.step_limit),
+        step_limit_message=prompts.SUBAGENT_STEP_LIMIT,
+        closing_instruction=prompts.SUBAGENT_CLOSING,
+    )
+    return Subagent(spec=spec, graph=graph.compile(name=spec.name))
+
+
+def build_supervisor_agent(
+    *,
+    model: BaseChatModel,
+    subagents: Sequence[Subagent],
+    policy: ReviewPolicy,
+    checkpointer: BaseCheckpointSaver[Any],
+    system_prompt: str = prompts.SYSTEM_PROMPT,
+    history_window: int = 60,
+    model_kwargs: dict[str, Any] | None = None,
+) -> ReviewAgent:
+    """Compile the supervisor graph.
+
+    Args:
+        model: the supervisor's model; each subagent becomes one of its tools.
+        subagents: compiled subagents (see `build_subagent`); names are unique.
+        policy: the review gate's policy (subagent names are not tools, so delegations run
+            at once; the tools inside them are gated).
+        checkpointer: the conversation's saver; the subagents checkpoint through it too.
+        system_prompt: the agent's prompt; the delegation instructions are appended.
+        history_window: most stored messages sent per model call.
+        model_kwargs: call options bound with the tools.
+
+    Raises:
+        ValueError: when there are no subagents or two share a name.
+    """
+    names = [subagent.spec.name for subagent in subagents]
+    if not names or len(set(names)) != len(names):
+        raise ValueError(f"the supervisor needs subagents with unique names, got {names}")
+    tools = [delegation_tool(subagent.spec) for subagent in subagents]
+    graph = StateGraph(AgentState)
+    graph.add_node(
+        "llm_call",
+        make_llm_call(
+            bind_model(model, tools, model_kwargs),
+            policy=policy,
+            system_prompt=system_prompt + prompts.SUPERVISOR_INSTRUCTIONS,
+            steps_per_tool_round=STEPS_PER_TOOL_ROUND,
+            history_window=history_window,
+        ),
+    )
+    graph.add_node(
+        "human_review",
+        make_human_review({tool.name: tool for tool in tools}, tool_round=delegation_sends),
+        destinations=(DELEGATE, "llm_call"),
+    )
+    graph.add_node(DELEGATE, make_delegate({subagent.spec.name: subagent for subagent in subagents}))
+    graph.add_edge(START, "llm_call")
+    graph.add_conditional_edges("llm_call", should_continue, ["human_review", END])
+    graph.add_edge(DELEGATE, "llm_call")
+    return graph.compile(checkpointer=checkpointer)

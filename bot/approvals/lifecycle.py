@@ -1,0 +1,162 @@
+"""The life of a review, as one I/O-free state machine (CONVENTIONS.md item 16).
+
+Everything that decides the state of a review and of its approvals lives in this module; it
+does no I/O. `ApprovalStore` persists the states and enforces every transition with one
+conditional update (`... WHERE status = ANY(<the states the event may leave>)`), so two
+replicas racing on one card cannot both move it. The service and the adapters ask this module;
+they never re-derive its rules.
+
+A *review* is one interrupt of one thread (one `human_review` pause, at any depth: the
+top-level agent or a subagent). It holds one *approval* per reviewed tool call.
+
+Approval (one reviewed tool call)::
+
+    PENDING --vote--------> PENDING     an approval or edit below the quorum (votes are rows)
+    PENDING --approve-----> APPROVED    the quorum approved the proposed arguments
+    PENDING --approve_edit> EDITED      the quorum approved edited arguments
+    PENDING --reject------> REJECTED    one reject decides (also a policy denial)
+    PENDING --expire------> EXPIRED     nobody decided in time
+
+Review (one interrupt)::
+
+    PENDING  --claim--> RESUMING   its last pending approval was decided or expired; exactly
+                                   one decision (the one that made it) claims the resume
+    RESUMING --finish-> DONE       the resume was applied (the interrupt is no longer pending)
+
+`open -> votes -> decided or expired -> resuming -> done` is the path of a review whose
+approvals collect votes. Deciding the last approval and claiming the resume happen in one
+transaction, so a review is never decided without somebody owning its resume.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from enum import StrEnum
+
+from bot.errors import CountersignError
+
+
+class ApprovalStatus(StrEnum):
+    """Where an approval stands; every status but PENDING is final."""
+
+    PENDING = "pending"
+    APPROVED = "approved"
+    EDITED = "edited"
+    REJECTED = "rejected"
+    EXPIRED = "expired"
+
+
+class ReviewStatus(StrEnum):
+    """A pause: waiting for decisions, claimed for resuming, or finished."""
+
+    PENDING = "pending"
+    RESUMING = "resuming"
+    DONE = "done"
+
+
+class ApprovalEvent(StrEnum):
+    """What can happen to an approval."""
+
+    VOTE = "vote"
+    APPROVE = "approve"
+    APPROVE_EDIT = "approve_edit"
+    REJECT = "reject"
+    EXPIRE = "expire"
+
+
+class ReviewEvent(StrEnum):
+    """What can happen to a review."""
+
+    CLAIM = "claim"
+    FINISH = "finish"
+
+
+APPROVAL_TRANSITIONS: Mapping[ApprovalStatus, Mapping[ApprovalEvent, ApprovalStatus]] = {
+    ApprovalStatus.PENDING: {
+        ApprovalEvent.VOTE: ApprovalStatus.PENDING,
+        ApprovalEvent.APPROVE: ApprovalStatus.APPROVED,
+        ApprovalEvent.APPROVE_EDIT: ApprovalStatus.EDITED,
+        ApprovalEvent.REJECT: ApprovalStatus.REJECTED,
+        ApprovalEvent.EXPIRE: ApprovalStatus.EXPIRED,
+    },
+    ApprovalStatus.APPROVED: {},
+    ApprovalStatus.EDITED: {},
+    ApprovalStatus.REJECTED: {},
+    ApprovalStatus.EXPIRED: {},
+}
+"""state -> event -> new state; an event missing for a state does not fit it."""
+
+REVIEW_TRANSITIONS: Mapping[ReviewStatus, Mapping[ReviewEvent, ReviewStatus]] = {
+    ReviewStatus.PENDING: {ReviewEvent.CLAIM: ReviewStatus.RESUMING},
+    ReviewStatus.RESUMING: {ReviewEvent.FINISH: ReviewStatus.DONE},
+    ReviewStatus.DONE: {},
+}
+
+DECIDED = frozenset(s for s in ApprovalStatus if not APPROVAL_TRANSITIONS[s])
+"""Final approval states."""
+
+
+class LifecycleError(CountersignError):
+    """An event that does not fit the current state (a bug, or a race the store lost)."""
+
+    def __init__(self, state: str, event: str) -> None:
+        super().__init__(f"{event!r} does not fit state {state!r}")
+        self.state = state
+        self.event = event
+
+
+def approval_after(state: ApprovalStatus, event: ApprovalEvent) -> ApprovalStatus:
+    """The approval's state after `event`.
+
+    Raises:
+        LifecycleError: when `event` does not fit `state` (e.g. a vote on a decided approval).
+    """
+    try:
+        return APPROVAL_TRANSITIONS[state][event]
+    except KeyError:
+        raise LifecycleError(state.value, event.value) from None
+
+
+def review_after(state: ReviewStatus, event: ReviewEvent) -> ReviewStatus:
+    """The review's state after `event`.
+
+    Raises:
+        LifecycleError: when `event` does not fit `state`.
+    """
+    try:
+        return REVIEW_TRANSITIONS[state][event]
+    except KeyError:
+        raise LifecycleError(state.value, event.value) from None
+
+
+def approval_sources(event: ApprovalEvent) -> list[str]:
+    """The approval states `event` may leave (for the store's conditional update)."""
+    return [state.value for state, moves in APPROVAL_TRANSITIONS.items() if event in moves]
+
+
+def review_sources(event: ReviewEvent) -> list[str]:
+    """The review states `event` may leave (for the store's conditional update)."""
+    return [state.value for state, moves in REVIEW_TRANSITIONS.items() if event in moves]
+
+
+def tally(*, approvals: int, quorum: int, edited: bool) -> ApprovalEvent:
+    """What an approval (or edit) vote does, given the distinct approvals of the arguments.
+
+    Args:
+        approvals: distinct people who approved the arguments now under vote, this vote
+            included.
+        quorum: approvals the tool needs (at least 1).
+        edited: whether those arguments differ from the proposal.
+
+    Returns:
+        VOTE while fewer than `quorum` approved; else APPROVE, or APPROVE_EDIT for edited
+        arguments (the card then says "approved with edits").
+    """
+    if approvals < max(quorum, 1):
+        return ApprovalEvent.VOTE
+    return ApprovalEvent.APPROVE_EDIT if edited else ApprovalEvent.APPROVE
+
+
+def review_claimable(statuses: Iterable[ApprovalStatus]) -> bool:
+    """Whether a review with approvals in `statuses` may be claimed for resuming (all decided)."""
+    return all(status in DECIDED for status in statuses)

@@ -1,0 +1,159 @@
+"""Posting approval cards where the workspace routes them, and redrawing them after decisions.
+
+Routing (`/countersign cards`): in the conversation (default), in one approvals channel, or in
+each approver's DMs; the conversation always learns where the cards went. A card that cannot be
+posted where it is routed falls back to the conversation (docs/decisions/0007).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+
+from bot.approvals.config import ApproverKind, CardRouting, WorkspaceConfig
+from bot.approvals.records import ApprovalRecord, ReviewRecord
+from bot.conversation import Actor, ConversationRef
+from bot.ports import ApprovalCard, CardsElsewhere, CardTarget, Notice, Platform
+from bot.storage.approval_store import ApprovalStore
+from bot.storage.config_store import ConfigStore
+
+log = logging.getLogger(__name__)
+
+MAX_DM_CARDS = 20
+"""At most this many approvers get a card in their DMs per call (a big user group is not spammed)."""
+
+
+class CardDesk:
+    """Posts, re-posts and redraws cards, and sends notices, through the platform adapters.
+
+    Args:
+        approvals: the approvals tables (where each posted copy is recorded).
+        config: the admin configuration (card routing).
+        platforms: adapters by `ConversationRef.platform`.
+    """
+
+    def __init__(self, approvals: ApprovalStore, config: ConfigStore, platforms: Mapping[str, Platform]) -> None:
+        self._approvals = approvals
+        self._config = config
+        self._platforms = platforms
+
+    def platform(self, conversation: ConversationRef) -> Platform:
+        """The adapter serving `conversation`.
+
+        Raises:
+            KeyError: when no adapter for that platform is running.
+        """
+        return self._platforms[conversation.platform]
+
+    async def post(
+        self, conversation: ConversationRef, config: WorkspaceConfig, rows: Sequence[ApprovalRecord]
+    ) -> list[ApprovalRecord]:
+        """Post the card of every pending approval in `rows` that has none yet.
+
+        Args:
+            conversation: where the calls were made.
+            config: the workspace's configuration (card routing, approvers).
+            rows: the approvals of one review, in order.
+
+        Returns:
+            The review's approvals as stored afterwards (with their card references).
+        """
+        platform = self.platform(conversation)
+        posted_elsewhere = False
+        for row in rows:
+            if row.card_ref is not None or not row.is_pending:
+                continue
+            card = ApprovalCard(approval=row, position=row.position + 1, total=len(rows))
+            targets = await _card_targets(platform, conversation, config, row)
+            if targets[0].channel_id or targets[0].user_id:
+                # When no routed copy can be posted (a channel the bot cannot write in, DMs
+                # closed), the card falls back to the conversation: a card nobody can see
+                # would leave the thread waiting for nothing.
+                targets.append(CardTarget(conversation=conversation))
+            posted = 0
+            for target in targets:
+                fallback = target.channel_id is None and target.user_id is None
+                if fallback and posted and len(targets) > 1:
+                    break
+                try:
+                    card_ref = await platform.post_card(target, card)
+                except Exception:
+                    log.exception("could not post the card for approval %s (thread_id=%s)", row.id, row.thread_id)
+                    continue
+                await self._approvals.add_card(row.id, card_ref, primary=posted == 0)
+                posted += 1
+                posted_elsewhere |= not fallback
+            now = await self._approvals.get(row.id)
+            if now is not None and not now.is_pending:
+                await self.refresh(now)  # decided by a click that beat the stored card reference
+        stored = await self._approvals.approvals_of(rows[0].review_id) if rows else []
+        if posted_elsewhere:
+            await self.notify(
+                conversation,
+                CardsElsewhere(approvals=tuple(stored), channel_id=config.cards().channel_id),
+                recipient=None,
+            )
+        return stored
+
+    async def post_missing(self, conversation: ConversationRef, review: ReviewRecord) -> None:
+        """Post the cards of a pending review that could not be posted before (a platform error)."""
+        rows = await self._approvals.approvals_of(review.id)
+        if any(row.is_pending and row.card_ref is None for row in rows):
+            config = await self._config.load(conversation.platform, conversation.workspace_id)
+            await self.post(conversation, config, rows)
+
+    async def refresh(self, approval: ApprovalRecord) -> None:
+        """Redraw every copy of an approval's card from what is stored (after a decision)."""
+        conversation = ConversationRef.from_thread_id(approval.thread_id)
+        refs = await self._approvals.card_refs(approval.id) or ([approval.card_ref] if approval.card_ref else [])
+        if not refs:
+            return
+        siblings = await self._approvals.approvals_of(approval.review_id)
+        card = ApprovalCard(approval=approval, position=approval.position + 1, total=len(siblings))
+        for card_ref in refs:
+            try:
+                await self.platform(conversation).update_card(conversation, card_ref, card)
+            except Exception:
+                log.exception("could not update a card of approval %s (thread_id=%s)", approval.id, approval.thread_id)
+
+    async def notify(self, conversation: ConversationRef, notice: Notice, *, recipient: Actor | None) -> None:
+        """Send a notice; a platform failure is logged, not raised."""
+        try:
+            await self.platform(conversation).notify(conversation, notice, recipient=recipient)
+        except Exception:
+            log.exception("could not send %s (thread_id=%s)", type(notice).__name__, conversation.thread_id)
+
+
+async def _card_targets(
+    platform: Platform, conversation: ConversationRef, config: WorkspaceConfig, row: ApprovalRecord
+) -> list[CardTarget]:
+    """Where a card goes: the conversation, the approvals channel, or each approver's DMs.
+
+    DM routing reaches the approvers listed as users plus the members of listed groups that
+    the platform can list (`Platform.group_members`), without the requester when they may not
+    approve their own call, at most `MAX_DM_CARDS` of them. When nobody is left (no list, or
+    only Discord roles), the card stays in the conversation.
+    """
+    cards = config.cards()
+    if cards.routing is CardRouting.CHANNEL and cards.channel_id:
+        return [CardTarget(conversation=conversation, channel_id=cards.channel_id)]
+    if cards.routing is CardRouting.DM:
+        users: list[str] = []
+        for approver in config.approvers_for(row.tool_name):
+            if approver.kind is ApproverKind.USER:
+                users.append(approver.subject_id)
+                continue
+            try:
+                members = await platform.group_members(conversation.workspace_id, approver.subject_id)
+            except Exception:
+                log.exception("could not list the members of group %s", approver.subject_id)
+                continue
+            users.extend(sorted(members))
+        if not config.self_approval(row.tool_name):
+            users = [user for user in users if user != row.requester_id]
+        unique = list(dict.fromkeys(users))
+        if len(unique) > MAX_DM_CARDS:
+            log.warning("%d approvers for %s; DM cards go to the first %d", len(unique), row.id, MAX_DM_CARDS)
+        if unique:
+            return [CardTarget(conversation=conversation, user_id=user) for user in unique[:MAX_DM_CARDS]]
+    return [CardTarget(conversation=conversation)]
