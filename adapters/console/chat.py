@@ -116,10 +116,12 @@ class ConsoleChat:
 
     async def _prompt(self, card: ApprovalCard) -> bool:
         approval = card.approval
-        self._write(
-            f"?  {approval.tool_name} wants to run ({card.position} of {card.total}), "
-            f"asked by {approval.requester_name}"
+        who = (
+            f"{approval.source} wants to call {approval.tool_name}"
+            if approval.source
+            else f"{approval.tool_name} wants to run"
         )
+        self._write(f"?  {who} ({card.position} of {card.total}), asked by {approval.requester_name}")
         if approval.description:
             self._write(f"   why: {approval.description}")
         self._write("   args: " + json.dumps(approval.proposed_args, ensure_ascii=False))

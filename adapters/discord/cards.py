@@ -60,7 +60,8 @@ def _card_embed(card: ApprovalCard, args_chars: int) -> discord.Embed:
     tool = f"`{approval.tool_name}`"
     if card.total > 1:
         tool += " · " + msg.CARD_POSITION.format(position=card.position, total=card.total)
-    embed.add_field(name=msg.FIELD_TOOL, value=_clip(tool, FIELD_CHARS), inline=True)
+    field = msg.FIELD_SUBAGENT_TOOL.format(subagent=approval.source) if approval.source else msg.FIELD_TOOL
+    embed.add_field(name=field, value=_clip(tool, FIELD_CHARS), inline=True)
     embed.add_field(name=msg.FIELD_REQUESTER, value=f"<@{approval.requester_id}>", inline=True)
     if approval.description:
         embed.add_field(

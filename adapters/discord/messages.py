@@ -16,6 +16,8 @@ CARD_OUTCOME_WORD = {
     "expired": "Expired",
 }
 FIELD_TOOL = "Tool"
+FIELD_SUBAGENT_TOOL = "{subagent} wants to call"
+"""The tool field's name on a card for a call a subagent wants (issue 8)."""
 FIELD_REQUESTER = "Requested by"
 FIELD_WHY = "Why"
 FIELD_ARGS = "Arguments"

@@ -45,8 +45,15 @@ def card_blocks(card: ApprovalCard) -> list[dict[str, Any]]:
     approval = card.approval
     pending = approval.status is ApprovalStatus.PENDING
     position = msg.CARD_POSITION.format(position=card.position, total=card.total) if card.total > 1 else ""
+    tool_line = (
+        msg.CARD_SUBAGENT_LINE.format(
+            subagent=escape(approval.source), tool=escape(approval.tool_name), position=position
+        )
+        if approval.source
+        else msg.CARD_TOOL_LINE.format(tool=escape(approval.tool_name), position=position)
+    )
     lines = [
-        msg.CARD_TOOL_LINE.format(tool=escape(approval.tool_name), position=position),
+        tool_line,
         msg.CARD_REQUESTER_LINE.format(user=approval.requester_id),
     ]
     if approval.description:
@@ -84,6 +91,10 @@ def card_blocks(card: ApprovalCard) -> list[dict[str, Any]]:
 def card_text(card: ApprovalCard) -> str:
     """The notification / fallback text of a card (Slack requires `text` beside blocks)."""
     approval = card.approval
+    if approval.status is ApprovalStatus.PENDING and approval.source:
+        return msg.CARD_FALLBACK_SUBAGENT.format(
+            subagent=escape(approval.source), tool=escape(approval.tool_name), requester=escape(approval.requester_name)
+        )
     if approval.status is ApprovalStatus.PENDING:
         return msg.CARD_FALLBACK.format(tool=escape(approval.tool_name), requester=escape(approval.requester_name))
     return f"{msg.CARD_HEADER[approval.status.value]}: {escape(approval.tool_name)}"

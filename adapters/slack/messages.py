@@ -5,6 +5,7 @@ from __future__ import annotations
 WORKING_REACTION = "hourglass_flowing_sand"
 
 CARD_FALLBACK = "Approval needed: {tool} (requested by {requester})"
+CARD_FALLBACK_SUBAGENT = "Approval needed: {subagent} wants to call {tool} (requested by {requester})"
 CARD_HEADER_PENDING = ":raised_hand: Approval needed"
 CARD_HEADER = {
     "approved": ":white_check_mark: Approved",
@@ -13,6 +14,8 @@ CARD_HEADER = {
     "expired": ":hourglass: Expired",
 }
 CARD_TOOL_LINE = "*Tool:* `{tool}`{position}"
+CARD_SUBAGENT_LINE = "*{subagent}* wants to call `{tool}`{position}"
+"""The tool line of a card for a call a subagent wants (issue 8)."""
 CARD_POSITION = "  ·  {position} of {total}"
 CARD_REQUESTER_LINE = "*Requested by:* <@{user}>"
 CARD_WHY_LINE = "*Why:* {why}"
