@@ -158,18 +158,17 @@ class TurnRunner:
             state = await graph.aget_state(self.config(conversation))
             messages: list[AnyMessage] = state.values.get("messages", [])
             if state.interrupts:
-                reviews = await self._reviews_by_interrupt(conversation)
-                missing = [i for i in state.interrupts if i.id not in reviews]
+                ids = [interrupt.id for interrupt in state.interrupts]
+                live = await self._approvals.reviews_for_interrupts(conversation.thread_id, ids)
+                missing = [interrupt for interrupt in state.interrupts if interrupt.id not in live]
                 for interrupt in missing:
                     await self.open_review(conversation, interrupt, messages)
                 if missing:
                     continue
-                pending_ids = {i.id for i in state.interrupts}
-                live = [review for iid, review in reviews.items() if iid in pending_ids]
-                for review in live:
+                for review in live.values():
                     if review.status is ReviewStatus.PENDING:
                         await self._cards.post_missing(conversation, review)
-                claimed = [review for review in live if review.status is ReviewStatus.RESUMING]
+                claimed = [review for review in live.values() if review.status is ReviewStatus.RESUMING]
                 if claimed and not resumed:
                     resumed = True
                     await self.resume(conversation, anchor=None)
@@ -312,12 +311,6 @@ class TurnRunner:
     async def notify(self, conversation: ConversationRef, notice: Notice, *, recipient: Actor | None) -> None:
         """Send a notice; a platform failure is logged, not raised."""
         await self._cards.notify(conversation, notice, recipient=recipient)
-
-    async def _reviews_by_interrupt(self, conversation: ConversationRef) -> dict[str, ReviewRecord]:
-        reviews = await self._approvals.reviews_in_thread(
-            conversation.thread_id, [ReviewStatus.PENDING, ReviewStatus.RESUMING, ReviewStatus.DONE]
-        )
-        return {review.interrupt_id: review for review in reviews}
 
     async def _resume_value(self, review: ReviewRecord, interrupt: Interrupt) -> dict[str, Any]:
         """The review's decisions, one per action request, matched by tool call id.

@@ -158,7 +158,8 @@ class DiscordPlatform:
                     continue
                 channel_id, message_id = _split_ref(approval.card_ref)
                 url = f"https://discord.com/channels/{guild}/{channel_id}/{message_id}"
-                links.append(msg.REVIEW_PENDING_LINK.format(tool=approval.tool_name, position=position, url=url))
+                tool = f"{approval.source}: {approval.tool_name}" if approval.source else approval.tool_name
+                links.append(msg.REVIEW_PENDING_LINK.format(tool=tool, position=position, url=url))
             user = recipient.user_id if recipient else ""
             return msg.REVIEW_PENDING.format(user=user, links=", ".join(links))
         if isinstance(notice, ModelFailed):

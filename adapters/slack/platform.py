@@ -205,10 +205,11 @@ class SlackPlatform:
             for approval in notice.approvals:
                 url = await self._permalink(conversation, approval.card_ref)
                 label = f"{approval.position + 1}"
+                tool = f"{approval.source}: {approval.tool_name}" if approval.source else approval.tool_name
                 links.append(
-                    msg.REVIEW_PENDING_LINK.format(url=url, tool=approval.tool_name, position=label)
+                    msg.REVIEW_PENDING_LINK.format(url=url, tool=escape(tool), position=label)
                     if url
-                    else f"`{approval.tool_name}`"
+                    else f"`{escape(tool)}`"
                 )
             return msg.REVIEW_PENDING.format(links=", ".join(links))
         if isinstance(notice, ModelFailed):

@@ -142,14 +142,14 @@ class ApprovalStore:
         row = await self._pool.fetchrow("SELECT * FROM reviews WHERE id = $1", uuid.UUID(review_id))
         return _review(row) if row else None
 
-    async def review_for_interrupt(self, thread_id: str, interrupt_id: str) -> ReviewRecord | None:
-        """The review stored for an interrupt, or None."""
-        row = await self._pool.fetchrow(
-            "SELECT * FROM reviews WHERE thread_id = $1 AND interrupt_id = $2",
+    async def reviews_for_interrupts(self, thread_id: str, interrupt_ids: Sequence[str]) -> dict[str, ReviewRecord]:
+        """The reviews stored for these interrupts of the thread, by interrupt id (missing: none stored)."""
+        rows = await self._pool.fetch(
+            "SELECT * FROM reviews WHERE thread_id = $1 AND interrupt_id = ANY($2::text[])",
             thread_id,
-            interrupt_id,
+            list(interrupt_ids),
         )
-        return _review(row) if row else None
+        return {row["interrupt_id"]: _review(row) for row in rows}
 
     async def approvals_of(self, review_id: str) -> list[ApprovalRecord]:
         """The approvals of a review, in action-request order."""

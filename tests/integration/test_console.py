@@ -9,7 +9,9 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from adapters.console import ConsoleChat, ConsolePlatform
+from bot.agents.kind import AgentKind
 from tests.e2e.agent_script import agent_script
+from tests.integration.test_subagents_service import SPECS, team, to_alpha
 from tests.standins.gemini import GeminiStandIn
 from tests.support.bot_process import base_env
 from tests.support.http_target import HttpTarget
@@ -109,3 +111,20 @@ async def test_countersign_chat_in_a_real_terminal_session(db_url, tmp_path):
     assert "approved by" in text
     assert "bot> Result:" in text and "widget" in text
     assert [r.json for r in target.requests] == [{"name": "widget"}]
+
+
+async def test_the_subagents_agent_in_the_terminal(db_url):
+    """Subagents in the terminal: one line per delegation, the prompt names the subagent, the approved call runs once."""
+    log = ToolLog()
+    out: list[str] = []
+    platform = ConsolePlatform(write=out.append)
+    model = team(to_alpha)
+    async with open_service(
+        db_url, model, make_test_registry(log), platform, subagents=SPECS, default_agent=AgentKind.SUBAGENTS
+    ) as h:
+        await ConsoleChat(h.service, platform, read=reader(["bob", "a", "/quit"])).run()
+    text = "\n".join(out)
+    assert log.calls == [("send", {"to": "bob", "body": "alpha", "urgent": False})]
+    assert text.count("… alpha is working: bob") == 2  # started, and continued after the decision
+    assert "alpha wants to call send (1 of 1), asked by" in text
+    assert "bot> answer: alpha reports: sent to bob" in text
