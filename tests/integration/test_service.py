@@ -310,6 +310,34 @@ async def test_a_tool_round_cut_short_is_finished_without_running_a_started_call
     assert [a for _, a in h.platform.answers] == ["round finished", "answer to the new message"]
 
 
+async def test_a_card_opened_while_finishing_a_cut_round_belongs_to_the_original_requester(db_url, registry, tool_log):
+    """Alice's round was cut short; Mallory's message finishes it and a gated call follows: the card is Alice's."""
+    started = tool_call("lookup", {"query": "a"})
+    model = ScriptedChatModel(replies=[calls(send_call("bob")), AIMessage("sent")])
+    async with open_service(db_url, model, registry) as h:
+        conv = conversation()
+        config = {"configurable": {"thread_id": conv.thread_id}, "recursion_limit": 25}
+        await h.database.pool.execute(
+            "INSERT INTO conversations (thread_id, platform, workspace_id, channel_id) VALUES ($1, 'test', 'W1', 'C1')",
+            conv.thread_id,
+        )
+        author = {"countersign_author": {"user_id": "alice", "name": "alice"}}
+        await h.graph(conv).aupdate_state(
+            config,
+            {
+                "messages": [HumanMessage("look up a, then tell bob", additional_kwargs=author), calls(started)],
+                "review_plan": {started["id"]: "auto"},
+            },
+            as_node="llm_call",
+        )
+        await h.service.handle_message(message("what's going on?", user="mallory"))
+        [card] = [c.approval for c in h.platform.cards.values()]
+        with pytest.raises(NotPermittedError):
+            await h.service.decide(card.id, actor("mallory"), Approve())
+    assert (card.requester_id, card.tool_name) == ("alice", "send")
+    assert tool_log.calls == [("lookup", {"query": "a"})]
+
+
 async def test_model_failure_is_a_notice_and_the_thread_stays_usable(db_url, registry):
     """The model failing after retries gives a notice; the next message in the thread is answered."""
     from langchain_core.exceptions import ModelAPIError
