@@ -61,8 +61,12 @@ async def test_the_whole_flow_across_a_restart_in_separate_processes(db_url, gem
 
 
 def _postmaster_pid(data_dir: Path) -> int | None:
-    pid_file = data_dir / "pgdata" / "postmaster.pid"
-    return int(pid_file.read_text().split()[0]) if pid_file.exists() else None
+    """The server's pid from postmaster.pid; None while the file is missing or still being written."""
+    try:
+        words = (data_dir / "pgdata" / "postmaster.pid").read_text().split()
+    except FileNotFoundError:
+        return None
+    return int(words[0]) if words and words[0].isdigit() else None
 
 
 async def test_embedded_postgres_starts_with_the_bot_and_stops_with_it(gemini, slack, target, tmp_path):
