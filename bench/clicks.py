@@ -288,6 +288,10 @@ async def bench_clicks(
     return run
 
 
+BOT_POOLS = 3
+"""Connection pools one bot opens, each up to `pool_max_size` (`bot.storage.database`)."""
+
+
 async def max_connections(stage: Stage) -> int:
     """The server's `max_connections`."""
     connection = await asyncpg.connect(stage.server.admin_url)
@@ -305,7 +309,9 @@ async def click_runs(stage: Stage, args: argparse.Namespace) -> list[ClickRun]:
     one burst is tried; the one-at-a-time baseline and the other bursts use the big pool.
     """
     default_pool = int(DatabaseSettings.model_fields["pool_max_size"].default)
-    big_pool = min(args.conversations + 2, 200, await max_connections(stage) - 30)
+    # The bot opens three pools of `pool_max_size` (asyncpg, advisory locks, psycopg for the
+    # savers); sized past the server's connection budget, a burst fails with "too many clients".
+    big_pool = min(args.conversations + 2, 200, (await max_connections(stage) - 30) // BOT_POOLS)
     fits = args.conversations < default_pool or big_pool <= default_pool
     runs = [
         await bench_clicks(

@@ -9,7 +9,9 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
+
+import asyncpg
 
 from bot.settings import Settings
 from countersign.server import BotServer
@@ -59,6 +61,21 @@ class Series:
     def count(self) -> int:
         """How many samples were kept (warm-up excluded)."""
         return len(self.samples_ms)
+
+
+class Sampling(Protocol):
+    """One latency series in the making: each call runs and times one turn."""
+
+    async def sample(self, *, keep: bool) -> None:
+        """Run one turn; keep its figures unless it is a warm-up turn."""
+
+
+async def interleave(samplers: Sequence[Sampling], turns: int, warmup: int) -> None:
+    """Round-robin over the series, rotating the order, so load drift hits all of them alike."""
+    for index in range(warmup + turns):
+        shift = index % len(samplers)
+        for sampler in [*samplers[shift:], *samplers[:shift]]:
+            await sampler.sample(keep=index >= warmup)
 
 
 @dataclass
@@ -259,3 +276,12 @@ async def settle(bot: BotServer) -> None:
     """Wait until the bot's background work (turns, resumes, card updates) is done."""
     assert bot.runtime is not None
     await bot.runtime.service.tasks.join()
+
+
+async def pg_version(stage: Stage) -> str:
+    """The server's version string."""
+    connection = await asyncpg.connect(stage.server.admin_url)
+    try:
+        return str(await connection.fetchval("SHOW server_version"))
+    finally:
+        await connection.close()

@@ -1,4 +1,4 @@
-"""Turn latency: the bare graph against the whole Slack path, and click acks under load.
+"""Turn latency: the bare graph against the whole Slack path, delegation overhead, click acks.
 
 Run it with::
 
@@ -12,8 +12,10 @@ would be. Approve clicks come from a child process (`bench.click_sender`), so a 
 is not slowed down by its own sender.
 
 Phases: six turn series interleaved (bare graph with the scripted model, bare graph with the
-Gemini client, whole Slack path; each as a text answer and as one tool round), then click
-acks with the bot's default pool and with a pool sized for the burst.
+Gemini client, whole Slack path; each as a text answer and as one tool round), then a ReAct
+turn against a supervisor turn with one delegation doing the same tool call (`bench.delegation`,
+same turns and warm-up), then click acks with the bot's default pool and with a pool sized for
+the burst.
 """
 
 from __future__ import annotations
@@ -32,11 +34,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import asyncpg
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from bench.clicks import click_runs
+from bench.delegation import bench_delegation, delegation_lines
 from bench.harness import (
     BOT_USER,
     TEXT_ANSWER,
@@ -49,8 +51,10 @@ from bench.harness import (
     Milestones,
     Series,
     Stage,
+    interleave,
     is_post_in,
     open_stage,
+    pg_version,
     running_bot,
     settle,
 )
@@ -225,14 +229,6 @@ class SlackTurns(Sampler):
             self.milestones.add("last Gemini request in", (gemini[-1] - started) * 1000)
 
 
-async def interleave(samplers: Sequence[BareTurns | SlackTurns], turns: int, warmup: int) -> None:
-    """Round-robin over the series, rotating the order, so load drift hits all of them alike."""
-    for index in range(warmup + turns):
-        shift = index % len(samplers)
-        for sampler in [*samplers[shift:], *samplers[:shift]]:
-            await sampler.sample(keep=index >= warmup)
-
-
 @dataclass
 class TurnResults:
     """The six turn series: scripted and Gemini bare graphs, and the Slack path."""
@@ -296,15 +292,6 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-async def pg_version(stage: Stage) -> str:
-    """The server's version string."""
-    connection = await asyncpg.connect(stage.server.admin_url)
-    try:
-        return str(await connection.fetchval("SHOW server_version"))
-    finally:
-        await connection.close()
-
-
 def turn_lines(results: TurnResults) -> list[str]:
     """The turn table, the whole/bare ratios and where the time goes."""
     rows = [t.series for t in [*results.scripted, *results.bare, *results.whole]]
@@ -332,8 +319,10 @@ async def run(args: argparse.Namespace) -> list[str]:
         async with open_stage(Path(tmp)) as stage:
             version = await pg_version(stage)
             results = await bench_turns(stage, args.turns, args.warmup, profiler)
+            delegation = await bench_delegation(stage, args.turns, args.warmup)
             clicks = await click_runs(stage, args)
     lines = [*header_lines(args), "", *machine_lines(version), "", *turn_lines(results)]
+    lines += ["", *delegation_lines(delegation, args.turns, args.warmup)]
     lines += ["", *click_lines(clicks), "", *PERFORMANCE_MD]
     if profiler is not None:
         lines += ["", *profile_lines(profiler)]

@@ -64,7 +64,7 @@ class _SubagentEntry(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str
-    description: Annotated[str, Field(min_length=1)]
+    description: str
     prompt: str
     tools: list[str] = Field(default_factory=list)
     model: str | None = None
@@ -73,18 +73,18 @@ class _SubagentEntry(BaseModel):
     @field_validator("name")
     @classmethod
     def _tool_name(cls, value: str) -> str:
-        if not _NAME.match(value):
+        # fullmatch: `$` alone would let a trailing newline through into the function name.
+        if not _NAME.fullmatch(value):
             raise ValueError(
-                f"{value!r} is not a valid tool name (a letter or _ first, then letters, digits, _ or -, "
-                "at most 64 characters)"
+                "is not a valid tool name (a letter or _ first, then letters, digits, _ or -, at most 64 characters)"
             )
         return value
 
-    @field_validator("prompt")
+    @field_validator("description", "prompt")
     @classmethod
-    def _has_prompt(cls, value: str) -> str:
+    def _has_text(cls, value: str) -> str:
         if not value.strip():
-            raise ValueError("the prompt is empty")
+            raise ValueError("is empty")
         return value
 
     @field_validator("model")
@@ -143,22 +143,30 @@ def load_subagents(path: Path | None, registry: ToolRegistry) -> tuple[SubagentS
     """The subagents for this process: from `path`, or the default set when it is None.
 
     Raises:
-        ConfigurationError: one line naming the file and the first problem: unreadable or
-            not TOML, an unknown key, a missing field, an empty prompt, an invalid or
-            duplicate name, a name that is also a tool's, a step limit out of range, or a
-            tool that is not registered.
+        ConfigurationError: one line naming the file, the subagent and the field of the first
+            problem: unreadable, not UTF-8 or not TOML, no `[[subagents]]` table, an unknown
+            key, a missing field or one of the wrong type, an empty prompt or description, an
+            invalid or duplicate name, a name that is also a tool's, a step limit out of range,
+            a tool that is not registered or is listed twice.
     """
     if path is None:
         defaults = default_subagents(registry)
         problem = _cross_check(defaults, registry)
         if problem is not None:
-            raise ConfigurationError(f"the default subagents do not fit: {problem}; set COUNTERSIGN_SUBAGENTS_FILE")
+            raise ConfigurationError(
+                f"the default subagents do not fit the tools: {problem}; rename that tool or set "
+                "COUNTERSIGN_SUBAGENTS_FILE"
+            )
         return defaults
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ConfigurationError(f"COUNTERSIGN_SUBAGENTS_FILE {path}: cannot read it: {exc.strerror or exc}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
+        raise ConfigurationError(
+            f"COUNTERSIGN_SUBAGENTS_FILE {path}: not UTF-8 text (byte {exc.start}: {exc.reason})"
+        ) from None
+    except tomllib.TOMLDecodeError as exc:
         raise ConfigurationError(f"COUNTERSIGN_SUBAGENTS_FILE {path}: not valid TOML: {exc}") from None
     try:
         parsed = _SubagentsFile.model_validate(raw)
@@ -190,7 +198,9 @@ def _cross_check(specs: Sequence[SubagentSpec], registry: ToolRegistry) -> str |
             return f"two subagents are named {spec.name!r}"
         seen.add(spec.name)
         if spec.name in tools:
-            return f"subagent {spec.name!r} has the name of a tool; cards and audit rows would confuse them"
+            return (
+                f"subagent {spec.name!r} has the same name as a tool (cards and audit rows could not tell them apart)"
+            )
         for tool in spec.tools:
             if tool not in tools:
                 hint = " (it exists only when SMTP_URL is set)" if tool == "send_email" else ""
@@ -198,26 +208,55 @@ def _cross_check(specs: Sequence[SubagentSpec], registry: ToolRegistry) -> str |
                     f"subagent {spec.name!r} names unknown tool {tool!r}{hint}; "
                     f"the tools are: {', '.join(registry.names())}"
                 )
-        if len(set(spec.tools)) != len(spec.tools):
-            return f"subagent {spec.name!r} lists a tool twice"
+        twice = next((tool for index, tool in enumerate(spec.tools) if tool in spec.tools[:index]), None)
+        if twice is not None:
+            return f"subagent {spec.name!r} lists tool {twice!r} twice"
     return None
 
 
+_KEYS = ", ".join(_SubagentEntry.model_fields)
+_TYPES = {
+    "string_type": "must be a string",
+    "list_type": "must be a list",
+    "int_type": "must be a whole number",
+    "int_parsing": "must be a whole number",
+    "int_from_float": "must be a whole number",
+}
+"""Pydantic error types in words an operator reads (its own messages name Python types)."""
+
+
 def _first_problem(exc: ValidationError, raw: object) -> str:
-    """The first validation error, placed by subagent name where one can be read."""
+    """The first validation error in words, placed by subagent name where one can be read."""
     error = exc.errors()[0]
     loc = list(error.get("loc", ()))
-    where = ""
-    if len(loc) >= 2 and loc[0] == "subagents" and isinstance(loc[1], int):
-        entries = raw.get("subagents") if isinstance(raw, dict) else None
-        entry = entries[loc[1]] if isinstance(entries, list) and loc[1] < len(entries) else None
-        name = entry.get("name") if isinstance(entry, dict) else None
-        label = f"subagent {name!r}" if isinstance(name, str) and name else f"subagent #{loc[1] + 1}"
-        field = ".".join(str(p) for p in loc[2:])
-        where = f"{label}: {field}: " if field else f"{label}: "
-    elif loc:
-        where = ".".join(str(p) for p in loc) + ": "
+    kind = str(error.get("type", ""))
     message = str(error["msg"]).removeprefix("Value error, ")
-    if error.get("type") == "extra_forbidden":
-        message = "unknown key"
-    return where + message
+    if loc == ["subagents"]:
+        if kind in {"missing", "too_short"}:
+            return "no subagents defined; add at least one [[subagents]] table"
+        if kind == "list_type":
+            return "subagents must be written as [[subagents]] tables (double brackets), one per subagent"
+        return f"subagents: {message}"
+    if len(loc) < 2 or loc[0] != "subagents" or not isinstance(loc[1], int):
+        where = ".".join(str(p) for p in loc)
+        if kind == "extra_forbidden":
+            return f"unknown key {where!r}; the file holds only [[subagents]] tables"
+        return f"{where}: {message}"
+    entries = raw.get("subagents") if isinstance(raw, dict) else None
+    entry = entries[loc[1]] if isinstance(entries, list) and loc[1] < len(entries) else None
+    name = entry.get("name") if isinstance(entry, dict) else None
+    label = f"subagent {name!r}" if isinstance(name, str) and name else f"subagent #{loc[1] + 1}"
+    field = " ".join(f"item {p + 1}" if isinstance(p, int) else str(p) for p in loc[2:])
+    if not field:
+        return f"{label} is not a table of name, description, prompt, ..."
+    if kind == "extra_forbidden":
+        return f"{label}: unknown key {field!r} (the keys are: {_KEYS})"
+    if kind == "missing":
+        return f"{label}: {field} is missing"
+    if kind == "value_error":
+        return f"{label}: {field} {message}"
+    if field == "step_limit" and kind in {"greater_than_equal", "less_than_equal"}:
+        return f"{label}: step_limit must be from {MIN_STEP_LIMIT} to {MAX_STEP_LIMIT}, not {error.get('input')!r}"
+    if kind in _TYPES:
+        return f"{label}: {field} {_TYPES[kind]}"
+    return f"{label}: {field}: {message}"

@@ -10,13 +10,31 @@ import pytest
 
 pytestmark = pytest.mark.e2e
 
+DELEGATION_SERIES = ("react: http_request GET", "subagents: researcher -> http_request GET", "Ratio supervisor / ReAct")
 
-async def test_the_turn_benchmark_prints_every_series(pg_server):
-    """A tiny run of `python -m bench.turns` on the test server exits 0 with each table filled."""
+
+async def run_bench(pg_server, module: str, *args: str) -> str:
     env = {**os.environ, "TEST_DATABASE_URL": pg_server.admin_url}
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
+        module,
+        *args,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    output, _ = await asyncio.wait_for(process.communicate(), timeout=240)
+    text = output.decode()
+    assert process.returncode == 0, text[-3000:]
+    assert "Log records at WARNING and above (counted, not printed): 0" in text, text[-3000:]
+    return text
+
+
+async def test_the_turn_benchmark_prints_every_series(pg_server):
+    """A tiny run of `python -m bench.turns` on the test server exits 0 with each table filled."""
+    text = await run_bench(
+        pg_server,
         "bench.turns",
         "--turns",
         "2",
@@ -28,13 +46,13 @@ async def test_the_turn_benchmark_prints_every_series(pg_server):
         "1",
         "--sequential-clicks",
         "2",
-        env=env,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
     )
-    output, _ = await asyncio.wait_for(process.communicate(), timeout=240)
-    text = output.decode()
-    assert process.returncode == 0, text[-3000:]
-    for series in ("whole Slack path, tool", "bare graph, gemini, tool", "click ack, 3 at once"):
+    for series in ("whole Slack path, tool", "bare graph, gemini, tool", "click ack, 3 at once", *DELEGATION_SERIES):
         assert series in text, text[-3000:]
-    assert "Log records at WARNING and above (counted, not printed): 0" in text
+
+
+async def test_the_delegation_benchmark_prints_both_agents_side_by_side(pg_server):
+    """A tiny run of `python -m bench.delegation` prints the ReAct and supervisor rows and their ratio."""
+    text = await run_bench(pg_server, "bench.delegation", "--turns", "2", "--warmup", "1")
+    for series in (*DELEGATION_SERIES, "checkpoints stored, subagent namespace", "researcher reported (custom event)"):
+        assert series in text, text[-3000:]

@@ -93,7 +93,7 @@ class SlackDriver:
             words.append(o["where"])
             if "channel" in o:
                 words.append(f"<#{o['channel']}>")
-        elif sub == "scope":
+        elif sub in {"scope", "agent"}:
             words.append(o["kind"])
         elif sub == "audit":
             if "tool" in o:
@@ -102,7 +102,7 @@ class SlackDriver:
                 words.append(f"<@{self.user(o['user'])}>")
         if "tool" in o and sub in {"approvers", "self-approval", "expiry"}:
             words += ["for", o["tool"]]
-        if "channel" in o and sub in {"show", "policy", "scope"}:
+        if "channel" in o and sub in {"show", "policy", "scope", "agent"}:
             words += ["in", f"<#{o['channel']}>"]
         if "when" in o:
             words += ["when", o["when"]]

@@ -334,3 +334,62 @@ async def test_discord_expiry_fires_after_a_restart(db_url, gemini, target, disc
             await driver.settle()
             assert "Expired" in driver.card_text(card)
     assert target.requests == []
+
+
+# --- the agent of a channel (issue 8) ------------------------------------------------------
+
+
+async def test_agent_is_set_per_channel_shown_refused_for_others_and_audited(driver):
+    """`agent subagents in #channel`: only an admin sets it, `show` prints it, a repeat changes nothing, audit has it."""
+    channel = _channel(driver)
+    default = "Agent: react (default)"
+    assert default in await driver.command("carol", "show", channel=channel)
+
+    refused = await driver.command("bob", "agent", kind="subagents", channel=channel)
+    assert refused.startswith("Only admins can do that") and "Nothing was changed" in refused
+    assert default in await driver.command("bob", "show", channel=channel)
+
+    reply = await driver.command("carol", "agent", kind="subagents", channel=channel)
+    assert reply == f"Updated agent in <#{channel}>: subagents (was: not set). Recorded in the audit log."
+    shown = await driver.command("bob", "show", channel=channel)
+    assert "Agent: subagents (channel): `researcher`, `operator`" in shown
+
+    again = await driver.command("carol", "agent", kind="subagents", channel=channel)
+    assert again == f"Nothing to change: agent in <#{channel}> is already like that."
+
+    # Workspace-wide without a channel; the channel's own setting still wins there.
+    assert (await driver.command("carol", "agent", kind="react")).startswith("Updated agent: react (was: not set)")
+    assert "Agent: subagents (channel)" in await driver.command("carol", "show", channel=channel)
+
+    audit = await driver.command("carol", "audit")
+    rows = [line for line in audit.splitlines() if "· config · agent ·" in line]
+    assert len(rows) == 2, audit  # the repeat wrote nothing
+    assert '"before":null,"after":"react"' in rows[0] and '"before":null,"after":"subagents"' in rows[1]
+    assert all(driver.user("carol") in row for row in rows)
+    assert any("· refused · not_an_admin ·" in line and driver.user("bob") in line for line in audit.splitlines())
+
+
+async def test_discord_agent_subcommand_is_published_and_a_thread_means_its_parent(discord_bot, discord_api):
+    """`/countersign agent` is published with `kind` choices and a channel option; a thread given (or typed in) means its parent channel."""
+    from tests.e2e import conftest as c
+
+    [command] = [x for x in discord_api.commands(c.D_GUILD) + discord_api.commands() if x["name"] == "countersign"]
+    [agent] = [s for s in command["options"] if s["name"] == "agent"]
+    options = {o["name"]: o for o in agent["options"]}
+    assert options["kind"]["type"] == 3 and options["kind"]["required"] is True
+    assert [choice["value"] for choice in options["kind"]["choices"]] == ["react", "subagents"]
+    assert options["channel"]["type"] == 7 and not options["channel"].get("required", False)
+
+    driver = DiscordDriver(discord_bot, discord_api)
+    reply = await driver.command("carol", "agent", kind="subagents", channel=str(c.D_THREAD))
+    assert reply.startswith(f"Updated agent in <#{c.D_CHANNEL}>: subagents"), reply
+    shown = await driver.command("carol", "show", channel=str(c.D_CHANNEL))
+    assert "Agent: subagents (channel)" in shown
+
+    # `show` typed inside the thread reports the parent channel's settings.
+    typed = await discord_api.invoke_command(
+        "countersign", c.D_CAROL, channel_id=c.D_THREAD, options=[{"type": 1, "name": "show", "options": []}]
+    )
+    await discord_api.wait_for_request("POST", rf"/webhooks/{c.D_APP}/{typed.token}")
+    in_thread = "\n".join(f["content"] for f in discord_api.followups(typed.id))
+    assert f"Effective policy for <#{c.D_CHANNEL}>" in in_thread and "Agent: subagents (channel)" in in_thread

@@ -63,6 +63,8 @@ class ApiCall:
         at: Wall-clock time (``time.time()``) when the request arrived.
         status: The HTTP status of the reply (429 when rate limited).
         error: The ``error`` of the reply, or None when it was ``ok``.
+        response: The JSON body of the reply (e.g. the ``ts`` of a posted message); empty for
+            posts to a response URL.
     """
 
     method: str
@@ -70,6 +72,7 @@ class ApiCall:
     at: float
     status: int = 200
     error: str | None = None
+    response: Args = field(default_factory=dict)
 
 
 class _ApiError(Exception):
@@ -507,7 +510,9 @@ class SlackApiStandIn:
             warnings = []
         if warnings:
             body.update(warning=",".join(warnings), response_metadata={"warnings": warnings})
-        await self._record(ApiCall(method=method, args=args, at=at, status=status, error=body.get("error")))
+        await self._record(
+            ApiCall(method=method, args=args, at=at, status=status, error=body.get("error"), response=body)
+        )
         return web.json_response(body, status=status, headers={**headers, **extra_headers})
 
     def _answer(self, method: str, args: Args, token: str | None) -> tuple[int, Args, dict[str, str]]:
