@@ -138,7 +138,6 @@ def assemble_core(
                 build_supervisor_agent(
                     model=model,
                     subagents=compiled,
-                    policy=policy,
                     checkpointer=saver,
                     system_prompt=system_prompt,
                     history_window=history_window,

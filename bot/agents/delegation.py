@@ -31,6 +31,8 @@ from bot.agents import prompts
 from bot.agents.review_agent import ReviewAgent
 from bot.agents.state import AgentState
 from bot.agents.subagent_specs import SubagentSpec
+from bot.approvals.mode import Mode
+from bot.approvals.policy import PolicyContext
 from bot.errors import ModelError
 
 log = logging.getLogger(__name__)
@@ -82,6 +84,30 @@ def delegation_tool(spec: SubagentSpec) -> BaseTool:
     return StructuredTool.from_function(
         coroutine=_not_called, name=spec.name, description=spec.description, args_schema=DelegationArgs
     )
+
+
+class DelegationPolicy:
+    """The supervisor's review policy: a delegation itself never waits for a card.
+
+    Subagents are not registered tools, so no admin rule can name them; what they do is gated
+    inside them, call by call. Answering AUTO without reading the workspace's configuration
+    saves that read on every supervisor round (a hallucinated name is AUTO too: the delegate
+    node answers it with the list of subagents, and nothing runs).
+
+    Args:
+        names: the subagents' names.
+    """
+
+    def __init__(self, names: Sequence[str]) -> None:
+        self._names = frozenset(names)
+
+    def configured_tools(self) -> frozenset[str]:
+        """The subagents' names (the supervisor's tools)."""
+        return self._names
+
+    async def mode_for(self, call: ToolCall, context: PolicyContext) -> Mode:
+        """AUTO: delegations run at once; the tools inside them are gated."""
+        return Mode.AUTO
 
 
 def delegation_sends(calls: Sequence[ToolCall]) -> list[Send]:

@@ -21,7 +21,14 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 
 from bot.agents import prompts
-from bot.agents.delegation import DELEGATE, Subagent, delegation_sends, delegation_tool, make_delegate
+from bot.agents.delegation import (
+    DELEGATE,
+    DelegationPolicy,
+    Subagent,
+    delegation_sends,
+    delegation_tool,
+    make_delegate,
+)
 from bot.agents.llm_node import make_llm_call
 from bot.agents.review_agent import STEPS_PER_TOOL_ROUND, ReviewAgent, bind_model, react_graph, should_continue
 from bot.agents.review_node import make_human_review
@@ -86,7 +93,6 @@ def build_supervisor_agent(
     *,
     model: BaseChatModel,
     subagents: Sequence[Subagent],
-    policy: ReviewPolicy,
     checkpointer: BaseCheckpointSaver[Any],
     system_prompt: str = prompts.SYSTEM_PROMPT,
     history_window: int = 60,
@@ -96,9 +102,9 @@ def build_supervisor_agent(
 
     Args:
         model: the supervisor's model; each subagent becomes one of its tools.
-        subagents: compiled subagents (see `build_subagent`); names are unique.
-        policy: the review gate's policy (subagent names are not tools, so delegations run
-            at once; the tools inside them are gated).
+        subagents: compiled subagents (see `build_subagent`); names are unique. The gate's
+            policy is `DelegationPolicy`: delegations run at once, the tools inside them are
+            gated by the policy each subagent was built with.
         checkpointer: the conversation's saver; the subagents checkpoint through it too.
         system_prompt: the agent's prompt; the delegation instructions are appended.
         history_window: most stored messages sent per model call.
@@ -116,7 +122,7 @@ def build_supervisor_agent(
         "llm_call",
         make_llm_call(
             bind_model(model, tools, model_kwargs),
-            policy=policy,
+            policy=DelegationPolicy(names),
             system_prompt=system_prompt + prompts.SUPERVISOR_INSTRUCTIONS,
             steps_per_tool_round=STEPS_PER_TOOL_ROUND,
             history_window=history_window,

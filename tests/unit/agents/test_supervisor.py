@@ -84,7 +84,7 @@ def build(registry, saver):
             )
             for spec in specs
         ]
-        return build_supervisor_agent(model=sup, subagents=subagents, policy=policy, checkpointer=saver, **kwargs)
+        return build_supervisor_agent(model=sup, subagents=subagents, checkpointer=saver, **kwargs)
 
     return make
 
