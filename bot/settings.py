@@ -179,6 +179,10 @@ class DiscordSettings(BaseSettings):
 
     token: SecretStr | None = Field(default=None, validation_alias="DISCORD_TOKEN")
     api_url: str = Field(default=DEFAULT_DISCORD_API_URL, validation_alias="DISCORD_API_URL")
+    guild_ready_timeout_s: float = Field(default=2.0, ge=0, le=60, validation_alias="DISCORD_GUILD_READY_TIMEOUT")
+    """Seconds discord.py waits after the last GUILD_CREATE before it reports ready (its
+    `guild_ready_timeout`): at start it cannot know how many servers are still streaming in.
+    A bot in thousands of servers may need more; a small one (or a test) can use less."""
 
     @field_validator("token", mode="before")
     @classmethod

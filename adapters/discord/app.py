@@ -53,7 +53,7 @@ class DiscordAdapter:
         if settings.token is None:
             raise ConfigurationError("DISCORD_TOKEN is not set")
         self._settings = settings
-        self.client = CountersignClient(service, admin)
+        self.client = CountersignClient(service, admin, guild_ready_timeout_s=settings.guild_ready_timeout_s)
         self.platform = DiscordPlatform(self.client)
         self._connection: asyncio.Task[None] | None = None
 

@@ -47,14 +47,19 @@ class CountersignClient(discord.Client):
     Args:
         service: the core.
         admin: the `/countersign` commands (and each channel's conversation scope).
+        guild_ready_timeout_s: discord.py's `guild_ready_timeout` (`DISCORD_GUILD_READY_TIMEOUT`).
     """
 
-    def __init__(self, service: Countersign, admin: AdminService) -> None:
+    def __init__(self, service: Countersign, admin: AdminService, *, guild_ready_timeout_s: float = 2.0) -> None:
         # The bot never joins voice: discord.py's start-up warnings about missing voice
         # libraries (PyNaCl, davey) would only alarm whoever reads the log.
         discord.VoiceClient.warn_nacl = False
         discord.VoiceClient.warn_dave = False
-        super().__init__(intents=bot_intents(), allowed_mentions=discord.AllowedMentions.none())
+        super().__init__(
+            intents=bot_intents(),
+            allowed_mentions=discord.AllowedMentions.none(),
+            guild_ready_timeout=guild_ready_timeout_s,
+        )
         self.service = service
         self.admin = admin
         self.interactions = InteractionHandler(service)

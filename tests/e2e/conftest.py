@@ -150,7 +150,8 @@ def make_discord_settings(db_url: str, gemini: GeminiStandIn, target: HttpTarget
     return base.model_copy(
         update={
             "slack": SlackSettings(bot_token=None, signing_secret=None, app_token=None),
-            "discord": DiscordSettings(token=DISCORD_TOKEN, api_url=discord_api.api_url),
+            # The stand-in sends every GUILD_CREATE at once: no need to wait for more.
+            "discord": DiscordSettings(token=DISCORD_TOKEN, api_url=discord_api.api_url, guild_ready_timeout_s=0.05),
         }
     )
 

@@ -372,7 +372,7 @@ class DiscordDriver:
         await _settle(self.bot)
 
 
-async def wait_until(predicate, timeout: float = 10.0) -> None:
+async def wait_until(predicate, timeout: float = 30.0) -> None:
     for _ in range(int(timeout / 0.05)):
         if predicate():
             return

@@ -148,6 +148,7 @@ async def test_discord_and_slack_in_one_process_across_a_restart(db_url, gemini,
         DATABASE_URL=db_url,
         DISCORD_TOKEN=DISCORD_TOKEN,
         DISCORD_API_URL=discord_api.api_url,
+        DISCORD_GUILD_READY_TIMEOUT="0.05",
     )
     first = await BotProcess(env, tmp_path).start()
     await first.wait_healthy(port)

@@ -173,6 +173,38 @@ async def test_a_conversation_changes_agent_only_at_rest(db_url, registry, tool_
     assert "send it" in " ".join(str(m.content) for m in model.prompts[-1])
 
 
+async def test_a_subagent_without_its_own_model_uses_the_supervisors(db_url, registry, tool_log):
+    """alpha names a model and gets it; beta names none and gets the supervisor's model."""
+    specs = (
+        SubagentSpec(name="alpha", description="a", prompt="You are alpha.", tools=("lookup",), model="special"),
+        BETA,
+    )
+
+    def alpha_script(messages: list[BaseMessage]) -> AIMessage:
+        return AIMessage("alpha's own model")
+
+    special = ScriptedChatModel(script=alpha_script)
+    main = team(lambda text: [("alpha", "a task"), ("beta", "b task")])
+    main_script = main.script
+    assert main_script is not None
+    # beta answers at once here: its model is the supervisor's, which this script plays too.
+    main.script = lambda messages: (
+        AIMessage("beta on the main model") if role(messages) == "beta" else main_script(messages)
+    )
+    async with open_service(
+        db_url,
+        main,
+        registry,
+        subagents=specs,
+        models={"special": special},
+        default_agent=AgentKind.SUBAGENTS,
+    ) as h:
+        await h.service.handle_message(message("go"))
+    assert [role(p) for p in special.prompts] == ["alpha"]
+    assert sorted(role(p) for p in main.prompts) == ["beta", "supervisor", "supervisor"]
+    assert h.platform.answers[-1][1] == "answer: alpha's own model | beta on the main model"
+
+
 # --- cards inside subagents -------------------------------------------------------------------
 
 

@@ -1836,7 +1836,7 @@ class DiscordStandIn:
 
     # ------------------------------------------------------------------------- gateway control
 
-    async def wait_until_ready(self, timeout: float = 10.0) -> None:
+    async def wait_until_ready(self, timeout: float = 30.0) -> None:
         """Wait until a client has IDENTIFYed (or RESUMEd) and got READY and its GUILD_CREATEs.
 
         discord.py fires ``on_ready`` a little later (after its ``guild_ready_timeout``).
@@ -2004,7 +2004,7 @@ class DiscordStandIn:
         predicate: Callable[[RecordedRequest], bool] | None = None,
         *,
         count: int = 1,
-        timeout: float = 10.0,
+        timeout: float = 30.0,
     ) -> list[RecordedRequest]:
         """Wait until ``count`` matching requests were answered; return the first ``count``.
 

@@ -766,7 +766,7 @@ class GeminiStandIn:
     async def wait_for_requests(
         self,
         n: int,
-        timeout: float = 10,
+        timeout: float = 30,
     ) -> list[GeminiRequest]:
         """Wait until at least ``n`` requests have arrived.
 

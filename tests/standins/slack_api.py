@@ -431,7 +431,7 @@ class SlackApiStandIn:
         predicate: Callable[[Args], bool] | None = None,
         *,
         count: int = 1,
-        timeout: float = 10.0,
+        timeout: float = 30.0,
     ) -> list[ApiCall]:
         """Wait until ``count`` calls of ``method`` whose args match ``predicate`` were answered.
 
