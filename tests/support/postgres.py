@@ -15,7 +15,11 @@ from bot.storage.database import migrate
 from bot.storage.embedded import EmbeddedPostgres
 from bot.storage.urls import normalise, with_database
 
-TEMPLATE = "countersign_template"
+TEMPLATE = "countersign_template" + (
+    f"_{os.environ['PYTEST_XDIST_WORKER']}" if "PYTEST_XDIST_WORKER" in os.environ else ""
+)
+"""The migrated template test databases are cloned from; one per pytest-xdist worker, so workers
+sharing a `TEST_DATABASE_URL` server never drop each other's template."""
 
 
 class TestServer:
