@@ -168,8 +168,13 @@ def _audit(page: AuditPage, markup: Markup) -> str:
         when = markup.when(entry.at) if entry.at else ""
         who = markup.user(entry.actor_id) if entry.actor_id else "system"
         parts = [when, entry.kind.value, entry.outcome, who]
+        source = entry.detail.get("source") if entry.detail else None
         if entry.tool_name:
-            parts.append(f"`{entry.tool_name}`")
+            parts.append(f"`{source}` → `{entry.tool_name}`" if source else f"`{entry.tool_name}`")
+        if entry.kind.value == "config" and entry.detail.get("channel_id"):
+            parts.append("in " + markup.channel(str(entry.detail["channel_id"])))
+        if entry.kind.value == "refused" and entry.detail.get("command"):
+            parts.append(f"`/countersign {markup.escape(str(entry.detail['command']))}`")
         args = entry.final_args if entry.final_args is not None else entry.proposed_args
         if args is not None:
             parts.append(f"`{markup.escape(_short(args))}`")

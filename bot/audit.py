@@ -54,6 +54,8 @@ def approval_entry(
 ) -> AuditEntry:
     """An audit row about one approval: its workspace, thread, id, tool and proposed arguments.
 
+    The subagent that asked for the call, if any, is kept in `detail["source"]`.
+
     Args:
         kind: decision, refused or expiry.
         approval: the approval concerned.
@@ -61,6 +63,8 @@ def approval_entry(
         actor: who acted; None for the system.
         fields: any other `AuditEntry` field (`reason`, `detail`, `final_args`).
     """
+    if approval.source:
+        fields["detail"] = {"source": approval.source, **fields.get("detail", {})}
     return AuditEntry(
         kind=kind,
         workspace_id=approval.workspace_id,

@@ -19,9 +19,9 @@ from bot.approvals.decisions import Approve, Edit, Reject, check_decision
 from bot.approvals.digest import args_digest
 from bot.approvals.mode import Mode
 from bot.approvals.policy import effective_mode
-from bot.approvals.records import DENIED_BY_POLICY, ApprovalRecord, DecideResult
+from bot.approvals.records import DENIED_BY_POLICY, NO_LONGER_CONFIGURED, ApprovalRecord, DecideResult
 from bot.audit import AuditKind, approval_entry
-from bot.conversation import Actor, ConversationRef
+from bot.conversation import DM_WORKSPACE, Actor, ConversationRef
 from bot.errors import (
     AlreadyDecidedError,
     AlreadyVotedError,
@@ -37,8 +37,6 @@ from bot.tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
 
-"""The reason recorded (and read by the model) when an approved call's tool is now denied."""
-
 
 class Decider:
     """The decision use case, shared by every adapter.
@@ -49,6 +47,8 @@ class Decider:
         config: the admin configuration.
         registry: the tools and their built-in policy.
         directory_for: the platform directory (admins, group membership) by platform name.
+        subagent_tools: each configured subagent's tool names; a card of a subagent (or tool)
+            that is no longer configured is rejected when approved (see `can_still_run`).
     """
 
     def __init__(
@@ -59,6 +59,7 @@ class Decider:
         config: ConfigStore,
         registry: ToolRegistry,
         directory_for: Callable[[str], Directory],
+        subagent_tools: Mapping[str, frozenset[str]] | None = None,
     ) -> None:
         self._approvals = approvals
         self._audit = audit
@@ -67,6 +68,22 @@ class Decider:
         self._registry = registry
         self._tools: Mapping[str, BaseTool] = {spec.name: spec.tool for spec in registry}
         self._directory_for = directory_for
+        self._subagent_tools = dict(subagent_tools or {})
+
+    def can_still_run(self, approval: ApprovalRecord) -> bool:
+        """Whether the call could run if approved (its tool, and its subagent with that tool).
+
+        The tool must be registered and, for a subagent's call, the subagent configured with
+        that tool. Cards outlive restarts, and a restart may bring another tools module or subagents file;
+        the graph would then answer the approved call with "not a valid tool" or "not a
+        subagent", so an approval is recorded as a rejection that says why instead of a
+        "Approved" that runs nothing.
+        """
+        if approval.tool_name not in self._tools:
+            return False
+        if approval.source is None:
+            return True
+        return approval.tool_name in self._subagent_tools.get(approval.source, frozenset())
 
     async def approval(self, approval_id: str) -> ApprovalRecord:
         """The approval with this id.
@@ -142,7 +159,7 @@ class Decider:
             await self._refused(approval, actor, "invalid", exc.message)
             raise
 
-        kind, args, reason, quorum = self._vote_for(approval, checked, config)
+        kind, args, reason, quorum = await self._vote_for(approval, checked, config)
         audit = approval_entry(AuditKind.DECISION, approval, kind.value, actor=actor, detail={"quorum": quorum})
         try:
             result = await self._approvals.vote(
@@ -171,20 +188,26 @@ class Decider:
         )
         return result
 
-    def _vote_for(
+    async def _vote_for(
         self, approval: ApprovalRecord, decision: Approve | Edit | Reject, config: WorkspaceConfig
     ) -> tuple[VoteKind, dict[str, object] | None, str | None, int]:
-        """The vote a decision casts, after the policy looked at the arguments again."""
+        """The vote a decision casts, after the policy looked at the arguments again.
+
+        A Discord DM belongs to no server: as in `ConfiguredPolicy`, a tool denied
+        workspace-wide in any server is denied there too (docs/decisions/0007), also when the
+        card was drawn before the rule.
+        """
         if isinstance(decision, Reject):
             return VoteKind.REJECT, None, (decision.message or "").strip() or None, 1
+        if not self.can_still_run(approval):
+            return VoteKind.REJECT, None, NO_LONGER_CONFIGURED, 1
         args = dict(decision.edited_action.args) if isinstance(decision, Edit) else approval.args_under_vote
-        channel = ConversationRef.from_thread_id(approval.thread_id).channel_id
-        mode = effective_mode(
-            self._registry.get(approval.tool_name),
-            config.rule_for(approval.tool_name, channel),
-            args,
-            where=approval.thread_id,
-        )
+        conversation = ConversationRef.from_thread_id(approval.thread_id)
+        rule = config.rule_for(approval.tool_name, conversation.channel_id)
+        in_dm = rule is None and conversation.workspace_id == DM_WORKSPACE
+        if in_dm and await self._config.denied_in_any_workspace(conversation.platform, approval.tool_name):
+            return VoteKind.REJECT, None, DENIED_BY_POLICY, 1
+        mode = effective_mode(self._registry.get(approval.tool_name), rule, args, where=approval.thread_id)
         if mode is Mode.DENY:
             return VoteKind.REJECT, None, DENIED_BY_POLICY, 1
         quorum = 1 if mode is Mode.AUTO else config.quorum(approval.tool_name)

@@ -159,7 +159,22 @@ class Countersign:
         self.expiry.start()
 
     async def recover(self) -> None:
-        """After a start: resume reviews that were claimed but not finished before a stop."""
+        """After a start: resume reviews that were claimed but not finished before a stop.
+
+        Cards that wait for a tool or subagent the configuration no longer has are logged as
+        warnings: approving them records a rejection (see `Decider.can_still_run`).
+        """
+        for approval in await self._approvals.pending_everywhere():
+            if not self._decider.can_still_run(approval):
+                where = f"subagent {approval.source}'s " if approval.source else ""
+                log.warning(
+                    "card %s waits for %stool %s, which is no longer configured; it cannot run "
+                    "if approved (thread_id=%s)",
+                    approval.id,
+                    where,
+                    approval.tool_name,
+                    approval.thread_id,
+                )
         threads = dict.fromkeys(review.thread_id for review in await self._approvals.reviews_in(ReviewStatus.RESUMING))
         for thread_id in threads:
             log.info("resuming reviews left over from before (thread_id=%s)", thread_id)

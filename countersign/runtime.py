@@ -164,6 +164,7 @@ def assemble_core(
         config=config,
         registry=registry,
         directory_for=lambda name: platforms[name],
+        subagent_tools={spec.name: frozenset(spec.tools) for spec in specs},
     )
     admin = AdminService(
         config=config,

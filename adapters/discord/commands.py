@@ -64,7 +64,7 @@ DISCORD_MARKUP = Markup(
         "expiry": "expiry duration:<90s, 30m, 4h, 2d or off> [tool]",
         "cards": "cards where:here|dm|channel [channel]",
         "scope": "scope kind:channel|thread [channel]",
-        "agent": "agent kind:react|subagents [channel]",
+        "agent": "agent kind:react|subagents|default [channel]",
         "audit": "audit [tool] [user] [limit]",
     },
     examples=(
@@ -206,11 +206,11 @@ def build_command_group(admin: AdminService, tool_names: list[str]) -> app_comma
     @group.command(name="agent", description="Which agent answers: the ReAct agent or the supervisor with subagents")
     async def agent(
         interaction: Interaction,
-        kind: Literal["react", "subagents"],
+        kind: Literal["react", "subagents", "default"],
         channel: discord.abc.GuildChannel | discord.Thread | None = None,
     ) -> None:
         where = _settings_channel(channel) if channel else None
-        await run(interaction, SetAgent(agent=AgentKind(kind), channel_id=where))
+        await run(interaction, SetAgent(agent=None if kind == "default" else AgentKind(kind), channel_id=where))
 
     @group.command(name="audit", description="Recent decisions, refusals, expiries and changes")
     @app_commands.autocomplete(tool=tools)

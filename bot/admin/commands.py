@@ -99,9 +99,14 @@ class SetScope:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SetAgent:
-    """`agent react|subagents [in #channel]`: which agent answers there (workspace-wide without `in`)."""
+    """`agent react|subagents|default [in #channel]`: which agent answers there (workspace-wide without `in`).
 
-    agent: AgentKind
+    Attributes:
+        agent: None for `default`: remove the setting, so the channel follows the workspace's
+            and the workspace follows `COUNTERSIGN_AGENT`.
+    """
+
+    agent: AgentKind | None
     channel_id: str | None = None
 
 
@@ -131,3 +136,19 @@ Command = (
 
 READ_ONLY = (Help, Show)
 """Commands anyone may use; everything else (including `audit`, which shows arguments) is for admins."""
+
+SUBCOMMANDS: dict[type, str] = {
+    Help: "help",
+    Show: "show",
+    SetPolicy: "policy",
+    ChangeApprovers: "approvers",
+    ChangeAdmins: "admins",
+    SetQuorum: "quorum",
+    SetSelfApproval: "self-approval",
+    SetExpiry: "expiry",
+    SetCards: "cards",
+    SetScope: "scope",
+    SetAgent: "agent",
+    ShowAudit: "audit",
+}
+"""Each command's subcommand word, as people type it (audit rows name refused commands by it)."""

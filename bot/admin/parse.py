@@ -55,7 +55,7 @@ USAGE = {
     "expiry": "expiry <duration like 90s, 30m, 4h, 2d>|off [for <tool>]",
     "cards": "cards here|dm|channel <#channel>",
     "scope": "scope channel|thread [in #channel]",
-    "agent": "agent react|subagents [in #channel]",
+    "agent": "agent react|subagents|default [in #channel]",
     "audit": "audit [tool] [@user] [limit n]",
 }
 
@@ -273,11 +273,12 @@ def _scope(words: _Words, condition: str | None) -> Command:
 
 
 def _agent(words: _Words, condition: str | None) -> Command:
-    kind = words.take("react or subagents").lower()
-    if kind not in {agent.value for agent in AgentKind}:
-        raise CommandError(f"expected react or subagents, got `{kind}`", words.usage)
+    kind = words.take("react, subagents or default").lower()
+    if kind not in {agent.value for agent in AgentKind} | {"default"}:
+        raise CommandError(f"expected react, subagents or default, got `{kind}`", words.usage)
     where = words.take_optional("in")
-    return SetAgent(agent=AgentKind(kind), channel_id=channel_id(where, words.usage) if where else None)
+    agent = None if kind == "default" else AgentKind(kind)
+    return SetAgent(agent=agent, channel_id=channel_id(where, words.usage) if where else None)
 
 
 def _audit(words: _Words, condition: str | None) -> Command:

@@ -16,6 +16,7 @@ from pydantic import BaseModel
 
 from bot.admin.commands import (
     READ_ONLY,
+    SUBCOMMANDS,
     ChangeAdmins,
     ChangeApprovers,
     Command,
@@ -162,7 +163,8 @@ class AdminService:
         if isinstance(command, SetScope):
             return await self._set(actor, SettingKey.SCOPE, command.scope.value, channel=command.channel_id or ALL)
         if isinstance(command, SetAgent):
-            return await self._set(actor, SettingKey.AGENT, command.agent.value, channel=command.channel_id or ALL)
+            agent = command.agent.value if command.agent is not None else None
+            return await self._set(actor, SettingKey.AGENT, agent, channel=command.channel_id or ALL)
         raise CommandError(f"unsupported command {type(command).__name__}")  # pragma: no cover
 
     async def _set(
@@ -239,7 +241,7 @@ class AdminService:
                 actor_id=actor.user_id,
                 actor_name=actor.display_name,
                 outcome="not_an_admin",
-                detail={"command": type(command).__name__, "platform": actor.platform},
+                detail={"command": SUBCOMMANDS.get(type(command), type(command).__name__), "platform": actor.platform},
             )
         )
 

@@ -61,7 +61,8 @@ class SubagentSpec:
 
 
 class _SubagentEntry(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: TOML has real integers and strings, so `step_limit = "20"` is a mistake to report.
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     name: str
     description: str
@@ -227,7 +228,10 @@ _TYPES = {
 
 def _first_problem(exc: ValidationError, raw: object) -> str:
     """The first validation error in words, placed by subagent name where one can be read."""
-    error = exc.errors()[0]
+    errors = exc.errors()
+    # An unknown key first: `promt = "..."` is a typo of `prompt`, and "prompt is missing"
+    # alone would not say which line to fix.
+    error = next((e for e in errors if e.get("type") == "extra_forbidden"), errors[0])
     loc = list(error.get("loc", ()))
     kind = str(error.get("type", ""))
     message = str(error["msg"]).removeprefix("Value error, ")
@@ -239,6 +243,8 @@ def _first_problem(exc: ValidationError, raw: object) -> str:
         return f"subagents: {message}"
     if len(loc) < 2 or loc[0] != "subagents" or not isinstance(loc[1], int):
         where = ".".join(str(p) for p in loc)
+        if kind == "extra_forbidden" and where == "subagent":
+            return "unknown key 'subagent'; the tables are written [[subagents]] (plural)"
         if kind == "extra_forbidden":
             return f"unknown key {where!r}; the file holds only [[subagents]] tables"
         return f"{where}: {message}"

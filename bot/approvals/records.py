@@ -14,7 +14,10 @@ EXPIRED_REASON = "expired without a decision"
 """What the model reads when nobody decided in time (issue 4, "Expiry")."""
 DENIED_BY_POLICY = "denied by policy: the tool may not be used here"
 """The reason recorded (and read by the model) when an approved call's tool is now denied."""
-SYSTEM_REASONS = frozenset({EXPIRED_REASON, DENIED_BY_POLICY})
+NO_LONGER_CONFIGURED = "not run: the tool, or the subagent that asked for it, is no longer configured"
+"""The reason recorded when a card is approved after its tool or subagent was removed from the
+configuration (a restart with another tools module or subagents file): the call cannot run."""
+SYSTEM_REASONS = frozenset({EXPIRED_REASON, DENIED_BY_POLICY, NO_LONGER_CONFIGURED})
 """Reject reasons Countersign writes itself (no reviewer chose them); see `review_node`."""
 
 

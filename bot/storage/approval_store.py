@@ -164,6 +164,13 @@ class ApprovalStore:
         )
         return [_approval(row) for row in rows]
 
+    async def pending_everywhere(self, limit: int = 1000) -> list[ApprovalRecord]:
+        """Undecided approvals of every thread, oldest first (at most `limit`)."""
+        rows = await self._pool.fetch(
+            f"{_SELECT} WHERE a.status = 'pending' ORDER BY a.created_at, a.position LIMIT $1", limit
+        )
+        return [_approval(row) for row in rows]
+
     async def reviews_in_thread(self, thread_id: str, statuses: Sequence[ReviewStatus]) -> list[ReviewRecord]:
         """The thread's reviews in any of `statuses`, oldest first."""
         rows = await self._pool.fetch(

@@ -53,12 +53,19 @@ class AuditStore:
         tool_name: str | None = None,
         actor_id: str | None = None,
     ) -> list[AuditEntry]:
-        """The newest rows of a workspace, newest first, optionally filtered."""
+        """The newest rows of a workspace, newest first, optionally filtered.
+
+        Args:
+            workspace_id: the workspace.
+            limit: at most this many rows.
+            tool_name: only rows about this tool, or about calls this subagent asked for.
+            actor_id: only rows of this person.
+        """
         rows = await self._pool.fetch(
             """
             SELECT * FROM audit_log
             WHERE workspace_id = $1
-              AND ($2::text IS NULL OR tool_name = $2)
+              AND ($2::text IS NULL OR tool_name = $2 OR detail->>'source' = $2)
               AND ($3::text IS NULL OR actor_id = $3)
             ORDER BY id DESC LIMIT $4
             """,

@@ -382,6 +382,24 @@ async def test_a_condition_that_fails_at_run_time_requires_review(bot, events, s
     assert card.approval_id and target.requests == []
 
 
+async def test_a_deny_set_while_a_dm_card_waits_wins_over_the_approval(discord_bot, discord_api, target):
+    """Bob's DM card waits; the server's admin denies http_request; Bob approves: nothing is sent, the card says denied."""
+    driver = DiscordDriver(discord_bot, discord_api)
+    dm = await discord_api.send_dm(c.D_BOB, "post widget")
+    channel = int(dm["channel_id"])
+    [card] = await driver.cards()
+    assert card.channel == str(channel)
+    assert "Updated policy" in await driver.command("carol", "policy", tool="http_request", mode="deny")
+    await driver.approve(card, "bob")
+    answer = await discord_api.wait_for_request(
+        "POST", rf"/channels/{channel}/messages$", lambda r: str((r.json or {}).get("content", "")).startswith("Result")
+    )
+    await driver.settle()
+    assert target.requests == []
+    assert "denied by policy" in answer[-1].json["content"]
+    assert "Rejected" in driver.card_text(card) and "denied by policy" in driver.card_text(card)
+
+
 async def test_a_server_wide_deny_is_not_bypassed_by_dming_the_bot(discord_bot, discord_api, target):
     """The server's admin denies http_request; Bob DMs the bot: no card, nothing sent, the model hears it is denied."""
     driver = DiscordDriver(discord_bot, discord_api)

@@ -377,7 +377,7 @@ async def test_discord_agent_subcommand_is_published_and_a_thread_means_its_pare
     [agent] = [s for s in command["options"] if s["name"] == "agent"]
     options = {o["name"]: o for o in agent["options"]}
     assert options["kind"]["type"] == 3 and options["kind"]["required"] is True
-    assert [choice["value"] for choice in options["kind"]["choices"]] == ["react", "subagents"]
+    assert [choice["value"] for choice in options["kind"]["choices"]] == ["react", "subagents", "default"]
     assert options["channel"]["type"] == 7 and not options["channel"].get("required", False)
 
     driver = DiscordDriver(discord_bot, discord_api)

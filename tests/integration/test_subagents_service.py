@@ -20,6 +20,7 @@ from bot.agents.kind import AgentKind
 from bot.agents.subagent_specs import SubagentSpec
 from bot.approvals.decisions import Approve, Edit, EditedAction, Reject
 from bot.approvals.lifecycle import ApprovalStatus, ReviewStatus
+from bot.approvals.records import NO_LONGER_CONFIGURED
 from bot.audit import AuditKind, approval_entry
 from bot.ports import ApprovalExpired, ReviewPending
 from bot.storage.approval_store import VoteKind
@@ -137,14 +138,19 @@ async def test_the_agent_setting_picks_the_graph_per_channel(db_url, registry, t
 
 
 async def test_the_default_agent_and_the_workspace_setting(db_url, registry):
-    """COUNTERSIGN_AGENT is the default; a workspace-wide `agent react` overrides it everywhere."""
+    """COUNTERSIGN_AGENT is the default; a workspace-wide `agent react` overrides it; `agent default` undoes that."""
     model = team(lambda text: [])
     platform = RecordingPlatform(admins={ADMIN})
     async with open_service(db_url, model, registry, platform, subagents=SPECS, default_agent=AgentKind.SUBAGENTS) as h:
         await h.service.handle_message(message("one"))
         await admin(h, registry).execute(actor(ADMIN), SetAgent(agent=AgentKind.REACT), here="C1")
         await h.service.handle_message(message("two"))
-    assert [role(p) for p in model.prompts] == ["supervisor", "react"]
+        undone = await h.admin.execute(actor(ADMIN), SetAgent(agent=None), here="C1")
+        view = await h.admin.execute(actor("bob"), Show(channel_id="C1"))
+        await h.service.handle_message(message("three"))
+    assert [role(p) for p in model.prompts] == ["supervisor", "react", "supervisor"]
+    assert undone.changed and (undone.before, undone.after) == ("react", None)
+    assert (view.agent, view.agent_source) == (AgentKind.SUBAGENTS, "default")
 
 
 async def test_a_conversation_changes_agent_only_at_rest(db_url, registry, tool_log):
@@ -233,7 +239,9 @@ async def test_a_card_inside_a_subagent(db_url, registry, tool_log, decision, ru
         await h.service.tasks.join()
         review = await h.approvals.review(card.review_id)
         audit = await h.audit.recent(WORKSPACE)
+        by_subagent = await h.audit.recent(WORKSPACE, tool_name="alpha")
     assert tool_log.calls == runs
+    assert by_subagent and all(e.detail["source"] == "alpha" and e.tool_name == "send" for e in by_subagent)
     assert h.platform.answers[-1][1] == f"answer: {report}"
     assert review is not None and review.status is ReviewStatus.DONE and review.source == "alpha"
     assert [role(p) for p in model.prompts] == ["supervisor", "alpha", "alpha", "supervisor"]
@@ -320,6 +328,37 @@ async def test_expiry_inside_a_subagent(db_url, registry, tool_log):
     assert tool_log.calls == []
     assert any(isinstance(n, ApprovalExpired) and who == "alice" for _, n, who in h.platform.notices)
     assert h.platform.answers[-1][1] == "answer: alpha reports: Rejected: expired without a decision."
+
+
+@pytest.mark.parametrize(
+    "after_restart",
+    [
+        pytest.param((BETA,), id="subagent-removed"),
+        pytest.param(
+            (SubagentSpec(name="alpha", description="a", prompt="You are alpha.", tools=("lookup",)), BETA),
+            id="tool-removed",
+        ),
+    ],
+)
+async def test_a_card_that_can_no_longer_run_is_rejected_when_approved(
+    db_url, registry, tool_log, caplog, after_restart
+):
+    """After a restart without the card's subagent (or its tool): a warning at start; Approve records a rejection that says why."""
+    async with open_service(db_url, team(to_alpha), registry, subagents=SPECS, default_agent=AgentKind.SUBAGENTS) as h:
+        await h.service.handle_message(message("bob"))
+        [card] = pending(h)
+    model = team(to_alpha)
+    async with open_service(db_url, model, registry, subagents=after_restart, default_agent=AgentKind.SUBAGENTS) as h:
+        with caplog.at_level("WARNING", logger="bot.service"):
+            await h.service.recover()
+        decided = await h.service.decide(card.id, actor("alice"), Approve())
+        await h.service.tasks.join()
+        audit = await h.audit.recent(WORKSPACE)
+    assert decided.status is ApprovalStatus.REJECTED and decided.reason == NO_LONGER_CONFIGURED
+    assert tool_log.calls == []
+    assert f"card {card.id} waits for subagent alpha's tool send, which is no longer configured" in caplog.text
+    assert any(e.approval_id == card.id and e.outcome == "rejected" for e in audit)
+    assert h.platform.answers  # the turn finished; the supervisor answered
 
 
 # --- the ledger fails closed at any depth -----------------------------------------------------

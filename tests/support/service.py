@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from langchain_core.language_models import BaseChatModel
 
+from bot.admin.service import AdminService
 from bot.agents.kind import AgentKind
 from bot.agents.pool import AgentPool
 from bot.agents.review_agent import ReviewAgent
@@ -37,6 +38,8 @@ class Harness:
     agents: AgentPool
     ledger: PostgresLedger
     config: ConfigStore
+    admin: AdminService
+    """The `/countersign` use case as `countersign run` wires it (default agent, subagent names)."""
 
     def graph(self, conversation: ConversationRef, kind: AgentKind = AgentKind.REACT) -> ReviewAgent:
         return self.agents.for_thread(conversation.thread_id, kind)
@@ -93,7 +96,15 @@ async def open_service(
         service.start()
         try:
             yield Harness(
-                service, core.approvals, core.audit, database, platform, core.agents, core.ledger, core.config
+                service,
+                core.approvals,
+                core.audit,
+                database,
+                platform,
+                core.agents,
+                core.ledger,
+                core.config,
+                core.admin,
             )
         finally:
             await service.aclose(5)

@@ -132,6 +132,21 @@ ENTRY = 'description = "d"\nprompt = "p"\ntools = ["calculator"]\n'
 
 MISTAKES = [
     pytest.param(
+        '[[subagents]]\nname = "a"\ndescription = "d"\npromt = "p"\n',
+        "subagent 'a': unknown key 'promt' (the keys are: name, description, prompt, tools, model, step_limit)",
+        id="typo-of-a-required-key",
+    ),
+    pytest.param(
+        '[[subagent]]\nname = "a"\ndescription = "d"\nprompt = "p"\n',
+        "unknown key 'subagent'; the tables are written [[subagents]] (plural)",
+        id="singular-table",
+    ),
+    pytest.param(
+        f'[[subagents]]\nname = "a"\n{ENTRY}step_limit = "20"\n',
+        "subagent 'a': step_limit must be a whole number",
+        id="step-limit-as-text",
+    ),
+    pytest.param(
         f'[[subagents]]\nname = "twin"\n{ENTRY}\n[[subagents]]\nname = "twin"\n{ENTRY}',
         "two subagents are named 'twin'",
         id="duplicate-name",
