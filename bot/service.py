@@ -15,6 +15,7 @@ from bot.conversation import Actor, ConversationRef, IncomingMessage
 from bot.deciding import Decider
 from bot.errors import CountersignError
 from bot.expiry import ExpirySweeper
+from bot.log_context import about
 from bot.ports import ApprovalExpired, ReviewPending
 from bot.storage.approval_store import ApprovalStore
 from bot.storage.conversation_store import ConversationStore
@@ -86,6 +87,11 @@ class Countersign:
             if not await self._conversations.first_delivery(key):
                 log.info("duplicate delivery of %s ignored (thread_id=%s)", key, conversation.thread_id)
                 return
+        with about(conversation.thread_id):
+            await self._handle(message)
+
+    async def _handle(self, message: IncomingMessage) -> None:
+        conversation = message.conversation
         await self._conversations.touch(conversation)
         async with self._locks.hold(conversation.thread_id):
             settled = await self._runner.settle(conversation)
@@ -205,6 +211,7 @@ class Countersign:
     async def _resume(self, thread_id: str, *, anchor: str | None = None) -> None:
         """Resume the thread's claimed reviews, unless someone else already did."""
         conversation = ConversationRef.from_thread_id(thread_id)
-        async with self._locks.hold(thread_id):
-            # A message handler or another replica may have resumed them meanwhile.
-            await self._runner.resume(conversation, anchor=anchor)
+        with about(thread_id):
+            async with self._locks.hold(thread_id):
+                # A message handler or another replica may have resumed them meanwhile.
+                await self._runner.resume(conversation, anchor=anchor)

@@ -34,6 +34,7 @@ from bot.agents.subagent_specs import SubagentSpec
 from bot.approvals.mode import Mode
 from bot.approvals.policy import PolicyContext
 from bot.errors import ModelError
+from bot.log_context import about
 
 log = logging.getLogger(__name__)
 
@@ -142,10 +143,11 @@ def make_delegate(subagents: Mapping[str, Subagent]) -> Any:
         write(DelegationEvent(subagent=name, call_id=call_id, started=True, query=query))
         try:
             start: AgentState = {"messages": [HumanMessage(content=query)]}  # type: ignore[typeddict-item]
-            result = await subagent.graph.ainvoke(
-                start,
-                patch_config(config, recursion_limit=subagent.spec.step_limit),
-            )
+            with about(subagent=name):
+                result = await subagent.graph.ainvoke(
+                    start,
+                    patch_config(config, recursion_limit=subagent.spec.step_limit),
+                )
         except ModelError as exc:
             thread_id = config.get("configurable", {}).get("thread_id")
             log.warning("subagent %s: model failed (thread_id=%s): %s", name, thread_id, exc)

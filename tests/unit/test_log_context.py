@@ -1,0 +1,53 @@
+"""Log lines about a conversation carry its thread_id and subagent (README "Running it in production")."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from bot.log_context import ConversationFilter, about
+
+
+class _Keep(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.addFilter(ConversationFilter())
+        self.setFormatter(logging.Formatter("%(message)s%(conversation)s"))
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(self.format(record))
+
+
+def _logger() -> tuple[logging.Logger, _Keep]:
+    logger = logging.getLogger(f"test.log_context.{id(object())}")
+    logger.propagate = False
+    keep = _Keep()
+    logger.addHandler(keep)
+    logger.setLevel(logging.INFO)
+    return logger, keep
+
+
+async def test_lines_inside_a_run_name_the_thread_and_the_subagent():
+    """Inside `about`, lines end with the thread id and subagent; a task started inside inherits them; outside, nothing."""
+    logger, keep = _logger()
+
+    async def in_a_task() -> None:
+        logger.info("in a task")
+
+    logger.info("before")
+    with about("slack:T1:C1:1.2"):
+        logger.info("in the run")
+        with about(subagent="operator"):
+            await asyncio.create_task(in_a_task())
+            logger.info("already says thread_id=x")
+        logger.info("after the delegation")
+    logger.info("after")
+    assert keep.lines == [
+        "before",
+        "in the run (thread_id=slack:T1:C1:1.2)",
+        "in a task (thread_id=slack:T1:C1:1.2 subagent=operator)",
+        "already says thread_id=x (subagent=operator)",
+        "after the delegation (thread_id=slack:T1:C1:1.2)",
+        "after",
+    ]
