@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -33,6 +34,8 @@ from bot.storage.locks import ThreadLocks
 from bot.tools.operator import build_registry
 from bot.tools.registry import ToolRegistry
 from bot.turns import TurnRunner
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -200,6 +203,11 @@ async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
     model = build_chat_model(settings.gemini)
     registry = build_registry(settings.tools, settings.agent.tools_module)
     subagents = load_subagents(settings.agent.subagents_file, registry)
+    log.info(
+        "agent for channels without a setting: %s; subagents: %s",
+        settings.agent.agent.value,
+        ", ".join(f"{spec.name} ({', '.join(spec.tools) or 'no tools'})" for spec in subagents),
+    )
 
     def model_named(name: str) -> BaseChatModel:
         return build_chat_model(settings.gemini.model_copy(update={"model": name}))

@@ -21,6 +21,10 @@ Read = Callable[[str], Awaitable[str | None]]
 _QUIT = frozenset({"/quit", "/exit"})
 
 HELP = "Type a message. Commands: /quit to leave. Approvals: a = approve, e = edit, r = reject."
+NO_COMMANDS = (
+    "!  The terminal knows only /quit. Admin settings (/countersign) are made in Slack or Discord; "
+    "the terminal runs the defaults. To send a message starting with /, put a space before it."
+)
 
 
 class StdinLines:
@@ -97,6 +101,10 @@ class ConsoleChat:
             if line is None or line.strip() in _QUIT:
                 return
             if not line.strip():
+                continue
+            if line.strip().startswith("/"):
+                # `/countersign show` typed here would otherwise go to the model as a message.
+                self._write(NO_COMMANDS)
                 continue
             await self._service.handle_message(
                 IncomingMessage(actor=self._actor, conversation=self._conversation, text=line.strip())

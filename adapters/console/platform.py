@@ -58,7 +58,10 @@ class ConsolePlatform:
         approval = card.approval
         if approval.status is ApprovalStatus.PENDING:
             return
-        line = f"   {approval.tool_name}: {approval.status.value} by {approval.decided_by_name}"
+        who = f"{approval.source}'s {approval.tool_name}" if approval.source else approval.tool_name
+        line = f"   {who}: {approval.status.value}"
+        if approval.decided_by_name:
+            line += f" by {approval.decided_by_name}"
         if approval.status is ApprovalStatus.EDITED:
             line += f" with {json.dumps(approval.final_args, ensure_ascii=False)}"
         if approval.reason:
