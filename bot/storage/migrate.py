@@ -9,7 +9,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from pathlib import Path
+from typing import Any
 
+from bot.errors import ConfigurationError
 from bot.storage.urls import for_yoyo
 
 log = logging.getLogger(__name__)
@@ -51,6 +53,7 @@ def _apply_blocking(url: str) -> list[str]:
     try:
         migrations = read_migrations(str(migrations_dir()))
         with backend.lock():
+            _refuse_a_newer_schema(backend, {m.hash for m in migrations})
             pending = backend.to_apply(migrations)
             backend.apply_migrations(pending)
         applied = [m.id for m in pending]
@@ -59,3 +62,30 @@ def _apply_blocking(url: str) -> list[str]:
     if applied:
         log.info("applied migrations: %s", ", ".join(applied))
     return applied
+
+
+def _refuse_a_newer_schema(backend: Any, known: set[str]) -> None:
+    """Stop when the database holds migrations this version does not know.
+
+    An older Countersign on a newer schema would run against tables and checkpoints it does
+    not understand (a card of a subagent it cannot resume, say) and could close cards without
+    running them; refusing to start is the safe answer to a downgrade.
+
+    Raises:
+        ConfigurationError: naming the unknown migrations.
+    """
+    newer = [h for h in backend.get_applied_migration_hashes() if h not in known]
+    if not newer:
+        return
+    ids = sorted(
+        str(row[0])
+        for h in newer
+        for row in backend.execute(
+            backend.format_sql("SELECT migration_id FROM {0.migration_table_quoted} WHERE migration_hash = :h"),
+            {"h": h},
+        ).fetchall()
+    )
+    raise ConfigurationError(
+        f"the database was migrated by a newer Countersign (migrations {', '.join(ids) or 'unknown'}); "
+        "run that version or a newer one, or restore a backup from before it"
+    )

@@ -6,9 +6,9 @@ import asyncpg
 import pytest
 from pydantic import ValidationError
 
-from bot.errors import DatabaseUnavailableError
+from bot.errors import ConfigurationError, DatabaseUnavailableError
 from bot.settings import DatabaseSettings
-from bot.storage.database import open_database
+from bot.storage.database import migrate, open_database
 
 
 async def test_open_database_creates_our_tables_and_checkpoint_tables(db_url: str) -> None:
@@ -55,3 +55,21 @@ async def test_audit_log_is_append_only(database) -> None:
         await database.pool.execute("UPDATE audit_log SET outcome = 'rejected'")
     with pytest.raises(asyncpg.RaiseError, match="append-only"):
         await database.pool.execute("DELETE FROM audit_log")
+
+
+async def test_a_database_migrated_by_a_newer_version_is_refused(db_url: str) -> None:
+    """A migration this version does not know (a downgrade) stops the start with one line naming it."""
+    connection = await asyncpg.connect(db_url)
+    try:
+        await connection.execute(
+            "INSERT INTO _yoyo_migration (migration_hash, migration_id, applied_at_utc) "
+            "VALUES ('f' || md5('future'), '0099.from-the-future', now())"
+        )
+    finally:
+        await connection.close()
+    with pytest.raises(ConfigurationError) as info:
+        await migrate(db_url)
+    assert str(info.value) == (
+        "the database was migrated by a newer Countersign (migrations 0099.from-the-future); "
+        "run that version or a newer one, or restore a backup from before it"
+    )
