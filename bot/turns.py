@@ -14,7 +14,9 @@ pending (langgraph #8836).
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -25,6 +27,7 @@ from langchain_core.tools import BaseTool
 from langgraph.errors import GraphRecursionError
 from langgraph.types import Command, Interrupt
 
+from bot.agents import prompts
 from bot.agents.delegation import DelegationEvent
 from bot.agents.history import unanswered_tool_calls
 from bot.agents.kind import AgentKind
@@ -341,7 +344,7 @@ class TurnRunner:
         config: RunnableConfig,
         progress: Progress,
     ) -> dict[str, Any]:
-        """Run the graph to its next stop, reporting delegations to `progress`.
+        """Run the graph to its next stop, reporting delegations to `progress` (see `_ProgressFeed`).
 
         Returns:
             The final state values, with `__interrupt__` listing every interrupt raised (what
@@ -350,28 +353,29 @@ class TurnRunner:
         latest: dict[str, Any] = {}
         interrupts: list[Interrupt] = []
         working: dict[str, str] = {}
+        feed = _ProgressFeed(progress, config.get("configurable", {}).get("thread_id"))
         stream = graph.astream(cast(Any, graph_input), config, stream_mode=["values", "custom"], version="v2")
-        async for part in stream:
-            chunk = cast(Mapping[str, Any], part)
-            if chunk["type"] == "values":
-                latest = dict(chunk["data"])
-                interrupts.extend(chunk.get("interrupts") or ())
-            elif chunk["type"] == "custom" and isinstance(chunk["data"], DelegationEvent):
-                event: DelegationEvent = chunk["data"]
-                if event.started:
-                    working[event.call_id] = event.subagent
-                else:
-                    working.pop(event.call_id, None)
-                activity = Activity(
-                    subagents=tuple(working.values()),
-                    started=event.subagent if event.started else None,
-                    query=event.query if event.started else "",
-                )
-                try:
-                    await progress.show(activity)
-                except Exception:
-                    thread_id = config.get("configurable", {}).get("thread_id")
-                    log.exception("could not show progress (thread_id=%s)", thread_id)
+        try:
+            async for part in stream:
+                chunk = cast(Mapping[str, Any], part)
+                if chunk["type"] == "values":
+                    latest = dict(chunk["data"])
+                    interrupts.extend(chunk.get("interrupts") or ())
+                elif chunk["type"] == "custom" and isinstance(chunk["data"], DelegationEvent):
+                    event: DelegationEvent = chunk["data"]
+                    if event.started:
+                        working[event.call_id] = event.subagent
+                    else:
+                        working.pop(event.call_id, None)
+                    feed.show(
+                        Activity(
+                            subagents=tuple(working.values()),
+                            started=event.subagent if event.started else None,
+                            query=event.query if event.started else "",
+                        )
+                    )
+        finally:
+            await feed.close()
         return {**latest, "__interrupt__": interrupts} if interrupts else latest
 
     async def _deliver(self, conversation: ConversationRef, result: dict[str, Any]) -> None:
@@ -382,13 +386,70 @@ class TurnRunner:
                 await self.open_review(conversation, interrupt, messages)
             return
         answer = messages[-1] if messages else None
-        if not isinstance(answer, AIMessage) or not answer.text.strip():
-            log.info("turn ended without text to post (thread_id=%s)", conversation.thread_id)
-            return
+        text = answer.text if isinstance(answer, AIMessage) else ""
+        if not text.strip():
+            # Silence would leave the asker guessing whether anything was done (a delegation
+            # may have run approved calls): say that there is no answer.
+            log.warning("turn ended without text to post (thread_id=%s)", conversation.thread_id)
+            text = prompts.EMPTY_ANSWER
         try:
-            await self.platform(conversation).post_answer(conversation, answer.text)
+            await self.platform(conversation).post_answer(conversation, text)
         except Exception:
             log.exception("could not post the answer (thread_id=%s)", conversation.thread_id)
+
+
+PROGRESS_GRACE_S = 5.0
+"""At the end of a run, how long progress updates still under way may take before they are dropped."""
+
+
+class _ProgressFeed:
+    """Hands activities to a `Progress` in order, in the background.
+
+    LangGraph's stream advances only when its consumer asks for the next part, so awaiting a
+    progress update in the loop would hold up the run (the model, the tools, the cards) for
+    as long as the platform takes; a rate-limited update waits out its `Retry-After` (Slack's
+    client and discord.py both do) before it returns. Progress is decoration: one worker shows
+    the activities one after the other while the run goes on, a failure is logged, and when
+    the run ends what has not been shown within `PROGRESS_GRACE_S` is dropped (the
+    platform's `working` then clears the indicator).
+
+    Args:
+        progress: the run's progress indicator.
+        thread_id: for the logs.
+    """
+
+    def __init__(self, progress: Progress, thread_id: str | None) -> None:
+        self._progress = progress
+        self._thread_id = thread_id
+        self._queue: deque[Activity] = deque()
+        self._worker: asyncio.Task[None] | None = None
+
+    def show(self, activity: Activity) -> None:
+        """Queue `activity`; it is shown after those queued before it."""
+        self._queue.append(activity)
+        if self._worker is None or self._worker.done():
+            self._worker = asyncio.create_task(self._drain())
+
+    async def close(self, grace_s: float = PROGRESS_GRACE_S) -> None:
+        """Wait for the queued activities for at most `grace_s`, then drop the rest."""
+        worker = self._worker
+        if worker is None:
+            return
+        try:
+            await asyncio.wait({worker}, timeout=grace_s)
+        finally:
+            if not worker.done():
+                log.info("progress updates not shown within %ss, dropped (thread_id=%s)", grace_s, self._thread_id)
+                self._queue.clear()
+                worker.cancel()
+
+    async def _drain(self) -> None:
+        while self._queue:
+            activity = self._queue.popleft()
+            try:
+                await self._progress.show(activity)
+            except Exception:
+                log.exception("could not show progress (thread_id=%s)", self._thread_id)
 
 
 def _author_of_last_request(messages: Sequence[AnyMessage], conversation: ConversationRef) -> Actor | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 
 import discord
 
@@ -114,14 +114,22 @@ class DiscordPlatform:
 
     @asynccontextmanager
     async def working(self, conversation: ConversationRef, anchor: str | None) -> AsyncIterator[DiscordProgress]:
-        """The typing indicator for as long as the agent works, plus a status line for subagents."""
+        """The typing indicator for as long as the agent works, plus a status line for subagents.
+
+        Both are decoration: when Discord refuses the typing indicator (it is sent when the
+        turn starts), the turn runs and answers without it.
+        """
         channel = self._channel(target_channel_id(conversation))
         progress = DiscordProgress(channel)
-        try:
-            async with channel.typing():
+        async with AsyncExitStack() as typing:
+            try:
+                await typing.enter_async_context(channel.typing())
+            except discord.HTTPException as exc:
+                log.info("could not show typing: %s", exc)
+            try:
                 yield progress
-        finally:
-            await progress.clear()
+            finally:
+                await progress.clear()
 
     async def is_admin(self, actor: Actor) -> bool:
         """Manage Server in the actor's guild; never in a DM."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolCall, ToolMessage
@@ -135,20 +135,29 @@ def _scrub(value: Any) -> Any:
     return value
 
 
-def with_unique_call_ids(message: AIMessage) -> AIMessage:
-    """The message with every tool call carrying its own id.
+def with_unique_call_ids(message: AIMessage, taken: Collection[str] = (), *, fresh: bool = False) -> AIMessage:
+    """The message with every tool call carrying its own id, unique in the thread.
 
     Gemini may send `functionCall.id`, and nothing stops two calls of one answer from sharing
-    one (or leaving it empty). The review plan, the approvals table and the tool results are
-    all keyed by call id, so a shared id would let one call's mode stand for another's and
-    leave a call without its result. A repeated or empty id is replaced by a fresh one; the
-    ids never go back to Gemini (function calls are matched to results by position and name).
+    one (or leaving it empty), nor a later answer, or another subagent's model, from using an
+    id again. The review plan, the approvals table, the tool-run ledger and the tool results
+    are all keyed by call id (the ledger and approvals by `(thread_id, tool_call_id)`), so a
+    shared id would let one call's mode or approval stand for another's, or refuse an approved
+    call as "already started". A repeated or empty id, or one in `taken`, is replaced by a
+    fresh one; the ids never go back to Gemini (function calls are matched to results by
+    position and name).
+
+    Args:
+        message: the model's answer.
+        taken: ids of earlier calls in the same history (another turn's calls).
+        fresh: replace every id (a subagent: its history is one delegation, so it cannot see
+            the ids other delegations of the thread use).
     """
     seen: set[str] = set()
     calls = []
     for call in message.tool_calls:
         call_id = str(call.get("id") or "")
-        if not call_id or call_id in seen:
+        if fresh or not call_id or call_id in seen or call_id in taken:
             call_id = f"call_{uuid.uuid4().hex}"
             call = {**call, "id": call_id}
         seen.add(call_id)
@@ -156,3 +165,8 @@ def with_unique_call_ids(message: AIMessage) -> AIMessage:
     if calls == message.tool_calls:
         return message
     return message.model_copy(update={"tool_calls": calls})
+
+
+def call_ids(messages: Sequence[AnyMessage]) -> set[str]:
+    """The ids of every tool call in `messages` (see `with_unique_call_ids`)."""
+    return {str(call["id"]) for m in messages if isinstance(m, AIMessage) for call in m.tool_calls if call.get("id")}

@@ -9,7 +9,7 @@ from langchain_core.language_models import LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 
-from bot.agents.history import model_view, with_unique_call_ids, without_nul
+from bot.agents.history import call_ids, model_view, with_unique_call_ids, without_nul
 from bot.agents.model_errors import to_model_error
 from bot.agents.nodes import Node
 from bot.agents.prompts import STEP_LIMIT_MESSAGE
@@ -29,6 +29,7 @@ def make_llm_call(
     max_tool_rounds: int | None = None,
     step_limit_message: str = STEP_LIMIT_MESSAGE,
     closing_instruction: str | None = None,
+    fresh_call_ids: bool = False,
 ) -> LlmNode:
     """Build the `llm_call` node.
 
@@ -47,6 +48,9 @@ def make_llm_call(
             this appended to the system prompt, for a final text (a subagent's report of what
             it has so far); any tool call in that answer is dropped, and `step_limit_message`
             stands in when it has no text. The extra call costs no graph step.
+        fresh_call_ids: give every tool call a fresh id (subagents, whose history is one
+            delegation: see `bot.agents.history.with_unique_call_ids`); otherwise only an id
+            that is empty, repeated, or used earlier in the history is replaced.
 
     The step guard (seed 000): a tool call is replaced by `STEP_LIMIT_MESSAGE` when
     `remaining_steps <= steps_per_tool_round`, because the round it starts would leave the
@@ -65,7 +69,7 @@ def make_llm_call(
         except Exception as exc:
             raise to_model_error(exc) from exc
         response = _as_ai(response)
-        response = with_unique_call_ids(without_nul(response))
+        response = with_unique_call_ids(without_nul(response), call_ids(state["messages"]), fresh=fresh_call_ids)
         rounds = state.get("tool_rounds", 0)
         capped = max_tool_rounds is not None and rounds >= max_tool_rounds
         if response.tool_calls and (state["remaining_steps"] <= steps_per_tool_round or capped):

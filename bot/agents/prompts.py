@@ -20,6 +20,10 @@ STEP_LIMIT_MESSAGE = (
 )
 """Replaces a tool call when the step guard fires (seed 000 "Kenapa ada batas langkah")."""
 
+EMPTY_ANSWER = "I finished without an answer to show: the model returned no text. Ask me again, or ask what was done."
+"""Posted when a turn ends on an answer without text (Gemini sometimes returns an empty answer
+after tool results), so the conversation is never left without a word; it is not stored."""
+
 INTERRUPTED_CALL_MESSAGE = (
     "Error: this call did not run because its turn was interrupted (for example by a restart). "
     "Ask the user before trying again."

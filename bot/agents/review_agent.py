@@ -7,11 +7,11 @@ no gated tools behaves as plain ReAct.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolCall
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -23,7 +23,8 @@ from bot.agents.prompts import STEP_LIMIT_MESSAGE, SYSTEM_PROMPT
 from bot.agents.review_node import make_human_review
 from bot.agents.state import AgentState
 from bot.agents.tool_node import make_tool_node
-from bot.approvals.policy import ReviewPolicy
+from bot.approvals.mode import Mode
+from bot.approvals.policy import PolicyContext, ReviewPolicy
 from bot.tools.ledger import ToolRunLedger
 
 STEPS_PER_TOOL_ROUND = 3
@@ -101,12 +102,14 @@ def react_graph(
         system_prompt: prepended on every model call, never stored.
         history_window: the most stored messages sent to the model per call.
         model_kwargs: extra call options bound with the tools.
-        source: the subagent this graph is (its cards name it); None for the top-level agent.
+        source: the subagent this graph is (its cards name it, and its calls get fresh ids:
+            see `make_llm_call`); None for the top-level agent.
         max_tool_rounds: the hard cap on tool rounds (`bot.agents.llm_node.make_llm_call`).
         step_limit_message: what replaces a tool call when a guard fires.
         closing_instruction: asks for a final text when a guard fires (subagents).
     """
     by_name = {tool.name: tool for tool in tools}
+    policy = OwnToolsPolicy(policy, by_name)
     graph = StateGraph(AgentState)
     graph.add_node(
         "llm_call",
@@ -119,6 +122,7 @@ def react_graph(
             max_tool_rounds=max_tool_rounds,
             step_limit_message=step_limit_message,
             closing_instruction=closing_instruction,
+            fresh_call_ids=source is not None,
         ),
     )
     graph.add_node("human_review", make_human_review(by_name, source=source), destinations=("tool_node", "llm_call"))
@@ -127,6 +131,35 @@ def react_graph(
     graph.add_conditional_edges("llm_call", should_continue, ["human_review", END])
     graph.add_edge("tool_node", "llm_call")
     return graph
+
+
+class OwnToolsPolicy:
+    """`policy` for the graph's own tools, AUTO for a call of any other name.
+
+    A subagent has only some of the registered tools; its model may still call another one
+    (a name from its prompt, or a hallucination). The tool node answers such a call with the
+    subagent's tool list and runs nothing, so, as for an unknown tool
+    (`bot.approvals.policy.effective_mode`), a card for it would only ask an approver to
+    approve something that can never run.
+
+    Args:
+        policy: the policy of the graph's tools.
+        tools: the graph's tools by name.
+    """
+
+    def __init__(self, policy: ReviewPolicy, tools: Mapping[str, BaseTool]) -> None:
+        self._policy = policy
+        self._names = frozenset(tools)
+
+    def configured_tools(self) -> frozenset[str]:
+        """The wrapped policy's tools."""
+        return self._policy.configured_tools()
+
+    async def mode_for(self, call: ToolCall, context: PolicyContext) -> Mode:
+        """The wrapped policy's mode for the graph's own tools, else AUTO (nothing runs)."""
+        if call["name"] not in self._names:
+            return Mode.AUTO
+        return await self._policy.mode_for(call, context)
 
 
 def bind_model(
