@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from bot.ports import Activity
 
 _KEEP = {"\n", "\t"}
 
@@ -21,14 +25,40 @@ def reveal_invisible(text: str) -> str:
 
 
 def who_is_working(subagents: tuple[str, ...]) -> tuple[str, bool]:
-    """The subagents at work as words, and whether they are more than one.
+    """Subagents as words, and whether they are more than one.
 
-    `("researcher", "operator", "researcher")` reads "researcher (2) and operator": one name
-    per subagent, in the order they started, with a count when it runs more than once.
+    `("researcher", "operator", "researcher")` reads "researcher (2 tasks) and operator": one name per
+    subagent, in the order they started, with a count when it runs more than once.
     """
     counts: dict[str, int] = {}
     for name in subagents:
         counts[name] = counts.get(name, 0) + 1
-    labels = [f"{name} ({count})" if count > 1 else name for name, count in counts.items()]
+    labels = [f"{name} ({count} tasks)" if count > 1 else name for name, count in counts.items()]
     text = labels[0] if len(labels) == 1 else ", ".join(labels[:-1]) + " and " + labels[-1]
     return text, len(subagents) > 1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProgressWords:
+    """One platform's sentences for the progress indicator (each with a `{names}` slot)."""
+
+    working_one: str
+    working_many: str
+    waiting_one: str
+    waiting_many: str
+    agent: str
+    """When no subagent works or waits any more (the supervisor writes the answer)."""
+    joiner: str = " · "
+
+
+def progress_line(activity: Activity, words: ProgressWords, escape: Callable[[str], str]) -> str:
+    """The indicator's text for `activity`: who works, then who waits for a card."""
+    parts = []
+    for names, one, many in (
+        (activity.subagents, words.working_one, words.working_many),
+        (activity.waiting, words.waiting_one, words.waiting_many),
+    ):
+        if names:
+            text, plural = who_is_working(names)
+            parts.append((many if plural else one).format(names=escape(text)))
+    return words.joiner.join(parts) if parts else words.agent

@@ -100,13 +100,18 @@ class Activity:
     Attributes:
         subagents: the subagents working right now, in the order they started (a name twice
             when two delegations to it run at once); empty when the agent itself is at work.
+        waiting: the subagents whose delegations wait for a card (their cards are posted).
         started: the subagent whose delegation just started, if that is the news (the
             terminal prints one line per delegation).
-        query: that delegation's task.
+        continued: the subagent whose delegation goes on after its cards were decided, if
+            that is the news.
+        query: the started delegation's task.
     """
 
     subagents: tuple[str, ...] = ()
+    waiting: tuple[str, ...] = ()
     started: str | None = None
+    continued: str | None = None
     query: str = ""
 
 

@@ -14,9 +14,7 @@ pending (langgraph #8836).
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -40,7 +38,8 @@ from bot.approvals.requests import action_requests
 from bot.cards import CardDesk
 from bot.conversation import Actor, ConversationRef
 from bot.errors import InvalidDecisionError, ModelError
-from bot.ports import Activity, ModelFailed, Notice, Platform, Progress, TurnFailed
+from bot.ports import ModelFailed, Notice, Platform, Progress, TurnFailed
+from bot.progress import DelegationTracker, ProgressFeed
 from bot.storage.approval_store import ApprovalStore
 from bot.storage.config_store import ConfigStore
 from bot.storage.conversation_store import ConversationStore
@@ -171,7 +170,8 @@ class TurnRunner:
                 for review in live.values():
                     if review.status is ReviewStatus.PENDING:
                         await self._cards.post_missing(conversation, review)
-                claimed = [review for review in live.values() if review.status is ReviewStatus.RESUMING]
+                # Claimed, or (left so by an older version) done although still pending: resume.
+                claimed = [review for review in live.values() if review.status is not ReviewStatus.PENDING]
                 if claimed and not resumed:
                     resumed = True
                     await self.resume(conversation, anchor=None)
@@ -182,7 +182,7 @@ class TurnRunner:
                 continue  # the last decision committed meanwhile: its review is resuming now
             if state.next and unanswered_tool_calls(messages):
                 log.warning("finishing an interrupted tool round (thread_id=%s)", conversation.thread_id)
-                await self.run(conversation, None, anchor=None)
+                await self.run(conversation, None, anchor=None, paused=state.interrupts)
                 continue
             return Settled(blocked=False, approvals=())
         state = await graph.aget_state(self.config(conversation))
@@ -195,16 +195,27 @@ class TurnRunner:
         graph_input: dict[str, Any] | Command[Any] | None,
         *,
         anchor: str | None,
+        paused: Sequence[Interrupt] = (),
+        resumed: Sequence[Interrupt] = (),
     ) -> bool:
         """Invoke the graph and deliver the outcome; return whether the run reached its end.
+
+        Args:
+            conversation: the conversation.
+            graph_input: new input, a resume `Command`, or None to finish unfinished work.
+            anchor: the message the work is about (see `Platform.working`).
+            paused: interrupts pending before the run that it leaves paused.
+            resumed: interrupts the run resumes.
 
         Model and graph failures become notices instead of exceptions: the thread stays usable.
         """
         platform = self.platform(conversation)
         graph = await self.graph_for(conversation)
+        tracker = DelegationTracker(paused=paused, resumed=resumed)
+        seen = {interrupt.id for interrupt in (*paused, *resumed)}
         try:
             async with platform.working(conversation, anchor) as progress:
-                result = await self._stream(graph, graph_input, self.config(conversation), progress)
+                result = await self._stream(conversation, graph, graph_input, progress, tracker, seen)
         except ModelError as exc:
             log.warning("model failed (thread_id=%s): %s", conversation.thread_id, exc)
             await self.notify(conversation, ModelFailed(kind=exc.kind), recipient=None)
@@ -219,7 +230,7 @@ class TurnRunner:
             await self.notify(conversation, TurnFailed(thread_id=conversation.thread_id), recipient=None)
             return False
         try:
-            await self._deliver(conversation, result)
+            await self._deliver(conversation, result, opened=seen)
         except Exception:
             # e.g. the database refused to store a review: tell the conversation, do not lose
             # the message task; the next message retries through settle().
@@ -249,25 +260,47 @@ class TurnRunner:
         tried again by the next message (see `settle`).
         """
         claimed = await self._approvals.reviews_in_thread(conversation.thread_id, [ReviewStatus.RESUMING])
-        if not claimed:
-            return
         graph = await self.graph_for(conversation)
         state = await graph.aget_state(self.config(conversation))
         pending = {interrupt.id: interrupt for interrupt in state.interrupts}
-        ready = [review for review in claimed if review.interrupt_id in pending]
+        stuck = await self._stuck_reviews(conversation, pending)
+        if not claimed and not stuck:
+            return
+        ready = [review for review in claimed if review.interrupt_id in pending] + stuck
         finished = True
         if ready:
             values = {r.interrupt_id: await self._resume_value(r, pending[r.interrupt_id]) for r in ready}
             log.info("resuming review(s) %s (thread_id=%s)", ", ".join(r.id for r in ready), conversation.thread_id)
-            finished = await self.run(conversation, Command(resume=values), anchor=anchor)
+            resumed = [pending[review.interrupt_id] for review in ready]
+            paused = [interrupt for interrupt in state.interrupts if interrupt not in resumed]
+            finished = await self.run(
+                conversation, Command(resume=values), anchor=anchor, paused=paused, resumed=resumed
+            )
         elif state.next:
-            finished = await self.run(conversation, None, anchor=anchor)
+            finished = await self.run(conversation, None, anchor=anchor, paused=state.interrupts)
         after = await graph.aget_state(self.config(conversation))
         still = {interrupt.id for interrupt in after.interrupts}
         for review in claimed:
             applied = review.interrupt_id not in still
             if applied and (finished or review in ready):
                 await self._approvals.complete_review(review.id)
+
+    async def _stuck_reviews(
+        self, conversation: ConversationRef, pending: Mapping[str, Interrupt]
+    ) -> list[ReviewRecord]:
+        """Reviews marked done whose interrupt is still pending: resumed, yet never applied.
+
+        This version marks a review done only once its interrupt is gone, but an older version
+        started on the same database (a rollback) may have left one so; without this the
+        conversation would stay blocked for good. Their decisions are applied again.
+        """
+        if not pending:
+            return []
+        reviews = await self._approvals.reviews_for_interrupts(conversation.thread_id, list(pending))
+        stuck = [review for review in reviews.values() if review.status is ReviewStatus.DONE]
+        for review in stuck:
+            log.warning("review %s is done but its pause is still pending; resuming it again", review.id)
+        return stuck
 
     async def open_review(
         self, conversation: ConversationRef, interrupt: Interrupt, messages: Sequence[AnyMessage]
@@ -339,51 +372,66 @@ class TurnRunner:
 
     async def _stream(
         self,
+        conversation: ConversationRef,
         graph: ReviewAgent,
         graph_input: dict[str, Any] | Command[Any] | None,
-        config: RunnableConfig,
         progress: Progress,
+        tracker: DelegationTracker,
+        seen: set[str],
     ) -> dict[str, Any]:
-        """Run the graph to its next stop, reporting delegations to `progress` (see `_ProgressFeed`).
+        """Run the graph to its next stop; post each new pause's cards the moment it happens.
+
+        A delegation that pauses must not wait for its siblings of the same step to finish
+        before its card shows (LangGraph ends the step, and the run, only when every task of it
+        has): the stream carries each interrupt as it is raised, and its review opens at once.
+        The cards can be decided before the run ends; the resume then waits for the thread lock.
+        Progress goes through `ProgressFeed`, so a slow platform never holds up the run.
+
+        Args:
+            conversation: the conversation.
+            graph: its graph.
+            graph_input: as for `run`.
+            progress: the platform's indicator for this run.
+            tracker: what the indicator shows.
+            seen: ids of interrupts whose reviews exist; the ids of pauses opened here are added.
 
         Returns:
             The final state values, with `__interrupt__` listing every interrupt raised (what
-            `ainvoke` returns).
+            `ainvoke` returns), new or raised again.
         """
         latest: dict[str, Any] = {}
-        interrupts: list[Interrupt] = []
-        working: dict[str, str] = {}
-        feed = _ProgressFeed(progress, config.get("configurable", {}).get("thread_id"))
-        stream = graph.astream(cast(Any, graph_input), config, stream_mode=["values", "custom"], version="v2")
+        raised: dict[str, Interrupt] = {}
+        feed = ProgressFeed(progress, conversation.thread_id)
+        stream = graph.astream(
+            cast(Any, graph_input), self.config(conversation), stream_mode=["values", "custom"], version="v2"
+        )
         try:
             async for part in stream:
                 chunk = cast(Mapping[str, Any], part)
                 if chunk["type"] == "values":
                     latest = dict(chunk["data"])
-                    interrupts.extend(chunk.get("interrupts") or ())
+                    for interrupt in chunk.get("interrupts") or ():
+                        raised.setdefault(interrupt.id, interrupt)
+                        if interrupt.id in seen:
+                            continue  # paused before this run, and raised again
+                        seen.add(interrupt.id)
+                        # A new pause: its cards now, not when the step (and the run) ends.
+                        await self.open_review(conversation, interrupt, latest.get("messages", []))
+                        feed.show(tracker.on_interrupt(interrupt))
                 elif chunk["type"] == "custom" and isinstance(chunk["data"], DelegationEvent):
-                    event: DelegationEvent = chunk["data"]
-                    if event.started:
-                        working[event.call_id] = event.subagent
-                    else:
-                        working.pop(event.call_id, None)
-                    feed.show(
-                        Activity(
-                            subagents=tuple(working.values()),
-                            started=event.subagent if event.started else None,
-                            query=event.query if event.started else "",
-                        )
-                    )
+                    feed.show(tracker.on_event(chunk["data"]))
         finally:
             await feed.close()
-        return {**latest, "__interrupt__": interrupts} if interrupts else latest
+        return {**latest, "__interrupt__": list(raised.values())} if raised else latest
 
-    async def _deliver(self, conversation: ConversationRef, result: dict[str, Any]) -> None:
+    async def _deliver(self, conversation: ConversationRef, result: dict[str, Any], *, opened: set[str]) -> None:
+        """Post the answer, unless the run stopped at pauses (whose reviews open if not `opened`)."""
         messages: list[AnyMessage] = result.get("messages", [])
         interrupts: list[Interrupt] = result.get("__interrupt__", [])
         if interrupts:
             for interrupt in interrupts:
-                await self.open_review(conversation, interrupt, messages)
+                if interrupt.id not in opened:
+                    await self.open_review(conversation, interrupt, messages)
             return
         answer = messages[-1] if messages else None
         text = answer.text if isinstance(answer, AIMessage) else ""
@@ -396,60 +444,6 @@ class TurnRunner:
             await self.platform(conversation).post_answer(conversation, text)
         except Exception:
             log.exception("could not post the answer (thread_id=%s)", conversation.thread_id)
-
-
-PROGRESS_GRACE_S = 5.0
-"""At the end of a run, how long progress updates still under way may take before they are dropped."""
-
-
-class _ProgressFeed:
-    """Hands activities to a `Progress` in order, in the background.
-
-    LangGraph's stream advances only when its consumer asks for the next part, so awaiting a
-    progress update in the loop would hold up the run (the model, the tools, the cards) for
-    as long as the platform takes; a rate-limited update waits out its `Retry-After` (Slack's
-    client and discord.py both do) before it returns. Progress is decoration: one worker shows
-    the activities one after the other while the run goes on, a failure is logged, and when
-    the run ends what has not been shown within `PROGRESS_GRACE_S` is dropped (the
-    platform's `working` then clears the indicator).
-
-    Args:
-        progress: the run's progress indicator.
-        thread_id: for the logs.
-    """
-
-    def __init__(self, progress: Progress, thread_id: str | None) -> None:
-        self._progress = progress
-        self._thread_id = thread_id
-        self._queue: deque[Activity] = deque()
-        self._worker: asyncio.Task[None] | None = None
-
-    def show(self, activity: Activity) -> None:
-        """Queue `activity`; it is shown after those queued before it."""
-        self._queue.append(activity)
-        if self._worker is None or self._worker.done():
-            self._worker = asyncio.create_task(self._drain())
-
-    async def close(self, grace_s: float = PROGRESS_GRACE_S) -> None:
-        """Wait for the queued activities for at most `grace_s`, then drop the rest."""
-        worker = self._worker
-        if worker is None:
-            return
-        try:
-            await asyncio.wait({worker}, timeout=grace_s)
-        finally:
-            if not worker.done():
-                log.info("progress updates not shown within %ss, dropped (thread_id=%s)", grace_s, self._thread_id)
-                self._queue.clear()
-                worker.cancel()
-
-    async def _drain(self) -> None:
-        while self._queue:
-            activity = self._queue.popleft()
-            try:
-                await self._progress.show(activity)
-            except Exception:
-                log.exception("could not show progress (thread_id=%s)", self._thread_id)
 
 
 def _author_of_last_request(messages: Sequence[AnyMessage], conversation: ConversationRef) -> Actor | None:

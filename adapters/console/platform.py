@@ -101,17 +101,19 @@ class ConsolePlatform:
 
 
 class _Progress:
-    """One line per delegation that starts (again after a resume): who works on what."""
+    """One line per delegation that starts, and one when it continues after a decision."""
 
     def __init__(self, write: Write) -> None:
         self._write = write
 
     async def show(self, activity: Activity) -> None:
-        """Print the delegation that just started; other changes print nothing."""
+        """Print a delegation that starts or continues after a decision; other changes print nothing."""
         if activity.started is not None:
             query = " ".join(activity.query.split())
             query = query if len(query) <= 100 else query[:99] + "…"
             self._write(f"   … {activity.started} is working: {query}")
+        elif activity.continued is not None:
+            self._write(f"   … {activity.continued} continues after the decision")
 
 
 def _elsewhere_or_expired(notice: CardsElsewhere | ApprovalExpired) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from adapters.display import ProgressWords
+
 CARD_TITLE_PENDING = "✋ Approval needed"
 CARD_TITLE = {
     "approved": "✅ Approved",
@@ -113,7 +115,11 @@ MISSING_INTENT = (
     "application → Bot → Privileged Gateway Intents → Message Content Intent, then restart."
 )
 
-PROGRESS_ONE = "⏳ {names} is working…"
-PROGRESS_MANY = "⏳ {names} are working…"
-PROGRESS_AGENT = "⏳ Putting the answer together…"
+PROGRESS = ProgressWords(
+    working_one="⏳ {names} is working…",
+    working_many="⏳ {names} are working…",
+    waiting_one="✋ {names} waits for approval",
+    waiting_many="✋ {names} wait for approval",
+    agent="⏳ Putting the answer together…",
+)
 """The status line, edited in place while subagents work, deleted when the turn ends."""

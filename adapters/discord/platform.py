@@ -13,7 +13,7 @@ from adapters.discord import messages as msg
 from adapters.discord.buttons import card_view
 from adapters.discord.cards import card_embed
 from adapters.discord.conversations import DM, target_channel_id
-from adapters.display import who_is_working
+from adapters.display import progress_line
 from bot.conversation import Actor, ConversationRef
 from bot.errors import ModelErrorKind
 from bot.ports import (
@@ -206,13 +206,9 @@ class DiscordProgress:
 
     async def show(self, activity: Activity) -> None:
         """Post or edit the status line; a failure is logged, never raised."""
-        if activity.subagents:
-            names, many = who_is_working(activity.subagents)
-            text = (msg.PROGRESS_MANY if many else msg.PROGRESS_ONE).format(names=names)
-        elif self._message is None:
-            return
-        else:
-            text = msg.PROGRESS_AGENT
+        if self._message is None and not activity.subagents and not activity.waiting:
+            return  # nothing to say yet: a plain turn shows only typing
+        text = progress_line(activity, msg.PROGRESS, str)
         if text == self._text:
             return
         try:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from adapters.display import ProgressWords
+
 WORKING_REACTION = "hourglass_flowing_sand"
 
 CARD_FALLBACK = "Approval needed: {tool} (requested by {requester})"
@@ -112,7 +114,11 @@ EMPTY_MENTION = "Hi! Mention me with a question or a task, and I'll get to work.
 
 REPLY_CUT = "(The rest is cut: ask for less, e.g. `audit limit 20` or `audit tool <name>`.)"
 
-PROGRESS_ONE = ":hourglass_flowing_sand: _{names} is working…_"
-PROGRESS_MANY = ":hourglass_flowing_sand: _{names} are working…_"
-PROGRESS_AGENT = ":hourglass_flowing_sand: _Putting the answer together…_"
+PROGRESS = ProgressWords(
+    working_one=":hourglass_flowing_sand: _{names} is working…_",
+    working_many=":hourglass_flowing_sand: _{names} are working…_",
+    waiting_one=":raised_hand: _{names} waits for approval_",
+    waiting_many=":raised_hand: _{names} wait for approval_",
+    agent=":hourglass_flowing_sand: _Putting the answer together…_",
+)
 """The progress message, updated in place while subagents work, deleted when the turn ends."""

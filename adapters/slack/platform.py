@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.display import who_is_working
+from adapters.display import progress_line
 from adapters.slack import messages as msg
 from adapters.slack.blocks import card_blocks, card_text
 from adapters.slack.text import escape, split_message, to_mrkdwn
@@ -266,13 +266,9 @@ class SlackProgress:
 
     async def show(self, activity: Activity) -> None:
         """Post or update the progress message; a failure is logged, never raised."""
-        if activity.subagents:
-            names, many = who_is_working(activity.subagents)
-            text = (msg.PROGRESS_MANY if many else msg.PROGRESS_ONE).format(names=escape(names))
-        elif self._ts is None:
-            return
-        else:
-            text = msg.PROGRESS_AGENT
+        if self._ts is None and not activity.subagents and not activity.waiting:
+            return  # nothing to say yet: a plain turn shows only the reaction
+        text = progress_line(activity, msg.PROGRESS, escape)
         if text == self._text:
             return
         try:

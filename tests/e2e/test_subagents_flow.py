@@ -86,7 +86,7 @@ async def slack_card(slack: SlackApiStandIn) -> Card:
 
 def slack_progress_posts(slack: SlackApiStandIn, thread_ts: str | None, subagent: str) -> list[str]:
     """The ts of each progress message naming `subagent` that was posted in the thread."""
-    text = slack_msg.PROGRESS_ONE.format(names=subagent)
+    text = slack_msg.PROGRESS.working_one.format(names=subagent)
     return [
         str(c.response["ts"])
         for c in slack.calls_to("chat.postMessage")
@@ -200,7 +200,7 @@ async def discord_answer(discord_api: Any) -> str:
 
 def assert_discord_progress_cleared(discord_api: Any, subagent: str) -> None:
     """A status line naming `subagent` was posted, and each one deleted before the answer."""
-    text = discord_msg.PROGRESS_ONE.format(names=subagent)
+    text = discord_msg.PROGRESS.working_one.format(names=subagent)
     requests = discord_api.requests
     posted = [
         str(r.response["id"])

@@ -246,9 +246,11 @@ async def test_a_card_inside_a_subagent(db_url, registry, tool_log, decision, ru
     assert review is not None and review.status is ReviewStatus.DONE and review.source == "alpha"
     assert [role(p) for p in model.prompts] == ["supervisor", "alpha", "alpha", "supervisor"]
     assert any(e.kind is AuditKind.DECISION and e.approval_id == card.id for e in audit)
-    # Progress named the subagent while it worked, again after the decision.
-    started = [a.started for _, a in h.platform.activities if a.started]
-    assert started == ["alpha", "alpha"]
+    # Progress named the subagent while it worked, said it waited, and that it continued after the decision.
+    activities = [a for _, a in h.platform.activities]
+    assert [a.started for a in activities if a.started] == ["alpha"]
+    assert [a.continued for a in activities if a.continued] == ["alpha"]
+    assert any(a.waiting == ("alpha",) and not a.subagents for a in activities)
 
 
 async def test_two_delegations_pause_and_continue_each_as_its_cards_are_decided(db_url, registry, tool_log):
@@ -274,6 +276,52 @@ async def test_two_delegations_pause_and_continue_each_as_its_cards_are_decided(
     ]
     assert [r.status for r in reviews] == [ReviewStatus.DONE, ReviewStatus.DONE]
     assert [role(p) for p in model.prompts].count("beta") == 2  # beta was not run again after alpha's card
+
+
+async def test_a_card_shows_while_a_sibling_delegation_still_works(db_url, registry, tool_log):
+    """beta's card is posted while slow alpha is still working, not when the whole step ends."""
+    platform = RecordingPlatform()
+
+    def slow_alpha(messages: list[BaseMessage]) -> AIMessage:
+        return AIMessage(f"alpha saw {len(platform.cards)} card(s)")
+
+    slow = ScriptedChatModel(script=slow_alpha, delay_s=2.0)
+    specs = (
+        SubagentSpec(name="alpha", description="a", prompt="You are alpha.", tools=("lookup",), model="slow"),
+        BETA,
+    )
+    async with open_service(
+        db_url,
+        team(to_both),
+        registry,
+        platform,
+        subagents=specs,
+        models={"slow": slow},
+        default_agent=AgentKind.SUBAGENTS,
+    ) as h:
+        await h.service.handle_message(message("x"))
+        [card] = pending(h)
+        assert card.source == "beta"
+        await h.service.decide(card.id, actor("alice"), Approve())
+        await h.service.tasks.join()
+    assert h.platform.answers[-1][1] == "answer: alpha saw 1 card(s) | beta reports: sent to x-b"
+
+
+async def test_a_review_left_done_with_its_pause_pending_is_resumed(db_url, registry, tool_log):
+    """A review marked done while its interrupt still waits (an older version did that) does not block the thread forever."""
+    async with open_service(db_url, team(to_alpha), registry, subagents=SPECS, default_agent=AgentKind.SUBAGENTS) as h:
+        await h.service.handle_message(message("bob"))
+        [card] = pending(h)
+        entry = approval_entry(AuditKind.DECISION, card, "approve", actor=actor("alice"))
+        await h.approvals.vote(card.id, actor=actor("alice"), kind=VoteKind.APPROVE, quorum=1, audit=entry)
+        await h.database.pool.execute("UPDATE reviews SET status = 'done' WHERE id = $1::uuid", card.review_id)
+        await h.service.handle_message(message("hello?"))
+        await h.service.tasks.join()
+        [fresh] = await h.approvals.pending_in_thread(conversation().thread_id)
+    assert tool_log.calls == [("send", {"to": "bob", "body": "alpha", "urgent": False})]
+    assert [text for _, text in h.platform.answers] == ["answer: alpha reports: sent to bob"]
+    assert fresh.proposed_args["to"] == "hello?"  # the new message reached the agent
+    assert not any(isinstance(n, ReviewPending) for _, n, _ in h.platform.notices)
 
 
 async def test_a_restart_between_card_and_click_inside_a_subagent(db_url, registry, tool_log):

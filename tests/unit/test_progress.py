@@ -1,0 +1,56 @@
+"""What the progress indicator says as delegations start, pause for cards, continue and report."""
+
+from __future__ import annotations
+
+from langgraph.types import Interrupt
+
+from bot.agents.delegation import DelegationEvent
+from bot.ports import Activity
+from bot.progress import DelegationTracker
+
+
+def pause(interrupt_id: str, source: str | None) -> Interrupt:
+    return Interrupt(value={"action_requests": [{"name": "send", "args": {}, "source": source}]}, id=interrupt_id)
+
+
+def event(name: str, call_id: str, *, started: bool) -> DelegationEvent:
+    return DelegationEvent(subagent=name, call_id=call_id, started=started, query=f"task for {name}")
+
+
+def test_a_turn_with_two_delegations_one_of_which_pauses():
+    """Both start, operator pauses (waiting), researcher reports: the indicator follows each step."""
+    tracker = DelegationTracker()
+    assert tracker.on_event(event("researcher", "c1", started=True)) == Activity(
+        subagents=("researcher",), started="researcher", query="task for researcher"
+    )
+    assert tracker.on_event(event("operator", "c2", started=True)).subagents == ("researcher", "operator")
+    assert tracker.on_interrupt(pause("i-op", "operator")) == Activity(subagents=("researcher",), waiting=("operator",))
+    assert tracker.on_interrupt(pause("i-op", "operator")) is None  # the same pause seen again
+    assert tracker.on_event(event("researcher", "c1", started=False)) == Activity(waiting=("operator",))
+
+
+def test_a_resume_continues_one_delegation_and_keeps_the_other_waiting():
+    """Resuming operator's pause: operator continues (no new start); beta, still paused, is not news."""
+    tracker = DelegationTracker(paused=[pause("i-beta", "beta")], resumed=[pause("i-op", "operator")])
+    assert tracker.on_event(event("beta", "c3", started=True)) is None
+    assert tracker.on_interrupt(pause("i-beta", "beta")) is None
+    continued = tracker.on_event(event("operator", "c2", started=True))
+    assert continued == Activity(subagents=("operator",), waiting=("beta",), continued="operator")
+    assert tracker.on_event(event("operator", "c2", started=False)) == Activity(waiting=("beta",))
+
+
+def test_a_top_level_pause_says_nothing_about_subagents():
+    """An interrupt of the ReAct agent itself (no source) changes nothing on the indicator."""
+    assert DelegationTracker().on_interrupt(pause("i", None)) is None
+
+
+def test_the_words_name_who_works_and_who_waits():
+    """Slack's line: workers first, then who waits for approval; a subagent twice is counted."""
+    from adapters.display import progress_line
+    from adapters.slack import messages as msg
+
+    line = progress_line(Activity(subagents=("researcher", "researcher"), waiting=("operator",)), msg.PROGRESS, str)
+    assert line == (
+        ":hourglass_flowing_sand: _researcher (2 tasks) are working…_ · :raised_hand: _operator waits for approval_"
+    )
+    assert progress_line(Activity(), msg.PROGRESS, str) == msg.PROGRESS.agent
