@@ -190,10 +190,14 @@ class SlackPlatform:
         return await self._users.group_members(group_id)
 
     async def _react(self, method: str, channel: str, ts: str) -> bool:
+        """Add or remove the progress reaction; decoration, so no failure may reach the turn."""
         try:
             await getattr(self._client, method)(channel=channel, timestamp=ts, name=msg.WORKING_REACTION)
         except SlackApiError as exc:
             log.info("%s on %s/%s: %s", method, channel, ts, exc.response.get("error"))
+            return False
+        except Exception as exc:  # a connection error or a timeout: the answer must still go out
+            log.warning("%s on %s/%s failed: %s: %s", method, channel, ts, type(exc).__name__, exc)
             return False
         return True
 
@@ -284,6 +288,8 @@ class SlackProgress:
             self._text = text
         except SlackApiError as exc:
             log.info("could not show progress: %s", exc.response.get("error"))
+        except Exception as exc:  # a connection error or a timeout: progress is decoration
+            log.warning("could not show progress: %s: %s", type(exc).__name__, exc)
 
     async def clear(self) -> None:
         """Delete the progress message (the answer follows)."""
@@ -293,4 +299,6 @@ class SlackProgress:
             await self._client.chat_delete(channel=self._channel or self._conversation.channel_id, ts=self._ts)
         except SlackApiError as exc:
             log.info("could not delete the progress message: %s", exc.response.get("error"))
+        except Exception as exc:  # a connection error or a timeout: the answer must still go out
+            log.warning("could not delete the progress message: %s: %s", type(exc).__name__, exc)
         self._ts = None

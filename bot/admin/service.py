@@ -228,6 +228,11 @@ class AdminService:
 
     def _tool(self, name: str) -> ToolSpec:
         spec = self._registry.get(name)
+        if spec is None and name in self._subagents:
+            raise CommandError(
+                f"`{name}` is a subagent, not a tool: settings name the tools it calls "
+                f"({', '.join(self._registry.names())}), which are governed inside it as anywhere"
+            )
         if spec is None:
             raise CommandError(f"unknown tool `{name}`; the tools are: {', '.join(self._registry.names())}")
         return spec

@@ -111,9 +111,17 @@ class DelegationPolicy:
         return Mode.AUTO
 
 
+MAX_DELEGATIONS = 6
+"""Delegations one supervisor answer may start at once; calls beyond are answered, not run.
+
+Each delegation is a model loop with its own tools, and possibly cards: a model that asks for
+dozens at once would flood the conversation and the quota. The model reads why and can ask
+again for the rest."""
+
+
 def delegation_sends(calls: Sequence[ToolCall]) -> list[Send]:
     """One task per delegation, in call order (`make_human_review`'s `tool_round`)."""
-    return [Send(DELEGATE, {"call": dict(call)}) for call in calls]
+    return [Send(DELEGATE, {"call": dict(call), "position": position}) for position, call in enumerate(calls)]
 
 
 def make_delegate(subagents: Mapping[str, Subagent]) -> Any:
@@ -135,6 +143,8 @@ def make_delegate(subagents: Mapping[str, Subagent]) -> Any:
         if subagent is None:
             available = ", ".join(sorted(subagents)) or "none"
             return _answer(call, prompts.UNKNOWN_SUBAGENT.format(name=name, available=available), error=True)
+        if int(task.get("position", 0)) >= MAX_DELEGATIONS:
+            return _answer(call, prompts.TOO_MANY_DELEGATIONS.format(limit=MAX_DELEGATIONS), error=True)
         args = call.get("args") or {}
         query = args.get("query") if isinstance(args, dict) else None
         if not isinstance(query, str) or not query.strip() or set(args) - {"query"}:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.language_models import LanguageModelInput
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 
 from bot.agents.history import call_ids, model_view, with_unique_call_ids, without_nul
@@ -91,9 +91,29 @@ def make_llm_call(
                 raise to_model_error(exc) from exc
             if final.text.strip():
                 return AIMessage(id=response.id, content=without_nul(final).text)
+            # No report after all: the results are still worth more than "unknown" to whoever
+            # reads this (a subagent's supervisor sees nothing else of its work).
+            return AIMessage(id=response.id, content=step_limit_message + _results_so_far(messages))
         return AIMessage(id=response.id, content=step_limit_message)
 
     return llm_call
+
+
+RESULT_CHARS = 300
+"""Characters of each tool result quoted in a closing report written without the model."""
+
+
+def _results_so_far(messages: Sequence[BaseMessage]) -> str:
+    """`Results so far: 1. <tool>: <result, cut> ...` over every tool result, or "" when there is none."""
+    results = [m for m in messages if isinstance(m, ToolMessage)]
+    if not results:
+        return ""
+    lines = []
+    for number, result in enumerate(results, start=1):
+        text = " ".join(str(result.text).split())
+        text = text if len(text) <= RESULT_CHARS else text[: RESULT_CHARS - 1] + "…"
+        lines.append(f"{number}. {result.name or 'a tool'}: {text}")
+    return " Results so far: " + " ".join(lines)
 
 
 def _as_ai(message: BaseMessage) -> AIMessage:

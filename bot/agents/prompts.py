@@ -83,9 +83,10 @@ what you have so far; say what is unfinished."""
 
 SUBAGENT_STEP_LIMIT = (
     "Stopped before finishing: this task reached its step limit, and no report could be written. "
-    "Treat its outcome as unknown."
+    "Treat anything not listed here as not done."
 )
-"""A subagent's report when a guard fired and the closing answer had no text either."""
+"""A subagent's report when a guard fired and the closing answer had no text either; its tool
+results follow, quoted (`bot.agents.llm_node`)."""
 
 SUBAGENT_NO_REPORT = "{name} finished without a report, so its outcome is unknown. Do not assume it did anything."
 """What the supervisor reads when a subagent's last message has no text."""
@@ -94,4 +95,7 @@ SUBAGENT_FAILED = "{name} could not finish: its model call failed ({kind}). Its 
 """What the supervisor reads when a subagent's model failed after its retries."""
 
 UNKNOWN_SUBAGENT = "Error: {name} is not a subagent; the subagents are: {available}."
+TOO_MANY_DELEGATIONS = (
+    "Not run: at most {limit} subagent tasks can start from one answer. Wait for these reports, then give the rest."
+)
 INVALID_DELEGATION = "Error: {name} needs one argument, `query`, a non-empty string with the whole task."

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from langchain_core.messages import ToolCall, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.types import Command, Send, interrupt
@@ -68,7 +68,7 @@ def make_human_review(
 
         outcomes: dict[str, Approve | Edit | str] = {}
         if reviewed:
-            response = interrupt(build_review_request(reviewed, tools, ai.text, source=source))
+            response = interrupt(build_review_request(reviewed, tools, _why(ai, state, source), source=source))
             outcomes = _outcomes_by_call(response, reviewed, tools)
 
         calls: list[ToolCall] = []
@@ -101,6 +101,18 @@ def make_human_review(
         return Command(update={"messages": update}, goto=goto)
 
     return human_review
+
+
+def _why(ai: AIMessage, state: AgentState, source: str | None) -> str:
+    """The card's "why": the model's words beside the calls; for a subagent without any, its task.
+
+    A subagent's only human message is the query the supervisor gave it, which says why it
+    wants the call better than the tool's own description would.
+    """
+    if ai.text.strip() or source is None:
+        return ai.text
+    task = next((m for m in state["messages"] if isinstance(m, HumanMessage)), None)
+    return f"Task: {task.text}" if task is not None and task.text.strip() else ""
 
 
 def _outcomes_by_call(

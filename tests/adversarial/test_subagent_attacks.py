@@ -32,7 +32,7 @@ from tests.e2e.conftest import ALICE, CHANNEL, D_ALICE, D_CHANNEL
 from tests.e2e.subagents_script import subagents_script
 from tests.e2e.test_discord_flow import click as discord_click
 from tests.e2e.test_discord_flow import wait_card as discord_wait_card
-from tests.e2e.test_slack_flow import click, wait_card
+from tests.e2e.test_slack_flow import click, settle, wait_card
 from tests.e2e.test_subagents_flow import (
     discord_answer,
     discord_mention,
@@ -722,6 +722,23 @@ async def test_slack_progress_failures_do_not_silence_the_answer(bot, events, sl
     answer = await slack_answer(slack, mention.ts)
     assert answer.startswith("Result: researcher reported: Report: ")
     assert [r.method for r in target.requests] == ["GET"]
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("method", ["chat.postMessage", "chat.delete", "reactions.add", "reactions.remove"])
+async def test_slack_network_failures_of_progress_do_not_lose_the_answer(
+    bot, events, slack: SlackApiStandIn, target, method
+):
+    """The connection drops on a progress call (the hourglass, the progress message): the answer is still posted."""
+    await slack_use_subagents(events, slack)
+    slack.disconnect(method, times=3)  # the client retries a dropped connection twice
+    ts = slack.add_message(CHANNEL, user=ALICE, text="<@UBOT> get")  # so the hourglass can be added and removed
+    mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> get", ts=ts)
+    answer = await slack_answer(slack, mention.ts)
+    assert answer.startswith("Result: researcher reported: Report: ")
+    assert [r.method for r in target.requests] == ["GET"]
+    await settle(bot)
+    assert any(c.error == "disconnected" for c in slack.calls_to(method))
 
 
 @pytest.mark.e2e

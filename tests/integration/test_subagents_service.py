@@ -13,13 +13,15 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langgraph.types import Command
 
-from bot.admin.commands import SetAgent, SetExpiry, Show
+from bot.admin.commands import SetAgent, SetExpiry, SetPolicy, Show
+from bot.admin.parse import CommandError
 from bot.admin.service import AdminService
 from bot.agents import prompts
 from bot.agents.kind import AgentKind
 from bot.agents.subagent_specs import SubagentSpec
 from bot.approvals.decisions import Approve, Edit, EditedAction, Reject
 from bot.approvals.lifecycle import ApprovalStatus, ReviewStatus
+from bot.approvals.mode import Mode
 from bot.approvals.records import NO_LONGER_CONFIGURED
 from bot.audit import AuditKind, approval_entry
 from bot.ports import ApprovalExpired, ReviewPending
@@ -449,3 +451,12 @@ async def test_a_reviewed_subagent_call_without_a_stored_decision_does_not_run(d
         result = await graph.ainvoke(Command(resume={interrupt.id: {"decisions": [{"type": "approve"}]}}), cfg)
     assert tool_log.calls == []
     assert prompts.NOT_APPROVED_MESSAGE in result["messages"][-2].content
+
+
+async def test_a_policy_naming_a_subagent_says_it_is_not_a_tool(db_url, registry):
+    """`policy alpha review` is refused with a reason that says alpha is a subagent; nothing changes."""
+    async with open_service(db_url, team(to_alpha), registry, RecordingPlatform(admins={ADMIN}), subagents=SPECS) as h:
+        with pytest.raises(CommandError, match="`alpha` is a subagent, not a tool"):
+            await h.admin.execute(actor(ADMIN), SetPolicy(tool="alpha", mode=Mode.REVIEW), here="C1")
+        audit = await h.audit.recent(WORKSPACE)
+    assert not [e for e in audit if e.kind is AuditKind.CONFIG]

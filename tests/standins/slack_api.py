@@ -159,6 +159,7 @@ class SlackApiStandIn:
         self._calls: list[ApiCall] = []
         self._changed = asyncio.Condition()
         self._faults: dict[str, deque[_Fault]] = {}
+        self._disconnects: dict[str, int] = {}
         self._forbidden: set[str] = set()
         self._channels: dict[str, _Channel] = {}
         self._messages: dict[str, dict[str, Args]] = {}
@@ -381,6 +382,15 @@ class SlackApiStandIn:
         queue = self._faults.setdefault(method, deque())
         queue.extend(_Fault(status=status, error=error) for _ in range(times))
 
+    def disconnect(self, method: str, times: int = 1) -> None:
+        """Drop the connection of the next ``times`` calls of ``method`` without answering.
+
+        What a network failure looks like to the client (a reset, a proxy dying): no HTTP
+        response at all. slack_sdk retries a connection error once by default, so pass 2 to make
+        a call fail.
+        """
+        self._disconnects[method] = self._disconnects.get(method, 0) + times
+
     def new_trigger_id(self, *, age: float = 0.0) -> str:
         """Issue a trigger id that ``views.open`` accepts once within 3 seconds.
 
@@ -497,9 +507,15 @@ class SlackApiStandIn:
 
     # --------------------------------------------------------------- HTTP layer
 
-    async def _handle_api(self, request: web.Request) -> web.Response:
+    async def _handle_api(self, request: web.Request) -> web.StreamResponse:
         method = request.match_info["method"]
         at = time.time()
+        if self._disconnects.get(method):
+            self._disconnects[method] -= 1
+            await self._record(ApiCall(method=method, args={}, at=at, status=0, error="disconnected"))
+            if request.transport is not None:
+                request.transport.close()
+            raise web.HTTPServiceUnavailable  # never reaches the client: its connection is gone
         headers = {"x-oauth-scopes": self._scopes}
         try:
             args, form_token, warnings = await _read_args(request)

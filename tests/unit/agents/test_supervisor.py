@@ -227,6 +227,15 @@ async def test_a_gated_call_inside_a_subagent_pauses_with_its_source_and_call_id
     assert tool_log.calls == []
 
 
+async def test_a_subagent_card_without_the_models_words_says_the_task(build, tool_log):
+    """When a subagent's model calls a gated tool without text, the card's "why" is the task it was given."""
+    operator = worker(lambda q: calls(tool_call("send", {"to": q, "body": "hi"})))
+    graph = build(supervisor(("operator", "bob")), {"researcher": worker(AIMessage), "operator": operator})
+    result = await graph.ainvoke(ask("tell bob"), config())
+    [interrupt] = result["__interrupt__"]
+    assert interrupt.value["action_requests"][0]["description"] == "Task: bob"
+
+
 @pytest.mark.parametrize(
     ("decision", "ran", "report"),
     [
@@ -352,7 +361,8 @@ async def test_the_round_cap_holds_across_resumes(build, tool_log):
         result = await graph.ainvoke(Command(resume={interrupt.id: {"decisions": [{"type": "approve"}]}}), cfg)
     assert cards == len(tool_log.calls) == max_tool_rounds(8) == 2
     [report] = results(result["messages"])
-    assert report.content == prompts.SUBAGENT_STEP_LIMIT  # the closing answer had no text either
+    # The closing answer had no text either: the report says so and quotes every result.
+    assert report.content == prompts.SUBAGENT_STEP_LIMIT + " Results so far: 1. send: sent to bob 2. send: sent to bob"
 
 
 async def test_the_supervisors_step_guard_closes_the_turn(build):
@@ -362,3 +372,19 @@ async def test_the_supervisors_step_guard_closes_the_turn(build):
     result = await graph.ainvoke(ask("loop"), config(10))
     assert result["messages"][-1].content == prompts.STEP_LIMIT_MESSAGE
     assert len(results(result["messages"])) == 2
+
+
+async def test_delegations_beyond_the_limit_are_answered_not_run(build):
+    """A model asking for more subagent tasks than MAX_DELEGATIONS at once gets the rest refused, in order."""
+    from bot.agents.delegation import MAX_DELEGATIONS
+
+    researcher = worker(lambda q: AIMessage(f"done {q}"))
+    sup = supervisor(*[("researcher", f"t{i}") for i in range(MAX_DELEGATIONS + 2)])
+    graph = build(sup, {"researcher": researcher, "operator": worker(AIMessage)})
+    result = await graph.ainvoke(ask("everything"), config())
+    answers = results(result["messages"])
+    assert len(researcher.prompts) == MAX_DELEGATIONS
+    assert [a.content for a in answers[:MAX_DELEGATIONS]] == [f"done t{i}" for i in range(MAX_DELEGATIONS)]
+    assert all(
+        a.content == prompts.TOO_MANY_DELEGATIONS.format(limit=MAX_DELEGATIONS) for a in answers[MAX_DELEGATIONS:]
+    )
