@@ -349,3 +349,28 @@ async def test_model_failure_is_a_notice_and_the_thread_stays_usable(db_url, reg
     assert [type(n).__name__ for _, n, _ in h.platform.notices] == ["ModelFailed"]
     assert h.platform.answers[-1][1] == "back again"
     assert "hello" in str(model.prompts[-1])
+
+
+async def test_an_approved_call_with_a_huge_integer_runs_once(db_url):
+    """An integer beyond 64 bits (kept as a float in the checkpoint, stored as jsonb) still matches its approval."""
+    from langchain_core.tools import tool
+
+    from bot.approvals.mode import Mode
+    from bot.tools.registry import ToolRegistry, ToolSpec
+
+    ran: list[float] = []
+
+    @tool
+    async def transfer(amount: float) -> str:
+        """Move money."""
+        ran.append(amount)
+        return "moved"
+
+    registry = ToolRegistry([ToolSpec(tool=transfer, default_mode=Mode.REVIEW)])
+    model = ScriptedChatModel(replies=[calls(tool_call("transfer", {"amount": 2**70})), AIMessage("done")])
+    async with open_service(db_url, model, registry) as h:
+        approval = await pending_card(h)
+        await h.service.decide(approval.id, actor("alice"), Approve())
+        await h.service.tasks.join()
+    assert ran == [float(2**70)]
+    assert prompts.NOT_APPROVED_MESSAGE not in str(model.prompts[-1])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -427,3 +428,16 @@ def test_validate_decisions_accepts_a_request_built_by_build_review_request():
         [edit("send", to="z", body="b"), {"type": "approve"}, {"type": "reject"}], review, TOOLS
     )
     assert [d.type for d in checked] == ["edit", "approve", "reject"]
+
+
+def test_the_digest_counts_numbers_by_value():
+    """1.0 and 1, a huge float and the integer jsonb gives back for it, digest alike; other values and bools do not."""
+    from bot.approvals.digest import args_digest
+
+    huge = 2.0**70
+    assert args_digest({"n": huge}) == args_digest({"n": int(Decimal(repr(huge)))})
+    assert args_digest({"n": 1}) == args_digest({"n": 1.0})
+    assert args_digest({"n": [0.5, {"m": 2}]}) == args_digest({"n": [0.50, {"m": 2.0}]})
+    assert args_digest({"n": 1}) != args_digest({"n": 2})
+    assert args_digest({"n": True}) != args_digest({"n": 1})
+    assert args_digest({"n": "1"}) != args_digest({"n": 1})
