@@ -116,12 +116,14 @@ class CardDesk:
             except Exception:
                 log.exception("could not update a card of approval %s (thread_id=%s)", approval.id, approval.thread_id)
 
-    async def notify(self, conversation: ConversationRef, notice: Notice, *, recipient: Actor | None) -> None:
-        """Send a notice; a platform failure is logged, not raised."""
+    async def notify(self, conversation: ConversationRef, notice: Notice, *, recipient: Actor | None) -> bool:
+        """Send a notice; return whether it went out (a platform failure is logged, not raised)."""
         try:
             await self.platform(conversation).notify(conversation, notice, recipient=recipient)
         except Exception:
             log.exception("could not send %s (thread_id=%s)", type(notice).__name__, conversation.thread_id)
+            return False
+        return True
 
 
 async def _card_targets(

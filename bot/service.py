@@ -8,18 +8,20 @@ from __future__ import annotations
 
 import logging
 
+from bot import upkeep
 from bot.approvals.decisions import Approve, Edit, Reject
-from bot.approvals.lifecycle import ReviewStatus
 from bot.approvals.records import ApprovalRecord, DecideResult
 from bot.conversation import Actor, ConversationRef, IncomingMessage
 from bot.deciding import Decider
 from bot.errors import CountersignError
 from bot.expiry import ExpirySweeper
 from bot.log_context import about
-from bot.ports import ApprovalExpired, ReviewPending
+from bot.ports import ApprovalExpired, ReviewPending, TurnFailed
 from bot.storage.approval_store import ApprovalStore
 from bot.storage.conversation_store import ConversationStore
-from bot.storage.locks import ThreadLocks
+from bot.storage.inbox import Inbox, inbox_key
+from bot.storage.locks import LockLostError, ThreadLocks
+from bot.storage.upkeep_store import UpkeepStore
 from bot.tasks import TaskTracker
 from bot.turns import TurnRunner
 
@@ -37,8 +39,11 @@ class Countersign:
         runner: runs and resumes graphs.
         decider: records decisions.
         approvals: the approvals tables.
-        conversations: conversations and processed events.
+        conversations: the conversations table.
+        inbox: accepted messages until they are handled.
+        upkeep_store: finds unfinished work for the upkeep.
         locks: per-thread mutual exclusion.
+        upkeep_interval_s: seconds between two looks of the upkeep for unfinished work.
     """
 
     def __init__(
@@ -48,15 +53,21 @@ class Countersign:
         decider: Decider,
         approvals: ApprovalStore,
         conversations: ConversationStore,
+        inbox: Inbox,
+        upkeep_store: UpkeepStore,
         locks: ThreadLocks,
+        upkeep_interval_s: float = upkeep.INTERVAL_S,
     ) -> None:
         self._runner = runner
         self._decider = decider
         self._approvals = approvals
         self._conversations = conversations
+        self._inbox = inbox
+        self._upkeep_store = upkeep_store
         self._locks = locks
         self.tasks = TaskTracker()
         self.expiry = ExpirySweeper(approvals, decider.audit, self._after_expiry)
+        self.upkeep = upkeep.Upkeep(upkeep_store, inbox, self.tend, self.tasks, interval_s=upkeep_interval_s)
         runner.on_new_expiry = self.expiry.wake
 
     async def knows_conversation(self, conversation: ConversationRef) -> bool:
@@ -76,32 +87,120 @@ class Countersign:
     async def handle_message(self, message: IncomingMessage) -> None:
         """Feed a message to the conversation's agent, unless a review is pending there.
 
-        A repeated delivery of the same platform message (a retry, or the same message as a
-        mention and as a thread reply) is dropped. A message in a conversation with a pending
-        review is not fed to the graph (it would break the tool-call history); the sender is
-        told, with the pending cards (DESIGN.md "Approvals").
+        A message with a platform id is claimed in the inbox first, atomically, so a repeated
+        delivery (a platform's retry, the same message seen as a mention and as a thread reply,
+        another replica) never starts a second turn. The claim stands only for a message that
+        gets handled: answered, refused, or its sender told of an error. One that is not (the
+        process died, or even the error could not be told) is handled by the upkeep of a live
+        replica; a repeated delivery of it asks for that at once.
+
+        A message in a conversation with a pending review is not fed to the graph (it would
+        break the tool-call history); the sender is told, with the pending cards (DESIGN.md
+        "Approvals").
         """
         conversation = message.conversation
-        if message.message_id is not None:
-            key = f"{conversation.thread_id}:{message.message_id}"
-            if not await self._conversations.first_delivery(key):
-                log.info("duplicate delivery of %s ignored (thread_id=%s)", key, conversation.thread_id)
-                return
+        key = inbox_key(message)
         with about(conversation.thread_id):
-            await self._handle(message)
-
-    async def _handle(self, message: IncomingMessage) -> None:
-        conversation = message.conversation
-        await self._conversations.touch(conversation)
-        async with self._locks.hold(conversation.thread_id):
-            settled = await self._runner.settle(conversation)
-            if settled.blocked:
+            try:
+                if key is not None:
+                    earlier = await self._inbox.accept(key, message)
+                    if earlier is not None:
+                        log.info("repeated delivery of %s (%s) ignored", key, earlier)
+                        if earlier == "accepted":
+                            await self.tend(conversation.thread_id)
+                        return
+            except Exception:
+                # Not claimed: a platform's retry of the message is handled as new.
+                log.exception("accepting a message failed")
                 await self._runner.notify(
-                    conversation, ReviewPending(approvals=settled.approvals), recipient=message.actor
+                    conversation, TurnFailed(thread_id=conversation.thread_id), recipient=message.actor
                 )
                 return
-            await self._runner.choose_agent(conversation)
-            await self._runner.ask(conversation, message.text, requester=message.actor, anchor=message.message_id)
+            try:
+                async with self._locks.hold(conversation.thread_id):
+                    await self._handle(message, key)
+            except LockLostError:
+                # The run was stopped where it stood; the upkeep finishes it under a new lock.
+                log.warning("the conversation's lock was lost while handling %s", key or "a message")
+
+    async def _handle(self, message: IncomingMessage, key: str | None) -> None:
+        """Handle an accepted message; callers hold the conversation's lock."""
+        conversation = message.conversation
+        attempts = 1
+        if key is not None:
+            begun = await self._inbox.begin(key, first_retry_s=upkeep.FIRST_RETRY_S, max_retry_s=upkeep.MAX_DELAY_S)
+            if begun is None:
+                return  # handled meanwhile (the upkeep, or a replica that had the lock first)
+            attempts = begun
+            if attempts > upkeep.MAX_ATTEMPTS:
+                log.error("giving up on message %s after %d attempts", key, attempts - 1)
+                await self._inbox.abandon(key)
+                await self._runner.notify(
+                    conversation, TurnFailed(thread_id=conversation.thread_id), recipient=message.actor
+                )
+                return
+        try:
+            await self._conversations.touch(conversation)
+            handled = await self._answer(message, again=attempts > 1)
+        except Exception:
+            log.exception("handling a message failed")
+            handled = await self._runner.notify(
+                conversation, TurnFailed(thread_id=conversation.thread_id), recipient=message.actor
+            )
+        if key is not None and handled:
+            await self._inbox.handled(key)
+
+    async def _answer(self, message: IncomingMessage, *, again: bool) -> bool:
+        """Settle the conversation and run the message's turn; return whether its outcome is out.
+
+        Args:
+            message: the message.
+            again: its handling began before (a fault interrupted it): if its turn already
+                started, `settle` finished that turn, and it is not asked again.
+        """
+        conversation = message.conversation
+        settled = await self._runner.settle(conversation)
+        if again and message.message_id and await self._runner.message_in_state(conversation, message.message_id):
+            return True
+        if settled.blocked:
+            return await self._runner.notify(
+                conversation, ReviewPending(approvals=settled.approvals), recipient=message.actor
+            )
+        await self._runner.choose_agent(conversation)
+        outcome = await self._runner.ask(conversation, message.text, requester=message.actor, anchor=message.message_id)
+        return outcome.delivered
+
+    async def tend(self, thread_id: str) -> bool:
+        """Finish what a fault left unfinished in one conversation, unless someone is at work there.
+
+        Under the conversation's lock (only if it is free now): counts the attempt, then lets
+        `settle` resume claimed reviews and deliver or finish an unfinished run, then handles
+        the messages the inbox still holds, oldest first. Called by the upkeep
+        (`bot.upkeep.Upkeep`) of every replica.
+
+        Returns:
+            Whether it worked on the conversation (False: its lock was held).
+        """
+        conversation = ConversationRef.from_thread_id(thread_id)
+        with about(thread_id):
+            async with self._locks.try_hold(thread_id) as held:
+                if not held:
+                    return False
+                attempts = await self._upkeep_store.count_attempt(
+                    thread_id, first_retry_s=upkeep.FIRST_RETRY_S, max_retry_s=upkeep.MAX_DELAY_S
+                )
+                if attempts > upkeep.MAX_ATTEMPTS:
+                    log.error(
+                        "giving up on finishing interrupted work after %d attempts; the next message "
+                        "or click tries again",
+                        attempts - 1,
+                    )
+                elif attempts:
+                    log.info("finishing interrupted work (attempt %d)", attempts)
+                    await self._runner.settle(conversation)
+                for entry in await self._inbox.unhandled(thread_id):
+                    await self._handle(entry.message, entry.key)
+        return True
 
     async def pending_approvals(self, conversation: ConversationRef) -> list[ApprovalRecord]:
         """Undecided approvals of a conversation, oldest first."""
@@ -160,15 +259,24 @@ class Countersign:
         self.tasks.spawn(self._after_decision(result), name=f"decided {result.approval.thread_id}")
         return result.approval
 
-    def start(self) -> None:
-        """Start background work: the expiry sweeper. Call once the platforms are registered."""
+    def start(self, *, upkeep_first_sweep: bool = False) -> None:
+        """Start background work: the expiry sweeper and the upkeep. Call once the platforms are registered.
+
+        Args:
+            upkeep_first_sweep: the upkeep's first look takes all unfinished work at once (as
+                `recover` does); otherwise only what is due.
+        """
         self.expiry.start()
+        self.upkeep.start(everything_first=upkeep_first_sweep)
 
     async def recover(self) -> None:
-        """After a start: resume reviews that were claimed but not finished before a stop.
+        """After a start: warn of cards that can no longer run, and finish what was left unfinished.
 
         Cards that wait for a tool or subagent the configuration no longer has are logged as
-        warnings: approving them records a rejection (see `Decider.can_still_run`).
+        warnings: approving them records a rejection (see `Decider.can_still_run`). Every
+        conversation with unfinished work (reviews claimed but not resumed, runs whose outcome
+        was not delivered, messages not handled) is tended now, whether or not it is due; a
+        live replica's work is protected by its conversation lock.
         """
         for approval in await self._approvals.pending_everywhere():
             if not self._decider.can_still_run(approval):
@@ -181,13 +289,16 @@ class Countersign:
                     approval.tool_name,
                     approval.thread_id,
                 )
-        threads = dict.fromkeys(review.thread_id for review in await self._approvals.reviews_in(ReviewStatus.RESUMING))
-        for thread_id in threads:
-            log.info("resuming reviews left over from before (thread_id=%s)", thread_id)
-            self.tasks.spawn(self._resume(thread_id), name=f"recover {thread_id}")
+        for thread_id in await self.upkeep.sweep(everything=True):
+            log.info("finishing work left over from before (thread_id=%s)", thread_id)
 
     async def aclose(self, grace_s: float) -> None:
-        """Stop taking work and let in-flight turns reach a checkpoint (up to `grace_s`)."""
+        """Stop taking work and let in-flight turns reach a checkpoint (up to `grace_s`).
+
+        Work cut short here stays marked unfinished, for the upkeep of a live replica or of
+        the next start.
+        """
+        await self.upkeep.stop()
         await self.expiry.stop()
         await self.tasks.drain(grace_s)
 

@@ -23,7 +23,7 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.errors import GraphRecursionError
-from langgraph.types import Command, Interrupt
+from langgraph.types import Command, Interrupt, StateSnapshot
 
 from bot.agents import prompts
 from bot.agents.delegation import DelegationEvent
@@ -46,9 +46,26 @@ from bot.storage.conversation_store import ConversationStore
 
 log = logging.getLogger(__name__)
 
-_MAX_SETTLE_ROUNDS = 4
+_MAX_SETTLE_ROUNDS = 5
+RUN_WITHIN_S = 30.0
+"""How long a run has to deliver its outcome before the upkeep may take it over (lock permitting)."""
 _AUTHOR = "countersign_author"
 """`HumanMessage.additional_kwargs` key holding who wrote the message (the model never sees it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunOutcome:
+    """How a run ended.
+
+    Attributes:
+        finished: the graph reached its end or its pauses (False: it failed on the way).
+        delivered: its outcome reached the conversation: the answer or the cards were posted,
+            or the failure was told. When False, the conversation keeps its unfinished-run mark
+            and the outcome is delivered later (`settle`, the upkeep).
+    """
+
+    finished: bool
+    delivered: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,14 +165,16 @@ class TurnRunner:
         Repairs, in order: a pause with no stored review (crash before the cards) gets its
         review and cards, attributed to the author of the message that led to it; cards that
         could not be posted are posted again; reviews claimed for resuming but not resumed
-        (crash after the last click) are resumed, at most once per call; a tool round cut
-        short (crash inside a tool node or a delegation) is finished, the ledger keeping every
-        started call from running twice. Whatever happens, a thread whose checkpoint still
-        holds an interrupt is reported as blocked: new input on top of an interrupt would drop
-        the reviewed calls.
+        (crash after the last click) are resumed, at most once per call; a run whose outcome
+        was never delivered (a crash, a cancelled run, a post that failed) is finished, or its
+        answer posted, at most once per call; a tool round cut short (crash inside a tool node
+        or a delegation) is finished, the ledger keeping every started call from running twice.
+        Whatever happens, a thread whose checkpoint still holds an interrupt is reported as
+        blocked: new input on top of an interrupt would drop the reviewed calls.
         """
         graph = await self.graph_for(conversation)
         resumed = False
+        finished = False
         for _ in range(_MAX_SETTLE_ROUNDS):
             state = await graph.aget_state(self.config(conversation))
             messages: list[AnyMessage] = state.values.get("messages", [])
@@ -176,10 +195,16 @@ class TurnRunner:
                     resumed = True
                     await self.resume(conversation, anchor=None)
                     continue
+                if await self._cards_out(conversation):
+                    # The run that paused here is delivered: its cards are out.
+                    await self._conversations.mark_delivered(conversation.thread_id)
                 pending = await self._approvals.pending_in_thread(conversation.thread_id)
                 if pending or claimed:
                     return Settled(blocked=True, approvals=tuple(pending))
                 continue  # the last decision committed meanwhile: its review is resuming now
+            if not finished and await self._finish_unfinished(conversation, state):
+                finished = True
+                continue
             if state.next and unanswered_tool_calls(messages):
                 log.warning("finishing an interrupted tool round (thread_id=%s)", conversation.thread_id)
                 await self.run(conversation, None, anchor=None, paused=state.interrupts)
@@ -189,6 +214,28 @@ class TurnRunner:
         pending = await self._approvals.pending_in_thread(conversation.thread_id)
         return Settled(blocked=bool(state.interrupts) or bool(pending), approvals=tuple(pending))
 
+    async def _finish_unfinished(self, conversation: ConversationRef, state: StateSnapshot) -> bool:
+        """Finish a run whose outcome was never delivered; return whether there was one.
+
+        A run that wrote no checkpoint made no progress: there is nothing to finish (its
+        message, still unhandled in the inbox, is asked again). A run with steps left goes on
+        from its last checkpoint; a run that reached its end gets its answer posted.
+        """
+        unfinished = await self._conversations.unfinished_run(conversation.thread_id)
+        if unfinished is None:
+            return False
+        checkpoint = state.config.get("configurable", {}).get("checkpoint_id")
+        if checkpoint == unfinished.from_checkpoint:
+            await self._conversations.mark_delivered(conversation.thread_id)
+        elif state.next:
+            log.warning("finishing a run cut short (thread_id=%s)", conversation.thread_id)
+            await self.run(conversation, None, anchor=None)
+        else:
+            log.warning("posting the undelivered outcome of a run (thread_id=%s)", conversation.thread_id)
+            if await self._deliver(conversation, state.values, opened=set()):
+                await self._conversations.mark_delivered(conversation.thread_id)
+        return True
+
     async def run(
         self,
         conversation: ConversationRef,
@@ -197,8 +244,8 @@ class TurnRunner:
         anchor: str | None,
         paused: Sequence[Interrupt] = (),
         resumed: Sequence[Interrupt] = (),
-    ) -> bool:
-        """Invoke the graph and deliver the outcome; return whether the run reached its end.
+    ) -> RunOutcome:
+        """Invoke the graph and deliver the outcome.
 
         Args:
             conversation: the conversation.
@@ -207,46 +254,79 @@ class TurnRunner:
             paused: interrupts pending before the run that it leaves paused.
             resumed: interrupts the run resumes.
 
+        The conversation is marked as running until the outcome is out (the answer or the
+        cards posted, or a failure told); a crash, a cancelled run or a post that failed leaves
+        the mark, and `settle` (before the next message, or from the upkeep) delivers it.
         Model and graph failures become notices instead of exceptions: the thread stays usable.
         """
         platform = self.platform(conversation)
         graph = await self.graph_for(conversation)
         tracker = DelegationTracker(paused=paused, resumed=resumed)
         seen = {interrupt.id for interrupt in (*paused, *resumed)}
+        await self._conversations.mark_running(conversation.thread_id, retry_in_s=RUN_WITHIN_S)
+        result: dict[str, Any] | None = None
         try:
             async with platform.working(conversation, anchor) as progress:
                 result = await self._stream(conversation, graph, graph_input, progress, tracker, seen)
         except ModelError as exc:
             log.warning("model failed (thread_id=%s): %s", conversation.thread_id, exc)
-            await self.notify(conversation, ModelFailed(kind=exc.kind), recipient=None)
-            return False
+            return await self._failed(conversation, ModelFailed(kind=exc.kind))
         except GraphRecursionError:
             # The step guard should make this impossible; if it happens, it is a bug.
             log.exception("recursion limit hit despite the step guard (thread_id=%s)", conversation.thread_id)
-            await self.notify(conversation, TurnFailed(thread_id=conversation.thread_id), recipient=None)
-            return False
+            return await self._failed(conversation, TurnFailed(thread_id=conversation.thread_id))
         except Exception:
-            log.exception("turn failed (thread_id=%s)", conversation.thread_id)
-            await self.notify(conversation, TurnFailed(thread_id=conversation.thread_id), recipient=None)
-            return False
+            if result is None:
+                log.exception("turn failed (thread_id=%s)", conversation.thread_id)
+                return await self._failed(conversation, TurnFailed(thread_id=conversation.thread_id))
+            # The run is complete; only the progress indicator failed on the way out.
+            log.exception("clearing the progress indicator failed (thread_id=%s)", conversation.thread_id)
         try:
-            await self._deliver(conversation, result, opened=seen)
+            delivered = await self._deliver(conversation, result, opened=seen)
         except Exception:
             # e.g. the database refused to store a review: tell the conversation, do not lose
             # the message task; the next message retries through settle().
             log.exception("delivering the turn failed (thread_id=%s)", conversation.thread_id)
-            await self.notify(conversation, TurnFailed(thread_id=conversation.thread_id), recipient=None)
-            return False
-        return True
+            return await self._failed(conversation, TurnFailed(thread_id=conversation.thread_id))
+        if delivered:
+            await self._conversations.mark_delivered(conversation.thread_id)
+        else:
+            log.error(
+                "the outcome of the run could not be posted; it is posted again later (thread_id=%s)",
+                conversation.thread_id,
+            )
+        return RunOutcome(finished=True, delivered=delivered)
 
-    async def ask(self, conversation: ConversationRef, text: str, *, requester: Actor, anchor: str | None) -> None:
-        """Run a turn for a new human message; its author is stored with it (see `settle`)."""
+    async def _failed(self, conversation: ConversationRef, notice: Notice) -> RunOutcome:
+        """Tell the conversation that its run failed; the outcome is out once it was told."""
+        told = await self.notify(conversation, notice, recipient=None)
+        if told:
+            await self._conversations.mark_delivered(conversation.thread_id)
+        return RunOutcome(finished=False, delivered=told)
+
+    async def ask(
+        self, conversation: ConversationRef, text: str, *, requester: Actor, anchor: str | None
+    ) -> RunOutcome:
+        """Run a turn for a new human message; its author is stored with it (see `settle`).
+
+        Args:
+            conversation: the conversation.
+            text: the message.
+            requester: its author.
+            anchor: the platform's id of the message; it also names the message in the
+                checkpoint (`message_in_state`), so that a message handled again after a fault
+                is not asked twice.
+        """
         author = {"user_id": requester.user_id, "name": requester.display_name}
-        await self.run(
-            conversation,
-            {"messages": [HumanMessage(content=text, additional_kwargs={_AUTHOR: author})]},
-            anchor=anchor,
-        )
+        human = HumanMessage(content=text, additional_kwargs={_AUTHOR: author}, id=_human_id(anchor))
+        return await self.run(conversation, {"messages": [human]}, anchor=anchor)
+
+    async def message_in_state(self, conversation: ConversationRef, anchor: str) -> bool:
+        """Whether the message with this platform id is in the conversation's checkpoint."""
+        graph = await self.graph_for(conversation)
+        state = await graph.aget_state(self.config(conversation))
+        wanted = _human_id(anchor)
+        return any(message.id == wanted for message in state.values.get("messages", []))
 
     async def resume(self, conversation: ConversationRef, *, anchor: str | None) -> None:
         """Resume every review of the thread that is claimed for resuming, in one run.
@@ -268,16 +348,19 @@ class TurnRunner:
             return
         ready = [review for review in claimed if review.interrupt_id in pending] + stuck
         finished = True
+        outcome: RunOutcome | None = None
         if ready:
             values = {r.interrupt_id: await self._resume_value(r, pending[r.interrupt_id]) for r in ready}
             log.info("resuming review(s) %s (thread_id=%s)", ", ".join(r.id for r in ready), conversation.thread_id)
             resumed = [pending[review.interrupt_id] for review in ready]
             paused = [interrupt for interrupt in state.interrupts if interrupt not in resumed]
-            finished = await self.run(
+            outcome = await self.run(
                 conversation, Command(resume=values), anchor=anchor, paused=paused, resumed=resumed
             )
         elif state.next:
-            finished = await self.run(conversation, None, anchor=anchor, paused=state.interrupts)
+            outcome = await self.run(conversation, None, anchor=anchor, paused=state.interrupts)
+        if outcome is not None:
+            finished = outcome.finished
         after = await graph.aget_state(self.config(conversation))
         still = {interrupt.id for interrupt in after.interrupts}
         for review in claimed:
@@ -344,9 +427,9 @@ class TurnRunner:
         """Redraw every copy of an approval's card from what is stored (after a decision)."""
         await self._cards.refresh(approval)
 
-    async def notify(self, conversation: ConversationRef, notice: Notice, *, recipient: Actor | None) -> None:
-        """Send a notice; a platform failure is logged, not raised."""
-        await self._cards.notify(conversation, notice, recipient=recipient)
+    async def notify(self, conversation: ConversationRef, notice: Notice, *, recipient: Actor | None) -> bool:
+        """Send a notice; return whether it went out (a platform failure is logged, not raised)."""
+        return await self._cards.notify(conversation, notice, recipient=recipient)
 
     async def _resume_value(self, review: ReviewRecord, interrupt: Interrupt) -> dict[str, Any]:
         """The review's decisions, one per action request, matched by tool call id.
@@ -424,15 +507,20 @@ class TurnRunner:
             await feed.close()
         return {**latest, "__interrupt__": list(raised.values())} if raised else latest
 
-    async def _deliver(self, conversation: ConversationRef, result: dict[str, Any], *, opened: set[str]) -> None:
-        """Post the answer, unless the run stopped at pauses (whose reviews open if not `opened`)."""
+    async def _deliver(self, conversation: ConversationRef, result: Mapping[str, Any], *, opened: set[str]) -> bool:
+        """Post the answer, or the cards of the pauses the run stopped at; return whether all went out.
+
+        Pauses whose ids are not in `opened` get their reviews opened first. A post that fails
+        (after the platform client's own retries) is logged and reported as False: the run
+        stays marked unfinished and `settle` posts it again later.
+        """
         messages: list[AnyMessage] = result.get("messages", [])
         interrupts: list[Interrupt] = result.get("__interrupt__", [])
         if interrupts:
             for interrupt in interrupts:
                 if interrupt.id not in opened:
                     await self.open_review(conversation, interrupt, messages)
-            return
+            return await self._cards_out(conversation)
         answer = messages[-1] if messages else None
         text = answer.text if isinstance(answer, AIMessage) else ""
         if not text.strip():
@@ -444,6 +532,18 @@ class TurnRunner:
             await self.platform(conversation).post_answer(conversation, text)
         except Exception:
             log.exception("could not post the answer (thread_id=%s)", conversation.thread_id)
+            return False
+        return True
+
+    async def _cards_out(self, conversation: ConversationRef) -> bool:
+        """Whether every pending approval of the thread has a posted card."""
+        pending = await self._approvals.pending_in_thread(conversation.thread_id)
+        return all(approval.card_ref is not None for approval in pending)
+
+
+def _human_id(anchor: str | None) -> str | None:
+    """The checkpoint id of a human message with this platform id (None: LangGraph assigns one)."""
+    return f"human:{anchor}" if anchor is not None else None
 
 
 def _author_of_last_request(messages: Sequence[AnyMessage], conversation: ConversationRef) -> Actor | None:

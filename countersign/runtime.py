@@ -29,8 +29,10 @@ from bot.storage.audit_store import AuditStore
 from bot.storage.config_store import ConfigStore
 from bot.storage.conversation_store import ConversationStore
 from bot.storage.database import Database, open_database
+from bot.storage.inbox import Inbox
 from bot.storage.ledger import PostgresLedger
 from bot.storage.locks import ThreadLocks
+from bot.storage.upkeep_store import UpkeepStore
 from bot.tools.operator import build_registry
 from bot.tools.registry import ToolRegistry
 from bot.turns import TurnRunner
@@ -182,6 +184,8 @@ def assemble_core(
         decider=decider,
         approvals=approvals,
         conversations=conversations,
+        inbox=Inbox(database.pool),
+        upkeep_store=UpkeepStore(database.pool),
         locks=ThreadLocks(database.lock_pool),
     )
     return Core(

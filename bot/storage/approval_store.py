@@ -33,6 +33,9 @@ from bot.conversation import Actor
 from bot.errors import AlreadyDecidedError, AlreadyVotedError, ApprovalNotFoundError, StaleVoteError
 from bot.storage.audit_store import AuditStore
 
+RESUME_WITHIN_S = 30.0
+"""How long a decision's follow-up has to resume its review before the upkeep takes it over."""
+
 
 class VoteKind(StrEnum):
     """What a vote does (see `ApprovalStore.vote`)."""
@@ -410,11 +413,6 @@ class ApprovalStore:
         )
         return (ApprovalStatus(row["status"]), row["approved_digest"]) if row else None
 
-    async def reviews_in(self, status: ReviewStatus) -> list[ReviewRecord]:
-        """Every review with this status, oldest first (used to resume after a restart)."""
-        rows = await self._pool.fetch("SELECT * FROM reviews WHERE status = $1 ORDER BY created_at", status.value)
-        return [_review(row) for row in rows]
-
     async def complete_review(self, review_id: str) -> bool:
         """Mark a claimed review done once its resume was applied; False if it was not claimed."""
         done = await self._pool.fetchval(
@@ -435,7 +433,7 @@ async def _claim_resume(connection: PoolConnectionProxy, review_id: uuid.UUID) -
     """
     claimed = await connection.fetchval(
         """
-        UPDATE reviews SET status = $2
+        UPDATE reviews SET status = $2, retry_at = now() + make_interval(secs => $5)
         WHERE id = $1 AND status = ANY($3::text[])
           AND NOT EXISTS (SELECT 1 FROM approvals WHERE review_id = $1 AND status = $4)
         RETURNING true
@@ -444,6 +442,7 @@ async def _claim_resume(connection: PoolConnectionProxy, review_id: uuid.UUID) -
         ReviewStatus.RESUMING.value,
         review_sources(ReviewEvent.CLAIM),
         ApprovalStatus.PENDING.value,
+        RESUME_WITHIN_S,
     )
     return bool(claimed)
 

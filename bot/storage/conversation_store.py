@@ -1,6 +1,8 @@
-"""Conversations the bot takes part in, and platform events already handled."""
+"""Conversations the bot takes part in, which agent owns each, and whether a run is unfinished."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import asyncpg
 
@@ -9,7 +11,7 @@ from bot.conversation import ConversationRef
 
 
 class ConversationStore:
-    """The `conversations` and `processed_events` tables.
+    """The `conversations` table.
 
     Args:
         pool: the asyncpg pool.
@@ -55,25 +57,56 @@ class ConversationStore:
         )
         return bool(changed)
 
-    async def first_delivery(self, event_key: str) -> bool:
-        """Claim a platform event; False when it was handled before (a retry or a replica).
+    async def mark_running(self, thread_id: str, *, retry_in_s: float) -> None:
+        """A run of the conversation's graph starts: its outcome is due (see `mark_delivered`).
+
+        Records the newest top-level checkpoint (LangGraph's `checkpoints` table, namespace
+        `''`) as where the run started, unless an earlier run's outcome is still due.
 
         Args:
-            event_key: platform-unique, e.g. `slack:<event_id>`.
+            thread_id: the conversation.
+            retry_in_s: seconds after which the upkeep may finish the run if its outcome is
+                still not delivered and nobody holds the conversation's lock (a later
+                `retry_at` set by the upkeep's backoff is kept).
         """
-        claimed = await self._pool.fetchval(
+        await self._pool.execute(
             """
-            INSERT INTO processed_events (event_key) VALUES ($1)
-            ON CONFLICT (event_key) DO NOTHING RETURNING true
+            UPDATE conversations SET
+                run_from = CASE WHEN running_since IS NULL THEN (
+                    SELECT checkpoint_id FROM checkpoints WHERE thread_id = $1 AND checkpoint_ns = ''
+                    ORDER BY checkpoint_id DESC LIMIT 1
+                ) ELSE run_from END,
+                running_since = coalesce(running_since, now()),
+                retry_at = greatest(retry_at, now() + make_interval(secs => $2))
+            WHERE thread_id = $1
             """,
-            event_key,
+            thread_id,
+            retry_in_s,
         )
-        return bool(claimed)
 
-    async def forget_events_older_than(self, hours: int) -> int:
-        """Delete old event keys (platforms retry within minutes); return how many."""
-        result: str = await self._pool.execute(
-            "DELETE FROM processed_events WHERE received_at < now() - make_interval(hours => $1)",
-            hours,
+    async def mark_delivered(self, thread_id: str) -> None:
+        """The last run's outcome is out (answer, cards, or a failure the conversation was told of)."""
+        await self._pool.execute(
+            "UPDATE conversations SET running_since = NULL, run_from = NULL, attempts = 0, retry_at = NULL "
+            "WHERE thread_id = $1 AND running_since IS NOT NULL",
+            thread_id,
         )
-        return int(result.split()[-1])
+
+    async def unfinished_run(self, thread_id: str) -> UnfinishedRun | None:
+        """The run whose outcome was never delivered (a crash, a failed post), if any."""
+        row = await self._pool.fetchrow(
+            "SELECT run_from FROM conversations WHERE thread_id = $1 AND running_since IS NOT NULL", thread_id
+        )
+        return UnfinishedRun(from_checkpoint=row["run_from"]) if row is not None else None
+
+
+@dataclass(frozen=True, slots=True)
+class UnfinishedRun:
+    """A run whose outcome is still due.
+
+    Attributes:
+        from_checkpoint: the newest top-level checkpoint when it started (None: there was
+            none); if the thread's newest checkpoint is still this one, the run made no progress.
+    """
+
+    from_checkpoint: str | None

@@ -146,6 +146,9 @@ async def open_database(settings: DatabaseSettings, *, run_migrations: bool = Tr
             min_size=1,
             max_size=settings.pool_max_size,
             kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
+            # A connection the server closed while it sat in the pool (PostgreSQL restarted,
+            # an idle timeout) is replaced before it is handed out, not failed on.
+            check=AsyncConnectionPool.check_connection,
             open=False,
         )
         await checkpoint_pool.open(wait=True, timeout=settings.connect_timeout_s)

@@ -22,7 +22,7 @@ async def test_open_database_creates_our_tables_and_checkpoint_tables(db_url: st
         "reviews",
         "approvals",
         "audit_log",
-        "processed_events",
+        "inbox",
         "tool_runs",
     } <= tables
     assert {"checkpoints", "checkpoint_writes", "checkpoint_blobs"} <= tables

@@ -374,3 +374,27 @@ async def test_an_approved_call_with_a_huge_integer_runs_once(db_url):
         await h.service.tasks.join()
     assert ran == [float(2**70)]
     assert prompts.NOT_APPROVED_MESSAGE not in str(model.prompts[-1])
+
+
+class _MutePlatform(RecordingPlatform):
+    """A platform that cannot post notices (the platform is down)."""
+
+    async def notify(self, conversation, notice, *, recipient):
+        raise ConnectionError("platform unreachable")
+
+
+@pytest.mark.parametrize("platform_up", [True, False])
+async def test_a_failure_outside_the_turn_is_told_or_the_message_stays_retryable(db_url, registry, platform_up):
+    """The database fails while settling: the sender is told; if telling fails too, a retry of the message is handled."""
+    model = ScriptedChatModel(replies=[AIMessage("answered the retry")])
+    platform = RecordingPlatform() if platform_up else _MutePlatform()
+    async with open_service(db_url, model, registry, platform) as h:
+        await h.database.pool.execute("ALTER TABLE checkpoints RENAME TO checkpoints_away")
+        await h.service.handle_message(message("hello", message_id="1.1"))
+        await h.database.pool.execute("ALTER TABLE checkpoints_away RENAME TO checkpoints")
+        await h.service.handle_message(message("hello", message_id="1.1"))  # the platform's retry
+    if platform_up:
+        assert [type(n).__name__ for _, n, _ in h.platform.notices] == ["TurnFailed"]
+        assert h.platform.answers == []  # told once; the retry is a duplicate
+    else:
+        assert h.platform.answers == [(conversation().thread_id, "answered the retry")]

@@ -1,0 +1,171 @@
+"""The inbox: every platform message the bot accepted, until it is handled.
+
+A message is claimed by its platform id when it arrives (`accept`), atomically in PostgreSQL,
+so a platform's retry, the same message seen twice, or another replica never starts a second
+turn. The claim stands only for a message that gets handled: `handled` is written once the
+sender was answered, refused, or told of an error. A message still `accepted` at its
+`retry_at` (its handler crashed, or nobody could be told of its failure) is handled again by
+the upkeep of whichever replica is alive (`bot.upkeep`), under the conversation's lock; `begin`
+under that lock makes sure only one handler runs it (docs/decisions/0009).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import asyncpg
+
+from bot.conversation import Actor, ConversationRef, IncomingMessage
+
+FIRST_RETRY_S = 30.0
+"""How long a handler has before the upkeep may take an accepted message over."""
+
+
+@dataclass(frozen=True, slots=True)
+class InboxEntry:
+    """An accepted message.
+
+    Attributes:
+        key: `<thread_id>:<message_id>`.
+        message: the message as accepted.
+    """
+
+    key: str
+    message: IncomingMessage
+
+
+def inbox_key(message: IncomingMessage) -> str | None:
+    """The claim key of a message: `<thread_id>:<platform message id>`; None without an id."""
+    if message.message_id is None:
+        return None
+    return f"{message.conversation.thread_id}:{message.message_id}"
+
+
+class Inbox:
+    """The `inbox` table.
+
+    Args:
+        pool: the asyncpg pool (jsonb as Python values).
+    """
+
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self._pool = pool
+
+    async def accept(self, key: str, message: IncomingMessage) -> str | None:
+        """Claim a message; None when it is new, else the status of the earlier claim.
+
+        Returns:
+            None for a new message (now `accepted`); `accepted`, `handled` or `abandoned` for
+            a message claimed before (a platform retry, a replica, a second copy).
+        """
+        row = await self._pool.fetchrow(
+            """
+            WITH claimed AS (
+                INSERT INTO inbox (event_key, thread_id, message, status, retry_at)
+                VALUES ($1, $2, $3, 'accepted', now() + make_interval(secs => $4))
+                ON CONFLICT (event_key) DO NOTHING
+                RETURNING true AS new
+            )
+            SELECT (SELECT new FROM claimed) AS new, (SELECT status FROM inbox WHERE event_key = $1) AS status
+            """,
+            key,
+            message.conversation.thread_id,
+            _to_json(message),
+            FIRST_RETRY_S,
+        )
+        if row is None or row["new"]:
+            return None
+        # NULL: the other claim is not committed yet, so its handler is still at work.
+        return str(row["status"] or "accepted")
+
+    async def begin(self, key: str, *, first_retry_s: float, max_retry_s: float) -> int | None:
+        """Begin handling an accepted message (under the conversation's lock).
+
+        Args:
+            key: the message's key.
+            first_retry_s: seconds after the first attempt before the upkeep may take the
+                message over if it is still not handled; doubled for every attempt after that.
+            max_retry_s: the longest such delay.
+
+        Returns:
+            How many times its handling has begun, this time included; None when it is no
+            longer `accepted` (another handler finished it).
+        """
+        attempts = await self._pool.fetchval(
+            """
+            UPDATE inbox SET attempts = attempts + 1,
+                retry_at = now() + make_interval(secs => least($2 * power(2, attempts), $3))
+            WHERE event_key = $1 AND status = 'accepted' RETURNING attempts
+            """,
+            key,
+            first_retry_s,
+            max_retry_s,
+        )
+        return int(attempts) if attempts is not None else None
+
+    async def handled(self, key: str) -> None:
+        """The message was answered, refused, or its sender told of an error."""
+        await self._pool.execute("UPDATE inbox SET status = 'handled' WHERE event_key = $1", key)
+
+    async def abandon(self, key: str) -> None:
+        """Give up on a message that could not be handled in many attempts."""
+        await self._pool.execute("UPDATE inbox SET status = 'abandoned' WHERE event_key = $1", key)
+
+    async def unhandled(self, thread_id: str) -> list[InboxEntry]:
+        """The thread's accepted messages, oldest first."""
+        rows = await self._pool.fetch(
+            """
+            SELECT event_key, message FROM inbox
+            WHERE thread_id = $1 AND status = 'accepted' AND message IS NOT NULL
+            ORDER BY received_at, event_key
+            """,
+            thread_id,
+        )
+        return [InboxEntry(key=row["event_key"], message=_from_json(row["message"])) for row in rows]
+
+    async def forget_older_than(self, hours: float) -> int:
+        """Delete entries received more than `hours` ago (platforms retry within minutes); return how many.
+
+        An entry that old was handled or abandoned long since: the upkeep gives up on a
+        message within an hour.
+        """
+        result: str = await self._pool.execute(
+            "DELETE FROM inbox WHERE received_at < now() - make_interval(secs => $1)", hours * 3600
+        )
+        return int(result.split()[-1])
+
+
+def _to_json(message: IncomingMessage) -> dict[str, Any]:
+    actor = message.actor
+    return {
+        "thread_id": message.conversation.thread_id,
+        "text": message.text,
+        "message_id": message.message_id,
+        "actor": {
+            "platform": actor.platform,
+            "workspace_id": actor.workspace_id,
+            "user_id": actor.user_id,
+            "display_name": actor.display_name,
+            "is_admin": actor.is_admin,
+            "groups": sorted(actor.groups),
+        },
+    }
+
+
+def _from_json(data: dict[str, Any]) -> IncomingMessage:
+    conversation = ConversationRef.from_thread_id(str(data["thread_id"]))
+    actor = data["actor"]
+    return IncomingMessage(
+        actor=Actor(
+            platform=str(actor["platform"]),
+            workspace_id=str(actor["workspace_id"]),
+            user_id=str(actor["user_id"]),
+            display_name=str(actor["display_name"]),
+            is_admin=actor.get("is_admin"),
+            groups=frozenset(str(g) for g in actor.get("groups") or ()),
+        ),
+        conversation=conversation,
+        text=str(data["text"]),
+        message_id=data.get("message_id"),
+    )

@@ -1,0 +1,85 @@
+"""Finding work a fault left unfinished, in every conversation, for the upkeep (`bot.upkeep`).
+
+Three kinds, each with `attempts` and `retry_at` (migration 0004): an accepted message not
+handled (`inbox`), a run whose outcome was not delivered (`conversations.running_since`), and
+a review claimed for resuming but not resumed (`reviews`). An item is due once `retry_at` has
+passed; the upkeep counts an attempt, under the conversation's lock, before it works on it,
+so that a crash while it works counts too.
+"""
+
+from __future__ import annotations
+
+import asyncpg
+
+
+class UpkeepStore:
+    """Queries across the inbox, conversations and reviews.
+
+    Args:
+        pool: the asyncpg pool.
+    """
+
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self._pool = pool
+
+    async def due_threads(self, *, max_attempts: int, everything: bool = False, limit: int = 200) -> list[str]:
+        """Conversations with unfinished work that is due, at most `limit`.
+
+        Args:
+            max_attempts: items attempted this often are given up and not listed.
+            everything: list unfinished work whether or not it is due (at start, when every
+                handler of before is gone; the conversation's lock still guards live ones).
+            limit: at most this many conversations.
+        """
+        rows = await self._pool.fetch(
+            """
+            SELECT thread_id FROM inbox
+             WHERE status = 'accepted' AND thread_id IS NOT NULL AND attempts < $1 AND ($2 OR retry_at <= now())
+            UNION
+            SELECT thread_id FROM conversations
+             WHERE running_since IS NOT NULL AND attempts < $1 AND ($2 OR retry_at <= now())
+            UNION
+            SELECT thread_id FROM reviews
+             WHERE status = 'resuming' AND attempts < $1 AND ($2 OR retry_at <= now())
+            LIMIT $3
+            """,
+            max_attempts,
+            everything,
+            limit,
+        )
+        return [row["thread_id"] for row in rows]
+
+    async def count_attempt(self, thread_id: str, *, first_retry_s: float, max_retry_s: float) -> int:
+        """Count an attempt at the conversation's unfinished run and resuming reviews.
+
+        Call under the conversation's lock, right before working on it.
+
+        Args:
+            thread_id: the conversation.
+            first_retry_s: seconds until the next attempt after a first one, doubled for
+                every attempt after that, should this one fail too.
+            max_retry_s: the longest such delay.
+
+        Returns:
+            The highest attempt count among them now (0 when there was nothing to count).
+        """
+        counted = await self._pool.fetchval(
+            """
+            WITH runs AS (
+                UPDATE conversations
+                SET attempts = attempts + 1,
+                    retry_at = now() + make_interval(secs => least($2 * power(2, attempts), $3))
+                WHERE thread_id = $1 AND running_since IS NOT NULL RETURNING attempts
+            ), resumes AS (
+                UPDATE reviews
+                SET attempts = attempts + 1,
+                    retry_at = now() + make_interval(secs => least($2 * power(2, attempts), $3))
+                WHERE thread_id = $1 AND status = 'resuming' RETURNING attempts
+            )
+            SELECT max(attempts) FROM (SELECT attempts FROM runs UNION ALL SELECT attempts FROM resumes) AS counted
+            """,
+            thread_id,
+            first_retry_s,
+            max_retry_s,
+        )
+        return int(counted or 0)

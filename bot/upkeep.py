@@ -1,0 +1,150 @@
+"""Finishing work that a fault interrupted, on whichever replica is alive (issue 9).
+
+Three kinds of work can be left unfinished by a crash, a cancelled task at shutdown, a lost
+database connection or a platform that refused a post: a message accepted but never handled
+(the inbox), a run whose outcome never reached the conversation, and a review claimed for
+resuming but never resumed. Each records when it is due for another attempt (`retry_at`,
+migration 0004). Every replica runs one `Upkeep` loop: every `INTERVAL_S` seconds it lists the
+conversations with due work and hands each to the service's `tend`, which works on it only if
+the conversation's lock is free (a live handler holds it) and counts the attempt first. The
+delay between attempts doubles from `FIRST_RETRY_S`; after `MAX_ATTEMPTS` the work is given up
+with an error in the log (a message's sender is told). The same loop deletes inbox entries
+older than `INBOX_KEPT_H` hours (docs/decisions/0009).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+
+from bot.storage.inbox import Inbox
+from bot.storage.upkeep_store import UpkeepStore
+from bot.tasks import TaskTracker
+
+log = logging.getLogger(__name__)
+
+INTERVAL_S = 10.0
+"""How often the loop looks for due work (seconds)."""
+
+FIRST_RETRY_S = 30.0
+"""Delay before the second attempt; it doubles with every attempt after that."""
+
+MAX_DELAY_S = 900.0
+"""The longest delay between two attempts."""
+
+MAX_ATTEMPTS = 6
+"""Attempts before a piece of work is given up (about 15 minutes after the first)."""
+
+INBOX_KEPT_H = 24.0
+"""Hours an inbox entry is kept: platforms retry a delivery within minutes."""
+
+PRUNE_EVERY_S = 3600.0
+"""How often old inbox entries are deleted (seconds)."""
+
+Tend = Callable[[str], Awaitable[bool]]
+
+
+def retry_delay_s(attempts: int) -> float:
+    """Seconds before the next attempt after `attempts` attempts (>= 1): 30, 60, 120, ... 900."""
+    return float(min(FIRST_RETRY_S * 2 ** max(attempts - 1, 0), MAX_DELAY_S))
+
+
+class Upkeep:
+    """The background loop of one process.
+
+    Args:
+        store: finds conversations with due work.
+        inbox: the inbox (pruned here).
+        tend: the service's `tend(thread_id)`: works on one conversation if its lock is free;
+            returns whether it did.
+        tasks: where each conversation's tending runs, so shutdown waits for it.
+        interval_s: seconds between two looks.
+    """
+
+    def __init__(
+        self, store: UpkeepStore, inbox: Inbox, tend: Tend, tasks: TaskTracker, *, interval_s: float = INTERVAL_S
+    ) -> None:
+        self._store = store
+        self._inbox = inbox
+        self._tend = tend
+        self._tasks = tasks
+        self._interval_s = interval_s
+        self._busy: set[str] = set()
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._pruned_at = 0.0
+
+    def start(self, *, everything_first: bool = True) -> None:
+        """Start the loop (once).
+
+        Args:
+            everything_first: the first look takes all unfinished work, due or not: at start,
+                what this process's predecessor left is finished without waiting (live
+                replicas' work is protected by their conversation locks).
+        """
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(everything_first), name="upkeep")
+
+    def wake(self) -> None:
+        """Look again now."""
+        self._wake.set()
+
+    async def stop(self) -> None:
+        """Stop the loop (tending already started is drained with the service's tasks)."""
+        if self._task is None:
+            return
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+        self._task = None
+
+    async def sweep(self, *, everything: bool = False) -> list[str]:
+        """Start tending every conversation with due work; return their thread ids.
+
+        Args:
+            everything: take unfinished work whether or not it is due.
+        """
+        threads = await self._store.due_threads(max_attempts=MAX_ATTEMPTS + 1, everything=everything)
+        started = []
+        for thread_id in threads:
+            if thread_id in self._busy or self._tasks.closing:
+                continue
+            self._busy.add(thread_id)
+            self._tasks.spawn(self._tend_one(thread_id), name=f"upkeep {thread_id}")
+            started.append(thread_id)
+        return started
+
+    async def prune(self) -> int:
+        """Delete inbox entries older than `INBOX_KEPT_H` hours; return how many."""
+        deleted = await self._inbox.forget_older_than(INBOX_KEPT_H)
+        if deleted:
+            log.info("deleted %d inbox entries older than %g hours", deleted, INBOX_KEPT_H)
+        return deleted
+
+    async def _tend_one(self, thread_id: str) -> None:
+        try:
+            await self._tend(thread_id)
+        except Exception:
+            log.exception("finishing interrupted work failed; it is tried again later (thread_id=%s)", thread_id)
+        finally:
+            self._busy.discard(thread_id)
+
+    async def _run(self, everything_first: bool) -> None:
+        everything = everything_first
+        while True:
+            try:
+                await self.sweep(everything=everything)
+                everything = False
+                if time.monotonic() - self._pruned_at >= PRUNE_EVERY_S:
+                    await self.prune()
+                    self._pruned_at = time.monotonic()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("looking for interrupted work failed; retrying")
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout=self._interval_s)

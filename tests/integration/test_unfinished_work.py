@@ -1,0 +1,318 @@
+"""Work a fault interrupted is finished by the bot itself (issue 9 items 5, 6, 8, 9).
+
+Each test leaves work unfinished the way a fault would (a follow-up that fails, a task
+cancelled at shutdown, a post the platform refuses, a process that died after claiming a
+message), then lets the upkeep find it. Instead of waiting for `retry_at`, a test makes the work
+due (`due_now`) and calls `Upkeep.sweep` itself, as the loop would a minute later.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+import pytest
+from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.tools import tool
+
+from bot.agents import prompts
+from bot.approvals.decisions import Approve
+from bot.approvals.lifecycle import ApprovalStatus, ReviewStatus
+from bot.approvals.mode import Mode
+from bot.conversation import ConversationRef
+from bot.ports import ReviewPending, TurnFailed
+from bot.storage.inbox import Inbox, inbox_key
+from bot.tools.registry import ToolRegistry, ToolSpec
+from bot.upkeep import MAX_ATTEMPTS
+from tests.support.recording_platform import RecordingPlatform
+from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
+from tests.support.service import Harness, actor, conversation, message, open_service
+from tests.support.tools import ToolLog, make_test_registry
+
+WAIT_S = 60.0
+
+
+@pytest.fixture
+def tool_log() -> ToolLog:
+    return ToolLog()
+
+
+@pytest.fixture
+def registry(tool_log):
+    return make_test_registry(tool_log)
+
+
+async def due_now(h: Harness) -> None:
+    """What a minute of waiting does: every piece of unfinished work is due."""
+    await h.database.pool.execute("UPDATE inbox SET retry_at = now() WHERE status = 'accepted'")
+    await h.database.pool.execute("UPDATE conversations SET retry_at = now() WHERE running_since IS NOT NULL")
+    await h.database.pool.execute("UPDATE reviews SET retry_at = now() WHERE status = 'resuming'")
+
+
+async def upkeep_pass(h: Harness) -> list[str]:
+    """One look of the upkeep at due work, waited for."""
+    await due_now(h)
+    tended = await h.service.upkeep.sweep()
+    await h.service.tasks.join()
+    return tended
+
+
+async def inbox_status(h: Harness, key: str) -> str | None:
+    return await h.database.pool.fetchval("SELECT status FROM inbox WHERE event_key = $1", key)
+
+
+async def unfinished(h: Harness, conv: ConversationRef) -> bool:
+    return bool(
+        await h.database.pool.fetchval(
+            "SELECT running_since IS NOT NULL FROM conversations WHERE thread_id = $1", conv.thread_id
+        )
+    )
+
+
+@dataclass
+class FlakyPlatform(RecordingPlatform):
+    """A platform whose posts fail while `down` (an outage, a network error)."""
+
+    down: bool = False
+    working_fails: int = 0
+
+    async def post_answer(self, conversation, text):
+        if self.down:
+            raise ConnectionError("platform unreachable")
+        await super().post_answer(conversation, text)
+
+    async def notify(self, conversation, notice, *, recipient):
+        if self.down:
+            raise ConnectionError("platform unreachable")
+        await super().notify(conversation, notice, recipient=recipient)
+
+    @asynccontextmanager
+    async def working(self, conversation, anchor) -> AsyncIterator:
+        if self.working_fails:
+            self.working_fails -= 1
+            raise ConnectionError("platform unreachable")
+        async with super().working(conversation, anchor) as progress:
+            yield progress
+
+
+async def test_a_decision_whose_follow_up_failed_is_resumed_without_traffic(db_url, registry, tool_log):
+    """The resume after the last click fails: the upkeep resumes the review once, with nobody writing."""
+    model = ScriptedChatModel(replies=[calls(tool_call("send", {"to": "bob", "body": "hi"})), AIMessage("sent")])
+    platform = FlakyPlatform()
+    async with open_service(db_url, model, registry, platform) as h:
+        await h.service.handle_message(message("send bob hi", message_id="1.1"))
+        [card] = platform.cards.values()
+        platform.working_fails = 1
+        await h.service.decide(card.approval.id, actor("alice"), Approve())
+        await h.service.tasks.join()
+        review = await h.approvals.review(card.approval.review_id)
+        assert review is not None and review.status is ReviewStatus.RESUMING
+        assert tool_log.calls == [] and [type(n) for _, n, _ in platform.notices] == [TurnFailed]
+
+        assert await upkeep_pass(h) == [conversation().thread_id]
+        review = await h.approvals.review(card.approval.review_id)
+        assert await upkeep_pass(h) == []  # nothing left
+    assert review is not None and review.status is ReviewStatus.DONE
+    assert tool_log.calls == [("send", {"to": "bob", "body": "hi", "urgent": False})]
+    assert platform.answers == [(conversation().thread_id, "sent")]
+
+
+def blocking_registry(started: asyncio.Event, runs: list[str]) -> ToolRegistry:
+    @tool
+    async def deploy(service: str) -> str:
+        """Deploy a service (takes a while)."""
+        runs.append(service)
+        started.set()
+        await asyncio.Event().wait()  # until the task is cancelled
+        return "deployed"
+
+    return ToolRegistry([ToolSpec(tool=deploy, default_mode=Mode.AUTO)])
+
+
+async def test_a_turn_cancelled_at_shutdown_is_finished_after_the_restart(db_url):
+    """Shutdown cancels a turn inside a tool: the next start finishes it, says the outcome is unknown, runs nothing twice."""
+    started, runs = asyncio.Event(), []
+    registry = blocking_registry(started, runs)
+    model = ScriptedChatModel(
+        replies=[calls(tool_call("deploy", {"service": "api"})), AIMessage("The deploy was interrupted.")]
+    )
+    incoming = message("deploy api", message_id="2.1")
+    async with open_service(db_url, model, registry) as h:
+        task = asyncio.create_task(h.service.handle_message(incoming))
+        await asyncio.wait_for(started.wait(), WAIT_S)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert await unfinished(h, conversation())
+        assert await inbox_status(h, inbox_key(incoming) or "") == "accepted"
+    async with open_service(db_url, model, registry) as restarted:
+        await restarted.service.recover()
+        await restarted.service.tasks.join()
+        assert not await unfinished(restarted, conversation())
+        assert await inbox_status(restarted, inbox_key(incoming) or "") == "handled"
+    assert runs == ["api"]  # the started call was not run again
+    assert restarted.platform.answers == [(conversation().thread_id, "The deploy was interrupted.")]
+    [result] = [m for m in model.prompts[-1] if isinstance(m, ToolMessage)]
+    assert result.status == "error" and "interrupt" in str(result.content)
+    assert len(model.prompts) == 2  # the message was not asked again
+
+
+async def test_an_answer_the_platform_refused_is_posted_later_without_asking_again(db_url, registry):
+    """The answer cannot be posted: it is kept, and posted once the platform is back; the model is not asked twice."""
+    model = ScriptedChatModel(replies=[AIMessage("the answer")])
+    platform = FlakyPlatform(down=True)
+    incoming = message("question", message_id="3.1")
+    async with open_service(db_url, model, registry, platform) as h:
+        await h.service.handle_message(incoming)
+        assert platform.answers == [] and await unfinished(h, conversation())
+        assert await inbox_status(h, inbox_key(incoming) or "") == "accepted"
+        await upkeep_pass(h)  # still down: kept again
+        assert platform.answers == []
+        platform.down = False
+        await upkeep_pass(h)
+        assert await inbox_status(h, inbox_key(incoming) or "") == "handled"
+        assert not await unfinished(h, conversation())
+    assert platform.answers == [(conversation().thread_id, "the answer")]
+    assert len(model.prompts) == 1
+
+
+async def test_a_message_claimed_by_a_process_that_died_is_answered(db_url, registry):
+    """Claimed, then the process died before the turn began: a live replica answers it."""
+    model = ScriptedChatModel(replies=[AIMessage("late but answered")])
+    incoming = message("anyone?", message_id="4.1")
+    async with open_service(db_url, model, registry) as h:
+        assert await Inbox(h.database.pool).accept(inbox_key(incoming) or "", incoming) is None
+        assert h.platform.answers == []
+        await upkeep_pass(h)
+    assert h.platform.answers == [(conversation().thread_id, "late but answered")]
+    assert model.prompts[0][-1].content == "anyone?"
+
+
+async def test_a_repeated_delivery_is_dropped_when_handled_and_handled_when_not(db_url, registry):
+    """A platform's retry of a handled message changes nothing; of an unhandled one, it is handled at once."""
+    model = ScriptedChatModel(replies=[AIMessage("first"), AIMessage("second")])
+    platform = FlakyPlatform()
+    async with open_service(db_url, model, registry, platform) as h:
+        await h.service.handle_message(message("one", message_id="5.1"))
+        await h.service.handle_message(message("one", message_id="5.1"))
+        assert platform.answers == [(conversation().thread_id, "first")]
+        platform.down = True
+        await h.service.handle_message(message("two", message_id="5.2"))
+        platform.down = False
+        await h.service.handle_message(message("two", message_id="5.2"))  # the platform's retry
+        await h.service.tasks.join()
+    assert platform.answers == [(conversation().thread_id, "first"), (conversation().thread_id, "second")]
+    assert len(model.prompts) == 2
+
+
+async def test_a_message_that_cannot_be_handled_is_given_up_and_its_sender_told(db_url, registry):
+    """After the last attempt the message is abandoned and its sender told; the upkeep stops trying."""
+    model = ScriptedChatModel(replies=[AIMessage("never posted")])
+    platform = FlakyPlatform(down=True)
+    incoming = message("hello", message_id="6.1")
+    async with open_service(db_url, model, registry, platform) as h:
+        await h.service.handle_message(incoming)
+        key = inbox_key(incoming) or ""
+        await h.database.pool.execute("UPDATE inbox SET attempts = $2 WHERE event_key = $1", key, MAX_ATTEMPTS)
+        await h.database.pool.execute("UPDATE conversations SET attempts = $1", MAX_ATTEMPTS + 1)
+        platform.down = False
+        await upkeep_pass(h)
+        assert await inbox_status(h, key) == "abandoned"
+        assert await upkeep_pass(h) == []
+    assert [(type(n), who) for _, n, who in platform.notices] == [(TurnFailed, "alice")]
+    assert platform.answers == []
+
+
+async def test_old_inbox_entries_are_deleted(db_url, registry):
+    """The inbox does not grow forever: entries older than a day are deleted, newer ones kept."""
+    model = ScriptedChatModel(replies=[AIMessage("a"), AIMessage("b")])
+    async with open_service(db_url, model, registry) as h:
+        await h.service.handle_message(message("old", message_id="7.1"))
+        await h.service.handle_message(message("new", message_id="7.2"))
+        await h.database.pool.execute(
+            "UPDATE inbox SET received_at = now() - interval '25 hours' WHERE event_key LIKE '%:7.1'"
+        )
+        assert await h.service.upkeep.prune() == 1
+        keys = [r["event_key"] for r in await h.database.pool.fetch("SELECT event_key FROM inbox")]
+    assert [k.rsplit(":", 1)[1] for k in keys] == ["7.2"]
+
+
+async def test_two_replicas_finish_a_stuck_resume_once(db_url, registry, tool_log):
+    """Both replicas' upkeep find the same stuck review: the tool runs once, one answer is posted."""
+    model = ScriptedChatModel(
+        replies=[calls(tool_call("send", {"to": "bob", "body": "hi"})), AIMessage("sent once")], delay_s=0.05
+    )
+    platform = FlakyPlatform()
+    async with (
+        open_service(db_url, model, registry, platform) as a,
+        open_service(db_url, model, registry, platform) as b,
+    ):
+        await a.service.handle_message(message("send", message_id="8.1"))
+        [card] = platform.cards.values()
+        platform.working_fails = 1
+        await a.service.decide(card.approval.id, actor("alice"), Approve())
+        await a.service.tasks.join()
+        await due_now(a)
+        await asyncio.gather(a.service.upkeep.sweep(), b.service.upkeep.sweep())
+        await asyncio.gather(a.service.tasks.join(), b.service.tasks.join())
+        await due_now(a)
+        await asyncio.gather(a.service.upkeep.sweep(), b.service.upkeep.sweep())
+        await asyncio.gather(a.service.tasks.join(), b.service.tasks.join())
+        approval = await a.approvals.get(card.approval.id)
+    assert approval is not None and approval.status is ApprovalStatus.APPROVED
+    assert tool_log.calls == [("send", {"to": "bob", "body": "hi", "urgent": False})]
+    assert platform.answers == [(conversation().thread_id, "sent once")]
+
+
+async def test_a_message_waiting_behind_a_card_is_refused_once(db_url, registry):
+    """A refusal ("review pending") is the message's outcome: the message is handled, not retried."""
+    model = ScriptedChatModel(replies=[calls(tool_call("send", {"to": "bob", "body": "hi"}))])
+    async with open_service(db_url, model, registry) as h:
+        await h.service.handle_message(message("send", message_id="9.1"))
+        await h.service.handle_message(message("and?", message_id="9.2", user="bob"))
+        assert await upkeep_pass(h) == []
+    assert [(type(n), who) for _, n, who in h.platform.notices] == [(ReviewPending, "bob")]
+    assert prompts.EMPTY_ANSWER not in [text for _, text in h.platform.answers]
+
+
+async def test_a_run_whose_lock_connection_drops_stops_and_is_finished_under_a_new_lock(db_url):
+    """The lock's connection is killed mid-tool: the holder stops at once (not unguarded); the upkeep finishes the turn."""
+    started, runs = asyncio.Event(), []
+    registry = blocking_registry(started, runs)
+    model = ScriptedChatModel(replies=[calls(tool_call("deploy", {"service": "api"})), AIMessage("Interrupted.")])
+    async with open_service(db_url, model, registry) as h:
+        task = asyncio.create_task(h.service.handle_message(message("deploy api", message_id="10.1")))
+        await asyncio.wait_for(started.wait(), WAIT_S)
+        [pid] = [
+            row["pid"]
+            for row in await h.database.pool.fetch(
+                "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND database = "
+                "(SELECT oid FROM pg_database WHERE datname = current_database())"
+            )
+        ]
+        await h.database.pool.execute("SELECT pg_terminate_backend($1)", pid)
+        await asyncio.wait_for(task, WAIT_S)  # stopped, not left running unguarded
+        assert h.platform.answers == [] and await unfinished(h, conversation())
+        await upkeep_pass(h)
+    assert runs == ["api"]
+    assert h.platform.answers == [(conversation().thread_id, "Interrupted.")]
+
+
+async def test_a_click_after_every_connection_was_dropped_still_runs_the_call(db_url, registry, tool_log):
+    """The server drops every connection while a card waits (as a PostgreSQL restart does): the click still works."""
+    model = ScriptedChatModel(replies=[calls(tool_call("send", {"to": "bob", "body": "hi"})), AIMessage("sent")])
+    async with open_service(db_url, model, registry) as h:
+        await h.service.handle_message(message("send bob hi", message_id="11.1"))
+        [card] = h.platform.cards.values()
+        async with h.database.pool.acquire() as connection:
+            await connection.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+        await asyncio.sleep(0)  # let the pools' sockets see the close, as any idle time would
+        await h.service.decide(card.approval.id, actor("alice"), Approve())
+        await h.service.tasks.join()
+    assert tool_log.calls == [("send", {"to": "bob", "body": "hi", "urgent": False})]
+    assert h.platform.answers == [(conversation().thread_id, "sent")]
