@@ -165,7 +165,8 @@ class TurnRunner:
         Repairs, in order: a pause with no stored review (crash before the cards) gets its
         review and cards, attributed to the author of the message that led to it; cards that
         could not be posted are posted again; reviews claimed for resuming but not resumed
-        (crash after the last click) are resumed, at most once per call; a run whose outcome
+        (crash after the last click) get their cards redrawn and are resumed, at most once per
+        call; a run whose outcome
         was never delivered (a crash, a cancelled run, a post that failed) is finished, or its
         answer posted, at most once per call; a tool round cut short (crash inside a tool node
         or a delegation) is finished, the ledger keeping every started call from running twice.
@@ -193,6 +194,10 @@ class TurnRunner:
                 claimed = [review for review in live.values() if review.status is not ReviewStatus.PENDING]
                 if claimed and not resumed:
                     resumed = True
+                    for review in claimed:
+                        # The decision's own follow-up did not finish; it may not have redrawn them.
+                        for approval in await self._approvals.approvals_of(review.id):
+                            await self._cards.refresh(approval)
                     await self.resume(conversation, anchor=None)
                     continue
                 if await self._cards_out(conversation):
@@ -227,7 +232,9 @@ class TurnRunner:
         checkpoint = state.config.get("configurable", {}).get("checkpoint_id")
         if checkpoint == unfinished.from_checkpoint:
             await self._conversations.mark_delivered(conversation.thread_id)
-        elif state.next:
+        elif state.next or state.tasks:
+            # `next` alone misses a run cut short right after its input checkpoint: its start
+            # task's writes are saved, so LangGraph lists it as a task but not as next.
             log.warning("finishing a run cut short (thread_id=%s)", conversation.thread_id)
             await self.run(conversation, None, anchor=None)
         else:
@@ -357,7 +364,7 @@ class TurnRunner:
             outcome = await self.run(
                 conversation, Command(resume=values), anchor=anchor, paused=paused, resumed=resumed
             )
-        elif state.next:
+        elif state.next or state.tasks:
             outcome = await self.run(conversation, None, anchor=anchor, paused=state.interrupts)
         if outcome is not None:
             finished = outcome.finished

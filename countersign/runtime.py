@@ -108,7 +108,8 @@ def assemble_core(
     audit = AuditStore(database.pool)
     approvals = ApprovalStore(database.pool, audit)
     config = ConfigStore(database.pool, audit)
-    ledger = PostgresLedger(database.pool, approvals)
+    cards = CardDesk(approvals, config, platforms)
+    ledger = PostgresLedger(database.pool, approvals, on_outcome_unknown=cards.refresh)
     policy = ConfiguredPolicy(registry, config.load, config.denied_in_any_workspace)
     tools = {tool.name: tool for tool in registry.tools()}
     specs = default_subagents(registry) if subagents is None else subagents
@@ -157,7 +158,7 @@ def assemble_core(
         agents=agents,
         approvals=approvals,
         conversations=conversations,
-        cards=CardDesk(approvals, config, platforms),
+        cards=cards,
         tools=tools,
         recursion_limit=recursion_limit,
         config=config,

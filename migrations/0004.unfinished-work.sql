@@ -37,3 +37,7 @@ ALTER TABLE reviews
     ADD COLUMN attempts integer NOT NULL DEFAULT 0,
     ADD COLUMN retry_at timestamptz;
 CREATE INDEX reviews_resuming ON reviews (retry_at) WHERE status = 'resuming';
+
+-- An approved call that was running when the bot stopped: it is never run again, and nobody
+-- knows whether it took effect; its card says so.
+ALTER TABLE approvals ADD COLUMN outcome_unknown boolean NOT NULL DEFAULT false;

@@ -22,6 +22,8 @@ from bot.ports import (
 
 Write = Callable[[str], None]
 
+OUTCOME_UNKNOWN = "The bot stopped while this call ran. It was not run again; it may or may not have taken effect."
+
 _NOTICES = {
     ModelErrorKind.BUSY: "The model is busy (rate limited). Your message is kept; try again soon.",
     ModelErrorKind.UNAVAILABLE: "The model is not reachable. Your message is kept; try again soon.",
@@ -66,6 +68,8 @@ class ConsolePlatform:
             line += f" with {json.dumps(approval.final_args, ensure_ascii=False)}"
         if approval.reason:
             line += f" ({approval.reason})"
+        if approval.outcome_unknown:
+            line += " - " + OUTCOME_UNKNOWN
         self.write(line)
 
     async def notify(self, conversation: ConversationRef, notice: Notice, *, recipient: Actor | None) -> None:

@@ -87,6 +87,8 @@ def _card_embed(card: ApprovalCard, args_chars: int) -> discord.Embed:
             embed.add_field(
                 name=msg.FIELD_REASON, value=_clip(reveal_invisible(approval.reason), FIELD_CHARS), inline=False
             )
+        if approval.outcome_unknown:
+            embed.add_field(name=msg.FIELD_OUTCOME_UNKNOWN, value=msg.OUTCOME_UNKNOWN, inline=False)
     return embed
 
 

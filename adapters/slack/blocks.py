@@ -85,6 +85,8 @@ def card_blocks(card: ApprovalCard) -> list[dict[str, Any]]:
             }
         )
     blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": _decided_line(approval)}]})
+    if approval.outcome_unknown:
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": msg.CARD_OUTCOME_UNKNOWN}})
     return blocks
 
 

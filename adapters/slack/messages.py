@@ -27,6 +27,9 @@ CARD_EDITED_ARGS_TITLE = "*Edited arguments, waiting for approvals*"
 CARD_TRUNCATED = "_{hidden} more characters not shown; Edit shows everything._"
 CARD_DECIDED = "{outcome} by <@{user}> · {when}"
 CARD_REASON = "*Reason:* {reason}"
+CARD_OUTCOME_UNKNOWN = (
+    ":warning: The bot stopped while this call ran. It was not run again; it may or may not have taken effect."
+)
 CARD_OUTCOME_WORD = {
     "approved": "Approved",
     "edited": "Edited and approved",

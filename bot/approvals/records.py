@@ -89,6 +89,9 @@ class ApprovalRecord:
     expires_at: datetime | None = None
     source: str | None = None
     """The subagent that wants the call (cards name it); None for the top-level agent."""
+    outcome_unknown: bool = False
+    """The call was approved and started, and the bot stopped before it finished: it is not run
+    again, and whether it took effect is unknown (cards say so; see `bot.tools.ledger`)."""
 
     @property
     def version(self) -> str:

@@ -413,6 +413,21 @@ class ApprovalStore:
         )
         return (ApprovalStatus(row["status"]), row["approved_digest"]) if row else None
 
+    async def mark_outcome_unknown(self, thread_id: str, tool_call_id: str) -> ApprovalRecord | None:
+        """Record that a decided call started and was cut short; return the approval, if it had one."""
+        approval_id = await self._pool.fetchval(
+            """
+            UPDATE approvals SET outcome_unknown = true
+            WHERE id = (
+                SELECT id FROM approvals WHERE thread_id = $1 AND tool_call_id = $2 ORDER BY created_at DESC LIMIT 1
+            )
+            RETURNING id
+            """,
+            thread_id,
+            tool_call_id,
+        )
+        return await self.get(approval_id) if approval_id is not None else None
+
     async def complete_review(self, review_id: str) -> bool:
         """Mark a claimed review done once its resume was applied; False if it was not claimed."""
         done = await self._pool.fetchval(
@@ -502,4 +517,5 @@ def _approval(row: asyncpg.Record) -> ApprovalRecord:
         votes=tuple(row["votes"] or ()),
         expires_at=row["expires_at"],
         source=row["source"],
+        outcome_unknown=row["outcome_unknown"],
     )

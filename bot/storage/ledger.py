@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import asyncpg
 
 from bot.approvals.digest import args_digest
 from bot.approvals.lifecycle import ApprovalStatus
+from bot.approvals.records import ApprovalRecord
 from bot.storage.approval_store import ApprovalStore
 from bot.tools.ledger import Claim
 
 log = logging.getLogger(__name__)
+
+
+OnOutcomeUnknown = Callable[[ApprovalRecord], Awaitable[None]]
 
 
 class PostgresLedger:
@@ -22,11 +26,17 @@ class PostgresLedger:
     Args:
         pool: the asyncpg pool.
         approvals: where a reviewed call's approved digest is read.
+        on_outcome_unknown: called with the approval of a decided call found started before
+            (cut short by a crash or a stop), once it is marked `outcome_unknown`, so that its
+            card can say so (the service redraws it). A failure there is logged.
     """
 
-    def __init__(self, pool: asyncpg.Pool, approvals: ApprovalStore) -> None:
+    def __init__(
+        self, pool: asyncpg.Pool, approvals: ApprovalStore, on_outcome_unknown: OnOutcomeUnknown | None = None
+    ) -> None:
         self._pool = pool
         self._approvals = approvals
+        self.on_outcome_unknown = on_outcome_unknown
 
     async def claim(
         self, *, thread_id: str, tool_call_id: str, tool_name: str, args: Mapping[str, Any], reviewed: bool
@@ -65,4 +75,17 @@ class PostgresLedger:
             tool_call_id,
             tool_name,
         )
-        return Claim.GRANTED if claimed else Claim.ALREADY_STARTED
+        if claimed:
+            return Claim.GRANTED
+        if gate is not None:
+            await self._outcome_unknown(thread_id, tool_call_id)
+        return Claim.ALREADY_STARTED
+
+    async def _outcome_unknown(self, thread_id: str, tool_call_id: str) -> None:
+        approval = await self._approvals.mark_outcome_unknown(thread_id, tool_call_id)
+        if approval is None or self.on_outcome_unknown is None:
+            return
+        try:
+            await self.on_outcome_unknown(approval)
+        except Exception:
+            log.exception("could not show that approval %s may not have taken effect", approval.id)

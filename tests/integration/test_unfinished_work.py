@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import tool
+from pydantic import Field
 
 from bot.agents import prompts
 from bot.approvals.decisions import Approve
@@ -316,3 +317,36 @@ async def test_a_click_after_every_connection_was_dropped_still_runs_the_call(db
         await h.service.tasks.join()
     assert tool_log.calls == [("send", {"to": "bob", "body": "hi", "urgent": False})]
     assert h.platform.answers == [(conversation().thread_id, "sent")]
+
+
+class StallingModel(ScriptedChatModel):
+    """Stalls on its first call (the process dies while the model thinks), then answers from `replies`."""
+
+    stalled: asyncio.Event = Field(default_factory=asyncio.Event)
+
+    async def _agenerate(self, messages, stop=None, run_manager=None, **kwargs):
+        if not self.stalled.is_set():
+            self.stalled.set()
+            await asyncio.Event().wait()
+        return await super()._agenerate(messages, stop, run_manager, **kwargs)
+
+
+async def test_a_run_killed_before_its_first_step_was_saved_is_finished(db_url, registry):
+    """Only the input checkpoint was saved when the process died: the turn is run, not answered with nothing."""
+    model = StallingModel(replies=[AIMessage("answered after all")])
+    incoming = message("question", message_id="12.1")
+    async with open_service(db_url, model, registry) as h:
+        task = asyncio.create_task(h.service.handle_message(incoming))
+        await asyncio.wait_for(model.stalled.wait(), WAIT_S)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        # What kill -9 leaves when the first step's checkpoint had not been written yet.
+        deleted = await h.database.pool.execute(
+            "DELETE FROM checkpoints WHERE thread_id = $1 AND checkpoint_ns = '' AND metadata->>'source' = 'loop'",
+            conversation().thread_id,
+        )
+        assert deleted == "DELETE 1"
+        await upkeep_pass(h)
+    assert h.platform.answers == [(conversation().thread_id, "answered after all")]
+    assert [m.content for m in model.prompts[-1][1:]] == ["question"]

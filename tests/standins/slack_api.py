@@ -34,6 +34,8 @@ from zoneinfo import ZoneInfo
 
 from aiohttp import web
 
+from tests.support.gate import Gate
+
 __all__ = ["ApiCall", "SlackApiStandIn"]
 
 Args = dict[str, Any]
@@ -160,6 +162,8 @@ class SlackApiStandIn:
         self._changed = asyncio.Condition()
         self._faults: dict[str, deque[_Fault]] = {}
         self._disconnects: dict[str, int] = {}
+        self.gates: dict[str, Gate] = {}
+        """Per Web API method: a `Gate` that, once armed, holds the next call before it is answered."""
         self._forbidden: set[str] = set()
         self._channels: dict[str, _Channel] = {}
         self._messages: dict[str, dict[str, Args]] = {}
@@ -510,6 +514,8 @@ class SlackApiStandIn:
     async def _handle_api(self, request: web.Request) -> web.StreamResponse:
         method = request.match_info["method"]
         at = time.time()
+        if method in self.gates:
+            await self.gates[method].passing()
         if self._disconnects.get(method):
             self._disconnects[method] -= 1
             await self._record(ApiCall(method=method, args={}, at=at, status=0, error="disconnected"))

@@ -8,6 +8,8 @@ from typing import Any, Self
 
 from aiohttp import web
 
+from tests.support.gate import Gate
+
 
 @dataclass(frozen=True, slots=True)
 class Received:
@@ -23,6 +25,8 @@ class HttpTarget:
     """An aiohttp server on 127.0.0.1 port 0 answering `{"ok": true, "echo": <body>}`."""
 
     def __init__(self) -> None:
+        self.gate = Gate()
+        """Arm it to hold the next request after it is recorded (the tool is then "running")."""
         self.requests: list[Received] = []
         self._runner: web.AppRunner | None = None
         self.port = 0
@@ -54,4 +58,5 @@ class HttpTarget:
         raw = await request.read()
         body = json.loads(raw) if raw else None
         self.requests.append(Received(request.method, request.path, dict(request.headers), body))
+        await self.gate.passing()
         return web.json_response({"ok": True, "id": len(self.requests), "echo": body}, status=201)
