@@ -38,6 +38,11 @@ URL_CONDITIONS = [
     "args.url.startsWith('https://[::1]/')",
     "args.method != 'GET' || args.url.contains('/deploy/')",
     "args.url == 'never'",  # never holds: the call runs without review when judged at all
+    "url(args.url).getHostname() == 'internal.example'",
+    "url(args.url).getHost() != 'internal.example'",
+    "url(args.url).getEscapedPath().startsWith('/deploy/')",
+    "url(args.url).getQuery()['env'] == ['prod']",  # fails (review) where there is no `env`
+    "url(args.url).getPort() == '9000' && url(args.url).getScheme() == 'http'",
 ]
 for _text in URL_CONDITIONS:  # compiled (and cached) up front: cel-python raises the recursion limit once
     if _text is not None:
