@@ -24,9 +24,10 @@ user name or password (`user@host`; credentials belong in headers, and a backsla
 the `@` splits the URL differently in browsers and in httpx), a host with characters outside letters, digits, `-`,
 `_` and dots (percent-encoding, a backslash), a zone id, another scheme, an invalid port.
 
-Header names are written in lower case (HTTP names are case-insensitive), and the method in
-upper case. `canonical_http_request_args` is idempotent, and the tool sends exactly the URL it
-returns.
+The method is written in upper case. Header names keep their case (some servers still care
+how a name is written), but two names that differ only in case are refused: HTTP reads them as
+one header, a condition as two. `canonical_http_request_args` is idempotent, and the tool sends
+exactly the URL it returns.
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ def canonical_http_request_args(args: Mapping[str, Any]) -> dict[str, Any]:
             left for the tool's schema to refuse.
 
     Returns:
-        A new dict: the method upper-case, the URL per `canonical_url`, header names lower-case.
+        A new dict: the method upper-case, the URL per `canonical_url`, the rest as given.
 
     Raises:
         InvalidArgumentsError: the URL is refused (field `args.url`), or two headers differ only
@@ -82,16 +83,15 @@ def canonical_http_request_args(args: Mapping[str, Any]) -> dict[str, Any]:
         out["url"] = canonical_url(out["url"])
     headers = out.get("headers")
     if isinstance(headers, Mapping):
-        lowered: dict[str, Any] = {}
-        for name, value in headers.items():
+        seen: set[str] = set()
+        for name in headers:
             key = str(name).lower()
-            if key in lowered:
+            if key in seen:
                 raise InvalidArgumentsError(
                     f"the header {key!r} is given twice (header names ignore case); give it once",
                     field="args.headers",
                 )
-            lowered[key] = value
-        out["headers"] = lowered
+            seen.add(key)
     return out
 
 

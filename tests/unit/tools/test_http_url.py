@@ -76,8 +76,8 @@ def test_urls_without_a_safe_spelling_are_refused_with_a_reason(written, reason)
     assert refused.value.field == "args.url"
 
 
-def test_the_canonical_arguments_upper_case_the_method_and_lower_case_header_names():
-    """Method upper-case, header names lower-case, URL canonical; other values untouched."""
+def test_the_canonical_arguments_upper_case_the_method_and_keep_headers_as_written():
+    """Method upper-case, URL canonical; header names (servers may care about their case) and the body untouched."""
     args = {
         "method": "post",
         "url": "HTTPS://Internal.Example:443/a",
@@ -87,7 +87,7 @@ def test_the_canonical_arguments_upper_case_the_method_and_lower_case_header_nam
     assert canonical_http_request_args(args) == {
         "method": "POST",
         "url": "https://internal.example/a",
-        "headers": {"x-trace": "Abc", "accept": "application/json"},
+        "headers": {"X-Trace": "Abc", "accept": "application/json"},
         "body": {"Keep": "AS IS"},
     }
 
