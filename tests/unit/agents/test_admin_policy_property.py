@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
@@ -85,6 +85,19 @@ _send = next(t for t in make_test_registry(ToolLog()).tools() if t.name == "send
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(workspace_rule=rules, channel_rule=rules, args=arguments, decision=st.sampled_from(["reject", "none"]))
+# Issue 9, finding 11: the graph replaces the NUL before the policy sees it, and so must the oracle.
+@example(
+    workspace_rule=None,
+    channel_rule=(Mode.REVIEW, "args.to == 'bob'"),
+    args={"to": "eve", "body": "\x00"},
+    decision="none",
+)
+@example(
+    workspace_rule=None,
+    channel_rule=(Mode.REVIEW, "args.to == 'bob'"),
+    args={"to": "eve", "body": 2**70},
+    decision="none",
+)
 async def test_property_a_call_needing_review_never_runs_without_a_decision(
     workspace_rule, channel_rule, args, decision
 ):
