@@ -134,3 +134,21 @@ class InvalidDecisionError(CountersignError):
         super().__init__(message)
         self.message = message
         self.field = field
+
+
+class InvalidArgumentsError(CountersignError):
+    """A tool call's arguments have no canonical form: the tool would refuse them as written.
+
+    Raised by a tool's canonical form (`bot.tools.canonical`), e.g. an `http_request` URL with a
+    user name in it. The call then cannot run; a policy condition never judges such arguments
+    (it fails closed), and an edit with them is refused before anything is recorded.
+
+    Args:
+        message: what is wrong and how to write it instead, for the model or the editor.
+        field: the argument path that failed (e.g. `args.url`), when known.
+    """
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field

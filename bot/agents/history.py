@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolCall, ToolMessage
+from langchain_core.tools import BaseTool
 
 from bot.agents.prompts import INTERRUPTED_CALL_MESSAGE
+from bot.errors import InvalidArgumentsError
+from bot.tools.canonical import canonical_args, canonical_number
+
+log = logging.getLogger(__name__)
 
 
 def last_tool_call_message(messages: Sequence[AnyMessage]) -> tuple[int, AIMessage] | None:
@@ -104,9 +110,6 @@ def _repaired(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
     return out
 
 
-_INT64 = (-(2**63), 2**63 - 1)
-
-
 def without_nul(message: AIMessage) -> AIMessage:
     """The message with U+0000 replaced by U+FFFD in its text and tool-call arguments.
 
@@ -126,13 +129,39 @@ def without_nul(message: AIMessage) -> AIMessage:
 def _scrub(value: Any) -> Any:
     if isinstance(value, str):
         return value.replace("\x00", "\ufffd")
-    if isinstance(value, int) and not isinstance(value, bool) and not _INT64[0] <= value <= _INT64[1]:
-        return float(value)  # the checkpoint serializer (msgpack) holds 64-bit integers only
+    if isinstance(value, int | float):
+        return canonical_number(value)  # the checkpoint serializer (msgpack) holds 64-bit integers only
     if isinstance(value, list):
         return [_scrub(item) for item in value]
     if isinstance(value, dict):
         return {_scrub(key): _scrub(item) for key, item in value.items()}
     return value
+
+
+def with_canonical_args(message: AIMessage, tools: Mapping[str, BaseTool]) -> AIMessage:
+    """The message with every tool call's arguments in their canonical form (`bot.tools.canonical`).
+
+    This is where the model's calls enter the system: from here on the policy judges, the card
+    shows, the approval binds and the tool runs these arguments (issue 9, findings 4 and 7).
+    A call whose arguments the tool's form refuses keeps them as sent: the policy then fails
+    closed on it (`bot.approvals.policy.effective_mode`), and the tool refuses it with the same
+    reason when it would run.
+
+    Args:
+        message: the model's answer (NUL already replaced, see `without_nul`).
+        tools: the graph's tools by name; a call of another name gets `canonical_values` only.
+    """
+    calls = []
+    for call in message.tool_calls:
+        try:
+            args = canonical_args(tools.get(call["name"]), call["args"])
+        except InvalidArgumentsError as exc:
+            log.info("the arguments of %s have no canonical form: %s", call["name"], exc.message)
+            args = call["args"]
+        calls.append({**call, "args": args})
+    if repr(calls) == repr(message.tool_calls):  # repr: 2**64 == 2.0**64
+        return message
+    return message.model_copy(update={"tool_calls": calls})
 
 
 def with_unique_call_ids(message: AIMessage, taken: Collection[str] = (), *, fresh: bool = False) -> AIMessage:

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.language_models import LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.tools import BaseTool
 
-from bot.agents.history import call_ids, model_view, with_unique_call_ids, without_nul
+from bot.agents.history import call_ids, model_view, with_canonical_args, with_unique_call_ids, without_nul
 from bot.agents.model_errors import to_model_error
 from bot.agents.nodes import Node
 from bot.agents.prompts import STEP_LIMIT_MESSAGE
@@ -30,6 +31,7 @@ def make_llm_call(
     step_limit_message: str = STEP_LIMIT_MESSAGE,
     closing_instruction: str | None = None,
     fresh_call_ids: bool = False,
+    tools: Mapping[str, BaseTool] | None = None,
 ) -> LlmNode:
     """Build the `llm_call` node.
 
@@ -51,6 +53,9 @@ def make_llm_call(
         fresh_call_ids: give every tool call a fresh id (subagents, whose history is one
             delegation: see `bot.agents.history.with_unique_call_ids`); otherwise only an id
             that is empty, repeated, or used earlier in the history is replaced.
+        tools: the tools by name, whose canonical forms are applied to the calls before the
+            policy sees them (`bot.agents.history.with_canonical_args`); without it, only
+            `bot.tools.canonical.canonical_values`.
 
     The step guard (seed 000): a tool call is replaced by `STEP_LIMIT_MESSAGE` when
     `remaining_steps <= steps_per_tool_round`, because the round it starts would leave the
@@ -69,7 +74,8 @@ def make_llm_call(
         except Exception as exc:
             raise to_model_error(exc) from exc
         response = _as_ai(response)
-        response = with_unique_call_ids(without_nul(response), call_ids(state["messages"]), fresh=fresh_call_ids)
+        response = with_canonical_args(without_nul(response), tools or {})
+        response = with_unique_call_ids(response, call_ids(state["messages"]), fresh=fresh_call_ids)
         rounds = state.get("tool_rounds", 0)
         capped = max_tool_rounds is not None and rounds >= max_tool_rounds
         if response.tool_calls and (state["remaining_steps"] <= steps_per_tool_round or capped):

@@ -123,6 +123,7 @@ def react_graph(
             step_limit_message=step_limit_message,
             closing_instruction=closing_instruction,
             fresh_call_ids=source is not None,
+            tools=by_name,
         ),
     )
     graph.add_node("human_review", make_human_review(by_name, source=source), destinations=("tool_node", "llm_call"))

@@ -6,7 +6,11 @@ tool) and evaluated for each call. An evaluation error counts as "the condition 
 call needs review (issue 4: fail closed).
 
 Beyond CEL's standard library, `lowerAscii()` and `upperAscii()` are available (from cel-go's
-strings extension), so `args.method.upperAscii() in ['GET', 'HEAD']` works for any casing.
+strings extension), so `args.method.upperAscii() in ['GET', 'HEAD']` works for any casing, and
+Kubernetes' URL helpers (`url(args.url).getHostname()`, ...: `bot.approvals.cel_url`).
+
+A condition reads the call's canonical arguments (`bot.tools.canonical`): the spelling the tool
+itself uses, so `args.url` is already lower-case in scheme and host, without a default port.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from celpy.adapter import json_to_cel
 from celpy.celparser import CELParseError
 from lark import Token, Tree
 
+from bot.approvals.cel_url import URL_FUNCTIONS
 from bot.errors import CountersignError
 
 log = logging.getLogger(__name__)
@@ -50,7 +55,7 @@ def _upper(value: celtypes.StringType) -> celtypes.StringType:
     return celtypes.StringType(str(value).upper())
 
 
-_FUNCTIONS: dict[str, Callable[..., Any]] = {"lowerAscii": _lower, "upperAscii": _upper}
+_FUNCTIONS: dict[str, Callable[..., Any]] = {"lowerAscii": _lower, "upperAscii": _upper, **URL_FUNCTIONS}
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,8 +139,19 @@ def compile_condition(
 
 
 def sample_arguments(json_schema: Mapping[str, Any]) -> dict[str, Any]:
-    """One value of the declared type per argument of a tool's JSON Schema ("" , 0, false, [], {})."""
-    samples: dict[str, Any] = {"string": "", "integer": 0, "number": 0.0, "boolean": False, "array": [], "object": {}}
+    """One value of the declared type per argument of a tool's JSON Schema (text, 0, false, [], {}).
+
+    The text sample is a URL, so that a condition over the URL helpers (`url(args.url)...`)
+    evaluates on it too and a result that is not a boolean is caught when it is saved.
+    """
+    samples: dict[str, Any] = {
+        "string": "https://example.com/",
+        "integer": 0,
+        "number": 0.0,
+        "boolean": False,
+        "array": [],
+        "object": {},
+    }
     out: dict[str, Any] = {}
     for name, prop in (json_schema.get("properties") or {}).items():
         branches = [prop, *(prop.get("anyOf") or ())] if isinstance(prop, Mapping) else []

@@ -22,7 +22,8 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.json_schema import dereference_refs
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from bot.errors import InvalidDecisionError
+from bot.errors import InvalidArgumentsError, InvalidDecisionError
+from bot.tools.canonical import canonical_args
 from bot.tools.registry import ARGS_CHECK
 
 MAX_REASON_CHARS = 2000
@@ -96,12 +97,13 @@ def check_decision(
         tool: the tool named by the action, or None if it is not registered any more.
 
     Returns:
-        The decision (an edit's arguments exactly as given, once they passed the schema).
+        The decision; an edit's arguments in the tool's canonical form, once they passed the
+        schema (see `validate_tool_args`).
 
     Raises:
         InvalidDecisionError: for a reject reason over `MAX_REASON_CHARS`, or an edit that
-            renames the tool, has arguments the tool's schema refuses, or targets a tool that no
-            longer exists.
+            renames the tool, has arguments the tool's schema or canonical form refuses, or
+            targets a tool that no longer exists.
     """
     if isinstance(decision, Reject):
         if decision.message is not None and len(decision.message) > MAX_REASON_CHARS:
@@ -125,21 +127,31 @@ def check_decision(
 
 
 def validate_tool_args(tool: BaseTool, args: Mapping[str, Any], *, tool_checks: bool = True) -> dict[str, Any]:
-    """Validate `args` against the tool's call schema (what the model sees).
+    """Validate `args` against the tool's call schema (what the model sees), in canonical form.
 
-    With `tool_checks`, the tool's own check of what its schema cannot express (the
-    `ARGS_CHECK` in its metadata, e.g. `http_request`'s allowed hosts) runs too.
+    The arguments are first put in the tool's canonical form (`bot.tools.canonical`), so an
+    edit is judged, stored, shown and run in the same spelling as a call from the model
+    (issue 9, findings 4 and 7). With `tool_checks`, the tool's own check of what its schema
+    cannot express (the `ARGS_CHECK` in its metadata, e.g. `http_request`'s allowed hosts)
+    runs too.
 
     Returns:
-        The arguments as given (only keys the caller sent), after validation succeeded.
+        The canonical arguments (only keys the caller sent), after validation succeeded.
 
     Raises:
         InvalidDecisionError: with the failing argument path in `field`; an argument name the
-            tool does not have is refused too (a typo must not be dropped silently).
+            tool does not have is refused too (a typo must not be dropped silently), and so
+            are arguments the tool's canonical form refuses (a URL with a user name, say).
     """
     problem = storable_problem(args)
     if problem is not None:
         raise InvalidDecisionError(f"invalid arguments for {tool.name}: {problem}", field="args")
+    try:
+        args = canonical_args(tool, args)
+    except InvalidArgumentsError as exc:
+        raise InvalidDecisionError(
+            f"{tool.name} would refuse these arguments: {_clip(exc.message)}", field=exc.field or "args"
+        ) from None
     schema = tool.tool_call_schema
     if not isinstance(schema, type) or not issubclass(schema, BaseModel):
         return dict(args)  # a tool with a raw JSON schema: nothing stricter to check here

@@ -3,6 +3,9 @@
 The mode comes from, in order: an admin's rule for the channel, the workspace's rule, the
 tool's built-in default (`ToolSpec`). A `review` rule may carry a CEL condition: review only
 when it holds; an evaluation error counts as holding (fail closed, issue 4).
+
+Conditions judge the call's canonical arguments (`bot.tools.canonical`), the spelling the tool
+itself will use, never a spelling the tool would read otherwise (issue 9, finding 4).
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ from bot.approvals.config import ToolRule, WorkspaceConfig
 from bot.approvals.decisions import validate_tool_args
 from bot.approvals.mode import Mode
 from bot.conversation import DM_WORKSPACE, ConversationRef
-from bot.errors import InvalidDecisionError
+from bot.errors import InvalidArgumentsError, InvalidDecisionError
+from bot.tools.canonical import canonical_args
 from bot.tools.registry import ToolRegistry, ToolSpec
 
 log = logging.getLogger(__name__)
@@ -66,22 +70,40 @@ class ReviewPolicy(Protocol):
 def effective_mode(spec: ToolSpec | None, rule: ToolRule | None, args: Mapping[str, Any], *, where: str = "") -> Mode:
     """The mode of one call: the admin's rule if any, else the tool's default.
 
-    Unknown tools get AUTO: they never run anyway (the tool node answers with the real tool
-    list) and a card for a tool that does not exist would only confuse. Any failure while
-    evaluating a condition gives REVIEW, and so do arguments outside the tool's schema when an
-    admin condition decides.
+    Conditions (the admin's and the built-in `review_when`) read the canonical arguments
+    (`bot.tools.canonical.canonical_args`; already canonical for calls that entered through the
+    model or an edit, so this is the same form again). Unknown tools get AUTO: they never run
+    anyway (the tool node answers with the real tool list) and a card for a tool that does not
+    exist would only confuse. Any failure while evaluating a condition gives REVIEW, and so do
+    arguments without a canonical form (the tool would refuse them) whenever a condition
+    decides, and arguments outside the tool's schema when an admin condition decides.
+
+    Args:
+        spec: the tool's spec; None for an unknown tool.
+        rule: the admin's rule for the tool here (channel, else workspace), or None.
+        args: the call's arguments.
+        where: the thread id, for log lines.
     """
     if spec is None:
         return Mode.AUTO
+    try:
+        judged: dict[str, Any] | None = canonical_args(spec.tool, args)
+    except InvalidArgumentsError as exc:
+        log.info("arguments of %s have no canonical form (%s) (%s)", spec.name, exc.message, where)
+        judged = None
     if rule is not None:
         if rule.mode is not Mode.REVIEW or not rule.condition:
             return rule.mode
+        if judged is None:
+            # The tool refuses these arguments; whatever they seem to say, a human looks.
+            return Mode.REVIEW
+        args = judged
         try:
             validate_tool_args(spec.tool, args, tool_checks=False)
         except InvalidDecisionError as exc:
-            # The condition reads the arguments as sent; the tool may read them otherwise
-            # (`"post"` is a POST to http_request). Only arguments that fit the tool's schema
-            # are trusted to mean what the condition sees.
+            # Arguments outside the schema may mean something else to the tool than to the
+            # condition (a number sent as text, say). Only arguments that fit the tool's
+            # schema are trusted to mean what the condition sees.
             log.warning("arguments outside %s's schema (%s); requiring review (%s)", spec.name, exc, where)
             return Mode.REVIEW
         try:
@@ -92,8 +114,10 @@ def effective_mode(spec: ToolSpec | None, rule: ToolRule | None, args: Mapping[s
             return Mode.REVIEW
     mode = Mode(spec.default_mode)
     if mode is Mode.REVIEW and spec.review_when is not None:
+        if judged is None:
+            return Mode.REVIEW
         try:
-            return Mode.REVIEW if spec.review_when(args) else Mode.AUTO
+            return Mode.REVIEW if spec.review_when(judged) else Mode.AUTO
         except Exception:
             log.warning("built-in condition of %s failed; requiring review (%s)", spec.name, where, exc_info=True)
             return Mode.REVIEW

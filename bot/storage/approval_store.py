@@ -32,6 +32,7 @@ from bot.audit import AuditEntry, AuditKind, approval_entry
 from bot.conversation import Actor
 from bot.errors import AlreadyDecidedError, AlreadyVotedError, ApprovalNotFoundError, StaleVoteError
 from bot.storage.audit_store import AuditStore
+from bot.tools.canonical import canonical_values
 
 RESUME_WITHIN_S = 30.0
 """How long a decision's follow-up has to resume its review before the upkeep takes it over."""
@@ -491,6 +492,15 @@ def _review(row: asyncpg.Record) -> ReviewRecord:
     )
 
 
+def _args(stored: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Arguments read from jsonb, in canonical form (`bot.tools.canonical.canonical_values`).
+
+    jsonb gives a float beyond 64 bits back as an integer, which the checkpoint cannot hold
+    and an edit would refuse (issue 9, finding 7).
+    """
+    return None if stored is None else canonical_values(stored)
+
+
 def _approval(row: asyncpg.Record) -> ApprovalRecord:
     return ApprovalRecord(
         id=row["id"],
@@ -501,7 +511,7 @@ def _approval(row: asyncpg.Record) -> ApprovalRecord:
         tool_call_id=row["tool_call_id"],
         tool_name=row["tool_name"],
         description=row["description"],
-        proposed_args=row["proposed_args"],
+        proposed_args=canonical_values(row["proposed_args"]),
         requester_id=row["requester_id"],
         requester_name=row["requester_name"],
         card_ref=row["card_ref"],
@@ -509,11 +519,11 @@ def _approval(row: asyncpg.Record) -> ApprovalRecord:
         decided_by_id=row["decided_by_id"],
         decided_by_name=row["decided_by_name"],
         decided_at=row["decided_at"],
-        final_args=row["final_args"],
+        final_args=_args(row["final_args"]),
         reason=row["reason"],
         created_at=row["created_at"],
         quorum=row["quorum"],
-        current_args=row["current_args"],
+        current_args=_args(row["current_args"]),
         votes=tuple(row["votes"] or ()),
         expires_at=row["expires_at"],
         source=row["source"],

@@ -6,6 +6,7 @@ import asyncpg
 from asyncpg.pool import PoolConnectionProxy
 
 from bot.audit import AuditEntry, AuditKind
+from bot.tools.canonical import canonical_values
 
 _INSERT = """
 INSERT INTO audit_log (kind, workspace_id, thread_id, approval_id, tool_name, actor_id,
@@ -84,8 +85,9 @@ class AuditStore:
                 tool_name=row["tool_name"],
                 actor_id=row["actor_id"],
                 actor_name=row["actor_name"],
-                proposed_args=row["proposed_args"],
-                final_args=row["final_args"],
+                # The same canonical numbers as the approval records (`canonical_values`).
+                proposed_args=None if row["proposed_args"] is None else canonical_values(row["proposed_args"]),
+                final_args=None if row["final_args"] is None else canonical_values(row["final_args"]),
                 reason=row["reason"],
                 detail=row["detail"],
                 at=row["at"],

@@ -3,7 +3,10 @@
 What keeps it safe, in order of the checks:
 
 - only `http`/`https` URLs whose host (and port) is listed in `HTTP_REQUEST_ALLOWED_HOSTS`; the
-  same parsed `httpx.URL` that was checked is the one sent, so no second parser can disagree;
+  URL is first put in its canonical form (`bot.tools.http_url`: one spelling per request, no
+  user name or password), which is also what the review policy judged and the card showed,
+  and the same parsed `httpx.URL` that was checked is the one sent, so no second parser can
+  disagree;
 - redirects are never followed: a 3xx comes back to the model with its Location, and following
   it is a new call that passes the allow-list (and the review policy) again;
 - headers that would change where or how the request is framed (`Host`, `Content-Length`,
@@ -23,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import codecs
 import inspect
+import ipaddress
 import json
 import logging
 import re
@@ -35,8 +39,10 @@ import httpx
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field, WithJsonSchema
 
-from bot.errors import ConfigurationError
+from bot.errors import ConfigurationError, InvalidArgumentsError
 from bot.settings import ToolSettings
+from bot.tools.canonical import CANONICAL_ARGS
+from bot.tools.http_url import DEFAULT_PORTS, canonical_http_request_args, canonical_url, normalize_method
 from bot.tools.registry import ARGS_CHECK
 
 log = logging.getLogger(__name__)
@@ -66,7 +72,6 @@ FORBIDDEN_HEADERS: Final = frozenset(
     }
 )
 
-_DEFAULT_PORTS: Final = {"http": 80, "https": 443}
 _MAX_HEADERS: Final = 50
 _MAX_HEADER_VALUE_CHARS: Final = 8192
 _MAX_DOWNLOAD_BYTES: Final = 1024 * 1024
@@ -75,17 +80,6 @@ _USER_AGENT: Final = "Countersign-http_request/1"
 _SHOWN_RESPONSE_HEADERS: Final = ("content-type", "location", "retry-after")
 _TOKEN: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _TEXTUAL_TYPE_HINTS: Final = ("json", "xml", "javascript", "x-www-form-urlencoded", "yaml", "csv")
-
-
-def normalize_method(value: object) -> str | None:
-    """The upper-case HTTP method in `value`, or None when it is not an ASCII string.
-
-    Both the tool and its review condition use this, so they can never disagree about which
-    method a call uses (`"get"` is GET; a non-ASCII look-alike is no method at all).
-    """
-    if not isinstance(value, str) or not value.isascii():
-        return None
-    return value.upper()
 
 
 def needs_review(args: Mapping[str, Any]) -> bool:
@@ -144,6 +138,13 @@ def _parse_allowed_hosts(entries: tuple[str, ...]) -> tuple[_HostRule, ...]:
         else:
             host = entry  # a name, an IPv4 address, or a bare IPv6 address
         host = host.rstrip(".")
+        if ":" in host:  # compared with the compressed form URLs are put in (`[0:0::1]` is `[::1]`)
+            try:
+                host = ipaddress.IPv6Address(host).compressed
+            except ValueError:
+                raise ConfigurationError(
+                    f"HTTP_REQUEST_ALLOWED_HOSTS entry {raw!r} is not a valid IPv6 address"
+                ) from None
         if not host:
             raise ConfigurationError(f"HTTP_REQUEST_ALLOWED_HOSTS entry {raw!r} has no host")
         rules.append(_HostRule(host, port))
@@ -358,14 +359,10 @@ def make_http_request_tool(settings: ToolSettings, *, transport: httpx.AsyncBase
 
     def check_url(raw_url: str) -> httpx.URL:
         try:
-            url = httpx.URL(raw_url)
-        except (httpx.InvalidURL, TypeError) as exc:
-            raise _RefusedError(f"invalid URL {raw_url[:200]!r}: {exc}.") from None
-        if url.scheme not in _DEFAULT_PORTS or not url.host:
-            raise _RefusedError(f"invalid URL {raw_url[:200]!r}: give an absolute http:// or https:// URL.")
-        port = url.port if url.port is not None else _DEFAULT_PORTS[url.scheme]
-        if not 0 < port < 65536:
-            raise _RefusedError(f"invalid port {port} in URL.")
+            url = httpx.URL(canonical_url(raw_url))
+        except InvalidArgumentsError as exc:
+            raise _RefusedError(f"{exc.message}.") from None
+        port = url.port if url.port is not None else DEFAULT_PORTS[url.scheme]
         names = {
             url.host.lower().rstrip("."),
             url.raw_host.decode("ascii", errors="replace").lower().rstrip("."),
@@ -487,5 +484,5 @@ def make_http_request_tool(settings: ToolSettings, *, transport: httpx.AsyncBase
         name="http_request",
         description=description,
         args_schema=_HttpRequestArgs,
-        metadata={ARGS_CHECK: refusal},
+        metadata={ARGS_CHECK: refusal, CANONICAL_ARGS: canonical_http_request_args},
     )

@@ -9,6 +9,7 @@ from typing import Any
 from langchain_core.tools import BaseTool
 
 from bot.approvals.mode import Mode
+from bot.tools.canonical import CANONICAL_ARGS, CanonicalForm
 
 ARGS_CHECK = "countersign_args_check"
 """Key in a tool's `metadata` of an `args -> problem or None` check for what its schema cannot say.
@@ -30,6 +31,16 @@ class ToolSpec:
         default_mode: what happens to a call when no admin rule says otherwise.
         review_when: with `default_mode=REVIEW`, review only when this returns True for the
             call's arguments (e.g. `http_request` only for methods other than GET and HEAD).
+            It receives the canonical arguments when they have one, else the arguments as sent.
+        canonical: the tool's canonical form of its arguments (see `bot.tools.canonical`):
+            `args -> args` in the spelling the tool itself uses, raising
+            `bot.errors.InvalidArgumentsError` for arguments it would refuse. It is stored in
+            the tool's `metadata` under `CANONICAL_ARGS`, where every part of the bot that
+            holds only the tool (the graph's nodes, subagents, edits) finds it; a tool that
+            already carries one there (the built-in `http_request`) needs none here.
+
+    Raises:
+        ValueError: when `canonical` is given for a tool that already carries another one.
     """
 
     tool: BaseTool
@@ -37,6 +48,16 @@ class ToolSpec:
     review_when: ReviewCondition | None = None
     review_when_text: str | None = None
     """`review_when` in words, for `/countersign show` (e.g. "the method is not GET or HEAD")."""
+    canonical: CanonicalForm | None = None
+
+    def __post_init__(self) -> None:
+        if self.canonical is None:
+            return
+        metadata = dict(self.tool.metadata or {})
+        if metadata.get(CANONICAL_ARGS, self.canonical) is not self.canonical:
+            raise ValueError(f"tool {self.tool.name!r} already carries another canonical form")
+        metadata[CANONICAL_ARGS] = self.canonical
+        self.tool.metadata = metadata
 
     @property
     def name(self) -> str:

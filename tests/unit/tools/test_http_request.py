@@ -169,7 +169,6 @@ async def test_bare_host_entry_allows_any_port(server):
         ("127.0.0.1:{other}", "http://127.0.0.1:{port}/echo"),  # listed host, other port
         ("localhost", "http://127.0.0.1:{port}/echo"),
         ("127.0.0.1:{port}", "http://127.0.0.1.evil.example:{port}/echo"),
-        ("127.0.0.1:{port}", "http://127.0.0.1:{port}@example.com/echo"),
     ],
 )
 async def test_unlisted_host_is_refused_without_a_request(server, allowed, url_template):
@@ -183,6 +182,39 @@ async def test_unlisted_host_is_refused_without_a_request(server, allowed, url_t
     assert "is not allowed. Allowed hosts: " + allowed.format(**fmt) in result
     assert "HTTP_REQUEST_ALLOWED_HOSTS" in result
     assert server.received == []
+
+
+async def test_the_request_sent_is_the_canonical_url(server):
+    """Another spelling of a URL (case, trailing dot, encoded dot segments, fragment) is sent in canonical form."""
+    tool = make_http_request_tool(settings_for("127.0.0.1"))
+
+    result = await call(tool, method="get", url=f" HTTP://127.0.0.1.:{server.port}/x/%2e%2E/echo?q=%7e#frag")
+
+    assert result.startswith("HTTP/1.1 200 OK")
+    assert [(r.method, r.path) for r in server.received] == [("GET", "/echo?q=~")]
+
+
+@pytest.mark.parametrize("userinfo", ["user@", "user:secret@", "127.0.0.1\\@"])
+async def test_a_url_with_a_user_name_is_refused_unsent(server, userinfo):
+    """Credentials in the URL (or a backslash trick that makes them) are refused with a reason; nothing is sent."""
+    tool = make_http_request_tool(settings_for("127.0.0.1"))
+
+    result = await call(tool, method="GET", url=f"http://{userinfo}127.0.0.1:{server.port}/echo")
+
+    assert result.startswith("Error: the URL ")
+    assert "user name or password" in result and "header" in result
+    assert server.received == []
+
+
+def test_the_tool_carries_its_canonical_form():
+    """The tool's metadata holds the canonical form the policy, the card and edits use."""
+    from bot.tools.canonical import canonical_args
+
+    tool = make_http_request_tool(settings_for("internal.example"))
+    assert canonical_args(tool, {"method": "delete", "url": "HTTPS://Internal.Example:443/a#x"}) == {
+        "method": "DELETE",
+        "url": "https://internal.example/a",
+    }
 
 
 async def test_empty_allow_list_refuses_everything(server):

@@ -1,0 +1,100 @@
+"""The canonical form of a tool call's arguments: the one form that is judged, shown, approved and run.
+
+A call's arguments reach many readers: the review policy (CEL conditions compare strings), the
+card, the approval digest, PostgreSQL (jsonb), the checkpoint (msgpack) and the tool. When two
+of them read two spellings of the same call, they can disagree: a condition
+`args.url.startsWith('https://internal.example/')` misses `HTTPS://Internal.Example:443/`, which
+the tool sends to the same place (issue 9, finding 4), and an integer beyond 64 bits comes back
+from jsonb as another number than the checkpoint holds (finding 7). So each call is put in its
+canonical form once, where it enters the system (the model's answer, an approver's edit), and
+every reader after that sees the same arguments (docs/decisions/0010-canonical-arguments.md).
+
+Two layers:
+
+- `canonical_values`, for every tool: JSON values as both stores keep them (an integer beyond
+  64 bits becomes the float the checkpoint can hold; tuples become lists). Also applied to
+  arguments read back from jsonb.
+- a tool's own form, declared by the tool in its `metadata` under `CANONICAL_ARGS` (or through
+  `ToolSpec(canonical=...)`), e.g. `bot.tools.http_url.canonical_http_request_args`. It
+  rewrites its arguments into the spelling the tool itself will use, and raises
+  `InvalidArgumentsError` for arguments the tool would refuse anyway. It must be idempotent
+  (`form(form(a)) == form(a)`) and must not change what the call does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+from langchain_core.tools import BaseTool
+
+from bot.errors import InvalidArgumentsError
+
+CANONICAL_ARGS: Final = "countersign_canonical_args"
+"""Key in a tool's `metadata` of its `CanonicalForm` (read by `canonical_args`)."""
+
+CanonicalForm = Callable[[Mapping[str, Any]], dict[str, Any]]
+"""`args -> canonical args`; raises `InvalidArgumentsError` for arguments the tool would refuse."""
+
+_INT64: Final = (-(2**63), 2**63 - 1)
+
+
+def canonical_number(value: int | float) -> int | float:
+    """`value` as the checkpoint and jsonb both keep it: an integer beyond 64 bits becomes a float.
+
+    The checkpoint serializer (msgpack) holds 64-bit integers only; jsonb gives such a float
+    back as the integer of its decimal expansion (`1.1805916207174113e+21` returns as
+    `1180591620717411300000`), which this turns into the same float again. Booleans and other
+    numbers are returned unchanged.
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or _INT64[0] <= value <= _INT64[1]:
+        return value
+    return float(value)
+
+
+def canonical_values(value: Any) -> Any:
+    """A JSON value in canonical form: numbers per `canonical_number`, tuples as lists, keys as text.
+
+    Strings are left alone (a NUL in what the model sends is replaced by
+    `bot.agents.history.without_nul`; in an edit it is refused by
+    `bot.approvals.decisions.storable_problem`).
+    """
+    if isinstance(value, int | float):
+        return canonical_number(value)
+    if isinstance(value, Mapping):
+        return {str(key): canonical_values(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [canonical_values(item) for item in value]
+    return value
+
+
+def canonical_form(tool: BaseTool | None) -> CanonicalForm | None:
+    """The tool's own canonical form (its `metadata[CANONICAL_ARGS]`), or None."""
+    form = (tool.metadata or {}).get(CANONICAL_ARGS) if tool is not None else None
+    return form if callable(form) else None
+
+
+def canonical_args(tool: BaseTool | None, args: Mapping[str, Any]) -> dict[str, Any]:
+    """The canonical form of `args` for `tool`: `canonical_values`, then the tool's own form.
+
+    Args:
+        tool: the tool the call names; None (an unknown tool) applies `canonical_values` only.
+        args: the call's arguments as sent (by the model or an editor).
+
+    Returns:
+        A new dict; calling this again on it returns an equal dict.
+
+    Raises:
+        InvalidArgumentsError: the tool's form refuses the arguments (the tool would not run
+            them); any other exception from a form is reported the same way, naming the tool.
+    """
+    values: dict[str, Any] = canonical_values(dict(args))
+    form = canonical_form(tool)
+    if form is None or tool is None:
+        return values
+    try:
+        return dict(canonical_values(form(values)))
+    except InvalidArgumentsError:
+        raise
+    except Exception as exc:  # a custom tool's form that fails is a refusal, never a pass
+        raise InvalidArgumentsError(f"{tool.name} cannot read these arguments: {type(exc).__name__}: {exc}") from exc

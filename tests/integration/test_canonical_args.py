@@ -1,0 +1,174 @@
+"""One canonical form of arguments for the policy, the card, the approval and the tool (issue 9, findings 4 and 7).
+
+Real PostgreSQL (jsonb round trips), the real core, the real `http_request` tool against a
+local HTTP target.
+"""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.messages import AIMessage
+from langchain_core.tools import tool
+
+from bot.agents import prompts
+from bot.approvals.config import ALL, SettingKey
+from bot.approvals.decisions import Approve, Edit, EditedAction
+from bot.approvals.lifecycle import ApprovalStatus
+from bot.approvals.mode import Mode
+from bot.audit import AuditKind
+from bot.errors import InvalidDecisionError
+from bot.settings import ToolSettings
+from bot.tools.builtin import builtin_tools
+from bot.tools.registry import ToolRegistry, ToolSpec
+from tests.support.http_target import HttpTarget
+from tests.support.recording_platform import RecordingPlatform
+from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
+from tests.support.service import actor, message, open_service
+
+HUGE = 2**70
+"""Beyond 64 bits: a float in the checkpoint, an integer of another value in jsonb."""
+
+
+def _transfer_registry(ran: list[tuple[float, str]]) -> ToolRegistry:
+    @tool
+    async def transfer(amount: float, note: str) -> str:
+        """Move money."""
+        ran.append((amount, note))
+        return "moved"
+
+    return ToolRegistry([ToolSpec(tool=transfer, default_mode=Mode.REVIEW)])
+
+
+async def _pending(h, text: str = "go"):
+    await h.service.handle_message(message(text))
+    [card] = [c for c in h.platform.cards.values() if c.approval.status is ApprovalStatus.PENDING]
+    return card.approval
+
+
+async def _quorum(h, tool_name: str, n: int) -> None:
+    await h.config.set_setting(actor("root", is_admin=True), SettingKey.QUORUM, n, tool_name=tool_name)
+
+
+async def test_a_huge_integer_is_shown_edited_and_run_as_one_value(db_url):
+    """The card shows the number the tool gets; an edit of the prefilled arguments is accepted and runs."""
+    ran: list[tuple[float, str]] = []
+    model = ScriptedChatModel(replies=[calls(tool_call("transfer", {"amount": HUGE, "note": "a"})), AIMessage("done")])
+    async with open_service(db_url, model, _transfer_registry(ran)) as h:
+        approval = await _pending(h)
+        assert approval.args_under_vote == {"amount": float(HUGE), "note": "a"}  # what the form prefills
+        decided = await h.service.decide(
+            approval.id,
+            actor("alice"),
+            Edit(edited_action=EditedAction(name="transfer", args={**approval.args_under_vote, "note": "b"})),
+        )
+        await h.service.tasks.join()
+        audit = await h.audit.recent("W1")
+    assert decided.status is ApprovalStatus.EDITED
+    assert decided.final_args == {"amount": float(HUGE), "note": "b"}
+    assert ran == [(float(HUGE), "b")]
+    assert h.platform.updates[-1].approval.final_args == {"amount": float(HUGE), "note": "b"}
+    assert audit[0].final_args == {"amount": float(HUGE), "note": "b"}
+    assert prompts.NOT_APPROVED_MESSAGE not in str(model.prompts[-1])
+
+
+async def test_quorum_after_an_edit_with_a_huge_integer_is_reached_and_runs_once(db_url):
+    """An editor's approval and a later approval of the same edited arguments count together; the call runs."""
+    ran: list[tuple[float, str]] = []
+    model = ScriptedChatModel(replies=[calls(tool_call("transfer", {"amount": HUGE, "note": "a"})), AIMessage("done")])
+    platform = RecordingPlatform(admins={"bob"})
+    async with open_service(db_url, model, _transfer_registry(ran), platform) as h:
+        await _quorum(h, "transfer", 2)
+        approval = await _pending(h)
+        edited = await h.service.decide(
+            approval.id,
+            actor("alice"),
+            Edit(edited_action=EditedAction(name="transfer", args={"amount": float(HUGE), "note": "b"})),
+        )
+        assert edited.status is ApprovalStatus.PENDING and edited.votes == ("alice",)
+        shown = await h.service.approval(approval.id)
+        decided = await h.service.decide(approval.id, actor("bob"), Approve(), seen_version=shown.version)
+        await h.service.tasks.join()
+    assert decided.status is ApprovalStatus.EDITED and set(decided.votes) == {"alice", "bob"}
+    assert ran == [(float(HUGE), "b")]
+    assert prompts.NOT_APPROVED_MESSAGE not in str(model.prompts[-1])
+
+
+@pytest.fixture
+async def target():
+    async with HttpTarget() as server:
+        yield server
+
+
+def _http_registry(target: HttpTarget) -> ToolRegistry:
+    return ToolRegistry(builtin_tools(ToolSettings(http_allowed_hosts=(target.host,))))
+
+
+async def test_a_condition_judges_the_canonical_url_and_the_card_shows_it(db_url, target):
+    """A GET spelled with an upper-case scheme, a trailing dot, `..` and a fragment still meets `startsWith`; card and request agree."""
+    written = f"HTTP://127.0.0.1.:{target.port}/x/%2E%2e/admin/reset#now"
+    canonical = f"http://127.0.0.1:{target.port}/admin/reset"
+    model = ScriptedChatModel(
+        replies=[calls(tool_call("http_request", {"method": "get", "url": written})), AIMessage("done")]
+    )
+    async with open_service(db_url, model, _http_registry(target)) as h:
+        await h.config.set_rule(
+            actor("root", is_admin=True),
+            channel_id=ALL,
+            tool_name="http_request",
+            mode=Mode.REVIEW,
+            condition=f"args.url.startsWith('http://127.0.0.1:{target.port}/admin/')",
+        )
+        approval = await _pending(h)
+        assert target.requests == []
+        assert approval.proposed_args == {"method": "GET", "url": canonical}
+        await h.service.decide(approval.id, actor("alice"), Approve())
+        await h.service.tasks.join()
+    assert [(r.method, r.path) for r in target.requests] == [("GET", "/admin/reset")]
+
+
+async def test_an_edit_with_a_user_name_in_the_url_is_refused_and_changes_nothing(db_url, target):
+    """The editor is told why; the card keeps its arguments and version, the refusal is audited, and it still works."""
+    url = target.url("/things")
+    model = ScriptedChatModel(
+        replies=[calls(tool_call("http_request", {"method": "POST", "url": url, "body": {"a": 1}})), AIMessage("ok")]
+    )
+    async with open_service(db_url, model, _http_registry(target)) as h:
+        approval = await _pending(h)
+        bad = {"method": "POST", "url": f"http://deploy:secret@{target.host}/things", "body": {"a": 1}}
+        with pytest.raises(InvalidDecisionError) as refused:
+            await h.service.decide(
+                approval.id, actor("alice"), Edit(edited_action=EditedAction(name="http_request", args=bad))
+            )
+        assert "user name or password" in refused.value.message
+        assert refused.value.field == "args.url"
+        after = await h.service.approval(approval.id)
+        assert after.status is ApprovalStatus.PENDING
+        assert after.args_under_vote == approval.args_under_vote and after.version == approval.version
+        [row] = await h.audit.recent("W1")
+        assert (row.kind, row.outcome) == (AuditKind.REFUSED, "invalid")
+        assert target.requests == []
+        await h.service.decide(approval.id, actor("alice"), Approve(), seen_version=approval.version)
+        await h.service.tasks.join()
+    assert [(r.method, r.path, r.json) for r in target.requests] == [("POST", "/things", {"a": 1})]
+
+
+async def test_an_edit_that_only_respells_the_url_keeps_the_approvals_of_that_request(db_url, target):
+    """Re-spelling the URL is no new version: a quorum vote from the card drawn before it still counts."""
+    url = target.url("/things")
+    model = ScriptedChatModel(
+        replies=[calls(tool_call("http_request", {"method": "DELETE", "url": url})), AIMessage("ok")]
+    )
+    platform = RecordingPlatform(admins={"bob"})
+    async with open_service(db_url, model, _http_registry(target), platform) as h:
+        await _quorum(h, "http_request", 2)
+        approval = await _pending(h)
+        respelled = {"method": "delete", "url": f"HTTP://127.0.0.1.:{target.port}/a/../things#x"}
+        voted = await h.service.decide(
+            approval.id, actor("alice"), Edit(edited_action=EditedAction(name="http_request", args=respelled))
+        )
+        assert voted.version == approval.version and voted.votes == ("alice",)
+        assert voted.args_under_vote == {"method": "DELETE", "url": url}
+        decided = await h.service.decide(approval.id, actor("bob"), Approve(), seen_version=approval.version)
+        await h.service.tasks.join()
+    assert decided.status is ApprovalStatus.APPROVED
+    assert [(r.method, r.path) for r in target.requests] == [("DELETE", "/things")]

@@ -1,0 +1,133 @@
+"""The canonical form of http_request arguments: one spelling per request, refusals with reasons."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bot.errors import InvalidArgumentsError
+from bot.tools.http_url import canonical_http_request_args, canonical_url
+from tests.support.url_spellings import BASE_URLS, spellings
+
+
+@pytest.mark.parametrize(
+    ("written", "canonical"),
+    [
+        ("HTTPS://Internal.Example/a", "https://internal.example/a"),
+        ("https://internal.example:443/a", "https://internal.example/a"),
+        ("HTTPS://INTERNAL.EXAMPLE:443/a", "https://internal.example/a"),  # httpx alone keeps this :443
+        ("http://internal.example:80", "http://internal.example/"),
+        ("http://internal.example:8080/a", "http://internal.example:8080/a"),
+        ("https://internal.example:0443/a", "https://internal.example/a"),
+        ("https://@internal.example/a", "https://internal.example/a"),
+        ("https://internal.example./a", "https://internal.example/a"),
+        ("https://bücher.example/a", "https://xn--bcher-kva.example/a"),
+        ("https://XN--BCHER-KVA.example/a", "https://xn--bcher-kva.example/a"),
+        (" \thttps://internal.example/a\n", "https://internal.example/a"),
+        ("https://internal.example/x/../a", "https://internal.example/a"),
+        ("https://internal.example/x/%2e%2E/a", "https://internal.example/a"),
+        ("https://internal.example/a/./b/.", "https://internal.example/a/b"),  # as httpx sends it
+        ("https://internal.example/a/b/%2e", "https://internal.example/a/b"),
+        ("https://internal.example/../../a", "https://internal.example/a"),
+        ("https://internal.example/a#admin", "https://internal.example/a"),
+        ("https://internal.example/%7e%2fA%41", "https://internal.example/~%2FAA"),
+        ("https://internal.example/100%", "https://internal.example/100%25"),
+        ("https://internal.example?q=%7e", "https://internal.example/?q=~"),
+        ("https://internal.example/a?", "https://internal.example/a"),
+        ("https://internal.example/a b", "https://internal.example/a%20b"),
+        ("https://[0:0::1]:443/a", "https://[::1]/a"),
+        ("http://127.0.0.1./a", "http://127.0.0.1/a"),
+    ],
+)
+def test_spellings_of_one_request_have_one_canonical_url(written, canonical):
+    """Case, default ports, empty userinfo, trailing dots, IDNA, whitespace, dot segments, fragments collapse."""
+    assert canonical_url(written) == canonical
+    assert canonical_url(canonical) == canonical
+
+
+@pytest.mark.parametrize(
+    ("written", "reason"),
+    [
+        ("https://user@internal.example/", "user name or password"),
+        ("https://user:secret@internal.example/", "user name or password"),
+        ("https://internal.example\\@evil.example/", "user name or password"),
+        ("https://internal%2Eexample/", "not a valid host name"),
+        ("https://internal.example\\x/", "not a valid host name"),
+        ("https://a..b/", "not a valid host name"),
+        ("https://\uff29\uff2e\uff34\uff25\uff32\uff2e\uff21\uff2c.example/", "invalid URL"),  # full-width: not IDNA
+        ("http://127.1/", "four decimal numbers"),
+        ("http://2130706433/", "four decimal numbers"),
+        ("http://0x7f.0.0.1/", "four decimal numbers"),
+        ("https://[fe80::1%25eth0]/", "zone id"),
+        ("https://internal.example:65536/", "invalid port"),
+        ("ftp://internal.example/", "absolute http:// or https:// URL"),
+        ("https:/internal.example/", "absolute http:// or https:// URL"),
+        ("/relative", "absolute http:// or https:// URL"),
+        ("https://internal.exa\tmple/", "invalid URL"),
+    ],
+)
+def test_urls_without_a_safe_spelling_are_refused_with_a_reason(written, reason):
+    """Userinfo, odd hosts, old IPv4 spellings, zone ids, bad ports and other schemes are refused, saying why."""
+    with pytest.raises(InvalidArgumentsError) as refused:
+        canonical_url(written)
+    assert reason in refused.value.message
+    assert refused.value.field == "args.url"
+
+
+def test_the_canonical_arguments_upper_case_the_method_and_keep_headers_as_written():
+    """Method upper-case, URL canonical; header names (servers may care about their case) and the body untouched."""
+    args = {
+        "method": "post",
+        "url": "HTTPS://Internal.Example:443/a",
+        "headers": {"X-Trace": "Abc", "accept": "application/json"},
+        "body": {"Keep": "AS IS"},
+    }
+    assert canonical_http_request_args(args) == {
+        "method": "POST",
+        "url": "https://internal.example/a",
+        "headers": {"X-Trace": "Abc", "accept": "application/json"},
+        "body": {"Keep": "AS IS"},
+    }
+
+
+def test_headers_differing_only_in_case_are_refused():
+    """Two headers that are one header in HTTP are refused rather than one silently dropped."""
+    with pytest.raises(InvalidArgumentsError, match="given twice"):
+        canonical_http_request_args({"method": "GET", "url": "https://h/", "headers": {"Accept": "a", "accept": "b"}})
+
+
+def test_values_of_unexpected_types_are_left_for_the_schema():
+    """A non-string URL or method is not the canonical form's business: the schema refuses it."""
+    assert canonical_http_request_args({"method": 1, "url": None, "headers": "x"}) == {
+        "method": 1,
+        "url": None,
+        "headers": "x",
+    }
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data(), base=st.sampled_from(BASE_URLS))
+def test_property_every_spelling_of_a_url_has_the_base_as_canonical_form(data, base):
+    """Whatever the spelling, the canonical URL is the base; httpx prints it unchanged; the form is idempotent."""
+    written = data.draw(spellings(base))
+    canonical = canonical_url(written)
+    assert canonical == base, written
+    assert str(httpx.URL(canonical)) == canonical
+    assert canonical_url(canonical) == canonical
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(max_size=60) | st.from_regex(r"\A[hH][tT]{2}[pP][sS]?://[^\s]{0,40}\Z"))
+def test_property_canonical_url_is_idempotent_or_refuses(text):
+    """Any text either has a canonical URL that is its own canonical form, or is refused with a reason."""
+    try:
+        canonical = canonical_url(text)
+    except InvalidArgumentsError as refused:
+        problem = refused.message
+    else:
+        problem = ""
+        assert canonical_url(canonical) == canonical
+        assert str(httpx.URL(canonical)) == canonical
+    assert problem or canonical
