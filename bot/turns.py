@@ -42,7 +42,7 @@ from bot.ports import ModelFailed, Notice, Platform, Progress, TurnFailed
 from bot.progress import DelegationTracker, ProgressFeed
 from bot.storage.approval_store import ApprovalStore
 from bot.storage.config_store import ConfigStore
-from bot.storage.conversation_store import ConversationStore
+from bot.storage.conversation_store import ConversationStore, UnfinishedRun
 
 log = logging.getLogger(__name__)
 
@@ -194,10 +194,7 @@ class TurnRunner:
                 claimed = [review for review in live.values() if review.status is not ReviewStatus.PENDING]
                 if claimed and not resumed:
                     resumed = True
-                    for review in claimed:
-                        # The decision's own follow-up did not finish; it may not have redrawn them.
-                        for approval in await self._approvals.approvals_of(review.id):
-                            await self._cards.refresh(approval)
+                    await self._redraw(claimed)
                     await self.resume(conversation, anchor=None)
                     continue
                 if await self._cards_out(conversation):
@@ -207,8 +204,22 @@ class TurnRunner:
                 if pending or claimed:
                     return Settled(blocked=True, approvals=tuple(pending))
                 continue  # the last decision committed meanwhile: its review is resuming now
-            if not finished and await self._finish_unfinished(conversation, state):
-                finished = True
+            unfinished = None if finished else await self._conversations.unfinished_run(conversation.thread_id)
+            if unfinished is not None:
+                claimed = (
+                    []
+                    if resumed
+                    else await self._approvals.reviews_in_thread(conversation.thread_id, [ReviewStatus.RESUMING])
+                )
+                resumed = True
+                if claimed:
+                    # Decisions applied, then the run was cut short: resuming finishes it and
+                    # marks the reviews done.
+                    await self._redraw(claimed)
+                    await self.resume(conversation, anchor=None)
+                else:
+                    finished = True
+                    await self._finish_unfinished(conversation, state, unfinished)
                 continue
             if state.next and unanswered_tool_calls(messages):
                 log.warning("finishing an interrupted tool round (thread_id=%s)", conversation.thread_id)
@@ -219,16 +230,21 @@ class TurnRunner:
         pending = await self._approvals.pending_in_thread(conversation.thread_id)
         return Settled(blocked=bool(state.interrupts) or bool(pending), approvals=tuple(pending))
 
-    async def _finish_unfinished(self, conversation: ConversationRef, state: StateSnapshot) -> bool:
-        """Finish a run whose outcome was never delivered; return whether there was one.
+    async def _redraw(self, reviews: Sequence[ReviewRecord]) -> None:
+        """Redraw the cards of reviews whose decision's own follow-up did not finish."""
+        for review in reviews:
+            for approval in await self._approvals.approvals_of(review.id):
+                await self._cards.refresh(approval)
+
+    async def _finish_unfinished(
+        self, conversation: ConversationRef, state: StateSnapshot, unfinished: UnfinishedRun
+    ) -> None:
+        """Finish a run whose outcome was never delivered.
 
         A run that wrote no checkpoint made no progress: there is nothing to finish (its
         message, still unhandled in the inbox, is asked again). A run with steps left goes on
         from its last checkpoint; a run that reached its end gets its answer posted.
         """
-        unfinished = await self._conversations.unfinished_run(conversation.thread_id)
-        if unfinished is None:
-            return False
         checkpoint = state.config.get("configurable", {}).get("checkpoint_id")
         if checkpoint == unfinished.from_checkpoint:
             await self._conversations.mark_delivered(conversation.thread_id)
@@ -241,7 +257,6 @@ class TurnRunner:
             log.warning("posting the undelivered outcome of a run (thread_id=%s)", conversation.thread_id)
             if await self._deliver(conversation, state.values, opened=set()):
                 await self._conversations.mark_delivered(conversation.thread_id)
-        return True
 
     async def run(
         self,

@@ -38,6 +38,10 @@ ALTER TABLE reviews
     ADD COLUMN retry_at timestamptz;
 CREATE INDEX reviews_resuming ON reviews (retry_at) WHERE status = 'resuming';
 
+-- The result of a tool call that ran to its end: a tool node re-run after a crash answers with
+-- it instead of "outcome unknown" (the checkpoint holding it may not have been written).
+ALTER TABLE tool_runs ADD COLUMN finished_at timestamptz, ADD COLUMN result jsonb;
+
 -- An approved call that was running when the bot stopped: it is never run again, and nobody
 -- knows whether it took effect; its card says so.
 ALTER TABLE approvals ADD COLUMN outcome_unknown boolean NOT NULL DEFAULT false;

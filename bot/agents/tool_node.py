@@ -22,7 +22,7 @@ from bot.agents.nodes import Node
 from bot.agents.state import AgentState
 from bot.approvals.mode import Mode
 from bot.approvals.policy import PolicyContext, ReviewPolicy
-from bot.tools.ledger import Claim, ToolRunLedger
+from bot.tools.ledger import Claim, ToolResult, ToolRunLedger
 
 log = logging.getLogger(__name__)
 
@@ -99,15 +99,34 @@ async def run_tool(
     claim = await ledger.claim(
         thread_id=thread_id, tool_call_id=call_id, tool_name=name, args=call.get("args") or {}, reviewed=reviewed
     )
-    if claim is Claim.ALREADY_STARTED:
+    if claim is Claim.FINISHED:
+        stored = await ledger.recorded(thread_id=thread_id, tool_call_id=call_id)
+        if stored is not None:
+            log.info("%s ran before an interruption; using its recorded result (tool_call_id=%s)", name, call_id)
+            return ToolMessage(content=stored.content, tool_call_id=call_id, name=name, status=stored.status)
+    if claim in (Claim.ALREADY_STARTED, Claim.FINISHED):
         log.warning("not re-running %s (tool_call_id=%s thread_id=%s)", name, call_id, thread_id)
         return _error(call, prompts.ALREADY_STARTED_MESSAGE)
     if claim is Claim.NOT_APPROVED:
         return _error(call, prompts.NOT_APPROVED_MESSAGE)
+    result = await _invoke(call, tool)
+    try:
+        await ledger.record(
+            thread_id=thread_id, tool_call_id=call_id, result=ToolResult(content=result.content, status=result.status)
+        )
+    except Exception:
+        # The result still reaches the checkpoint; only a crash before that would lose it.
+        log.exception("could not record the result of %s (tool_call_id=%s thread_id=%s)", name, call_id, thread_id)
+    return result
+
+
+async def _invoke(call: ToolCall, tool: BaseTool) -> ToolMessage:
+    """Run the tool; its own failure becomes an error result (DESIGN.md "Tool errors")."""
+    name, call_id = call["name"], str(call["id"])
     try:
         output = await tool.ainvoke({**call, "type": "tool_call"})
     except Exception as exc:
-        log.exception("tool %s failed (tool_call_id=%s thread_id=%s)", name, call_id, thread_id)
+        log.exception("tool %s failed (tool_call_id=%s)", name, call_id)
         return _error(call, f"Error: {name} failed: {type(exc).__name__}: {exc}")
     if isinstance(output, ToolMessage):
         if output.name is None:

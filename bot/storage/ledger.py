@@ -12,7 +12,7 @@ from bot.approvals.digest import args_digest
 from bot.approvals.lifecycle import ApprovalStatus
 from bot.approvals.records import ApprovalRecord
 from bot.storage.approval_store import ApprovalStore
-from bot.tools.ledger import Claim
+from bot.tools.ledger import Claim, ToolResult
 
 log = logging.getLogger(__name__)
 
@@ -77,9 +77,29 @@ class PostgresLedger:
         )
         if claimed:
             return Claim.GRANTED
+        if await self.recorded(thread_id=thread_id, tool_call_id=tool_call_id) is not None:
+            return Claim.FINISHED
         if gate is not None:
             await self._outcome_unknown(thread_id, tool_call_id)
         return Claim.ALREADY_STARTED
+
+    async def record(self, *, thread_id: str, tool_call_id: str, result: ToolResult) -> None:
+        """See `ToolRunLedger.record`."""
+        await self._pool.execute(
+            "UPDATE tool_runs SET finished_at = now(), result = $3 WHERE thread_id = $1 AND tool_call_id = $2",
+            thread_id,
+            tool_call_id,
+            {"content": result.content, "status": result.status},
+        )
+
+    async def recorded(self, *, thread_id: str, tool_call_id: str) -> ToolResult | None:
+        """See `ToolRunLedger.recorded`."""
+        stored = await self._pool.fetchval(
+            "SELECT result FROM tool_runs WHERE thread_id = $1 AND tool_call_id = $2", thread_id, tool_call_id
+        )
+        if not isinstance(stored, dict):
+            return None
+        return ToolResult(content=stored["content"], status=str(stored.get("status") or "success"))
 
     async def _outcome_unknown(self, thread_id: str, tool_call_id: str) -> None:
         approval = await self._approvals.mark_outcome_unknown(thread_id, tool_call_id)

@@ -7,11 +7,17 @@ twice"). A call that went through review runs only if its approval is decided an
 of the arguments about to run equals the approved digest (issue 4), at any depth: the tool
 node of a subagent claims through the same ledger (issue 8). A call its gate reviewed but for
 which no approval is stored is refused: nothing decided it.
+
+A call that ran to its end has its result recorded (`record`), so a node re-run after a crash
+answers with that result (`Claim.FINISHED`) instead of "outcome unknown": the result is durable
+as soon as the tool returns, whatever the checkpoint's durability mode. Only a call cut short
+while its tool ran stays unknown (tool calls are at most once, docs/decisions/0009).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
 
@@ -21,6 +27,9 @@ class Claim(StrEnum):
 
     GRANTED = "granted"
     ALREADY_STARTED = "already_started"
+    """Started before and cut short: its outcome is unknown."""
+    FINISHED = "finished"
+    """Ran to its end before; its recorded result (`ToolRunLedger.recorded`) stands."""
     NOT_APPROVED = "not_approved"
     """Reviewed, but not approved for exactly these arguments."""
 
@@ -41,11 +50,32 @@ class ToolRunLedger(Protocol):
             reviewed: whether the call's review gate stopped it for a decision.
 
         Returns:
-            GRANTED the first time for `(thread_id, tool_call_id)` when the call may run,
-            ALREADY_STARTED ever after, NOT_APPROVED when its review does not cover `args`
-            (or a reviewed call has no stored decision at all).
+            GRANTED the first time for `(thread_id, tool_call_id)` when the call may run;
+            after that FINISHED once its result is recorded, else ALREADY_STARTED; NOT_APPROVED
+            when its review does not cover `args` (or a reviewed call has no stored decision).
         """
         ...
+
+    async def record(self, *, thread_id: str, tool_call_id: str, result: ToolResult) -> None:
+        """Record the result of a granted call that ran to its end (an error result included)."""
+        ...
+
+    async def recorded(self, *, thread_id: str, tool_call_id: str) -> ToolResult | None:
+        """The recorded result of a call, if it ran to its end."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """What a tool call returned, as the ledger keeps it.
+
+    Attributes:
+        content: the result message's content (a string, or LangChain content blocks).
+        status: `success` or `error`.
+    """
+
+    content: str | list[Any]
+    status: str = "success"
 
 
 class InMemoryLedger:
@@ -57,6 +87,7 @@ class InMemoryLedger:
 
     def __init__(self) -> None:
         self._claimed: set[tuple[str, str]] = set()
+        self._results: dict[tuple[str, str], ToolResult] = {}
 
     async def claim(
         self, *, thread_id: str, tool_call_id: str, tool_name: str, args: Mapping[str, Any], reviewed: bool
@@ -64,6 +95,14 @@ class InMemoryLedger:
         """See `ToolRunLedger.claim`."""
         key = (thread_id, tool_call_id)
         if key in self._claimed:
-            return Claim.ALREADY_STARTED
+            return Claim.FINISHED if key in self._results else Claim.ALREADY_STARTED
         self._claimed.add(key)
         return Claim.GRANTED
+
+    async def record(self, *, thread_id: str, tool_call_id: str, result: ToolResult) -> None:
+        """See `ToolRunLedger.record`."""
+        self._results[(thread_id, tool_call_id)] = result
+
+    async def recorded(self, *, thread_id: str, tool_call_id: str) -> ToolResult | None:
+        """See `ToolRunLedger.recorded`."""
+        return self._results.get((thread_id, tool_call_id))
