@@ -47,9 +47,11 @@ def model_view(messages: Sequence[AnyMessage], window: int) -> list[AnyMessage]:
 
     Repair: every tool call is followed by exactly one result, in call order (Gemini pairs
     results with calls by position, DESIGN.md), with a synthetic error result where a crash
-    left one missing. Bound: at most about `window` messages, cut at a human message so that a
-    call is never separated from its result. Nothing here is stored; the checkpoint keeps the
-    full history.
+    left one missing; an AI message with neither text nor a tool call (stored by an older
+    version) is left out, since the client would send it as an empty text part, which the API
+    refuses on every call (`bot.agents.no_answer`). Bound: at most about `window` messages,
+    cut at a human message so that a call is never separated from its result. Nothing here is
+    stored; the checkpoint keeps the full history.
 
     Args:
         messages: the stored history.
@@ -80,6 +82,8 @@ def _repaired(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
         index += 1
         if isinstance(message, ToolMessage):
             continue  # an orphan result: its call is not directly before it
+        if isinstance(message, AIMessage) and not message.tool_calls and not message.text:
+            continue  # no answer: nothing for the model, and an empty part for the API
         out.append(message)
         if not (isinstance(message, AIMessage) and message.tool_calls):
             continue

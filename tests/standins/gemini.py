@@ -720,7 +720,7 @@ def _validate_declarations(body: Mapping[str, Any]) -> str | None:
     """
     tools = body.get("tools")
     for tool_index, tool in enumerate(tools if isinstance(tools, list) else []):
-        declarations = tool.get("functionDeclarations") if isinstance(tool, dict) else None
+        declarations = _field(tool, "functionDeclarations", "function_declarations") if isinstance(tool, dict) else None
         for decl_index, declaration in enumerate(declarations if isinstance(declarations, list) else []):
             where = f"GenerateContentRequest.tools[{tool_index}].function_declarations[{decl_index}]"
             name = declaration.get("name")
@@ -730,7 +730,7 @@ def _validate_declarations(body: Mapping[str, Any]) -> str | None:
                     "alphameric (a-z, A-Z, 0-9), underscores (_), dots (.), colons (:) or dashes (-), with a "
                     "maximum length of 128.\n"
                 )
-            schema = declaration.get("parametersJsonSchema")
+            schema = _field(declaration, "parametersJsonSchema", "parameters_json_schema")
             if schema is None:
                 schema = declaration.get("parameters")
             elif "parameters" in declaration:
@@ -743,6 +743,12 @@ def _validate_declarations(body: Mapping[str, Any]) -> str | None:
                 if not _PARAMETER_NAME_RE.match(str(parameter)):
                     return f"* {where}.parameters.properties[{parameter}]: Invalid parameter name.\n"
     return None
+
+
+def _field(message: Mapping[str, Any], camel: str, snake: str) -> Any:
+    """A field under either of its JSON names: proto3's JSON parser accepts both, and google-genai
+    sends some fields (``parameters_json_schema``) in snake case."""
+    return message.get(camel, message.get(snake))
 
 
 def _empty_object_schema(schema: Mapping[str, Any], where: str) -> str | None:

@@ -752,6 +752,7 @@ async def test_the_real_client_sends_signatures_back_through_a_tool_loop(make_ll
         ({"name": "bad name"}, "Invalid function name"),
         ({"name": "1st"}, "Invalid function name"),
         ({"name": "f", "parametersJsonSchema": {"type": "array"}}, "the schema must describe an object"),
+        ({"name": "f", "parameters_json_schema": {"type": "array"}}, "the schema must describe an object"),
         (
             {"name": "f", "parameters": {"type": "OBJECT"}, "parametersJsonSchema": {"type": "object"}},
             "mutually exclusive",
@@ -761,7 +762,7 @@ async def test_the_real_client_sends_signatures_back_through_a_tool_loop(make_ll
             "Invalid parameter name",
         ),
     ],
-    ids=["space", "digit-first", "not-object", "both-schemas", "parameter-name"],
+    ids=["space", "digit-first", "not-object", "not-object-snake-case", "both-schemas", "parameter-name"],
 )
 async def test_function_declarations_are_checked_as_documented(declaration, message):
     """Declarations the API reference rules out get 400 INVALID_ARGUMENT naming the declaration."""

@@ -259,16 +259,19 @@ def test_model_view_without_human_message_never_starts_with_a_result():
 def histories(draw: Any) -> list[AnyMessage]:
     """Random stored histories: turns of human text, answers and tool rounds, damaged at random.
 
-    Damage: results missing, duplicated, shuffled, or for unknown ids; orphan results anywhere.
+    Damage: results missing, duplicated, shuffled, or for unknown ids; orphan results anywhere;
+    answers without content (stored by older versions).
     """
     messages: list[AnyMessage] = [human("start")]
     counter = 0
     for _ in range(draw(st.integers(0, 12))):
-        kind = draw(st.sampled_from(["human", "answer", "round", "orphan"]))
+        kind = draw(st.sampled_from(["human", "answer", "round", "orphan", "no_answer"]))
         if kind == "human":
             messages.append(human())
         elif kind == "answer":
             messages.append(answer())
+        elif kind == "no_answer":
+            messages.append(AIMessage(content=draw(st.sampled_from(["", []]))))
         elif kind == "orphan":
             messages.append(result(f"orphan{counter}"))
             counter += 1
@@ -309,9 +312,20 @@ def test_property_model_view_is_always_well_formed(history, window):
     assert isinstance(view[0], HumanMessage)
     if len(full) > window:
         assert len(view) <= window or not any(isinstance(m, HumanMessage) for m in full[len(full) - window :])
-    # Nothing but results is lost in repair: the human and AI messages are all kept, in order.
-    kept = [m for m in history if not isinstance(m, ToolMessage)]
+    # Nothing but results and answers without content is lost in repair: the rest is kept, in order.
+    kept = [m for m in history if not isinstance(m, ToolMessage) and not _no_answer(m)]
     assert [m for m in full if not isinstance(m, ToolMessage)] == kept
+    assert not any(_no_answer(m) for m in view)
+
+
+def _no_answer(message: AnyMessage) -> bool:
+    return isinstance(message, AIMessage) and not message.tool_calls and not message.text
+
+
+def test_model_view_leaves_out_an_answer_without_content():
+    """An empty AI message from an older version is not sent: Gemini refuses it as an empty part."""
+    history = [human("a"), AIMessage(content=[]), human("b"), AIMessage(content=""), human("c")]
+    assert [m.text for m in model_view(history, 60)] == ["a", "b", "c"]
 
 
 def test_repeated_and_empty_call_ids_are_replaced():
