@@ -9,6 +9,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolCall, ToolMessage
 
 from bot.agents.prompts import INTERRUPTED_CALL_MESSAGE
+from bot.agents.signatures import with_renamed_calls
 
 
 def last_tool_call_message(messages: Sequence[AnyMessage]) -> tuple[int, AIMessage] | None:
@@ -149,7 +150,8 @@ def with_unique_call_ids(message: AIMessage, taken: Collection[str] = (), *, fre
     shared id would let one call's mode or approval stand for another's, or refuse an approved
     call as "already started". A repeated or empty id, or one in `taken`, is replaced by a
     fresh one; the ids never go back to Gemini (function calls are matched to results by
-    position and name).
+    position and name), but Gemini 3's thought signatures are kept by call id, so a renamed
+    call's signature moves with it (`bot.agents.signatures`).
 
     Args:
         message: the model's answer.
@@ -158,17 +160,13 @@ def with_unique_call_ids(message: AIMessage, taken: Collection[str] = (), *, fre
             the ids other delegations of the thread use).
     """
     seen: set[str] = set()
-    calls = []
-    for call in message.tool_calls:
+    renamed: dict[int, str] = {}
+    for position, call in enumerate(message.tool_calls):
         call_id = str(call.get("id") or "")
         if fresh or not call_id or call_id in seen or call_id in taken:
-            call_id = f"call_{uuid.uuid4().hex}"
-            call = {**call, "id": call_id}
+            call_id = renamed[position] = f"call_{uuid.uuid4().hex}"
         seen.add(call_id)
-        calls.append(call)
-    if calls == message.tool_calls:
-        return message
-    return message.model_copy(update={"tool_calls": calls})
+    return with_renamed_calls(message, renamed)
 
 
 def call_ids(messages: Sequence[AnyMessage]) -> set[str]:

@@ -10,28 +10,18 @@ results, signatures), so the follow-up message proves it.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
-from langchain_core.messages import AIMessage
 from langchain_core.tools import StructuredTool
 
 from bot.agents import prompts
 from bot.agents.kind import AgentKind
-from bot.agents.model import build_chat_model, call_options
-from bot.agents.subagent_specs import SubagentSpec
 from bot.approvals.mode import Mode
 from bot.errors import ModelErrorKind, NoAnswerReason
 from bot.ports import ModelFailed
-from bot.settings import GeminiSettings
-from bot.tools.registry import ToolRegistry, ToolSpec
+from bot.tools.registry import ToolSpec
 from tests.standins.gemini import (
-    GeminiReply,
-    GeminiRequest,
-    GeminiStandIn,
-    ScriptedResponder,
     blocked,
     call,
     empty,
@@ -40,12 +30,9 @@ from tests.standins.gemini import (
     stopped,
     text,
 )
-from tests.support.recording_platform import RecordingPlatform
-from tests.support.service import Harness, conversation, message, open_service
+from tests.support.gemini_service import gemini_core, model_notices, no_empty_answers, stored
+from tests.support.service import conversation, message
 from tests.support.tools import ToolLog, make_test_registry
-
-KEY = "faults-key"
-RESEARCHER = SubagentSpec(name="researcher", description="Looks things up.", prompt="You research.", tools=("lookup",))
 
 
 @pytest.fixture
@@ -56,66 +43,6 @@ def tool_log() -> ToolLog:
 @pytest.fixture
 def registry(tool_log):
     return make_test_registry(tool_log)
-
-
-def echo(request: GeminiRequest) -> GeminiReply:
-    """After tool results: "Result: <what the model saw>"; else "You said: <text>"."""
-    if request.function_responses:
-        return text("Result: " + "; ".join(str(response) for _, response in request.function_responses))
-    return text(f"You said: {request.last_user_text}")
-
-
-@asynccontextmanager
-async def gemini_core(
-    db_url: str,
-    registry: ToolRegistry,
-    replies: list[GeminiReply | str],
-    *,
-    agent: AgentKind = AgentKind.REACT,
-    rules: tuple[Callable[[GeminiRequest], GeminiReply | None], ...] = (),
-    **gemini: Any,
-) -> AsyncIterator[tuple[Harness, GeminiStandIn]]:
-    """The core with the real Gemini client against a stand-in answering `replies`, then `echo`."""
-    responder = ScriptedResponder(replies, rules=rules)
-    responder.add_rule(lambda request: echo(request) if responder.remaining == 0 else None)
-    async with GeminiStandIn(responder, api_key=KEY, allow_signature_placeholders=False) as server:
-        settings = GeminiSettings(
-            api_key=KEY,
-            base_url=server.base_url,
-            **{
-                "max_attempts": 3,
-                "retry_initial_delay_s": 0.01,
-                "retry_max_delay_s": 0.05,
-                "retry_announce_after_s": 0.5,
-                **gemini,
-            },
-        )
-        model = build_chat_model(settings)
-        async with open_service(
-            db_url,
-            model,
-            registry,
-            RecordingPlatform(),
-            subagents=(RESEARCHER,),
-            default_agent=agent,
-            model_kwargs=call_options(settings),
-        ) as h:
-            yield h, server
-        await model.aclose()
-
-
-def model_notices(h: Harness) -> list[ModelFailed]:
-    return [notice for _, notice, _ in h.platform.notices if isinstance(notice, ModelFailed)]
-
-
-async def stored(h: Harness, agent: AgentKind = AgentKind.REACT) -> list[Any]:
-    conv = conversation()
-    state = await h.graph(conv, agent).aget_state({"configurable": {"thread_id": conv.thread_id}})
-    return list(state.values.get("messages", []))
-
-
-def no_empty_answers(messages: list[Any]) -> bool:
-    return not any(isinstance(m, AIMessage) and not m.tool_calls and not m.text for m in messages)
 
 
 # --- answers without text (finding 1) --------------------------------------------------------

@@ -77,6 +77,7 @@ async def open_service(
     models: Mapping[str, BaseChatModel] | None = None,
     default_agent: AgentKind = AgentKind.REACT,
     model_kwargs: dict[str, Any] | None = None,
+    history_window: int = 60,
 ) -> AsyncIterator[Harness]:
     """The core as `countersign run` wires it, on `db_url`, with `model` as every agent's model.
 
@@ -95,6 +96,7 @@ async def open_service(
             model_named=(lambda name: models[name]) if models is not None else None,
             default_agent=default_agent,
             model_kwargs=model_kwargs,
+            history_window=history_window,
         )
         service = core.service
         service.start()

@@ -359,3 +359,57 @@ def test_integers_beyond_64_bits_become_floats_so_the_checkpoint_can_be_written(
     args = without_nul(message).tool_calls[0]["args"]
     assert args == {"n": float(2**70), "m": float(-(2**63) - 2**22), "k": 5}
     assert isinstance(args["n"], float) and isinstance(args["k"], int)
+
+
+# with_unique_call_ids: Gemini 3 thought signatures follow renamed calls -------------------------
+
+
+def signed(*ids: str, signatures: dict[str, str]) -> AIMessage:
+    """An AI message calling `lookup` once per id, with langchain-google-genai's signature map."""
+    from bot.agents.signatures import SIGNATURES_KEY
+
+    message = calls(*ids)
+    message.additional_kwargs[SIGNATURES_KEY] = dict(signatures)
+    return message
+
+
+def signatures_of(message: AIMessage) -> dict[str, str]:
+    from bot.agents.signatures import SIGNATURES_KEY
+
+    return dict(message.additional_kwargs.get(SIGNATURES_KEY, {}))
+
+
+def test_a_call_renamed_because_its_id_was_taken_keeps_its_signature():
+    """Gemini reused an id of an earlier turn: the call gets a new id and its signature moves with it."""
+    fixed = with_unique_call_ids(signed("c1", signatures={"c1": "sig-1"}), taken={"c1"})
+    [call] = fixed.tool_calls
+    assert call["id"] != "c1"
+    assert signatures_of(fixed) == {call["id"]: "sig-1"}
+
+
+def test_fresh_ids_move_every_signature():
+    """A subagent's calls all get fresh ids; the signed first call keeps its signature under the new id."""
+    fixed = with_unique_call_ids(signed("a", "b", signatures={"a": "sig-a"}), fresh=True)
+    first, second = (call["id"] for call in fixed.tool_calls)
+    assert {first, second}.isdisjoint({"a", "b"})
+    assert signatures_of(fixed) == {first: "sig-a"}
+
+
+def test_a_shared_id_leaves_the_signature_with_the_first_call():
+    """Two calls sharing one id: the second is renamed, the signature stays with the first (Gemini signs the first)."""
+    fixed = with_unique_call_ids(signed("dup", "dup", signatures={"dup": "sig"}))
+    first, second = (call["id"] for call in fixed.tool_calls)
+    assert first == "dup" and second != "dup"
+    assert signatures_of(fixed) == {"dup": "sig"}
+    both_renamed = with_unique_call_ids(signed("dup", "dup", signatures={"dup": "sig"}), taken={"dup"})
+    first, _ = (call["id"] for call in both_renamed.tool_calls)
+    assert signatures_of(both_renamed) == {first: "sig"}
+
+
+def test_the_signature_key_is_langchain_google_genais():
+    """Our copy of the private key still names the map langchain-google-genai reads (an upgrade would show here)."""
+    from langchain_google_genai import chat_models
+
+    from bot.agents.signatures import SIGNATURES_KEY
+
+    assert chat_models._FUNCTION_CALL_THOUGHT_SIGNATURES_MAP_KEY == SIGNATURES_KEY
