@@ -18,27 +18,27 @@ from bot.errors import ModelError, ModelErrorKind
 def to_model_error(exc: BaseException) -> ModelError:
     """Map an exception raised by the chat model to a `ModelError`.
 
-    Retries already happened inside the client (google-genai's `HttpRetryOptions`), so this
-    is the final outcome. LangChain's provider-neutral `ModelError` family is checked first,
+    Used to decide whether to retry (`bot.agents.model_retry`) and, after the retries, for the
+    final outcome. LangChain's provider-neutral `ModelError` family is checked first,
     then google-genai's `APIError` codes, then transport failures, along the exception's cause
     chain (langchain-google-genai wraps some API errors, e.g. a 408 or 413, in a plain
     `ChatGoogleGenerativeAIError` raised from the original).
 
     A 400 about the request's function declarations becomes `TOOLS_REFUSED` (a tool's name or
-    schema, fixed by an administrator, not by the user); a 429's `RetryInfo` is kept in
-    `retry_after_s`.
+    schema, fixed by an administrator, not by the user). A `ModelError` (the retry loop's, when
+    Google asked for a longer wait than it may spend) is returned as it is.
 
     Raises:
         The original exception when it is not a model failure (a bug should stay loud).
     """
+    if isinstance(exc, ModelError):
+        return exc
     seen: BaseException | None = exc
     while seen is not None:
-        found = _classify(seen, _one_line(exc))
+        found = _classify(seen, one_line(exc))
         if found is not None:
             if found.kind is ModelErrorKind.REJECTED and _about_tools(found.detail):
                 return ModelError(ModelErrorKind.TOOLS_REFUSED, found.detail)
-            if found.kind is ModelErrorKind.BUSY:
-                return ModelError(found.kind, found.detail, retry_after_s=retry_advice(exc))
             return found
         seen = seen.__cause__
     # Anything else is a bug in our code or the client; the service reports it as internal.
@@ -111,7 +111,8 @@ def _about_tools(detail: str) -> bool:
     return "function_declarations" in detail or "GenerateContentRequest.tools" in detail
 
 
-def _one_line(exc: BaseException) -> str:
+def one_line(exc: BaseException) -> str:
+    """The exception's message on one line, at most 300 characters (its class name when empty)."""
     text = " ".join(str(exc).split())
     return text[:300] if text else type(exc).__name__
 

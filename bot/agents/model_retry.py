@@ -21,8 +21,8 @@ from typing import TypeVar
 
 from langgraph.config import get_stream_writer
 
-from bot.agents.model_errors import retry_advice, to_model_error
-from bot.errors import ModelErrorKind
+from bot.agents.model_errors import one_line, retry_advice, to_model_error
+from bot.errors import ModelError, ModelErrorKind
 from bot.settings import GeminiSettings
 
 log = logging.getLogger(__name__)
@@ -119,8 +119,10 @@ async def with_retries(
         sleep: how to wait (tests may pass a fake).
 
     Raises:
+        ModelError: `BUSY` with `retry_after_s`, at once, when a 429 asks for a longer wait
+            than `policy.max_wait_s` leaves (the user is told how long Google asks to wait).
         The last attempt's exception, unchanged, when it is not retryable, when the attempts
-        are used up, or when the next wait would exceed `policy.max_wait_s`.
+        are used up, or when the next wait without advice would exceed `policy.max_wait_s`.
     """
     waited = 0.0
     attempt = 1
@@ -135,6 +137,8 @@ async def with_retries(
             delay = max(0.0, advised) if advised is not None else policy.backoff_s(attempt)
             if waited + delay > policy.max_wait_s:
                 log.warning("model call failed (%s); a retry in %.1fs would exceed the wait budget", kind, delay)
+                if advised is not None:
+                    raise ModelError(kind, one_line(exc), retry_after_s=advised) from exc
                 raise
             attempt += 1
             log.info("model call failed (%s: %s); attempt %d in %.1fs", kind, _first_line(exc), attempt, delay)

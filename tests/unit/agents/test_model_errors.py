@@ -218,8 +218,13 @@ def test_a_429_keeps_googles_retry_advice(details, seconds):
     """RetryInfo's retryDelay is read through langchain's wrapper; without usable advice there is none."""
     error = rate_limited(details)
     assert retry_advice(error) == seconds
-    model_error = to_model_error(error)
-    assert (model_error.kind, model_error.retry_after_s) == (BUSY, seconds)
+    assert kind_of(error) is BUSY
+
+
+def test_a_model_error_is_already_classified():
+    """The retry loop's own ModelError (advice beyond the budget) passes through unchanged."""
+    error = ModelError(BUSY, "429", retry_after_s=90.0)
+    assert to_model_error(error) is error
 
 
 def test_a_refused_tool_declaration_is_told_apart():

@@ -9,7 +9,7 @@ from google.genai import errors as genai_errors
 from langchain_core import exceptions as lc
 
 from bot.agents.model_retry import ModelWait, RetryPolicy, with_retries
-from bot.errors import ModelErrorKind
+from bot.errors import ModelError, ModelErrorKind
 
 POLICY = RetryPolicy(attempts=4, initial_delay_s=1.0, max_delay_s=8.0, max_wait_s=60.0, announce_after_s=5.0)
 
@@ -52,11 +52,21 @@ async def test_a_429_waits_as_long_as_google_asks_and_says_so():
 
 
 async def test_a_429_asking_for_more_than_the_budget_fails_at_once():
-    """retryDelay beyond GEMINI_RETRY_MAX_WAIT: no wait at all, the 429 is raised with its advice."""
+    """retryDelay beyond GEMINI_RETRY_MAX_WAIT: no wait at all, a busy error carrying Google's advice."""
     script = Script(too_many("120s"))
+    with pytest.raises(ModelError) as info:
+        await script.run()
+    assert (info.value.kind, info.value.retry_after_s) == (ModelErrorKind.BUSY, 120.0)
+    assert isinstance(info.value.__cause__, genai_errors.ClientError)
+    assert (script.attempts, script.slept, script.announced) == (1, [], [])
+
+
+async def test_honoured_advice_is_not_repeated_when_the_attempts_run_out():
+    """Every 429 asked for 1 s and got it: the last 429 is raised as is (no "wait about 1 second")."""
+    script = Script(*(too_many("1s") for _ in range(5)))
     with pytest.raises(genai_errors.ClientError):
         await script.run()
-    assert (script.attempts, script.slept, script.announced) == (1, [], [])
+    assert script.slept == [1.0, 1.0, 1.0]
 
 
 async def test_server_errors_back_off_and_short_waits_are_not_announced():
@@ -79,9 +89,13 @@ async def test_timeouts_are_retried_until_the_attempts_run_out():
 async def test_the_wait_budget_bounds_the_sum_of_waits():
     """Waits that add up beyond max_wait_s stop the retries before the wait that would cross it."""
     script = Script(too_many("4s"), too_many("4s"), too_many("4s"))
-    with pytest.raises(genai_errors.ClientError):
+    with pytest.raises(ModelError):
         await script.run(RetryPolicy(attempts=10, max_wait_s=10.0))
     assert script.slept == [4.0, 4.0]
+    backoff = Script(*(TimeoutError() for _ in range(10)))
+    with pytest.raises(TimeoutError):
+        await backoff.run(RetryPolicy(attempts=10, initial_delay_s=4.0, max_delay_s=4.0, max_wait_s=10.0))
+    assert backoff.attempts < 10 and sum(backoff.slept) <= 10.0  # stopped by the budget, not the attempts
 
 
 @pytest.mark.parametrize(
