@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from bot.ports import Activity
+from bot.errors import ModelErrorKind, NoAnswerReason
+from bot.ports import Activity, ModelFailed
 
 _KEEP = {"\n", "\t"}
 
@@ -48,11 +50,13 @@ class ProgressWords:
     waiting_many: str
     agent: str
     """When no subagent works or waits any more (the supervisor writes the answer)."""
+    retrying: Mapping[ModelErrorKind, str]
+    """A model call waits to be tried again, by why it failed; each with a `{wait}` slot."""
     joiner: str = " · "
 
 
 def progress_line(activity: Activity, words: ProgressWords, escape: Callable[[str], str]) -> str:
-    """The indicator's text for `activity`: who works, then who waits for a card."""
+    """The indicator's text for `activity`: who works, then who waits for a card, then a model retry."""
     parts = []
     for names, one, many in (
         (activity.subagents, words.working_one, words.working_many),
@@ -61,4 +65,45 @@ def progress_line(activity: Activity, words: ProgressWords, escape: Callable[[st
         if names:
             text, plural = who_is_working(names)
             parts.append((many if plural else one).format(names=escape(text)))
+    if activity.retrying is not None:
+        retry = activity.retrying
+        sentence = words.retrying.get(retry.kind, words.retrying[ModelErrorKind.UNAVAILABLE])
+        parts.append(sentence.format(wait=duration_words(retry.wait_s)))
     return words.joiner.join(parts) if parts else words.agent
+
+
+def shows_something(activity: Activity) -> bool:
+    """Whether `activity` is worth a progress message of its own (a plain turn posts none)."""
+    return bool(activity.subagents or activity.waiting or activity.retrying)
+
+
+def model_failed_text(
+    notice: ModelFailed,
+    *,
+    by_kind: Mapping[ModelErrorKind, str],
+    no_answer: Mapping[NoAnswerReason, str],
+    busy_for: str,
+) -> str:
+    """One platform's sentence for a `ModelFailed` notice.
+
+    Args:
+        notice: the notice.
+        by_kind: the sentence for each kind of failure (all but `NO_ANSWER`).
+        no_answer: the sentence for each reason the model gave no answer.
+        busy_for: the rate-limit sentence with a `{wait}` slot, used when Google said how long to wait.
+    """
+    if notice.kind is ModelErrorKind.NO_ANSWER:
+        return no_answer[notice.reason or NoAnswerReason.EMPTY]
+    if notice.kind is ModelErrorKind.BUSY and notice.retry_after_s:
+        return busy_for.format(wait=duration_words(notice.retry_after_s))
+    return by_kind[notice.kind]
+
+
+def duration_words(seconds: float) -> str:
+    """`seconds` rounded up for people: "40 seconds", "3 minutes", "2 hours"."""
+    whole = max(1, math.ceil(seconds))
+    for unit, size in (("hour", 3600), ("minute", 60)):
+        if whole >= size * 2 or (unit == "minute" and whole >= 90):
+            count = math.ceil(whole / size)
+            return f"{count} {unit}s"
+    return f"{whole} second" if whole == 1 else f"{whole} seconds"

@@ -45,6 +45,30 @@ class ModelErrorKind(StrEnum):
     """The API key was refused (missing, invalid, or without permission)."""
     NOT_FOUND = "not_found"
     """The model name does not exist (`GEMINI_MODEL`)."""
+    TOOLS_REFUSED = "tools_refused"
+    """A 400 about the request's function declarations: a tool's name or schema was refused."""
+    NO_ANSWER = "no_answer"
+    """The model answered with neither text nor a tool call, also when asked once more
+    (`NoAnswerError` says why)."""
+
+
+class NoAnswerReason(StrEnum):
+    """Why the model gave no answer, as far as Gemini says (`bot.agents.no_answer`)."""
+
+    BLOCKED = "blocked"
+    """The prompt was blocked (`promptFeedback.blockReason`): no candidate at all."""
+    SAFETY = "safety"
+    """The reply was withheld by safety filters (`SAFETY`, `PROHIBITED_CONTENT`, `BLOCKLIST`, `SPII`)."""
+    RECITATION = "recitation"
+    """The reply was withheld because it resembled published text (`RECITATION`)."""
+    MAX_TOKENS = "max_tokens"
+    """The output limit was reached before any text (`MAX_TOKENS`; thinking can use it up)."""
+    MALFORMED_CALL = "malformed_call"
+    """A function call Gemini or the client could not parse (`MALFORMED_FUNCTION_CALL`, ...)."""
+    EMPTY = "empty"
+    """A normal stop with nothing in it (an empty text part, or no parts)."""
+    OTHER = "other"
+    """Any other finish reason (`OTHER`, `LANGUAGE`, ...)."""
 
 
 class ModelError(CountersignError):
@@ -53,12 +77,31 @@ class ModelError(CountersignError):
     Args:
         kind: the class of failure.
         detail: the client's message (no secrets: Google's errors do not echo the key).
+        retry_after_s: for `BUSY`, how long Google asked to wait (`google.rpc.RetryInfo`), when
+            that was longer than the bot's retries could wait.
     """
 
-    def __init__(self, kind: ModelErrorKind, detail: str) -> None:
+    def __init__(self, kind: ModelErrorKind, detail: str, *, retry_after_s: float | None = None) -> None:
         super().__init__(f"model call failed ({kind}): {detail}")
         self.kind = kind
         self.detail = detail
+        self.retry_after_s = retry_after_s
+
+
+class NoAnswerError(ModelError):
+    """The model answered with neither text nor a tool call (kind `NO_ANSWER`).
+
+    Nothing of that answer is stored: an AI message without content would be sent back to
+    Gemini as an empty text part, which the API refuses on every later call.
+
+    Args:
+        reason: why, as far as Gemini says.
+        detail: Gemini's own words (finish reason, block reason, finish message), for the log.
+    """
+
+    def __init__(self, reason: NoAnswerReason, detail: str) -> None:
+        super().__init__(ModelErrorKind.NO_ANSWER, detail)
+        self.reason = reason
 
 
 class ApprovalNotFoundError(CountersignError):

@@ -12,7 +12,7 @@ from typing import Protocol
 
 from bot.approvals.records import ApprovalRecord
 from bot.conversation import Actor, ConversationRef
-from bot.errors import ModelErrorKind
+from bot.errors import ModelError, ModelErrorKind, NoAnswerError, NoAnswerReason
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -78,9 +78,23 @@ class ReviewPending:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelFailed:
-    """The model failed after its retries; the message is kept and the thread stays usable."""
+    """The model failed after its retries, or gave no answer; the message is kept and the thread stays usable.
+
+    Attributes:
+        kind: the class of failure.
+        reason: for `ModelErrorKind.NO_ANSWER`, why Gemini gave none.
+        retry_after_s: for `ModelErrorKind.BUSY`, how long Google asked to wait, when known.
+    """
 
     kind: ModelErrorKind
+    reason: NoAnswerReason | None = None
+    retry_after_s: float | None = None
+
+    @classmethod
+    def of(cls, error: ModelError) -> ModelFailed:
+        """The notice for a model error."""
+        reason = error.reason if isinstance(error, NoAnswerError) else None
+        return cls(kind=error.kind, reason=reason, retry_after_s=error.retry_after_s)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -91,6 +105,19 @@ class TurnFailed:
 
 
 Notice = ReviewPending | ModelFailed | TurnFailed | CardsElsewhere | ApprovalExpired
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelRetry:
+    """A model call failed and the bot tries again after a wait long enough to say so.
+
+    Attributes:
+        kind: `BUSY` (rate limited) or `UNAVAILABLE` (a server error, a timeout).
+        wait_s: seconds until the next attempt.
+    """
+
+    kind: ModelErrorKind
+    wait_s: float
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -106,6 +133,8 @@ class Activity:
         continued: the subagent whose delegation goes on after its cards were decided, if
             that is the news.
         query: the started delegation's task.
+        retrying: set when that is the news: a model call (the agent's or a subagent's) failed
+            and is tried again after a wait of several seconds.
     """
 
     subagents: tuple[str, ...] = ()
@@ -113,6 +142,7 @@ class Activity:
     started: str | None = None
     continued: str | None = None
     query: str = ""
+    retrying: ModelRetry | None = None
 
 
 class Progress(Protocol):

@@ -1,7 +1,7 @@
-"""What the progress indicator shows during a run: who works, who waits for a card.
+"""What the progress indicator shows during a run: who works, who waits for a card, a model retry.
 
-`DelegationTracker` turns the run's stream (delegation events, interrupts) into `Activity`
-values; `ProgressFeed` hands them to the platform's `Progress` without holding up the run.
+`DelegationTracker` turns the run's stream (delegation events, interrupts, model waits) into
+`Activity` values; `ProgressFeed` hands them to the platform's `Progress` without holding up the run.
 """
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ from collections.abc import Iterable
 from langgraph.types import Interrupt
 
 from bot.agents.delegation import DelegationEvent
+from bot.agents.model_retry import ModelWait
 from bot.approvals.requests import action_requests
-from bot.ports import Activity, Progress
+from bot.ports import Activity, ModelRetry, Progress
 
 log = logging.getLogger(__name__)
 
@@ -79,13 +80,25 @@ class DelegationTracker:
         self._waiting.append(name)
         return self._activity()
 
-    def _activity(self, *, started: str | None = None, continued: str | None = None, query: str = "") -> Activity:
+    def on_model_wait(self, wait: ModelWait) -> Activity:
+        """The activity while a failed model call waits to be tried again (who works stays as it was)."""
+        return self._activity(retrying=ModelRetry(kind=wait.kind, wait_s=wait.seconds))
+
+    def _activity(
+        self,
+        *,
+        started: str | None = None,
+        continued: str | None = None,
+        query: str = "",
+        retrying: ModelRetry | None = None,
+    ) -> Activity:
         return Activity(
             subagents=tuple(self._working.values()),
             waiting=tuple(self._waiting),
             started=started,
             continued=continued,
             query=query,
+            retrying=retrying,
         )
 
 

@@ -63,10 +63,19 @@ class GeminiSettings(BaseSettings):
     base_url: str | None = Field(default=None, validation_alias="GEMINI_BASE_URL")
     """API base URL override (a local stand-in in tests); unset means Google's endpoint."""
     max_attempts: int = Field(default=4, ge=1, le=10, validation_alias="GEMINI_MAX_ATTEMPTS")
-    """Attempts per model call, the first included; retried on 408, 429 and 5xx only."""
+    """Attempts per model call, the first included; retried on 408, 429, 5xx, timeouts and
+    connection failures only (`bot.agents.model_retry`)."""
     retry_initial_delay_s: float = Field(default=1.0, ge=0, validation_alias="GEMINI_RETRY_INITIAL_DELAY")
+    """The first wait before a retry when Google gives no advice; doubled per attempt."""
     retry_max_delay_s: float = Field(default=20.0, ge=0)
+    """The longest single wait without advice."""
+    retry_max_wait_s: float = Field(default=60.0, ge=0, le=3600, validation_alias="GEMINI_RETRY_MAX_WAIT")
+    """The most seconds one model call spends waiting between attempts; a 429 asking for a
+    longer wait (`retryDelay`) fails at once and the user is told how long Google asks to wait."""
+    retry_announce_after_s: float = Field(default=5.0, ge=0)
+    """A wait before a retry at least this long is shown in the progress indicator."""
     timeout_s: float = Field(default=60.0, gt=0, validation_alias="GEMINI_TIMEOUT")
+    """Seconds one attempt may take."""
 
     @field_validator("model", mode="before")
     @classmethod

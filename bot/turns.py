@@ -25,10 +25,11 @@ from langchain_core.tools import BaseTool
 from langgraph.errors import GraphRecursionError
 from langgraph.types import Command, Interrupt, StateSnapshot
 
-from bot.agents import prompts
 from bot.agents.delegation import DelegationEvent
 from bot.agents.history import unanswered_tool_calls
 from bot.agents.kind import AgentKind
+from bot.agents.model_retry import ModelWait
+from bot.agents.no_answer import no_answer_reason
 from bot.agents.pool import AgentPool
 from bot.agents.review_agent import ReviewAgent
 from bot.approvals.decisions import validate_decisions
@@ -37,7 +38,7 @@ from bot.approvals.records import ApprovalRecord, NewAction, ReviewRecord
 from bot.approvals.requests import action_requests
 from bot.cards import CardDesk
 from bot.conversation import Actor, ConversationRef
-from bot.errors import InvalidDecisionError, ModelError
+from bot.errors import InvalidDecisionError, ModelError, ModelErrorKind, NoAnswerReason
 from bot.ports import ModelFailed, Notice, Platform, Progress, TurnFailed
 from bot.progress import DelegationTracker, ProgressFeed
 from bot.storage.approval_store import ApprovalStore
@@ -292,7 +293,7 @@ class TurnRunner:
                 result = await self._stream(conversation, graph, graph_input, progress, tracker, seen)
         except ModelError as exc:
             log.warning("model failed (thread_id=%s): %s", conversation.thread_id, exc)
-            return await self._failed(conversation, ModelFailed(kind=exc.kind))
+            return await self._failed(conversation, ModelFailed.of(exc))
         except GraphRecursionError:
             # The step guard should make this impossible; if it happens, it is a bug.
             log.exception("recursion limit hit despite the step guard (thread_id=%s)", conversation.thread_id)
@@ -490,7 +491,9 @@ class TurnRunner:
         before its card shows (LangGraph ends the step, and the run, only when every task of it
         has): the stream carries each interrupt as it is raised, and its review opens at once.
         The cards can be decided before the run ends; the resume then waits for the thread lock.
-        Progress goes through `ProgressFeed`, so a slow platform never holds up the run.
+        Progress goes through `ProgressFeed`, so a slow platform never holds up the run. The
+        stream includes subgraphs, so that a subagent's model waits (`ModelWait`) are shown
+        too; only the conversation's own state (namespace `()`) counts as the run's state.
 
         Args:
             conversation: the conversation.
@@ -508,12 +511,16 @@ class TurnRunner:
         raised: dict[str, Interrupt] = {}
         feed = ProgressFeed(progress, conversation.thread_id)
         stream = graph.astream(
-            cast(Any, graph_input), self.config(conversation), stream_mode=["values", "custom"], version="v2"
+            cast(Any, graph_input),
+            self.config(conversation),
+            stream_mode=["values", "custom"],
+            version="v2",
+            subgraphs=True,
         )
         try:
             async for part in stream:
                 chunk = cast(Mapping[str, Any], part)
-                if chunk["type"] == "values":
+                if chunk["type"] == "values" and not chunk.get("ns"):
                     latest = dict(chunk["data"])
                     for interrupt in chunk.get("interrupts") or ():
                         raised.setdefault(interrupt.id, interrupt)
@@ -525,6 +532,8 @@ class TurnRunner:
                         feed.show(tracker.on_interrupt(interrupt))
                 elif chunk["type"] == "custom" and isinstance(chunk["data"], DelegationEvent):
                     feed.show(tracker.on_event(chunk["data"]))
+                elif chunk["type"] == "custom" and isinstance(chunk["data"], ModelWait):
+                    feed.show(tracker.on_model_wait(chunk["data"]))
         finally:
             await feed.close()
         return {**latest, "__interrupt__": list(raised.values())} if raised else latest
@@ -534,7 +543,9 @@ class TurnRunner:
 
         Pauses whose ids are not in `opened` get their reviews opened first. A post that fails
         (after the platform client's own retries) is logged and reported as False: the run
-        stays marked unfinished and `settle` posts it again later.
+        stays marked unfinished and `settle` posts it again later. Nothing empty is posted: a
+        run that ended on an answer without text (stored by an older version; `llm_call` no
+        longer stores one) is told as a `ModelFailed` notice saying why.
         """
         messages: list[AnyMessage] = result.get("messages", [])
         interrupts: list[Interrupt] = result.get("__interrupt__", [])
@@ -547,9 +558,11 @@ class TurnRunner:
         text = answer.text if isinstance(answer, AIMessage) else ""
         if not text.strip():
             # Silence would leave the asker guessing whether anything was done (a delegation
-            # may have run approved calls): say that there is no answer.
+            # may have run approved calls): say that there is no answer, and why.
+            reason = no_answer_reason(answer) if isinstance(answer, AIMessage) else None
             log.warning("turn ended without text to post (thread_id=%s)", conversation.thread_id)
-            text = prompts.EMPTY_ANSWER
+            notice = ModelFailed(kind=ModelErrorKind.NO_ANSWER, reason=reason or NoAnswerReason.EMPTY)
+            return await self.notify(conversation, notice, recipient=None)
         try:
             await self.platform(conversation).post_answer(conversation, text)
         except Exception:

@@ -6,9 +6,10 @@ import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
+from adapters.display import duration_words, model_failed_text
 from bot.approvals.lifecycle import ApprovalStatus
 from bot.conversation import Actor, ConversationRef
-from bot.errors import ModelErrorKind
+from bot.errors import ModelErrorKind, NoAnswerReason
 from bot.ports import (
     Activity,
     ApprovalCard,
@@ -30,6 +31,21 @@ _NOTICES = {
     ModelErrorKind.REJECTED: "The model refused the request; see the log for details.",
     ModelErrorKind.AUTH: "The model service refused the API key; check GOOGLE_API_KEY.",
     ModelErrorKind.NOT_FOUND: "The model does not exist; check GEMINI_MODEL.",
+    ModelErrorKind.TOOLS_REFUSED: "The model service refused the tool definitions; see the log for details.",
+}
+_RETRYING = {
+    ModelErrorKind.BUSY: "the model is rate limited; trying again in {wait}",
+    ModelErrorKind.UNAVAILABLE: "the model did not answer; trying again in {wait}",
+}
+_BUSY_FOR = "The model is rate limited; Google asks to wait about {wait}. Your message is kept."
+_NO_ANSWER = {
+    NoAnswerReason.BLOCKED: "The model gave no answer: Gemini blocked the request (safety filters). Try rephrasing.",
+    NoAnswerReason.SAFETY: "The model gave no answer: Gemini withheld the reply (safety filters). Try rephrasing.",
+    NoAnswerReason.RECITATION: "The model gave no answer: the reply resembled published text. Ask differently.",
+    NoAnswerReason.MAX_TOKENS: "The model gave no answer: it hit its output limit. Ask for less at once.",
+    NoAnswerReason.MALFORMED_CALL: "The model gave no answer: its tool call could not be read. Try again.",
+    NoAnswerReason.EMPTY: "The model gave no answer: its reply was empty. Try again or rephrase.",
+    NoAnswerReason.OTHER: "The model gave no answer, and Gemini did not say why. Try again.",
 }
 
 
@@ -81,7 +97,7 @@ class ConsolePlatform:
             tools = ", ".join(a.tool_name for a in notice.approvals) or "a call being worked on"
             self.write(f"!  A tool call is waiting for your decision first: {tools}")
         elif isinstance(notice, ModelFailed):
-            self.write(f"!  {_NOTICES[notice.kind]}")
+            self.write("!  " + model_failed_text(notice, by_kind=_NOTICES, no_answer=_NO_ANSWER, busy_for=_BUSY_FOR))
         else:
             self.write(f"!  Something went wrong; see the log (conversation {notice.thread_id}).")
 
@@ -111,13 +127,16 @@ class _Progress:
         self._write = write
 
     async def show(self, activity: Activity) -> None:
-        """Print a delegation that starts or continues after a decision; other changes print nothing."""
+        """Print a delegation that starts or continues after a decision, and a model retry; nothing else."""
         if activity.started is not None:
             query = " ".join(activity.query.split())
             query = query if len(query) <= 100 else query[:99] + "…"
             self._write(f"   … {activity.started} is working: {query}")
         elif activity.continued is not None:
             self._write(f"   … {activity.continued} continues after the decision")
+        elif activity.retrying is not None:
+            why = _RETRYING.get(activity.retrying.kind, _RETRYING[ModelErrorKind.UNAVAILABLE])
+            self._write("   … " + why.format(wait=duration_words(activity.retrying.wait_s)))
 
 
 def _elsewhere_or_expired(notice: CardsElsewhere | ApprovalExpired) -> str:

@@ -13,9 +13,8 @@ from adapters.discord import messages as msg
 from adapters.discord.buttons import card_view
 from adapters.discord.cards import card_embed
 from adapters.discord.conversations import DM, target_channel_id
-from adapters.display import progress_line
+from adapters.display import model_failed_text, progress_line, shows_something
 from bot.conversation import Actor, ConversationRef
-from bot.errors import ModelErrorKind
 from bot.ports import (
     Activity,
     ApprovalCard,
@@ -171,13 +170,9 @@ class DiscordPlatform:
             user = recipient.user_id if recipient else ""
             return msg.REVIEW_PENDING.format(user=user, links=", ".join(links))
         if isinstance(notice, ModelFailed):
-            return {
-                ModelErrorKind.BUSY: msg.MODEL_BUSY,
-                ModelErrorKind.UNAVAILABLE: msg.MODEL_UNAVAILABLE,
-                ModelErrorKind.REJECTED: msg.MODEL_REJECTED,
-                ModelErrorKind.AUTH: msg.MODEL_AUTH,
-                ModelErrorKind.NOT_FOUND: msg.MODEL_NOT_FOUND,
-            }[notice.kind]
+            return model_failed_text(
+                notice, by_kind=msg.MODEL_FAILED, no_answer=msg.MODEL_NO_ANSWER, busy_for=msg.MODEL_BUSY_FOR
+            )
         if isinstance(notice, TurnFailed):
             return msg.TURN_FAILED.format(thread_id=notice.thread_id)
         if isinstance(notice, CardsElsewhere):
@@ -206,7 +201,7 @@ class DiscordProgress:
 
     async def show(self, activity: Activity) -> None:
         """Post or edit the status line; a failure is logged, never raised."""
-        if self._message is None and not activity.subagents and not activity.waiting:
+        if self._message is None and not shows_something(activity):
             return  # nothing to say yet: a plain turn shows only typing
         text = progress_line(activity, msg.PROGRESS, str)
         if text == self._text:

@@ -11,12 +11,11 @@ from dataclasses import dataclass
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.display import progress_line
+from adapters.display import model_failed_text, progress_line, shows_something
 from adapters.slack import messages as msg
 from adapters.slack.blocks import card_blocks, card_text
 from adapters.slack.text import escape, split_message, to_mrkdwn
 from bot.conversation import Actor, ConversationRef
-from bot.errors import ModelErrorKind
 from bot.ports import (
     Activity,
     ApprovalCard,
@@ -217,13 +216,9 @@ class SlackPlatform:
                 )
             return msg.REVIEW_PENDING.format(links=", ".join(links))
         if isinstance(notice, ModelFailed):
-            return {
-                ModelErrorKind.BUSY: msg.MODEL_BUSY,
-                ModelErrorKind.UNAVAILABLE: msg.MODEL_UNAVAILABLE,
-                ModelErrorKind.REJECTED: msg.MODEL_REJECTED,
-                ModelErrorKind.AUTH: msg.MODEL_AUTH,
-                ModelErrorKind.NOT_FOUND: msg.MODEL_NOT_FOUND,
-            }[notice.kind]
+            return model_failed_text(
+                notice, by_kind=msg.MODEL_FAILED, no_answer=msg.MODEL_NO_ANSWER, busy_for=msg.MODEL_BUSY_FOR
+            )
         if isinstance(notice, TurnFailed):
             return msg.TURN_FAILED.format(thread_id=notice.thread_id)
         if isinstance(notice, CardsElsewhere):
@@ -270,7 +265,7 @@ class SlackProgress:
 
     async def show(self, activity: Activity) -> None:
         """Post or update the progress message; a failure is logged, never raised."""
-        if self._ts is None and not activity.subagents and not activity.waiting:
+        if self._ts is None and not shows_something(activity):
             return  # nothing to say yet: a plain turn shows only the reaction
         text = progress_line(activity, msg.PROGRESS, escape)
         if text == self._text:

@@ -28,12 +28,13 @@ from langgraph.types import Send
 from pydantic import BaseModel, Field
 
 from bot.agents import prompts
+from bot.agents.no_answer import no_answer_reason
 from bot.agents.review_agent import ReviewAgent
 from bot.agents.state import AgentState
 from bot.agents.subagent_specs import SubagentSpec
 from bot.approvals.mode import Mode
 from bot.approvals.policy import PolicyContext
-from bot.errors import ModelError
+from bot.errors import ModelError, NoAnswerError
 from bot.log_context import about
 
 log = logging.getLogger(__name__)
@@ -161,7 +162,7 @@ def make_delegate(subagents: Mapping[str, Subagent]) -> Any:
         except ModelError as exc:
             thread_id = config.get("configurable", {}).get("thread_id")
             log.warning("subagent %s: model failed (thread_id=%s): %s", name, thread_id, exc)
-            report, failed = prompts.SUBAGENT_FAILED.format(name=name, kind=exc.kind.value), True
+            report, failed = _failure(name, exc), True
         else:
             report, failed = _report(result, name)
         write(DelegationEvent(subagent=name, call_id=call_id, started=False, query=query))
@@ -171,12 +172,22 @@ def make_delegate(subagents: Mapping[str, Subagent]) -> Any:
 
 
 def _report(result: Mapping[str, Any], name: str) -> tuple[str, bool]:
-    """The text of the subagent's last message, or a failure text when it has none."""
+    """The text of the subagent's last message, or a failure text saying why it has none."""
     messages = result.get("messages") or []
     last = messages[-1] if messages else None
     if isinstance(last, AIMessage) and last.text.strip():
         return last.text, False
+    reason = no_answer_reason(last) if isinstance(last, AIMessage) else None
+    if reason is not None:
+        return prompts.SUBAGENT_NO_ANSWER.format(name=name, why=prompts.NO_ANSWER_WHY[reason]), True
     return prompts.SUBAGENT_NO_REPORT.format(name=name), True
+
+
+def _failure(name: str, error: ModelError) -> str:
+    """What the supervisor reads about a subagent whose model failed or gave no answer."""
+    if isinstance(error, NoAnswerError):
+        return prompts.SUBAGENT_NO_ANSWER.format(name=name, why=prompts.NO_ANSWER_WHY[error.reason])
+    return prompts.SUBAGENT_FAILED.format(name=name, kind=error.kind.value)
 
 
 def _answer(call: Mapping[str, Any], text: str, *, error: bool) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolCal
 from langchain_core.tools import BaseTool
 
 from bot.agents.prompts import INTERRUPTED_CALL_MESSAGE
+from bot.agents.signatures import with_renamed_calls
 from bot.errors import InvalidArgumentsError
 from bot.tools.canonical import canonical_args, canonical_number
 
@@ -53,9 +54,11 @@ def model_view(messages: Sequence[AnyMessage], window: int) -> list[AnyMessage]:
 
     Repair: every tool call is followed by exactly one result, in call order (Gemini pairs
     results with calls by position, DESIGN.md), with a synthetic error result where a crash
-    left one missing. Bound: at most about `window` messages, cut at a human message so that a
-    call is never separated from its result. Nothing here is stored; the checkpoint keeps the
-    full history.
+    left one missing; an AI message with neither text nor a tool call (stored by an older
+    version) is left out, since the client would send it as an empty text part, which the API
+    refuses on every call (`bot.agents.no_answer`). Bound: at most about `window` messages,
+    cut at a human message so that a call is never separated from its result. Nothing here is
+    stored; the checkpoint keeps the full history.
 
     Args:
         messages: the stored history.
@@ -86,6 +89,8 @@ def _repaired(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
         index += 1
         if isinstance(message, ToolMessage):
             continue  # an orphan result: its call is not directly before it
+        if isinstance(message, AIMessage) and not message.tool_calls and not message.text:
+            continue  # no answer: nothing for the model, and an empty part for the API
         out.append(message)
         if not (isinstance(message, AIMessage) and message.tool_calls):
             continue
@@ -174,7 +179,8 @@ def with_unique_call_ids(message: AIMessage, taken: Collection[str] = (), *, fre
     shared id would let one call's mode or approval stand for another's, or refuse an approved
     call as "already started". A repeated or empty id, or one in `taken`, is replaced by a
     fresh one; the ids never go back to Gemini (function calls are matched to results by
-    position and name).
+    position and name), but Gemini 3's thought signatures are kept by call id, so a renamed
+    call's signature moves with it (`bot.agents.signatures`).
 
     Args:
         message: the model's answer.
@@ -183,17 +189,13 @@ def with_unique_call_ids(message: AIMessage, taken: Collection[str] = (), *, fre
             the ids other delegations of the thread use).
     """
     seen: set[str] = set()
-    calls = []
-    for call in message.tool_calls:
+    renamed: dict[int, str] = {}
+    for position, call in enumerate(message.tool_calls):
         call_id = str(call.get("id") or "")
         if fresh or not call_id or call_id in seen or call_id in taken:
-            call_id = f"call_{uuid.uuid4().hex}"
-            call = {**call, "id": call_id}
+            call_id = renamed[position] = f"call_{uuid.uuid4().hex}"
         seen.add(call_id)
-        calls.append(call)
-    if calls == message.tool_calls:
-        return message
-    return message.model_copy(update={"tool_calls": calls})
+    return with_renamed_calls(message, renamed)
 
 
 def call_ids(messages: Sequence[AnyMessage]) -> set[str]:

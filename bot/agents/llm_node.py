@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -12,10 +13,14 @@ from langchain_core.tools import BaseTool
 
 from bot.agents.history import call_ids, model_view, with_canonical_args, with_unique_call_ids, without_nul
 from bot.agents.model_errors import to_model_error
+from bot.agents.no_answer import ASK_AGAIN, gemini_says, no_answer_reason
 from bot.agents.nodes import Node
-from bot.agents.prompts import STEP_LIMIT_MESSAGE
+from bot.agents.prompts import ASK_AGAIN_NOTES, STEP_LIMIT_MESSAGE
 from bot.agents.state import AgentState
 from bot.approvals.policy import PolicyContext, ReviewPolicy
+from bot.errors import NoAnswerError
+
+log = logging.getLogger(__name__)
 
 LlmNode = Node[dict[str, Any]]
 
@@ -62,18 +67,38 @@ def make_llm_call(
     next `llm_call` without a step and the turn would end in `GraphRecursionError`. `<=`, not
     `<`, matters for odd limits (seed 000's table for `recursion_limit` 7).
 
+    An answer with neither text nor a tool call (`bot.agents.no_answer`) is never stored. When
+    asking again can help (a malformed function call, an empty reply), the model is asked once
+    more, with a note saying what went wrong appended to the system prompt (issue 9, finding 1).
+
     Raises (from the node):
         bot.errors.ModelError: the model failed after its bounded retries.
+        bot.errors.NoAnswerError: the model gave no answer, also when asked once more.
     """
+
+    async def _ask(messages: list[BaseMessage], config: RunnableConfig) -> AIMessage:
+        try:
+            return _as_ai(await model.ainvoke(messages, config))
+        except Exception as exc:
+            raise to_model_error(exc) from exc
+
+    async def _answer(history: Sequence[BaseMessage], config: RunnableConfig) -> AIMessage:
+        """The model's answer to `history`; raises `NoAnswerError` instead of returning no answer."""
+        response = await _ask([SystemMessage(content=system_prompt), *history], config)
+        reason = no_answer_reason(response)
+        if reason in ASK_AGAIN:
+            log.warning("the model gave no answer (%s); asking once more (%s)", gemini_says(response), _about(config))
+            note = ASK_AGAIN_NOTES[reason]
+            response = await _ask([SystemMessage(content=system_prompt + note), *history], config)
+            reason = no_answer_reason(response)
+        if reason is not None:
+            raise NoAnswerError(reason, gemini_says(response))
+        return response
 
     async def llm_call(state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         history: Sequence[BaseMessage] = model_view(state["messages"], history_window)
         messages = [SystemMessage(content=system_prompt), *history]
-        try:
-            response = await model.ainvoke(messages, config)
-        except Exception as exc:
-            raise to_model_error(exc) from exc
-        response = _as_ai(response)
+        response = await _answer(history, config)
         response = with_canonical_args(without_nul(response), tools or {})
         response = with_unique_call_ids(response, call_ids(state["messages"]), fresh=fresh_call_ids)
         rounds = state.get("tool_rounds", 0)
@@ -91,10 +116,7 @@ def make_llm_call(
         """What replaces a tool-calling answer when a guard fires (see `closing_instruction`)."""
         if closing_instruction is not None:
             closing = [SystemMessage(content=system_prompt + closing_instruction), *messages[1:]]
-            try:
-                final = _as_ai(await model.ainvoke(closing, config))
-            except Exception as exc:
-                raise to_model_error(exc) from exc
+            final = await _ask(closing, config)
             if final.text.strip():
                 return AIMessage(id=response.id, content=without_nul(final).text)
             # No report after all: the results are still worth more than "unknown" to whoever
@@ -120,6 +142,10 @@ def _results_so_far(messages: Sequence[BaseMessage]) -> str:
         text = text if len(text) <= RESULT_CHARS else text[: RESULT_CHARS - 1] + "…"
         lines.append(f"{number}. {result.name or 'a tool'}: {text}")
     return " Results so far: " + " ".join(lines)
+
+
+def _about(config: RunnableConfig) -> str:
+    return f"thread_id={config.get('configurable', {}).get('thread_id')}"
 
 
 def _as_ai(message: BaseMessage) -> AIMessage:

@@ -1,10 +1,11 @@
 """Gemini through langchain-google-genai: the model the agent talks to.
 
-Two choices here (docs/decisions/0003-gemini-tool-schemas.md):
+Two choices here (docs/decisions/0003-gemini-tool-schemas-and-retries.md, 0011-model-faults.md):
 - Each tool's own JSON Schema is sent as `parametersJsonSchema`, instead of langchain-google-
   genai's conversion to Gemini's older OpenAPI subset, which turns a free-form JSON value into
   STRING and an object of strings into an OBJECT without properties (the API refuses that).
-- Retries are google-genai's own `HttpRetryOptions`, bounded by settings, on 408, 429 and 5xx.
+- The client makes one attempt per call; `bot.agents.model_retry` retries 408, 429, 5xx,
+  timeouts and connection failures, honouring a 429's `retryDelay`, within bounded time.
 """
 
 from __future__ import annotations
@@ -13,22 +14,41 @@ from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 from google.genai import types as genai_types
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun
 from langchain_core.language_models import LanguageModelInput
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langchain_core.utils.json_schema import dereference_refs
 from langchain_google_genai import ChatGoogleGenerativeAI
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
+from bot.agents.model_retry import RetryPolicy, with_retries
 from bot.errors import ConfigurationError
 from bot.settings import GeminiSettings
 
-RETRY_STATUS_CODES = (408, 429, 500, 502, 503, 504)
-
 
 class GeminiChatModel(ChatGoogleGenerativeAI):
-    """`ChatGoogleGenerativeAI` that declares tools with their full JSON Schema."""
+    """`ChatGoogleGenerativeAI` that declares tools with their full JSON Schema and retries its own way.
+
+    Attributes:
+        retry: how a failed asynchronous call is retried (`bot.agents.model_retry`); the
+            synchronous and streaming paths, which the bot does not use, keep the client's.
+    """
+
+    retry: RetryPolicy = Field(default_factory=RetryPolicy)
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        """One generateContent call, retried as `retry` allows (each attempt a single HTTP request)."""
+        attempt = super()._agenerate
+        return await with_retries(lambda: attempt(messages, stop, run_manager, **kwargs), self.retry)
 
     def bind_tools(  # type: ignore[override]
         self,
@@ -91,30 +111,28 @@ def build_chat_model(settings: GeminiSettings) -> GeminiChatModel:
     if settings.api_key is None:
         raise ConfigurationError("GOOGLE_API_KEY is not set: the agent needs a Gemini API key")
     # Field names as ChatGoogleGenerativeAI declares them (some are pydantic aliases).
+    # `max_retries=1` is one attempt (langchain-google-genai's documented way to switch the
+    # SDK's retries off); `retry` does the retrying.
     options: dict[str, Any] = {
         "model": settings.model,
         "google_api_key": settings.api_key,
         "base_url": settings.base_url,
-        "max_retries": settings.max_attempts,
+        "max_retries": 1,
         "timeout": settings.timeout_s,
+        "retry": RetryPolicy.from_settings(settings),
     }
     return GeminiChatModel(**options)
 
 
 def call_options(settings: GeminiSettings) -> dict[str, Any]:
-    """Per-call options bound with the tools: bounded, fast-configurable retries.
+    """Per-call options bound with the tools: one attempt of at most `GEMINI_TIMEOUT` per HTTP request.
 
-    google-genai retries 408, 429 and 5xx with exponential backoff and jitter; the model's
-    `max_retries` alone uses a fixed 1 s initial delay, so the delays are set here too.
+    The SDK's own retries stay off (one attempt), so that a 429's retry advice is honoured
+    and every wait is announced and counted by `GeminiChatModel.retry`.
     """
     return {
         "http_options": genai_types.HttpOptions(
             timeout=int(settings.timeout_s * 1000),
-            retry_options=genai_types.HttpRetryOptions(
-                attempts=settings.max_attempts,
-                initial_delay=settings.retry_initial_delay_s,
-                max_delay=settings.retry_max_delay_s,
-                http_status_codes=list(RETRY_STATUS_CODES),
-            ),
+            retry_options=genai_types.HttpRetryOptions(attempts=1),
         )
     }

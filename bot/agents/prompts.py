@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from bot.errors import NoAnswerReason
+
 SYSTEM_PROMPT = """\
 You are Countersign, an assistant working inside a team's chat. Answer concisely and plainly; \
 your replies are shown in Slack or Discord.
@@ -20,9 +22,15 @@ STEP_LIMIT_MESSAGE = (
 )
 """Replaces a tool call when the step guard fires (seed 000 "Kenapa ada batas langkah")."""
 
-EMPTY_ANSWER = "I finished without an answer to show: the model returned no text. Ask me again, or ask what was done."
-"""Posted when a turn ends on an answer without text (Gemini sometimes returns an empty answer
-after tool results), so the conversation is never left without a word; it is not stored."""
+ASK_AGAIN_NOTES = {
+    NoAnswerReason.MALFORMED_CALL: (
+        "\n\nYour previous reply was a function call that could not be parsed. Call a tool only "
+        "as declared, with JSON arguments that fit its parameters, or answer in plain text."
+    ),
+    NoAnswerReason.EMPTY: "\n\nYour previous reply was empty. Answer now, in text, or call a tool.",
+}
+"""Appended to the system prompt when the model is asked once more after giving no answer
+(`bot.agents.no_answer.ASK_AGAIN`); never stored."""
 
 INTERRUPTED_CALL_MESSAGE = (
     "Error: this call did not run because its turn was interrupted (for example by a restart). "
@@ -89,7 +97,24 @@ SUBAGENT_STEP_LIMIT = (
 results follow, quoted (`bot.agents.llm_node`)."""
 
 SUBAGENT_NO_REPORT = "{name} finished without a report, so its outcome is unknown. Do not assume it did anything."
-"""What the supervisor reads when a subagent's last message has no text."""
+"""What the supervisor reads when a subagent's last message is not an answer (an old checkpoint)."""
+
+SUBAGENT_NO_ANSWER = (
+    "{name} finished without a report: {why}. Its outcome is unknown; do not assume it did anything, "
+    "and tell the user what could not be done."
+)
+"""What the supervisor reads when a subagent's model gave no answer, also when asked again."""
+
+NO_ANSWER_WHY = {
+    NoAnswerReason.BLOCKED: "Gemini blocked its request with its safety filters",
+    NoAnswerReason.SAFETY: "Gemini withheld its reply with its safety filters",
+    NoAnswerReason.RECITATION: "Gemini withheld its reply because it resembled published text",
+    NoAnswerReason.MAX_TOKENS: "its model reached the output limit before writing anything",
+    NoAnswerReason.MALFORMED_CALL: "its model wrote a tool call that could not be parsed",
+    NoAnswerReason.EMPTY: "its model returned an empty reply",
+    NoAnswerReason.OTHER: "its model stopped without an answer and gave no reason",
+}
+"""`SUBAGENT_NO_ANSWER`'s reason, for the supervisor's model."""
 
 SUBAGENT_FAILED = "{name} could not finish: its model call failed ({kind}). Its outcome is unknown."
 """What the supervisor reads when a subagent's model failed after its retries."""

@@ -25,8 +25,8 @@ from bot.approvals.decisions import Approve, Reject
 from bot.approvals.lifecycle import ApprovalStatus, ReviewStatus
 from bot.approvals.mode import Mode
 from bot.audit import AuditKind, approval_entry
-from bot.errors import AlreadyDecidedError, NotPermittedError
-from bot.ports import ReviewPending
+from bot.errors import AlreadyDecidedError, ModelErrorKind, NoAnswerReason, NotPermittedError
+from bot.ports import ModelFailed, ReviewPending
 from bot.storage.approval_store import VoteKind
 from tests.e2e.conftest import ALICE, CHANNEL, D_ALICE, D_CHANNEL
 from tests.e2e.subagents_script import subagents_script
@@ -228,7 +228,7 @@ async def test_a_subagent_calling_a_gated_tool_it_does_not_have_gets_no_card(db_
 
 
 async def test_a_supervisor_answer_without_text_is_not_silence(db_url, registry, tool_log):
-    """alpha's approved send ran, then the supervisor's model returns no text: the conversation is still told something."""
+    """alpha's approved send ran, then the supervisor's model returns no text, twice: the conversation is told why."""
     model = team(to_alpha)
     inner = model.script
     assert inner is not None
@@ -241,7 +241,11 @@ async def test_a_supervisor_answer_without_text_is_not_silence(db_url, registry,
         await h.service.decide(card.id, actor("alice"), Approve())
         await h.service.tasks.join()
     assert sent_to(tool_log) == ["bob"]
-    assert [a for _, a in h.platform.answers] == [prompts.EMPTY_ANSWER]
+    assert h.platform.answers == []
+    no_answer = ModelFailed(kind=ModelErrorKind.NO_ANSWER, reason=NoAnswerReason.EMPTY)
+    assert [n for _, n, _ in h.platform.notices if isinstance(n, ModelFailed)] == [no_answer]
+    supervisor_calls = [m for m in model.prompts if role(m) == "supervisor" and isinstance(m[-1], ToolMessage)]
+    assert len(supervisor_calls) == 2  # asked once more before giving up
 
 
 # --- races ----------------------------------------------------------------------------------------

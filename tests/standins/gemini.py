@@ -16,9 +16,12 @@ read from the installed SDK (google-genai 3.6, langchain-google-genai 4.4) and o
 * The body is camelCase JSON: ``contents``, ``systemInstruction``, ``tools`` (with
   ``functionDeclarations``), ``toolConfig``, ``safetySettings``, ``generationConfig``.
 
-Replies follow Google's public response and error shapes, and requests are checked the way
-the real API checks conversation histories (function call / function response pairing), so
-a broken history fails here as it would in production.
+Replies follow Google's public response and error shapes (including the answers without
+text: an empty part, a blocked prompt without candidates, a candidate without content that
+only gives its finish reason), and requests are checked the way the real API checks them:
+function call / function response pairing, empty parts, function declarations, and Gemini 3
+thought signatures (`tests.standins.gemini_signatures`), so a broken history fails here as it
+would in production.
 
 Example:
     ```python
@@ -35,7 +38,6 @@ Example:
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import inspect
 import itertools
@@ -49,6 +51,8 @@ from typing import Any, Self
 
 from aiohttp import web
 
+from tests.standins.gemini_signatures import SignatureLedger
+
 __all__ = [
     "GeminiReply",
     "GeminiRequest",
@@ -57,10 +61,14 @@ __all__ = [
     "Rule",
     "ScriptExhaustedError",
     "ScriptedResponder",
+    "blocked",
     "call",
     "calls",
+    "empty",
     "error",
+    "malformed_call",
     "parts",
+    "stopped",
     "text",
 ]
 
@@ -114,6 +122,25 @@ _RESPONSE_COUNT = (
     "function call parts of the function call turn."
 )
 _VALID_ROLES = ("user", "model")
+_PART_DATA = frozenset(
+    {
+        "inlineData",
+        "fileData",
+        "functionCall",
+        "functionResponse",
+        "executableCode",
+        "codeExecutionResult",
+        "thoughtSignature",
+    }
+)
+"""Part fields that make a part non-empty besides a non-empty ``text`` (a signature counts, as
+langchain-google-genai assumes when it replays a signature-only part)."""
+_FUNCTION_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:\-]{0,127}$")
+_PARAMETER_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+_SAFETY_RATINGS = (
+    {"category": "HARM_CATEGORY_DANGEROUS_CONTENT", "probability": "HIGH", "blocked": True},
+    {"category": "HARM_CATEGORY_HARASSMENT", "probability": "NEGLIGIBLE"},
+)
 
 
 # --------------------------------------------------------------------------------------
@@ -134,6 +161,11 @@ class GeminiReply:
         status_code: HTTP status; 200 for model output.
         error_body: The full ``{"error": {...}}`` JSON when ``status_code`` is not 200.
         delay_seconds: Extra time to wait before answering with this reply.
+        block_reason: When set, the prompt was blocked: the response has no candidates, only
+            ``promptFeedback.blockReason`` (``"SAFETY"``, ``"PROHIBITED_CONTENT"``, ...).
+        has_content: False for a candidate without ``content`` (how the API answers a
+            ``MALFORMED_FUNCTION_CALL`` or a ``SAFETY`` stop).
+        finish_message: The candidate's ``finishMessage``, if any.
     """
 
     parts: tuple[dict[str, Any], ...] = ()
@@ -141,6 +173,9 @@ class GeminiReply:
     status_code: int = 200
     error_body: dict[str, Any] | None = None
     delay_seconds: float = 0.0
+    block_reason: str | None = None
+    has_content: bool = True
+    finish_message: str | None = None
 
     @property
     def is_error(self) -> bool:
@@ -232,6 +267,62 @@ def parts(
         finish_reason=finish_reason,
         delay_seconds=delay_seconds,
     )
+
+
+def empty(*, finish_reason: str = "STOP", delay_seconds: float = 0.0) -> GeminiReply:
+    """A model turn whose only part is an empty text, as Gemini sometimes answers after tool results.
+
+    Args:
+        finish_reason: The candidate's ``finishReason`` (``"MAX_TOKENS"`` when thinking used it up).
+        delay_seconds: Extra time to wait before answering.
+
+    Returns:
+        The reply.
+    """
+    return GeminiReply(parts=({"text": ""},), finish_reason=finish_reason, delay_seconds=delay_seconds)
+
+
+def stopped(finish_reason: str, *, message: str | None = None, delay_seconds: float = 0.0) -> GeminiReply:
+    """A candidate without content that only says why it stopped (``SAFETY``, ``RECITATION``, ...).
+
+    A ``SAFETY`` stop carries safety ratings with a blocked category, as the API sends them.
+
+    Args:
+        finish_reason: The candidate's ``finishReason``.
+        message: The candidate's ``finishMessage``.
+        delay_seconds: Extra time to wait before answering.
+
+    Returns:
+        The reply.
+    """
+    return GeminiReply(
+        finish_reason=finish_reason, has_content=False, finish_message=message, delay_seconds=delay_seconds
+    )
+
+
+def malformed_call(message: str = "Malformed function call: print(default_api.lookup(q=1))") -> GeminiReply:
+    """The API's answer when the model wrote a function call it could not parse.
+
+    Args:
+        message: The ``finishMessage`` (Gemini quotes the code the model wrote).
+
+    Returns:
+        The reply: no content, ``finishReason`` ``MALFORMED_FUNCTION_CALL``.
+    """
+    return stopped("MALFORMED_FUNCTION_CALL", message=message)
+
+
+def blocked(reason: str = "SAFETY", *, delay_seconds: float = 0.0) -> GeminiReply:
+    """A blocked prompt: no candidates at all, only ``promptFeedback.blockReason``.
+
+    Args:
+        reason: The ``BlockedReason`` (``SAFETY``, ``OTHER``, ``BLOCKLIST``, ``PROHIBITED_CONTENT``, ...).
+        delay_seconds: Extra time to wait before answering.
+
+    Returns:
+        The reply.
+    """
+    return GeminiReply(block_reason=reason, has_content=False, delay_seconds=delay_seconds)
 
 
 def error(
@@ -417,6 +508,17 @@ class GeminiRequest:
             if "functionCall" in p
         ]
 
+    @property
+    def signed_calls(self) -> list[tuple[str, str | None]]:
+        """``(name, thoughtSignature or None)`` of every function call in the history, in order."""
+        return [
+            (p["functionCall"].get("name", ""), p.get("thoughtSignature"))
+            for content in self.contents
+            if _role(content) == "model"
+            for p in _parts(content)
+            if "functionCall" in p
+        ]
+
 
 Responder = Callable[[GeminiRequest], "GeminiReply | str | Awaitable[GeminiReply | str]"]
 """Answers a request: returns a reply (or plain text), sync or async."""
@@ -567,6 +669,13 @@ def _validate_contents(body: Mapping[str, Any]) -> str | None:
             return f"* GenerateContentRequest.contents[{index}].parts: contents.parts must not be empty.\n"
         if _role(content) not in _VALID_ROLES:
             return "Please use a valid role: user, model."
+        for position, part in enumerate(_parts(content)):
+            if not part.get("text") and not _PART_DATA.intersection(part):
+                # proto3 JSON drops an empty string, so `{"text": ""}` sets no field of the oneof.
+                return (
+                    f"* GenerateContentRequest.contents[{index}].parts[{position}].data: "
+                    "required oneof field 'data' must have one initialized field\n"
+                )
     for index, content in enumerate(contents):
         previous = contents[index - 1] if index > 0 else None
         following = contents[index + 1] if index + 1 < len(contents) else None
@@ -598,6 +707,48 @@ def _validate_object_schemas(body: Mapping[str, Any]) -> str | None:
             if problem := _empty_object_schema(parameters, where):
                 return f"* {problem}.properties: should be non-empty for OBJECT type\n"
     return None
+
+
+def _validate_declarations(body: Mapping[str, Any]) -> str | None:
+    """The documented rules of ``FunctionDeclaration``: name, and parameters describing an object.
+
+    From the API reference: a name starts with a letter or an underscore and has at most 128
+    letters, digits, underscores, dots, colons and dashes; ``parametersJsonSchema`` "must
+    describe an object where the properties are the parameters" and excludes ``parameters``;
+    a parameter name starts with a letter or an underscore and has at most 64 letters, digits
+    and underscores.
+    """
+    tools = body.get("tools")
+    for tool_index, tool in enumerate(tools if isinstance(tools, list) else []):
+        declarations = _field(tool, "functionDeclarations", "function_declarations") if isinstance(tool, dict) else None
+        for decl_index, declaration in enumerate(declarations if isinstance(declarations, list) else []):
+            where = f"GenerateContentRequest.tools[{tool_index}].function_declarations[{decl_index}]"
+            name = declaration.get("name")
+            if not isinstance(name, str) or not _FUNCTION_NAME_RE.match(name):
+                return (
+                    f"* {where}.name: Invalid function name. Must start with a letter or an underscore. Must be "
+                    "alphameric (a-z, A-Z, 0-9), underscores (_), dots (.), colons (:) or dashes (-), with a "
+                    "maximum length of 128.\n"
+                )
+            schema = _field(declaration, "parametersJsonSchema", "parameters_json_schema")
+            if schema is None:
+                schema = declaration.get("parameters")
+            elif "parameters" in declaration:
+                return f"* {where}: parameters and parameters_json_schema are mutually exclusive.\n"
+            if schema is None:
+                continue
+            if not isinstance(schema, dict) or str(schema.get("type", "")).lower() != "object":
+                return f"* {where}.parameters_json_schema: the schema must describe an object.\n"
+            for parameter in schema.get("properties") or {}:
+                if not _PARAMETER_NAME_RE.match(str(parameter)):
+                    return f"* {where}.parameters.properties[{parameter}]: Invalid parameter name.\n"
+    return None
+
+
+def _field(message: Mapping[str, Any], camel: str, snake: str) -> Any:
+    """A field under either of its JSON names: proto3's JSON parser accepts both, and google-genai
+    sends some fields (``parameters_json_schema``) in snake case."""
+    return message.get(camel, message.get(snake))
 
 
 def _empty_object_schema(schema: Mapping[str, Any], where: str) -> str | None:
@@ -636,8 +787,12 @@ class GeminiStandIn:
             that looks like ``gemini-*`` or ``gemma-*``; others get 404 NOT_FOUND.
         delay_seconds: Latency added to every request before it is handled.
         thought_signatures: Attach a ``thoughtSignature`` to the first function call
-            part of each reply, as Gemini 3 models do, so the client's round trip of
-            signatures is exercised.
+            part of each reply, as Gemini 3 models do, and check them when they come back
+            the way the API does (`tests.standins.gemini_signatures`): a call of the
+            current turn without its signature, or a signature not issued here, gets 400.
+        allow_signature_placeholders: Accept the documented placeholder signatures
+            (``skip_thought_signature_validator``), as the API does. False treats them as
+            missing, to prove that the client sends back the real ones.
         allow_undeclared_calls: Let replies call functions the request did not
             declare; by default that is treated as a responder error.
         strict_schemas: Refuse function declarations holding an OBJECT schema without
@@ -657,6 +812,7 @@ class GeminiStandIn:
         models: Iterable[str] | None = None,
         delay_seconds: float = 0.0,
         thought_signatures: bool = True,
+        allow_signature_placeholders: bool = True,
         allow_undeclared_calls: bool = False,
         strict_schemas: bool = False,
         raise_responder_errors: bool = True,
@@ -668,6 +824,7 @@ class GeminiStandIn:
         self.models = None if models is None else frozenset(m.removeprefix("models/") for m in models)
         self.delay_seconds = delay_seconds
         self.thought_signatures = thought_signatures
+        self.signatures = SignatureLedger(allow_placeholders=allow_signature_placeholders)
         self.allow_undeclared_calls = allow_undeclared_calls
         self.strict_schemas = strict_schemas
         self.raise_responder_errors = raise_responder_errors
@@ -846,7 +1003,9 @@ class GeminiStandIn:
             return self._failures.pop(0)
         if not isinstance(body, dict):
             return error(400, "INVALID_ARGUMENT", "Invalid JSON payload received.")
-        problem = _validate_contents(body)
+        problem = _validate_contents(body) or _validate_declarations(body)
+        if problem is None and self.thought_signatures:
+            problem = self.signatures.problem(request.contents)
         if problem is None and self.strict_schemas:
             problem = _validate_object_schemas(body)
         if problem is not None:
@@ -885,14 +1044,14 @@ class GeminiStandIn:
         number = next(self._counter)
         reply_parts = [dict(p) for p in reply.parts]
         if self.thought_signatures:
-            first_call = next((p for p in reply_parts if "functionCall" in p), None)
-            if first_call is not None and "thoughtSignature" not in first_call:
-                first_call["thoughtSignature"] = _signature(number)
+            self.signatures.sign(reply_parts, number)
         prompt_tokens = _estimate_tokens(request.body)
         envelope = {
             "modelVersion": request.model,
             "responseId": f"standin-{number:06d}",
         }
+        if not reply.has_content:
+            return await _send_without_content(http_request, request, reply, prompt_tokens, envelope)
         if not request.stream:
             output_tokens = _estimate_tokens(reply_parts)
             return _json(
@@ -945,8 +1104,37 @@ def _json(status: int, payload: object) -> web.Response:
     )
 
 
-def _signature(number: int) -> str:
-    return base64.b64encode(f"gemini-standin-thought-{number}".encode()).decode()
+async def _send_without_content(
+    http_request: web.Request,
+    request: GeminiRequest,
+    reply: GeminiReply,
+    prompt_tokens: int,
+    envelope: Mapping[str, Any],
+) -> web.StreamResponse:
+    """A blocked prompt (no candidates) or a candidate without content, whole or as one SSE chunk."""
+    body: dict[str, Any]
+    if reply.block_reason is not None:
+        body = {
+            "promptFeedback": {"blockReason": reply.block_reason, "safetyRatings": list(_SAFETY_RATINGS)},
+            "usageMetadata": {"promptTokenCount": prompt_tokens, "totalTokenCount": prompt_tokens},
+            **envelope,
+        }
+    else:
+        candidate: dict[str, Any] = {"finishReason": reply.finish_reason, "index": 0}
+        if reply.finish_message is not None:
+            candidate["finishMessage"] = reply.finish_message
+        if reply.finish_reason == "SAFETY":
+            candidate["safetyRatings"] = list(_SAFETY_RATINGS)
+        body = {"candidates": [candidate], "usageMetadata": _usage(prompt_tokens, 0), **envelope}
+    if not request.stream:
+        return _json(200, body)
+    if request.query.get("alt") != "sse":
+        return _json(200, [body])
+    response = web.StreamResponse(status=200, headers={"Content-Type": "text/event-stream; charset=utf-8"})
+    await response.prepare(http_request)
+    await response.write(b"data: " + json.dumps(body).encode() + b"\r\n\r\n")
+    await response.write_eof()
+    return response
 
 
 def _estimate_tokens(value: object) -> int:

@@ -29,10 +29,14 @@ from tests.standins.gemini import (
     GeminiStandIn,
     ScriptedResponder,
     ScriptExhaustedError,
+    blocked,
     call,
     calls,
+    empty,
     error,
+    malformed_call,
     parts,
+    stopped,
     text,
 )
 
@@ -350,6 +354,14 @@ async def test_unknown_model_is_not_found(make_llm):
             ],
             "number of function response parts is equal to the number of function call parts",
         ),
+        (
+            [
+                {"role": "user", "parts": [{"text": "x"}]},
+                {"role": "model", "parts": [{"text": ""}]},
+                {"role": "user", "parts": [{"text": "y"}]},
+            ],
+            "contents[1].parts[0].data: required oneof field 'data' must have one initialized field",
+        ),
     ],
     ids=[
         "empty",
@@ -358,6 +370,7 @@ async def test_unknown_model_is_not_found(make_llm):
         "orphan-response",
         "call-after-model",
         "unanswered-call",
+        "empty-text-part",
     ],
 )
 async def test_history_validation(contents, message):
@@ -577,3 +590,189 @@ async def test_subprocess_reaches_stand_in_through_env():
     assert process.returncode == 0, stderr.decode()
     assert json.loads(stdout) == {"text": "hi child"}
     assert gemini.requests[0].last_user_text == "from the child"
+
+
+# --- answers without text ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["invoke", "stream"])
+async def test_answers_without_text_reach_the_client_with_their_reason(make_llm, stream):
+    """Empty part, blocked prompt, malformed call, safety stop: no text, and the reason is in the metadata."""
+    replies = [empty(), blocked("PROHIBITED_CONTENT"), malformed_call(), stopped("SAFETY")]
+    async with GeminiStandIn(ScriptedResponder(replies)) as gemini:
+        llm = make_llm(gemini).bind_tools([lookup_user])
+        got = []
+        for _ in replies:
+            if stream:
+                merged = None
+                async for chunk in llm.astream("hi"):
+                    merged = chunk if merged is None else merged + chunk
+                got.append(merged)
+            else:
+                got.append(await llm.ainvoke("hi"))
+
+    assert all(m is not None and not m.text and not m.tool_calls for m in got)
+    assert got[0].response_metadata.get("finish_reason") == "STOP"
+    assert str(got[1].response_metadata["prompt_feedback"]["block_reason"].value) == "PROHIBITED_CONTENT"
+    assert got[2].response_metadata["finish_reason"] == "MALFORMED_FUNCTION_CALL"
+    assert got[3].response_metadata["finish_reason"] == "SAFETY"
+    assert [r.status_code for r in gemini.requests] == [200] * 4
+
+
+async def test_an_empty_ai_message_in_the_history_is_refused(make_llm):
+    """The client sends an AIMessage without content as an empty text part, which the API refuses."""
+    async with GeminiStandIn(ScriptedResponder(default="ok")) as gemini:
+        with pytest.raises(GoogleInvalidRequestError, match="required oneof field 'data'"):
+            await make_llm(gemini).ainvoke([HumanMessage("x"), AIMessage(content=[]), HumanMessage("y")])
+
+
+# --- thought signatures --------------------------------------------------------------------
+
+
+def _turn(*calls_and_signatures: tuple[str, str | None]) -> dict[str, Any]:
+    parts_ = []
+    for name, signature in calls_and_signatures:
+        part: dict[str, Any] = {"functionCall": {"name": name, "args": {}}}
+        if signature is not None:
+            part["thoughtSignature"] = signature
+        parts_.append(part)
+    return {"role": "model", "parts": parts_}
+
+
+def _answers(*names: str) -> dict[str, Any]:
+    return {"role": "user", "parts": [{"functionResponse": {"name": n, "response": {}}} for n in names]}
+
+
+def _calls_then_done() -> ScriptedResponder:
+    return ScriptedResponder([call("lookup_user", {})], default="done")
+
+
+async def _issued_signature(gemini: GeminiStandIn) -> str:
+    """Ask for one call and return the signature the stand-in gave it."""
+    status, body = await _post(
+        gemini,
+        {
+            "contents": [{"role": "user", "parts": [{"text": "go"}]}],
+            "tools": [{"functionDeclarations": [{"name": "lookup_user"}]}],
+        },
+        **{"x-goog-api-key": KEY},
+    )
+    assert status == 200
+    return body["candidates"][0]["content"]["parts"][0]["thoughtSignature"]
+
+
+async def _replay(gemini: GeminiStandIn, contents: list[dict[str, Any]]) -> tuple[int, Any]:
+    body = {"contents": contents, "tools": [{"functionDeclarations": [{"name": "lookup_user"}, {"name": "other"}]}]}
+    return await _post(gemini, body, **{"x-goog-api-key": KEY})
+
+
+async def test_a_call_of_the_current_turn_must_come_back_with_its_signature():
+    """Signed and answered: accepted; the same call without its signature: 400 naming the function."""
+    async with GeminiStandIn(_calls_then_done()) as gemini:
+        signature = await _issued_signature(gemini)
+        user = {"role": "user", "parts": [{"text": "go"}]}
+        ok = await _replay(gemini, [user, _turn(("lookup_user", signature)), _answers("lookup_user")])
+        missing = await _replay(gemini, [user, _turn(("lookup_user", None)), _answers("lookup_user")])
+
+    assert ok[0] == 200
+    assert missing[0] == 400
+    assert "missing a thought_signature" in missing[1]["error"]["message"]
+    assert "default_api:lookup_user" in missing[1]["error"]["message"]
+
+
+async def test_only_the_first_of_parallel_calls_carries_the_signature():
+    """Parallel calls: a signature on the first call is enough; earlier turns are not validated."""
+    async with GeminiStandIn(_calls_then_done()) as gemini:
+        signature = await _issued_signature(gemini)
+        history = [
+            {"role": "user", "parts": [{"text": "earlier"}]},
+            _turn(("other", None)),
+            _answers("other"),
+            {"role": "model", "parts": [{"text": "earlier answer"}]},
+            {"role": "user", "parts": [{"text": "now"}]},
+            _turn(("lookup_user", signature), ("lookup_user", None)),
+            _answers("lookup_user", "lookup_user"),
+        ]
+        status, _ = await _replay(gemini, history)
+
+    assert status == 200
+
+
+async def test_placeholder_signatures_are_accepted_unless_the_test_refuses_them():
+    """The documented placeholder passes as on the real API; with placeholders refused it counts as missing."""
+    history = [
+        {"role": "user", "parts": [{"text": "go"}]},
+        _turn(("lookup_user", "skip_thought_signature_validator")),
+        _answers("lookup_user"),
+    ]
+    async with GeminiStandIn(ScriptedResponder(default="done")) as lenient:
+        accepted = await _replay(lenient, history)
+    async with GeminiStandIn(ScriptedResponder(default="done"), allow_signature_placeholders=False) as strict:
+        refused = await _replay(strict, history)
+
+    assert accepted[0] == 200
+    assert refused[0] == 400
+    assert "missing a thought_signature" in refused[1]["error"]["message"]
+
+
+async def test_a_foreign_or_moved_signature_is_corrupted():
+    """A signature never issued, or one sent back on a call of another function, is refused."""
+    async with GeminiStandIn(_calls_then_done()) as gemini:
+        signature = await _issued_signature(gemini)
+        user = {"role": "user", "parts": [{"text": "go"}]}
+        foreign = await _replay(gemini, [user, _turn(("lookup_user", "Zm9yZWlnbg==")), _answers("lookup_user")])
+        moved = await _replay(gemini, [user, _turn(("other", signature)), _answers("other")])
+
+    assert (foreign[0], foreign[1]["error"]["message"]) == (400, "Corrupted thought signature.")
+    assert (moved[0], moved[1]["error"]["message"]) == (400, "Corrupted thought signature.")
+
+
+async def test_the_real_client_sends_signatures_back_through_a_tool_loop(make_llm):
+    """Two sequential calls and the final answer: every step is signed and accepted, placeholders refused."""
+    responder = ScriptedResponder([call("lookup_user", {"name": "ada"}), call("lookup_user", {"name": "bob"}), "done"])
+    async with GeminiStandIn(responder, allow_signature_placeholders=False) as gemini:
+        llm = make_llm(gemini).bind_tools([lookup_user])
+        history: list[Any] = [HumanMessage("who?")]
+        for _ in range(2):
+            reply = await llm.ainvoke(history)
+            history += [reply, ToolMessage("found", tool_call_id=reply.tool_calls[0]["id"])]
+        final = await llm.ainvoke(history)
+
+    assert final.text == "done"
+    signatures = [signature for _, signature in gemini.requests[-1].signed_calls]
+    assert len(signatures) == 2 and all(s and s != "skip_thought_signature_validator" for s in signatures)
+
+
+# --- function declarations -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("declaration", "message"),
+    [
+        ({"name": "bad name"}, "Invalid function name"),
+        ({"name": "1st"}, "Invalid function name"),
+        ({"name": "f", "parametersJsonSchema": {"type": "array"}}, "the schema must describe an object"),
+        ({"name": "f", "parameters_json_schema": {"type": "array"}}, "the schema must describe an object"),
+        (
+            {"name": "f", "parameters": {"type": "OBJECT"}, "parametersJsonSchema": {"type": "object"}},
+            "mutually exclusive",
+        ),
+        (
+            {"name": "f", "parametersJsonSchema": {"type": "object", "properties": {"a-b": {}}}},
+            "Invalid parameter name",
+        ),
+    ],
+    ids=["space", "digit-first", "not-object", "not-object-snake-case", "both-schemas", "parameter-name"],
+)
+async def test_function_declarations_are_checked_as_documented(declaration, message):
+    """Declarations the API reference rules out get 400 INVALID_ARGUMENT naming the declaration."""
+    body = {
+        "contents": [{"role": "user", "parts": [{"text": "x"}]}],
+        "tools": [{"functionDeclarations": [declaration]}],
+    }
+    async with GeminiStandIn(ScriptedResponder(default="ok")) as gemini:
+        status, answer = await _post(gemini, body, **{"x-goog-api-key": KEY})
+
+    assert status == 400
+    assert "tools[0].function_declarations[0]" in answer["error"]["message"]
+    assert message in answer["error"]["message"]

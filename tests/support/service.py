@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
@@ -75,10 +76,13 @@ async def open_service(
     subagents: Sequence[SubagentSpec] | None = None,
     models: Mapping[str, BaseChatModel] | None = None,
     default_agent: AgentKind = AgentKind.REACT,
+    model_kwargs: dict[str, Any] | None = None,
+    history_window: int = 60,
 ) -> AsyncIterator[Harness]:
     """The core as `countersign run` wires it, on `db_url`, with `model` as every agent's model.
 
-    `models` maps the model names subagents ask for (`SubagentSpec.model`) to their models.
+    `models` maps the model names subagents ask for (`SubagentSpec.model`) to their models;
+    `model_kwargs` are the call options bound with the tools (`bot.agents.model.call_options`).
     """
     platform = platform or RecordingPlatform()
     async with open_database(DatabaseSettings(url=db_url, pool_max_size=pool_size), run_migrations=False) as database:
@@ -91,6 +95,8 @@ async def open_service(
             subagents=subagents,
             model_named=(lambda name: models[name]) if models is not None else None,
             default_agent=default_agent,
+            model_kwargs=model_kwargs,
+            history_window=history_window,
         )
         service = core.service
         service.start()

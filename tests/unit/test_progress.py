@@ -54,3 +54,31 @@ def test_the_words_name_who_works_and_who_waits():
         ":hourglass_flowing_sand: _researcher (2 tasks) are working…_ · :raised_hand: _operator waits for approval_"
     )
     assert progress_line(Activity(), msg.PROGRESS, str) == msg.PROGRESS.agent
+
+
+def test_a_model_wait_is_shown_beside_who_works_and_then_cleared():
+    """A subagent's model waits 40 s: the line says so after who works; the next delegation news drops it."""
+    from adapters.display import progress_line
+    from adapters.slack import messages as msg
+    from bot.agents.model_retry import ModelWait
+    from bot.errors import ModelErrorKind
+
+    tracker = DelegationTracker()
+    tracker.on_event(event("researcher", "c1", started=True))
+    waiting = tracker.on_model_wait(ModelWait(kind=ModelErrorKind.BUSY, seconds=40.0, attempt=2))
+    assert waiting.subagents == ("researcher",) and waiting.retrying is not None
+    assert progress_line(waiting, msg.PROGRESS, str) == (
+        ":hourglass_flowing_sand: _researcher is working…_ · "
+        ":hourglass_flowing_sand: _The model is rate limited; trying again in 40 seconds…_"
+    )
+    assert tracker.on_event(event("researcher", "c1", started=False)) == Activity()
+
+
+def test_a_plain_turn_shows_a_progress_message_only_for_a_model_wait():
+    """Without subagents nothing is worth a message, except a model call waiting to be retried."""
+    from adapters.display import shows_something
+    from bot.errors import ModelErrorKind
+    from bot.ports import ModelRetry
+
+    assert not shows_something(Activity())
+    assert shows_something(Activity(retrying=ModelRetry(kind=ModelErrorKind.UNAVAILABLE, wait_s=8.0)))

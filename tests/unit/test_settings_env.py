@@ -27,6 +27,7 @@ ENV_NAMES = (
     "GEMINI_BASE_URL",
     "GEMINI_MAX_ATTEMPTS",
     "GEMINI_RETRY_INITIAL_DELAY",
+    "GEMINI_RETRY_MAX_WAIT",
     "GEMINI_TIMEOUT",
     "COUNTERSIGN_RECURSION_LIMIT",
     "COUNTERSIGN_HISTORY_WINDOW",
@@ -281,3 +282,14 @@ def test_sections_are_frozen():
     settings = Settings(slack=SlackSettings(bot_token="xoxb-1"))
     with pytest.raises(ValidationError):
         settings.slack.api_url = "http://elsewhere/"  # type: ignore[misc]
+
+
+def test_gemini_retry_settings_make_the_retry_policy(clean_env):
+    """GEMINI_MAX_ATTEMPTS, GEMINI_RETRY_INITIAL_DELAY and GEMINI_RETRY_MAX_WAIT bound the model's retries."""
+    from bot.agents.model_retry import RetryPolicy
+
+    clean_env.setenv("GEMINI_MAX_ATTEMPTS", "5")
+    clean_env.setenv("GEMINI_RETRY_INITIAL_DELAY", "0.5")
+    clean_env.setenv("GEMINI_RETRY_MAX_WAIT", "90")
+    policy = RetryPolicy.from_settings(GeminiSettings())
+    assert (policy.attempts, policy.initial_delay_s, policy.max_wait_s, policy.announce_after_s) == (5, 0.5, 90.0, 5.0)

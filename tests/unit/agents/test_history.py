@@ -259,16 +259,19 @@ def test_model_view_without_human_message_never_starts_with_a_result():
 def histories(draw: Any) -> list[AnyMessage]:
     """Random stored histories: turns of human text, answers and tool rounds, damaged at random.
 
-    Damage: results missing, duplicated, shuffled, or for unknown ids; orphan results anywhere.
+    Damage: results missing, duplicated, shuffled, or for unknown ids; orphan results anywhere;
+    answers without content (stored by older versions).
     """
     messages: list[AnyMessage] = [human("start")]
     counter = 0
     for _ in range(draw(st.integers(0, 12))):
-        kind = draw(st.sampled_from(["human", "answer", "round", "orphan"]))
+        kind = draw(st.sampled_from(["human", "answer", "round", "orphan", "no_answer"]))
         if kind == "human":
             messages.append(human())
         elif kind == "answer":
             messages.append(answer())
+        elif kind == "no_answer":
+            messages.append(AIMessage(content=draw(st.sampled_from(["", []]))))
         elif kind == "orphan":
             messages.append(result(f"orphan{counter}"))
             counter += 1
@@ -309,9 +312,20 @@ def test_property_model_view_is_always_well_formed(history, window):
     assert isinstance(view[0], HumanMessage)
     if len(full) > window:
         assert len(view) <= window or not any(isinstance(m, HumanMessage) for m in full[len(full) - window :])
-    # Nothing but results is lost in repair: the human and AI messages are all kept, in order.
-    kept = [m for m in history if not isinstance(m, ToolMessage)]
+    # Nothing but results and answers without content is lost in repair: the rest is kept, in order.
+    kept = [m for m in history if not isinstance(m, ToolMessage) and not _no_answer(m)]
     assert [m for m in full if not isinstance(m, ToolMessage)] == kept
+    assert not any(_no_answer(m) for m in view)
+
+
+def _no_answer(message: AnyMessage) -> bool:
+    return isinstance(message, AIMessage) and not message.tool_calls and not message.text
+
+
+def test_model_view_leaves_out_an_answer_without_content():
+    """An empty AI message from an older version is not sent: Gemini refuses it as an empty part."""
+    history = [human("a"), AIMessage(content=[]), human("b"), AIMessage(content=""), human("c")]
+    assert [m.text for m in model_view(history, 60)] == ["a", "b", "c"]
 
 
 def test_repeated_and_empty_call_ids_are_replaced():
@@ -345,3 +359,57 @@ def test_integers_beyond_64_bits_become_floats_so_the_checkpoint_can_be_written(
     args = without_nul(message).tool_calls[0]["args"]
     assert args == {"n": float(2**70), "m": float(-(2**63) - 2**22), "k": 5}
     assert isinstance(args["n"], float) and isinstance(args["k"], int)
+
+
+# with_unique_call_ids: Gemini 3 thought signatures follow renamed calls -------------------------
+
+
+def signed(*ids: str, signatures: dict[str, str]) -> AIMessage:
+    """An AI message calling `lookup` once per id, with langchain-google-genai's signature map."""
+    from bot.agents.signatures import SIGNATURES_KEY
+
+    message = calls(*ids)
+    message.additional_kwargs[SIGNATURES_KEY] = dict(signatures)
+    return message
+
+
+def signatures_of(message: AIMessage) -> dict[str, str]:
+    from bot.agents.signatures import SIGNATURES_KEY
+
+    return dict(message.additional_kwargs.get(SIGNATURES_KEY, {}))
+
+
+def test_a_call_renamed_because_its_id_was_taken_keeps_its_signature():
+    """Gemini reused an id of an earlier turn: the call gets a new id and its signature moves with it."""
+    fixed = with_unique_call_ids(signed("c1", signatures={"c1": "sig-1"}), taken={"c1"})
+    [call] = fixed.tool_calls
+    assert call["id"] != "c1"
+    assert signatures_of(fixed) == {call["id"]: "sig-1"}
+
+
+def test_fresh_ids_move_every_signature():
+    """A subagent's calls all get fresh ids; the signed first call keeps its signature under the new id."""
+    fixed = with_unique_call_ids(signed("a", "b", signatures={"a": "sig-a"}), fresh=True)
+    first, second = (call["id"] for call in fixed.tool_calls)
+    assert {first, second}.isdisjoint({"a", "b"})
+    assert signatures_of(fixed) == {first: "sig-a"}
+
+
+def test_a_shared_id_leaves_the_signature_with_the_first_call():
+    """Two calls sharing one id: the second is renamed, the signature stays with the first (Gemini signs the first)."""
+    fixed = with_unique_call_ids(signed("dup", "dup", signatures={"dup": "sig"}))
+    first, second = (call["id"] for call in fixed.tool_calls)
+    assert first == "dup" and second != "dup"
+    assert signatures_of(fixed) == {"dup": "sig"}
+    both_renamed = with_unique_call_ids(signed("dup", "dup", signatures={"dup": "sig"}), taken={"dup"})
+    first, _ = (call["id"] for call in both_renamed.tool_calls)
+    assert signatures_of(both_renamed) == {first: "sig"}
+
+
+def test_the_signature_key_is_langchain_google_genais():
+    """Our copy of the private key still names the map langchain-google-genai reads (an upgrade would show here)."""
+    from langchain_google_genai import chat_models
+
+    from bot.agents.signatures import SIGNATURES_KEY
+
+    assert chat_models._FUNCTION_CALL_THOUGHT_SIGNATURES_MAP_KEY == SIGNATURES_KEY

@@ -16,7 +16,7 @@ from langchain_google_genai.chat_models import (
     GoogleRateLimitError,
 )
 
-from bot.agents.model_errors import to_model_error
+from bot.agents.model_errors import retry_advice, to_model_error
 from bot.errors import ModelError, ModelErrorKind
 
 BUSY = ModelErrorKind.BUSY
@@ -188,3 +188,50 @@ def test_an_invalid_api_key_is_told_apart():
         "Error calling model 'm' (INVALID_ARGUMENT): 400 API key not valid. API_KEY_INVALID"
     )
     assert kind_of(error) is AUTH
+
+
+def rate_limited(details: list[dict[str, Any]]) -> GoogleRateLimitError:
+    """A 429 as ChatGoogleGenerativeAI raises it, from google-genai's ClientError with the body."""
+    cause = genai_errors.ClientError(429, {"error": {**google_body(429)["error"], "details": details}})
+    try:
+        raise GoogleRateLimitError(f"Error calling model 'm' (RESOURCE_EXHAUSTED): {cause}") from cause
+    except GoogleRateLimitError as wrapped:
+        return wrapped
+
+
+RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"
+
+
+@pytest.mark.parametrize(
+    ("details", "seconds"),
+    [
+        ([{"@type": RETRY_INFO, "retryDelay": "37s"}], 37.0),
+        ([{"@type": RETRY_INFO, "retryDelay": "0.500s"}], 0.5),
+        ([{"@type": RETRY_INFO, "retryDelay": {"seconds": 2, "nanos": 500_000_000}}], 2.5),
+        ([{"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": []}], None),
+        ([{"@type": RETRY_INFO, "retryDelay": "soon"}], None),
+        ([], None),
+    ],
+    ids=["seconds", "fraction", "proto-form", "no-retry-info", "garbled", "no-details"],
+)
+def test_a_429_keeps_googles_retry_advice(details, seconds):
+    """RetryInfo's retryDelay is read through langchain's wrapper; without usable advice there is none."""
+    error = rate_limited(details)
+    assert retry_advice(error) == seconds
+    assert kind_of(error) is BUSY
+
+
+def test_a_model_error_is_already_classified():
+    """The retry loop's own ModelError (advice beyond the budget) passes through unchanged."""
+    error = ModelError(BUSY, "429", retry_after_s=90.0)
+    assert to_model_error(error) is error
+
+
+def test_a_refused_tool_declaration_is_told_apart():
+    """A 400 naming the function declarations is TOOLS_REFUSED (an administrator's fix), other 400s REJECTED."""
+    detail = "* GenerateContentRequest.tools[0].function_declarations[1].name: Invalid function name."
+    cause = genai_errors.ClientError(400, google_body(400, detail))
+    wrapped = GoogleInvalidRequestError(f"Error calling model 'm' (INVALID_ARGUMENT): {cause}")
+    wrapped.__cause__ = cause  # as `raise ... from cause` in langchain-google-genai
+    assert kind_of(wrapped) is ModelErrorKind.TOOLS_REFUSED
+    assert kind_of(api_error(400)) is REJECTED

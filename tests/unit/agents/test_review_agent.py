@@ -14,7 +14,7 @@ from bot.agents.review_agent import build_review_agent
 from bot.approvals.decisions import validate_decisions
 from bot.approvals.mode import Mode
 from bot.approvals.policy import DefaultPolicy
-from bot.errors import InvalidDecisionError
+from bot.errors import InvalidDecisionError, NoAnswerError, NoAnswerReason
 from bot.tools.ledger import InMemoryLedger
 from bot.tools.registry import ToolRegistry, ToolSpec
 from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
@@ -58,6 +58,44 @@ async def test_step_guard_keeps_the_thread_usable(make_graph, tool_log):
     await graph.ainvoke(ask("loop"), cfg)
     result = await graph.ainvoke(ask("now answer"), cfg)
     assert result["messages"][-1].content == "fine"
+
+
+# --- answers without text (issue 9, finding 1) ----------------------------------------------
+
+
+async def test_an_empty_answer_is_asked_once_more_with_a_note_and_never_stored(make_graph, tool_log):
+    """An empty reply after a tool result: the model is asked again with a note; only the real answer is stored."""
+    replies = [calls(tool_call("lookup", {"query": "x"})), AIMessage(""), AIMessage("found x")]
+    model = ScriptedChatModel(replies=replies)
+    result = await make_graph(model).ainvoke(ask("look up x"), config())
+    assert [m.text for m in result["messages"] if isinstance(m, AIMessage)] == ["", "found x"]
+    assert result["messages"][-1].tool_calls == [] and result["messages"][1].tool_calls
+    assert prompts.ASK_AGAIN_NOTES[NoAnswerReason.EMPTY] in str(model.prompts[-1][0].content)
+    assert prompts.ASK_AGAIN_NOTES[NoAnswerReason.EMPTY] not in str(model.prompts[-2][0].content)
+
+
+async def test_no_answer_twice_raises_and_leaves_the_thread_usable(make_graph):
+    """A malformed call, twice: NoAnswerError says why, nothing is stored, the next message is answered."""
+    malformed = AIMessage(content=[], response_metadata={"finish_reason": "MALFORMED_FUNCTION_CALL"})
+    model = ScriptedChatModel(replies=[malformed, malformed, AIMessage("hello")])
+    graph = make_graph(model)
+    cfg = config()
+    with pytest.raises(NoAnswerError) as info:
+        await graph.ainvoke(ask("do it"), cfg)
+    assert info.value.reason is NoAnswerReason.MALFORMED_CALL
+    result = await graph.ainvoke(ask("hi"), cfg)
+    assert [type(m).__name__ for m in result["messages"]] == ["HumanMessage", "HumanMessage", "AIMessage"]
+    assert result["messages"][-1].text == "hello"
+
+
+async def test_a_blocked_prompt_is_not_asked_again(make_graph):
+    """A blocked prompt gives the same answer however often it is asked: one call, then NoAnswerError."""
+    blocked = AIMessage("", response_metadata={"prompt_feedback": {"block_reason": "SAFETY"}})
+    model = ScriptedChatModel(replies=[blocked])
+    with pytest.raises(NoAnswerError) as info:
+        await make_graph(model).ainvoke(ask("x"), config())
+    assert info.value.reason is NoAnswerReason.BLOCKED
+    assert len(model.prompts) == 1
 
 
 # --- plain ReAct behaviour and tool errors (seed 000: "Saat tool gagal") -------------------

@@ -19,7 +19,7 @@ from bot.agents.delegation import DelegationEvent
 from bot.agents.subagent_specs import SubagentSpec
 from bot.agents.supervisor import build_subagent, build_supervisor_agent, max_tool_rounds
 from bot.approvals.policy import DefaultPolicy
-from bot.errors import ModelError, ModelErrorKind
+from bot.errors import ModelError, ModelErrorKind, NoAnswerReason
 from bot.tools.ledger import InMemoryLedger
 from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
 
@@ -164,14 +164,24 @@ async def test_delegation_events_are_streamed_for_progress(build):
 # --- failures become reports ----------------------------------------------------------------
 
 
-async def test_a_subagent_without_text_returns_a_failure_text(build):
-    """A subagent whose last message has no text returns a clear failure text, never an empty result."""
-    graph = build(
-        supervisor(("researcher", "A")), {"researcher": worker(lambda q: AIMessage("")), "operator": worker(AIMessage)}
-    )
+BLOCKED = {"prompt_feedback": {"block_reason": "SAFETY"}}
+
+
+@pytest.mark.parametrize(
+    ("metadata", "reason", "asked"),
+    [({}, NoAnswerReason.EMPTY, 2), (BLOCKED, NoAnswerReason.BLOCKED, 1)],
+    ids=["empty-asked-again", "blocked"],
+)
+async def test_a_subagent_without_text_returns_a_failure_text_saying_why(build, metadata, reason, asked):
+    """A subagent whose model gives no answer returns a failure text with Gemini's reason, never an empty result."""
+    researcher = worker(lambda q: AIMessage("", response_metadata=metadata))
+    graph = build(supervisor(("researcher", "A")), {"researcher": researcher, "operator": worker(AIMessage)})
     result = await graph.ainvoke(ask("go"), config())
     [report] = results(result["messages"])
-    assert report.content == prompts.SUBAGENT_NO_REPORT.format(name="researcher") and report.status == "error"
+    expected = prompts.SUBAGENT_NO_ANSWER.format(name="researcher", why=prompts.NO_ANSWER_WHY[reason])
+    assert (report.content, report.status) == (expected, "error")
+    assert len(researcher.prompts) == asked
+    assert result["messages"][-1].content.startswith("combined:")
 
 
 async def test_a_subagent_model_failure_is_reported_to_the_supervisor(build):
