@@ -146,21 +146,23 @@ def validate_tool_args(tool: BaseTool, args: Mapping[str, Any], *, tool_checks: 
     problem = storable_problem(args)
     if problem is not None:
         raise InvalidDecisionError(f"invalid arguments for {tool.name}: {problem}", field="args")
+    schema = tool.tool_call_schema
+    model = schema if isinstance(schema, type) and issubclass(schema, BaseModel) else None
+    unknown = sorted(set(args) - set(model.model_fields)) if model is not None else []
+    if model is not None and unknown:
+        raise InvalidDecisionError(
+            f"{tool.name} has no argument {unknown[0]!r} (its arguments: {', '.join(model.model_fields) or 'none'})",
+            field=f"args.{unknown[0]}",
+        )
     try:
         args = canonical_args(tool, args)
     except InvalidArgumentsError as exc:
         raise InvalidDecisionError(
             f"{tool.name} would refuse these arguments: {_clip(exc.message)}", field=exc.field or "args"
         ) from None
-    schema = tool.tool_call_schema
-    if not isinstance(schema, type) or not issubclass(schema, BaseModel):
+    if model is None:
         return dict(args)  # a tool with a raw JSON schema: nothing stricter to check here
-    unknown = sorted(set(args) - set(schema.model_fields))
-    if unknown:
-        raise InvalidDecisionError(
-            f"{tool.name} has no argument {unknown[0]!r} (its arguments: {', '.join(schema.model_fields) or 'none'})",
-            field=f"args.{unknown[0]}",
-        )
+    schema = model
     try:
         schema.model_validate(dict(args))
     except ValidationError as exc:

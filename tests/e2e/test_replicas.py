@@ -18,7 +18,7 @@ from tests.e2e.conftest import ALICE, BOB, CAROL, CHANNEL, SIGNING_SECRET, TEAM
 from tests.e2e.test_crash_stages import BOT_USER, GatedModel, wait_until
 from tests.e2e.test_process import bot_env
 from tests.standins.gemini import GeminiStandIn
-from tests.support.replicas import WAIT_S, Replicas, bot_texts, cards_in, ephemerals_to
+from tests.support.replicas import WAIT_S, Replicas, bot_texts, cards_in, ephemerals_to, eventually
 
 pytestmark = pytest.mark.e2e
 
@@ -130,10 +130,14 @@ async def test_work_a_killed_replica_left_is_finished_once(replicas, slack, targ
     )
     connection = await asyncpg.connect(db_url)
     try:
-        unfinished = await connection.fetchval("SELECT count(*) FROM conversations WHERE running_since IS NOT NULL")
-        resuming = await connection.fetchval("SELECT count(*) FROM reviews WHERE status <> 'done'")
+
+        async def nothing_left() -> bool:  # for either replica to do again (written just after the answer)
+            unfinished = await connection.fetchval("SELECT count(*) FROM conversations WHERE running_since IS NOT NULL")
+            resuming = await connection.fetchval("SELECT count(*) FROM reviews WHERE status <> 'done'")
+            return unfinished == 0 and resuming == 0
+
+        await eventually(nothing_left, "finishing the bookkeeping")
     finally:
         await connection.close()
-    assert unfinished == 0 and resuming == 0  # nothing left for either replica to do again
     assert len(target.requests) == 1
     assert sum(t.startswith("Result: ") for t in bot_texts(slack, CHANNEL, thread, BOT_USER)) == 1

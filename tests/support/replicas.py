@@ -196,21 +196,34 @@ class Replicas:
         prefer: int | None = None,
     ) -> Delivery:
         """Click a card's button on a replica; a click that cannot be sent is clicked again on another."""
+        return await self.send(
+            lambda events: events.block_actions(
+                user,
+                card.channel,
+                card.ts,
+                action_id,
+                card.approval_id,
+                slack.new_trigger_id(),
+                thread_ts=card.thread_ts,
+            ),
+            prefer=prefer,
+        )
+
+    async def send(
+        self, request: Callable[[SlackEventSender], Awaitable[Delivery]], *, prefer: int | None = None
+    ) -> Delivery:
+        """Send an interaction (a click, a form) to a replica; one that cannot be reached is skipped.
+
+        Raises:
+            AssertionError: no live replica took it.
+        """
         for index in self._order(prefer):
             self.events.url = self.url(index)
             try:
-                return await self.events.block_actions(
-                    user,
-                    card.channel,
-                    card.ts,
-                    action_id,
-                    card.approval_id,
-                    slack.new_trigger_id(),
-                    thread_ts=card.thread_ts,
-                )
+                return await request(self.events)
             except httpx.TransportError:
                 continue
-        raise AssertionError("no replica took the click")
+        raise AssertionError("no replica took the request")
 
 
 class Card:
