@@ -15,6 +15,7 @@ from adapters.discord.commands import build_command_group
 from adapters.discord.conversations import author_actor, conversation_of, strip_bot_mention
 from adapters.discord.interactions import InteractionHandler
 from adapters.discord.platform import NO_PINGS
+from adapters.display import is_blank
 from bot.admin.service import AdminService
 from bot.approvals.config import ConversationScope
 from bot.conversation import IncomingMessage
@@ -91,7 +92,7 @@ class CountersignClient(discord.Client):
         if guild_id is not None and not mentioned and not in_known_thread:
             return
         text = strip_bot_mention(message.content, me.id)
-        if not text:
+        if is_blank(text):
             await message.reply(msg.EMPTY_MENTION, mention_author=False, allowed_mentions=NO_PINGS)
             return
         incoming = IncomingMessage(

@@ -15,6 +15,7 @@ from typing import Any
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltContext
 
 from adapters.decision_errors import parse_edited_args
+from adapters.display import is_blank
 from adapters.slack import blocks
 from adapters.slack import messages as msg
 from adapters.slack.errors import error_text
@@ -113,7 +114,7 @@ class SlackListeners:
     async def _submit(self, event: dict[str, Any], conversation: ConversationRef, context: AsyncBoltContext) -> None:
         text = plain_text(_strip_mentions(event.get("text", ""), context.bot_user_id))
         user_id = event["user"]
-        if not text:
+        if is_blank(text):
             await self._whisper(conversation.channel_id, user_id, msg.EMPTY_MENTION, conversation.thread)
             return
         user = await self._users.get(user_id)
