@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 from collections.abc import Callable
 from typing import Any
@@ -194,7 +195,7 @@ async def bolt_listeners_done(timeout: float = 60.0) -> None:
 
 
 E2E_SETTINGS = settings(
-    max_examples=10,
+    max_examples=int(os.environ.get("HOSTILE_MAX_EXAMPLES", "10")),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
     # No "explain" phase: it traces every line of the bot while replaying a failure, which
@@ -203,4 +204,5 @@ E2E_SETTINGS = settings(
 )
 """Hypothesis settings for properties over the running bot: each example is a real round trip
 (HTTP or gateway, PostgreSQL, the model stand-in), so they are few; the bot is shared by the
-examples of one test (fixtures are set up once per test, not per example)."""
+examples of one test (fixtures are set up once per test, not per example). To explore more,
+run with e.g. `HOSTILE_MAX_EXAMPLES=300` (and a longer `--timeout`)."""
