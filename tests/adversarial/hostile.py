@@ -12,11 +12,17 @@ import asyncio
 import json
 import os
 import re
+import sys
 from collections.abc import Callable
 from typing import Any
 
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
+
+# cel-python raises the interpreter's recursion limit to 2500 each time it builds an environment
+# (CEL's nesting minimums); Hypothesis warns (an error here) when a test changes the limit. The
+# bot runs with 2500 after its first condition anyway, so the tests start there too.
+sys.setrecursionlimit(max(sys.getrecursionlimit(), 2500))
 
 CONTROL = [chr(c) for c in (*range(0x00, 0x20), 0x7F, 0x85, 0x9B)]
 ZERO_WIDTH = ["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad", "\u180e"]
@@ -206,3 +212,76 @@ E2E_SETTINGS = settings(
 (HTTP or gateway, PostgreSQL, the model stand-in), so they are few; the bot is shared by the
 examples of one test (fixtures are set up once per test, not per example). To explore more,
 run with e.g. `HOSTILE_MAX_EXAMPLES=300` (and a longer `--timeout`)."""
+
+
+# --- admin commands -------------------------------------------------------------------------
+
+COMMAND_WORDS = [
+    *("help", "show", "policy", "approvers", "admins", "quorum", "self-approval", "expiry"),
+    *("cards", "scope", "agent", "audit", "add", "remove", "on", "off", "for", "in", "limit"),
+    *("review", "auto", "deny", "default", "http_request", "calculator", "current_time", "nope"),
+    *("channel", "thread", "here", "dm", "react", "subagents", "90s", "0s", "30d", "31d", "1h30m"),
+    *("10", "11", "0", "-1", "99999999999999999999", "٣", "²"),
+]
+CONDITIONS = [
+    "args.method != 'GET'",
+    "args.url.startsWith('https://internal.example')",
+    "args.nope == 1",
+    "args.url ==",
+    "size(args.url) > 99999999999999999999999",
+    "args.url.matches('(a+)+$')",
+    "'\\u0000' == args.url",
+    "args.url == '\x00'",
+    "1/0 == 1",
+    "true",
+    "\"args.method == 'POST'\"",
+]
+
+
+def command_text(mentions: list[str]) -> st.SearchStrategy[str]:
+    """Text after `/countersign`: near-valid commands, hostile words, deep or odd conditions."""
+    word = st.one_of(st.sampled_from([*COMMAND_WORDS, *mentions]), hostile_text(max_atoms=3, surrogates=False))
+    words = st.lists(word, max_size=8).map(" ".join)
+    deep = st.tuples(st.integers(50, 3000), st.sampled_from(["(", "!", "-", "[", "args.url + "])).map(_nested)
+    condition = st.one_of(st.sampled_from(CONDITIONS), hostile_text(surrogates=False), deep)
+    policy = st.tuples(st.sampled_from(["http_request", "calculator", "nope"]), condition).map(
+        lambda p: f"policy {p[0]} review when {p[1]}"
+    )
+    return st.one_of(words, words, policy)
+
+
+def _nested(spec: tuple[int, str]) -> str:
+    """`depth` levels of `opener` around `true`, mostly within the 1,000 characters a condition may have."""
+    depth, opener = spec
+    closer = {"(": ")", "[": "]"}.get(opener, "")
+    if depth < 1000:
+        depth = min(depth, 996 // len(opener + closer))
+    return opener * depth + "true" + closer * depth
+
+
+REFUSED_PREFIXES = ("That did not work", "That condition was refused", "Only admins", "Settings belong")
+"""How a refused `/countersign` reply starts (adapters.admin_text.error_text): nothing changed."""
+UNEXPECTED = "Something went wrong"
+"""How the reply to an unexpected failure starts: never for any input."""
+
+CONFIG_TABLES = ("tool_policies", "approvers", "bot_admins", "settings")
+
+
+async def config_snapshot(pool: Any) -> tuple[Any, ...]:
+    """Every admin setting and the number of `config` audit rows, comparable across a command."""
+    tables = []
+    for table in CONFIG_TABLES:
+        rows = await pool.fetch(f"SELECT * FROM {table}")  # noqa: S608 - fixed table names
+        tables.append(sorted(repr(sorted((k, v) for k, v in dict(r).items() if not k.endswith("_at"))) for r in rows))
+    audits = await pool.fetchval("SELECT count(*) FROM audit_log WHERE kind = 'config'")
+    return (*tables, audits)
+
+
+def check_command_reply(reply: str, before: tuple[Any, ...], after: tuple[Any, ...]) -> None:
+    """A reply is words, never a failure; a refused command changed nothing; a change is audited."""
+    assert reply and not looks_like_a_trace(reply), reply
+    assert not reply.startswith(UNEXPECTED), reply
+    if reply.startswith(REFUSED_PREFIXES):
+        assert after == before, reply
+    elif after[:-1] != before[:-1]:
+        assert after[-1] > before[-1], f"a change without a config audit row: {reply}"
