@@ -121,6 +121,25 @@ class Decider:
             raise ApprovalNotFoundError(_shown(approval_id))
         return found
 
+    async def refuse(self, approval_id: str, actor: Actor, *, outcome: str, reason: str) -> None:
+        """Audit an attempt an adapter refused before it became a decision.
+
+        For example a click on a button the clicked message does not show (a forged or stale
+        `custom_id`): nothing is decided, but the attempt names an approval and is worth a row,
+        like every other refusal.
+
+        Args:
+            approval_id: the approval the attempt named (any text).
+            actor: who tried.
+            outcome: the audit row's outcome, e.g. `forged`.
+            reason: why it was refused, in words.
+        """
+        try:
+            approval = await self.approval(approval_id, actor=actor)
+        except ApprovalNotFoundError:
+            return  # audited as an unknown approval
+        await self._refused(approval, actor, outcome, reason)
+
     async def check(self, approval_id: str, actor: Actor, *, attempted: str) -> ApprovalRecord:
         """Check that `actor` may take an `attempted` decision on this pending approval.
 

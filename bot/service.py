@@ -220,6 +220,10 @@ class Countersign:
         """
         return await self._decider.approval(approval_id, actor=actor)
 
+    async def refuse(self, approval_id: str, actor: Actor, *, outcome: str, reason: str) -> None:
+        """Audit an attempt on an approval that the adapter refused itself (see `Decider.refuse`)."""
+        await self._decider.refuse(approval_id, actor, outcome=outcome, reason=reason)
+
     async def check_decider(self, approval_id: str, actor: Actor, *, attempted: str) -> ApprovalRecord:
         """Check, without deciding, that `actor` may take an `attempted` decision.
 

@@ -11,7 +11,7 @@ from discord import app_commands
 
 from adapters.discord import messages as msg
 from adapters.discord.buttons import ApprovalButton
-from adapters.discord.commands import build_command_group
+from adapters.discord.commands import build_command_group, on_command_error
 from adapters.discord.conversations import author_actor, conversation_of, strip_bot_mention
 from adapters.discord.interactions import InteractionHandler
 from adapters.discord.platform import NO_PINGS
@@ -66,6 +66,7 @@ class CountersignClient(discord.Client):
         self.interactions = InteractionHandler(service)
         self.tree = app_commands.CommandTree(self)
         self.tree.add_command(build_command_group(admin, admin.tool_names()))
+        self.tree.error(on_command_error)
 
     async def setup_hook(self) -> None:
         """Register the persistent buttons and publish `/countersign`, before the gateway connects."""
@@ -107,9 +108,11 @@ class CountersignClient(discord.Client):
             await message.reply(msg.SHUTTING_DOWN, mention_author=False, allowed_mentions=NO_PINGS)
 
     async def on_interaction(self, interaction: discord.Interaction[Any]) -> None:
-        """Modal submissions (buttons are dispatched to `ApprovalButton` by discord.py)."""
+        """Modal submissions, and clicks discord.py drops (card buttons go to `ApprovalButton`)."""
         if interaction.type is discord.InteractionType.modal_submit:
             await self.interactions.on_modal_submit(interaction)
+        elif interaction.type is discord.InteractionType.component:
+            await self.interactions.on_component(interaction)
 
     async def on_error(self, event_method: str, /, *args: Any, **kwargs: Any) -> None:
         """Log a failed event handler; users never see a traceback."""

@@ -114,7 +114,7 @@ def message_text(*, limit: int, surrogates: bool = True) -> st.SearchStrategy[st
     return st.one_of(small, small, blank_text(), huge(small, limit=limit))
 
 
-def json_values(*, max_leaves: int = 12) -> st.SearchStrategy[Any]:
+def json_values(*, max_leaves: int = 12, surrogates: bool = True) -> st.SearchStrategy[Any]:
     """JSON-like values with hostile leaves: huge and non-finite numbers, odd strings, nesting."""
     leaves = st.one_of(
         st.none(),
@@ -122,21 +122,27 @@ def json_values(*, max_leaves: int = 12) -> st.SearchStrategy[Any]:
         st.integers(),
         st.sampled_from([2**63, -(2**63) - 1, 10**30, 2**64]),
         st.floats(allow_nan=True, allow_infinity=True),
-        hostile_text(max_atoms=6),
+        hostile_text(max_atoms=6, surrogates=surrogates),
     )
     return st.recursive(
         leaves,
         lambda inner: st.one_of(
-            st.lists(inner, max_size=4), st.dictionaries(hostile_text(max_atoms=3), inner, max_size=4)
+            st.lists(inner, max_size=4),
+            st.dictionaries(hostile_text(max_atoms=3, surrogates=surrogates), inner, max_size=4),
         ),
         max_leaves=max_leaves,
     )
 
 
-def edit_form_text() -> st.SearchStrategy[str]:
-    """What may be typed into an Edit form: broken, deep, huge, non-object or odd JSON."""
-    as_json = json_values().map(lambda v: json.dumps(v, ensure_ascii=False, allow_nan=True))
-    as_ascii_json = json_values().map(lambda v: json.dumps(v, allow_nan=True))
+def edit_form_text(*, surrogates: bool = True) -> st.SearchStrategy[str]:
+    """What may be typed into an Edit form: broken, deep, huge, non-object or odd JSON.
+
+    With `surrogates`, the text itself may hold lone surrogates (a JSON payload can carry
+    them); typed escapes like `"\\ud800"` are always among the literals.
+    """
+    values = json_values(surrogates=surrogates)
+    as_json = values.map(lambda v: json.dumps(v, ensure_ascii=False, allow_nan=True))
+    as_ascii_json = values.map(lambda v: json.dumps(v, allow_nan=True))
     deep = st.tuples(st.integers(30, 1500), st.sampled_from(["[", '{"a":'])).map(
         lambda p: p[1] * p[0] + ("1" if p[1] != "[" else "") + ("]" if p[1] == "[" else "}") * p[0]
     )
@@ -162,7 +168,7 @@ def edit_form_text() -> st.SearchStrategy[str]:
             '{"method": "POST", "url": "http://x", "method": "GET"}',
         ]
     )
-    return st.one_of(as_json, as_ascii_json, deep, literals, hostile_text(), blank_text())
+    return st.one_of(as_json, as_ascii_json, deep, literals, hostile_text(surrogates=surrogates), blank_text())
 
 
 _TRACE = re.compile(
