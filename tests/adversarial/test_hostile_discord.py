@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from adapters.discord import messages as msg
 from adapters.display import is_blank
 from tests.adversarial.discord_hostile import (
+    D_GUILD2,
     EPHEMERAL,
     NAMED,
     UNKNOWN_ID,
@@ -449,3 +450,63 @@ async def test_property_any_command_options_are_answered_privately_and_a_refusal
     assert kind in (4, 5), kind
     assert shown and all(m["flags"] & EPHEMERAL for m in shown), shown
     check_command_reply("\n".join(str(m.get("content", "")) for m in shown), before, await config_snapshot(pool))
+
+
+# --- forged interactions are refused and audited --------------------------------------------
+
+
+async def test_forged_and_unpermitted_discord_interactions_are_refused_and_audited(
+    discord_bot, discord_api, target, cards
+):
+    """Another server's approval, an unknown id, members without rights: refused privately, one `refused` row each."""
+    pending = cards.pending
+    statuses, audit, runs = (
+        await approval_statuses(discord_bot, cards),
+        await audit_rows(discord_bot),
+        len(target.requests),
+    )
+    attempts = [
+        # Bob in guild 1 submits a Reject form naming guild 2's approval.
+        lambda: discord_api.forge_interaction(
+            "modal_submit",
+            {
+                "custom_id": f"cs:reject-modal:{cards.foreign.approval_id}",
+                "components": _form_components("reason", "x", "label"),
+            },
+            D_BOB,
+            channel_id=D_CHANNEL,
+            message_id=pending.message_id,
+        ),
+        # Bob clicks a button naming an approval that does not exist.
+        lambda: discord_api.forge_interaction(
+            "component",
+            {"custom_id": f"cs:approve:{UNKNOWN_ID}", "component_type": BUTTON},
+            D_BOB,
+            channel_id=D_CHANNEL,
+            message_id=pending.message_id,
+        ),
+        # Carol (a moderator) clicks the real button, but Discord says she lacks Manage Server here.
+        lambda: click(discord_api, pending, D_CAROL, "approve", answered=False, permissions="0"),
+        # Erin (Ops role, no rights) clicks the real Edit button.
+        lambda: click(discord_api, pending, D_ERIN, "edit", answered=False),
+    ]
+    answers = [await answer_of(discord_api, await attempt()) for attempt in attempts]
+    await settle(discord_bot)
+    texts = [shown[0]["content"] for _, shown in answers]
+    assert texts == [
+        msg.REFUSED_OTHER_WORKSPACE,
+        msg.UNKNOWN_BUTTON,
+        msg.REFUSED_NOT_PERMITTED,
+        msg.REFUSED_NOT_PERMITTED,
+    ]
+    rows = (await audit_rows(discord_bot))[len(audit) :]
+    assert [
+        (r["kind"], r["actor_id"], r["workspace_id"], r["approval_id"], r["outcome"], r["reason"]) for r in rows
+    ] == [
+        ("refused", str(D_BOB), str(D_GUILD2), cards.foreign.approval_id, "not_permitted", "other_workspace"),
+        ("refused", str(D_BOB), str(D_GUILD), UNKNOWN_ID, "unknown_approval", "no such approval"),
+        ("refused", str(D_CAROL), str(D_GUILD), pending.approval_id, "not_permitted", "not_requester_or_admin"),
+        ("refused", str(D_ERIN), str(D_GUILD), pending.approval_id, "not_permitted", "not_requester_or_admin"),
+    ]
+    assert (await approval_statuses(discord_bot, cards), len(target.requests)) == (statuses, runs)
+    assert _buttons(discord_api.message(pending.message_id))

@@ -18,6 +18,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from adapters.slack import blocks
+from adapters.slack import messages as msg
 from tests.adversarial.hostile import E2E_SETTINGS, bolt_listeners_done, hostile_text, looks_like_a_trace
 from tests.adversarial.slack_hostile import (
     MALLORY,
@@ -35,7 +36,7 @@ from tests.adversarial.slack_hostile import (
     post_form,
     still_decidable,
 )
-from tests.adversarial.slack_support import ephemerals_to
+from tests.adversarial.slack_support import ephemerals_to, has_buttons
 from tests.e2e.conftest import BOB, TEAM
 from tests.e2e.test_slack_flow import settle
 
@@ -190,3 +191,39 @@ async def test_after_many_bent_clicks_the_requester_still_decides(bot, events, s
             assert (await post_form(events, _click_payload({**parts, "bend": None}, cards))).status == 200
     await bolt_listeners_done()
     await still_decidable(bot, events, slack, target, cards)
+
+
+# --- forged interactions are refused and audited --------------------------------------------
+
+
+async def test_forged_slack_clicks_are_refused_and_audited(bot, events, slack, target, cards):
+    """Another workspace's approval and an unknown id: refused in words, one `refused` audit row each, nothing decided."""
+    refusals = [
+        # Bob (T1) names T2's approval: judged against T2's card, in T2's audit log.
+        ((BOB, TEAM), cards.foreign.approval_id, ("T2", cards.foreign.approval_id, "not_permitted", "other_workspace")),
+        # Mallory clicks from T2 on T1's card (a Slack Connect channel, say).
+        (
+            (MALLORY, "T2"),
+            cards.pending.approval_id,
+            (TEAM, cards.pending.approval_id, "not_permitted", "other_workspace"),
+        ),
+        # An id no approval has, and a value that is no id at all.
+        ((BOB, TEAM), UNKNOWN_ID, (TEAM, UNKNOWN_ID, "unknown_approval", "no such approval")),
+        ((BOB, TEAM), "../" * 40, (TEAM, None, "unknown_approval", "no such approval")),
+    ]
+    statuses, audit = await approval_statuses(bot, cards), await audit_rows(bot)
+    for who, value, _ in refusals:
+        parts = {"action_id": OUR_ACTIONS[0], "value": value, "who": who, "block_id": "b", "drop": set(), "bend": None}
+        assert (await post_form(events, _click_payload(parts, cards))).status == 200
+        await bolt_listeners_done()
+    await settle(bot)
+    rows = (await audit_rows(bot))[len(audit) :]
+    assert [(r["kind"], r["actor_id"]) for r in rows] == [("refused", who[0]) for who, _, _ in refusals]
+    assert [(r["workspace_id"], r["approval_id"], r["outcome"], r["reason"]) for r in rows] == [
+        expected for _, _, expected in refusals
+    ]
+    named = rows[-1]["detail"]["named"]
+    assert named.startswith("../") and len(named) <= 80  # what was named, clipped
+    assert await approval_statuses(bot, cards) == statuses and has_buttons(slack, cards.pending)
+    assert ephemerals_to(slack, BOB)[-1] == msg.UNKNOWN_APPROVAL
+    assert ephemerals_to(slack, MALLORY)[-1] == msg.REFUSED_OTHER_WORKSPACE
