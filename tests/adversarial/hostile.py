@@ -8,12 +8,10 @@ whitespace of every kind, plus plain random text; `huge` repeats a piece up to a
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import re
 import sys
-from collections.abc import Callable
 from typing import Any
 
 from hypothesis import HealthCheck, Phase, settings
@@ -180,30 +178,6 @@ _TRACE = re.compile(
 def looks_like_a_trace(text: str) -> bool:
     """Whether `text` shows a stack trace or an exception's repr (nothing a chat user should read)."""
     return bool(_TRACE.search(text))
-
-
-async def wait_until(condition: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
-    """Poll `condition` until it holds; fail naming `what` after `timeout` seconds."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not condition():
-        if loop.time() > deadline:
-            raise AssertionError(f"{what} did not happen within {timeout}s")
-        await asyncio.sleep(0.01)
-
-
-def _is_bolt_listener(task: asyncio.Task[Any]) -> bool:
-    code = getattr(task.get_coro(), "__qualname__", "")
-    return "run_ack_function_asynchronously" in code or "_start_lazy_function" in code
-
-
-async def bolt_listeners_done(timeout: float = 60.0) -> None:
-    """Wait until every Bolt listener that runs after its `ack()` has finished."""
-    await wait_until(
-        lambda: not any(_is_bolt_listener(t) and not t.done() for t in asyncio.all_tasks()),
-        "Bolt's listeners finishing",
-        timeout,
-    )
 
 
 E2E_SETTINGS = settings(

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from adapters.slack import blocks
 from adapters.slack import messages as msg
-from tests.adversarial.hostile import E2E_SETTINGS, bolt_listeners_done, hostile_text, looks_like_a_trace
+from tests.adversarial.hostile import E2E_SETTINGS, hostile_text, looks_like_a_trace
 from tests.adversarial.slack_hostile import (
     MALLORY,
     NAMED,
@@ -39,6 +39,7 @@ from tests.adversarial.slack_hostile import (
 from tests.adversarial.slack_support import ephemerals_to, has_buttons
 from tests.e2e.conftest import BOB, TEAM
 from tests.e2e.test_slack_flow import settle
+from tests.support.barriers import bolt_listeners_done
 
 pytestmark = pytest.mark.e2e
 

@@ -8,12 +8,12 @@ from hypothesis import strategies as st
 
 from tests.adversarial.hostile import (
     E2E_SETTINGS,
-    bolt_listeners_done,
     check_command_reply,
     command_text,
     config_snapshot,
 )
 from tests.e2e.conftest import BOB, CAROL, CHANNEL
+from tests.support.barriers import bolt_listeners_done
 
 pytestmark = pytest.mark.e2e
 

@@ -16,7 +16,6 @@ from adapters.slack import blocks
 from adapters.slack import messages as msg
 from tests.adversarial.hostile import (
     E2E_SETTINGS,
-    bolt_listeners_done,
     edit_form_text,
     hostile_text,
     looks_like_a_trace,
@@ -36,6 +35,7 @@ from tests.adversarial.slack_hostile import (
 from tests.adversarial.slack_support import card_json, card_ready, has_buttons
 from tests.e2e.conftest import ALICE, BOB, CHANNEL, TEAM
 from tests.e2e.test_slack_flow import settle, wait_answer
+from tests.support.barriers import bolt_listeners_done
 
 pytestmark = pytest.mark.e2e
 

@@ -10,10 +10,11 @@ from hypothesis import strategies as st
 
 from adapters.display import is_blank
 from adapters.slack import messages as msg
-from tests.adversarial.hostile import E2E_SETTINGS, bolt_listeners_done, looks_like_a_trace, message_text
+from tests.adversarial.hostile import E2E_SETTINGS, looks_like_a_trace, message_text
 from tests.adversarial.slack_support import BROADCASTS, ephemerals_to, everything_sent
 from tests.e2e.conftest import ALICE, CHANNEL
 from tests.e2e.test_slack_flow import settle, wait_answer
+from tests.support.barriers import bolt_listeners_done
 
 pytestmark = pytest.mark.e2e
 
