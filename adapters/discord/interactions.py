@@ -93,6 +93,8 @@ class InteractionHandler:
         log.warning("refused a click on a component the message does not show: %r", custom_id[:120])
         named = parse_button_id(custom_id)
         try:
+            await interaction.response.send_message(msg.UNKNOWN_BUTTON, ephemeral=True)  # first: 3 s
+        finally:
             if named is not None:
                 await self._service.refuse(
                     named["approval_id"],
@@ -100,8 +102,6 @@ class InteractionHandler:
                     outcome="forged",
                     reason="a button the clicked message does not show",
                 )
-        finally:
-            await interaction.response.send_message(msg.UNKNOWN_BUTTON, ephemeral=True)
 
     async def on_modal_submit(self, interaction: Interaction) -> None:
         """An Edit or Reject modal was submitted (also one opened before a restart)."""

@@ -43,6 +43,7 @@ from tests.adversarial.hostile import (
 )
 from tests.e2e.conftest import D_ALICE, D_BOB, D_BOT, D_CAROL, D_CHANNEL, D_ERIN, D_GUILD
 from tests.e2e.test_discord_flow import _buttons, click, settle, wait_answer
+from tests.support.barriers import wait_until_async
 
 pytestmark = pytest.mark.e2e
 
@@ -155,6 +156,15 @@ def forged_clicks(draw: st.DrawFn) -> dict[str, Any]:
     }
 
 
+async def _audited(bot, rows: int) -> None:
+    """Wait until the audit log has `rows` rows."""
+
+    async def there() -> bool:
+        return len(await audit_rows(bot)) >= rows
+
+    await wait_until_async(there, f"{rows} audit rows")
+
+
 def _custom_id(click: dict[str, Any], cards: Cards) -> str:
     if click["id_kind"] == "shown":
         shown = _buttons_of(cards, click["message"])
@@ -234,6 +244,8 @@ async def test_property_a_forged_or_unpermitted_click_is_answered_audited_and_ch
     assert shown and all(m["flags"] & EPHEMERAL for m in shown), shown
     assert not any(looks_like_a_trace(str(m.get("content"))) for m in shown), shown
     assert (await approval_statuses(discord_bot, cards), len(target.requests)) == (statuses, runs)
+    if BUTTON_ID.fullmatch(custom_id):  # the clicker is answered first, the refusal audited next
+        await _audited(discord_bot, len(audit) + 1)
     new_rows = (await audit_rows(discord_bot))[len(audit) :]
     assert all(row["kind"] == "refused" for row in new_rows), new_rows
     if BUTTON_ID.fullmatch(custom_id):
@@ -490,7 +502,10 @@ async def test_forged_and_unpermitted_discord_interactions_are_refused_and_audit
         # Erin (Ops role, no rights) clicks the real Edit button.
         lambda: click(discord_api, pending, D_ERIN, "edit", answered=False),
     ]
-    answers = [await answer_of(discord_api, await attempt()) for attempt in attempts]
+    answers = []
+    for done, attempt in enumerate(attempts, start=1):
+        answers.append(await answer_of(discord_api, await attempt()))
+        await _audited(discord_bot, len(audit) + done)
     await settle(discord_bot)
     texts = [shown[0]["content"] for _, shown in answers]
     assert texts == [
