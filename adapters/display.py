@@ -26,6 +26,19 @@ def reveal_invisible(text: str) -> str:
     )
 
 
+_NOTHING_TO_READ = {"Cc", "Cf", "Zs", "Zl", "Zp"}
+
+
+def is_blank(text: str) -> bool:
+    """Whether `text` holds nothing a person can read.
+
+    Empty, or only whitespace, control characters and invisible format characters (zero-width
+    spaces and joiners, direction marks, a byte-order mark): `str.strip` keeps the latter, so a
+    message of them would reach the model as if it said something.
+    """
+    return all(unicodedata.category(ch) in _NOTHING_TO_READ for ch in text)
+
+
 def who_is_working(subagents: tuple[str, ...]) -> tuple[str, bool]:
     """Subagents as words, and whether they are more than one.
 

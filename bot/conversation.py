@@ -7,6 +7,7 @@ platform's authenticated payload, never from message text, and always including 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 DM_WORKSPACE = "dm"
@@ -90,7 +91,8 @@ class IncomingMessage:
     Attributes:
         actor: who wrote it.
         conversation: where it belongs.
-        text: the text with the bot's own mention removed.
+        text: the text with the bot's own mention removed (made storable on construction:
+            see `storable_text`).
         message_id: the platform's id of the message (Slack `ts`, Discord message id), used to
             show progress on it and to drop platform retries of the same event.
     """
@@ -99,3 +101,20 @@ class IncomingMessage:
     conversation: ConversationRef
     text: str
     message_id: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "text", storable_text(self.text))
+
+
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def storable_text(text: str) -> str:
+    """`text` with U+FFFD in place of what PostgreSQL and UTF-8 cannot hold.
+
+    PostgreSQL's text and jsonb refuse U+0000, and UTF-8 cannot encode a lone surrogate
+    (JSON can carry one as an escape, so a platform payload can too). A message holding either could
+    not be stored in the inbox or the checkpoint and would fail on every attempt; replaced, it
+    reads the same to the model and to people.
+    """
+    return _UNSTORABLE.sub("\ufffd", text)

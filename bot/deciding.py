@@ -9,6 +9,7 @@ then one transaction (`ApprovalStore.vote`). Every refusal is audited and change
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Mapping
 
 from langchain_core.tools import BaseTool
@@ -20,8 +21,8 @@ from bot.approvals.digest import args_digest
 from bot.approvals.mode import Mode
 from bot.approvals.policy import effective_mode
 from bot.approvals.records import DENIED_BY_POLICY, NO_LONGER_CONFIGURED, ApprovalRecord, DecideResult
-from bot.audit import AuditKind, approval_entry
-from bot.conversation import DM_WORKSPACE, Actor, ConversationRef
+from bot.audit import AuditEntry, AuditKind, approval_entry
+from bot.conversation import DM_WORKSPACE, Actor, ConversationRef, storable_text
 from bot.errors import (
     AlreadyDecidedError,
     AlreadyVotedError,
@@ -36,6 +37,20 @@ from bot.storage.config_store import ConfigStore
 from bot.tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
+
+_APPROVAL_ID = re.compile(r"[0-9a-f]{32}")
+_SHOWN_CHARS = 80
+
+
+def is_approval_id(value: object) -> bool:
+    """Whether `value` has the shape of an approval id (`uuid4().hex`, see `ApprovalStore`)."""
+    return isinstance(value, str) and _APPROVAL_ID.fullmatch(value) is not None
+
+
+def _shown(value: object) -> str:
+    """A named id fit for a log line and an audit row: text, storable, at most 80 characters."""
+    text = storable_text(value if isinstance(value, str) else repr(value))
+    return text if len(text) <= _SHOWN_CHARS else text[: _SHOWN_CHARS - 1] + "…"
 
 
 class Decider:
@@ -85,16 +100,45 @@ class Decider:
             return True
         return approval.tool_name in self._subagent_tools.get(approval.source, frozenset())
 
-    async def approval(self, approval_id: str) -> ApprovalRecord:
+    async def approval(self, approval_id: str, *, actor: Actor | None = None) -> ApprovalRecord:
         """The approval with this id.
+
+        Args:
+            approval_id: as a button or form named it. Button values and modal ids come from
+                platform payloads, so anything may arrive (a wrong type, a huge or malformed
+                string); what is not an approval id (32 lowercase hex digits, as the store makes
+                them) names no approval and is not looked up.
+            actor: who named it; when given, an unknown id is audited as a refusal of theirs
+                (a forged or stale button is worth a row, like any other refused click).
 
         Raises:
             ApprovalNotFoundError: no such approval.
         """
-        found = await self._approvals.get(approval_id)
+        found = await self._approvals.get(approval_id) if is_approval_id(approval_id) else None
         if found is None:
-            raise ApprovalNotFoundError(approval_id)
+            if actor is not None:
+                await self._unknown(approval_id, actor)
+            raise ApprovalNotFoundError(_shown(approval_id))
         return found
+
+    async def refuse(self, approval_id: str, actor: Actor, *, outcome: str, reason: str) -> None:
+        """Audit an attempt an adapter refused before it became a decision.
+
+        For example a click on a button the clicked message does not show (a forged or stale
+        `custom_id`): nothing is decided, but the attempt names an approval and is worth a row,
+        like every other refusal.
+
+        Args:
+            approval_id: the approval the attempt named (any text).
+            actor: who tried.
+            outcome: the audit row's outcome, e.g. `forged`.
+            reason: why it was refused, in words.
+        """
+        try:
+            approval = await self.approval(approval_id, actor=actor)
+        except ApprovalNotFoundError:
+            return  # audited as an unknown approval
+        await self._refused(approval, actor, outcome, reason)
 
     async def check(self, approval_id: str, actor: Actor, *, attempted: str) -> ApprovalRecord:
         """Check that `actor` may take an `attempted` decision on this pending approval.
@@ -102,7 +146,7 @@ class Decider:
         Raises:
             ApprovalNotFoundError, AlreadyDecidedError, NotPermittedError (audited).
         """
-        approval = await self.approval(approval_id)
+        approval = await self.approval(approval_id, actor=actor)
         config = await self._load(approval)
         await self._ensure_open_and_permitted(approval, actor, attempted, config)
         return approval
@@ -121,14 +165,14 @@ class Decider:
                 refused with `StaleVoteError`.
 
         Raises:
-            ApprovalNotFoundError: unknown id.
+            ApprovalNotFoundError: unknown id (audited).
             AlreadyDecidedError: decided before; nothing changed.
             AlreadyVotedError: this person already approved these arguments.
             NotPermittedError: the actor may not decide it; nothing changed.
             InvalidDecisionError: the decision does not fit the action; the card stays usable.
         """
         for attempt in range(2):
-            approval = await self.approval(approval_id)
+            approval = await self.approval(approval_id, actor=actor)
             if (
                 seen_version
                 and approval.is_pending
@@ -198,7 +242,8 @@ class Decider:
         card was drawn before the rule.
         """
         if isinstance(decision, Reject):
-            return VoteKind.REJECT, None, (decision.message or "").strip() or None, 1
+            # A reason is free text: what PostgreSQL cannot store is replaced, not refused.
+            return VoteKind.REJECT, None, storable_text(decision.message or "").strip() or None, 1
         if not self.can_still_run(approval):
             return VoteKind.REJECT, None, NO_LONGER_CONFIGURED, 1
         args = dict(decision.edited_action.args) if isinstance(decision, Edit) else approval.args_under_vote
@@ -241,6 +286,22 @@ class Decider:
         except NotPermittedError as exc:
             await self._refused(approval, actor, "not_permitted", exc.reason, attempted=attempted)
             raise
+
+    async def _unknown(self, named: object, actor: Actor) -> None:
+        shown = _shown(named)
+        log.info("refused a decision on unknown approval %s for %s", shown, actor.user_id)
+        await self._audit.record(
+            AuditEntry(
+                kind=AuditKind.REFUSED,
+                workspace_id=actor.workspace_id,
+                outcome="unknown_approval",
+                approval_id=shown if is_approval_id(named) else None,
+                actor_id=actor.user_id,
+                actor_name=actor.display_name,
+                reason="no such approval",
+                detail={} if is_approval_id(named) else {"named": shown},
+            )
+        )
 
     async def _refused(
         self, approval: ApprovalRecord, actor: Actor, outcome: str, reason: str, *, attempted: str | None = None

@@ -206,13 +206,23 @@ class Countersign:
         """Undecided approvals of a conversation, oldest first."""
         return await self._approvals.pending_in_thread(conversation.thread_id)
 
-    async def approval(self, approval_id: str) -> ApprovalRecord:
+    async def approval(self, approval_id: str, *, actor: Actor | None = None) -> ApprovalRecord:
         """The approval with this id (for an adapter prefilling an edit form).
+
+        Args:
+            approval_id: the id a button or form named (any payload value; see
+                `Decider.approval`).
+            actor: the person who named it, when a click or a form led here: an unknown id is
+                then audited as a refusal of theirs.
 
         Raises:
             ApprovalNotFoundError: no such approval.
         """
-        return await self._decider.approval(approval_id)
+        return await self._decider.approval(approval_id, actor=actor)
+
+    async def refuse(self, approval_id: str, actor: Actor, *, outcome: str, reason: str) -> None:
+        """Audit an attempt on an approval that the adapter refused itself (see `Decider.refuse`)."""
+        await self._decider.refuse(approval_id, actor, outcome=outcome, reason=reason)
 
     async def check_decider(self, approval_id: str, actor: Actor, *, attempted: str) -> ApprovalRecord:
         """Check, without deciding, that `actor` may take an `attempted` decision.
@@ -245,7 +255,7 @@ class Countersign:
             pause, that pause resumes after it (the other pauses of the thread wait for theirs).
 
         Raises:
-            ApprovalNotFoundError: unknown id.
+            ApprovalNotFoundError: unknown id (audited).
             AlreadyDecidedError: decided before (by someone else, the same person, or another
                 replica); nothing changed.
             AlreadyVotedError: this person already approved these arguments (quorum).

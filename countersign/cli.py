@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -16,6 +17,7 @@ from pydantic import ValidationError
 from bot.errors import ConfigurationError, DatabaseUnavailableError
 from bot.settings import Settings
 from countersign.logs import configure_logging
+from countersign.signals import cancel_on_signals
 
 log = logging.getLogger("countersign")
 
@@ -24,7 +26,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Parse the command line and run; returns the process exit code.
 
     Known failures (a missing key, an unreachable database, invalid settings) print one line
-    to stderr and exit 2; tracebacks are for bugs.
+    to stderr and exit 2; `migrate` stopped by SIGTERM or Ctrl-C says so and exits 1;
+    tracebacks are for bugs.
     """
     parser = argparse.ArgumentParser(prog="countersign", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -46,9 +49,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ConfigurationError, DatabaseUnavailableError) as exc:
         print(f"countersign: {exc}", file=sys.stderr)
         return 2
+    except _StoppedEarlyError as exc:
+        print(f"countersign: {exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
     return 0
+
+
+class _StoppedEarlyError(Exception):
+    """A signal stopped a command that had not finished its work (exit status 1)."""
 
 
 async def _dispatch(command: str, settings: Settings) -> None:
@@ -57,9 +67,16 @@ async def _dispatch(command: str, settings: Settings) -> None:
 
         from bot.storage.database import migrate, resolve_url
 
-        async with AsyncExitStack() as stack:
-            url = await resolve_url(settings.database, stack)
-            applied = await migrate(url)
+        # Without DATABASE_URL this starts the embedded PostgreSQL: a signal must stop it too.
+        stopping = cancel_on_signals(signal.SIGINT, signal.SIGTERM)
+        try:
+            async with AsyncExitStack() as stack:
+                url = await resolve_url(settings.database, stack)
+                applied = await migrate(url)
+        except asyncio.CancelledError:
+            if not stopping.is_set():
+                raise
+            raise _StoppedEarlyError("migrate was stopped by a signal before it finished") from None
         log.info("migrations: %s", ", ".join(applied) if applied else "already up to date")
         return
     if settings.gemini.api_key is None:

@@ -23,6 +23,7 @@ from adapters.console.chat import StdinLines
 from bot.errors import ConfigurationError
 from bot.settings import Settings
 from countersign.runtime import Runtime, open_runtime
+from countersign.signals import cancel_on_signals
 
 log = logging.getLogger(__name__)
 
@@ -53,13 +54,18 @@ async def serve(settings: Settings) -> None:
         return
     stop = asyncio.Event()
     started = False
+    cancelled = False
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
 
     def on_signal() -> None:
+        # The handlers stay until the loop closes, through the whole clean-up (countersign.signals).
+        nonlocal cancelled
         if started:
             stop.set()
-        elif task is not None:
+        elif task is not None and not cancelled:
+            # Once: a second signal must not cut short the clean-up the first one started.
+            cancelled = True
             log.info("stopping during start-up")
             task.cancel()
 
@@ -169,7 +175,7 @@ async def chat(settings: Settings) -> None:
     Ctrl-C, SIGTERM or a closed terminal (SIGHUP) end it cleanly: the embedded PostgreSQL is
     stopped.
     """
-    stopping = _cancel_on_signals(signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    stopping = cancel_on_signals(signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
     try:
         async with open_runtime(settings) as runtime:
             platform = ConsolePlatform(write=lambda line: print(line, flush=True))
@@ -198,19 +204,3 @@ def _health(runtime: Runtime) -> Callable[[web.Request], Awaitable[web.Response]
         return web.json_response({"status": "ok"})
 
     return health
-
-
-def _cancel_on_signals(*signals: signal.Signals) -> asyncio.Event:
-    """Cancel the current task on any of `signals`; the returned event says one arrived."""
-    loop = asyncio.get_running_loop()
-    task = asyncio.current_task()
-    arrived = asyncio.Event()
-
-    def cancel() -> None:
-        arrived.set()
-        if task is not None:
-            task.cancel()
-
-    for sig in signals:
-        loop.add_signal_handler(sig, cancel)
-    return arrived

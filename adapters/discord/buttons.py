@@ -26,10 +26,12 @@ _STYLES = {
 }
 
 
-class ApprovalButton(
-    discord.ui.DynamicItem[discord.ui.Button[Any]],
-    template=r"cs:(?P<action>approve|edit|reject):(?P<approval_id>[0-9a-f]{32})(?::(?P<version>[0-9a-f]{8}))?",
-):
+TEMPLATE = r"cs:(?P<action>approve|edit|reject):(?P<approval_id>[0-9a-f]{32})(?::(?P<version>[0-9a-f]{8}))?"
+"""A card button's `custom_id`."""
+_TEMPLATE = re.compile(TEMPLATE)
+
+
+class ApprovalButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=TEMPLATE):
     """One of Approve / Edit / Reject on a card.
 
     Args:
@@ -78,3 +80,35 @@ def edit_again_view(approval_id: str) -> discord.ui.View:
     view = discord.ui.View(timeout=None)
     view.add_item(ApprovalButton("edit", approval_id, label=msg.BUTTON_EDIT_AGAIN))
     return view
+
+
+def parse_button_id(custom_id: str) -> re.Match[str] | None:
+    """The parts of a card button's `custom_id` (`action`, `approval_id`, `version`), else None."""
+    return _TEMPLATE.fullmatch(custom_id)
+
+
+def dispatched_to_a_button(interaction: discord.Interaction[Any]) -> bool:
+    """Whether discord.py hands this component interaction to `ApprovalButton`.
+
+    It does only for a button whose `custom_id` fits the template and which the clicked
+    message shows (`ViewStore.schedule_dynamic_item_call` looks the item up on the message);
+    anything else it drops without a word, and Discord then tells the clicker "This
+    interaction failed".
+    """
+    data: dict[str, Any] = dict(interaction.data or {})
+    custom_id = data.get("custom_id")
+    if data.get("component_type") != discord.ComponentType.button.value or not isinstance(custom_id, str):
+        return False
+    if parse_button_id(custom_id) is None or interaction.message is None:
+        return False
+    return custom_id in _custom_ids(interaction.message.components)
+
+
+def _custom_ids(components: Any) -> set[str]:
+    found: set[str] = set()
+    for component in components or ():
+        custom_id = getattr(component, "custom_id", None)
+        if isinstance(custom_id, str):
+            found.add(custom_id)
+        found |= _custom_ids(getattr(component, "children", None))
+    return found

@@ -11,10 +11,11 @@ from discord import app_commands
 
 from adapters.discord import messages as msg
 from adapters.discord.buttons import ApprovalButton
-from adapters.discord.commands import build_command_group
+from adapters.discord.commands import build_command_group, on_command_error
 from adapters.discord.conversations import author_actor, conversation_of, strip_bot_mention
 from adapters.discord.interactions import InteractionHandler
 from adapters.discord.platform import NO_PINGS
+from adapters.display import is_blank
 from bot.admin.service import AdminService
 from bot.approvals.config import ConversationScope
 from bot.conversation import IncomingMessage
@@ -65,6 +66,7 @@ class CountersignClient(discord.Client):
         self.interactions = InteractionHandler(service)
         self.tree = app_commands.CommandTree(self)
         self.tree.add_command(build_command_group(admin, admin.tool_names()))
+        self.tree.error(on_command_error)
 
     async def setup_hook(self) -> None:
         """Register the persistent buttons and publish `/countersign`, before the gateway connects."""
@@ -91,7 +93,7 @@ class CountersignClient(discord.Client):
         if guild_id is not None and not mentioned and not in_known_thread:
             return
         text = strip_bot_mention(message.content, me.id)
-        if not text:
+        if is_blank(text):
             await message.reply(msg.EMPTY_MENTION, mention_author=False, allowed_mentions=NO_PINGS)
             return
         incoming = IncomingMessage(
@@ -106,9 +108,11 @@ class CountersignClient(discord.Client):
             await message.reply(msg.SHUTTING_DOWN, mention_author=False, allowed_mentions=NO_PINGS)
 
     async def on_interaction(self, interaction: discord.Interaction[Any]) -> None:
-        """Modal submissions (buttons are dispatched to `ApprovalButton` by discord.py)."""
+        """Modal submissions, and clicks discord.py drops (card buttons go to `ApprovalButton`)."""
         if interaction.type is discord.InteractionType.modal_submit:
             await self.interactions.on_modal_submit(interaction)
+        elif interaction.type is discord.InteractionType.component:
+            await self.interactions.on_component(interaction)
 
     async def on_error(self, event_method: str, /, *args: Any, **kwargs: Any) -> None:
         """Log a failed event handler; users never see a traceback."""

@@ -8,6 +8,7 @@ interaction is deferred first, so a slow database never misses Discord's 3 secon
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection
 from datetime import datetime
 from typing import Any, Literal
 
@@ -16,6 +17,7 @@ from discord import app_commands
 
 from adapters.admin_text import Markup, error_text, render
 from adapters.chunking import split_message
+from adapters.discord import messages as msg
 from adapters.discord.conversations import clicker_actor
 from adapters.discord.platform import MESSAGE_CHARS
 from bot.admin.commands import (
@@ -84,11 +86,50 @@ DISCORD_MARKUP = Markup(
     ),
 )
 _MODES = {"auto": Mode.AUTO, "review": Mode.REVIEW, "deny": Mode.DENY, "default": None}
+_ADD_REMOVE = ("add", "remove")
+
+
+class OptionMismatchError(app_commands.CheckFailure):
+    """The options sent are not the ones registered (an unknown name, or a value of another type)."""
+
+
+class _CheckedGroup(app_commands.Group):
+    """The `/countersign` group, refusing options that do not fit the registered command.
+
+    discord.py hands a command whatever options arrive: an unknown option is dropped and a
+    value of another type (a number for a text option) reaches the callback as it is. Discord
+    sends only what was registered, but a client holding an older registration (or a forged
+    payload) may send anything, so each option's name and type are checked first.
+    """
+
+    async def interaction_check(self, interaction: Interaction, /) -> bool:
+        """Raise `OptionMismatchError` when an option does not fit; else let the command run."""
+        command = interaction.command
+        if not isinstance(command, app_commands.Command):
+            return True
+        registered = {parameter.display_name: parameter.type for parameter in command.parameters}
+        for option in _leaf_options(dict(interaction.data or {})):
+            name = str(option.get("name"))
+            expected = registered.get(name)
+            if expected is None:
+                raise OptionMismatchError(msg.OPTION_UNKNOWN.format(option=name))
+            if option.get("type") != expected.value:
+                kind = msg.OPTION_KINDS.get(expected.name, expected.name)
+                raise OptionMismatchError(msg.OPTION_WRONG_TYPE.format(option=name, kind=kind))
+        return True
+
+
+def _leaf_options(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The options of the subcommand invoked (below its subcommand and group levels)."""
+    options = data.get("options") or []
+    while len(options) == 1 and isinstance(options[0], dict) and options[0].get("type") in (1, 2):
+        options = options[0].get("options") or []
+    return [option for option in options if isinstance(option, dict)]
 
 
 def build_command_group(admin: AdminService, tool_names: list[str]) -> app_commands.Group:
     """The `/countersign` group, bound to the admin use case."""
-    group = app_commands.Group(name="countersign", description="Countersign: approvals for the agent's tools")
+    group = _CheckedGroup(name="countersign", description="Countersign: approvals for the agent's tools")
 
     async def run(interaction: Interaction, command: Command | None = None, problem: str | None = None) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
@@ -132,6 +173,9 @@ def build_command_group(admin: AdminService, tool_names: list[str]) -> app_comma
         channel: discord.abc.GuildChannel | discord.Thread | None = None,
         when: str | None = None,
     ) -> None:
+        if problem := _not_a_choice(mode=(mode, _MODES)):
+            await run(interaction, problem=problem)
+            return
         if when is not None and mode != "review":
             await run(interaction, problem="a `when` condition only goes with `review`")
             return
@@ -151,6 +195,9 @@ def build_command_group(admin: AdminService, tool_names: list[str]) -> app_comma
         role: discord.Role | None = None,
         tool: str | None = None,
     ) -> None:
+        if problem := _not_a_choice(action=(action, _ADD_REMOVE)):
+            await run(interaction, problem=problem)
+            return
         if (user is None) == (role is None):
             await run(interaction, problem="give exactly one of `user` or `role`")
             return
@@ -159,6 +206,9 @@ def build_command_group(admin: AdminService, tool_names: list[str]) -> app_comma
 
     @group.command(name="admins", description="Bot admins, besides members with Manage Server")
     async def admins(interaction: Interaction, action: Literal["add", "remove"], user: discord.User) -> None:
+        if problem := _not_a_choice(action=(action, _ADD_REMOVE)):
+            await run(interaction, problem=problem)
+            return
         await run(interaction, ChangeAdmins(add=action == "add", user_id=str(user.id)))
 
     @group.command(name="quorum", description="How many different people must approve a tool's calls")
@@ -169,6 +219,9 @@ def build_command_group(admin: AdminService, tool_names: list[str]) -> app_comma
     @group.command(name="self-approval", description="Whether requesters may approve their own calls")
     @app_commands.autocomplete(tool=tools)
     async def self_approval(interaction: Interaction, state: Literal["on", "off"], tool: str | None = None) -> None:
+        if problem := _not_a_choice(state=(state, ("on", "off"))):
+            await run(interaction, problem=problem)
+            return
         await run(interaction, SetSelfApproval(allowed=state == "on", tool=tool))
 
     @group.command(name="expiry", description="How long a card waits: 90s, 30m, 4h, 2d, or off")
@@ -187,6 +240,9 @@ def build_command_group(admin: AdminService, tool_names: list[str]) -> app_comma
         where: Literal["here", "dm", "channel"],
         channel: discord.abc.GuildChannel | discord.Thread | None = None,
     ) -> None:
+        if problem := _not_a_choice(where=(where, [r.value for r in CardRouting])):
+            await run(interaction, problem=problem)
+            return
         if where == "channel" and channel is None:
             await run(interaction, problem="`cards channel` needs the `channel` option")
             return
@@ -200,6 +256,9 @@ def build_command_group(admin: AdminService, tool_names: list[str]) -> app_comma
         kind: Literal["channel", "thread"],
         channel: discord.abc.GuildChannel | discord.Thread | None = None,
     ) -> None:
+        if problem := _not_a_choice(kind=(kind, [c.value for c in ConversationScope])):
+            await run(interaction, problem=problem)
+            return
         where = _settings_channel(channel) if channel else None
         await run(interaction, SetScope(scope=ConversationScope(kind), channel_id=where))
 
@@ -209,6 +268,9 @@ def build_command_group(admin: AdminService, tool_names: list[str]) -> app_comma
         kind: Literal["react", "subagents", "default"],
         channel: discord.abc.GuildChannel | discord.Thread | None = None,
     ) -> None:
+        if problem := _not_a_choice(kind=(kind, [*(a.value for a in AgentKind), "default"])):
+            await run(interaction, problem=problem)
+            return
         where = _settings_channel(channel) if channel else None
         await run(interaction, SetAgent(agent=None if kind == "default" else AgentKind(kind), channel_id=where))
 
@@ -223,6 +285,49 @@ def build_command_group(admin: AdminService, tool_names: list[str]) -> app_comma
         await run(interaction, ShowAudit(tool=tool, user_id=str(user.id) if user else None, limit=limit))
 
     return group
+
+
+async def on_command_error(interaction: Interaction, error: app_commands.AppCommandError) -> None:
+    """Answer privately a `/countersign` that discord.py could not run (the tree's error handler).
+
+    Without an answer Discord shows "The application did not respond". A subcommand or options
+    that are not (or no longer) the ones registered, and an option discord.py cannot turn into
+    its type (a channel it cannot see, a number out of range), are refused in words with a
+    warning; anything else is a bug: logged with its traceback, answered without it.
+    """
+    if isinstance(error, app_commands.CommandNotFound | app_commands.CommandSignatureMismatch):
+        log.warning("refused /countersign: %s", error)
+        text = error_text(CommandError(msg.COMMAND_UNKNOWN), DISCORD_MARKUP)
+    elif isinstance(error, OptionMismatchError):
+        log.warning("refused /countersign: %s", error)
+        text = error_text(CommandError(str(error)), DISCORD_MARKUP)
+    elif isinstance(error, app_commands.TransformerError):
+        log.warning("refused /countersign: %s", error)
+        text = error_text(CommandError(msg.OPTION_UNREADABLE.format(kind=error.type.name)), DISCORD_MARKUP)
+    else:
+        log.error("/countersign failed for %s", interaction.user.id, exc_info=error)
+        text = error_text(error, DISCORD_MARKUP)
+    try:
+        if interaction.response.is_done():
+            await interaction.followup.send(text, ephemeral=True, allowed_mentions=discord.AllowedMentions.none())
+        else:
+            await interaction.response.send_message(
+                text, ephemeral=True, allowed_mentions=discord.AllowedMentions.none()
+            )
+    except discord.HTTPException as exc:
+        log.warning("could not answer a refused /countersign: %s", exc)
+
+
+def _not_a_choice(**options: tuple[str, Collection[str]]) -> str | None:
+    """The problem with the first option whose value is not one of its choices, else None.
+
+    Discord offers only the registered choices, but discord.py passes on whatever value
+    arrives (an out-of-date client, a forged payload): "bogus" must not read as "remove".
+    """
+    for option, (value, choices) in options.items():
+        if value not in choices:
+            return msg.OPTION_NOT_A_CHOICE.format(option=option, choices=", ".join(f"`{c}`" for c in choices))
+    return None
 
 
 def _settings_channel(channel: Any) -> str:

@@ -15,7 +15,7 @@ import discord
 
 from adapters.decision_errors import parse_edited_args
 from adapters.discord import messages as msg
-from adapters.discord.buttons import edit_again_view
+from adapters.discord.buttons import dispatched_to_a_button, edit_again_view, parse_button_id
 from adapters.discord.cards import args_json
 from adapters.discord.conversations import DM, clicker_actor, member_actor
 from adapters.discord.errors import error_text
@@ -78,11 +78,38 @@ class InteractionHandler:
             return
         await interaction.response.send_modal(edit_modal(approval_id, prefill))
 
+    async def on_component(self, interaction: Interaction) -> None:
+        """A click discord.py does not hand to a card button: refused in words, audited if it names an approval.
+
+        That is a click on a component the clicked message does not show, or whose `custom_id`
+        is not a card button's (see `dispatched_to_a_button`): Discord would not send one, but
+        a stale client or a forged payload may, and an unanswered click reads "This interaction
+        failed".
+        """
+        if dispatched_to_a_button(interaction):
+            return
+        data: dict[str, Any] = dict(interaction.data or {})
+        custom_id = str(data.get("custom_id", ""))
+        log.warning("refused a click on a component the message does not show: %r", custom_id[:120])
+        named = parse_button_id(custom_id)
+        try:
+            await interaction.response.send_message(msg.UNKNOWN_BUTTON, ephemeral=True)  # first: 3 s
+        finally:
+            if named is not None:
+                await self._service.refuse(
+                    named["approval_id"],
+                    clicker_actor(interaction),
+                    outcome="forged",
+                    reason="a button the clicked message does not show",
+                )
+
     async def on_modal_submit(self, interaction: Interaction) -> None:
         """An Edit or Reject modal was submitted (also one opened before a restart)."""
         data: dict[str, Any] = dict(interaction.data or {})
         parsed = parse_modal_id(str(data.get("custom_id", "")))
         if parsed is None:
+            log.warning("refused a submission of a form that is not ours: %r", str(data.get("custom_id", ""))[:120])
+            await interaction.response.send_message(msg.UNKNOWN_FORM, ephemeral=True)
             return
         kind, approval_id = parsed
         values = submitted_values(data)

@@ -65,6 +65,27 @@ REFUSED_OTHER_WORKSPACE = "You can't decide this approval: it belongs to another
 ALREADY_DECIDED = "This was already {outcome} by <@{user}>{when}. Nothing was changed."
 ALREADY_DECIDED_NOBODY = "This was already {outcome}. Nothing was changed."
 UNKNOWN_APPROVAL = "I can't find this approval any more. Nothing was changed."
+UNKNOWN_BUTTON = "That button is not one I can act on (it may be from an older card). Nothing was changed."
+UNKNOWN_FORM = "That form is not one I can act on (it may be from an older version). Nothing was changed."
+COMMAND_UNKNOWN = "that is not a `/countersign` command I know (Discord may show an old list: reload it and try again)"
+OPTION_UNREADABLE = "the {kind} option could not be read (it may name something I cannot see)"
+OPTION_NOT_A_CHOICE = "`{option}` must be one of {choices}"
+_RELOAD = "Discord may show an old version: reload it and try again"
+OPTION_UNKNOWN = "`{option}` is not an option of this command (" + _RELOAD + ")"
+OPTION_WRONG_TYPE = "`{option}` must be {kind} (" + _RELOAD + ")"
+OPTION_KINDS = {
+    "string": "text",
+    "integer": "a whole number",
+    "number": "a number",
+    "boolean": "true or false",
+    "user": "a person",
+    "channel": "a channel",
+    "role": "a role",
+    "mentionable": "a person or a role",
+    "attachment": "a file",
+}
+"""The command and option sentences above are problems: `adapters.admin_text.error_text` words the
+whole refusal."""
 INVALID_DECISION = "That decision was refused: {problem}"
 DECISION_FAILED = "Something went wrong while recording your decision; nothing was changed. Please try again."
 

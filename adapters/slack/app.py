@@ -8,6 +8,8 @@ per Slack's "Verifying requests from Slack"); Socket Mode is used instead when
 from __future__ import annotations
 
 import logging
+import re
+import time
 from collections.abc import Awaitable
 
 import aiohttp
@@ -41,7 +43,19 @@ def _not_the_unused_token_warning(record: logging.LogRecord) -> bool:
 
 logging.getLogger("slack_bolt.AsyncApp").addFilter(_not_the_unused_token_warning)
 
+
+def _not_the_refused_body(record: logging.LogRecord) -> bool:
+    # Bolt logs a refused request with its whole body (at INFO). A replayed request is a real
+    # one, with its `response_url` and the legacy verification token in the body; those must
+    # not reach the log. `_refused_request` logs what an operator needs instead.
+    return not record.getMessage().startswith("Invalid request signature detected")
+
+
+logging.getLogger("slack_bolt.RequestVerification").addFilter(_not_the_refused_body)
+
 EVENTS_PATH = "/slack/events"
+_TIMESTAMP = re.compile(r"[0-9]{1,12}")
+"""What `X-Slack-Request-Timestamp` must look like: Unix seconds."""
 
 
 class SlackAdapter:
@@ -96,8 +110,27 @@ class SlackAdapter:
         return self._settings.app_token is not None
 
     async def handle_http(self, request: web.Request) -> web.Response:
-        """`POST /slack/events`: hand the request to Bolt and return its response."""
-        bolt_response = await self.app.async_dispatch(await to_bolt_request(request))
+        """`POST /slack/events`: hand the request to Bolt and return its response.
+
+        A request Bolt refuses for its signature or timestamp gets Bolt's 401 and one warning
+        line (see `_refused_request`), as does a timestamp that is not a number. A body that is
+        not UTF-8 or not JSON, or a payload so malformed that Bolt itself fails on it while matching
+        listeners (an empty `actions` list, say), gets a 400 and a warning, not a 500 and a
+        traceback: the sender is at fault, and nothing ran.
+        """
+        if not _TIMESTAMP.fullmatch(request.headers.get("X-Slack-Request-Timestamp", "0")):
+            # Bolt would fail on it inside its middleware (a 500 and a traceback).
+            _refused_request(request)
+            return web.json_response({"error": "invalid request"}, status=401)
+        try:
+            bolt_response = await self.app.async_dispatch(await to_bolt_request(request))
+        except Exception as exc:
+            # The exception's text, never its repr: a UnicodeDecodeError's repr holds the body.
+            reason = f"{type(exc).__name__}: {str(exc)[:200]}"
+            log.warning("refused a Slack request Bolt could not read (from %s): %s", request.remote, reason)
+            return web.json_response({"error": "invalid request"}, status=400)
+        if bolt_response.status == 401:
+            _refused_request(request)
         return await to_aiohttp_response(bolt_response)
 
     def add_routes(self, web_app: web.Application) -> None:
@@ -150,3 +183,27 @@ class SlackAdapter:
     async def _on_error(self, error: Exception) -> None:
         # A listener's exception is logged here; Slack users never see a stack trace.
         log.error("unhandled error in a Slack listener", exc_info=error)
+
+
+def _refused_request(request: web.Request) -> None:
+    """Log a request Bolt refused (bad signature, or a timestamp over five minutes from now).
+
+    Such a request has no authenticated sender, so there is no actor for an audit row (the
+    audit log holds decisions and refusals of people the platform vouched for); this warning
+    is its record: where it came from, how old its timestamp was, whether Slack says it is a
+    retry. The body is not logged (a replayed request carries a live `response_url`).
+    """
+    stamp = request.headers.get("X-Slack-Request-Timestamp", "")
+    try:
+        age = f"{time.time() - int(stamp):.0f}s old"
+    except (ValueError, OverflowError):
+        age = "no valid timestamp"
+    log.warning(
+        "refused a Slack request that failed signature verification: from %s, timestamp %s, "
+        "signature %s, retry %s, %s bytes",
+        request.remote,
+        age,
+        "present" if request.headers.get("X-Slack-Signature") else "missing",
+        request.headers.get("X-Slack-Retry-Num", "no"),
+        request.content_length,
+    )

@@ -167,8 +167,10 @@ def reject_modal(approval: ApprovalRecord) -> dict[str, Any]:
     }
 
 
-def version_of(block_id: str) -> str | None:
-    """The arguments' version a card's button block was drawn for (see `_buttons`)."""
+def version_of(block_id: str | None) -> str | None:
+    """The arguments' version a card's button block was drawn for (see `_buttons`); None if not one of ours."""
+    if block_id is None:
+        return None
     parts = block_id.split("_")
     return parts[2] if len(parts) == 3 and parts[0] == "countersign" else None
 

@@ -15,6 +15,7 @@ from typing import Any
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltContext
 
 from adapters.decision_errors import parse_edited_args
+from adapters.display import is_blank
 from adapters.slack import blocks
 from adapters.slack import messages as msg
 from adapters.slack.errors import error_text
@@ -113,7 +114,7 @@ class SlackListeners:
     async def _submit(self, event: dict[str, Any], conversation: ConversationRef, context: AsyncBoltContext) -> None:
         text = plain_text(_strip_mentions(event.get("text", ""), context.bot_user_id))
         user_id = event["user"]
-        if not text:
+        if is_blank(text):
             await self._whisper(conversation.channel_id, user_id, msg.EMPTY_MENTION, conversation.thread)
             return
         user = await self._users.get(user_id)
@@ -135,9 +136,14 @@ class SlackListeners:
         """Approve: record the decision; a refusal is told to the clicker only."""
         await ack()
         actor = await self._clicker(body)
+        if actor is None:
+            return
         try:
             approval = await self._service.decide(
-                action["value"], actor, Approve(), seen_version=blocks.version_of(action.get("block_id", ""))
+                _text_at(action, "value", empty=True) or "",
+                actor,
+                Approve(),
+                seen_version=blocks.version_of(_text_at(action, "block_id")),
             )
         except Exception as exc:
             await self._refuse(body, exc)
@@ -152,8 +158,12 @@ class SlackListeners:
         """Edit: check the clicker may decide, then open the modal prefilled with the arguments."""
         await ack()
         actor = await self._clicker(body)
+        if actor is None:
+            return
         try:
-            approval = await self._service.check_decider(action["value"], actor, attempted="edit")
+            approval = await self._service.check_decider(
+                _text_at(action, "value", empty=True) or "", actor, attempted="edit"
+            )
         except Exception as exc:
             await self._refuse(body, exc)
             return
@@ -161,7 +171,8 @@ class SlackListeners:
         if len(prefill) > blocks.INPUT_CHARS:
             await self._refuse_text(body, msg.EDIT_TOO_LONG.format(length=len(prefill), limit=blocks.INPUT_CHARS))
             return
-        await context.client.views_open(trigger_id=body["trigger_id"], view=blocks.edit_modal(approval, prefill))
+        modal = blocks.edit_modal(approval, prefill)
+        await context.client.views_open(trigger_id=_text_at(body, "trigger_id"), view=modal)
 
     async def on_reject(
         self, ack: AsyncAck, body: dict[str, Any], action: dict[str, Any], context: AsyncBoltContext
@@ -169,12 +180,16 @@ class SlackListeners:
         """Reject: check the clicker may decide, then open the modal asking for a reason."""
         await ack()
         actor = await self._clicker(body)
+        if actor is None:
+            return
         try:
-            approval = await self._service.check_decider(action["value"], actor, attempted="reject")
+            approval = await self._service.check_decider(
+                _text_at(action, "value", empty=True) or "", actor, attempted="reject"
+            )
         except Exception as exc:
             await self._refuse(body, exc)
             return
-        await context.client.views_open(trigger_id=body["trigger_id"], view=blocks.reject_modal(approval))
+        await context.client.views_open(trigger_id=_text_at(body, "trigger_id"), view=blocks.reject_modal(approval))
 
     # --- modals --------------------------------------------------------------------------
 
@@ -185,9 +200,12 @@ class SlackListeners:
             await ack(response_action="errors", errors={blocks.EDIT_BLOCK: problem or msg.EDIT_NOT_OBJECT})
             return
         actor = await self._clicker(body)
-        approval_id = view["private_metadata"]
+        if actor is None:
+            await ack(response_action="errors", errors={blocks.EDIT_BLOCK: msg.DECISION_FAILED})
+            return
+        approval_id = _text_at(view, "private_metadata", empty=True) or ""
         try:
-            approval = await self._service.approval(approval_id)
+            approval = await self._service.approval(approval_id, actor=actor)
             edit = Edit(edited_action=EditedAction(name=approval.tool_name, args=args))
             await self._service.decide(approval_id, actor, edit)
         except Exception as exc:
@@ -201,7 +219,10 @@ class SlackListeners:
         """The reject reason (optional); the decision is recorded before the modal closes."""
         reason = (_input_value(view, blocks.REASON_BLOCK, blocks.REASON_INPUT) or "").strip() or None
         actor = await self._clicker(body)
-        approval_id = view["private_metadata"]
+        if actor is None:
+            await ack(response_action="errors", errors={blocks.REASON_BLOCK: msg.DECISION_FAILED})
+            return
+        approval_id = _text_at(view, "private_metadata", empty=True) or ""
         try:
             await self._service.decide(approval_id, actor, Reject(message=reason))
         except Exception as exc:
@@ -213,10 +234,17 @@ class SlackListeners:
 
     # --- helpers -------------------------------------------------------------------------
 
-    async def _clicker(self, body: dict[str, Any]) -> Actor:
-        """The authenticated clicker: ids from the signed payload, the name from users.info."""
-        user_id = body["user"]["id"]
-        team = (body.get("team") or {}).get("id") or body["user"].get("team_id", "")
+    async def _clicker(self, body: dict[str, Any]) -> Actor | None:
+        """The authenticated clicker: ids from the signed payload, the name from users.info.
+
+        None (and a warning) for a payload naming no user or no workspace: there is nobody
+        to decide anything for, or to tell.
+        """
+        user_id = _text_at(body, "user", "id")
+        team = _text_at(body, "team", "id") or _text_at(body, "user", "team_id")
+        if user_id is None or team is None or ":" in team:
+            log.warning("ignored a Slack interaction that names no user or workspace (%s)", _kind_of(body))
+            return None
         user = await self._users.get(user_id)
         return Actor(platform=PLATFORM, workspace_id=team, user_id=user_id, display_name=user.display_name)
 
@@ -226,10 +254,10 @@ class SlackListeners:
         await self._refuse_text(body, error_text(error))
 
     async def _refuse_text(self, body: dict[str, Any], text: str) -> None:
-        channel = (body.get("channel") or {}).get("id") or (body.get("container") or {}).get("channel_id")
-        thread = (body.get("message") or {}).get("thread_ts")
-        if channel:
-            await self._whisper(channel, body["user"]["id"], text, thread)
+        channel = _text_at(body, "channel", "id") or _text_at(body, "container", "channel_id")
+        user = _text_at(body, "user", "id")
+        if channel and user:
+            await self._whisper(channel, user, text, _text_at(body, "message", "thread_ts"))
 
     async def _whisper(self, channel: str, user: str, text: str, thread: str | None) -> None:
         try:
@@ -256,8 +284,25 @@ def _strip_mentions(text: str, bot_user_id: str | None) -> str:
 
 
 def _input_value(view: dict[str, Any], block_id: str, action_id: str) -> str | None:
-    value = view.get("state", {}).get("values", {}).get(block_id, {}).get(action_id, {}).get("value")
-    return value if isinstance(value, str) else None
+    return _text_at(view, "state", "values", block_id, action_id, "value", empty=True)
+
+
+def _text_at(payload: Any, *path: str, empty: bool = False) -> str | None:
+    """The string at `path` in a payload, else None (also for an empty one unless `empty`).
+
+    Payloads are signed by Slack, but their shapes are only as good as the sender made them:
+    a missing key or a value of another type means "not given", never an exception.
+    """
+    value = payload
+    for key in path:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key)
+    return value if isinstance(value, str) and (value or empty) else None
+
+
+def _kind_of(body: dict[str, Any]) -> str:
+    return _text_at(body, "type") or "no type"
 
 
 def _clip(text: str, limit: int = 1000) -> str:

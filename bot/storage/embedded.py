@@ -11,6 +11,7 @@ server already running on the directory is reused.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import warnings
@@ -45,10 +46,22 @@ class EmbeddedPostgres:
     async def start(self) -> str:
         """Start (or reuse) the server; return a `postgresql://` URL for the `postgres` database.
 
+        Starting takes seconds (initdb on a fresh directory) in a thread that cannot be
+        interrupted. When the caller is cancelled meanwhile (a signal during start-up), the
+        thread is let finish and what it started is released before the cancellation goes on:
+        the caller never got a handle to stop, so nobody else would stop the server.
+
         Raises:
             DatabaseUnavailableError: when initdb or the server start fails.
         """
-        return await asyncio.to_thread(self._start_blocking)
+        starting = asyncio.ensure_future(asyncio.to_thread(self._start_blocking))
+        try:
+            return await asyncio.shield(starting)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                await starting
+            await self.stop()
+            raise
 
     def _start_blocking(self) -> str:
         self._data_dir.mkdir(parents=True, exist_ok=True)

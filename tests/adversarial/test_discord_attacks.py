@@ -129,7 +129,9 @@ async def test_the_pending_notice_reaches_the_sender_when_many_cards_wait(
     await mention(discord_api, D_ALICE, "post twenty")
     await wait_card(discord_api, count=20)
     await mention(discord_api, D_BOB, "hello?")
-    await asyncio.sleep(1)
+    await discord_api.wait_for_request(
+        "POST", r"/channels/\d+/messages$", lambda r: str((r.json or {}).get("content", "")).startswith(f"<@{D_BOB}>")
+    )
     await settle(discord_bot)
     notices = [
         m["content"] for m in discord_api.messages(D_CHANNEL) if str(m.get("content", "")).startswith(f"<@{D_BOB}>")

@@ -6,7 +6,6 @@ Each test states the guarantee it checks.
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import pytest
@@ -21,6 +20,7 @@ from tests.e2e.test_discord_flow import _buttons
 from tests.e2e.test_slack_flow import click, settle, wait_answer
 from tests.standins.gemini import call, parts
 from tests.standins.slack_api import SlackApiStandIn
+from tests.support.barriers import bolt_listeners_done, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -46,7 +46,7 @@ async def test_a_post_sharing_its_call_id_with_a_get_does_not_skip_review(
         ),
     )
     mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> dup ids")
-    await asyncio.sleep(1.5)
+    await bolt_listeners_done()
     await settle(bot)
     posts = [r for r in target.requests if r.method == "POST"]
     assert posts == [], "the POST ran without any approval"
@@ -61,7 +61,7 @@ async def test_a_lowercase_method_does_not_slip_past_an_admin_condition(
     assert "Updated policy" in reply, reply
     model_rules.on("sneak", call("http_request", {"method": "post", "url": target.url("/evil"), "body": {"x": 1}}))
     await events.app_mention(CHANNEL, ALICE, "<@UBOT> sneak")
-    await asyncio.sleep(1.5)
+    await bolt_listeners_done()
     await settle(bot)
     assert [r.method for r in target.requests] == [], "a POST ran without review"
 
@@ -79,7 +79,7 @@ async def test_a_discord_policy_set_on_a_thread_applies_in_that_thread(discord_b
     await discord_api.send_message(
         c.D_THREAD, c.D_ALICE, f"<@{c.D_BOT}> post widget", mentions=[c.D_BOT], guild_id=c.D_GUILD
     )
-    await asyncio.sleep(1.5)
+    await discord_api.wait_for_request("POST", rf"/channels/{c.D_THREAD}/messages$")  # a card or the answer
     await driver.settle()
     cards = discord_api.requests_to("POST", r"/channels/\d+/messages$")
     with_buttons = [r for r in cards if (r.json or {}).get("components")]
@@ -100,7 +100,7 @@ async def test_discord_cards_sent_to_an_approvers_dms_can_be_decided_there(disco
     custom_id = next(i for i in _buttons(discord_api.message(card.message)) if i.startswith("cs:approve:"))
     interaction = await discord_api.click_button(card.message, custom_id, c.D_CAROL, channel_id=int(card.channel))
     await discord_api.wait_for_request("POST", rf"/interactions/{interaction.id}/[^/]+/callback")
-    await asyncio.sleep(1)
+    await wait_until(lambda: bool(target.requests or discord_api.followups(interaction.id)), "the approval's outcome")
     await driver.settle()
     followups = [f["content"] for f in discord_api.followups(interaction.id)]
     assert len(target.requests) == 1, f"Carol's approval in her DMs was refused: {followups}"
@@ -113,10 +113,10 @@ async def test_slack_cards_routed_to_a_channel_the_bot_cannot_post_in_leave_a_wa
     slack.forbid_channel("CNOWHERE")  # the bot is not in it (Slack answers channel_not_found)
     reply = await slash_countersign(events, slack, "cards channel <#CNOWHERE|nowhere>")
     mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> post widget")
-    await asyncio.sleep(1.5)
+    await bolt_listeners_done()
     await settle(bot)
     await events.message(CHANNEL, ALICE, "where is my card?", thread_ts=mention.ts)
-    await asyncio.sleep(1.5)
+    await bolt_listeners_done()
     await settle(bot)
     cards = [
         call
@@ -168,10 +168,10 @@ async def test_two_calls_sharing_an_id_do_not_jam_the_conversation(
         ),
     )
     mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> two gets")
-    await asyncio.sleep(1.5)
+    await bolt_listeners_done()
     await settle(bot)
     await events.message(CHANNEL, ALICE, "still there?", thread_ts=mention.ts)
-    await asyncio.sleep(1.5)
+    await bolt_listeners_done()
     await settle(bot)
     texts = posted_texts(slack, mention.ts)
     assert any(t.startswith("You said: still there?") for t in texts), texts
@@ -186,10 +186,10 @@ async def test_a_lone_surrogate_from_the_model_does_not_jam_the_thread(
     reasoning = "Posting \ud800 now." if where == "description" else "Posting now."
     model_rules.on("post lone", parts([{"text": reasoning}, {"functionCall": {"name": "http_request", "args": args}}]))
     mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> post lone")
-    await asyncio.sleep(1.5)
+    await bolt_listeners_done()
     await settle(bot)
     await events.message(CHANNEL, ALICE, "hello?", thread_ts=mention.ts)
-    await asyncio.sleep(1.5)
+    await bolt_listeners_done()
     await settle(bot)
     heard = posted_texts(slack, mention.ts) + ephemerals_to(slack, ALICE)
     assert target.requests == []
@@ -217,7 +217,7 @@ async def test_an_edit_the_database_cannot_store_is_refused_clearly_in_the_form(
         card.approval_id,
         {blocks.EDIT_BLOCK: {blocks.EDIT_INPUT: raw.replace("URL", target.url())}},
     )
-    await asyncio.sleep(0.5)
+    await bolt_listeners_done()
     await settle(bot)
     assert target.requests == [] and has_buttons(slack, card)
     assert reply.json and reply.json["response_action"] == "errors", reply.json
@@ -242,12 +242,7 @@ async def test_a_long_audit_log_still_answers_the_admin(bot, events, slack: Slac
     await settle(bot)
     url = slack.new_response_url(CHANNEL, user=CAROL)
     await events.slash_command("/countersign", "audit limit 100", CAROL, CHANNEL, url)
-    for _ in range(100):
-        answers = slack.calls_to("response_url")
-        if answers:
-            break
-        await asyncio.sleep(0.05)
-    assert answers, "no reply at all"
+    answers = await slack.wait_for("response_url")
     assert answers[-1].error is None, f"the audit reply was refused by Slack: {answers[-1].error}"
 
 
@@ -295,7 +290,7 @@ async def test_a_thread_reply_sent_to_the_channel_too_or_with_a_file_is_not_drop
     await wait_answer(slack, mention.ts, starts="You said: hello")
     await settle(bot)
     await events.message(CHANNEL, ALICE, "and one more thing", thread_ts=mention.ts, subtype=subtype)
-    await asyncio.sleep(1.5)
+    await bolt_listeners_done()
     await settle(bot)
     heard = posted_texts(slack, mention.ts) + ephemerals_to(slack, ALICE)
     assert any("one more thing" in t for t in heard), f"Alice's reply was silently dropped: {heard}"
@@ -327,7 +322,7 @@ async def test_a_slack_condition_with_an_ampersand_means_what_the_admin_typed(
     assert "Updated policy" in reply, reply
     model_rules.on("post query", call("http_request", _post(target.url("/things?a=1&b=2"), {"x": 1})))
     await events.app_mention(CHANNEL, ALICE, "<@UBOT> post query")
-    await asyncio.sleep(1.5)
+    await bolt_listeners_done()
     await settle(bot)
     assert target.requests == [], "the condition the admin typed held, yet the call ran without review"
 
@@ -365,12 +360,15 @@ async def test_a_discord_edit_refused_with_a_long_reason_still_tells_the_editor(
     raw = json.dumps({"method": "POST", "url": target.url(), "body": [["x" * 1900]]})
     submitted = await discord_api.submit_modal(f"cs:edit-modal:{card.approval_id}", c.D_ALICE, {"args": raw})
     await wait_callback(discord_api, submitted)
-    await asyncio.sleep(1)
+
+    def told() -> list[dict[str, object]]:
+        answered = [c.json for c in discord_api.callbacks(submitted.id) if c.status < 300 and c.json["type"] == 4]
+        return answered + discord_api.followups(submitted.id)
+
+    await wait_until(lambda: bool(told()), "the editor being told")
     await d_settle(discord_bot)
-    told = [c.json for c in discord_api.callbacks(submitted.id) if c.status < 300 and c.json["type"] == 4]
-    told += discord_api.followups(submitted.id)
     assert target.requests == [] and _buttons(discord_api.message(card.message_id))
-    assert told, "the editor was told nothing: the refusal was too long for Discord and was dropped"
+    assert told(), "the editor was told nothing: the refusal was too long for Discord and was dropped"
 
 
 async def test_a_condition_that_fails_at_run_time_requires_review(bot, events, slack: SlackApiStandIn, target):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 
 import pytest
@@ -18,6 +17,7 @@ from tests.e2e.conftest import ALICE, CHANNEL
 from tests.e2e.test_slack_flow import click, settle, wait_answer, wait_card
 from tests.standins.gemini import GeminiRequest, GeminiStandIn, text
 from tests.standins.slack_api import SlackApiStandIn
+from tests.support.barriers import bolt_listeners_done
 from tests.support.http_target import HttpTarget
 from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
 from tests.support.service import actor, conversation, message, open_service
@@ -111,7 +111,7 @@ async def test_a_card_that_failed_to_post_is_posted_again(bot, events, slack: Sl
     """Slack fails the card's chat.postMessage once: the next message brings the card back."""
     slack.fail("chat.postMessage", "internal_error")
     mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> post widget")
-    await asyncio.sleep(1)
+    await bolt_listeners_done()
     await settle(bot)
     await events.message(CHANNEL, ALICE, "where is the card?", thread_ts=mention.ts)
     await slack.wait_for("chat.postEphemeral", lambda a: a.get("user") == ALICE)
@@ -161,7 +161,12 @@ async def test_a_turn_cut_short_after_the_tool_ran_is_answered_after_a_restart(
     assert len(target.requests) == 1
     slow["on"] = False
     async with BotServer(settings) as second:
-        await asyncio.sleep(0.5)
+        # Finished by the restart's recovery, or by the upkeep within a minute (no one writes).
+        await slack.wait_for(
+            "chat.postMessage",
+            lambda a: a.get("thread_ts") == mention.ts and str(a.get("text", "")).startswith("Result: "),
+            timeout=90,
+        )
         await settle(second)
         assert [t for t in posted_texts(slack, mention.ts) if t.startswith("Result: ")]
     assert len(target.requests) == 1

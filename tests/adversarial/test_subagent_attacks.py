@@ -43,6 +43,7 @@ from tests.e2e.test_subagents_flow import (
 )
 from tests.standins.gemini import GeminiStandIn
 from tests.standins.slack_api import SlackApiStandIn
+from tests.support.barriers import wait_until_async
 from tests.support.http_target import HttpTarget
 from tests.support.recording_platform import RecordingPlatform
 from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
@@ -555,16 +556,28 @@ async def test_a_crash_in_one_delegation_does_not_redo_its_finished_sibling(db_u
     specs = (ALPHA, SubagentSpec(name="beta", description="b", prompt="You are beta.", tools=("explode",)))
     model = team(lambda text: [] if text == "and now?" else to_both(text), sub, specs=specs)
     original = registry.get("explode").tool.coroutine
+    harness: list = []  # the service, once it is open
+
+    async def alpha_saved() -> bool:
+        # alpha's report is among the writes saved for the supervisor's step (its task is done).
+        return bool(
+            await harness[0].database.pool.fetchval(
+                "SELECT count(*) FROM checkpoint_writes WHERE thread_id = $1 AND position($2 in blob) > 0",
+                conversation().thread_id,
+                b"alpha reports",
+            )
+        )
 
     async def explode(reason: str) -> str:
         if crashing["on"]:
             crashing["on"] = False
-            await asyncio.sleep(0.5)  # alpha finishes first
+            await wait_until_async(alpha_saved, "alpha's report being saved")  # alpha finishes first
             raise Crash()
         return await original(reason)
 
     registry.get("explode").tool.coroutine = explode
     async with open_service(db_url, model, registry, subagents=specs, default_agent=AgentKind.SUBAGENTS) as h:
+        harness.append(h)
         with pytest.raises(Crash):
             await h.service.handle_message(message("x"))
         await h.service.handle_message(message("and now?"))

@@ -228,7 +228,7 @@ async def test_a_click_after_the_view_timed_out_still_works(discord_bot, discord
     await mention(discord_api, D_ALICE, "post widget")
     [card] = await wait_card(discord_api)
     assert discord_bot.runtime is not None
-    await asyncio.sleep(0.2)
+    await settle(discord_bot)  # the turn that posted the card is over; its view was stopped long ago
     await click(discord_api, card, D_ALICE, "approve")
     await wait_answer(discord_api)
     assert len(target.requests) == 1
@@ -339,10 +339,13 @@ async def test_plain_channel_chatter_bots_and_edits_are_ignored(discord_bot, dis
     sent = await mention(discord_api, D_ALICE, "hello")
     await wait_answer(discord_api, starts="You said: hello")
     await discord_api.edit_message(D_CHANNEL, sent["id"], f"<@{D_BOT}> edited text")
-    await asyncio.sleep(0.3)
+    # Gateway events arrive in order: once the mention after the edit is answered, the edit was seen.
+    await mention(discord_api, D_ALICE, "after the edit")
+    await wait_answer(discord_api, starts="You said: after the edit")
     await settle(discord_bot)
-    assert len(gemini.requests) == 1
-    assert re.search("chatting", json.dumps(gemini.requests[0].contents)) is None
+    assert len(gemini.requests) == 2
+    assert not any("edited text" in json.dumps(r.contents) for r in gemini.requests)
+    assert re.search("chatting", json.dumps(gemini.requests[-1].contents)) is None
 
 
 async def test_dm_conversation(discord_bot, discord_api):

@@ -6,6 +6,7 @@ import asyncio
 import json
 import signal
 import sys
+from collections.abc import Awaitable
 from pathlib import Path
 
 import psutil
@@ -16,6 +17,7 @@ from bot.storage.embedded import EmbeddedPostgres
 from tests.e2e.conftest import ALICE, BOT_TOKEN, CHANNEL, SIGNING_SECRET, TEAM
 from tests.e2e.test_slack_flow import click, wait_answer, wait_card
 from tests.standins.slack_events import SlackEventSender
+from tests.support.barriers import wait_until
 from tests.support.bot_process import BotProcess, base_env, free_port
 
 pytestmark = pytest.mark.e2e
@@ -79,7 +81,7 @@ async def test_embedded_postgres_starts_with_the_bot_and_stops_with_it(gemini, s
     pid = _postmaster_pid(data_dir)
     assert pid is not None and psutil.pid_exists(pid)
     assert await bot.stop(signal.SIGINT) == 0, bot.stderr.decode()
-    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    await _stopped(pid)
 
 
 async def test_a_server_already_running_on_the_data_dir_is_reused_and_left_running(gemini, slack, target, tmp_path):
@@ -220,28 +222,109 @@ async def test_unreachable_discord_is_one_line(db_url, gemini, tmp_path):
 
 
 async def test_a_signal_during_start_up_stops_the_bot(gemini, tmp_path):
-    """SIGTERM while the bot is still starting (here: waiting for an unreachable Discord) ends it, PostgreSQL too."""
+    """SIGTERM while the bot is still starting (Discord took the connection and answers nothing) ends it cleanly, PostgreSQL too.
+
+    The Discord endpoint never answers, so the bot cannot finish starting (or give up) by
+    itself: the signal surely arrives during start-up, and the test waits for the moment it
+    is there (the bot's connection) instead of guessing it with a sleep.
+    """
+    connected = asyncio.Event()
+
+    async def never_answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connected.set()
+        await reader.read()  # until the bot hangs up
+        writer.close()
+
     data_dir = tmp_path / "data"
-    env = base_env(
-        GOOGLE_API_KEY="k",
-        GEMINI_BASE_URL=gemini.base_url,
-        COUNTERSIGN_DATA_DIR=str(data_dir),
-        DISCORD_TOKEN="t",
-        DISCORD_API_URL="http://127.0.0.1:9/api/v10",
-        PORT=str(free_port()),
-        HOST="127.0.0.1",
-    )
-    bot = await BotProcess(env, tmp_path).start()
-    for _ in range(600):
-        if _postmaster_pid(data_dir) is not None:
-            break
-        await asyncio.sleep(0.1)
+    async with await asyncio.start_server(never_answer, "127.0.0.1", 0) as discord:
+        discord_port = discord.sockets[0].getsockname()[1]
+        env = base_env(
+            GOOGLE_API_KEY="k",
+            GEMINI_BASE_URL=gemini.base_url,
+            COUNTERSIGN_DATA_DIR=str(data_dir),
+            DISCORD_TOKEN="t",
+            DISCORD_API_URL=f"http://127.0.0.1:{discord_port}/api/v10",
+            PORT=str(free_port()),
+            HOST="127.0.0.1",
+        )
+        bot = await BotProcess(env, tmp_path).start()
+        await _first_of(connected.wait(), bot, "the bot asking Discord (PostgreSQL up, start-up not done)")
+        pid = _postmaster_pid(data_dir)
+        assert pid is not None and psutil.pid_exists(pid)
+        assert await bot.stop(signal.SIGTERM, timeout=90) == 0, bot.stderr.decode()
+    await _stopped(pid)
+    assert "Traceback" not in bot.stderr.decode()
+
+
+async def test_a_signal_while_the_embedded_server_is_created_leaves_no_server_running(gemini, tmp_path):
+    """SIGTERM while initdb runs (a fresh data directory): the bot ends cleanly and no PostgreSQL is left behind."""
+    connected = asyncio.Event()
+
+    async def never_answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connected.set()
+        await reader.read()
+        writer.close()
+
+    data_dir = tmp_path / "data"
+    async with await asyncio.start_server(never_answer, "127.0.0.1", 0) as discord:
+        env = base_env(
+            GOOGLE_API_KEY="k",
+            GEMINI_BASE_URL=gemini.base_url,
+            COUNTERSIGN_DATA_DIR=str(data_dir),
+            DISCORD_TOKEN="t",
+            DISCORD_API_URL=f"http://127.0.0.1:{discord.sockets[0].getsockname()[1]}/api/v10",
+            PORT=str(free_port()),
+            HOST="127.0.0.1",
+        )
+        bot = await BotProcess(env, tmp_path).start()
+        await wait_until(lambda: (data_dir / "pgdata").exists(), "the embedded server's creation", timeout=120)
+        assert await bot.stop(signal.SIGTERM, timeout=120) == 0, bot.stderr.decode()
     pid = _postmaster_pid(data_dir)
-    assert pid is not None
-    await asyncio.sleep(1)
-    assert await bot.stop(signal.SIGTERM, timeout=30) in (0, 2)
-    await asyncio.sleep(0.5)
-    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    assert pid is None or not psutil.pid_exists(pid), f"PostgreSQL {pid} outlived the bot"
+
+
+async def test_a_signal_during_migrate_stops_the_embedded_server_it_started(tmp_path):
+    """SIGTERM while `countersign migrate` works on its own embedded PostgreSQL: the server stops with it, never a kill."""
+    data_dir = tmp_path / "data"
+    bot = await BotProcess(base_env(COUNTERSIGN_DATA_DIR=str(data_dir)), tmp_path, command="migrate").start()
+    assert bot.proc is not None
+    await wait_until(
+        lambda: _postmaster_pid(data_dir) is not None or bot.proc.returncode is not None,
+        "the embedded server starting",
+        timeout=120,
+    )
+    pid = _postmaster_pid(data_dir)
+    code = await bot.stop(signal.SIGTERM, timeout=120)
+    # Finished before the signal (0), or stopped by it (1, saying so); never killed by it (-15).
+    assert code in (0, 1), bot.stderr.decode()
+    if code == 1:
+        assert bot.stderr.decode().strip().splitlines()[-1] == (
+            "countersign: migrate was stopped by a signal before it finished"
+        )
+    if pid is not None:
+        await _stopped(pid)
+
+
+async def _first_of(event: Awaitable[object], bot: BotProcess, what: str, timeout: float = 180) -> None:
+    """Wait for `event`; fail at once, with the bot's stderr, if the bot exits first."""
+    assert bot.proc is not None
+    waiting, exiting = asyncio.ensure_future(event), asyncio.ensure_future(bot.proc.wait())
+    done, _ = await asyncio.wait({waiting, exiting}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    waiting.cancel()
+    exiting.cancel()
+    assert waiting in done, f"no {what} within {timeout}s (exit {bot.proc.returncode}):\n{bot.stderr.decode()}"
+
+
+async def _stopped(pid: int) -> None:
+    """Wait until the PostgreSQL process `pid` is gone (a zombie counts: it has stopped)."""
+
+    def gone() -> bool:
+        try:
+            return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return True
+
+    await wait_until(gone, f"PostgreSQL (pid {pid}) stopping")
 
 
 async def _chat(env: dict[str, str], cwd, stdin: bytes) -> tuple[int, str, str]:
@@ -298,9 +381,8 @@ async def test_chat_stops_at_once_on_sigterm_at_a_prompt(gemini, tmp_path):
     pid = _postmaster_pid(data_dir)
     assert pid is not None
     proc.send_signal(signal.SIGTERM)
-    await asyncio.wait_for(proc.wait(), timeout=30)
-    await asyncio.sleep(0.5)
-    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    await asyncio.wait_for(proc.wait(), timeout=90)
+    await _stopped(pid)
 
 
 async def test_a_slack_token_slack_refuses_is_one_line(db_url, gemini, slack, target, tmp_path):

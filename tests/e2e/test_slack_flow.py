@@ -15,6 +15,7 @@ from tests.e2e.agent_script import LONG_ANSWER
 from tests.e2e.conftest import ALICE, BOB, CAROL, CHANNEL, SIGNING_SECRET, TEAM
 from tests.standins.slack_api import SlackApiStandIn
 from tests.standins.slack_events import SlackEventSender
+from tests.support.barriers import bolt_listeners_done
 
 pytestmark = pytest.mark.e2e
 
@@ -265,7 +266,7 @@ async def test_unsigned_and_stale_requests_are_rejected(bot, events, slack, gemi
     bad = await events.app_mention(CHANNEL, ALICE, "<@UBOT> post widget", bad_signature=True)
     stale = await events.app_mention(CHANNEL, ALICE, "<@UBOT> post widget", stale=True)
     assert (bad.status, stale.status) == (401, 401)
-    await asyncio.sleep(0.2)
+    await bolt_listeners_done()
     await settle(bot)
     assert gemini.requests == []
     assert slack.calls_to("chat.postMessage") == []
@@ -303,7 +304,7 @@ async def test_own_messages_bots_and_edits_are_ignored(bot, events, slack, gemin
     await events.message(CHANNEL, "UOTHER", "beep", thread_ts=mention.ts, bot_id="B123")
     await events.message(CHANNEL, ALICE, "edited", ts=mention.ts, thread_ts=mention.ts, subtype="message_changed")
     await events.message(CHANNEL, ALICE, "", ts=mention.ts, thread_ts=mention.ts, subtype="message_deleted")
-    await asyncio.sleep(0.2)
+    await bolt_listeners_done()
     await settle(bot)
     assert len(gemini.requests) == count
 
@@ -333,7 +334,7 @@ async def test_agent_text_cannot_broadcast_and_long_answers_are_split(bot, event
     assert "<!channel>" not in text and "<!here>" not in text and "<@U999>" not in text
     assert "&lt;!channel&gt;" in text and "&amp;" in text
     long = await events.app_mention(CHANNEL, ALICE, "<@UBOT> long")
-    await asyncio.sleep(0.1)
+    await bolt_listeners_done()
     await settle(bot)
     pieces = [c.args["text"] for c in slack.calls_to("chat.postMessage") if c.args.get("thread_ts") == long.ts]
     assert len(pieces) >= 2

@@ -34,6 +34,7 @@ from bot.audit import AuditEntry, AuditKind
 from bot.errors import AlreadyVotedError, NotPermittedError
 from bot.ports import ApprovalExpired, CardsElsewhere
 from bot.storage.approval_store import VoteKind
+from tests.support.barriers import wait_until
 from tests.support.recording_platform import RecordingPlatform
 from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
 from tests.support.service import WORKSPACE, actor, conversation, message, open_service
@@ -474,10 +475,7 @@ async def test_expiry_fires_with_no_traffic(db_url, registry, tool_log):
         assert card.expires_at is not None
         await h.database.pool.execute("UPDATE approvals SET expires_at = now() + interval '1 second'")
         h.service.expiry.wake()
-        for _ in range(50):
-            await asyncio.sleep(0.1)
-            if h.platform.answers:
-                break
+        await wait_until(lambda: bool(h.platform.answers), "the expiry's answer")
         await h.service.tasks.join()
         stored = await h.approvals.get(card.id)
         audit = await h.audit.recent(WORKSPACE)
@@ -500,10 +498,7 @@ async def test_expiry_survives_a_restart(db_url, registry, tool_log):
         [card] = pending(h)
     await _set_expiry(db_url, datetime.now(UTC) - timedelta(seconds=1))
     async with open_service(db_url, model, registry, RecordingPlatform(admins={ADMIN})) as restarted:
-        for _ in range(50):
-            await asyncio.sleep(0.1)
-            if restarted.platform.answers:
-                break
+        await wait_until(lambda: bool(restarted.platform.answers), "the expiry's answer after the restart")
         await restarted.service.tasks.join()
         review = await restarted.approvals.review(card.review_id)
     assert (await _status(db_url, card.id)) == "expired"

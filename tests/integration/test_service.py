@@ -82,7 +82,7 @@ async def test_decision_is_recorded_once_with_an_audit_row(db_url, registry, too
 
 
 async def test_refusals_change_nothing(db_url, registry, tool_log):
-    """A stranger, an invalid edit and an unknown id are refused; the card stays pending and usable."""
+    """A stranger, an invalid edit and an unknown id are refused and audited; the card stays pending and usable."""
     model = ScriptedChatModel(replies=[calls(send_call()), AIMessage("done")])
     async with open_service(db_url, model, registry) as h:
         approval = await pending_card(h)
@@ -106,7 +106,8 @@ async def test_refusals_change_nothing(db_url, registry, tool_log):
         assert still is not None and still.status is ApprovalStatus.PENDING
         assert tool_log.calls == []
         refused = await h.audit.recent("W1")
-        assert [r.outcome for r in refused] == ["invalid", "invalid", "not_permitted"]
+        assert [r.outcome for r in refused] == ["unknown_approval", "invalid", "invalid", "not_permitted"]
+        assert (refused[0].approval_id, refused[0].detail) == (None, {"named": "nope"})  # not an approval id
         assert refused[-1].actor_id == "mallory"
         await h.service.decide(approval.id, actor("alice"), Approve())
         await h.service.tasks.join()
@@ -213,15 +214,17 @@ async def test_the_thread_lock_holds_across_processes(db_url):
     ):
         first, second = ThreadLocks(one.lock_pool), ThreadLocks(two.lock_pool)
         order: list[str] = []
+        held = asyncio.Event()
 
         async def hold_first():
             async with first.hold("test:W1:C1"):
                 order.append("first in")
-                await asyncio.sleep(0.3)
+                held.set()
+                await asyncio.sleep(0.3)  # a while to hold it; the order holds however long
                 order.append("first out")
 
         async def then_second():
-            await asyncio.sleep(0.05)
+            await held.wait()
             async with second.hold("test:W1:C1"):
                 order.append("second in")
 

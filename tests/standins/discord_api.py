@@ -58,7 +58,7 @@ from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Se
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Literal, Self
 
 import yarl
 from aiohttp import WSCloseCode, WSMsgType, web
@@ -1764,6 +1764,49 @@ class DiscordStandIn:
             permissions=permissions,
             locale=locale,
             message=None,
+        )
+
+    async def forge_interaction(
+        self,
+        kind: Literal["component", "modal_submit"],
+        data: Mapping[str, Any],
+        user: UserRef,
+        *,
+        channel_id: Snowflake,
+        message_id: Snowflake | None = None,
+        member_roles: Iterable[Snowflake] | None = None,
+        permissions: int | str | None = None,
+    ) -> DispatchedInteraction:
+        """Dispatch a click or a modal submission with ``data`` exactly as given.
+
+        Discord only sends clicks on components a message shows, and submissions of modals it
+        showed to that person; ``click_button`` and ``submit_modal`` enforce that. A bot must
+        not rely on it (a stale client, a platform bug, a payload bent in transit): this sends
+        any ``custom_id``, any component shape, on any message, as any member, so tests can
+        check the bot refuses what it never offered.
+
+        Args:
+            kind: ``"component"`` (type 3) or ``"modal_submit"`` (type 5).
+            data: the interaction's ``data``, sent as is.
+            user: who acts; must be a member in a guild channel.
+            channel_id: where.
+            message_id: the message the interaction comes from (required by Discord for
+                components; optional here).
+            member_roles: roles to report instead of the member's registered ones.
+            permissions: the ``member.permissions`` to send instead of the computed value.
+
+        Returns:
+            The dispatched interaction.
+        """
+        return await self._interact(
+            kind=_MESSAGE_COMPONENT if kind == "component" else _MODAL_SUBMIT,
+            data=copy.deepcopy(dict(data)),
+            user=user,
+            channel=self._channel(channel_id),
+            member_roles=member_roles,
+            permissions=permissions,
+            locale="en-US",
+            message=self._message(message_id) if message_id is not None else None,
         )
 
     async def autocomplete(

@@ -134,6 +134,7 @@ class SlackApiStandIn:
         team_domain: The workspace subdomain used in ``auth.test`` and permalinks.
         bot_name: The bot user's name.
         scopes: The bot scopes reported in each reply's ``x-oauth-scopes`` header.
+        trigger_ttl_s: How long a trigger id stays valid for ``views.open`` (Slack: 3 seconds).
     """
 
     def __init__(
@@ -147,8 +148,10 @@ class SlackApiStandIn:
         team_domain: str = "standin",
         bot_name: str = "countersign",
         scopes: tuple[str, ...] = ("app_mentions:read", "chat:write", "reactions:write"),
+        trigger_ttl_s: float = _TRIGGER_TTL_SECONDS,
     ) -> None:
         self.bot_token = bot_token
+        self.trigger_ttl_s = trigger_ttl_s
         self.bot_user_id = bot_user_id
         self.team_id = team_id
         self.bot_id = bot_id
@@ -396,10 +399,11 @@ class SlackApiStandIn:
         self._disconnects[method] = self._disconnects.get(method, 0) + times
 
     def new_trigger_id(self, *, age: float = 0.0) -> str:
-        """Issue a trigger id that ``views.open`` accepts once within 3 seconds.
+        """Issue a trigger id that ``views.open`` accepts once within ``trigger_ttl_s`` (3 s by default).
 
         Args:
-            age: Pretend it was issued this many seconds ago (``age=4`` gives an expired one).
+            age: Pretend it was issued this many seconds ago (``age=4`` gives an expired one
+                with the default validity).
         """
         trigger_id = f"{next(self._ids)}.{int(time.time())}.{secrets.token_hex(16)}"
         self._triggers[trigger_id] = _Trigger(issued_at=time.monotonic() - age)
@@ -725,7 +729,7 @@ class SlackApiStandIn:
 
     def _exchange_trigger(self, trigger_id: Any) -> None:
         trigger = self._triggers.get(trigger_id) if isinstance(trigger_id, str) else None
-        if trigger is None or time.monotonic() - trigger.issued_at > _TRIGGER_TTL_SECONDS:
+        if trigger is None or time.monotonic() - trigger.issued_at > self.trigger_ttl_s:
             raise _ApiError("expired_trigger_id")
         if trigger.used:
             raise _ApiError("exchanged_trigger_id")

@@ -89,7 +89,7 @@ class SlackEventSender:
         bot_user_id: The installing bot user, reported in ``authorizations``.
         verification_token: The deprecated ``token`` Slack still puts in payloads.
         team_domain: The workspace subdomain put in interaction payloads.
-        timeout: Seconds to wait for the app to answer.
+        timeout: Seconds to wait for the app to answer (generous: a form's answer needs the database).
     """
 
     def __init__(
@@ -102,7 +102,7 @@ class SlackEventSender:
         bot_user_id: str = "UBOT",
         verification_token: str = "verification-token",  # noqa: S107 - a fake legacy token
         team_domain: str = "standin",
-        timeout: float = 10.0,
+        timeout: float = 60.0,
     ) -> None:
         self.url = url
         self.signing_secret = signing_secret

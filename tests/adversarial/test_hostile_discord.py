@@ -1,0 +1,527 @@
+"""Properties on Discord: hostile messages, forged clicks and forms, odd command options.
+
+Discord sends valid UTF-8 only, so no text here holds a lone surrogate (discord.py parses the
+gateway with orjson, which refuses one). Messages go through the gateway as Discord shapes them; clicks and modal submissions are sent
+with `DiscordStandIn.forge_interaction`, which, unlike Discord, sends any `custom_id` on any
+message as any member, with any component shapes. Every interaction must be answered (an
+unanswered one shows "This interaction failed"), privately, in words, with nothing decided
+that should not be, every refusal that names an approval audited, and the card still usable.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from adapters.discord import messages as msg
+from adapters.display import is_blank
+from tests.adversarial.discord_hostile import (
+    D_GUILD2,
+    EPHEMERAL,
+    NAMED,
+    UNKNOWN_ID,
+    Cards,
+    answer_of,
+    approval_statuses,
+    audit_rows,
+    cards_fixture,  # noqa: F401 - the `cards` fixture, found by pytest by name
+    discord_api_with_a_second_guild,  # noqa: F401 - the `discord_api` fixture with guild 2
+)
+from tests.adversarial.hostile import (
+    E2E_SETTINGS,
+    check_command_reply,
+    command_text,
+    config_snapshot,
+    edit_form_text,
+    hostile_text,
+    looks_like_a_trace,
+    message_text,
+)
+from tests.e2e.conftest import D_ALICE, D_BOB, D_BOT, D_CAROL, D_CHANNEL, D_ERIN, D_GUILD
+from tests.e2e.test_discord_flow import _buttons, click, settle, wait_answer
+from tests.support.barriers import wait_until_async
+
+pytestmark = pytest.mark.e2e
+
+_SCRIPTED = ("post", "get", "long", "shout")
+_BOT_MENTION = re.compile(rf"<@!?{D_BOT}>")
+BUTTON, SELECT = 2, 3
+BUTTON_ID = re.compile(r"cs:(approve|edit|reject):[0-9a-f]{32}(:[0-9a-f]{8})?")
+
+
+def _not_scripted(text: str) -> str:
+    words = _BOT_MENTION.sub("", text).split()
+    return f"say {text}" if words and words[0] in _SCRIPTED else text
+
+
+# --- messages ------------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(300)
+@E2E_SETTINGS
+@given(said=message_text(limit=4000, surrogates=False), in_dm=st.booleans())
+@example(said="\x00", in_dm=False)
+@example(said="\x00 \x7f hi", in_dm=True)
+@example(said=f"<@!{D_BOT}> \u200b\u2067", in_dm=False)
+@example(said="@everyone <@&1600000000000000020> " * 50, in_dm=False)
+async def test_property_a_hostile_discord_message_is_answered_or_refused_and_the_next_is_answered(
+    discord_bot, discord_api, said, in_dm
+):
+    """Any text (control characters, NUL, marks, scripts, mentions, 4,000 characters): an answer or a clear note, no pings; the next message is answered."""
+    said = _not_scripted(said)
+    before = len(_bot_posts(discord_api))
+    if in_dm:
+        channel = int((await discord_api.send_dm(D_ALICE, said))["channel_id"])
+    else:
+        channel = D_CHANNEL
+        await discord_api.send_message(channel, D_ALICE, f"<@{D_BOT}> {said}", mentions=[D_BOT], guild_id=D_GUILD)
+    await discord_api.wait_for_request("POST", _MESSAGES, count=before + 1)
+    await settle(discord_bot)
+    posts = _bot_posts(discord_api)[before:]
+    texts = [str((p.json or {}).get("content", "")) for p in posts]
+    assert all(p.path == f"/channels/{channel}/messages" and p.status < 300 for p in posts), posts
+    assert texts == [msg.EMPTY_MENTION] or msg.EMPTY_MENTION not in texts, texts
+    if is_blank(_BOT_MENTION.sub("", said)):
+        assert texts == [msg.EMPTY_MENTION]
+    assert not any(looks_like_a_trace(t) or "went wrong" in t or "could not" in t for t in texts), texts
+    assert all(_pings_nobody((p.json or {}).get("allowed_mentions")) for p in posts), posts
+    here = f"/channels/{channel}/messages"
+    still = sum(1 for p in _bot_posts(discord_api) if p.path == here and _content(p).startswith(_STILL))
+    if in_dm:
+        await discord_api.send_dm(D_ALICE, "still there?")
+    else:
+        await discord_api.send_message(channel, D_ALICE, f"<@{D_BOT}> still there?", mentions=[D_BOT], guild_id=D_GUILD)
+    await wait_answer(discord_api, channel=channel, starts=_STILL, count=still + 1)
+    await settle(discord_bot)
+
+
+_MESSAGES = r"/channels/\d+/messages"
+_STILL = "You said: still there?"
+
+
+def _pings_nobody(allowed: Any) -> bool:
+    return (
+        isinstance(allowed, dict)
+        and allowed.get("parse") == []
+        and not any(allowed.get(key) for key in ("users", "roles", "replied_user"))
+    )
+
+
+def _content(request: Any) -> str:
+    return str((request.json or {}).get("content", ""))
+
+
+def _bot_posts(api) -> list[Any]:
+    return api.requests_to("POST", _MESSAGES)
+
+
+# --- clicks --------------------------------------------------------------------------------
+
+PEOPLE = {
+    "bob": (D_BOB, None),
+    "erin": (D_ERIN, None),
+    "carol-without-rights": (D_CAROL, "0"),
+}
+"""Members of guild 1 who may not decide alice's card (carol's payload says: no Manage Server)."""
+
+
+def _on_card(cards: Cards, name: str):
+    return getattr(cards, name)
+
+
+@st.composite
+def forged_clicks(draw: st.DrawFn) -> dict[str, Any]:
+    """A click: on which card message, with which custom_id and component type, by whom."""
+    id_kind = draw(st.sampled_from(["shown", "named", "named", "malformed"]))
+    return {
+        "message": draw(st.sampled_from(["pending", "decided"])),
+        "id_kind": id_kind,
+        "action": draw(st.sampled_from(["approve", "edit", "reject"])),
+        "named": draw(st.sampled_from([*NAMED, "unknown"])),
+        "version": draw(st.one_of(st.none(), st.just("deadbeef"))),
+        "malformed": draw(
+            st.one_of(
+                hostile_text(max_atoms=3, surrogates=False),
+                st.sampled_from(
+                    ["cs:approve:", "cs:approve:" + "g" * 32, "cs:approve:" + UNKNOWN_ID + "x", "cs:" * 40]
+                ),
+            )
+        ),
+        "component_type": draw(st.sampled_from([BUTTON, BUTTON, BUTTON, SELECT])),
+        "who": draw(st.sampled_from(sorted(PEOPLE))),
+    }
+
+
+async def _audited(bot, rows: int) -> None:
+    """Wait until the audit log has `rows` rows."""
+
+    async def there() -> bool:
+        return len(await audit_rows(bot)) >= rows
+
+    await wait_until_async(there, f"{rows} audit rows")
+
+
+def _custom_id(click: dict[str, Any], cards: Cards) -> str:
+    if click["id_kind"] == "shown":
+        shown = _buttons_of(cards, click["message"])
+        return next((c for c in shown if c.startswith(f"cs:{click['action']}:")), shown[0] if shown else "cs:none")
+    if click["id_kind"] == "named":
+        approval = UNKNOWN_ID if click["named"] == "unknown" else _on_card(cards, click["named"]).approval_id
+        return f"cs:{click['action']}:{approval}" + (f":{click['version']}" if click["version"] else "")
+    return click["malformed"]
+
+
+def _buttons_of(cards: Cards, name: str) -> list[str]:
+    return _on_card(cards, name).custom_ids
+
+
+@pytest.mark.timeout(300)
+@E2E_SETTINGS
+@given(click=forged_clicks())
+@example(
+    click={
+        "message": "pending",
+        "id_kind": "named",
+        "action": "approve",
+        "named": "foreign",
+        "version": None,
+        "malformed": "",
+        "component_type": BUTTON,
+        "who": "bob",
+    }
+)
+@example(
+    click={
+        "message": "pending",
+        "id_kind": "shown",
+        "action": "approve",
+        "named": "pending",
+        "version": None,
+        "malformed": "",
+        "component_type": BUTTON,
+        "who": "carol-without-rights",
+    }
+)
+@example(
+    click={
+        "message": "pending",
+        "id_kind": "malformed",
+        "action": "approve",
+        "named": "pending",
+        "version": None,
+        "malformed": "cs:approve:" + "g" * 32,
+        "component_type": BUTTON,
+        "who": "erin",
+    }
+)
+async def test_property_a_forged_or_unpermitted_click_is_answered_audited_and_changes_nothing(
+    discord_bot, discord_api, target, cards, click
+):
+    """Any click (ids of other approvals or servers, malformed ids, other component types, no rights): a private answer, audited, nothing decided."""
+    user, permissions = PEOPLE[click["who"]]
+    custom_id = _custom_id(click, cards)
+    card = _on_card(cards, click["message"])
+    statuses, audit, runs = (
+        await approval_statuses(discord_bot, cards),
+        await audit_rows(discord_bot),
+        len(target.requests),
+    )
+    interaction = await discord_api.forge_interaction(
+        "component",
+        {"custom_id": custom_id, "component_type": click["component_type"]},
+        user,
+        channel_id=card.channel,
+        message_id=card.message_id,
+        permissions=permissions,
+    )
+    kind, shown = await answer_of(discord_api, interaction)
+    await settle(discord_bot)
+    assert kind in (4, 6), kind  # never a form: nobody here may decide
+    assert shown and all(m["flags"] & EPHEMERAL for m in shown), shown
+    assert not any(looks_like_a_trace(str(m.get("content"))) for m in shown), shown
+    assert (await approval_statuses(discord_bot, cards), len(target.requests)) == (statuses, runs)
+    if BUTTON_ID.fullmatch(custom_id):  # the clicker is answered first, the refusal audited next
+        await _audited(discord_bot, len(audit) + 1)
+    new_rows = (await audit_rows(discord_bot))[len(audit) :]
+    assert all(row["kind"] == "refused" for row in new_rows), new_rows
+    if BUTTON_ID.fullmatch(custom_id):
+        [row] = new_rows
+        assert row["actor_id"] == str(user)
+        named = custom_id.split(":")[2]
+        assert row["approval_id"] == named or (row["outcome"] == "unknown_approval" and named == UNKNOWN_ID), row
+    else:
+        assert new_rows == []
+    assert _buttons(discord_api.message(cards.pending.message_id))
+
+
+async def test_after_forged_clicks_the_requester_still_decides(discord_bot, discord_api, target, cards):
+    """A burst of forged clicks by others; then alice approves her card and it runs once."""
+    for action in ("approve", "edit", "reject"):
+        for approval in (cards.foreign.approval_id, cards.decided.approval_id, UNKNOWN_ID, cards.pending.approval_id):
+            interaction = await discord_api.forge_interaction(
+                "component",
+                {"custom_id": f"cs:{action}:{approval}:00000000", "component_type": BUTTON},
+                D_BOB,
+                channel_id=D_CHANNEL,
+                message_id=cards.pending.message_id,
+            )
+            await answer_of(discord_api, interaction)
+    await settle(discord_bot)
+    before = len(target.requests)
+    await click(discord_api, cards.pending, D_ALICE, "approve")
+    await wait_answer(discord_api)
+    await settle(discord_bot)
+    assert len(target.requests) == before + 1
+
+
+# --- modal submissions ---------------------------------------------------------------------
+
+
+def _form_components(input_id: str, value: Any, shape: str) -> Any:
+    text_input = {"type": 4, "id": 2, "custom_id": input_id, "value": value}
+    if shape == "label":
+        return [{"type": 18, "id": 1, "component": text_input}]
+    if shape == "row":
+        return [{"type": 1, "id": 1, "components": [text_input]}]
+    if shape == "flat":
+        return [text_input]
+    if shape == "not-a-list":
+        return {"0": text_input}
+    return [None, 7, "x", {"type": 18}]
+
+
+@st.composite
+def forged_forms(draw: st.DrawFn) -> dict[str, Any]:
+    """A modal submission: which modal id, typed what, in what shape, by whom."""
+    kind = draw(st.sampled_from(["edit", "edit", "reject", "malformed"]))
+    who = draw(st.sampled_from(["alice", "bob", "carol-without-rights"] if kind == "edit" else sorted(PEOPLE)))
+    return {
+        "kind": kind,
+        "named": draw(st.sampled_from([*NAMED, "unknown"])) if who != "alice" else "pending",
+        "malformed": draw(st.one_of(hostile_text(max_atoms=3, surrogates=False), st.just("cs:edit-modal:" + "z" * 32))),
+        "value": draw(st.one_of(edit_form_text(surrogates=False), st.integers(), st.none()))
+        if kind != "reject"
+        else draw(hostile_text(surrogates=False)),
+        "shape": draw(st.sampled_from(["label", "label", "row", "flat", "not-a-list", "junk"])),
+        "who": who,
+    }
+
+
+@pytest.mark.timeout(300)
+@E2E_SETTINGS
+@given(form=forged_forms())
+@example(
+    form={
+        "kind": "edit",
+        "named": "pending",
+        "malformed": "",
+        "value": '{"url": NaN}',
+        "shape": "label",
+        "who": "alice",
+    }
+)
+@example(
+    form={
+        "kind": "edit",
+        "named": "pending",
+        "malformed": "",
+        "value": "[" * 1500 + "]" * 1500,
+        "shape": "label",
+        "who": "alice",
+    }
+)
+@example(form={"kind": "reject", "named": "foreign", "malformed": "", "value": "mine", "shape": "label", "who": "bob"})
+@example(
+    form={
+        "kind": "malformed",
+        "named": "pending",
+        "malformed": "cs:edit-modal:zz",
+        "value": "{}",
+        "shape": "label",
+        "who": "bob",
+    }
+)
+async def test_property_a_forged_or_broken_form_is_answered_and_changes_nothing(
+    discord_bot, discord_api, target, cards, form
+):
+    """Any modal submission (odd ids, broken JSON, odd component shapes, no rights): a private answer, nothing decided."""
+    if form["who"] == "alice":
+        user, permissions = D_ALICE, None
+    else:
+        user, permissions = PEOPLE[form["who"]]
+    approval = UNKNOWN_ID if form["named"] == "unknown" else _on_card(cards, form["named"]).approval_id
+    custom_id = form["malformed"] if form["kind"] == "malformed" else f"cs:{form['kind']}-modal:{approval}"
+    input_id = "reason" if form["kind"] == "reject" else "args"
+    statuses, audit, runs = (
+        await approval_statuses(discord_bot, cards),
+        await audit_rows(discord_bot),
+        len(target.requests),
+    )
+    interaction = await discord_api.forge_interaction(
+        "modal_submit",
+        {"custom_id": custom_id, "components": _form_components(input_id, form["value"], form["shape"])},
+        user,
+        channel_id=D_CHANNEL,
+        message_id=cards.pending.message_id,  # a card's form is opened from its message
+        permissions=permissions,
+    )
+    kind, shown = await answer_of(discord_api, interaction)
+    await settle(discord_bot)
+    assert kind in (4, 5, 6), kind
+    assert shown and all(m["flags"] & EPHEMERAL for m in shown), shown
+    assert not any(looks_like_a_trace(str(m.get("content"))) or m.get("content") == msg.DECISION_FAILED for m in shown)
+    assert (await approval_statuses(discord_bot, cards), len(target.requests)) == (statuses, runs)
+    assert all(row["kind"] == "refused" for row in (await audit_rows(discord_bot))[len(audit) :])
+
+
+# --- /countersign options --------------------------------------------------------------------
+
+SUBCOMMANDS = ["help", "show", "policy", "approvers", "admins", "quorum", "self-approval", "expiry"]
+SUBCOMMANDS += ["cards", "scope", "agent", "audit", "nope", ""]
+OPTION_NAMES = ["tool", "mode", "channel", "when", "action", "user", "role", "count", "state", "duration"]
+OPTION_NAMES += ["where", "kind", "limit", "bogus"]
+
+
+@st.composite
+def command_options(draw: st.DrawFn) -> dict[str, Any]:
+    """A `/countersign` invocation as a (forged) client could send it: any subcommand, options of any type."""
+    options = []
+    for name in draw(st.lists(st.sampled_from(OPTION_NAMES), max_size=4, unique=True)):
+        kind = draw(st.sampled_from(["string", "string", "integer", "snowflake", "boolean"]))
+        if kind == "string":
+            value: Any = draw(command_text(["<#1600000000000000010>", f"<@{D_BOB}>"]))
+            options.append({"name": name, "type": 3, "value": value})
+        elif kind == "integer":
+            options.append({"name": name, "type": 4, "value": draw(st.integers(-(2**70), 2**70))})
+        elif kind == "snowflake":
+            options.append(
+                {"name": name, "type": draw(st.sampled_from([6, 7, 8])), "value": str(draw(st.integers(0, 2**64)))}
+            )
+        else:
+            options.append({"name": name, "type": 5, "value": draw(st.booleans())})
+    return {
+        "sub": draw(st.sampled_from(SUBCOMMANDS)),
+        "options": options,
+        "who": draw(st.sampled_from([D_CAROL, D_CAROL, D_BOB])),
+    }
+
+
+@pytest.mark.timeout(300)
+@E2E_SETTINGS
+@given(call=command_options())
+@example(
+    call={
+        "sub": "quorum",
+        "options": [{"name": "tool", "type": 3, "value": "http_request"}, {"name": "count", "type": 4, "value": 99}],
+        "who": D_CAROL,
+    }
+)
+@example(
+    call={
+        "sub": "policy",
+        "options": [
+            {"name": "tool", "type": 3, "value": "http_request"},
+            {"name": "mode", "type": 3, "value": "bogus"},
+        ],
+        "who": D_CAROL,
+    }
+)
+@example(call={"sub": "nope", "options": [], "who": D_CAROL})
+@example(call={"sub": "audit", "options": [{"name": "tool", "type": 4, "value": 0}], "who": D_CAROL})
+@example(call={"sub": "approvers", "options": [{"name": "action", "type": 3, "value": "bogus"}], "who": D_CAROL})
+@example(call={"sub": "show", "options": [{"name": "channel", "type": 7, "value": "123"}], "who": D_BOB})
+@example(
+    call={
+        "sub": "policy",
+        "options": [
+            {"name": "tool", "type": 3, "value": "http_request"},
+            {"name": "mode", "type": 3, "value": "review"},
+            {"name": "when", "type": 3, "value": "(" * 480 + "true" + ")" * 480},
+        ],
+        "who": D_CAROL,
+    }
+)
+async def test_property_any_command_options_are_answered_privately_and_a_refusal_changes_nothing(
+    discord_bot, discord_api, call
+):
+    """Any subcommand and options (unknown names, wrong types, out of range, hostile text): a private answer in words; refused means unchanged."""
+    pool = discord_bot.runtime.database.pool
+    before = await config_snapshot(pool)
+    interaction = await discord_api.invoke_command(
+        "countersign",
+        call["who"],
+        channel_id=D_CHANNEL,
+        options=[{"type": 1, "name": call["sub"], "options": call["options"]}],
+    )
+    kind, shown = await answer_of(discord_api, interaction)
+    await settle(discord_bot)
+    assert kind in (4, 5), kind
+    assert shown and all(m["flags"] & EPHEMERAL for m in shown), shown
+    check_command_reply("\n".join(str(m.get("content", "")) for m in shown), before, await config_snapshot(pool))
+
+
+# --- forged interactions are refused and audited --------------------------------------------
+
+
+async def test_forged_and_unpermitted_discord_interactions_are_refused_and_audited(
+    discord_bot, discord_api, target, cards
+):
+    """Another server's approval, an unknown id, members without rights: refused privately, one `refused` row each."""
+    pending = cards.pending
+    statuses, audit, runs = (
+        await approval_statuses(discord_bot, cards),
+        await audit_rows(discord_bot),
+        len(target.requests),
+    )
+    attempts = [
+        # Bob in guild 1 submits a Reject form naming guild 2's approval.
+        lambda: discord_api.forge_interaction(
+            "modal_submit",
+            {
+                "custom_id": f"cs:reject-modal:{cards.foreign.approval_id}",
+                "components": _form_components("reason", "x", "label"),
+            },
+            D_BOB,
+            channel_id=D_CHANNEL,
+            message_id=pending.message_id,
+        ),
+        # Bob clicks a button naming an approval that does not exist.
+        lambda: discord_api.forge_interaction(
+            "component",
+            {"custom_id": f"cs:approve:{UNKNOWN_ID}", "component_type": BUTTON},
+            D_BOB,
+            channel_id=D_CHANNEL,
+            message_id=pending.message_id,
+        ),
+        # Carol (a moderator) clicks the real button, but Discord says she lacks Manage Server here.
+        lambda: click(discord_api, pending, D_CAROL, "approve", answered=False, permissions="0"),
+        # Erin (Ops role, no rights) clicks the real Edit button.
+        lambda: click(discord_api, pending, D_ERIN, "edit", answered=False),
+    ]
+    answers = []
+    for done, attempt in enumerate(attempts, start=1):
+        answers.append(await answer_of(discord_api, await attempt()))
+        await _audited(discord_bot, len(audit) + done)
+    await settle(discord_bot)
+    texts = [shown[0]["content"] for _, shown in answers]
+    assert texts == [
+        msg.REFUSED_OTHER_WORKSPACE,
+        msg.UNKNOWN_BUTTON,
+        msg.REFUSED_NOT_PERMITTED,
+        msg.REFUSED_NOT_PERMITTED,
+    ]
+    rows = (await audit_rows(discord_bot))[len(audit) :]
+    assert [
+        (r["kind"], r["actor_id"], r["workspace_id"], r["approval_id"], r["outcome"], r["reason"]) for r in rows
+    ] == [
+        ("refused", str(D_BOB), str(D_GUILD2), cards.foreign.approval_id, "not_permitted", "other_workspace"),
+        ("refused", str(D_BOB), str(D_GUILD), UNKNOWN_ID, "unknown_approval", "no such approval"),
+        ("refused", str(D_CAROL), str(D_GUILD), pending.approval_id, "not_permitted", "not_requester_or_admin"),
+        ("refused", str(D_ERIN), str(D_GUILD), pending.approval_id, "not_permitted", "not_requester_or_admin"),
+    ]
+    assert (await approval_statuses(discord_bot, cards), len(target.requests)) == (statuses, runs)
+    assert _buttons(discord_api.message(pending.message_id))

@@ -1,0 +1,230 @@
+"""Property: no signed Slack click or form, however malformed or forged, decides or breaks anything.
+
+Each example posts a properly signed `block_actions` or `view_submission` payload built from a
+valid one and then bent: wrong types, missing fields, huge values, unknown action ids and
+callback ids, values that name another workspace's approval, a decided one, or none at all.
+The bot must answer HTTP without a 5xx, tell a clicker it can name in words (never a trace),
+audit every refusal that names an approval (and every unknown id), change nothing, and still
+let the requester decide the card afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from adapters.slack import blocks
+from adapters.slack import messages as msg
+from tests.adversarial.hostile import E2E_SETTINGS, hostile_text, looks_like_a_trace
+from tests.adversarial.slack_hostile import (
+    MALLORY,
+    NAMED,
+    OUR_ACTIONS,
+    REFUSALS,
+    UNKNOWN_ID,
+    ZED,
+    Cards,
+    approval_statuses,
+    audit_rows,
+    cards_fixture,  # noqa: F401 - the `cards` fixture, found by pytest by name
+    errors_logged,
+    named_value,
+    post_form,
+    still_decidable,
+)
+from tests.adversarial.slack_support import ephemerals_to, has_buttons
+from tests.e2e.conftest import BOB, TEAM
+from tests.e2e.test_slack_flow import settle
+from tests.support.barriers import bolt_listeners_done
+
+pytestmark = pytest.mark.e2e
+
+# --- what a payload may carry -------------------------------------------------------------
+
+odd_values = st.one_of(
+    st.sampled_from(NAMED),
+    st.sampled_from(["unknown", "pending-upper", "pending-padded", "pending-long", "empty"]),
+    hostile_text(max_atoms=4),
+    st.integers(),
+    st.none(),
+    st.lists(st.integers(), max_size=2),
+    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+    st.text(min_size=1, max_size=3).map(lambda t: t * 20_000),
+)
+odd_strings = st.one_of(hostile_text(max_atoms=3), st.integers(), st.none(), st.lists(st.none(), max_size=1))
+
+
+@st.composite
+def clicks(draw: st.DrawFn) -> dict[str, Any]:
+    """The parts of a button click; `value` may be a placeholder (see `NAMED`)."""
+    return {
+        "action_id": draw(st.one_of(st.sampled_from(OUR_ACTIONS), hostile_text(max_atoms=3))),
+        "value": draw(odd_values),
+        "who": draw(st.sampled_from([(BOB, TEAM), (MALLORY, "T2"), (MALLORY, TEAM), (ZED, TEAM)])),
+        "block_id": draw(st.one_of(st.just("b"), odd_strings, st.just("countersign_x_deadbeef"))),
+        "drop": draw(st.sets(st.sampled_from(["channel", "container", "message", "team", "trigger_id"]))),
+        "bend": draw(
+            st.sampled_from([None, "user-not-object", "user-id-number", "no-user-id", "actions-empty", "actions-odd"])
+        ),
+    }
+
+
+def _click_payload(parts: dict[str, Any], cards: Cards) -> dict[str, Any]:
+    user, team = parts["who"]
+    card = cards.pending
+    payload: dict[str, Any] = {
+        "type": "block_actions",
+        "user": {"id": user, "username": user.lower(), "name": user.lower(), "team_id": team},
+        "api_app_id": "A1",
+        "token": "verification-token",
+        "container": {"type": "message", "message_ts": card.ts, "channel_id": card.channel, "is_ephemeral": False},
+        "trigger_id": "1.2.3",
+        "team": {"id": team, "domain": "standin"},
+        "channel": {"id": card.channel, "name": "general"},
+        "message": {"type": "message", "user": "UBOT", "ts": card.ts, "text": "", "thread_ts": card.thread_ts},
+        "state": {"values": {}},
+        "response_url": "https://hooks.slack.com/actions/T1/1/x",
+        "actions": [
+            {
+                "type": "button",
+                "action_id": parts["action_id"],
+                "block_id": parts["block_id"],
+                "value": named_value(parts["value"], cards),
+                "action_ts": "1.2",
+            }
+        ],
+    }
+    for key in parts["drop"]:
+        payload.pop(key, None)
+    bend = parts["bend"]
+    if bend == "user-not-object":
+        payload["user"] = user
+    elif bend == "user-id-number":
+        payload["user"]["id"] = 42
+    elif bend == "no-user-id":
+        del payload["user"]["id"]
+    elif bend == "actions-empty":
+        payload["actions"] = []
+    elif bend == "actions-odd":
+        payload["actions"] = {"0": payload["actions"][0]}
+    return payload
+
+
+# --- the properties -----------------------------------------------------------------------
+
+
+@pytest.mark.timeout(300)
+@E2E_SETTINGS
+@given(parts=clicks())
+@example(
+    parts={
+        "action_id": blocks.ACTION_APPROVE,
+        "value": "foreign",
+        "who": (BOB, TEAM),
+        "block_id": "b",
+        "drop": set(),
+        "bend": None,
+    }
+)
+@example(
+    parts={
+        "action_id": blocks.ACTION_EDIT,
+        "value": 7,
+        "who": (BOB, TEAM),
+        "block_id": None,
+        "drop": set(),
+        "bend": None,
+    }
+)
+@example(
+    parts={
+        "action_id": blocks.ACTION_REJECT,
+        "value": "\x00\ud800",
+        "who": (MALLORY, TEAM),
+        "block_id": "b",
+        "drop": {"channel"},
+        "bend": None,
+    }
+)
+async def test_property_a_bent_or_forged_click_changes_nothing_and_is_answered(
+    bot, events, slack, target, cards, caplog, parts
+):
+    """Any signed click (odd types, missing fields, foreign or unknown ids): no 5xx, a sentence to the clicker, audited, nothing decided."""
+    payload = _click_payload(parts, cards)
+    user, team = parts["who"]
+    statuses, audit, runs = await approval_statuses(bot, cards), await audit_rows(bot), len(target.requests)
+    notes, logged, sent = len(ephemerals_to(slack, user)), len(caplog.records), len(slack.calls)
+    delivery = await post_form(events, payload)
+    await bolt_listeners_done()
+    await settle(bot)
+    assert delivery.status in (200, 400, 404), (delivery.status, delivery.body)
+    assert errors_logged(caplog, logged) == []
+    assert (await approval_statuses(bot, cards), len(target.requests)) == (statuses, runs)
+    new_rows = (await audit_rows(bot))[len(audit) :]
+    assert [row for row in new_rows if row["kind"] != "refused"] == []
+    assert not any(looks_like_a_trace(json.dumps(call.args, default=str)) for call in slack.calls[sent:])
+    assert slack.calls_to("views.open") == []
+    ours = parts["action_id"] in OUR_ACTIONS and parts["bend"] not in ("actions-empty", "actions-odd")
+    named_user = parts["bend"] not in ("user-not-object", "user-id-number", "no-user-id")
+    if ours and named_user:
+        # Refused in words, and audited as a refusal of this person.
+        [row] = new_rows
+        named = {getattr(cards, name).approval_id: name for name in NAMED}.get(row["approval_id"])
+        assert (row["actor_id"], row["workspace_id"]) == (user, "T2" if named == "foreign" else team)
+        assert named == parts["value"] or row["outcome"] == "unknown_approval", row
+        if "channel" not in parts["drop"] or "container" not in parts["drop"]:
+            [note] = ephemerals_to(slack, user)[notes:]
+            assert note in REFUSALS or note.startswith("This was already"), note
+    else:
+        assert new_rows == [] and len(ephemerals_to(slack, user)) == notes
+
+
+@pytest.mark.timeout(300)
+async def test_after_many_bent_clicks_the_requester_still_decides(bot, events, slack, target, cards):
+    """The card survives a burst of bent clicks: afterwards the requester approves it, it runs once."""
+    for action in OUR_ACTIONS:
+        for value in (UNKNOWN_ID, cards.foreign.approval_id, cards.decided.approval_id, 12, None):
+            parts = {"action_id": action, "value": value, "who": (BOB, TEAM), "block_id": "b", "drop": set()}
+            assert (await post_form(events, _click_payload({**parts, "bend": None}, cards))).status == 200
+    await bolt_listeners_done()
+    await still_decidable(bot, events, slack, target, cards)
+
+
+# --- forged interactions are refused and audited --------------------------------------------
+
+
+async def test_forged_slack_clicks_are_refused_and_audited(bot, events, slack, target, cards):
+    """Another workspace's approval and an unknown id: refused in words, one `refused` audit row each, nothing decided."""
+    refusals = [
+        # Bob (T1) names T2's approval: judged against T2's card, in T2's audit log.
+        ((BOB, TEAM), cards.foreign.approval_id, ("T2", cards.foreign.approval_id, "not_permitted", "other_workspace")),
+        # Mallory clicks from T2 on T1's card (a Slack Connect channel, say).
+        (
+            (MALLORY, "T2"),
+            cards.pending.approval_id,
+            (TEAM, cards.pending.approval_id, "not_permitted", "other_workspace"),
+        ),
+        # An id no approval has, and a value that is no id at all.
+        ((BOB, TEAM), UNKNOWN_ID, (TEAM, UNKNOWN_ID, "unknown_approval", "no such approval")),
+        ((BOB, TEAM), "../" * 40, (TEAM, None, "unknown_approval", "no such approval")),
+    ]
+    statuses, audit = await approval_statuses(bot, cards), await audit_rows(bot)
+    for who, value, _ in refusals:
+        parts = {"action_id": OUR_ACTIONS[0], "value": value, "who": who, "block_id": "b", "drop": set(), "bend": None}
+        assert (await post_form(events, _click_payload(parts, cards))).status == 200
+        await bolt_listeners_done()
+    await settle(bot)
+    rows = (await audit_rows(bot))[len(audit) :]
+    assert [(r["kind"], r["actor_id"]) for r in rows] == [("refused", who[0]) for who, _, _ in refusals]
+    assert [(r["workspace_id"], r["approval_id"], r["outcome"], r["reason"]) for r in rows] == [
+        expected for _, _, expected in refusals
+    ]
+    named = rows[-1]["detail"]["named"]
+    assert named.startswith("../") and len(named) <= 80  # what was named, clipped
+    assert await approval_statuses(bot, cards) == statuses and has_buttons(slack, cards.pending)
+    assert ephemerals_to(slack, BOB)[-1] == msg.UNKNOWN_APPROVAL
+    assert ephemerals_to(slack, MALLORY)[-1] == msg.REFUSED_OTHER_WORKSPACE

@@ -1,0 +1,57 @@
+"""Waiting for something to happen, instead of sleeping and hoping it did.
+
+A fixed sleep is a guess about how fast a busy machine is: too short and a test fails by
+chance, too long and it wastes minutes, and a test that sleeps before asserting that nothing
+happened passes by chance when the bot was merely slow. These wait for the event itself, with
+timeouts generous enough for a loaded two-core machine (they only matter when the event never
+comes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+GENEROUS_S = 60.0
+"""How long to wait for something that goes through PostgreSQL, a subprocess or a stand-in."""
+
+
+async def wait_until(condition: Callable[[], bool], what: str, timeout: float = GENEROUS_S) -> None:
+    """Poll `condition` (every 10 ms) until it holds; fail naming `what` after `timeout` seconds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition():
+        if loop.time() > deadline:
+            raise AssertionError(f"{what} did not happen within {timeout:.0f}s")
+        await asyncio.sleep(0.01)
+
+
+async def wait_until_async(condition: Callable[[], Awaitable[bool]], what: str, timeout: float = GENEROUS_S) -> None:
+    """Like `wait_until` for a condition that must be awaited (a database query, say); every 50 ms."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not await condition():
+        if loop.time() > deadline:
+            raise AssertionError(f"{what} did not happen within {timeout:.0f}s")
+        await asyncio.sleep(0.05)
+
+
+def _is_bolt_listener(task: asyncio.Task[Any]) -> bool:
+    code = getattr(task.get_coro(), "__qualname__", "")
+    return "run_ack_function_asynchronously" in code or "_start_lazy_function" in code
+
+
+async def bolt_listeners_done(timeout: float = GENEROUS_S) -> None:
+    """Wait until every Bolt listener started so far has finished (in-process bots only).
+
+    Bolt answers Slack's HTTP request once a listener called `ack()` and lets the listener go
+    on in a task it starts before answering; so once a request got its response, this waits
+    for everything that request set off in the adapter (the core's own background work is
+    `service.tasks.join()`).
+    """
+    await wait_until(
+        lambda: not any(_is_bolt_listener(t) and not t.done() for t in asyncio.all_tasks()),
+        "Bolt's listeners finishing",
+        timeout,
+    )
