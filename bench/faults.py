@@ -250,8 +250,12 @@ async def inject(
     chaos: Chaos,
     rng: random.Random,
     every_s: float,
+    each_once: asyncio.Event,
 ) -> None:
-    """Inject a fault every `every_s` seconds (on average) until cancelled: each kind once first, then at random."""
+    """Inject a fault every `every_s` seconds (on average) until cancelled: each kind once first, then at random.
+
+    `each_once` is set when every kind of fault has happened once.
+    """
     schedule = rng.sample(FAULTS, len(FAULTS))
     revivals: set[asyncio.Task[None]] = set()
     try:
@@ -274,6 +278,8 @@ async def inject(
                 gemini.fail_next(1, 429)
             elif fault == "slack-429":
                 slack.rate_limit("chat.postMessage", times=1, retry_after=1)
+            if not schedule:
+                each_once.set()
     finally:
         if revivals:
             await asyncio.gather(*revivals, return_exceptions=True)
@@ -358,7 +364,10 @@ async def run(args: argparse.Namespace) -> dict[str, int]:
                 convos = [
                     Conversation(n, rng.choice(KINDS), rng.choice(USERS)) for n in range(1, args.conversations + 1)
                 ]
-                faults = asyncio.create_task(inject(replicas, server, gemini, slack, chaos, rng, args.faults_every))
+                each_once = asyncio.Event()
+                faults = asyncio.create_task(
+                    inject(replicas, server, gemini, slack, chaos, rng, args.faults_every, each_once)
+                )
                 limit = asyncio.Semaphore(args.concurrency)
 
                 async def one(convo: Conversation) -> None:
@@ -368,10 +377,12 @@ async def run(args: argparse.Namespace) -> dict[str, int]:
                     async with limit:
                         await converse(convo, replicas, slack, rng, args.wait)
 
-                await asyncio.gather(*(one(convo) for convo in convos))
+                await asyncio.gather(*(one(convo) for convo in convos), each_once.wait())
                 faults.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await faults
+                gemini.clear_failures()  # faults are over: what they queued and nobody met goes too
+                slack.clear_faults()
                 for index in range(len(replicas.ports)):
                     if index not in replicas.live():
                         await _revive(replicas, index)

@@ -85,37 +85,73 @@ class Countersign:
         self.tasks.spawn(self.handle_message(message), name=f"message {message.conversation.thread_id}")
 
     async def handle_message(self, message: IncomingMessage) -> None:
-        """Feed a message to the conversation's agent, unless a review is pending there.
+        """Accept a message and handle it (`accept`, then `handle_accepted`).
 
-        A message with a platform id is claimed in the inbox first, atomically, so a repeated
-        delivery (a platform's retry, the same message seen as a mention and as a thread reply,
-        another replica) never starts a second turn. The claim stands only for a message that
-        gets handled: answered, refused, or its sender told of an error. One that is not (the
-        process died, or even the error could not be told) is handled by the upkeep of a live
-        replica; a repeated delivery of it asks for that at once.
+        When the message cannot even be accepted (the database is down), its sender is told,
+        and nothing is claimed: a platform's retry of it is handled as new.
+        """
+        try:
+            new = await self.accept(message)
+        except Exception:
+            with about(message.conversation.thread_id):
+                log.exception("accepting a message failed")
+                await self._runner.notify(
+                    message.conversation,
+                    TurnFailed(thread_id=message.conversation.thread_id),
+                    recipient=message.actor,
+                )
+            return
+        if new:
+            await self.handle_accepted(message)
+
+    async def accept(self, message: IncomingMessage) -> bool:
+        """Claim a message in the inbox; return whether it is new and is to be handled.
+
+        A message with a platform id is claimed atomically, so a repeated delivery (a
+        platform's retry, the same message seen as a mention and as a thread reply, another
+        replica) never starts a second turn. Adapters whose platform delivers again what was
+        not acknowledged (Slack) call this before acknowledging: the claim then stands for a
+        message the platform will not send again, and a live replica handles it whatever
+        happens to this process. A repeated delivery of a message still unhandled (its
+        handler died) has it handled now, in the background.
+
+        Raises:
+            Exception: the database's, when the claim cannot be written (nothing is claimed).
+        """
+        key = inbox_key(message)
+        if key is None:
+            return True
+        earlier = await self._inbox.accept(key, message)
+        if earlier is None:
+            return True
+        log.info("repeated delivery of %s (%s) ignored (thread_id=%s)", key, earlier, message.conversation.thread_id)
+        if earlier == "accepted" and not self.tasks.closing:
+            self.tasks.spawn(self.tend(message.conversation.thread_id), name=f"tend {message.conversation.thread_id}")
+        return False
+
+    def submit_accepted(self, message: IncomingMessage) -> None:
+        """Handle an accepted message in the background (adapters acknowledge the platform first).
+
+        While the bot is stopping, the message stays in the inbox for a live replica (or the
+        next start) to handle.
+        """
+        if self.tasks.closing:
+            log.info("stopping: message left for another replica (thread_id=%s)", message.conversation.thread_id)
+            return
+        self.tasks.spawn(self.handle_accepted(message), name=f"message {message.conversation.thread_id}")
+
+    async def handle_accepted(self, message: IncomingMessage) -> None:
+        """Handle a message `accept` took: under the conversation's lock, unless handled meanwhile.
 
         A message in a conversation with a pending review is not fed to the graph (it would
         break the tool-call history); the sender is told, with the pending cards (DESIGN.md
-        "Approvals").
+        "Approvals"). The message counts as handled once its sender was answered, refused, or
+        told of an error; one that is not (the process died, or even the error could not be
+        told) is handled by the upkeep of a live replica.
         """
         conversation = message.conversation
         key = inbox_key(message)
         with about(conversation.thread_id):
-            try:
-                if key is not None:
-                    earlier = await self._inbox.accept(key, message)
-                    if earlier is not None:
-                        log.info("repeated delivery of %s (%s) ignored", key, earlier)
-                        if earlier == "accepted":
-                            await self.tend(conversation.thread_id)
-                        return
-            except Exception:
-                # Not claimed: a platform's retry of the message is handled as new.
-                log.exception("accepting a message failed")
-                await self._runner.notify(
-                    conversation, TurnFailed(thread_id=conversation.thread_id), recipient=message.actor
-                )
-                return
             try:
                 async with self._locks.hold(conversation.thread_id):
                     await self._handle(message, key)

@@ -39,6 +39,10 @@ class DatabaseSettings(BaseSettings):
     pool_max_size: int = Field(default=10, ge=2, le=200, validation_alias="DATABASE_POOL_SIZE")
     """Connections per pool (one asyncpg pool for our tables, one psycopg pool for the saver)."""
     connect_timeout_s: float = Field(default=10.0, gt=0)
+    prepared_statements: bool = Field(default=True, validation_alias="DATABASE_PREPARED_STATEMENTS")
+    """False behind a transaction-mode connection pooler (PgBouncer before 1.21, or without
+    `max_prepared_statements`): no statement is prepared on a server connection, since the
+    next statement may run on another one."""
 
     @field_validator("url", mode="before")
     @classmethod

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltContext
@@ -35,6 +36,10 @@ _PERSON_SUBTYPES = frozenset({None, "thread_broadcast", "file_share"})
 """Message subtypes that are something a person wrote to the bot (Slack's message subtypes)."""
 
 _MENTION = re.compile(r"<@([A-Z0-9]+)(\|[^>]*)?>")
+_ACCEPTED = "countersign_accepted"
+"""Bolt context key: the message the middleware accepted, for the listener to start."""
+_EMPTY = "countersign_empty"
+"""Bolt context key: (conversation, user) of a mention without words, for the listener to answer."""
 
 
 class SlackListeners:
@@ -56,9 +61,13 @@ class SlackListeners:
         self._admin = admin
 
     def register(self, app: AsyncApp) -> None:
-        """Attach every listener; each subscribed event type has one (Bolt answers 404 else)."""
-        app.event("app_mention")(self.on_mention)
-        app.event("message")(self.on_message)
+        """Attach every listener; each subscribed event type has one (Bolt answers 404 else).
+
+        Messages are accepted in listener middleware, which Bolt runs before it acknowledges
+        the event (`accept_mention`, `accept_message`); the listener then starts the turn.
+        """
+        app.event("app_mention", middleware=[self.accept_mention])(self.start_turn)
+        app.event("message", middleware=[self.accept_message])(self.start_turn)
         app.action(blocks.ACTION_APPROVE)(self.on_approve)
         app.action(blocks.ACTION_EDIT)(self.on_edit)
         app.action(blocks.ACTION_REJECT)(self.on_reject)
@@ -66,56 +75,81 @@ class SlackListeners:
         app.view(blocks.VIEW_REJECT)(self.on_reject_submitted)
 
     # --- messages ------------------------------------------------------------------------
+    #
+    # Bolt acknowledges an event before its listener runs (Slack wants an answer within 3 s),
+    # and Slack does not deliver an acknowledged event again. A message is therefore claimed in
+    # the inbox in the middleware, before the acknowledgement: once Slack has its 200, the
+    # message is in PostgreSQL and a live replica answers it whatever happens to this process.
+    # If the claim fails (the database is down), Bolt answers 500 and Slack delivers the event
+    # again later (docs/decisions/0009).
 
-    async def on_mention(self, event: dict[str, Any], body: dict[str, Any], context: AsyncBoltContext) -> None:
+    async def accept_mention(
+        self,
+        event: dict[str, Any],
+        body: dict[str, Any],
+        context: AsyncBoltContext,
+        next: Callable[[], Awaitable[None]],
+    ) -> None:
         """A mention in a channel: the conversation is the thread under it (or its thread).
 
         With `/countersign scope channel`, the whole channel is one conversation instead and
         the bot answers in the channel.
         """
-        if _from_a_bot(event, context):
-            return
-        team = _team_of(body, event)
-        thread: str | None = event.get("thread_ts") or event["ts"]
-        if await self._admin.scope(PLATFORM, team, event["channel"]) is ConversationScope.CHANNEL:
-            thread = None
-        conversation = ConversationRef(platform=PLATFORM, workspace_id=team, channel_id=event["channel"], thread=thread)
-        await self._submit(event, conversation, context)
+        if not _from_a_bot(event, context):
+            team = _team_of(body, event)
+            thread: str | None = event.get("thread_ts") or event["ts"]
+            if await self._admin.scope(PLATFORM, team, event["channel"]) is ConversationScope.CHANNEL:
+                thread = None
+            conversation = ConversationRef(
+                platform=PLATFORM, workspace_id=team, channel_id=event["channel"], thread=thread
+            )
+            await self._accept(event, conversation, context)
+        await next()
 
-    async def on_message(self, event: dict[str, Any], body: dict[str, Any], context: AsyncBoltContext) -> None:
+    async def accept_message(
+        self,
+        event: dict[str, Any],
+        body: dict[str, Any],
+        context: AsyncBoltContext,
+        next: Callable[[], Awaitable[None]],
+    ) -> None:
         """A DM, or a reply in a thread the bot takes part in.
 
         Edits, deletions, joins and other subtypes are ignored, as are bots (itself included);
         a reply also sent to the channel (`thread_broadcast`) or with a file (`file_share`) is
         a person's message like any other.
         """
+        conversation = await self._conversation_of_message(event, body, context)
+        if conversation is not None:
+            await self._accept(event, conversation, context)
+        await next()
+
+    async def _conversation_of_message(
+        self, event: dict[str, Any], body: dict[str, Any], context: AsyncBoltContext
+    ) -> ConversationRef | None:
         if event.get("subtype") not in _PERSON_SUBTYPES or _from_a_bot(event, context):
-            return
+            return None
         if event.get("subtype") == "file_share" and not str(event.get("text") or "").strip():
-            return  # a file without words: nothing the agent could read
+            return None  # a file without words: nothing the agent could read
         team = _team_of(body, event)
         thread_ts = event.get("thread_ts")
         if event.get("channel_type") == "im":
-            conversation = ConversationRef(
-                platform=PLATFORM, workspace_id=team, channel_id=event["channel"], thread=thread_ts
-            )
-        else:
-            if thread_ts is None or _mentions(event.get("text", ""), context.bot_user_id):
-                return  # channel chatter, or a mention that app_mention already delivers
-            if await self._admin.scope(PLATFORM, team, event["channel"]) is ConversationScope.CHANNEL:
-                return  # one conversation per channel: only mentions reach it
-            conversation = ConversationRef(
-                platform=PLATFORM, workspace_id=team, channel_id=event["channel"], thread=thread_ts
-            )
-            if not await self._service.knows_conversation(conversation):
-                return
-        await self._submit(event, conversation, context)
+            return ConversationRef(platform=PLATFORM, workspace_id=team, channel_id=event["channel"], thread=thread_ts)
+        if thread_ts is None or _mentions(event.get("text", ""), context.bot_user_id):
+            return None  # channel chatter, or a mention that app_mention already delivers
+        if await self._admin.scope(PLATFORM, team, event["channel"]) is ConversationScope.CHANNEL:
+            return None  # one conversation per channel: only mentions reach it
+        conversation = ConversationRef(
+            platform=PLATFORM, workspace_id=team, channel_id=event["channel"], thread=thread_ts
+        )
+        return conversation if await self._service.knows_conversation(conversation) else None
 
-    async def _submit(self, event: dict[str, Any], conversation: ConversationRef, context: AsyncBoltContext) -> None:
+    async def _accept(self, event: dict[str, Any], conversation: ConversationRef, context: AsyncBoltContext) -> None:
+        """Claim the message (raises when the database cannot take it: Bolt answers 500)."""
         text = plain_text(_strip_mentions(event.get("text", ""), context.bot_user_id))
         user_id = event["user"]
         if is_blank(text):
-            await self._whisper(conversation.channel_id, user_id, msg.EMPTY_MENTION, conversation.thread)
+            context[_EMPTY] = (conversation, user_id)
             return
         user = await self._users.get(user_id)
         actor = Actor(
@@ -125,10 +159,18 @@ class SlackListeners:
             display_name=user.display_name,
         )
         message = IncomingMessage(actor=actor, conversation=conversation, text=text, message_id=event["ts"])
-        try:
-            self._service.submit_message(message)
-        except CountersignError as exc:
-            await self._whisper(conversation.channel_id, user_id, error_text(exc), conversation.thread)
+        if await self._service.accept(message):
+            context[_ACCEPTED] = message
+
+    async def start_turn(self, context: AsyncBoltContext) -> None:
+        """After the acknowledgement: start the turn of an accepted message (or say it was empty)."""
+        empty = context.get(_EMPTY)
+        if empty is not None:
+            conversation, user_id = empty
+            await self._whisper(conversation.channel_id, user_id, msg.EMPTY_MENTION, conversation.thread)
+        message = context.get(_ACCEPTED)
+        if isinstance(message, IncomingMessage):
+            self._service.submit_accepted(message)
 
     # --- buttons -------------------------------------------------------------------------
 

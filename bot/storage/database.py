@@ -137,15 +137,26 @@ async def open_database(settings: DatabaseSettings, *, run_migrations: bool = Tr
         url = await resolve_url(settings, stack)
         if run_migrations:
             await migrate(url)
-        pool = await asyncpg.create_pool(url, min_size=1, max_size=settings.pool_max_size, init=_init_connection)
+        # Behind a transaction-mode pooler, asyncpg must not cache prepared statements.
+        cache = 100 if settings.prepared_statements else 0  # 100: asyncpg's default
+        pool = await asyncpg.create_pool(
+            url, min_size=1, max_size=settings.pool_max_size, init=_init_connection, statement_cache_size=cache
+        )
         stack.push_async_callback(pool.close)
-        lock_pool = await asyncpg.create_pool(url, min_size=1, max_size=settings.pool_max_size)
+        lock_pool = await asyncpg.create_pool(
+            url, min_size=1, max_size=settings.pool_max_size, statement_cache_size=cache
+        )
         stack.push_async_callback(lock_pool.close)
         checkpoint_pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
             url,
             min_size=1,
             max_size=settings.pool_max_size,
-            kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
+            # psycopg: 0 prepares every statement at once (LangGraph's advice), None never.
+            kwargs={
+                "autocommit": True,
+                "prepare_threshold": 0 if settings.prepared_statements else None,
+                "row_factory": dict_row,
+            },
             # A connection the server closed while it sat in the pool (PostgreSQL restarted,
             # an idle timeout) is replaced before it is handed out, not failed on.
             check=AsyncConnectionPool.check_connection,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import AsyncIterator, Callable
 
 import asyncpg
@@ -140,3 +141,35 @@ async def test_kill_9_at_a_stage_of_a_turn(stage, db_url, model, slack, target, 
         assert "widget" in answer
         assert "may or may not" not in shown
     assert "Traceback" not in replicas.stderr()
+
+
+async def test_kill_9_after_the_acknowledgement_before_the_turn(db_url, model, slack, target, tmp_path):
+    """Slack got its 200, then the process died before the turn began: the message was claimed first, and is answered."""
+    _, gemini = model
+    replicas = Replicas(
+        lambda port: bot_env(gemini, slack, target, port, DATABASE_URL=db_url),
+        tmp_path,
+        signing_secret=SIGNING_SECRET,
+        team_id=TEAM,
+        count=1,
+    )
+    await replicas.start()
+    blocker = await asyncpg.connect(db_url)
+    try:
+        ts = f"{time.time():.6f}"
+        # The turn waits for the conversation's lock, held here: the process can only have claimed it.
+        await blocker.execute("SELECT pg_advisory_lock(hashtextextended($1, 0))", f"slack:{TEAM}:{CHANNEL}:{ts}")
+        replicas.events.url = replicas.url(0)
+        delivery = await replicas.events.app_mention(CHANNEL, ALICE, "<@UBOT> hello", ts=ts)
+        assert delivery.status == 200
+        await replicas.kill(0)
+    finally:
+        await blocker.close()
+    await replicas.start(0)
+    try:
+        await wait_until(
+            slack, lambda: "You said: hello" in bot_texts(slack, CHANNEL, ts, BOT_USER), "answer", replicas
+        )
+    finally:
+        assert await replicas.stop() == [0], replicas.stderr()
+    assert bot_texts(slack, CHANNEL, ts, BOT_USER) == ["You said: hello"]

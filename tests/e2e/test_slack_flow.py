@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+import asyncpg
 import pytest
 
 from adapters.slack import blocks
@@ -390,3 +391,23 @@ async def test_a_rate_limit_is_retried_within_bounds(bot, events, slack, gemini)
     await settle(bot)
     assert len([r for r in gemini.requests if r.status_code == 429]) == 1 + 3  # bounded: 3 attempts
     assert "rate limited" in notice
+
+
+async def test_a_message_the_database_cannot_take_is_not_acknowledged_and_its_retry_is_answered(
+    bot, events, slack, db_url
+):
+    """The inbox claim fails before the acknowledgement: Slack gets a 500 and delivers again; the retry is answered once."""
+    connection = await asyncpg.connect(db_url)
+    try:
+        await connection.execute("ALTER TABLE inbox RENAME TO inbox_away")
+        first = await events.app_mention(CHANNEL, ALICE, "<@UBOT> hello")
+        await connection.execute("ALTER TABLE inbox_away RENAME TO inbox")
+    finally:
+        await connection.close()
+    assert first.status == 500
+    retried = await events.retry(first)
+    assert retried.status == 200
+    [answer] = await wait_answer(slack, first.ts, starts="You said")
+    await settle(bot)
+    assert answer == "You said: hello"
+    assert [c.args["text"] for c in slack.calls_to("chat.postMessage")] == ["You said: hello"]

@@ -73,3 +73,20 @@ async def test_a_database_migrated_by_a_newer_version_is_refused(db_url: str) ->
         "the database was migrated by a newer Countersign (migrations 0099.from-the-future); "
         "run that version or a newer one, or restore a backup from before it"
     )
+
+
+@pytest.mark.parametrize("prepared", [True, False])
+async def test_prepared_statements_can_be_turned_off_for_a_transaction_mode_pooler(db_url: str, prepared: bool) -> None:
+    """DATABASE_PREPARED_STATEMENTS=false: neither pool leaves a prepared statement on a server connection."""
+    settings = DatabaseSettings(url=db_url, pool_max_size=2, prepared_statements=prepared)
+    async with open_database(settings, run_migrations=False) as db:
+        async with db.pool.acquire() as connection:
+            await connection.fetchval("SELECT count(*) FROM conversations WHERE thread_id = $1", "x")
+            ours = await connection.fetchval("SELECT count(*) FROM pg_prepared_statements")
+        saver = db.savers[0]
+        assert saver.conn is not None
+        async with saver.conn.connection() as conn:  # the checkpointer's psycopg pool
+            await conn.execute("SELECT count(*) FROM checkpoints WHERE thread_id = %s", ("x",))
+            row = await (await conn.execute("SELECT count(*) AS n FROM pg_prepared_statements")).fetchone()
+    assert (ours > 0) is prepared
+    assert (row["n"] > 0) is prepared

@@ -920,6 +920,10 @@ class GeminiStandIn:
         """
         self._failures.extend(error(status, grpc_status, message) for _ in range(n))
 
+    def clear_failures(self) -> None:
+        """Forget the errors `fail_next` queued that no request has met yet."""
+        self._failures.clear()
+
     async def wait_for_requests(
         self,
         n: int,

@@ -398,6 +398,11 @@ class SlackApiStandIn:
         """
         self._disconnects[method] = self._disconnects.get(method, 0) + times
 
+    def clear_faults(self) -> None:
+        """Forget the errors `fail`, `rate_limit` and `disconnect` queued that no call has met yet."""
+        self._faults.clear()
+        self._disconnects.clear()
+
     def new_trigger_id(self, *, age: float = 0.0) -> str:
         """Issue a trigger id that ``views.open`` accepts once within ``trigger_ttl_s`` (3 s by default).
 
