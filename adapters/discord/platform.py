@@ -8,6 +8,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 
 import discord
 
+from adapters import model_messages as model_msg
 from adapters.chunking import split_message
 from adapters.discord import messages as msg
 from adapters.discord.buttons import card_view
@@ -171,7 +172,10 @@ class DiscordPlatform:
             return msg.REVIEW_PENDING.format(user=user, links=", ".join(links))
         if isinstance(notice, ModelFailed):
             return model_failed_text(
-                notice, by_kind=msg.MODEL_FAILED, no_answer=msg.MODEL_NO_ANSWER, busy_for=msg.MODEL_BUSY_FOR
+                notice,
+                by_kind=model_msg.MODEL_FAILED,
+                no_answer=model_msg.MODEL_NO_ANSWER,
+                busy_for=model_msg.MODEL_BUSY_FOR,
             )
         if isinstance(notice, TurnFailed):
             return msg.TURN_FAILED.format(thread_id=notice.thread_id)

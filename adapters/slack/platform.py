@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from adapters import model_messages as model_msg
 from adapters.display import model_failed_text, progress_line, shows_something
 from adapters.slack import messages as msg
 from adapters.slack.blocks import card_blocks, card_text
@@ -217,7 +218,10 @@ class SlackPlatform:
             return msg.REVIEW_PENDING.format(links=", ".join(links))
         if isinstance(notice, ModelFailed):
             return model_failed_text(
-                notice, by_kind=msg.MODEL_FAILED, no_answer=msg.MODEL_NO_ANSWER, busy_for=msg.MODEL_BUSY_FOR
+                notice,
+                by_kind=model_msg.MODEL_FAILED,
+                no_answer=model_msg.MODEL_NO_ANSWER,
+                busy_for=model_msg.MODEL_BUSY_FOR,
             )
         if isinstance(notice, TurnFailed):
             return msg.TURN_FAILED.format(thread_id=notice.thread_id)

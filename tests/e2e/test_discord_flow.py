@@ -354,3 +354,15 @@ async def test_dm_conversation(discord_bot, discord_api):
     channel = int(dm["channel_id"])
     [answer] = await wait_answer(discord_api, channel=channel, starts="You said: hi in private")
     assert answer == "You said: hi in private"
+
+
+async def test_a_message_dispatched_again_is_handled_once(discord_bot, discord_api, gemini):
+    """Discord delivers the same MESSAGE_CREATE twice (a resumed session): one turn, one answer."""
+    sent = await mention(discord_api, D_ALICE, "hello once")
+    [answer] = await wait_answer(discord_api, starts="You said")
+    await discord_api.dispatch_again(sent["id"])
+    await mention(discord_api, D_ALICE, "and again")  # a later message, handled after the repeat
+    await wait_answer(discord_api, starts="You said: and again")
+    await settle(discord_bot)
+    assert answer == "You said: hello once"
+    assert [r.last_user_text for r in gemini.requests] == ["hello once", "and again"]

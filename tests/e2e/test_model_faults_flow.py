@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 
+from adapters import model_messages as model_msg
 from adapters.display import duration_words
 from adapters.slack import messages as msg
 from bot.errors import ModelErrorKind, NoAnswerReason
@@ -57,7 +58,7 @@ def settings(db_url: str, gemini: GeminiStandIn, slack: SlackApiStandIn, target:
 async def test_slack_a_blocked_prompt_is_told_and_the_thread_goes_on(bot, events, slack: SlackApiStandIn, gemini):
     """Gemini blocks the prompt: the thread gets the clear sentence, nothing empty; the next mention is answered."""
     mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> forbidden")
-    told = msg.MODEL_NO_ANSWER[NoAnswerReason.BLOCKED]
+    told = model_msg.MODEL_NO_ANSWER[NoAnswerReason.BLOCKED]
     await wait_answer(slack, mention.ts, starts=told)
     again = await events.app_mention(CHANNEL, ALICE, "<@UBOT> hello", thread_ts=mention.ts)
     await wait_answer(slack, mention.ts, starts="You said: hello")

@@ -1574,6 +1574,14 @@ class DiscordStandIn:
         await self._dispatch_message("MESSAGE_CREATE", stored)
         return self._gateway_message(stored, full=True)
 
+    async def dispatch_again(self, message_id: Snowflake) -> None:
+        """Dispatch a stored message's MESSAGE_CREATE once more.
+
+        Discord may deliver an event again (a resumed session replays what the client may not
+        have seen); a bot must not act on it twice.
+        """
+        await self._dispatch_message("MESSAGE_CREATE", self._message(message_id))
+
     async def send_dm(self, user: UserRef, content: str, **kwargs: Any) -> JSON:
         """Have a person DM the bot (creating the DM channel); see ``send_message`` for kwargs.
 

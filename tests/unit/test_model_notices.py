@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.discord import messages as discord_msg
+from adapters import model_messages as msg
 from adapters.display import duration_words, model_failed_text
-from adapters.slack import messages as slack_msg
 from bot.errors import ModelError, ModelErrorKind, NoAnswerError, NoAnswerReason
 from bot.ports import ModelFailed
 
 
-@pytest.mark.parametrize("msg", [slack_msg, discord_msg], ids=["slack", "discord"])
 @pytest.mark.parametrize("reason", list(NoAnswerReason))
-def test_every_reason_for_no_answer_has_its_own_clear_sentence(msg, reason):
-    """Each adapter says the model gave no answer and why; no two reasons share a sentence, none is empty."""
+def test_every_reason_for_no_answer_has_its_own_clear_sentence(reason):
+    """Slack and Discord say the model gave no answer and why; no two reasons share a sentence, none is empty."""
     text = model_failed_text(
         ModelFailed.of(NoAnswerError(reason, "finishReason=X")),
         by_kind=msg.MODEL_FAILED,
@@ -25,8 +23,7 @@ def test_every_reason_for_no_answer_has_its_own_clear_sentence(msg, reason):
     assert len(set(msg.MODEL_NO_ANSWER.values())) == len(NoAnswerReason)
 
 
-@pytest.mark.parametrize("msg", [slack_msg, discord_msg], ids=["slack", "discord"])
-def test_every_failure_kind_has_a_sentence_and_a_rate_limit_says_how_long(msg):
+def test_every_failure_kind_has_a_sentence_and_a_rate_limit_says_how_long():
     """All kinds but NO_ANSWER are worded; a 429 with Google's advice names the wait."""
     assert set(msg.MODEL_FAILED) == set(ModelErrorKind) - {ModelErrorKind.NO_ANSWER}
     busy = ModelFailed.of(ModelError(ModelErrorKind.BUSY, "429", retry_after_s=125.0))

@@ -62,7 +62,7 @@ def test_events_match_the_listeners():
     events = set(MANIFEST["settings"]["event_subscriptions"]["bot_events"])
     assert events == set(EVENT_SCOPES)
     listeners = (ROOT / "adapters/slack/listeners.py").read_text()
-    assert 'app.event("app_mention")' in listeners and 'app.event("message")' in listeners
+    assert 'app.event("app_mention"' in listeners and 'app.event("message"' in listeners
 
 
 def test_interactivity_and_events_use_the_same_endpoint():
