@@ -73,6 +73,7 @@ async def open_service(
     *,
     recursion_limit: int = 25,
     pool_size: int = 8,
+    prepared_statements: bool = True,
     subagents: Sequence[SubagentSpec] | None = None,
     models: Mapping[str, BaseChatModel] | None = None,
     default_agent: AgentKind = AgentKind.REACT,
@@ -85,7 +86,8 @@ async def open_service(
     `model_kwargs` are the call options bound with the tools (`bot.agents.model.call_options`).
     """
     platform = platform or RecordingPlatform()
-    async with open_database(DatabaseSettings(url=db_url, pool_max_size=pool_size), run_migrations=False) as database:
+    settings = DatabaseSettings(url=db_url, pool_max_size=pool_size, prepared_statements=prepared_statements)
+    async with open_database(settings, run_migrations=False) as database:
         core = assemble_core(
             database,
             model,

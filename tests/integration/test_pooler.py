@@ -1,0 +1,42 @@
+"""Behind a transaction-mode connection pooler (PgBouncer 1.18, which keeps no prepared statements).
+
+With `DATABASE_PREPARED_STATEMENTS=false` the whole flow works through the pooler: a turn, a
+card, a decision, the resume under the conversation's lock, and the tool run exactly once.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from langchain_core.messages import AIMessage
+
+from bot.approvals.decisions import Approve
+from tests.support.pooler import transaction_pooler
+from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
+from tests.support.service import actor, conversation, message, open_service
+from tests.support.tools import ToolLog, make_test_registry
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("pgbouncer") is None and not shutil.which("/usr/sbin/pgbouncer"),
+    reason="pgbouncer is not installed (.ci/run installs it)",
+)
+
+
+async def test_the_flow_works_through_a_transaction_mode_pooler(db_url):
+    """Message, card, approve, resume, answer: all through PgBouncer in transaction mode."""
+    log = ToolLog()
+    model = ScriptedChatModel(
+        replies=[calls(tool_call("send", {"to": "bob", "body": "hi"})), AIMessage("sent"), AIMessage("and hello")]
+    )
+    async with (
+        transaction_pooler(db_url) as pooled,
+        open_service(pooled, model, make_test_registry(log), prepared_statements=False) as h,
+    ):
+        await h.service.handle_message(message("send bob hi", message_id="1.1"))
+        [card] = h.platform.cards.values()
+        await h.service.decide(card.approval.id, actor("alice"), Approve())
+        await h.service.tasks.join()
+        await h.service.handle_message(message("hello", message_id="1.2"))
+    assert log.calls == [("send", {"to": "bob", "body": "hi", "urgent": False})]
+    assert h.platform.answers == [(conversation().thread_id, "sent"), (conversation().thread_id, "and hello")]
