@@ -92,7 +92,13 @@ class SlackAdapter:
             ],
         )
         self.users = UserDirectory(self.client)
-        self.platform = SlackPlatform(self.client, self.users)
+        quick = AsyncWebClient(
+            token=settings.bot_token.get_secret_value(),
+            base_url=settings.api_url,
+            session=self._session,
+            retry_handlers=[AsyncConnectionErrorRetryHandler(max_retry_count=1)],
+        )
+        self.platform = SlackPlatform(self.client, self.users, quick)
         self.app = AsyncApp(
             client=self.client,
             signing_secret=settings.signing_secret.get_secret_value() if settings.signing_secret else None,

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
@@ -110,13 +112,16 @@ class SlackPlatform:
     Args:
         client: a Web API client with the bot token (and `SLACK_API_URL` as base URL).
         users: the user directory.
+        quick: the same without waiting out rate limits, for what only decorates a turn
+            (removing the progress message): a 429 there must not hold up the answer.
     """
 
     name = "slack"
 
-    def __init__(self, client: AsyncWebClient, users: UserDirectory) -> None:
+    def __init__(self, client: AsyncWebClient, users: UserDirectory, quick: AsyncWebClient | None = None) -> None:
         self._client = client
         self._users = users
+        self._quick = quick or client
 
     async def post_answer(self, conversation: ConversationRef, text: str) -> None:
         """Post the agent's answer, escaped, split at Slack's message size."""
@@ -165,7 +170,7 @@ class SlackPlatform:
 
         With subagents, also a progress message naming those at work (see `SlackProgress`).
         """
-        progress = SlackProgress(self._client, conversation)
+        progress = SlackProgress(self._client, conversation, quick=self._quick)
         added = False
         if anchor is not None:
             channel, ts = parse_message_ref(conversation, anchor)
@@ -258,10 +263,14 @@ class SlackProgress:
     Args:
         client: the Web API client.
         conversation: where the agent works.
+        quick: a client that does not wait out rate limits (see `SlackPlatform`).
     """
 
-    def __init__(self, client: AsyncWebClient, conversation: ConversationRef) -> None:
+    def __init__(
+        self, client: AsyncWebClient, conversation: ConversationRef, *, quick: AsyncWebClient | None = None
+    ) -> None:
         self._client = client
+        self._quick = quick or client
         self._conversation = conversation
         self._ts: str | None = None
         self._channel: str | None = None
@@ -291,13 +300,39 @@ class SlackProgress:
             log.warning("could not show progress: %s: %s", type(exc).__name__, exc)
 
     async def clear(self) -> None:
-        """Delete the progress message (the answer follows)."""
+        """Delete the progress message before the answer follows.
+
+        Rate limited (429), the deletion is left to a background task that waits as long as
+        Slack asks: the answer is not held up by decoration.
+        """
         if self._ts is None:
             return
+        channel, ts = self._channel or self._conversation.channel_id, self._ts
+        self._ts = None
         try:
-            await self._client.chat_delete(channel=self._channel or self._conversation.channel_id, ts=self._ts)
+            await self._quick.chat_delete(channel=channel, ts=ts)
         except SlackApiError as exc:
-            log.info("could not delete the progress message: %s", exc.response.get("error"))
+            if exc.response.status_code == 429:
+                wait = float(exc.response.headers.get("Retry-After") or 1)
+                _in_background(self._delete_later(channel, ts, wait), name=f"delete progress {channel}/{ts}")
+            else:
+                log.info("could not delete the progress message: %s", exc.response.get("error"))
         except Exception as exc:  # a connection error or a timeout: the answer must still go out
             log.warning("could not delete the progress message: %s: %s", type(exc).__name__, exc)
-        self._ts = None
+
+    async def _delete_later(self, channel: str, ts: str, wait_s: float) -> None:
+        await asyncio.sleep(wait_s)
+        try:
+            await self._client.chat_delete(channel=channel, ts=ts)
+        except Exception as exc:
+            log.warning("could not delete the progress message: %s: %s", type(exc).__name__, exc)
+
+
+_BACKGROUND: set[asyncio.Task[None]] = set()
+"""Deletions waiting out a rate limit (held here so they are not garbage-collected)."""
+
+
+def _in_background(coro: Coroutine[Any, Any, None], *, name: str) -> None:
+    task = asyncio.create_task(coro, name=name)
+    _BACKGROUND.add(task)
+    task.add_done_callback(_BACKGROUND.discard)

@@ -828,14 +828,6 @@ async def test_discord_a_rate_limited_status_line_does_not_hold_up_the_card(disc
 
 
 @pytest.mark.e2e
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "Platform.working clears the progress message before the answer is posted and awaits it: a 429 on "
-        "chat.delete is waited out (Retry-After, up to twice) before the answer; fixing it means clearing in "
-        "the background or after the answer, an order the end-to-end tests fix (progress deleted first)"
-    ),
-)
 async def test_slack_a_rate_limited_progress_delete_does_not_hold_up_the_answer(
     bot, events, slack: SlackApiStandIn, target
 ):
