@@ -43,7 +43,6 @@ class Countersign:
         inbox: accepted messages until they are handled.
         upkeep_store: finds unfinished work for the upkeep.
         locks: per-thread mutual exclusion.
-        upkeep_interval_s: seconds between two looks of the upkeep for unfinished work.
     """
 
     def __init__(
@@ -56,7 +55,6 @@ class Countersign:
         inbox: Inbox,
         upkeep_store: UpkeepStore,
         locks: ThreadLocks,
-        upkeep_interval_s: float = upkeep.INTERVAL_S,
     ) -> None:
         self._runner = runner
         self._decider = decider
@@ -67,7 +65,7 @@ class Countersign:
         self._locks = locks
         self.tasks = TaskTracker()
         self.expiry = ExpirySweeper(approvals, decider.audit, self._after_expiry)
-        self.upkeep = upkeep.Upkeep(upkeep_store, inbox, self.tend, self.tasks, interval_s=upkeep_interval_s)
+        self.upkeep = upkeep.Upkeep(upkeep_store, inbox, self.tend, self.tasks)
         runner.on_new_expiry = self.expiry.wake
 
     async def knows_conversation(self, conversation: ConversationRef) -> bool:
