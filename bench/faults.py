@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import contextlib
 import json
 import logging
@@ -320,7 +321,7 @@ async def tally(
     return {
         "conversations": len(convos),
         "decisions applied": sum(row["status"] != "pending" for row in rows),
-        "tool runs": len(target.requests),
+        "tool runs (GET and POST)": len(target.requests),
         "duplicate runs": sum(posts.count(name) - 1 for name in set(posts)),
         "runs without approval": sum(name not in approved_names for name in posts),
         "lost messages": sum(not convo.replied for convo in convos),
@@ -407,7 +408,9 @@ async def run(args: argparse.Namespace) -> dict[str, int]:
                         print(f"conversation {convo.number} ({convo.kind}, thread {convo.thread}): {said}")
         finally:
             await server.stop()
+    mix = collections.Counter(convo.kind for convo in convos)
     print(f"Fault matrix: {args.conversations} conversations, seed {args.seed}, two replicas")
+    print("Conversations: " + ", ".join(f"{kind} {n}" for kind, n in sorted(mix.items())))
     print("Faults injected: " + (", ".join(f"{k} {v}" for k, v in sorted(chaos.counts.items())) or "none"))
     width = max(len(name) for name in counts)
     for name, value in counts.items():
@@ -419,11 +422,15 @@ async def run(args: argparse.Namespace) -> dict[str, int]:
 def main(argv: list[str] | None = None) -> int:
     """Parse arguments, run the matrix, print the counts; exit 1 when a must-be-zero count is not."""
     parser = argparse.ArgumentParser(prog="python -m bench.faults", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--conversations", type=int, default=30)
+    parser.add_argument(
+        "--conversations", type=int, default=30, help="conversations to hold (each a random kind: see KINDS)"
+    )
     parser.add_argument("--concurrency", type=int, default=4, help="conversations at once")
     parser.add_argument("--faults-every", type=float, default=6.0, help="mean seconds between faults")
     parser.add_argument("--wait", type=float, default=150.0, help="seconds a conversation waits for the bot")
-    parser.add_argument("--seed", type=int, default=int(time.time()))
+    parser.add_argument(
+        "--seed", type=int, default=int(time.time()), help="seed of the random choices; the same seed repeats a run"
+    )
     parser.add_argument("--logs", type=Path, help="write the replicas' logs to this file")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)

@@ -16,7 +16,7 @@ from bot.deciding import Decider
 from bot.errors import CountersignError
 from bot.expiry import ExpirySweeper
 from bot.log_context import about
-from bot.ports import ApprovalExpired, ReviewPending, TurnFailed
+from bot.ports import ReviewPending, TurnFailed
 from bot.storage.approval_store import ApprovalStore
 from bot.storage.conversation_store import ConversationStore
 from bot.storage.inbox import Inbox, inbox_key
@@ -209,8 +209,9 @@ class Countersign:
 
         Under the conversation's lock (only if it is free now): counts the attempt, then lets
         `settle` resume claimed reviews and deliver or finish an unfinished run, then handles
-        the messages the inbox still holds, oldest first. Called by the upkeep
-        (`bot.upkeep.Upkeep`) of every replica.
+        the messages the inbox still holds, oldest first. After `upkeep.MAX_ATTEMPTS` the
+        unfinished run is given up: the conversation is told, and no later message restarts
+        it. Called by the upkeep (`bot.upkeep.Upkeep`) of every replica.
 
         Returns:
             Whether it worked on the conversation (False: its lock was held).
@@ -224,11 +225,8 @@ class Countersign:
                     thread_id, first_retry_s=upkeep.FIRST_RETRY_S, max_retry_s=upkeep.MAX_DELAY_S
                 )
                 if attempts > upkeep.MAX_ATTEMPTS:
-                    log.error(
-                        "giving up on finishing interrupted work after %d attempts; the next message "
-                        "or click tries again",
-                        attempts - 1,
-                    )
+                    log.error("giving up on finishing interrupted work after %d attempts", attempts - 1)
+                    await self._runner.give_up_run(conversation)
                 elif attempts:
                     log.info("finishing interrupted work (attempt %d)", attempts)
                     await self._runner.settle(conversation)
@@ -314,7 +312,7 @@ class Countersign:
         self.upkeep.start(everything_first=upkeep_first_sweep)
 
     async def recover(self) -> None:
-        """After a start: warn of cards that can no longer run, and finish what was left unfinished.
+        """After a start: redraw cards with votes, warn of cards that can no longer run, finish what was left.
 
         Cards that wait for a tool or subagent the configuration no longer has are logged as
         warnings: approving them records a rejection (see `Decider.can_still_run`). Every
@@ -323,6 +321,9 @@ class Countersign:
         live replica's work is protected by its conversation lock.
         """
         for approval in await self._approvals.pending_everywhere():
+            if approval.votes:
+                # A vote's redraw may have died with the process before it ("1 of 2").
+                await self._runner.refresh_card(approval)
             if not self._decider.can_still_run(approval):
                 where = f"subagent {approval.source}'s " if approval.source else ""
                 log.warning(
@@ -348,14 +349,7 @@ class Countersign:
 
     async def _after_expiry(self, result: DecideResult) -> None:
         approval = result.approval
-        conversation = ConversationRef.from_thread_id(approval.thread_id)
-        requester = Actor(
-            platform=conversation.platform,
-            workspace_id=conversation.workspace_id,
-            user_id=approval.requester_id,
-            display_name=approval.requester_name,
-        )
-        await self._runner.notify(conversation, ApprovalExpired(approval=approval), recipient=requester)
+        await self._runner.tell_expired(approval)
         self.tasks.spawn(self._after_decision(result), name=f"expired {approval.thread_id}")
 
     async def _after_decision(self, result: DecideResult) -> None:

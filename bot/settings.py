@@ -223,8 +223,9 @@ class ServerSettings(BaseSettings):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = Field(
         default="INFO", validation_alias="LOG_LEVEL"
     )
-    shutdown_grace_s: float = Field(default=30.0, ge=0)
-    """How long in-flight turns may run on after SIGTERM before they are cancelled."""
+    shutdown_grace_s: float = Field(default=30.0, ge=0, le=3600, validation_alias="SHUTDOWN_GRACE_S")
+    """Seconds in-flight turns may run on after SIGTERM before they are cancelled (a cancelled
+    turn is finished by the upkeep of a live replica or of the next start)."""
 
     @field_validator("log_level", mode="before")
     @classmethod

@@ -33,13 +33,13 @@ from bot.agents.no_answer import no_answer_reason
 from bot.agents.pool import AgentPool
 from bot.agents.review_agent import ReviewAgent
 from bot.approvals.decisions import validate_decisions
-from bot.approvals.lifecycle import ReviewStatus
+from bot.approvals.lifecycle import ApprovalStatus, ReviewStatus
 from bot.approvals.records import ApprovalRecord, NewAction, ReviewRecord
 from bot.approvals.requests import action_requests
 from bot.cards import CardDesk
 from bot.conversation import Actor, ConversationRef
 from bot.errors import InvalidDecisionError, ModelError, ModelErrorKind, NoAnswerReason
-from bot.ports import ModelFailed, Notice, Platform, Progress, TurnFailed
+from bot.ports import ApprovalExpired, ModelFailed, Notice, Platform, Progress, TurnFailed
 from bot.progress import DelegationTracker, ProgressFeed
 from bot.storage.approval_store import ApprovalStore
 from bot.storage.config_store import ConfigStore
@@ -232,10 +232,32 @@ class TurnRunner:
         return Settled(blocked=bool(state.interrupts) or bool(pending), approvals=tuple(pending))
 
     async def _redraw(self, reviews: Sequence[ReviewRecord]) -> None:
-        """Redraw the cards of reviews whose decision's own follow-up did not finish."""
+        """Redraw the cards of reviews whose decision's own follow-up did not finish.
+
+        An expiry's follow-up also tells the requester; that notice is sent again here (it may
+        have gone out before the follow-up died: at least once).
+        """
         for review in reviews:
             for approval in await self._approvals.approvals_of(review.id):
                 await self._cards.refresh(approval)
+                if approval.status is ApprovalStatus.EXPIRED:
+                    await self.tell_expired(approval)
+
+    async def tell_expired(self, approval: ApprovalRecord) -> bool:
+        """Tell the requester, privately, that their call expired without a decision."""
+        conversation = ConversationRef.from_thread_id(approval.thread_id)
+        requester = Actor(
+            platform=conversation.platform,
+            workspace_id=conversation.workspace_id,
+            user_id=approval.requester_id,
+            display_name=approval.requester_name,
+        )
+        return await self.notify(conversation, ApprovalExpired(approval=approval), recipient=requester)
+
+    async def give_up_run(self, conversation: ConversationRef) -> None:
+        """Stop finishing a run that failed every attempt: clear its mark and tell the conversation."""
+        await self._conversations.mark_delivered(conversation.thread_id)
+        await self.notify(conversation, TurnFailed(thread_id=conversation.thread_id), recipient=None)
 
     async def _finish_unfinished(
         self, conversation: ConversationRef, state: StateSnapshot, unfinished: UnfinishedRun

@@ -8,8 +8,9 @@ migration 0004). Every replica runs one `Upkeep` loop: every `INTERVAL_S` second
 conversations with due work and hands each to the service's `tend`, which works on it only if
 the conversation's lock is free (a live handler holds it) and counts the attempt first. The
 delay between attempts doubles from `FIRST_RETRY_S`; after `MAX_ATTEMPTS` the work is given up
-with an error in the log (a message's sender is told). The same loop deletes inbox entries
-older than `INBOX_KEPT_H` hours (docs/decisions/0009).
+with an error in the log (a message's sender, or the conversation of a run, is told). At most
+`AT_ONCE` conversations are tended at a time, so a backlog never starves live messages. The
+same loop deletes inbox entries older than `INBOX_KEPT_H` hours (docs/decisions/0009).
 """
 
 from __future__ import annotations
@@ -35,8 +36,12 @@ FIRST_RETRY_S = 30.0
 MAX_DELAY_S = 900.0
 """The longest delay between two attempts."""
 
-MAX_ATTEMPTS = 6
-"""Attempts before a piece of work is given up (about 15 minutes after the first)."""
+MAX_ATTEMPTS = 5
+"""Attempts at a piece of work; the next one gives it up (about 15 minutes after the first)."""
+
+AT_ONCE = 2
+"""Conversations tended at the same time: a backlog (after an outage) must not take every
+database connection from live messages."""
 
 INBOX_KEPT_H = 24.0
 """Hours an inbox entry is kept: platforms retry a delivery within minutes."""
@@ -73,6 +78,7 @@ class Upkeep:
         self._tasks = tasks
         self._interval_s = interval_s
         self._busy: set[str] = set()
+        self._at_once = asyncio.Semaphore(AT_ONCE)
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._pruned_at = 0.0
@@ -126,7 +132,8 @@ class Upkeep:
 
     async def _tend_one(self, thread_id: str) -> None:
         try:
-            await self._tend(thread_id)
+            async with self._at_once:
+                await self._tend(thread_id)
         except Exception:
             log.exception("finishing interrupted work failed; it is tried again later (thread_id=%s)", thread_id)
         finally:

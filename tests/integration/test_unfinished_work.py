@@ -21,9 +21,12 @@ from pydantic import Field
 from bot.approvals.decisions import Approve
 from bot.approvals.lifecycle import ApprovalStatus, ReviewStatus
 from bot.approvals.mode import Mode
+from bot.audit import AuditEntry, AuditKind
 from bot.conversation import ConversationRef
 from bot.ports import ReviewPending, TurnFailed
+from bot.storage.approval_store import VoteKind
 from bot.storage.inbox import Inbox, inbox_key
+from bot.storage.upkeep_store import UpkeepStore
 from bot.tools.registry import ToolRegistry, ToolSpec
 from bot.upkeep import MAX_ATTEMPTS
 from tests.support.recording_platform import RecordingPlatform
@@ -221,7 +224,8 @@ async def test_a_message_that_cannot_be_handled_is_given_up_and_its_sender_told(
         await upkeep_pass(h)
         assert await inbox_status(h, key) == "abandoned"
         assert await upkeep_pass(h) == []
-    assert [(type(n), who) for _, n, who in platform.notices] == [(TurnFailed, "alice")]
+    # The run given up is told in the conversation, the message given up to its sender.
+    assert [(type(n), who) for _, n, who in platform.notices] == [(TurnFailed, None), (TurnFailed, "alice")]
     assert platform.answers == []
 
 
@@ -349,3 +353,86 @@ async def test_a_run_killed_before_its_first_step_was_saved_is_finished(db_url, 
         await upkeep_pass(h)
     assert h.platform.answers == [(conversation().thread_id, "answered after all")]
     assert [m.content for m in model.prompts[-1][1:]] == ["question"]
+
+
+async def test_a_run_that_fails_every_attempt_is_given_up_once_and_not_restarted(db_url, registry):
+    """The last attempt at a cut run gives it up: the conversation is told once; the next message is answered."""
+    model = StallingModel(replies=[AIMessage("answer to the next message")])
+    async with open_service(db_url, model, registry) as h:
+        task = asyncio.create_task(h.service.handle_message(message("poison", message_id="13.1")))
+        await asyncio.wait_for(model.stalled.wait(), WAIT_S)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await h.database.pool.execute("UPDATE conversations SET attempts = $1", MAX_ATTEMPTS)
+        await upkeep_pass(h)
+        assert not await unfinished(h, conversation())
+        assert await upkeep_pass(h) == []  # given up: nothing left to try
+        await h.service.handle_message(message("hello", message_id="13.2"))
+    assert [(type(n), who) for _, n, who in h.platform.notices] == [(TurnFailed, None)]
+    assert h.platform.answers == [(conversation().thread_id, "answer to the next message")]
+    assert len(model.prompts) == 1  # only the next message's call: the cut run was not run again
+
+
+async def test_the_start_sweep_takes_untried_work_at_once_but_keeps_the_delay_of_tried_work(db_url, registry):
+    """After a restart, work nobody retried yet is taken at once; work the upkeep tried waits (no crash loop)."""
+    async with open_service(db_url, ScriptedChatModel(), registry) as h:
+        pool = h.database.pool
+        for thread, attempts in (("test:W1:C1", 0), ("test:W1:C2", 2)):
+            await pool.execute(
+                "INSERT INTO conversations (thread_id, platform, workspace_id, channel_id, running_since, attempts, "
+                "retry_at) VALUES ($1, 'test', 'W1', $2, now(), $3, now() + interval '10 minutes')",
+                thread,
+                thread.rsplit(":", 1)[1],
+                attempts,
+            )
+        store = UpkeepStore(pool)
+        assert await store.due_threads(max_attempts=MAX_ATTEMPTS + 1, everything=True) == ["test:W1:C1"]
+        assert await store.due_threads(max_attempts=MAX_ATTEMPTS + 1) == []
+
+
+async def test_the_upkeep_works_off_a_backlog_two_conversations_at_a_time(db_url, registry):
+    """Many messages left unhandled (an outage): the upkeep answers them all, never more than two at once."""
+    model = ScriptedChatModel(script=lambda messages: AIMessage(f"re: {messages[-1].content}"), delay_s=0.2)
+    async with open_service(db_url, model, registry) as h:
+        inbox = Inbox(h.database.pool)
+        for n in range(6):
+            left = message(f"m{n}", conv=conversation(channel=f"C{n}"), message_id=f"14.{n}")
+            assert await inbox.accept(inbox_key(left) or "", left) is None
+        await upkeep_pass(h)
+    assert sorted(text for _, text in h.platform.answers) == [f"re: m{n}" for n in range(6)]
+    assert model.max_active <= 2
+
+
+async def test_an_expiry_whose_follow_up_died_still_tells_the_requester(db_url, registry, tool_log):
+    """The expiry was recorded, then the process stopped before the requester was told: the restart tells them."""
+    model = ScriptedChatModel(replies=[calls(tool_call("send", {"to": "bob", "body": "hi"})), AIMessage("expired")])
+    async with open_service(db_url, model, registry) as h:
+        await h.service.handle_message(message("send bob hi", message_id="15.1"))
+        [card] = h.platform.cards.values()
+        await h.service.expiry.stop()
+        await h.database.pool.execute("UPDATE approvals SET expires_at = now()")
+        [expired] = await h.approvals.expire_due(h.audit)  # recorded; its follow-up never ran
+        assert expired.review_complete and h.platform.notices == []
+    async with open_service(db_url, model, registry) as restarted:
+        await restarted.service.recover()
+        await restarted.service.tasks.join()
+    assert [(type(n).__name__, who) for _, n, who in restarted.platform.notices] == [("ApprovalExpired", "alice")]
+    assert restarted.platform.updates[-1].approval.id == card.approval.id
+    assert restarted.platform.updates[-1].approval.status is ApprovalStatus.EXPIRED
+    assert tool_log.calls == [] and restarted.platform.answers == [(conversation().thread_id, "expired")]
+
+
+async def test_a_vote_whose_redraw_died_is_shown_after_a_restart(db_url, registry):
+    """Quorum 2: one approval recorded, then the process stopped before the card showed it; the restart redraws it."""
+    model = ScriptedChatModel(replies=[calls(tool_call("send", {"to": "bob", "body": "hi"}))])
+    async with open_service(db_url, model, registry) as h:
+        await h.service.handle_message(message("send bob hi", message_id="16.1"))
+        [card] = h.platform.cards.values()
+        entry = AuditEntry(kind=AuditKind.DECISION, workspace_id="W1", outcome="approved")
+        voted = await h.approvals.vote(card.approval.id, actor=actor(), kind=VoteKind.APPROVE, quorum=2, audit=entry)
+        assert voted.approval.votes == ("alice",) and h.platform.updates == []
+    async with open_service(db_url, model, registry) as restarted:
+        await restarted.service.recover()
+    [shown] = restarted.platform.updates
+    assert shown.approval.id == card.approval.id and shown.approval.votes == ("alice",)

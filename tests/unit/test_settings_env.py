@@ -50,6 +50,7 @@ ENV_NAMES = (
     "HOST",
     "PORT",
     "LOG_LEVEL",
+    "SHUTDOWN_GRACE_S",
 )
 
 SECRETS = {
@@ -252,6 +253,16 @@ def test_port_is_read(clean_env):
     """PORT sets the listener's port."""
     clean_env.setenv("PORT", "8080")
     assert ServerSettings().port == 8080
+
+
+def test_shutdown_grace_is_read_and_bounded(clean_env):
+    """SHUTDOWN_GRACE_S sets the grace after SIGTERM (30 s by default); a negative one is refused."""
+    assert ServerSettings().shutdown_grace_s == 30.0
+    clean_env.setenv("SHUTDOWN_GRACE_S", "5.5")
+    assert ServerSettings().shutdown_grace_s == 5.5
+    clean_env.setenv("SHUTDOWN_GRACE_S", "-1")
+    with pytest.raises(ValidationError, match="SHUTDOWN_GRACE_S"):
+        ServerSettings()
 
 
 @pytest.mark.parametrize("port", ["abc", "-1", "65536", "80.5", ""])
