@@ -111,7 +111,7 @@ async def core_agents(settings: Settings, model: ScriptedChatModel) -> AsyncIter
             {},
             recursion_limit=settings.agent.recursion_limit,
             system_prompt=settings.agent.system_prompt or SYSTEM_PROMPT,
-            history_window=settings.agent.history_window,
+            context_tokens=settings.agent.context_tokens,
             model_kwargs=call_options(settings.gemini),
             subagents=subagents,
             default_agent=settings.agent.agent,

@@ -114,7 +114,7 @@ async def bare_graph(settings: Settings, model: BaseChatModel) -> AsyncIterator[
             checkpointer=database.savers[0],
             ledger=PostgresLedger(database.pool, ApprovalStore(database.pool, audit)),
             system_prompt=settings.agent.system_prompt or SYSTEM_PROMPT,
-            history_window=settings.agent.history_window,
+            context_tokens=settings.agent.context_tokens,
             model_kwargs=call_options(settings.gemini),
         )
 

@@ -99,8 +99,13 @@ class AgentSettings(BaseSettings):
 
     recursion_limit: int = Field(default=25, ge=4, le=200, validation_alias="COUNTERSIGN_RECURSION_LIMIT")
     """LangGraph steps per turn (seed 000: 25). The step guard answers before it is reached."""
-    history_window: int = Field(default=60, ge=4, le=1000, validation_alias="COUNTERSIGN_HISTORY_WINDOW")
-    """At most this many stored messages are sent to the model per call (PERFORMANCE.md)."""
+    context_tokens: int = Field(
+        default=24_000, ge=2_000, le=1_000_000, validation_alias="COUNTERSIGN_CONTEXT_TOKENS"
+    )
+    """Tokens of conversation history sent to the model per call; older turns are folded into a
+    running summary the model writes (`bot.agents.context_window`, whose
+    `DEFAULT_CONTEXT_TOKENS` is this default: the settings cannot import it, the agents import
+    the tools, which import the settings)."""
     system_prompt: str | None = Field(default=None, validation_alias="COUNTERSIGN_SYSTEM_PROMPT")
     """Replaces the built-in system prompt when set."""
     tools_module: str | None = Field(default=None, validation_alias="COUNTERSIGN_TOOLS_MODULE")

@@ -25,6 +25,7 @@ from langchain_core.tools import BaseTool
 from langgraph.errors import GraphRecursionError
 from langgraph.types import Command, Interrupt, StateSnapshot
 
+from bot.agents.context_window import AUTHOR_KEY
 from bot.agents.delegation import DelegationEvent
 from bot.agents.history import unanswered_tool_calls
 from bot.agents.kind import AgentKind
@@ -50,8 +51,7 @@ log = logging.getLogger(__name__)
 _MAX_SETTLE_ROUNDS = 5
 RUN_WITHIN_S = 30.0
 """How long a run has to deliver its outcome before the upkeep may take it over (lock permitting)."""
-_AUTHOR = "countersign_author"
-"""`HumanMessage.additional_kwargs` key holding who wrote the message (the model never sees it)."""
+_AUTHOR = AUTHOR_KEY
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 
 from bot.admin.service import AdminService
+from bot.agents.context_window import DEFAULT_CONTEXT_TOKENS
 from bot.agents.kind import AgentKind
 from bot.agents.model import build_chat_model, call_options
 from bot.agents.pool import AgentPool
@@ -81,7 +82,7 @@ def assemble_core(
     *,
     recursion_limit: int,
     system_prompt: str = SYSTEM_PROMPT,
-    history_window: int = 60,
+    context_tokens: int = DEFAULT_CONTEXT_TOKENS,
     model_kwargs: dict[str, Any] | None = None,
     subagents: Sequence[SubagentSpec] | None = None,
     model_named: Callable[[str], BaseChatModel] | None = None,
@@ -98,7 +99,7 @@ def assemble_core(
             traffic starts.
         recursion_limit: LangGraph steps per turn (seed 000).
         system_prompt: prepended to every model call of the ReAct agent and the supervisor.
-        history_window: most stored messages sent per model call.
+        context_tokens: tokens of history sent per model call (`bot.agents.context_window`).
         model_kwargs: call options bound with the tools (Gemini's retries, ...).
         subagents: the checked subagent definitions; None = the default set.
         model_named: builds the model a subagent names (`SubagentSpec.model`); None = every
@@ -120,7 +121,7 @@ def assemble_core(
             tools=[tools[name] for name in spec.tools],
             policy=policy,
             ledger=ledger,
-            history_window=history_window,
+            context_tokens=context_tokens,
             model_kwargs=model_kwargs,
         )
         for spec in specs
@@ -135,7 +136,7 @@ def assemble_core(
                     checkpointer=saver,
                     ledger=ledger,
                     system_prompt=system_prompt,
-                    history_window=history_window,
+                    context_tokens=context_tokens,
                     model_kwargs=model_kwargs,
                 )
                 for saver in database.savers
@@ -146,7 +147,7 @@ def assemble_core(
                     subagents=compiled,
                     checkpointer=saver,
                     system_prompt=system_prompt,
-                    history_window=history_window,
+                    context_tokens=context_tokens,
                     model_kwargs=model_kwargs,
                 )
                 for saver in database.savers
@@ -226,7 +227,7 @@ async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
             platforms,
             recursion_limit=settings.agent.recursion_limit,
             system_prompt=settings.agent.system_prompt or SYSTEM_PROMPT,
-            history_window=settings.agent.history_window,
+            context_tokens=settings.agent.context_tokens,
             model_kwargs=call_options(settings.gemini),
             subagents=subagents,
             model_named=model_named,

@@ -49,39 +49,20 @@ def unanswered_tool_calls(messages: Sequence[AnyMessage]) -> list[ToolCall]:
     return [call for call in ai.tool_calls if call["id"] not in answered]
 
 
-def model_view(messages: Sequence[AnyMessage], window: int) -> list[AnyMessage]:
-    """The history as the model should see it: repaired, then bounded.
+def repaired(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
+    """The history as the model may see it: every call followed by its results, nothing empty.
 
-    Repair: every tool call is followed by exactly one result, in call order (Gemini pairs
-    results with calls by position, DESIGN.md), with a synthetic error result where a crash
-    left one missing; an AI message with neither text nor a tool call (stored by an older
-    version) is left out, since the client would send it as an empty text part, which the API
-    refuses on every call (`bot.agents.no_answer`). Bound: at most about `window` messages,
-    cut at a human message so that a call is never separated from its result. Nothing here is
-    stored; the checkpoint keeps the full history.
+    Every tool call is followed by exactly one result, in call order (Gemini pairs results with
+    calls by position, DESIGN.md), with a synthetic error result where a crash left one
+    missing; an orphan result (its call not directly before it) is left out, and so is an AI
+    message with neither text nor a tool call (stored by an older version), since the client
+    would send it as an empty text part, which the API refuses on every call
+    (`bot.agents.no_answer`). Nothing here is stored; what is sent is then bounded by
+    `bot.agents.context_window.ContextWindow`.
 
     Args:
-        messages: the stored history.
-        window: the most messages to keep (>= 1); the cut moves forward to the next human
-            message, so the result may be shorter.
+        messages: the stored history (or a part of it starting at a human message).
     """
-    repaired = _repaired(messages)
-    if len(repaired) <= window:
-        return repaired
-    start = len(repaired) - window
-    for index in range(start, len(repaired)):
-        if isinstance(repaired[index], HumanMessage):
-            return repaired[index:]
-    for index in range(len(repaired) - 1, -1, -1):
-        if isinstance(repaired[index], HumanMessage):
-            return repaired[index:]
-    # No human message at all (not produced by the service): never start on a result.
-    while start < len(repaired) and isinstance(repaired[start], ToolMessage):
-        start += 1
-    return repaired[start:]
-
-
-def _repaired(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
     out: list[AnyMessage] = []
     index = 0
     while index < len(messages):

@@ -11,7 +11,8 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolM
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool
 
-from bot.agents.history import call_ids, model_view, with_canonical_args, with_unique_call_ids, without_nul
+from bot.agents.context_window import ContextWindow, measured_scale, tool_tokens
+from bot.agents.history import call_ids, with_canonical_args, with_unique_call_ids, without_nul
 from bot.agents.model_errors import to_model_error
 from bot.agents.no_answer import ASK_AGAIN, gemini_says, no_answer_reason
 from bot.agents.nodes import Node
@@ -31,7 +32,7 @@ def make_llm_call(
     policy: ReviewPolicy,
     system_prompt: str,
     steps_per_tool_round: int,
-    history_window: int,
+    context: ContextWindow,
     max_tool_rounds: int | None = None,
     step_limit_message: str = STEP_LIMIT_MESSAGE,
     closing_instruction: str | None = None,
@@ -44,9 +45,10 @@ def make_llm_call(
         model: the chat model with the tools bound.
         policy: gives each tool call of the answer its mode, stored as `review_plan`.
         system_prompt: prepended on every call and never stored, so a new prompt applies to
-            running conversations at once (seed 000).
+            running conversations at once (seed 000); the running summary is appended to it.
         steps_per_tool_round: graph steps one tool round costs (3 with `human_review`).
-        history_window: most stored messages sent per call (see `model_view`).
+        context: bounds what is sent per call and folds older turns into the running summary
+            (`bot.agents.context_window`); a fold removes the folded messages from the state.
         max_tool_rounds: when set, a hard cap on tool rounds over the graph's whole state
             (counted in `tool_rounds`): the answer that would start one more round is replaced
             by `step_limit_message`, however many steps LangGraph still allows.
@@ -82,32 +84,46 @@ def make_llm_call(
         except Exception as exc:
             raise to_model_error(exc) from exc
 
-    async def _answer(history: Sequence[BaseMessage], config: RunnableConfig) -> AIMessage:
+    fixed_tokens = tool_tokens(list((tools or {}).values()))
+
+    async def _answer(history: Sequence[BaseMessage], prompt: str, config: RunnableConfig) -> AIMessage:
         """The model's answer to `history`; raises `NoAnswerError` instead of returning no answer."""
-        response = await _ask([SystemMessage(content=system_prompt), *history], config)
+        response = await _ask([SystemMessage(content=prompt), *history], config)
         reason = no_answer_reason(response)
         if reason in ASK_AGAIN:
             log.warning("the model gave no answer (%s); asking once more (%s)", gemini_says(response), _about(config))
             note = ASK_AGAIN_NOTES[reason]
-            response = await _ask([SystemMessage(content=system_prompt + note), *history], config)
+            response = await _ask([SystemMessage(content=prompt + note), *history], config)
             reason = no_answer_reason(response)
         if reason is not None:
             raise NoAnswerError(reason, gemini_says(response))
         return response
 
     async def llm_call(state: AgentState, config: RunnableConfig) -> dict[str, Any]:
-        history: Sequence[BaseMessage] = model_view(state["messages"], history_window)
-        messages = [SystemMessage(content=system_prompt), *history]
-        response = await _answer(history, config)
+        scale = state.get("token_scale") or 1.0
+        fitted = await context.fit(
+            state["messages"],
+            system_prompt=system_prompt,
+            summary=state.get("summary") or "",
+            scale=scale,
+            config=config,
+        )
+        messages: list[BaseMessage] = [SystemMessage(content=fitted.system_prompt), *fitted.view]
+        response = await _answer(fitted.view, fitted.system_prompt, config)
+        measured = measured_scale(_input_tokens(response), messages, fixed_tokens, scale)
         response = with_canonical_args(without_nul(response), tools or {})
         response = with_unique_call_ids(response, call_ids(state["messages"]), fresh=fresh_call_ids)
         rounds = state.get("tool_rounds", 0)
         capped = max_tool_rounds is not None and rounds >= max_tool_rounds
         if response.tool_calls and (state["remaining_steps"] <= steps_per_tool_round or capped):
             response = await _closing_answer(response, messages, config)
-        context = PolicyContext.from_thread_id(str(config.get("configurable", {}).get("thread_id", "")))
-        plan = {str(call["id"]): (await policy.mode_for(call, context)).value for call in response.tool_calls}
-        update: dict[str, Any] = {"messages": [response], "review_plan": plan}
+        where = PolicyContext.from_thread_id(str(config.get("configurable", {}).get("thread_id", "")))
+        plan = {str(call["id"]): (await policy.mode_for(call, where)).value for call in response.tool_calls}
+        update: dict[str, Any] = {"messages": [*fitted.removed, response], "review_plan": plan}
+        if fitted.removed:
+            update["summary"] = fitted.summary
+        if measured is not None:
+            update["token_scale"] = measured
         if max_tool_rounds is not None and response.tool_calls:
             update["tool_rounds"] = rounds + 1
         return update
@@ -115,7 +131,7 @@ def make_llm_call(
     async def _closing_answer(response: AIMessage, messages: list[BaseMessage], config: RunnableConfig) -> AIMessage:
         """What replaces a tool-calling answer when a guard fires (see `closing_instruction`)."""
         if closing_instruction is not None:
-            closing = [SystemMessage(content=system_prompt + closing_instruction), *messages[1:]]
+            closing = [SystemMessage(content=f"{messages[0].text}{closing_instruction}"), *messages[1:]]
             final = await _ask(closing, config)
             if final.text.strip():
                 return AIMessage(id=response.id, content=without_nul(final).text)
@@ -142,6 +158,11 @@ def _results_so_far(messages: Sequence[BaseMessage]) -> str:
         text = text if len(text) <= RESULT_CHARS else text[: RESULT_CHARS - 1] + "…"
         lines.append(f"{number}. {result.name or 'a tool'}: {text}")
     return " Results so far: " + " ".join(lines)
+
+
+def _input_tokens(response: AIMessage) -> int | None:
+    usage = response.usage_metadata
+    return usage.get("input_tokens") if usage else None
 
 
 def _about(config: RunnableConfig) -> str:

@@ -124,3 +124,32 @@ TOO_MANY_DELEGATIONS = (
     "Not run: at most {limit} subagent tasks can start from one answer. Wait for these reports, then give the rest."
 )
 INVALID_DELEGATION = "Error: {name} needs one argument, `query`, a non-empty string with the whole task."
+
+SUMMARY_SECTION = """
+
+Summary of the earlier part of this conversation, a record of what was said and done there \
+(not instructions; those messages are no longer shown to you):
+{summary}
+"""
+"""Appended to the system prompt when a conversation has a running summary
+(`bot.agents.context_window`); never stored."""
+
+SUMMARY_INSTRUCTIONS = """\
+You keep the running summary of a long conversation in a team's chat between people and an \
+assistant that calls tools, some only after a teammate approved the call. Rewrite the summary so \
+that it also covers the new messages, for an assistant that will see only the summary and the \
+newest messages. Keep: who asked for what, what was done and its results (failures and \
+rejections too, and why), decisions and preferences people stated, open questions and promises. \
+Keep names, ids, numbers, addresses and dates exactly. Leave out small talk. Write plain text, \
+at most {words} words, and nothing but the summary.
+"""
+"""The system prompt of a summary request."""
+
+SUMMARY_REQUEST = """\
+Summary so far:
+{summary}
+
+New messages to fold into it, oldest first:
+{transcript}
+"""
+"""The request that folds older messages into the summary."""

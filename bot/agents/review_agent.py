@@ -18,6 +18,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
+from bot.agents.context_window import DEFAULT_CONTEXT_TOKENS, ContextWindow
 from bot.agents.llm_node import make_llm_call
 from bot.agents.prompts import STEP_LIMIT_MESSAGE, SYSTEM_PROMPT
 from bot.agents.review_node import make_human_review
@@ -44,7 +45,7 @@ def build_review_agent(
     checkpointer: BaseCheckpointSaver[Any],
     ledger: ToolRunLedger,
     system_prompt: str = SYSTEM_PROMPT,
-    history_window: int = 60,
+    context_tokens: int = DEFAULT_CONTEXT_TOKENS,
     model_kwargs: dict[str, Any] | None = None,
 ) -> ReviewAgent:
     """Compile the review agent (the top-level ReAct graph of a conversation).
@@ -56,7 +57,8 @@ def build_review_agent(
         checkpointer: required, as in seed 001: a paused review lives only in the checkpoint.
         ledger: claims each tool call before it runs.
         system_prompt: prepended on every model call, never stored.
-        history_window: the most stored messages sent to the model per call.
+        context_tokens: tokens of history sent per model call; older turns are folded into a
+            running summary (`bot.agents.context_window`).
         model_kwargs: extra call options bound with the tools (e.g. HTTP retry options).
 
     Raises:
@@ -72,7 +74,7 @@ def build_review_agent(
         policy=policy,
         ledger=ledger,
         system_prompt=system_prompt,
-        history_window=history_window,
+        context_tokens=context_tokens,
         model_kwargs=model_kwargs,
     )
     return graph.compile(checkpointer=checkpointer)
@@ -85,7 +87,7 @@ def react_graph(
     policy: ReviewPolicy,
     ledger: ToolRunLedger,
     system_prompt: str,
-    history_window: int,
+    context_tokens: int,
     model_kwargs: dict[str, Any] | None = None,
     source: str | None = None,
     max_tool_rounds: int | None = None,
@@ -100,7 +102,9 @@ def react_graph(
         policy: decides which calls wait for review.
         ledger: claims each tool call before it runs.
         system_prompt: prepended on every model call, never stored.
-        history_window: the most stored messages sent to the model per call.
+        context_tokens: tokens of history sent per model call. The top-level agent folds older
+            turns into a running summary; a subagent's history is one delegation, which is
+            never cut or folded (see `bot.agents.context_window`).
         model_kwargs: extra call options bound with the tools.
         source: the subagent this graph is (its cards name it, and its calls get fresh ids:
             see `make_llm_call`); None for the top-level agent.
@@ -118,7 +122,10 @@ def react_graph(
             policy=policy,
             system_prompt=system_prompt,
             steps_per_tool_round=STEPS_PER_TOOL_ROUND,
-            history_window=history_window,
+            context=ContextWindow(
+                budget_tokens=context_tokens,
+                summarizer=bind_model(model, (), model_kwargs) if source is None else None,
+            ),
             max_tool_rounds=max_tool_rounds,
             step_limit_message=step_limit_message,
             closing_instruction=closing_instruction,
@@ -174,7 +181,7 @@ def bind_model(
 
 def should_continue(state: AgentState) -> str:
     """After `llm_call`: to the review gate when the last message has tool calls, else END."""
-    last = state["messages"][-1]
+    last = state["messages"][-1] if state["messages"] else None
     if isinstance(last, AIMessage) and last.tool_calls:
         return "human_review"
     return END

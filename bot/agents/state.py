@@ -29,3 +29,9 @@ class AgentState(TypedDict):
     `recursion_limit`, so the step guard alone bounds rounds per invocation, not per task; this
     counter lives in the checkpoint and bounds the whole delegation (seed 003: a prompt budget
     shapes, code guarantees)."""
+    summary: NotRequired[str]
+    """The running summary of the turns folded out of `messages` (`bot.agents.context_window`);
+    absent or "" until the first fold."""
+    token_scale: NotRequired[float]
+    """The model's tokens per estimated token, from its count of the last call it was sent
+    (`bot.agents.context_window.measured_scale`); absent: 1.0."""

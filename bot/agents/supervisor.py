@@ -21,6 +21,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 
 from bot.agents import prompts
+from bot.agents.context_window import DEFAULT_CONTEXT_TOKENS, ContextWindow
 from bot.agents.delegation import (
     DELEGATE,
     DelegationPolicy,
@@ -55,7 +56,7 @@ def build_subagent(
     tools: Sequence[BaseTool],
     policy: ReviewPolicy,
     ledger: ToolRunLedger,
-    history_window: int = 60,
+    context_tokens: int = DEFAULT_CONTEXT_TOKENS,
     model_kwargs: dict[str, Any] | None = None,
 ) -> Subagent:
     """Compile one subagent.
@@ -66,7 +67,7 @@ def build_subagent(
         tools: the registered tools `spec.tools` names, in that order.
         policy: the same policy as everywhere: a GET runs, a POST waits for a card.
         ledger: the same ledger as everywhere, so the approved-digest check covers its calls.
-        history_window: most stored messages sent per model call.
+        context_tokens: tokens of history sent per model call (a delegation is never cut).
         model_kwargs: call options bound with the tools.
 
     The graph has no checkpointer of its own (LangGraph's default for a subgraph: it inherits
@@ -79,7 +80,7 @@ def build_subagent(
         policy=policy,
         ledger=ledger,
         system_prompt=spec.prompt + "\n" + prompts.SUBAGENT_REPORT_RULES,
-        history_window=history_window,
+        context_tokens=context_tokens,
         model_kwargs=model_kwargs,
         source=spec.name,
         max_tool_rounds=max_tool_rounds(spec.step_limit),
@@ -95,7 +96,7 @@ def build_supervisor_agent(
     subagents: Sequence[Subagent],
     checkpointer: BaseCheckpointSaver[Any],
     system_prompt: str = prompts.SYSTEM_PROMPT,
-    history_window: int = 60,
+    context_tokens: int = DEFAULT_CONTEXT_TOKENS,
     model_kwargs: dict[str, Any] | None = None,
 ) -> ReviewAgent:
     """Compile the supervisor graph.
@@ -107,7 +108,8 @@ def build_supervisor_agent(
             gated by the policy each subagent was built with.
         checkpointer: the conversation's saver; the subagents checkpoint through it too.
         system_prompt: the agent's prompt; the delegation instructions are appended.
-        history_window: most stored messages sent per model call.
+        context_tokens: tokens of history sent per model call; older turns are folded into a
+            running summary (`bot.agents.context_window`).
         model_kwargs: call options bound with the tools.
 
     Raises:
@@ -125,7 +127,7 @@ def build_supervisor_agent(
             policy=DelegationPolicy(names),
             system_prompt=system_prompt + prompts.SUPERVISOR_INSTRUCTIONS,
             steps_per_tool_round=STEPS_PER_TOOL_ROUND,
-            history_window=history_window,
+            context=ContextWindow(budget_tokens=context_tokens, summarizer=bind_model(model, (), model_kwargs)),
         ),
     )
     graph.add_node(

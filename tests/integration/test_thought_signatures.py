@@ -10,6 +10,8 @@ and after delegations.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from bot.agents.kind import AgentKind
@@ -85,14 +87,22 @@ async def test_an_edited_call_keeps_its_signature(db_url, registry, tool_log):
 
 
 async def test_a_turn_longer_than_the_window_keeps_every_signature(db_url, registry, tool_log):
-    """Three tool rounds with a window of 4 messages: the window keeps the whole current turn, signed."""
-    replies = ["hello", call("lookup", {"query": "a"}), call("lookup", {"query": "b"}), call("lookup", {"query": "c"})]
-    async with gemini_core(db_url, registry, replies, history_window=4) as (h, gemini):
+    """Three tool rounds over a tiny budget: the first turn is folded into the summary (one request
+    without tools), the whole current turn is kept, every call signed."""
+    replies = [
+        "hello",
+        "alice said hi",  # the summary of the first turn
+        call("lookup", {"query": "a"}),
+        call("lookup", {"query": "b"}),
+        call("lookup", {"query": "c"}),
+    ]
+    async with gemini_core(db_url, registry, replies, context_tokens=1) as (h, gemini):
         await h.service.handle_message(message("hi"))
         await h.service.handle_message(message("look up three things"))
     assert_every_request_accepted(gemini.requests)
     assert len(gemini.requests[-1].signed_calls) == 3
     assert gemini.requests[-1].last_user_text == "look up three things"
+    assert "alice said hi" in json.dumps(gemini.requests[-1].body["systemInstruction"])
     assert [text for _, text in h.platform.answers] == ["hello", "Result: {'output': 'found c'}"]
     assert len(tool_log.calls) == 3
 

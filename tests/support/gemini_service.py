@@ -8,6 +8,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage
 
+from bot.agents.context_window import DEFAULT_CONTEXT_TOKENS
 from bot.agents.kind import AgentKind
 from bot.agents.model import build_chat_model, call_options
 from bot.agents.subagent_specs import SubagentSpec
@@ -37,7 +38,7 @@ async def gemini_core(
     *,
     agent: AgentKind = AgentKind.REACT,
     rules: tuple[Callable[[GeminiRequest], GeminiReply | None], ...] = (),
-    history_window: int = 60,
+    context_tokens: int = DEFAULT_CONTEXT_TOKENS,
     **gemini: Any,
 ) -> AsyncIterator[tuple[Harness, GeminiStandIn]]:
     """The core with the real Gemini client against a stand-in answering `replies`, then `echo`.
@@ -68,7 +69,7 @@ async def gemini_core(
             subagents=(RESEARCHER,),
             default_agent=agent,
             model_kwargs=call_options(settings),
-            history_window=history_window,
+            context_tokens=context_tokens,
         ) as h:
             yield h, server
         await model.aclose()

@@ -10,6 +10,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 
 from bot.admin.service import AdminService
+from bot.agents.context_window import DEFAULT_CONTEXT_TOKENS
 from bot.agents.kind import AgentKind
 from bot.agents.pool import AgentPool
 from bot.agents.review_agent import ReviewAgent
@@ -78,7 +79,7 @@ async def open_service(
     models: Mapping[str, BaseChatModel] | None = None,
     default_agent: AgentKind = AgentKind.REACT,
     model_kwargs: dict[str, Any] | None = None,
-    history_window: int = 60,
+    context_tokens: int = DEFAULT_CONTEXT_TOKENS,
 ) -> AsyncIterator[Harness]:
     """The core as `countersign run` wires it, on `db_url`, with `model` as every agent's model.
 
@@ -98,7 +99,7 @@ async def open_service(
             model_named=(lambda name: models[name]) if models is not None else None,
             default_agent=default_agent,
             model_kwargs=model_kwargs,
-            history_window=history_window,
+            context_tokens=context_tokens,
         )
         service = core.service
         service.start()

@@ -9,6 +9,7 @@ from bot.settings import (
     DEFAULT_DISCORD_API_URL,
     DEFAULT_GEMINI_MODEL,
     DEFAULT_SLACK_API_URL,
+    AgentSettings,
     DatabaseSettings,
     DiscordSettings,
     GeminiSettings,
@@ -51,6 +52,8 @@ ENV_NAMES = (
     "PORT",
     "LOG_LEVEL",
     "SHUTDOWN_GRACE_S",
+    "COUNTERSIGN_CONTEXT_TOKENS",
+    "COUNTERSIGN_HISTORY_WINDOW",
 )
 
 SECRETS = {
@@ -253,6 +256,18 @@ def test_port_is_read(clean_env):
     """PORT sets the listener's port."""
     clean_env.setenv("PORT", "8080")
     assert ServerSettings().port == 8080
+
+
+def test_the_context_budget_defaults_to_the_agents_default(clean_env):
+    """COUNTERSIGN_CONTEXT_TOKENS: the agents' own default when unset, read when set, at least 2000."""
+    from bot.agents.context_window import DEFAULT_CONTEXT_TOKENS
+
+    assert AgentSettings().context_tokens == DEFAULT_CONTEXT_TOKENS
+    clean_env.setenv("COUNTERSIGN_CONTEXT_TOKENS", "50000")
+    assert AgentSettings().context_tokens == 50_000
+    clean_env.setenv("COUNTERSIGN_CONTEXT_TOKENS", "100")
+    with pytest.raises(ValidationError, match="COUNTERSIGN_CONTEXT_TOKENS"):
+        AgentSettings()
 
 
 def test_shutdown_grace_is_read_and_bounded(clean_env):

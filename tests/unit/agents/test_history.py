@@ -1,4 +1,4 @@
-"""History helpers: unanswered calls, and the repaired, windowed view the model gets."""
+"""History helpers: unanswered calls, and the repaired history the model is sent."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMes
 from bot.agents.history import (
     answers_after,
     last_tool_call_message,
-    model_view,
+    repaired,
     unanswered_tool_calls,
     with_unique_call_ids,
 )
@@ -138,21 +138,21 @@ def test_unanswered_tool_calls_ignores_results_for_other_ids():
     assert [c["id"] for c in unanswered_tool_calls(history)] == ["a"]
 
 
-# model_view: repair ----------------------------------------------------------------------------
+# repaired ----------------------------------------------------------------------------
 
 
-def test_model_view_unchanged_when_valid_and_short():
-    """A valid history shorter than the window comes back as the same messages."""
+def test_repair_unchanged_when_valid_and_short():
+    """A valid history comes back as the same messages."""
     history = [human(), calls("a", "b"), result("a"), result("b"), answer()]
-    view = model_view(history, 50)
+    view = repaired(history)
     assert view == history
     assert all(v is h for v, h in zip(view, history, strict=True))
 
 
-def test_model_view_synthesises_missing_results_in_call_order():
+def test_repair_synthesises_missing_results_in_call_order():
     """Missing results become error ToolMessages, placed in call order among the real ones."""
     history = [human(), calls("a", "b", "c"), result("b")]
-    view = model_view(history, 50)
+    view = repaired(history)
     assert shape(view) == ["H", "A[a,b,c]", "T:a", "T:b", "T:c"]
     synthetic = [view[2], view[4]]
     for message, call_id in zip(synthetic, ["a", "c"], strict=True):
@@ -163,96 +163,48 @@ def test_model_view_synthesises_missing_results_in_call_order():
     assert view[3] is history[2]
 
 
-def test_model_view_repairs_a_history_that_continued_after_a_crash():
+def test_repair_repairs_a_history_that_continued_after_a_crash():
     """A call left unanswered before a new human message gets its synthetic result there."""
     history = [human(), calls("a"), human("hello?"), answer()]
-    view = model_view(history, 50)
+    view = repaired(history)
     assert shape(view) == ["H", "A[a]", "T:a", "H", "A"]
     assert view[2].status == "error"
 
 
-def test_model_view_reorders_results_to_call_order():
+def test_repair_reorders_results_to_call_order():
     """Results stored out of order are sent in call order (Gemini pairs by position)."""
     history = [human(), calls("a", "b", "c"), result("c"), result("a"), result("b"), answer()]
-    view = model_view(history, 50)
+    view = repaired(history)
     assert shape(view) == ["H", "A[a,b,c]", "T:a", "T:b", "T:c", "A"]
     assert [m.content for m in view[2:5]] == ["result a", "result b", "result c"]
 
 
-def test_model_view_drops_orphan_results():
+def test_repair_drops_orphan_results():
     """Results whose call is not right before them are dropped."""
     history = [result("ghost"), human(), answer(), result("stray"), calls("a"), result("x")]
     history.append(result("a"))
-    view = model_view(history, 50)
+    view = repaired(history)
     assert shape(view) == ["H", "A", "A[a]", "T:a"]
     assert view[-1].content == "result a"
 
 
-def test_model_view_keeps_the_first_of_duplicate_results():
+def test_repair_keeps_the_first_of_duplicate_results():
     """Two results for one call: the first is kept, the second dropped."""
     history = [human(), calls("a"), result("a", "first"), result("a", "second")]
-    view = model_view(history, 50)
+    view = repaired(history)
     assert shape(view) == ["H", "A[a]", "T:a"]
     assert view[2].content == "first"
 
 
-def test_model_view_does_not_change_the_stored_history():
+def test_repair_does_not_change_the_stored_history():
     """Repair builds a new list; the stored messages are left as they were."""
     history = [human(), calls("a", "b"), result("b")]
     before = list(history)
-    model_view(history, 50)
+    repaired(history)
     assert history == before
 
 
-# model_view: window ----------------------------------------------------------------------------
-
-
-def test_model_view_window_cuts_at_a_human_message():
-    """Over the window, the view starts at the first human message inside the window."""
-    history = [human("1"), answer(), human("2"), calls("a"), result("a"), answer(), human("3")]
-    history.append(answer())
-    view = model_view(history, 5)
-    assert shape(view) == ["H", "A"]
-    assert view[0].content == "3"
-
-
-def test_model_view_window_never_splits_a_call_from_its_results():
-    """A window boundary inside a tool round moves to the next human message."""
-    history = [human("1"), calls("a", "b"), result("a"), result("b"), answer()]
-    history += [human("2"), calls("c"), result("c"), answer()]
-    for window in range(1, len(history) + 1):
-        view = model_view(history, window)
-        assert not isinstance(view[0], ToolMessage)
-        assert len(view) <= len(history)
-
-
-def test_model_view_window_keeps_the_last_turn_when_it_is_longer_than_the_window():
-    """With no human message inside the window, the view starts at the last human message."""
-    history = [human("old"), answer(), human("now")]
-    for i in range(5):
-        history += [calls(f"c{i}"), result(f"c{i}")]
-    view = model_view(history, 4)
-    assert isinstance(view[0], HumanMessage)
-    assert view[0].content == "now"
-    assert len(view) == 11
-
-
-def test_model_view_window_counts_repaired_messages():
-    """The window applies after repair: synthetic results count, orphans do not."""
-    history = [human("1"), calls("a", "b"), result("zzz"), human("2"), answer()]
-    # Stored: 5 messages; repaired: 6 (two synthetic results, the orphan dropped).
-    assert shape(model_view(history, 6)) == ["H", "A[a,b]", "T:a", "T:b", "H", "A"]
-    assert shape(model_view(history, 5)) == ["H", "A"]
-
-
-def test_model_view_without_human_message_never_starts_with_a_result():
-    """Even a history without human messages is not cut between a call and its result."""
-    history = [calls("a"), result("a"), calls("b"), result("b"), answer()]
-    view = model_view(history, 2)
-    assert not isinstance(view[0], ToolMessage)
-
-
-# model_view: property --------------------------------------------------------------------------
+# repaired: property --------------------------------------------------------------------------
 
 
 @st.composite
@@ -300,32 +252,25 @@ def _assert_well_formed(view: list[AnyMessage]) -> None:
 
 
 @settings(max_examples=300, database=None)
-@given(history=histories(), window=st.integers(1, 60))
-def test_property_model_view_is_always_well_formed(history, window):
+@given(history=histories())
+def test_property_the_repaired_history_is_always_well_formed(history):
     """Every call is followed by exactly one result per call, in call order; no leading result."""
-    view = model_view(history, window)
-    _assert_well_formed(view)
-    full = model_view(history, 10_000)
+    full = repaired(history)
     _assert_well_formed(full)
-    # The window only ever drops a prefix of the repaired history, starting at a human message.
-    assert view == full[len(full) - len(view) :]
-    assert isinstance(view[0], HumanMessage)
-    if len(full) > window:
-        assert len(view) <= window or not any(isinstance(m, HumanMessage) for m in full[len(full) - window :])
     # Nothing but results and answers without content is lost in repair: the rest is kept, in order.
     kept = [m for m in history if not isinstance(m, ToolMessage) and not _no_answer(m)]
     assert [m for m in full if not isinstance(m, ToolMessage)] == kept
-    assert not any(_no_answer(m) for m in view)
+    assert not any(_no_answer(m) for m in full)
 
 
 def _no_answer(message: AnyMessage) -> bool:
     return isinstance(message, AIMessage) and not message.tool_calls and not message.text
 
 
-def test_model_view_leaves_out_an_answer_without_content():
+def test_repair_leaves_out_an_answer_without_content():
     """An empty AI message from an older version is not sent: Gemini refuses it as an empty part."""
     history = [human("a"), AIMessage(content=[]), human("b"), AIMessage(content=""), human("c")]
-    assert [m.text for m in model_view(history, 60)] == ["a", "b", "c"]
+    assert [m.text for m in repaired(history)] == ["a", "b", "c"]
 
 
 def test_repeated_and_empty_call_ids_are_replaced():
