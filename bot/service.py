@@ -200,8 +200,10 @@ class Countersign:
             return await self._runner.notify(
                 conversation, ReviewPending(approvals=settled.approvals), recipient=message.actor
             )
-        await self._runner.choose_agent(conversation)
-        outcome = await self._runner.ask(conversation, message.text, requester=message.actor, anchor=message.message_id)
+        agent = await self._runner.choose_agent(conversation)
+        outcome = await self._runner.ask(
+            conversation, message.text, requester=message.actor, anchor=message.message_id, agent=agent
+        )
         return outcome.delivered
 
     async def tend(self, thread_id: str) -> bool:

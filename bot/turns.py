@@ -289,6 +289,7 @@ class TurnRunner:
         anchor: str | None,
         paused: Sequence[Interrupt] = (),
         resumed: Sequence[Interrupt] = (),
+        agent: AgentKind | None = None,
     ) -> RunOutcome:
         """Invoke the graph and deliver the outcome.
 
@@ -298,6 +299,8 @@ class TurnRunner:
             anchor: the message the work is about (see `Platform.working`).
             paused: interrupts pending before the run that it leaves paused.
             resumed: interrupts the run resumes.
+            agent: the agent that owns the conversation, when the caller just set it
+                (`choose_agent`); None: read it (`graph_for`).
 
         The conversation is marked as running until the outcome is out (the answer or the
         cards posted, or a failure told); a crash, a cancelled run or a post that failed leaves
@@ -305,7 +308,11 @@ class TurnRunner:
         Model and graph failures become notices instead of exceptions: the thread stays usable.
         """
         platform = self.platform(conversation)
-        graph = await self.graph_for(conversation)
+        graph = (
+            self._agents.for_thread(conversation.thread_id, agent)
+            if agent is not None
+            else await self.graph_for(conversation)
+        )
         tracker = DelegationTracker(paused=paused, resumed=resumed)
         seen = {interrupt.id for interrupt in (*paused, *resumed)}
         await self._conversations.mark_running(conversation.thread_id, retry_in_s=RUN_WITHIN_S)
@@ -350,7 +357,13 @@ class TurnRunner:
         return RunOutcome(finished=False, delivered=told)
 
     async def ask(
-        self, conversation: ConversationRef, text: str, *, requester: Actor, anchor: str | None
+        self,
+        conversation: ConversationRef,
+        text: str,
+        *,
+        requester: Actor,
+        anchor: str | None,
+        agent: AgentKind | None = None,
     ) -> RunOutcome:
         """Run a turn for a new human message; its author is stored with it (see `settle`).
 
@@ -361,10 +374,11 @@ class TurnRunner:
             anchor: the platform's id of the message; it also names the message in the
                 checkpoint (`message_in_state`), so that a message handled again after a fault
                 is not asked twice.
+            agent: the agent `choose_agent` just gave the conversation (saves a read).
         """
         author = {"user_id": requester.user_id, "name": requester.display_name}
         human = HumanMessage(content=text, additional_kwargs={_AUTHOR: author}, id=_human_id(anchor))
-        return await self.run(conversation, {"messages": [human]}, anchor=anchor)
+        return await self.run(conversation, {"messages": [human]}, anchor=anchor, agent=agent)
 
     async def message_in_state(self, conversation: ConversationRef, anchor: str) -> bool:
         """Whether the message with this platform id is in the conversation's checkpoint."""

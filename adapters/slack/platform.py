@@ -168,19 +168,29 @@ class SlackPlatform:
     async def working(self, conversation: ConversationRef, anchor: str | None) -> AsyncIterator[SlackProgress]:
         """An hourglass reaction on the anchor message while the agent works.
 
+        The reaction is added and removed in the background: neither the run nor its answer
+        waits for Slack's reply (the answer may appear a moment before the hourglass goes).
+
         With subagents, also a progress message naming those at work (see `SlackProgress`).
         """
         progress = SlackProgress(self._client, conversation, quick=self._quick)
-        added = False
-        if anchor is not None:
-            channel, ts = parse_message_ref(conversation, anchor)
-            added = await self._react("reactions_add", channel, ts)
+        if anchor is None:
+            try:
+                yield progress
+            finally:
+                await progress.clear()
+            return
+        # The reaction is decoration: the run does not wait for it, and the answer does not
+        # wait for its removal (each is a Web API round trip on a turn's critical path).
+        channel, ts = parse_message_ref(conversation, anchor)
+        adding = asyncio.create_task(self._react("reactions_add", channel, ts), name=f"hourglass on {channel}/{ts}")
         try:
             yield progress
         finally:
-            await progress.clear()
-            if added and anchor is not None:
-                await self._react("reactions_remove", *parse_message_ref(conversation, anchor))
+            try:
+                await progress.clear()
+            finally:
+                _in_background(self._unreact(adding, channel, ts), name=f"hourglass off {channel}/{ts}")
 
     async def is_admin(self, actor: Actor) -> bool:
         """Workspace admin or owner, per `users.info`."""
@@ -193,6 +203,11 @@ class SlackPlatform:
     async def group_members(self, workspace_id: str, group_id: str) -> frozenset[str]:
         """The user group's members (`usergroups.users.list`; the app serves one workspace)."""
         return await self._users.group_members(group_id)
+
+    async def _unreact(self, adding: asyncio.Task[bool], channel: str, ts: str) -> None:
+        """Remove the progress reaction once it was added (an add that failed needs no removal)."""
+        if await adding:
+            await self._react("reactions_remove", channel, ts)
 
     async def _react(self, method: str, channel: str, ts: str) -> bool:
         """Add or remove the progress reaction; decoration, so no failure may reach the turn."""
@@ -329,7 +344,8 @@ class SlackProgress:
 
 
 _BACKGROUND: set[asyncio.Task[None]] = set()
-"""Deletions waiting out a rate limit (held here so they are not garbage-collected)."""
+"""Decoration finished after the turn (a progress reaction removed, a deletion waiting out a
+rate limit), held here so the tasks are not garbage-collected."""
 
 
 def _in_background(coro: Coroutine[Any, Any, None], *, name: str) -> None:

@@ -46,22 +46,25 @@ class ConfigStore:
             )
 
     async def load(self, platform: str, workspace_id: str) -> WorkspaceConfig:
-        """The whole configuration of one workspace (a few small indexed reads)."""
-        async with self._pool.acquire() as connection:
-            rules = await connection.fetch(
-                "SELECT * FROM tool_policies WHERE platform = $1 AND workspace_id = $2", platform, workspace_id
-            )
-            approvers = await connection.fetch(
-                "SELECT * FROM approvers WHERE platform = $1 AND workspace_id = $2 ORDER BY added_at",
-                platform,
-                workspace_id,
-            )
-            admins = await connection.fetch(
-                "SELECT user_id FROM bot_admins WHERE platform = $1 AND workspace_id = $2", platform, workspace_id
-            )
-            settings = await connection.fetch(
-                "SELECT * FROM settings WHERE platform = $1 AND workspace_id = $2", platform, workspace_id
-            )
+        """The whole configuration of one workspace, in one round trip (read per message, call, click)."""
+        row = await self._pool.fetchrow(
+            """
+            SELECT
+              (SELECT coalesce(jsonb_agg(t), '[]') FROM tool_policies t
+                WHERE platform = $1 AND workspace_id = $2) AS rules,
+              (SELECT coalesce(jsonb_agg(a ORDER BY added_at), '[]') FROM approvers a
+                WHERE platform = $1 AND workspace_id = $2) AS approvers,
+              (SELECT coalesce(jsonb_agg(b.user_id), '[]') FROM bot_admins b
+                WHERE platform = $1 AND workspace_id = $2) AS admins,
+              (SELECT coalesce(jsonb_agg(s), '[]') FROM settings s
+                WHERE platform = $1 AND workspace_id = $2) AS settings
+            """,
+            platform,
+            workspace_id,
+        )
+        if row is None:  # an aggregate always returns a row
+            raise RuntimeError("the configuration query returned no row")
+        rules, approvers, settings = row["rules"], row["approvers"], row["settings"]
         return WorkspaceConfig(
             platform=platform,
             workspace_id=workspace_id,
@@ -79,7 +82,7 @@ class ConfigStore:
                 ApproverRule(kind=ApproverKind(r["kind"]), subject_id=r["subject_id"], tool_name=r["tool_name"])
                 for r in approvers
             ),
-            admins=frozenset(r["user_id"] for r in admins),
+            admins=frozenset(row["admins"]),
             settings={(r["channel_id"], r["tool_name"], r["key"]): r["value"] for r in settings},
         )
 

@@ -16,7 +16,7 @@ from tests.e2e.agent_script import LONG_ANSWER
 from tests.e2e.conftest import ALICE, BOB, CAROL, CHANNEL, SIGNING_SECRET, TEAM
 from tests.standins.slack_api import SlackApiStandIn
 from tests.standins.slack_events import SlackEventSender
-from tests.support.barriers import bolt_listeners_done
+from tests.support.barriers import GENEROUS_S, bolt_listeners_done
 
 pytestmark = pytest.mark.e2e
 
@@ -104,7 +104,8 @@ async def test_approve_runs_the_request_once_and_posts_the_answer(bot, events, s
     assert _actions(updated["blocks"]) == []
     assert "Approved" in json.dumps(updated["blocks"]) and f"<@{ALICE}>" in json.dumps(updated["blocks"][-1])
     # progress: an hourglass on the mention while the agent worked, removed afterwards
-    assert slack.calls_to("reactions.add") and slack.calls_to("reactions.remove")
+    assert slack.calls_to("reactions.add")
+    await slack.wait_for("reactions.remove", timeout=GENEROUS_S)
 
 
 async def test_edit_uses_the_edited_args(bot, events, slack, target):
