@@ -56,3 +56,18 @@ async def test_the_delegation_benchmark_prints_both_agents_side_by_side(pg_serve
     text = await run_bench(pg_server, "bench.delegation", "--turns", "2", "--warmup", "1")
     for series in (*DELEGATION_SERIES, "checkpoints stored, subagent namespace", "researcher reported (custom event)"):
         assert series in text, text[-3000:]
+
+
+async def test_the_context_benchmark_prints_both_sides_at_each_prior(pg_server):
+    """A tiny run of `python -m bench.context` prints every table with both sides at each prior, and the ratios."""
+    text = await run_bench(pg_server, "bench.context", "--prior", "4,8", "--turns", "2", "--warmup", "0")
+    for line in (
+        "One more text turn: latency, and CPU ms per turn",
+        "Bytes (KiB, mean over samples)",
+        "Sent to the model",
+        "Turn at 8 / turn at 4 prior messages",
+    ):
+        assert line in text, text[-3000:]
+    for side in ("bare graph (seeds, add_messages)", "Countersign (whole Slack path)"):
+        for prior in (4, 8):
+            assert text.count(f"{side} @ {prior} ") == 3, text[-3000:]

@@ -1,0 +1,736 @@
+"""Long conversations: what one more message costs at 10, 100 and 300 prior messages.
+
+Run it with::
+
+    uv run --frozen python -m bench.context [--prior 10,100,300] [--turns 20] [--warmup 1] [--lead-in 1]
+
+It prints figures; nothing here asserts a time (issue 10, items 3 and 4). Two sides, side by
+side in one run, each on a fresh database cloned from the migrated template, with the same
+model client (`build_chat_model` + `call_options`: langchain-google-genai over HTTP to the
+local Gemini stand-in, which answers at once) and the same tools:
+
+- **bare graph**, the reference: the seeds' ReAct graph (seed 000: `llm_call` with the system
+  prompt and the *whole* history, LangGraph's prebuilt `ToolNode`, `should_continue`; state =
+  `messages` with plain `add_messages` + `remaining_steps`) on one `AsyncPostgresSaver` over a
+  pool of 10, invoked with `ainvoke`. It is written here rather than taken from
+  `bench.turns.bare_graph`, which compiles the bot's own review agent and so carries the bot's
+  context window (and any later change to it).
+- **Countersign**: the real bot as `bench.turns` runs it (`BotServer`, Bolt over HTTP, the Slack
+  stand-in, the bot's own graphs and savers). The first message of a conversation is an
+  `app_mention` (it opens the thread); the later ones are thread replies (`message` events).
+  Timed from the signed event sent to the answer's `chat.postMessage` at the Slack stand-in.
+
+One sample = one new conversation: its prior history is written into the conversation's graph
+state in one `aupdate_state(..., as_node="llm_call")` (the graph the bot itself picks for the
+thread; `bench.prior` says what the history looks like), then `--lead-in` real text turns
+(the first one creates the bot's conversation row, inbox row and so on, as any real first
+message does; a context window would make its summary there), then the measured text turn, at
+exactly `prior` messages. Seeded history is one checkpoint, not the many a conversation grown
+turn by turn leaves behind: "stored per conversation" is what a conversation holds after the
+seed and its lead-in + measured turns, so for a graph that never prunes it understates what
+a real conversation of that length holds (quadratically, PERFORMANCE.md), and for one that
+prunes it shows whether storage stops growing with the history.
+
+Per measured turn:
+- latency (ms, percentiles over the kept samples);
+- CPU (ms, mean per turn): this process (`time.process_time`: the bot or graph with its
+  clients, and the in-process stand-ins and event sender, whose JSON work also grows with the
+  history) plus the PostgreSQL server's processes (`bench.meter`, 10 ms ticks). For the bot,
+  CPU and bytes include the work after the answer is posted, until the bot's tasks are idle;
+- bytes written to the conversation's rows in LangGraph's tables and ours, and WAL bytes
+  (`bench.meter` says exactly what each counts), and the bytes the conversation then keeps;
+- what the model was sent: calls per turn, and per call the request body's characters (JSON as
+  the stand-in received it: system prompt, tool declarations and the history), the tokens the
+  stand-in estimates from that (4 characters a token) and the history entries (`contents`).
+
+The series are interleaved sample by sample in rotating order (load drift hits them alike); a
+full garbage collection runs before each measured turn so that seeding's garbage is not charged
+to it. The issue's targets, to be read from the output: Countersign's turn at 300 prior
+messages at most 1.3x its turn at 10, and its stored bytes per conversation not growing once
+its context window is full.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import gc
+import itertools
+import json
+import logging
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from statistics import fmean, median
+from typing import Annotated, Any, Protocol, TypedDict
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.managed import RemainingSteps
+from langgraph.prebuilt import ToolNode
+
+from bench.harness import (
+    BOT_USER,
+    TOOL_ANSWER,
+    TOOL_PROMPT,
+    TURN_CHANNEL,
+    WAIT_S,
+    LogTally,
+    Series,
+    Stage,
+    interleave,
+    is_post_in,
+    open_stage,
+    pg_version,
+    running_bot,
+    settle,
+)
+from bench.meter import Bytes, PgMeter
+from bench.prior import HistoryWriter, Templates, exchange_sizes, question
+from bench.report import machine_lines
+from bot.agents.model import build_chat_model, call_options
+from bot.agents.prompts import STEP_LIMIT_MESSAGE, SYSTEM_PROMPT
+from bot.conversation import ConversationRef
+from bot.settings import Settings
+from bot.storage.database import open_database
+from bot.tools.operator import build_registry
+from bot.turns import TurnRunner
+from countersign.server import BotServer
+from tests.e2e.conftest import ALICE, TEAM
+from tests.standins.gemini import GeminiRequest
+from tests.standins.slack_events import SlackEventSender
+
+DEFAULT_PRIOR = (10, 100, 300)
+TEXT_ANSWER_PREFIX = "You said: "
+"""The Gemini stand-in's script answers a plain message with `You said: <message>`."""
+SEEDS_STEPS_PER_TOOL_ROUND = 2
+"""Seed 000's step guard for the graph without a review node: `tool_node`, `llm_call`."""
+
+
+# --- the reference: the seeds' ReAct graph -------------------------------------------------
+
+
+class SeedsState(TypedDict):
+    """Seed 000's state: messages with `add_messages`, and the steps left."""
+
+    messages: Annotated[list[AnyMessage], add_messages]
+    remaining_steps: RemainingSteps
+
+
+SeedsGraph = CompiledStateGraph[SeedsState, None, SeedsState, SeedsState]
+
+
+def seeds_graph(
+    *,
+    model: BaseChatModel,
+    tools: Sequence[BaseTool],
+    checkpointer: BaseCheckpointSaver[Any],
+    system_prompt: str,
+    model_kwargs: dict[str, Any],
+) -> SeedsGraph:
+    """Seed 000's ReAct graph: `llm_call` (system prompt + whole history) <-> `ToolNode`.
+
+    Args:
+        model: the chat model; `tools` and `model_kwargs` are bound to it.
+        tools: the tools the model may call.
+        checkpointer: where the state is kept.
+        system_prompt: prepended on every model call, never stored.
+        model_kwargs: call options bound with the tools.
+    """
+    bound = model.bind_tools(list(tools), **model_kwargs)
+
+    async def llm_call(state: SeedsState) -> dict[str, list[AnyMessage]]:
+        response = await bound.ainvoke([SystemMessage(content=system_prompt), *state["messages"]])
+        if not isinstance(response, AIMessage):
+            raise TypeError(f"the model answered with {type(response).__name__}")
+        if response.tool_calls and state["remaining_steps"] <= SEEDS_STEPS_PER_TOOL_ROUND:
+            response = AIMessage(id=response.id, content=STEP_LIMIT_MESSAGE)
+        return {"messages": [response]}
+
+    def should_continue(state: SeedsState) -> str:
+        last = state["messages"][-1]
+        return "tool_node" if isinstance(last, AIMessage) and last.tool_calls else END
+
+    graph = StateGraph(SeedsState)
+    graph.add_node("llm_call", llm_call)
+    graph.add_node("tool_node", ToolNode(list(tools)))
+    graph.add_edge(START, "llm_call")
+    graph.add_conditional_edges("llm_call", should_continue, ["tool_node", END])
+    graph.add_edge("tool_node", "llm_call")
+    return graph.compile(checkpointer=checkpointer)
+
+
+# --- the two sides -------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Conversation:
+    """One benchmark conversation.
+
+    Attributes:
+        thread_id: its LangGraph thread id.
+        ts: Slack only: the ts of its first message, which is the thread's ts.
+        turns: real turns run in it so far.
+    """
+
+    thread_id: str
+    ts: str | None = None
+    turns: int = 0
+
+
+class Side(Protocol):
+    """One way of running a conversation, measured the same way as the other."""
+
+    name: str
+    meter: PgMeter
+
+    async def seed(self, history: Sequence[AnyMessage]) -> Conversation:
+        """A new conversation whose state already holds `history` (may be empty)."""
+
+    async def turn(self, conversation: Conversation, text: str, answer: str) -> float:
+        """Run one real turn; return its latency in ms once all of its work is done.
+
+        Args:
+            conversation: where.
+            text: the person's message.
+            answer: how the answer must start (anything else is an error).
+        """
+
+    async def stored_messages(self, conversation: Conversation) -> list[AnyMessage]:
+        """The messages in the conversation's graph state."""
+
+
+class BareSide:
+    """The seeds' graph on `AsyncPostgresSaver`, one `ainvoke` per turn.
+
+    Args:
+        graph: the compiled seeds graph.
+        meter: the meter on its database.
+        recursion_limit: steps per invocation.
+    """
+
+    name = "bare graph (seeds, add_messages)"
+
+    def __init__(self, graph: SeedsGraph, meter: PgMeter, recursion_limit: int) -> None:
+        self._graph = graph
+        self.meter = meter
+        self._limit = recursion_limit
+
+    def _config(self, conversation: Conversation) -> RunnableConfig:
+        return {"configurable": {"thread_id": conversation.thread_id}, "recursion_limit": self._limit}
+
+    async def seed(self, history: Sequence[AnyMessage]) -> Conversation:
+        """A new thread; `history` written as if `llm_call` had just stored it."""
+        conversation = Conversation(thread_id=f"bench:{uuid.uuid4().hex}")
+        if history:
+            await self._graph.aupdate_state(self._config(conversation), {"messages": list(history)}, as_node="llm_call")
+        return conversation
+
+    async def turn(self, conversation: Conversation, text: str, answer: str) -> float:
+        """`ainvoke` with one new human message, timed."""
+        graph_input: Any = {"messages": [HumanMessage(content=text)]}
+        started = time.perf_counter()
+        result = await self._graph.ainvoke(graph_input, self._config(conversation))
+        elapsed = time.perf_counter() - started
+        said = result["messages"][-1].text
+        if not said.startswith(answer):
+            raise RuntimeError(f"{self.name}: unexpected answer {said[:80]!r}")
+        conversation.turns += 1
+        return elapsed * 1000
+
+    async def stored_messages(self, conversation: Conversation) -> list[AnyMessage]:
+        """The thread's messages."""
+        state = await self._graph.aget_state(self._config(conversation))
+        return list(state.values.get("messages", []))
+
+
+class SlackSide:
+    """The whole bot: signed Slack events in, the answer's `chat.postMessage` out.
+
+    Args:
+        bot: the running bot.
+        events: signs and sends events to it.
+        stage: the stand-ins and the ts clock.
+        meter: the meter on the bot's database.
+    """
+
+    name = "Countersign (whole Slack path)"
+
+    def __init__(self, bot: BotServer, events: SlackEventSender, stage: Stage, meter: PgMeter) -> None:
+        self._bot = bot
+        self._events = events
+        self._stage = stage
+        self.meter = meter
+
+    @staticmethod
+    def _ref(conversation: Conversation) -> ConversationRef:
+        return _thread_ref(conversation.ts)
+
+    async def seed(self, history: Sequence[AnyMessage]) -> Conversation:
+        """A new Slack thread; `history` written into the state of the graph the bot picks for it.
+
+        The bot keeps no other record of a conversation before its first message: the first
+        real turn (an `app_mention`) creates its rows, as in production.
+        """
+        ts = self._stage.clock.next()
+        conversation = Conversation(thread_id=_thread_ref(ts).thread_id, ts=ts)
+        if history:
+            runner = self._runner()
+            ref = self._ref(conversation)
+            graph = await runner.graph_for(ref)
+            await graph.aupdate_state(runner.config(ref), {"messages": list(history)}, as_node="llm_call")
+        return conversation
+
+    async def turn(self, conversation: Conversation, text: str, answer: str) -> float:
+        """Send the message as Slack would, wait for the answer, then for the bot to be idle."""
+        stage = self._stage
+        thread_ts = conversation.ts
+        assert thread_ts is not None
+        posted = stage.slack.expect(is_post_in(thread_ts, answer))
+        if conversation.turns == 0:
+            body = f"<@{BOT_USER}> {text}"
+            stage.slack.add_message(TURN_CHANNEL, user=ALICE, text=body, ts=thread_ts)
+            started = time.perf_counter()
+            delivery = await self._events.app_mention(TURN_CHANNEL, ALICE, body, ts=thread_ts)
+        else:
+            ts = stage.clock.next()
+            stage.slack.add_message(TURN_CHANNEL, user=ALICE, text=text, ts=ts, thread_ts=thread_ts)
+            started = time.perf_counter()
+            delivery = await self._events.message(TURN_CHANNEL, ALICE, text, ts=ts, thread_ts=thread_ts)
+        if delivery.status != 200:
+            raise RuntimeError(f"{self.name}: the event got HTTP {delivery.status}")
+        done = await asyncio.wait_for(posted, WAIT_S)
+        await settle(self._bot)
+        conversation.turns += 1
+        return (done - started) * 1000
+
+    async def stored_messages(self, conversation: Conversation) -> list[AnyMessage]:
+        """The messages in the state of the conversation's graph."""
+        runner = self._runner()
+        ref = self._ref(conversation)
+        graph = await runner.graph_for(ref)
+        state = await graph.aget_state(runner.config(ref))
+        return list(state.values.get("messages", []))
+
+    def _runner(self) -> TurnRunner:
+        """The bot's `TurnRunner`: it picks a conversation's graph (agent kind, saver) as a turn does.
+
+        The core offers no public way to its graphs, so this reaches into the service.
+        """
+        runtime = self._bot.runtime
+        assert runtime is not None
+        return runtime.service._runner
+
+
+def _thread_ref(ts: str | None) -> ConversationRef:
+    """The conversation of the Slack thread whose first message has this ts."""
+    return ConversationRef(platform="slack", workspace_id=TEAM, channel_id=TURN_CHANNEL, thread=ts)
+
+
+async def templates_of(side: Side) -> Templates:
+    """Run one real tool turn (`get`) on `side` and take its four messages as templates."""
+    conversation = await side.seed([])
+    await side.turn(conversation, TOOL_PROMPT, TOOL_ANSWER)
+    return Templates.from_turn(await side.stored_messages(conversation))
+
+
+# --- sampling ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCall:
+    """One request the Gemini stand-in received.
+
+    Attributes:
+        chars: characters of its JSON body.
+        contents: entries in its `contents` (the history as sent: one per turn of a role).
+    """
+
+    chars: int
+    contents: int
+
+    @classmethod
+    def of(cls, request: GeminiRequest) -> ModelCall:
+        """Measure one request."""
+        return cls(chars=len(json.dumps(request.body, ensure_ascii=False)), contents=len(request.contents))
+
+
+@dataclass
+class Figures:
+    """What the kept measured turns of one (side, prior) series showed."""
+
+    side: str
+    prior: int
+    latency: Series
+    process_cpu_ms: list[float] = field(default_factory=list)
+    server_cpu_ms: list[float] = field(default_factory=list)
+    written: list[Bytes] = field(default_factory=list)
+    wal_bytes: list[int] = field(default_factory=list)
+    stored: list[Bytes] = field(default_factory=list)
+    calls: list[list[ModelCall]] = field(default_factory=list)
+    lead_in_calls: list[float] = field(default_factory=list)
+    server_cpu_known: bool = True
+
+    @property
+    def n(self) -> int:
+        """Kept samples."""
+        return self.latency.count
+
+    def cpu_ms(self) -> float:
+        """Mean CPU per turn, process + server (process alone when the server is not measurable)."""
+        server = fmean(self.server_cpu_ms) if self.server_cpu_known and self.server_cpu_ms else 0.0
+        return fmean(self.process_cpu_ms) + server
+
+    def mean_bytes(self, pick: Callable[[Bytes], int], of: Sequence[Bytes]) -> float:
+        """Mean of one `Bytes` field over the samples."""
+        return fmean(pick(b) for b in of) if of else float("nan")
+
+    def per_call(self, pick: Callable[[ModelCall], int]) -> float:
+        """Median over all model calls of the series."""
+        values = [pick(call) for calls in self.calls for call in calls]
+        return median(values) if values else float("nan")
+
+
+class ContextSampler:
+    """One (side, prior) series: each sample is a new conversation (see the module docstring).
+
+    Args:
+        side: the side.
+        prior: stored messages before the measured turn.
+        lead_in: real turns between the seed and the measured turn.
+        history: the seeded messages (`prior - 2 * lead_in` of them).
+        stage: the stand-ins.
+        questions: numbers for unique questions (shared by all series).
+    """
+
+    def __init__(
+        self,
+        side: Side,
+        prior: int,
+        lead_in: int,
+        history: list[AnyMessage],
+        stage: Stage,
+        questions: itertools.count[int],
+    ) -> None:
+        self.side = side
+        self._lead_in = lead_in
+        self._history = history
+        self._stage = stage
+        self._questions = questions
+        self.figures = Figures(side=side.name, prior=prior, latency=Series(f"{side.name}, {prior} prior"))
+
+    def _question(self) -> tuple[str, str]:
+        text = question(next(self._questions))
+        return text, TEXT_ANSWER_PREFIX + text[:40]
+
+    async def sample(self, *, keep: bool) -> None:
+        """Seed a conversation, run its lead-in turns, then measure one more text turn."""
+        side, stage = self.side, self._stage
+        conversation = await side.seed(self._history)
+        stage.gemini.requests.clear()
+        for _ in range(self._lead_in):
+            await side.turn(conversation, *self._question())
+        lead_in_calls = len(stage.gemini.requests) / self._lead_in
+        text, answer = self._question()
+        stage.gemini.requests.clear()
+        gc.collect()
+        mark = await side.meter.mark()
+        cpu_started = time.process_time()
+        latency_ms = await side.turn(conversation, text, answer)
+        process_cpu_ms = (time.process_time() - cpu_started) * 1000
+        delta = await side.meter.since(mark, conversation.thread_id)
+        calls = [ModelCall.of(request) for request in stage.gemini.requests]
+        stage.gemini.requests.clear()
+        if not keep:
+            return
+        figures = self.figures
+        figures.latency.samples_ms.append(latency_ms)
+        figures.process_cpu_ms.append(process_cpu_ms)
+        if delta.cpu_s is None:
+            figures.server_cpu_known = False
+        else:
+            figures.server_cpu_ms.append(delta.cpu_s * 1000)
+        figures.written.append(delta.written)
+        figures.wal_bytes.append(delta.wal_bytes)
+        figures.stored.append(delta.stored)
+        figures.calls.append(calls)
+        figures.lead_in_calls.append(lead_in_calls)
+
+
+@contextlib.asynccontextmanager
+async def bare_side(stage: Stage) -> AsyncIterator[BareSide]:
+    """The seeds' graph on a fresh database, with the bot's model client, tools and prompt."""
+    async with stage.database() as url, PgMeter.open(url) as meter:
+        settings: Settings = stage.settings(url)
+        model = build_chat_model(settings.gemini)
+        registry = build_registry(settings.tools, settings.agent.tools_module)
+        try:
+            async with open_database(settings.database, run_migrations=False) as database:
+                graph = seeds_graph(
+                    model=model,
+                    tools=registry.tools(),
+                    checkpointer=database.savers[0],
+                    system_prompt=settings.agent.system_prompt or SYSTEM_PROMPT,
+                    model_kwargs=call_options(settings.gemini),
+                )
+                yield BareSide(graph, meter, settings.agent.recursion_limit)
+        finally:
+            await model.aclose()
+
+
+@contextlib.asynccontextmanager
+async def slack_side(stage: Stage) -> AsyncIterator[SlackSide]:
+    """The real bot on a fresh database."""
+    async with stage.database() as url, PgMeter.open(url) as meter, running_bot(stage, url) as (bot, events):
+        yield SlackSide(bot, events, stage, meter)
+
+
+async def bench_context(stage: Stage, priors: Sequence[int], turns: int, warmup: int, lead_in: int) -> list[Figures]:
+    """Open both sides, write their histories, and interleave every (side, prior) series.
+
+    Returns:
+        The figures, ordered by prior, then bare before Countersign.
+    """
+    async with bare_side(stage) as bare, slack_side(stage) as whole:
+        questions = itertools.count(1)
+        samplers: list[ContextSampler] = []
+        sides: list[Side] = [bare, whole]
+        for side in sides:
+            writer = HistoryWriter(await templates_of(side), stage.target.url())
+            for prior in priors:
+                history = writer.history(prior - 2 * lead_in, seed=prior)
+                samplers.append(ContextSampler(side, prior, lead_in, history, stage, questions))
+        ordered = sorted(samplers, key=lambda s: (s.figures.prior, sides.index(s.side)))
+        await interleave(ordered, turns, warmup)
+        return [sampler.figures for sampler in ordered]
+
+
+# --- report --------------------------------------------------------------------------------
+
+
+def _kib(value: float) -> str:
+    return f"{value / 1024:.1f}"
+
+
+def _ms(value: float) -> str:
+    return f"{value:.1f}"
+
+
+def _row(cells: Sequence[str], widths: Sequence[int]) -> str:
+    first, *rest = cells
+    return (
+        "  "
+        + f"{first:<{widths[0]}}"
+        + "".join(f"{cell:>{width}}" for cell, width in zip(rest, widths[1:], strict=True))
+    )
+
+
+def _table(title: str, head: Sequence[str], rows: Sequence[Sequence[str]], note: Sequence[str] = ()) -> list[str]:
+    widths = [max(len(head[0]), *(len(r[0]) for r in rows)) + 2]
+    widths += [max(len(head[i]), *(len(r[i]) for r in rows)) + 2 for i in range(1, len(head))]
+    return [title, _row(head, widths), *(_row(r, widths) for r in rows), *note]
+
+
+def _label(f: Figures) -> str:
+    return f"{f.side} @ {f.prior}"
+
+
+def cost_lines(figures: Sequence[Figures]) -> list[str]:
+    """Latency and CPU per measured turn."""
+    rows = []
+    for f in figures:
+        server = fmean(f.server_cpu_ms) if f.server_cpu_known and f.server_cpu_ms else None
+        rows.append(
+            [
+                _label(f),
+                str(f.n),
+                _ms(f.latency.p(50)),
+                _ms(f.latency.p(90)),
+                _ms(fmean(f.process_cpu_ms)) if f.process_cpu_ms else "-",
+                _ms(server) if server is not None else "n/a",
+                _ms(f.cpu_ms()) if f.process_cpu_ms else "-",
+            ]
+        )
+    head = ["series @ prior messages", "n", "p50 ms", "p90 ms", "CPU proc", "CPU PG", "CPU total"]
+    return _table("One more text turn: latency, and CPU ms per turn (mean)", head, rows)
+
+
+def bytes_lines(figures: Sequence[Figures]) -> list[str]:
+    """Bytes written per measured turn, and bytes kept per conversation afterwards."""
+    rows = []
+    for f in figures:
+        rows.append(
+            [
+                _label(f),
+                _kib(f.mean_bytes(lambda b: b.langgraph_raw, f.written)),
+                _kib(f.mean_bytes(lambda b: b.langgraph_stored, f.written)),
+                _kib(f.mean_bytes(lambda b: b.ours_raw, f.written)),
+                _kib(fmean(f.wal_bytes)) if f.wal_bytes else "-",
+                _kib(f.mean_bytes(lambda b: b.langgraph_raw, f.stored)),
+                _kib(f.mean_bytes(lambda b: b.langgraph_stored, f.stored)),
+                _kib(f.mean_bytes(lambda b: b.ours_raw, f.stored)),
+            ]
+        )
+    head = ["series @ prior messages", "LG raw", "LG disk", "ours", "WAL", "kept LG raw", "LG disk", "ours"]
+    note = [
+        "  (written per turn, then kept per conversation after the seed, lead-in and measured turns;",
+        "   LG = LangGraph's checkpoint tables, raw = values' own length, disk = as PostgreSQL stores them;",
+        "   ours = our tables' rows of the conversation; WAL = the server's whole WAL for the turn)",
+    ]
+    return _table("Bytes (KiB, mean over samples)", head, rows, note)
+
+
+def model_lines(figures: Sequence[Figures]) -> list[str]:
+    """What the model was sent per call of the measured turn."""
+    rows = []
+    for f in figures:
+        per_turn = fmean(len(calls) for calls in f.calls) if f.calls else float("nan")
+        lead_in = fmean(f.lead_in_calls) if f.lead_in_calls else float("nan")
+        rows.append(
+            [
+                _label(f),
+                f"{lead_in:.1f}",
+                f"{per_turn:.1f}",
+                f"{f.per_call(lambda c: c.chars):.0f}",
+                f"{f.per_call(lambda c: c.chars) / 4:.0f}",
+                f"{f.per_call(lambda c: c.contents):.0f}",
+            ]
+        )
+    head = ["series @ prior messages", "lead-in calls", "calls/turn", "chars/call", "~tokens/call", "contents/call"]
+    note = [
+        "  (lead-in calls = model calls per lead-in turn, where a context window's first summary would be",
+        "   made; then, for the measured turn, calls and the median per call of the request body as JSON:",
+        "   system prompt, tool declarations and history; ~tokens = chars / 4, the stand-in's estimate)",
+    ]
+    return _table("Sent to the model", head, rows, note)
+
+
+def ratio_lines(figures: Sequence[Figures]) -> list[str]:
+    """Turn at the largest prior / turn at the smallest, for each side."""
+    priors = sorted({f.prior for f in figures})
+    if len(priors) < 2:
+        return []
+    low, high = priors[0], priors[-1]
+    lines = [f"Turn at {high} / turn at {low} prior messages (issue 10: Countersign's p50 at most 1.3x)"]
+    for side in dict.fromkeys(f.side for f in figures):
+        a = next(f for f in figures if f.side == side and f.prior == low)
+        b = next(f for f in figures if f.side == side and f.prior == high)
+        ratios = {
+            "p50": (b.latency.p(50), a.latency.p(50)),
+            "p90": (b.latency.p(90), a.latency.p(90)),
+            "CPU": (b.cpu_ms(), a.cpu_ms()),
+            "written": (_written(b), _written(a)),
+            "kept": (_kept(b), _kept(a)),
+            "chars/call": (b.per_call(_chars), a.per_call(_chars)),
+        }
+        cells = "".join(
+            f"   {name} {high_value / low_value:>5.2f}x" for name, (high_value, low_value) in ratios.items()
+        )
+        lines.append(f"  {side:<34}{cells}")
+    lines.append("  (written = LangGraph + our tables per turn, kept = per conversation, both as stored on disk)")
+    return lines
+
+
+def _chars(call: ModelCall) -> int:
+    return call.chars
+
+
+def _written(f: Figures) -> float:
+    return f.mean_bytes(lambda b: b.langgraph_stored + b.ours_stored, f.written)
+
+
+def _kept(f: Figures) -> float:
+    return f.mean_bytes(lambda b: b.langgraph_stored + b.ours_stored, f.stored)
+
+
+def header_lines(args: argparse.Namespace) -> list[str]:
+    """What the run did."""
+    return [
+        "Countersign context benchmark: one more text turn after N prior messages (python -m bench.context)",
+        f"priors {', '.join(map(str, args.prior))}; {args.turns} kept samples per series after {args.warmup} warm-up;",
+        f"each sample a new conversation: history seeded in one update, {args.lead_in} lead-in turn(s), then the",
+        "measured turn. Same client and stand-in on both sides; bare = seeds' graph sending the whole history.",
+    ]
+
+
+def parse_priors(text: str) -> list[int]:
+    """`10,100,300` -> [10, 100, 300] (sorted, unique)."""
+    try:
+        values = sorted({int(part) for part in text.split(",") if part.strip()})
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a comma-separated list of numbers: {text!r}") from None
+    if not values:
+        raise argparse.ArgumentTypeError("no prior message counts given")
+    return values
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Command-line options."""
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.context",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--prior",
+        type=parse_priors,
+        default=list(DEFAULT_PRIOR),
+        help="prior messages before the measured turn, comma-separated (default 10,100,300)",
+    )
+    parser.add_argument("--turns", type=int, default=20, help="kept samples (measured turns) per series")
+    parser.add_argument("--warmup", type=int, default=1, help="discarded samples per series first")
+    parser.add_argument(
+        "--lead-in", type=int, default=1, help="real text turns after the seed, before the measured one (>= 1)"
+    )
+    args = parser.parse_args(argv)
+    if args.turns < 1 or args.warmup < 0 or args.lead_in < 1:
+        parser.error("--turns and --lead-in must be at least 1, --warmup at least 0")
+    for prior in args.prior:
+        try:
+            exchange_sizes(prior - 2 * args.lead_in)
+        except ValueError:
+            parser.error(
+                f"--prior {prior}: with --lead-in {args.lead_in}, {prior} - {2 * args.lead_in} seeded messages "
+                "must be 0, 2 or at least 4 (whole exchanges)"
+            )
+    return args
+
+
+async def run(args: argparse.Namespace) -> list[str]:
+    """Run the benchmark and return the report's lines."""
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="countersign-bench-") as tmp:
+        async with open_stage(Path(tmp)) as stage:
+            version = await pg_version(stage)
+            figures = await bench_context(stage, args.prior, args.turns, args.warmup, args.lead_in)
+    lines = [*header_lines(args), "", *machine_lines(version), ""]
+    lines += [*cost_lines(figures), "", *bytes_lines(figures), "", *model_lines(figures), ""]
+    lines += [*ratio_lines(figures), "", f"total run time {time.perf_counter() - started:.1f} s"]
+    return lines
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Entry point: run the benchmark and print its report."""
+    args = parse_args(argv)
+    tally = LogTally()
+    root = logging.getLogger()
+    root.addHandler(tally)
+    root.setLevel(logging.WARNING)
+    lines = asyncio.run(run(args))
+    print("\n".join([*lines, "", *tally.lines()]))
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
