@@ -99,6 +99,7 @@ from bench.harness import (
 from bench.meter import Bytes, PgMeter
 from bench.prior import HistoryWriter, Templates, exchange_sizes, question
 from bench.report import machine_lines
+from bot.agents.context_window import DEFAULT_CONTEXT_TOKENS
 from bot.agents.model import build_chat_model, call_options
 from bot.agents.prompts import STEP_LIMIT_MESSAGE, SYSTEM_PROMPT
 from bot.conversation import ConversationRef
@@ -490,19 +491,34 @@ async def bare_side(stage: Stage) -> AsyncIterator[BareSide]:
 
 
 @contextlib.asynccontextmanager
-async def slack_side(stage: Stage) -> AsyncIterator[SlackSide]:
-    """The real bot on a fresh database."""
-    async with stage.database() as url, PgMeter.open(url) as meter, running_bot(stage, url) as (bot, events):
+async def slack_side(stage: Stage, context_tokens: int | None = None) -> AsyncIterator[SlackSide]:
+    """The real bot on a fresh database (with `COUNTERSIGN_CONTEXT_TOKENS` = `context_tokens` when given)."""
+
+    def adjust(settings: Settings) -> Settings:
+        if context_tokens is None:
+            return settings
+        agent = settings.agent.model_copy(update={"context_tokens": context_tokens})
+        return settings.model_copy(update={"agent": agent})
+
+    async with (
+        stage.database() as url,
+        PgMeter.open(url) as meter,
+        running_bot(stage, url, adjust) as (bot, events),
+    ):
         yield SlackSide(bot, events, stage, meter)
 
 
-async def bench_context(stage: Stage, priors: Sequence[int], turns: int, warmup: int, lead_in: int) -> list[Figures]:
+async def bench_context(
+    stage: Stage, priors: Sequence[int], turns: int, warmup: int, lead_in: int, context_tokens: int | None = None
+) -> list[Figures]:
     """Open both sides, write their histories, and interleave every (side, prior) series.
+
+    `context_tokens` overrides the bot's `COUNTERSIGN_CONTEXT_TOKENS` (None: its default).
 
     Returns:
         The figures, ordered by prior, then bare before Countersign.
     """
-    async with bare_side(stage) as bare, slack_side(stage) as whole:
+    async with bare_side(stage) as bare, slack_side(stage, context_tokens) as whole:
         questions = itertools.count(1)
         samplers: list[ContextSampler] = []
         sides: list[Side] = [bare, whole]
@@ -661,6 +677,9 @@ def header_lines(args: argparse.Namespace) -> list[str]:
         f"priors {', '.join(map(str, args.prior))}; {args.turns} kept samples per series after {args.warmup} warm-up;",
         f"each sample a new conversation: history seeded in one update, {args.lead_in} lead-in turn(s), then the",
         "measured turn. Same client and stand-in on both sides; bare = seeds' graph sending the whole history.",
+        "Countersign's context budget: COUNTERSIGN_CONTEXT_TOKENS="
+        + (f"{args.context_tokens}" if args.context_tokens else f"{DEFAULT_CONTEXT_TOKENS} (the default)")
+        + ".",
     ]
 
 
@@ -689,6 +708,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="prior messages before the measured turn, comma-separated (default 10,100,300)",
     )
     parser.add_argument("--turns", type=int, default=20, help="kept samples (measured turns) per series")
+    parser.add_argument(
+        "--context-tokens", type=int, default=None, help="the bot's COUNTERSIGN_CONTEXT_TOKENS (default: its default)"
+    )
     parser.add_argument("--warmup", type=int, default=1, help="discarded samples per series first")
     parser.add_argument(
         "--lead-in", type=int, default=1, help="real text turns after the seed, before the measured one (>= 1)"
@@ -713,7 +735,7 @@ async def run(args: argparse.Namespace) -> list[str]:
     with tempfile.TemporaryDirectory(prefix="countersign-bench-") as tmp:
         async with open_stage(Path(tmp)) as stage:
             version = await pg_version(stage)
-            figures = await bench_context(stage, args.prior, args.turns, args.warmup, args.lead_in)
+            figures = await bench_context(stage, args.prior, args.turns, args.warmup, args.lead_in, args.context_tokens)
     lines = [*header_lines(args), "", *machine_lines(version), ""]
     lines += [*cost_lines(figures), "", *bytes_lines(figures), "", *model_lines(figures), ""]
     lines += [*ratio_lines(figures), "", f"total run time {time.perf_counter() - started:.1f} s"]

@@ -45,9 +45,11 @@ AUTHOR_KEY = "countersign_author"
 
 log = logging.getLogger(__name__)
 
-DEFAULT_CONTEXT_TOKENS = 24_000
-"""The default budget (`COUNTERSIGN_CONTEXT_TOKENS`): a long working session verbatim, a small
-share of Gemini's context, so a message costs about the same in month six as on day one."""
+DEFAULT_CONTEXT_TOKENS = 4_000
+"""The default budget (`COUNTERSIGN_CONTEXT_TOKENS`): the last few turns verbatim (2000-4000
+tokens of them between folds), the rest in the summary. With google-genai's request building
+costing about a millisecond and a half per message sent, this keeps a turn in a conversation of
+hundreds of messages within 1.3x of a turn in a new one (`bench/context.py`, issue 10)."""
 
 BYTES_PER_TOKEN = 4
 """UTF-8 bytes per token of the estimate: about right for English and code with Gemini's
@@ -122,7 +124,9 @@ def within(view: Sequence[AnyMessage], budget_tokens: float) -> list[AnyMessage]
         view: a repaired history (`bot.agents.history.repaired`).
         budget_tokens: the estimate (unscaled) the result should fit.
     """
-    if estimate_tokens(view) <= budget_tokens:
+    sizes = [estimate_tokens([message]) for message in view]
+    total = sum(sizes)
+    if total <= budget_tokens:
         return list(view)
     humans = [index for index, message in enumerate(view) if isinstance(message, HumanMessage)]
     if not humans:
@@ -130,8 +134,11 @@ def within(view: Sequence[AnyMessage], budget_tokens: float) -> list[AnyMessage]
         while start > 0 and isinstance(view[start], ToolMessage):
             start -= 1
         return list(view[start:])
+    kept, start = total, 0
     for index in humans:
-        if estimate_tokens(view[index:]) <= budget_tokens:
+        kept -= sum(sizes[start:index])
+        start = index
+        if kept <= budget_tokens:
             return list(view[index:])
     return list(view[humans[-1] :])
 
