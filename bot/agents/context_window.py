@@ -5,7 +5,7 @@ When they do not fit, the oldest whole turns (everything before a human message,
 in progress, so never a pending review's calls) are folded into a running summary written by the
 model, and removed from the graph state: the next calls send the summary instead, and the stored
 state stops growing with the conversation. A fold keeps the newest `keep_share` of the budget, so
-it happens once per overflow, not on every call (issue 10; docs/decisions/0012-context-window.md).
+it happens once per overflow, not on every call (issue 10; docs/decisions/0013-context-window-and-summary.md).
 
 Tokens are estimated from UTF-8 bytes (`estimate_tokens`) and scaled by what the model itself
 counted on the previous call (`usage_metadata["input_tokens"]` against the estimate of
