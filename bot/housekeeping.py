@@ -100,7 +100,7 @@ class Housekeeping:
         try:
             done = await self.apply_retention()
         except Exception:
-            log.exception("applying retention failed; tried again on the next pass")
+            log.exception("applying retention failed; tried again in %g s", RETENTION_EVERY_S)
             done = RetentionPass(more=False)
         self._retention_at = time.monotonic() + (0.0 if done.more else RETENTION_EVERY_S)
 
