@@ -20,7 +20,7 @@ from bot import housekeeping
 from bot.agents.kind import AgentKind
 from bot.approvals.decisions import Approve
 from bot.approvals.lifecycle import ApprovalStatus, ReviewStatus
-from bot.audit import AuditEntry, AuditKind
+from bot.audit import AuditKind
 from bot.conversation import ConversationRef
 from bot.housekeeping import RetentionPass
 from bot.ports import ApprovalExpired, ReviewPending
@@ -362,15 +362,15 @@ async def test_no_retention_set_deletes_nothing(db_url, registry):
 # --- audit retention --------------------------------------------------------------------------
 
 
-async def backdate(h: Harness, days_ago: int) -> None:
-    """Move the newest audit row `days_ago` days back, as time would (the trigger refuses a plain UPDATE)."""
-    async with h.database.pool.acquire() as connection, connection.transaction():
-        await connection.execute("ALTER TABLE audit_log DISABLE TRIGGER audit_log_append_only")
-        await connection.execute(
-            "UPDATE audit_log SET at = now() - make_interval(days => $1) WHERE id = (SELECT max(id) FROM audit_log)",
-            days_ago,
-        )
-        await connection.execute("ALTER TABLE audit_log ENABLE TRIGGER audit_log_append_only")
+async def audit_row(h: Harness, outcome: str, *, days_ago: int) -> None:
+    """An audit row written `days_ago` days ago (the trigger refuses UPDATE, not INSERT)."""
+    await h.database.pool.execute(
+        "INSERT INTO audit_log (at, kind, workspace_id, outcome) "
+        "VALUES (now() - make_interval(days => $1), 'config', $2, $3)",
+        days_ago,
+        WORKSPACE,
+        outcome,
+    )
 
 
 async def test_audit_retention_deletes_only_old_rows(db_url, registry, monkeypatch):
@@ -381,11 +381,9 @@ async def test_audit_retention_deletes_only_old_rows(db_url, registry, monkeypat
         await h.service.handle_message(message("hello"))
         await make_idle(h, conversation(), days=3650)
         for n in range(5):
-            await h.audit.record(AuditEntry(kind=AuditKind.CONFIG, workspace_id=WORKSPACE, outcome=f"old {n}"))
-            await backdate(h, 91 + n)
-        await h.audit.record(AuditEntry(kind=AuditKind.CONFIG, workspace_id=WORKSPACE, outcome="recent"))
-        await backdate(h, 89)
-        await h.audit.record(AuditEntry(kind=AuditKind.CONFIG, workspace_id=WORKSPACE, outcome="today"))
+            await audit_row(h, f"old {n}", days_ago=91 + n)
+        await audit_row(h, "recent", days_ago=89)
+        await audit_row(h, "today", days_ago=0)
         first = await retention_pass(h)
         second = await retention_pass(h)
         left = [e.outcome for e in await h.audit.recent(WORKSPACE, limit=100)]
