@@ -15,6 +15,7 @@ from bot.conversation import Actor, ConversationRef, IncomingMessage
 from bot.deciding import Decider
 from bot.errors import CountersignError
 from bot.expiry import ExpirySweeper
+from bot.housekeeping import Housekeeping
 from bot.log_context import about
 from bot.ports import ReviewPending, TurnFailed
 from bot.storage.approval_store import ApprovalStore
@@ -43,6 +44,7 @@ class Countersign:
         inbox: accepted messages until they are handled.
         upkeep_store: finds unfinished work for the upkeep.
         locks: per-thread mutual exclusion.
+        housekeeping: checkpoint pruning and retention, run by the upkeep (None: not run).
     """
 
     def __init__(
@@ -55,6 +57,7 @@ class Countersign:
         inbox: Inbox,
         upkeep_store: UpkeepStore,
         locks: ThreadLocks,
+        housekeeping: Housekeeping | None = None,
     ) -> None:
         self._runner = runner
         self._decider = decider
@@ -65,8 +68,12 @@ class Countersign:
         self._locks = locks
         self.tasks = TaskTracker()
         self.expiry = ExpirySweeper(approvals, decider.audit, self._after_expiry)
-        self.upkeep = upkeep.Upkeep(upkeep_store, inbox, self.tend, self.tasks)
+        self.housekeeping = housekeeping
+        self.upkeep = upkeep.Upkeep(upkeep_store, inbox, self.tend, self.tasks, housekeeping=housekeeping)
         runner.on_new_expiry = self.expiry.wake
+        if housekeeping is not None:
+            # Retention expires idle conversations' cards through the usual expiry path.
+            housekeeping.on_cards_expiring = self.expiry.wake
 
     async def knows_conversation(self, conversation: ConversationRef) -> bool:
         """Whether the bot already takes part in `conversation` (e.g. a Slack thread)."""

@@ -236,6 +236,28 @@ class ServerSettings(BaseSettings):
         return value.strip().upper() if isinstance(value, str) else value
 
 
+class RetentionSettings(BaseSettings):
+    """How long stored conversations and audit rows are kept (docs/decisions/0012).
+
+    Old checkpoints of every conversation are pruned whatever these say; these delete whole
+    conversations and audit rows. Unset (or blank) keeps them forever.
+    """
+
+    model_config = _section()
+
+    conversation_days: int | None = Field(default=None, ge=1, le=36500, validation_alias="COUNTERSIGN_RETENTION_DAYS")
+    """Days without a message or a decision after which a conversation is deleted (its graph
+    state, reviews, approvals, votes and tool runs; not its audit rows). One with a pending card
+    has the card expired first; one with unfinished work waits until it is finished."""
+    audit_days: int | None = Field(default=None, ge=1, le=36500, validation_alias="AUDIT_RETENTION_DAYS")
+    """Days after which an audit row is deleted."""
+
+    @field_validator("conversation_days", "audit_days", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, value: object) -> object:
+        return None if value == "" else value
+
+
 class Settings(BaseModel):
     """Everything the bot can be told, one section per concern.
 
@@ -252,3 +274,4 @@ class Settings(BaseModel):
     slack: SlackSettings = Field(default_factory=SlackSettings)
     discord: DiscordSettings = Field(default_factory=DiscordSettings)
     server: ServerSettings = Field(default_factory=ServerSettings)
+    retention: RetentionSettings = Field(default_factory=RetentionSettings)

@@ -10,7 +10,9 @@ the conversation's lock is free (a live handler holds it) and counts the attempt
 delay between attempts doubles from `FIRST_RETRY_S`; after `MAX_ATTEMPTS` the work is given up
 with an error in the log (a message's sender, or the conversation of a run, is told). At most
 `AT_ONCE` conversations are tended at a time, so a backlog never starves live messages. The
-same loop deletes inbox entries older than `INBOX_KEPT_H` hours (docs/decisions/0009).
+same loop deletes inbox entries older than `INBOX_KEPT_H` hours (docs/decisions/0009). Beside
+it, a second loop keeps storage bounded (`bot.housekeeping`: checkpoint pruning and retention,
+docs/decisions/0012), so that a long prune never delays finishing interrupted work.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
+from bot.housekeeping import Housekeeping
 from bot.storage.inbox import Inbox
 from bot.storage.upkeep_store import UpkeepStore
 from bot.tasks import TaskTracker
@@ -67,10 +70,19 @@ class Upkeep:
             returns whether it did.
         tasks: where each conversation's tending runs, so shutdown waits for it.
         interval_s: seconds between two looks.
+        housekeeping: pruning and retention, run every `interval_s` in a loop of its own
+            (None: not run).
     """
 
     def __init__(
-        self, store: UpkeepStore, inbox: Inbox, tend: Tend, tasks: TaskTracker, *, interval_s: float = INTERVAL_S
+        self,
+        store: UpkeepStore,
+        inbox: Inbox,
+        tend: Tend,
+        tasks: TaskTracker,
+        *,
+        interval_s: float = INTERVAL_S,
+        housekeeping: Housekeeping | None = None,
     ) -> None:
         self._store = store
         self._inbox = inbox
@@ -81,6 +93,8 @@ class Upkeep:
         self._at_once = asyncio.Semaphore(AT_ONCE)
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._housekeeping = housekeeping
+        self._housekeeping_task: asyncio.Task[None] | None = None
         self._pruned_at = 0.0
 
     def start(self, *, everything_first: bool = True) -> None:
@@ -93,19 +107,25 @@ class Upkeep:
         """
         if self._task is None:
             self._task = asyncio.create_task(self._run(everything_first), name="upkeep")
+        if self._housekeeping is not None and self._housekeeping_task is None:
+            self._housekeeping_task = asyncio.create_task(self._housekeep(self._housekeeping), name="housekeeping")
 
     def wake(self) -> None:
         """Look again now."""
         self._wake.set()
 
     async def stop(self) -> None:
-        """Stop the loop (tending already started is drained with the service's tasks)."""
-        if self._task is None:
-            return
-        self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
-        self._task = None
+        """Stop the loops (tending already started is drained with the service's tasks).
+
+        A prune or a deletion cut short here is rolled back; it is done again later.
+        """
+        for task in (self._task, self._housekeeping_task):
+            if task is None:
+                continue
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._task = self._housekeeping_task = None
 
     async def sweep(self, *, everything: bool = False) -> list[str]:
         """Start tending every conversation with due work; return their thread ids.
@@ -155,3 +175,9 @@ class Upkeep:
             self._wake.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=self._interval_s)
+
+    async def _housekeep(self, housekeeping: Housekeeping) -> None:
+        while True:
+            # Not at once at start: the first look is for work a restart left unfinished.
+            await asyncio.sleep(self._interval_s)
+            await housekeeping.run_once()  # logs its own failures

@@ -22,6 +22,7 @@ from bot.agents.supervisor import build_subagent, build_supervisor_agent
 from bot.approvals.policy import ConfiguredPolicy
 from bot.cards import CardDesk
 from bot.deciding import Decider
+from bot.housekeeping import Housekeeping
 from bot.ports import Platform
 from bot.service import Countersign
 from bot.settings import Settings
@@ -33,6 +34,7 @@ from bot.storage.database import Database, open_database
 from bot.storage.inbox import Inbox
 from bot.storage.ledger import PostgresLedger
 from bot.storage.locks import ThreadLocks
+from bot.storage.retention_store import RetentionStore
 from bot.storage.upkeep_store import UpkeepStore
 from bot.tools.operator import build_registry
 from bot.tools.registry import ToolRegistry
@@ -87,6 +89,8 @@ def assemble_core(
     subagents: Sequence[SubagentSpec] | None = None,
     model_named: Callable[[str], BaseChatModel] | None = None,
     default_agent: AgentKind = AgentKind.REACT,
+    retention_days: int | None = None,
+    audit_retention_days: int | None = None,
 ) -> Core:
     """Wire stores, policy, both agents per checkpoint saver, runner, decider and service.
 
@@ -105,6 +109,10 @@ def assemble_core(
         model_named: builds the model a subagent names (`SubagentSpec.model`); None = every
             subagent uses `model`.
         default_agent: the agent of channels without their own setting.
+        retention_days: delete conversations idle this many days (`COUNTERSIGN_RETENTION_DAYS`;
+            None keeps them).
+        audit_retention_days: delete audit rows older than this many days
+            (`AUDIT_RETENTION_DAYS`; None keeps them).
     """
     audit = AuditStore(database.pool)
     approvals = ApprovalStore(database.pool, audit)
@@ -181,6 +189,13 @@ def assemble_core(
         default_agent=default_agent,
         subagents=tuple(spec.name for spec in specs),
     )
+    locks = ThreadLocks(database.lock_pool)
+    housekeeping = Housekeeping(
+        RetentionStore(database.pool, database.pruning_saver),
+        locks,
+        retention_days=retention_days,
+        audit_retention_days=audit_retention_days,
+    )
     service = Countersign(
         runner=runner,
         decider=decider,
@@ -188,7 +203,8 @@ def assemble_core(
         conversations=conversations,
         inbox=Inbox(database.pool),
         upkeep_store=UpkeepStore(database.pool),
-        locks=ThreadLocks(database.lock_pool),
+        locks=locks,
+        housekeeping=housekeeping,
     )
     return Core(
         service=service, admin=admin, approvals=approvals, audit=audit, config=config, ledger=ledger, agents=agents
@@ -232,6 +248,8 @@ async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
             subagents=subagents,
             model_named=model_named,
             default_agent=settings.agent.agent,
+            retention_days=settings.retention.conversation_days,
+            audit_retention_days=settings.retention.audit_days,
         )
         service, admin = core.service, core.admin
         try:

@@ -360,6 +360,7 @@ class ApprovalStore:
                 connection=connection,
             )
             updated = await connection.fetchrow(f"{_SELECT} WHERE a.id = $1", approval_id)
+            await _count_as_activity(connection, current.thread_id)
         return DecideResult(approval=_approval(_present(updated)), review_complete=False, decided=False)
 
     async def _finish(
@@ -400,6 +401,7 @@ class ApprovalStore:
         )
         claimed = await _claim_resume(connection, uuid.UUID(current.review_id))
         row = await connection.fetchrow(f"{_SELECT} WHERE a.id = $1", current.id)
+        await _count_as_activity(connection, current.thread_id)
         return DecideResult(approval=_approval(_present(row)), review_complete=claimed, decided=True)
 
     async def gate(self, thread_id: str, tool_call_id: str) -> tuple[ApprovalStatus, str | None] | None:
@@ -439,6 +441,19 @@ class ApprovalStore:
             review_sources(ReviewEvent.FINISH),
         )
         return bool(done)
+
+
+async def _count_as_activity(connection: PoolConnectionProxy, thread_id: str) -> None:
+    """A decision (or a quorum vote) is activity: retention counts idle days from it.
+
+    Last in the vote's transaction, and written at most once a minute, so that many clicks in
+    one conversation at once do not queue behind each other's lock on its row.
+    """
+    await connection.execute(
+        "UPDATE conversations SET last_active_at = now() "
+        "WHERE thread_id = $1 AND last_active_at < now() - interval '1 minute'",
+        thread_id,
+    )
 
 
 async def _claim_resume(connection: PoolConnectionProxy, review_id: uuid.UUID) -> bool:

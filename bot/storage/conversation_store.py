@@ -21,7 +21,12 @@ class ConversationStore:
         self._pool = pool
 
     async def touch(self, conversation: ConversationRef) -> None:
-        """Record that the conversation is active now (created on first use)."""
+        """Record that the conversation is active now (created on first use).
+
+        A message and a decision (`ApprovalStore.vote`) make a conversation active; runs the
+        bot starts by itself do not, so that retention (`bot.housekeeping`) counts idle days
+        from the last thing a person did there.
+        """
         await self._pool.execute(
             """
             INSERT INTO conversations (thread_id, platform, workspace_id, channel_id, thread)
@@ -61,7 +66,8 @@ class ConversationStore:
         """A run of the conversation's graph starts: its outcome is due (see `mark_delivered`).
 
         Records the newest top-level checkpoint (LangGraph's `checkpoints` table, namespace
-        `''`) as where the run started, unless an earlier run's outcome is still due.
+        `''`) as where the run started, unless an earlier run's outcome is still due, and that
+        the conversation has checkpoints to prune once the run is over (`bot.housekeeping`).
 
         Args:
             thread_id: the conversation.
@@ -77,6 +83,7 @@ class ConversationStore:
                     ORDER BY checkpoint_id DESC LIMIT 1
                 ) ELSE run_from END,
                 running_since = coalesce(running_since, now()),
+                prune_due = true,
                 retry_at = greatest(retry_at, now() + make_interval(secs => $2))
             WHERE thread_id = $1
             """,

@@ -43,12 +43,16 @@ class Database:
             separate so that lock holders, which also query, can never take every connection
             of `pool` and wait on each other forever; its size caps concurrent turns.
         savers: LangGraph checkpointers sharing one psycopg pool, set up.
+        pruning_saver: one more checkpointer on that pool, used only to prune old checkpoints
+            (`bot.storage.retention_store`): an instance runs one call at a time, so a long
+            prune on a graph's saver would hold up that graph's turns.
     """
 
     url: str
     pool: asyncpg.Pool
     lock_pool: asyncpg.Pool
     savers: list[AsyncPostgresSaver]
+    pruning_saver: AsyncPostgresSaver
 
 
 async def resolve_url(settings: DatabaseSettings, stack: AsyncExitStack) -> str:
@@ -165,4 +169,6 @@ async def open_database(settings: DatabaseSettings, *, run_migrations: bool = Tr
         await checkpoint_pool.open(wait=True, timeout=settings.connect_timeout_s)
         stack.push_async_callback(checkpoint_pool.close)
         savers = [AsyncPostgresSaver(checkpoint_pool) for _ in range(SAVER_INSTANCES)]
-        yield Database(url=url, pool=pool, lock_pool=lock_pool, savers=savers)
+        yield Database(
+            url=url, pool=pool, lock_pool=lock_pool, savers=savers, pruning_saver=AsyncPostgresSaver(checkpoint_pool)
+        )

@@ -40,3 +40,38 @@ async def test_the_flow_works_through_a_transaction_mode_pooler(db_url):
         await h.service.handle_message(message("hello", message_id="1.2"))
     assert log.calls == [("send", {"to": "bob", "body": "hi", "urgent": False})]
     assert h.platform.answers == [(conversation().thread_id, "sent"), (conversation().thread_id, "and hello")]
+
+
+async def test_pruning_and_retention_work_through_a_transaction_mode_pooler(db_url):
+    """A prune (one snapshot transaction), a conversation's deletion and an audit deletion, all through PgBouncer."""
+    model = ScriptedChatModel(replies=[calls(tool_call("send", {"to": "bob", "body": "hi"})), AIMessage("sent")])
+    async with (
+        transaction_pooler(db_url) as pooled,
+        open_service(
+            pooled,
+            model,
+            make_test_registry(ToolLog()),
+            prepared_statements=False,
+            retention_days=1,
+            audit_retention_days=1,
+        ) as h,
+    ):
+        await h.service.upkeep.stop()  # the passes below are the loop's
+        keeper = h.service.housekeeping
+        assert keeper is not None
+        thread_id = conversation().thread_id
+        await h.service.handle_message(message("send bob hi", message_id="1.1"))
+        assert await keeper.prune_checkpoints() == 1
+        [card] = h.platform.cards.values()
+        await h.service.decide(card.approval.id, actor("alice"), Approve())
+        await h.service.tasks.join()
+        assert await keeper.prune_checkpoints() == 1
+        pool = h.database.pool
+        await pool.execute("UPDATE conversations SET last_active_at = now() - interval '2 days'")
+        await pool.execute(
+            "INSERT INTO audit_log (at, kind, workspace_id, outcome) VALUES (now() - interval '2 days', 'config', 'W1', 'old')"
+        )
+        done = await keeper.apply_retention()
+        left = await pool.fetchval("SELECT count(*) FROM checkpoints WHERE thread_id = $1", thread_id)
+    assert h.platform.answers == [(thread_id, "sent")]
+    assert (done.deleted, done.audit_rows, left) == (1, 1, 0)

@@ -80,11 +80,15 @@ async def open_service(
     default_agent: AgentKind = AgentKind.REACT,
     model_kwargs: dict[str, Any] | None = None,
     context_tokens: int = DEFAULT_CONTEXT_TOKENS,
+    retention_days: int | None = None,
+    audit_retention_days: int | None = None,
 ) -> AsyncIterator[Harness]:
     """The core as `countersign run` wires it, on `db_url`, with `model` as every agent's model.
 
     `models` maps the model names subagents ask for (`SubagentSpec.model`) to their models;
-    `model_kwargs` are the call options bound with the tools (`bot.agents.model.call_options`).
+    `model_kwargs` are the call options bound with the tools (`bot.agents.model.call_options`);
+    `retention_days` and `audit_retention_days` are `COUNTERSIGN_RETENTION_DAYS` and
+    `AUDIT_RETENTION_DAYS`.
     """
     platform = platform or RecordingPlatform()
     settings = DatabaseSettings(url=db_url, pool_max_size=pool_size, prepared_statements=prepared_statements)
@@ -100,6 +104,8 @@ async def open_service(
             default_agent=default_agent,
             model_kwargs=model_kwargs,
             context_tokens=context_tokens,
+            retention_days=retention_days,
+            audit_retention_days=audit_retention_days,
         )
         service = core.service
         service.start()

@@ -13,6 +13,7 @@ from bot.settings import (
     DatabaseSettings,
     DiscordSettings,
     GeminiSettings,
+    RetentionSettings,
     ServerSettings,
     Settings,
     SlackSettings,
@@ -54,6 +55,8 @@ ENV_NAMES = (
     "SHUTDOWN_GRACE_S",
     "COUNTERSIGN_CONTEXT_TOKENS",
     "COUNTERSIGN_HISTORY_WINDOW",
+    "COUNTERSIGN_RETENTION_DAYS",
+    "AUDIT_RETENTION_DAYS",
 )
 
 SECRETS = {
@@ -278,6 +281,20 @@ def test_shutdown_grace_is_read_and_bounded(clean_env):
     clean_env.setenv("SHUTDOWN_GRACE_S", "-1")
     with pytest.raises(ValidationError, match="SHUTDOWN_GRACE_S"):
         ServerSettings()
+
+
+def test_retention_keeps_everything_unless_set(clean_env):
+    """Both retentions are off by default (and when blank); set, they are whole days of at least 1."""
+    assert Settings().retention.conversation_days is None and Settings().retention.audit_days is None
+    clean_env.setenv("COUNTERSIGN_RETENTION_DAYS", "30")
+    clean_env.setenv("AUDIT_RETENTION_DAYS", "")
+    assert (RetentionSettings().conversation_days, RetentionSettings().audit_days) == (30, None)
+    clean_env.setenv("AUDIT_RETENTION_DAYS", "365")
+    assert RetentionSettings().audit_days == 365
+    for wrong in ("0", "-3", "1.5", "forever"):
+        clean_env.setenv("COUNTERSIGN_RETENTION_DAYS", wrong)
+        with pytest.raises(ValidationError, match="COUNTERSIGN_RETENTION_DAYS"):
+            RetentionSettings()
 
 
 @pytest.mark.parametrize("port", ["abc", "-1", "65536", "80.5", ""])
