@@ -99,9 +99,7 @@ class AgentSettings(BaseSettings):
 
     recursion_limit: int = Field(default=25, ge=4, le=200, validation_alias="COUNTERSIGN_RECURSION_LIMIT")
     """LangGraph steps per turn (seed 000: 25). The step guard answers before it is reached."""
-    context_tokens: int = Field(
-        default=24_000, ge=2_000, le=1_000_000, validation_alias="COUNTERSIGN_CONTEXT_TOKENS"
-    )
+    context_tokens: int = Field(default=24_000, ge=2_000, le=1_000_000, validation_alias="COUNTERSIGN_CONTEXT_TOKENS")
     """Tokens of conversation history sent to the model per call; older turns are folded into a
     running summary the model writes (`bot.agents.context_window`, whose
     `DEFAULT_CONTEXT_TOKENS` is this default: the settings cannot import it, the agents import
