@@ -13,13 +13,16 @@ from datetime import datetime
 from typing import Any
 
 from bot.admin.parse import USAGE, CommandError
-from bot.admin.views import AuditPage, Changed, HelpPage, PolicyView, Reply, ToolLine
+from bot.admin.views import AuditPage, Changed, ContextReset, ContextView, HelpPage, PolicyView, Reply, ToolLine
 from bot.agents.kind import AgentKind
 from bot.approvals.conditions import InvalidConditionError
 from bot.approvals.config import ApproverKind, ApproverRule, CardRouting
-from bot.errors import NotPermittedError
+from bot.errors import BusyReason, ConversationBusyError, NotPermittedError
 
 _ARGS_CHARS = 160
+SUMMARY_CHARS = 1500
+"""Characters of a running summary shown by `context`: with the lines around it, the reply fits
+one message on either platform (Discord: 2,000 characters; summaries run to many thousands)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -54,6 +57,8 @@ HELP_EXAMPLES = (
     ("cards channel #approvals", "post cards in one channel (or: here, dm)"),
     ("scope channel in #support", "one conversation per channel (or: thread)"),
     ("agent subagents in #ops", "the supervisor with subagents answers in #ops"),
+    ("context", "this conversation's summary and window size"),
+    ("context reset", "the model starts afresh in this conversation"),
     ("audit http_request limit 10", "recent decisions and changes"),
 )
 
@@ -66,6 +71,10 @@ def render(reply: Reply, markup: Markup) -> str:
         return _show(reply, markup)
     if isinstance(reply, AuditPage):
         return _audit(reply, markup)
+    if isinstance(reply, ContextView):
+        return _context(reply, markup)
+    if isinstance(reply, ContextReset):
+        return _context_reset(reply)
     return _changed(reply, markup)
 
 
@@ -74,9 +83,23 @@ def error_text(error: Exception, markup: Markup) -> str:
     if isinstance(error, NotPermittedError):
         if error.reason == "no_workspace":
             return "Settings belong to a workspace; run this command in a channel, not in a DM."
+        if error.reason == "dm_reset":
+            return "Only admins can reset a conversation, and a DM belongs to no server, so none can here."
         return f"Only admins can do that: {markup.admins_are}, and bot admins. Nothing was changed."
+    if isinstance(error, ConversationBusyError):
+        if error.reason is BusyReason.REVIEW_PENDING:
+            return (
+                "A card is waiting for a decision in this conversation, and its calls must stay in the "
+                "history: decide it first, then reset. Nothing was changed."
+            )
+        return (
+            "The bot is at work in this conversation (a turn is running, or a message waits for its "
+            "answer); try again once it has answered. Nothing was changed."
+        )
     if isinstance(error, CommandError):
-        usage = f"\nUsage: `/countersign {error.usage}`" if error.usage else ""
+        # The platform's own spelling of the usage line, when it has one (Slack's `context` takes a link).
+        typed = next((markup.usage.get(name, line) for name, line in USAGE.items() if line == error.usage), error.usage)
+        usage = f"\nUsage: `/countersign {typed}`" if typed else ""
         return f"That did not work: {error.message}. Nothing was changed.{usage}"
     if isinstance(error, InvalidConditionError):
         return f"That condition was refused: {error.message}. Nothing was changed."
@@ -84,7 +107,10 @@ def error_text(error: Exception, markup: Markup) -> str:
 
 
 def _help(page: HelpPage, markup: Markup) -> str:
-    lines = [markup.bold("Countersign settings") + " (everything but help and show is for admins):"]
+    lines = [
+        markup.bold("Countersign settings")
+        + " (help, show and context are for everyone; everything else, context reset too, is for admins):"
+    ]
     lines += [f"• `/countersign {usage}`" for usage in markup.usage.values()]
     lines.append(markup.bold("Examples:"))
     lines += [f"• `/countersign {example}`: {meaning}" for example, meaning in markup.examples or HELP_EXAMPLES]
@@ -138,6 +164,53 @@ def _tool_line(tool: ToolLine, view: PolicyView, markup: Markup) -> str:
     if own:
         extras.append(f"approvers {_approvers(own, markup)}")
     return text + ("".join(f" · {e}" for e in extras))
+
+
+def _context(view: ContextView, markup: Markup) -> str:
+    title = markup.bold("Context of this conversation")
+    if not view.exists:
+        return f"{title}\nNo state yet: the bot has not answered in this conversation, so its model has seen nothing."
+    agent = view.agent.value if view.agent else "unknown"
+    share = f" ({view.tokens * 100 // view.budget_tokens} %)" if view.budget_tokens else ""
+    lines = [
+        f"{title} (`{view.thread_id}`)",
+        f"Agent: `{agent}` · {_count(view.messages, 'message')} kept verbatim · about {view.tokens:,} of "
+        f"{view.budget_tokens:,} tokens per model call{share}",
+    ]
+    if view.is_empty:
+        lines.append("The model's view is empty (new, or reset): the next message starts afresh.")
+    elif view.tokens > view.budget_tokens:
+        lines.append("Over the window: the next message folds the oldest turns into the summary.")
+    if not view.summary:
+        lines.append("No summary: no turn has been folded out of the history.")
+        return "\n".join(lines)
+    shown = view.summary
+    if len(shown) > SUMMARY_CHARS:
+        shown = shown[: SUMMARY_CHARS - 1] + "…"
+        lines.append(f"Summary of earlier turns ({len(view.summary):,} characters, the first {SUMMARY_CHARS:,} shown):")
+    else:
+        lines.append(f"Summary of earlier turns ({len(view.summary):,} characters):")
+    lines += [f"> {markup.escape(line)}" for line in shown.splitlines() or [""]]
+    return "\n".join(lines)
+
+
+def _context_reset(reset: ContextReset) -> str:
+    before = reset.before
+    if not before.exists:
+        return "Nothing to reset: this conversation has no state yet."
+    if not reset.changed:
+        return "Nothing to reset: the model's view of this conversation is already empty."
+    removed = _count(before.messages, "message")
+    if before.summary:
+        removed += f" and the summary ({len(before.summary):,} characters)"
+    return (
+        f"Context reset: the model starts afresh in this conversation ({removed} removed from its view). "
+        "The audit log, approvals and tool runs are kept. Recorded in the audit log."
+    )
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number:,} {noun}" if number == 1 else f"{number:,} {noun}s"
 
 
 _SETTING_NAMES = {"expiry_s": "expiry", "self_approval": "self-approval"}

@@ -195,3 +195,24 @@ class InvalidArgumentsError(CountersignError):
         super().__init__(message)
         self.message = message
         self.field = field
+
+
+class BusyReason(StrEnum):
+    """Why a conversation's state cannot be changed right now."""
+
+    REVIEW_PENDING = "review_pending"
+    """A card waits for a decision: its calls must stay in the history the graph resumes."""
+    TURN_RUNNING = "turn_running"
+    """A turn runs, a message waits to be answered, or work a fault cut short is unfinished."""
+
+
+class ConversationBusyError(CountersignError):
+    """The conversation is in use; its state was not changed (e.g. `/countersign context reset`).
+
+    Args:
+        reason: what it is busy with.
+    """
+
+    def __init__(self, reason: BusyReason) -> None:
+        super().__init__(f"conversation busy: {reason}")
+        self.reason = reason

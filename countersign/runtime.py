@@ -21,6 +21,7 @@ from bot.agents.subagent_specs import SubagentSpec, default_subagents, load_suba
 from bot.agents.supervisor import build_subagent, build_supervisor_agent
 from bot.approvals.policy import ConfiguredPolicy
 from bot.cards import CardDesk
+from bot.contexts import ContextKeeper
 from bot.deciding import Decider
 from bot.housekeeping import Housekeeping
 from bot.ports import Platform
@@ -103,7 +104,8 @@ def assemble_core(
             traffic starts.
         recursion_limit: LangGraph steps per turn (seed 000).
         system_prompt: prepended to every model call of the ReAct agent and the supervisor.
-        context_tokens: tokens of history sent per model call (`bot.agents.context_window`).
+        context_tokens: tokens of history sent per model call (`bot.agents.context_window`);
+            `/countersign context` shows each conversation against it.
         model_kwargs: call options bound with the tools (Gemini's retries, ...).
         subagents: the checked subagent definitions; None = the default set.
         model_named: builds the model a subagent names (`SubagentSpec.model`); None = every
@@ -163,6 +165,8 @@ def assemble_core(
         }
     )
     conversations = ConversationStore(database.pool)
+    inbox = Inbox(database.pool)
+    locks = ThreadLocks(database.lock_pool)
     runner = TurnRunner(
         agents=agents,
         approvals=approvals,
@@ -188,8 +192,15 @@ def assemble_core(
         directory_for=lambda name: platforms[name],
         default_agent=default_agent,
         subagents=tuple(spec.name for spec in specs),
+        contexts=ContextKeeper(
+            runner=runner,
+            approvals=approvals,
+            conversations=conversations,
+            inbox=inbox,
+            locks=locks,
+            budget_tokens=context_tokens,
+        ),
     )
-    locks = ThreadLocks(database.lock_pool)
     housekeeping = Housekeeping(
         RetentionStore(database.pool, database.pruning_saver),
         locks,
@@ -201,7 +212,7 @@ def assemble_core(
         decider=decider,
         approvals=approvals,
         conversations=conversations,
-        inbox=Inbox(database.pool),
+        inbox=inbox,
         upkeep_store=UpkeepStore(database.pool),
         locks=locks,
         housekeeping=housekeeping,

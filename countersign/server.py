@@ -184,7 +184,7 @@ async def chat(settings: Settings) -> None:
             await runtime.service.recover()
             lines = StdinLines()
             try:
-                await ConsoleChat(runtime.service, platform, read=lines.read).run()
+                await ConsoleChat(runtime.service, platform, read=lines.read, admin=runtime.admin).run()
             finally:
                 lines.close()
     except asyncio.CancelledError:

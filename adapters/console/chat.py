@@ -9,7 +9,10 @@ import sys
 import threading
 from collections.abc import Awaitable, Callable
 
+from adapters.admin_text import Markup, error_text, render
 from adapters.console.platform import ConsolePlatform
+from bot.admin.parse import parse_command
+from bot.admin.service import AdminService
 from bot.approvals.decisions import Approve, Edit, EditedAction, Reject
 from bot.conversation import Actor, ConversationRef, IncomingMessage
 from bot.errors import CountersignError
@@ -20,11 +23,28 @@ Read = Callable[[str], Awaitable[str | None]]
 
 _QUIT = frozenset({"/quit", "/exit"})
 
-HELP = "Type a message. Commands: /quit to leave. Approvals: a = approve, e = edit, r = reject."
-NO_COMMANDS = (
-    "!  The terminal knows only /quit. Admin settings (/countersign) are made in Slack or Discord; "
-    "the terminal runs the defaults. To send a message starting with /, put a space before it."
+HELP = (
+    "Type a message. Commands: /quit to leave; /countersign context [reset] shows (or clears) what "
+    "the model sees of this conversation. Approvals: a = approve, e = edit, r = reject."
 )
+NO_COMMANDS = (
+    "!  The terminal knows only /quit and /countersign context [reset]. Admin settings (/countersign) "
+    "are made in Slack or Discord; the terminal runs the defaults. To send a message starting with /, "
+    "put a space before it."
+)
+_CONTEXT_COMMAND = ("/countersign", "context")
+
+CONSOLE_MARKUP = Markup(
+    bold=lambda text: text,
+    user=lambda user_id: user_id,
+    channel=lambda channel_id: f"#{channel_id}",
+    role=lambda role_id: f"role {role_id}",
+    group=lambda group_id: f"group {group_id}",
+    when=lambda moment: moment.strftime("%Y-%m-%d %H:%M"),
+    escape=lambda text: text,
+    admins_are="the person at the terminal",
+)
+"""`/countersign` replies in the terminal: plain text."""
 
 
 class StdinLines:
@@ -68,6 +88,7 @@ class ConsoleChat:
         read: line reader (tests pass their own).
         conversation_id: the channel id of the terminal conversation; the same id continues
             the same LangGraph thread across runs.
+        admin: the `/countersign` use case, for `context [reset]` (None: not offered).
     """
 
     def __init__(
@@ -77,8 +98,10 @@ class ConsoleChat:
         *,
         read: Read,
         conversation_id: str = "terminal",
+        admin: AdminService | None = None,
     ) -> None:
         self._service = service
+        self._admin = admin
         self._platform = platform
         self._read = read
         self._write = platform.write
@@ -104,7 +127,8 @@ class ConsoleChat:
                 continue
             if line.strip().startswith("/"):
                 # `/countersign show` typed here would otherwise go to the model as a message.
-                self._write(NO_COMMANDS)
+                if not await self._context_command(line.strip()):
+                    self._write(NO_COMMANDS)
                 continue
             await self._service.handle_message(
                 IncomingMessage(actor=self._actor, conversation=self._conversation, text=line.strip())
@@ -112,6 +136,24 @@ class ConsoleChat:
             await self._service.tasks.join()
             if not await self._decide_pending():
                 return
+
+    async def _context_command(self, line: str) -> bool:
+        """Run `/countersign context [reset]` on the terminal's conversation; False for other commands.
+
+        The person at the terminal runs the bot, so they count as its admin (`reset` included).
+        """
+        if self._admin is None or tuple(line.split()[:2]) != _CONTEXT_COMMAND:
+            return False
+        try:
+            command = parse_command(line.split(maxsplit=1)[1])
+            reply = await self._admin.execute(
+                self._actor, command, here=self._conversation.channel_id, conversation=self._conversation
+            )
+            text = render(reply, CONSOLE_MARKUP)
+        except CountersignError as exc:
+            text = "!  " + error_text(exc, CONSOLE_MARKUP)
+        self._write(text)
+        return True
 
     async def _decide_pending(self) -> bool:
         """Ask about each waiting card; False when the person left (/quit or end of input)."""

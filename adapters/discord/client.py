@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
 from typing import Any
 
 import discord
@@ -12,12 +11,11 @@ from discord import app_commands
 from adapters.discord import messages as msg
 from adapters.discord.buttons import ApprovalButton
 from adapters.discord.commands import build_command_group, on_command_error
-from adapters.discord.conversations import author_actor, conversation_of, strip_bot_mention
+from adapters.discord.conversations import author_actor, scoped_conversation, strip_bot_mention
 from adapters.discord.interactions import InteractionHandler
 from adapters.discord.platform import NO_PINGS
 from adapters.display import is_blank
 from bot.admin.service import AdminService
-from bot.approvals.config import ConversationScope
 from bot.conversation import IncomingMessage
 from bot.errors import CountersignError
 from bot.service import Countersign
@@ -83,11 +81,7 @@ class CountersignClient(discord.Client):
         if me is None or message.author.bot or message.author.id == me.id or message.type not in _CHAT_TYPES:
             return
         guild_id = message.guild.id if message.guild else None
-        conversation = conversation_of(message.channel, guild_id)
-        if conversation.thread is not None and guild_id is not None:
-            scope = await self.admin.scope("discord", str(guild_id), conversation.channel_id)
-            if scope is ConversationScope.CHANNEL:  # threads share their channel's conversation
-                conversation = replace(conversation, thread=None)
+        conversation = await scoped_conversation(message.channel, guild_id, self.admin)
         mentioned = any(user.id == me.id for user in message.mentions)
         in_known_thread = conversation.thread is not None and await self.service.knows_conversation(conversation)
         if guild_id is not None and not mentioned and not in_known_thread:

@@ -18,13 +18,15 @@ from discord import app_commands
 from adapters.admin_text import Markup, error_text, render
 from adapters.chunking import split_message
 from adapters.discord import messages as msg
-from adapters.discord.conversations import clicker_actor
+from adapters.discord.conversations import clicker_actor, scoped_conversation
 from adapters.discord.platform import MESSAGE_CHARS
 from bot.admin.commands import (
+    IN_A_CONVERSATION,
     ChangeAdmins,
     ChangeApprovers,
     Command,
     Help,
+    ResetContext,
     SetAgent,
     SetCards,
     SetExpiry,
@@ -34,6 +36,7 @@ from bot.admin.commands import (
     SetSelfApproval,
     Show,
     ShowAudit,
+    ShowContext,
 )
 from bot.admin.parse import CommandError, parse_duration
 from bot.admin.service import AdminService
@@ -67,6 +70,7 @@ DISCORD_MARKUP = Markup(
         "cards": "cards where:here|dm|channel [channel]",
         "scope": "scope kind:channel|thread [channel]",
         "agent": "agent kind:react|subagents|default [channel]",
+        "context": "context [reset:True]",
         "audit": "audit [tool] [user] [limit]",
     },
     examples=(
@@ -82,6 +86,8 @@ DISCORD_MARKUP = Markup(
         ("cards where:channel channel:#approvals", "post cards in one channel (or: here, dm)"),
         ("scope kind:channel channel:#support", "one conversation per channel (or: thread)"),
         ("agent kind:subagents channel:#ops", "the supervisor with subagents answers in #ops"),
+        ("context", "this conversation's summary and window size (typed in a thread: the thread's)"),
+        ("context reset:True", "the model starts afresh in this conversation"),
         ("audit tool:http_request limit:10", "recent decisions and changes"),
     ),
 )
@@ -137,7 +143,12 @@ def build_command_group(admin: AdminService, tool_names: list[str]) -> app_comma
             if problem is not None or command is None:
                 raise CommandError(problem or "incomplete command")
             here = _settings_channel(interaction.channel) if interaction.channel is not None else None
-            text = render(await admin.execute(clicker_actor(interaction), command, here=here), DISCORD_MARKUP)
+            conversation = None
+            if isinstance(command, IN_A_CONVERSATION) and interaction.channel is not None:
+                # The conversation a message typed here would belong to (threads follow `scope`).
+                conversation = await scoped_conversation(interaction.channel, interaction.guild_id, admin)
+            reply = await admin.execute(clicker_actor(interaction), command, here=here, conversation=conversation)
+            text = render(reply, DISCORD_MARKUP)
         except CountersignError as exc:
             text = error_text(exc, DISCORD_MARKUP)
         except Exception as exc:
@@ -273,6 +284,11 @@ def build_command_group(admin: AdminService, tool_names: list[str]) -> app_comma
             return
         where = _settings_channel(channel) if channel else None
         await run(interaction, SetAgent(agent=None if kind == "default" else AgentKind(kind), channel_id=where))
+
+    @group.command(name="context", description="This conversation's summary and window size; reset starts afresh")
+    @app_commands.describe(reset="Start the model's view of this conversation afresh (admins)")
+    async def context(interaction: Interaction, reset: bool = False) -> None:
+        await run(interaction, ResetContext() if reset else ShowContext())
 
     @group.command(name="audit", description="Recent decisions, refusals, expiries and changes")
     @app_commands.autocomplete(tool=tools)

@@ -8,10 +8,13 @@ channel's conversation; a DM is one conversation.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
 import discord
 
+from bot.admin.service import AdminService
+from bot.approvals.config import ConversationScope
 from bot.conversation import DM_WORKSPACE, Actor, ConversationRef
 
 PLATFORM = "discord"
@@ -30,6 +33,24 @@ def conversation_of(channel: Any, guild_id: int | None) -> ConversationRef:
             thread=str(channel.id),
         )
     return ConversationRef(platform=PLATFORM, workspace_id=str(guild_id), channel_id=str(channel.id))
+
+
+async def scoped_conversation(channel: Any, guild_id: int | None, admin: AdminService) -> ConversationRef:
+    """The conversation of `channel` under its channel's scope setting (messages and `context`).
+
+    With `/countersign scope channel`, a thread shares its parent channel's conversation.
+
+    Args:
+        channel: where a message was sent or a command typed (a thread, a channel, a DM).
+        guild_id: the guild, None in a DM.
+        admin: reads the parent channel's scope.
+    """
+    conversation = conversation_of(channel, guild_id)
+    if conversation.thread is not None and guild_id is not None:
+        scope = await admin.scope(PLATFORM, str(guild_id), conversation.channel_id)
+        if scope is ConversationScope.CHANNEL:
+            conversation = replace(conversation, thread=None)
+    return conversation
 
 
 def target_channel_id(conversation: ConversationRef) -> int:

@@ -1,6 +1,11 @@
 """`/countersign` in Slack: a slash command whose words become a core admin command.
 
 Acknowledged at once; the reply is ephemeral, through the command's `response_url`.
+
+`context` is about a conversation, found as for a message (`adapters.slack.listeners`): a DM,
+or a channel with `scope channel`, is one conversation; in a channel with a conversation per
+thread, the thread is named by its link (`adapters.slack.thread_links`), since a slash
+command's payload never says which thread it was typed in.
 """
 
 from __future__ import annotations
@@ -11,14 +16,17 @@ from typing import Any
 
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 
-from adapters.admin_text import Markup, error_text, render
+from adapters.admin_text import HELP_EXAMPLES, Markup, error_text, render
 from adapters.slack import messages as msg
 from adapters.slack.blocks import when_token
 from adapters.slack.platform import UserDirectory
 from adapters.slack.text import MESSAGE_CHARS, escape, plain_text, split_message
-from bot.admin.parse import parse_command
+from adapters.slack.thread_links import ThreadLinkError, take_thread_link, thread_of_link
+from bot.admin.commands import IN_A_CONVERSATION
+from bot.admin.parse import USAGE, parse_command
 from bot.admin.service import AdminService
-from bot.conversation import Actor
+from bot.approvals.config import ConversationScope
+from bot.conversation import Actor, ConversationRef
 from bot.errors import CountersignError
 
 log = logging.getLogger(__name__)
@@ -34,7 +42,17 @@ SLACK_MARKUP = Markup(
     when=lambda moment: when_token(moment) if isinstance(moment, datetime) else "",
     escape=escape,
     admins_are="workspace admins and owners",
+    usage={**USAGE, "context": "context [reset] [<link to the thread>]"},
+    examples=(
+        *HELP_EXAMPLES,
+        (
+            "context https://<workspace>.slack.com/archives/C…/p…",
+            "the same for a thread, by the link of one of its messages (Slack does not tell a command its thread)",
+        ),
+    ),
 )
+
+PLATFORM = "slack"
 
 
 RESPONSE_URL_POSTS = 5
@@ -63,11 +81,19 @@ class SlackCommands:
         user_id = command["user_id"]
         user = await self._users.get(user_id)
         actor = Actor(
-            platform="slack", workspace_id=command["team_id"], user_id=user_id, display_name=user.display_name
+            platform=PLATFORM, workspace_id=command["team_id"], user_id=user_id, display_name=user.display_name
         )
         try:
-            parsed = parse_command(command.get("text", ""), condition_text=plain_text)
-            text = render(await self._admin.execute(actor, parsed, here=command["channel_id"]), SLACK_MARKUP)
+            words, link = take_thread_link(command.get("text", ""))
+            parsed = parse_command(words, condition_text=plain_text)
+            conversation = await self._conversation(command, link) if isinstance(parsed, IN_A_CONVERSATION) else None
+            if isinstance(parsed, IN_A_CONVERSATION) and conversation is None:
+                text = msg.CONTEXT_NEEDS_LINK
+            else:
+                reply = await self._admin.execute(actor, parsed, here=command["channel_id"], conversation=conversation)
+                text = render(reply, SLACK_MARKUP)
+        except ThreadLinkError as exc:
+            text = msg.CONTEXT_LINK_PROBLEMS[exc.problem.value]
         except CountersignError as exc:
             text = error_text(exc, SLACK_MARKUP)
         except Exception as exc:
@@ -75,6 +101,26 @@ class SlackCommands:
             text = error_text(exc, SLACK_MARKUP)
         for chunk in _reply_chunks(text):
             await respond(text=chunk, response_type="ephemeral", replace_original=False)
+
+    async def _conversation(self, command: dict[str, Any], link: str | None) -> ConversationRef | None:
+        """The conversation a `context` command is about; None when a thread must be named.
+
+        A link is checked wherever it is given (a link into another channel is refused even
+        where none is needed). In a DM without a link, the DM's own conversation; with one, the
+        thread it names (replies in a DM thread are a conversation of their own).
+
+        Raises:
+            ThreadLinkError: the link names no thread of this channel.
+        """
+        team, channel = command["team_id"], command["channel_id"]
+        thread = thread_of_link(link, channel_id=channel, team_domain=command.get("team_domain")) if link else None
+        if channel.startswith("D"):
+            return ConversationRef(platform=PLATFORM, workspace_id=team, channel_id=channel, thread=thread)
+        if await self._admin.scope(PLATFORM, team, channel) is ConversationScope.CHANNEL:
+            return ConversationRef(platform=PLATFORM, workspace_id=team, channel_id=channel)
+        if thread is None:
+            return None
+        return ConversationRef(platform=PLATFORM, workspace_id=team, channel_id=channel, thread=thread)
 
 
 def _reply_chunks(text: str) -> list[str]:

@@ -99,6 +99,22 @@ VOTE_RECORDED = "Your approval is recorded ({count} of {quorum}); the call runs 
 SHUTTING_DOWN = "I'm restarting right now; please send your message again in a moment."
 EMPTY_MENTION = "Hi! Mention me with a question or a task, and I'll get to work."
 
+CONTEXT_NEEDS_LINK = (
+    "Slack does not tell a slash command which thread it was typed in, and in this channel each thread "
+    "is a conversation of its own. Name the thread with its link: on the thread's first message (or any "
+    "reply) choose *Copy link*, then send `/countersign context <link>` "
+    "(or `/countersign context reset <link>`)."
+)
+CONTEXT_LINK_PROBLEMS = {
+    "not_a_message": "That is not a link to a Slack message. Use *Copy link* on a message of the thread.",
+    "other_workspace": "That link points into another Slack workspace; name a thread of this channel.",
+    "other_channel": (
+        "That link points into another channel. Run the command in the thread's own channel, "
+        "with the link of a message of that thread."
+    ),
+}
+"""By `adapters.slack.thread_links.LinkProblem` value."""
+
 REPLY_CUT = "(The rest is cut: ask for less, e.g. `audit limit 20` or `audit tool <name>`.)"
 
 PROGRESS = ProgressWords(

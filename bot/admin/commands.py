@@ -111,6 +111,20 @@ class SetAgent:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ShowContext:
+    """`context`: this conversation's running summary and window size.
+
+    The conversation is where the command was typed (the adapter says which; on Slack a link
+    may name the thread), never a value typed by the user.
+    """
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResetContext:
+    """`context reset`: start the model's view of this conversation afresh (admins)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ShowAudit:
     """`audit [tool] [user] [limit n]`."""
 
@@ -131,11 +145,16 @@ Command = (
     | SetCards
     | SetScope
     | SetAgent
+    | ShowContext
+    | ResetContext
     | ShowAudit
 )
 
-READ_ONLY = (Help, Show)
+READ_ONLY = (Help, Show, ShowContext)
 """Commands anyone may use; everything else (including `audit`, which shows arguments) is for admins."""
+
+IN_A_CONVERSATION = (ShowContext, ResetContext)
+"""Commands about the conversation they are typed in (`AdminService.execute` needs it)."""
 
 SUBCOMMANDS: dict[type, str] = {
     Help: "help",
@@ -149,6 +168,8 @@ SUBCOMMANDS: dict[type, str] = {
     SetCards: "cards",
     SetScope: "scope",
     SetAgent: "agent",
+    ShowContext: "context",
+    ResetContext: "context reset",
     ShowAudit: "audit",
 }
-"""Each command's subcommand word, as people type it (audit rows name refused commands by it)."""
+"""Each command's subcommand words, as people type them (audit rows name refused commands by them)."""

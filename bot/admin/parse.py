@@ -17,6 +17,7 @@ from bot.admin.commands import (
     ChangeApprovers,
     Command,
     Help,
+    ResetContext,
     SetAgent,
     SetCards,
     SetExpiry,
@@ -26,6 +27,7 @@ from bot.admin.commands import (
     SetSelfApproval,
     Show,
     ShowAudit,
+    ShowContext,
 )
 from bot.agents.kind import AgentKind
 from bot.approvals.config import ApproverKind, CardRouting, ConversationScope
@@ -56,6 +58,7 @@ USAGE = {
     "cards": "cards here|dm|channel <#channel>",
     "scope": "scope channel|thread [in #channel]",
     "agent": "agent react|subagents|default [in #channel]",
+    "context": "context [reset]",
     "audit": "audit [tool] [@user] [limit n]",
 }
 
@@ -281,6 +284,15 @@ def _agent(words: _Words, condition: str | None) -> Command:
     return SetAgent(agent=agent, channel_id=channel_id(where, words.usage) if where else None)
 
 
+def _context(words: _Words, condition: str | None) -> Command:
+    if not words.words:
+        return ShowContext()
+    action = words.take("reset").lower()
+    if action != "reset":
+        raise CommandError(f"expected reset or nothing, got `{action}`", words.usage)
+    return ResetContext()
+
+
 def _audit(words: _Words, condition: str | None) -> Command:
     limit_text = words.take_optional("limit")
     limit = 20
@@ -312,5 +324,6 @@ _PARSERS = {
     "cards": _cards,
     "scope": _scope,
     "agent": _agent,
+    "context": _context,
     "audit": _audit,
 }

@@ -1,26 +1,29 @@
 """Executing `/countersign` commands: permission, validation, the audited change, the answer.
 
 Only admins may change something or read the audit log (it shows arguments): the platform's
-workspace admins (Slack admins and owners, Discord Manage Server) and bot admins. `help` and
-`show` are for everyone. A refused or invalid command changes nothing; refusals are audited.
+workspace admins (Slack admins and owners, Discord Manage Server) and bot admins. `help`,
+`show` and `context` are for everyone. A refused or invalid command changes nothing; refusals
+are audited.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from langchain_core.utils.json_schema import dereference_refs
 from pydantic import BaseModel
 
 from bot.admin.commands import (
+    IN_A_CONVERSATION,
     READ_ONLY,
     SUBCOMMANDS,
     ChangeAdmins,
     ChangeApprovers,
     Command,
     Help,
+    ResetContext,
     SetAgent,
     SetCards,
     SetExpiry,
@@ -30,22 +33,39 @@ from bot.admin.commands import (
     SetSelfApproval,
     Show,
     ShowAudit,
+    ShowContext,
 )
 from bot.admin.parse import CommandError
-from bot.admin.views import AuditPage, Changed, HelpPage, PolicyView, Reply, ToolLine
+from bot.admin.views import AuditPage, Changed, ContextReset, ContextView, HelpPage, PolicyView, Reply, ToolLine
 from bot.agents.kind import AgentKind
 from bot.approvals.authorization import Directory, is_workspace_admin
 from bot.approvals.conditions import compile_condition, sample_arguments, strip_quotes
 from bot.approvals.config import ALL, ApproverRule, ConversationScope, SettingKey, WorkspaceConfig
 from bot.approvals.mode import Mode
 from bot.audit import AuditEntry, AuditKind
-from bot.conversation import DM_WORKSPACE, Actor
-from bot.errors import NotPermittedError
+from bot.conversation import DM_WORKSPACE, Actor, ConversationRef
+from bot.errors import ConversationBusyError, NotPermittedError
 from bot.storage.audit_store import AuditStore
 from bot.storage.config_store import ConfigStore
 from bot.tools.registry import ToolRegistry, ToolSpec
 
 log = logging.getLogger(__name__)
+
+
+class ContextPort(Protocol):
+    """The model's view of conversations, as `context` needs it (`bot.contexts.ContextKeeper`)."""
+
+    async def describe(self, conversation: ConversationRef) -> ContextView:
+        """What the model sees of `conversation`."""
+        ...
+
+    async def reset(self, conversation: ConversationRef) -> ContextReset:
+        """Empty the model's view of `conversation`.
+
+        Raises:
+            ConversationBusyError: a card waits or a turn runs there; nothing was changed.
+        """
+        ...
 
 
 class AdminService:
@@ -58,6 +78,7 @@ class AdminService:
         directory_for: the platform directory (who is an admin) by platform name.
         default_agent: the agent of channels without a setting (`COUNTERSIGN_AGENT`), for `show`.
         subagents: the configured subagents' names, for `show`.
+        contexts: the conversations' graph state, for `context` (None: `context` is refused).
     """
 
     def __init__(
@@ -69,6 +90,7 @@ class AdminService:
         directory_for: Callable[[str], Directory],
         default_agent: AgentKind = AgentKind.REACT,
         subagents: tuple[str, ...] = (),
+        contexts: ContextPort | None = None,
     ) -> None:
         self._config = config
         self._audit = audit
@@ -76,29 +98,50 @@ class AdminService:
         self._directory_for = directory_for
         self._default_agent = default_agent
         self._subagents = subagents
+        self._contexts = contexts
 
-    async def execute(self, actor: Actor, command: Command, *, here: str | None = None) -> Reply:
+    async def execute(
+        self,
+        actor: Actor,
+        command: Command,
+        *,
+        here: str | None = None,
+        conversation: ConversationRef | None = None,
+    ) -> Reply:
         """Run one command for `actor`.
 
         Args:
             actor: the authenticated person who typed it.
             command: the parsed command.
             here: the channel the command was typed in (the default for `show`).
+            conversation: the conversation the command is about (`context`), as the adapter
+                derives it from the platform's payload, like a message's.
 
         Raises:
-            NotPermittedError: `not_an_admin` (audited) or `no_workspace` (a DM).
-            CommandError: an unknown tool, an invalid condition, a setting that cannot work.
+            NotPermittedError: `not_an_admin` (audited), `no_workspace` (a setting in a
+                Discord DM) or `dm_reset` (`context reset` in a Discord DM, where nobody is an
+                admin).
+            ConversationBusyError: `context reset` while a card waits or a turn runs (audited).
+            CommandError: an unknown tool, an invalid condition, a setting that cannot work,
+                `context` without a conversation.
         """
         config = await self._config.load(actor.platform, actor.workspace_id)
         if isinstance(command, Help):
             return HelpPage(tools=tuple(self._registry.names()))
         if isinstance(command, Show):
             return self._show(config, command.channel_id or here)
+        if isinstance(command, ShowContext):
+            contexts, about = self._context_of(conversation)
+            return await contexts.describe(about)
         if actor.workspace_id == DM_WORKSPACE:
-            raise NotPermittedError("no_workspace")
+            raise NotPermittedError("dm_reset" if isinstance(command, ResetContext) else "no_workspace")
         if not await is_workspace_admin(actor, config, self._directory_for(actor.platform)):
-            await self._refused(actor, command)
+            thread_id = conversation.thread_id if isinstance(command, IN_A_CONVERSATION) and conversation else None
+            await self._refused(actor, command, thread_id=thread_id)
             raise NotPermittedError("not_an_admin")
+        if isinstance(command, ResetContext):
+            contexts, about = self._context_of(conversation)
+            return await self._reset(actor, about, contexts)
         if isinstance(command, ShowAudit):
             entries = await self._audit.recent(
                 actor.workspace_id, limit=command.limit, tool_name=command.tool, actor_id=command.user_id
@@ -180,6 +223,39 @@ class AdminService:
             changed=before != after,
         )
 
+    def _context_of(self, conversation: ConversationRef | None) -> tuple[ContextPort, ConversationRef]:
+        if conversation is None or self._contexts is None:
+            raise CommandError("`context` is not available here")
+        return self._contexts, conversation
+
+    async def _reset(self, actor: Actor, conversation: ConversationRef, contexts: ContextPort) -> ContextReset:
+        """`context reset`, audited as a configuration change (a refusal as a refusal)."""
+        try:
+            reset = await contexts.reset(conversation)
+        except ConversationBusyError as exc:
+            await self._refused(actor, ResetContext(), outcome=exc.reason.value, thread_id=conversation.thread_id)
+            raise
+        if reset.changed:
+            before = reset.before
+            await self._audit.record(
+                AuditEntry(
+                    kind=AuditKind.CONFIG,
+                    workspace_id=actor.workspace_id,
+                    thread_id=conversation.thread_id,
+                    actor_id=actor.user_id,
+                    actor_name=actor.display_name,
+                    outcome="context",
+                    detail={
+                        "platform": actor.platform,
+                        "channel_id": conversation.channel_id,
+                        # Sizes only: the summary's text is conversation content, not configuration.
+                        "before": {"messages": before.messages, "summary_chars": len(before.summary)},
+                        "after": {"messages": 0, "summary_chars": 0},
+                    },
+                )
+            )
+        return reset
+
     def tool_names(self) -> list[str]:
         """The registered tools' names (for autocomplete)."""
         return self._registry.names()
@@ -237,22 +313,25 @@ class AdminService:
             raise CommandError(f"unknown tool `{name}`; the tools are: {', '.join(self._registry.names())}")
         return spec
 
-    async def _refused(self, actor: Actor, command: Command) -> None:
-        log.info("refused %s from %s: not an admin", type(command).__name__, actor.user_id)
+    async def _refused(
+        self, actor: Actor, command: Command, *, outcome: str = "not_an_admin", thread_id: str | None = None
+    ) -> None:
+        log.info("refused %s from %s: %s", type(command).__name__, actor.user_id, outcome)
         await self._audit.record(
             AuditEntry(
                 kind=AuditKind.REFUSED,
                 workspace_id=actor.workspace_id,
+                thread_id=thread_id,
                 actor_id=actor.user_id,
                 actor_name=actor.display_name,
-                outcome="not_an_admin",
+                outcome=outcome,
                 detail={"command": SUBCOMMANDS.get(type(command), type(command).__name__), "platform": actor.platform},
             )
         )
 
 
 def is_read_only(command: Command) -> bool:
-    """Whether anyone may run `command` (help and show)."""
+    """Whether anyone may run `command` (help, show and context)."""
     return isinstance(command, READ_ONLY)
 
 

@@ -80,10 +80,55 @@ class AuditPage:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ContextView:
+    """`context`: what the model sees of one conversation.
+
+    Attributes:
+        thread_id: the conversation (its LangGraph thread id).
+        exists: whether the conversation has state at all (False: the bot never ran there;
+            every other field is then empty or zero).
+        agent: the agent whose graph holds the state (None before the first turn).
+        summary: the running summary of the turns folded out of the history ("" for none).
+        messages: the stored messages, sent to the model verbatim while they fit.
+        tokens: the estimate of what the next model call gets of them (history and summary,
+            scaled by the model's own count; `bot.agents.context_window.view_tokens`).
+        budget_tokens: the window (`COUNTERSIGN_CONTEXT_TOKENS`); above it, the next call folds
+            the oldest turns into the summary.
+    """
+
+    thread_id: str
+    exists: bool
+    agent: AgentKind | None = None
+    summary: str = ""
+    messages: int = 0
+    tokens: int = 0
+    budget_tokens: int = 0
+
+    @property
+    def is_empty(self) -> bool:
+        """Whether the model's view holds nothing: no message and no summary."""
+        return self.messages == 0 and not self.summary
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ContextReset:
+    """`context reset`: the conversation's view before it was cleared.
+
+    Attributes:
+        before: what the model saw until now.
+        changed: False when there was nothing to clear (no state, or an empty one); nothing
+            was written and nothing audited.
+    """
+
+    before: ContextView
+    changed: bool = True
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class HelpPage:
     """`help`: the subcommands and the registered tools."""
 
     tools: tuple[str, ...]
 
 
-Reply = PolicyView | Changed | AuditPage | HelpPage
+Reply = PolicyView | Changed | AuditPage | HelpPage | ContextView | ContextReset

@@ -282,6 +282,24 @@ def _quiet(config: RunnableConfig | None) -> RunnableConfig:
     return {**(config or {}), "tags": tags}
 
 
+def view_tokens(messages: Sequence[AnyMessage], *, summary: str = "", scale: float = 1.0) -> int:
+    """Estimated tokens of the stored history and the summary as the next model call gets them.
+
+    The same sum `ContextWindow.fit` holds against the budget (the repaired history plus the
+    summary, scaled by the model's own count), so above `budget_tokens` the next call folds.
+
+    Args:
+        messages: the stored history.
+        summary: the running summary ("" for none).
+        scale: the state's `token_scale` (clamped as `fit` clamps it; 1.0 unknown).
+
+    Returns:
+        Tokens (>= 0), rounded.
+    """
+    scale = min(max(scale, MIN_SCALE), MAX_SCALE)
+    return round((estimate_tokens(repaired(messages)) + _summary_tokens(summary)) * scale)
+
+
 def measured_scale(
     reported: int | None, sent: Sequence[BaseMessage], fixed_tokens: int, current: float
 ) -> float | None:

@@ -130,3 +130,24 @@ async def test_the_subagents_agent_in_the_terminal(db_url):
     assert "bot> answer: alpha reports: sent to bob" in text
     assert "alpha's send: approved by" in text
     assert "The terminal knows only /quit" in text and "countersign show" not in str(model.prompts)
+
+
+async def test_context_and_its_reset_in_the_terminal(db_url):
+    """`/countersign context` shows the terminal's conversation; `reset` clears it and the next message starts afresh."""
+    from tests.integration.test_long_conversations import Script
+
+    model = ScriptedChatModel(script=Script())
+    out: list[str] = []
+    platform = ConsolePlatform(write=out.append)
+    lines = ["hello", "/countersign context", "/countersign context reset", "/countersign context", "again"]
+    async with open_service(db_url, model, make_test_registry(ToolLog()), platform) as h:
+        await ConsoleChat(
+            h.service, platform, read=reader([*lines, "/countersign context clear", "/quit"]), admin=h.admin
+        ).run()
+    text = "\n".join(out)
+    assert "Context of this conversation (`console:local:terminal`)" in text
+    assert "2 messages kept verbatim" in text
+    assert "Context reset: the model starts afresh in this conversation (2 messages removed" in text
+    assert "The model's view is empty (new, or reset)" in text
+    assert "expected reset or nothing, got `clear`" in text
+    assert [m.text for m in model.prompts[-1][1:]] == ["again"]

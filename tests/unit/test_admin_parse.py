@@ -6,7 +6,7 @@ import pytest
 
 from adapters.admin_text import error_text
 from adapters.slack.commands import SLACK_MARKUP
-from bot.admin.commands import SetAgent
+from bot.admin.commands import ResetContext, SetAgent, ShowContext
 from bot.admin.parse import USAGE, CommandError, parse_command
 from bot.agents.kind import AgentKind
 
@@ -94,3 +94,87 @@ def test_audit_lines_name_the_channel_the_subagent_and_the_refused_command():
     assert "agent" in config and "in <#C9>" in config
     assert "`operator` → `http_request`" in decision
     assert "not_an_admin" in refused and "`/countersign agent`" in refused
+
+
+# --- context ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("context", ShowContext()),
+        ("  Context  ", ShowContext()),
+        ("context reset", ResetContext()),
+        ("CONTEXT RESET", ResetContext()),
+    ],
+)
+def test_context_parses_with_an_optional_reset(text, expected):
+    """`context [reset]` gives ShowContext, or ResetContext with `reset`."""
+    assert parse_command(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("context clear", "expected reset or nothing, got `clear`"),
+        ("context reset now", "unexpected `now`"),
+        ("context in <#C1>", "expected reset or nothing, got `in`"),
+        ("context reset when args.x", "`when` only goes with `policy`"),
+    ],
+)
+def test_context_refusals_show_the_usage_as_each_platform_types_it(text, problem):
+    """A malformed `context` is refused with the reason; Slack's usage line names the optional thread link."""
+    with pytest.raises(CommandError) as info:
+        parse_command(text)
+    assert (info.value.message, info.value.usage) == (problem, USAGE["context"]) == (problem, "context [reset]")
+    assert error_text(info.value, SLACK_MARKUP).endswith("Usage: `/countersign context [reset] [<link to the thread>]`")
+
+
+def _view(**fields):
+    from bot.admin.views import ContextView
+
+    base = {"thread_id": "slack:T1:C1:1.2", "exists": True, "agent": AgentKind.REACT, "budget_tokens": 24_000}
+    return ContextView(**(base | fields))
+
+
+def test_context_reply_shows_the_agent_the_window_and_the_summary_escaped_and_cut():
+    """The reply names the agent, messages, tokens against the budget, and quotes the summary, escaped
+    for Slack and cut to what one message holds."""
+    from adapters.admin_text import SUMMARY_CHARS, render
+    from adapters.discord.commands import DISCORD_MARKUP
+    from adapters.discord.platform import MESSAGE_CHARS
+
+    summary = "alice asked <@U1> & bob\n" + "x" * 5000
+    text = render(_view(summary=summary, messages=12, tokens=30_000), SLACK_MARKUP)
+    assert "Agent: `react` · 12 messages kept verbatim · about 30,000 of 24,000 tokens per model call (125 %)" in text
+    assert "Over the window: the next message folds the oldest turns" in text
+    assert "> alice asked &lt;@U1&gt; &amp; bob" in text
+    assert f"({len(summary):,} characters, the first {SUMMARY_CHARS:,} shown)" in text
+    assert len(render(_view(summary=summary), DISCORD_MARKUP)) <= MESSAGE_CHARS
+
+
+@pytest.mark.parametrize(
+    ("view", "expected"),
+    [
+        (_view(exists=False, agent=None), "No state yet: the bot has not answered in this conversation"),
+        (_view(messages=0), "The model's view is empty (new, or reset)"),
+        (_view(messages=1, tokens=10), "No summary: no turn has been folded out of the history."),
+    ],
+)
+def test_context_reply_without_state_or_summary_says_so(view, expected):
+    """No state, an empty view and a view without a summary each say so plainly."""
+    from adapters.admin_text import render
+
+    assert expected in render(view, SLACK_MARKUP)
+
+
+def test_reset_reply_says_what_was_removed_and_what_is_kept():
+    """A reset names the messages and summary removed; one with nothing to clear says so."""
+    from adapters.admin_text import render
+    from bot.admin.views import ContextReset
+
+    done = render(ContextReset(before=_view(messages=7, summary="abc")), SLACK_MARKUP)
+    assert "7 messages and the summary (3 characters) removed from its view" in done
+    assert "approvals and tool runs are kept" in done
+    nothing = render(ContextReset(before=_view(exists=False), changed=False), SLACK_MARKUP)
+    assert nothing == "Nothing to reset: this conversation has no state yet."
