@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from bot.agents.context_window import DEFAULT_CONTEXT_TOKENS
 from countersign.server import BotServer
 from tests.e2e.conftest import ALICE, BOB, CAROL, CHANNEL, D_ALICE, D_BOB, D_CAROL, D_CHANNEL, D_GUILD, D_THREAD
 from tests.e2e.test_discord_flow import mention as discord_mention
@@ -66,7 +67,10 @@ async def test_slack_context_needs_the_thread_link_and_then_shows_and_resets_tha
 
     shown = await slack_command(events, slack, BOB, f"context {root_link(events, first.ts)}")
     assert f"(`slack:T1:{CHANNEL}:{first.ts}`)" in shown
-    assert "Agent: `react` · 4 messages kept verbatim · about " in shown and " of 24,000 tokens" in shown
+    assert (
+        "Agent: `react` · 4 messages kept verbatim · about " in shown
+        and f" of {DEFAULT_CONTEXT_TOKENS:,} tokens" in shown
+    )
     assert "No summary" in shown
     by_reply = await slack_command(events, slack, BOB, f"context {reply_link(events, reply.ts, first.ts)}")
     assert by_reply == shown
