@@ -19,7 +19,7 @@ from bot.housekeeping import Housekeeping
 from bot.log_context import about
 from bot.ports import ReviewPending, TurnFailed
 from bot.storage.approval_store import ApprovalStore
-from bot.storage.conversation_store import ConversationStore
+from bot.storage.conversation_store import ConversationRow, ConversationStore
 from bot.storage.inbox import Inbox, inbox_key
 from bot.storage.locks import LockLostError, ThreadLocks
 from bot.storage.upkeep_store import UpkeepStore
@@ -181,8 +181,8 @@ class Countersign:
                 )
                 return
         try:
-            await self._conversations.touch(conversation)
-            handled = await self._answer(message, again=attempts > 1)
+            row = await self._conversations.touch(conversation)
+            handled = await self._answer(message, again=attempts > 1, row=row)
         except Exception:
             log.exception("handling a message failed")
             handled = await self._runner.notify(
@@ -191,23 +191,24 @@ class Countersign:
         if key is not None and handled:
             await self._inbox.handled(key)
 
-    async def _answer(self, message: IncomingMessage, *, again: bool) -> bool:
+    async def _answer(self, message: IncomingMessage, *, again: bool, row: ConversationRow) -> bool:
         """Settle the conversation and run the message's turn; return whether its outcome is out.
 
         Args:
             message: the message.
             again: its handling began before (a fault interrupted it): if its turn already
                 started, `settle` finished that turn, and it is not asked again.
+            row: the conversation's row as `touch` just returned it (under the lock).
         """
         conversation = message.conversation
-        settled = await self._runner.settle(conversation)
+        settled = await self._runner.settle(conversation, row)
         if again and message.message_id and await self._runner.message_in_state(conversation, message.message_id):
             return True
         if settled.blocked:
             return await self._runner.notify(
                 conversation, ReviewPending(approvals=settled.approvals), recipient=message.actor
             )
-        agent = await self._runner.choose_agent(conversation)
+        agent = await self._runner.choose_agent(conversation, row)
         outcome = await self._runner.ask(
             conversation, message.text, requester=message.actor, anchor=message.message_id, agent=agent
         )

@@ -44,7 +44,7 @@ from bot.ports import ApprovalExpired, ModelFailed, Notice, Platform, Progress, 
 from bot.progress import DelegationTracker, ProgressFeed
 from bot.storage.approval_store import ApprovalStore
 from bot.storage.config_store import ConfigStore
-from bot.storage.conversation_store import ConversationStore, UnfinishedRun
+from bot.storage.conversation_store import ConversationRow, ConversationStore, UnfinishedRun
 
 log = logging.getLogger(__name__)
 
@@ -140,27 +140,38 @@ class TurnRunner:
         A conversation from before agents could be chosen belongs to the ReAct agent, which
         wrote its checkpoint.
         """
-        kind = await self._conversations.agent_of(conversation.thread_id) or AgentKind.REACT
+        return self._graph_of(conversation, await self._conversations.agent_of(conversation.thread_id))
+
+    def _graph_of(self, conversation: ConversationRef, agent: AgentKind | None) -> ReviewAgent:
+        """The graph of `agent` (None: a conversation from before agents could be chosen)."""
+        kind = agent or AgentKind.REACT
         if kind not in self._agents.kinds:
             log.error("agent %s is not available; using react (thread_id=%s)", kind, conversation.thread_id)
             kind = AgentKind.REACT
         return self._agents.for_thread(conversation.thread_id, kind)
 
-    async def choose_agent(self, conversation: ConversationRef) -> AgentKind:
+    async def choose_agent(self, conversation: ConversationRef, row: ConversationRow | None = None) -> AgentKind:
         """Hand a conversation at rest to the agent its channel is set to (else the default).
 
         Only call this after `settle` reported the thread unblocked: a pending interrupt must be
         resumed by the graph that raised it. The history stays; the new agent reads it.
+
+        Args:
+            conversation: the conversation.
+            row: its row as `ConversationStore.touch` returned it under the lock held now;
+                when it already names the wanted agent, nothing is written.
         """
         config = await self._config.load(conversation.platform, conversation.workspace_id)
         wanted = config.agent(conversation.channel_id) or self._default_agent
         if wanted not in self._agents.kinds:
             wanted = AgentKind.REACT
+        if row is not None and row.agent is wanted:
+            return wanted
         if await self._conversations.set_agent(conversation.thread_id, wanted):
             log.info("conversation now runs the %s agent (thread_id=%s)", wanted.value, conversation.thread_id)
         return wanted
 
-    async def settle(self, conversation: ConversationRef) -> Settled:
+    async def settle(self, conversation: ConversationRef, row: ConversationRow | None = None) -> Settled:
         """Bring the thread to rest before new input; say whether a review still blocks it.
 
         Repairs, in order: a pause with no stored review (crash before the cards) gets its
@@ -173,11 +184,16 @@ class TurnRunner:
         or a delegation) is finished, the ledger keeping every started call from running twice.
         Whatever happens, a thread whose checkpoint still holds an interrupt is reported as
         blocked: new input on top of an interrupt would drop the reviewed calls.
+
+        Args:
+            conversation: the conversation.
+            row: its row as `ConversationStore.touch` returned it under the lock held now
+                (spares reading its agent and unfinished run once); None: read them.
         """
-        graph = await self.graph_for(conversation)
+        graph = self._graph_of(conversation, row.agent) if row is not None else await self.graph_for(conversation)
         resumed = False
         finished = False
-        for _ in range(_MAX_SETTLE_ROUNDS):
+        for round_number in range(_MAX_SETTLE_ROUNDS):
             state = await graph.aget_state(self.config(conversation))
             messages: list[AnyMessage] = state.values.get("messages", [])
             if state.interrupts:
@@ -205,7 +221,12 @@ class TurnRunner:
                 if pending or claimed:
                     return Settled(blocked=True, approvals=tuple(pending))
                 continue  # the last decision committed meanwhile: its review is resuming now
-            unfinished = None if finished else await self._conversations.unfinished_run(conversation.thread_id)
+            if finished:
+                unfinished = None
+            elif round_number == 0 and row is not None:
+                unfinished = row.unfinished  # read under this lock a moment ago
+            else:
+                unfinished = await self._conversations.unfinished_run(conversation.thread_id)
             if unfinished is not None:
                 claimed = (
                     []

@@ -20,24 +20,33 @@ class ConversationStore:
     def __init__(self, pool: asyncpg.Pool) -> None:
         self._pool = pool
 
-    async def touch(self, conversation: ConversationRef) -> None:
-        """Record that the conversation is active now (created on first use).
+    async def touch(self, conversation: ConversationRef) -> ConversationRow:
+        """Record that the conversation is active now (created on first use); return its row.
+
+        The row spares the reads that `TurnRunner.settle` and `choose_agent` would make next.
 
         A message and a decision (`ApprovalStore.vote`) make a conversation active; runs the
         bot starts by itself do not, so that retention (`bot.housekeeping`) counts idle days
         from the last thing a person did there.
         """
-        await self._pool.execute(
+        row = await self._pool.fetchrow(
             """
             INSERT INTO conversations (thread_id, platform, workspace_id, channel_id, thread)
             VALUES ($1, $2, $3, $4, $5)
             ON CONFLICT (thread_id) DO UPDATE SET last_active_at = now()
+            RETURNING agent, running_since IS NOT NULL AS running, run_from
             """,
             conversation.thread_id,
             conversation.platform,
             conversation.workspace_id,
             conversation.channel_id,
             conversation.thread,
+        )
+        if row is None:  # INSERT ... ON CONFLICT DO UPDATE always returns the row
+            raise RuntimeError("the conversation row was not returned")
+        return ConversationRow(
+            agent=AgentKind(row["agent"]) if row["agent"] else None,
+            unfinished=UnfinishedRun(from_checkpoint=row["run_from"]) if row["running"] else None,
         )
 
     async def exists(self, thread_id: str) -> bool:
@@ -105,6 +114,19 @@ class ConversationStore:
             "SELECT run_from FROM conversations WHERE thread_id = $1 AND running_since IS NOT NULL", thread_id
         )
         return UnfinishedRun(from_checkpoint=row["run_from"]) if row is not None else None
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationRow:
+    """A conversation as `ConversationStore.touch` found it.
+
+    Attributes:
+        agent: the agent that owns its checkpoint (None before its first turn).
+        unfinished: the run whose outcome is still due, if any.
+    """
+
+    agent: AgentKind | None
+    unfinished: UnfinishedRun | None
 
 
 @dataclass(frozen=True, slots=True)
