@@ -136,7 +136,7 @@ TEXT_ANSWER_PREFIX = "You said: "
 """The Gemini stand-in's script answers a plain message with `You said: <message>`."""
 SEEDS_STEPS_PER_TOOL_ROUND = 2
 """Seed 000's step guard for the graph without a review node: `tool_node`, `llm_call`."""
-READS = 5
+READS = 15
 """State reads timed per figure (the median is shown)."""
 DEFAULT_GROW = 49
 """Text turns for the prune check: 98 updates of `messages`, the deepest replay below the
