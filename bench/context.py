@@ -3,11 +3,12 @@
 Run it with::
 
     uv run --frozen python -m bench.context [--prior 10,100,300] [--turns 20] [--warmup 1] [--lead-in 1]
+        [--delta [--grow 49]]
 
-It prints figures; nothing here asserts a time (issue 10, items 3 and 4). Two sides, side by
-side in one run, each on a fresh database cloned from the migrated template, with the same
-model client (`build_chat_model` + `call_options`: langchain-google-genai over HTTP to the
-local Gemini stand-in, which answers at once) and the same tools:
+It prints figures; nothing here asserts a time (issue 10, items 3 and 4). Two sides (three with
+`--delta`), side by side in one run, each on a fresh database cloned from the migrated
+template, with the same model client (`build_chat_model` + `call_options`: langchain-google-genai
+over HTTP to the local Gemini stand-in, which answers at once) and the same tools:
 
 - **bare graph**, the reference: the seeds' ReAct graph (seed 000: `llm_call` with the system
   prompt and the *whole* history, LangGraph's prebuilt `ToolNode`, `should_continue`; state =
@@ -15,6 +16,11 @@ local Gemini stand-in, which answers at once) and the same tools:
   pool of 10, invoked with `ainvoke`. It is written here rather than taken from
   `bench.turns.bare_graph`, which compiles the bot's own review agent and so carries the bot's
   context window (and any later change to it).
+- **bare graph with a DeltaChannel** (`--delta` only): the same graph, whose `messages` is
+  `Annotated[list[AnyMessage], DeltaChannel(_messages_delta_reducer)]` (`DeltaSeedsState`, the
+  way LangGraph documents it; beta): a step stores only its own writes, a full snapshot is
+  stored every 100 updates of the channel, and a read replays the writes since the last one
+  (`AsyncPostgresSaver.aget_delta_channel_history`). Seeding a new thread stores a snapshot.
 - **Countersign**: the real bot as `bench.turns` runs it (`BotServer`, Bolt over HTTP, the Slack
   stand-in, the bot's own graphs and savers). The first message of a conversation is an
   `app_mention` (it opens the thread); the later ones are thread replies (`message` events).
@@ -43,6 +49,15 @@ Per measured turn:
   the stand-in received it: system prompt, tool declarations and the history), the tokens the
   stand-in estimates from that (4 characters a token) and the history entries (`contents`).
 
+With `--delta`, after the series, a prune check on each bare graph: a conversation seeded and
+then grown by `--grow` real text turns (with 49, the DeltaChannel replays 98 writes: as deep as
+its default snapshot frequency lets it), its `aget_state` timed, then pruned as a pruner that
+knows nothing of DeltaChannel would (all but the latest checkpoint deleted, with their writes
+and the blobs no kept checkpoint names), read again, and continued by one more turn; and what
+`AsyncPostgresSaver.aprune(keep_latest)` says of the thread. Once more for the DeltaChannel with
+the history written back as an `Overwrite` before the prune, which stores a full snapshot in
+the checkpoint the prune keeps.
+
 The series are interleaved sample by sample in rotating order (load drift hits them alike); a
 full garbage collection runs before each measured turn so that seeding's garbage is not charged
 to it. The issue's targets, to be read from the output: Countersign's turn at 300 prior
@@ -69,16 +84,20 @@ from pathlib import Path
 from statistics import fmean, median
 from typing import Annotated, Any, Protocol, TypedDict
 
+import asyncpg
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
+from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.graph import END, START, StateGraph
-from langgraph.graph.message import add_messages
+from langgraph.graph.message import _messages_delta_reducer, add_messages
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.managed import RemainingSteps
 from langgraph.prebuilt import ToolNode
+from langgraph.types import Overwrite
 
 from bench.harness import (
     BOT_USER,
@@ -117,6 +136,11 @@ TEXT_ANSWER_PREFIX = "You said: "
 """The Gemini stand-in's script answers a plain message with `You said: <message>`."""
 SEEDS_STEPS_PER_TOOL_ROUND = 2
 """Seed 000's step guard for the graph without a review node: `tool_node`, `llm_call`."""
+READS = 15
+"""State reads timed per figure (the median is shown)."""
+DEFAULT_GROW = 49
+"""Text turns for the prune check: 98 updates of `messages`, the deepest replay below the
+`DeltaChannel`'s default snapshot frequency (100) after the snapshot the seed leaves."""
 
 
 # --- the reference: the seeds' ReAct graph -------------------------------------------------
@@ -129,7 +153,22 @@ class SeedsState(TypedDict):
     remaining_steps: RemainingSteps
 
 
+class DeltaSeedsState(TypedDict):
+    """Seed 000's state with `messages` in a `DeltaChannel` (beta), LangGraph's documented way.
+
+    The channel stores only the writes of each step, plus a full snapshot every
+    `snapshot_frequency` (100) updates; a read replays the writes since the last snapshot.
+    """
+
+    messages: Annotated[list[AnyMessage], DeltaChannel(_messages_delta_reducer)]
+    remaining_steps: RemainingSteps
+
+
 SeedsGraph = CompiledStateGraph[SeedsState, None, SeedsState, SeedsState]
+AnySeedsState = SeedsState | DeltaSeedsState
+"""What the seeds graph's functions read. The two states have the same keys and value types, and
+a union is no class, so LangGraph takes no input schema from it (a `SeedsState` annotation would
+add its `add_messages` channel to the graph with `DeltaSeedsState`, which LangGraph refuses)."""
 
 
 def seeds_graph(
@@ -139,6 +178,7 @@ def seeds_graph(
     checkpointer: BaseCheckpointSaver[Any],
     system_prompt: str,
     model_kwargs: dict[str, Any],
+    delta: bool = False,
 ) -> SeedsGraph:
     """Seed 000's ReAct graph: `llm_call` (system prompt + whole history) <-> `ToolNode`.
 
@@ -148,10 +188,11 @@ def seeds_graph(
         checkpointer: where the state is kept.
         system_prompt: prepended on every model call, never stored.
         model_kwargs: call options bound with the tools.
+        delta: keep `messages` in a `DeltaChannel` (`DeltaSeedsState`) instead of `add_messages`.
     """
     bound = model.bind_tools(list(tools), **model_kwargs)
 
-    async def llm_call(state: SeedsState) -> dict[str, list[AnyMessage]]:
+    async def llm_call(state: AnySeedsState) -> dict[str, list[AnyMessage]]:
         response = await bound.ainvoke([SystemMessage(content=system_prompt), *state["messages"]])
         if not isinstance(response, AIMessage):
             raise TypeError(f"the model answered with {type(response).__name__}")
@@ -159,11 +200,11 @@ def seeds_graph(
             response = AIMessage(id=response.id, content=STEP_LIMIT_MESSAGE)
         return {"messages": [response]}
 
-    def should_continue(state: SeedsState) -> str:
+    def should_continue(state: AnySeedsState) -> str:
         last = state["messages"][-1]
         return "tool_node" if isinstance(last, AIMessage) and last.tool_calls else END
 
-    graph = StateGraph(SeedsState)
+    graph = StateGraph(DeltaSeedsState if delta else SeedsState)
     graph.add_node("llm_call", llm_call)
     graph.add_node("tool_node", ToolNode(list(tools)))
     graph.add_edge(START, "llm_call")
@@ -212,6 +253,10 @@ class Side(Protocol):
         """The messages in the conversation's graph state."""
 
 
+BARE_NAME = "bare graph (seeds, add_messages)"
+DELTA_NAME = "bare graph (seeds, DeltaChannel)"
+
+
 class BareSide:
     """The seeds' graph on `AsyncPostgresSaver`, one `ainvoke` per turn.
 
@@ -219,14 +264,27 @@ class BareSide:
         graph: the compiled seeds graph.
         meter: the meter on its database.
         recursion_limit: steps per invocation.
+        name: the series' name.
+        saver: the graph's checkpointer.
+        url: its database.
     """
 
-    name = "bare graph (seeds, add_messages)"
-
-    def __init__(self, graph: SeedsGraph, meter: PgMeter, recursion_limit: int) -> None:
+    def __init__(
+        self,
+        graph: SeedsGraph,
+        meter: PgMeter,
+        recursion_limit: int,
+        *,
+        name: str = BARE_NAME,
+        saver: AsyncPostgresSaver,
+        url: str,
+    ) -> None:
         self._graph = graph
         self.meter = meter
         self._limit = recursion_limit
+        self.name = name
+        self.saver = saver
+        self.url = url
 
     def _config(self, conversation: Conversation) -> RunnableConfig:
         return {"configurable": {"thread_id": conversation.thread_id}, "recursion_limit": self._limit}
@@ -254,6 +312,21 @@ class BareSide:
         """The thread's messages."""
         state = await self._graph.aget_state(self._config(conversation))
         return list(state.values.get("messages", []))
+
+    async def read_ms(self, conversation: Conversation, reads: int = READS) -> float:
+        """Median time of `aget_state` (the read a turn starts with), over `reads` reads."""
+        times = []
+        for _ in range(reads):
+            started = time.perf_counter()
+            await self._graph.aget_state(self._config(conversation))
+            times.append((time.perf_counter() - started) * 1000)
+        return median(times)
+
+    async def snapshot(self, conversation: Conversation) -> None:
+        """Write the whole history back as an `Overwrite`: a `DeltaChannel` then stores a full snapshot."""
+        messages = await self.stored_messages(conversation)
+        update: Any = {"messages": Overwrite(messages)}
+        await self._graph.aupdate_state(self._config(conversation), update, as_node="llm_call")
 
 
 class SlackSide:
@@ -470,8 +543,11 @@ class ContextSampler:
 
 
 @contextlib.asynccontextmanager
-async def bare_side(stage: Stage) -> AsyncIterator[BareSide]:
-    """The seeds' graph on a fresh database, with the bot's model client, tools and prompt."""
+async def bare_side(stage: Stage, *, delta: bool = False) -> AsyncIterator[BareSide]:
+    """The seeds' graph on a fresh database, with the bot's model client, tools and prompt.
+
+    `delta`: its `messages` in a `DeltaChannel` (`DeltaSeedsState`).
+    """
     async with stage.database() as url, PgMeter.open(url) as meter:
         settings: Settings = stage.settings(url)
         model = build_chat_model(settings.gemini)
@@ -484,8 +560,16 @@ async def bare_side(stage: Stage) -> AsyncIterator[BareSide]:
                     checkpointer=database.savers[0],
                     system_prompt=settings.agent.system_prompt or SYSTEM_PROMPT,
                     model_kwargs=call_options(settings.gemini),
+                    delta=delta,
                 )
-                yield BareSide(graph, meter, settings.agent.recursion_limit)
+                yield BareSide(
+                    graph,
+                    meter,
+                    settings.agent.recursion_limit,
+                    name=DELTA_NAME if delta else BARE_NAME,
+                    saver=database.savers[0],
+                    url=url,
+                )
         finally:
             await model.aclose()
 
@@ -508,28 +592,201 @@ async def slack_side(stage: Stage, context_tokens: int | None = None) -> AsyncIt
         yield SlackSide(bot, events, stage, meter)
 
 
+# --- a conversation grown turn by turn, then pruned naively (--delta) -----------------------
+
+_CHECKPOINTS_SQL = "SELECT count(*) FROM checkpoints WHERE thread_id = $1"
+
+# What a pruner that knows nothing of DeltaChannel does: per namespace, keep the latest
+# checkpoint, delete the others and their writes, forget the parent, drop unreferenced blobs.
+_NAIVE_PRUNE_SQL = (
+    """
+    DELETE FROM checkpoint_writes w WHERE w.thread_id = $1
+    AND (w.checkpoint_ns, w.checkpoint_id) NOT IN (
+        SELECT DISTINCT ON (checkpoint_ns) checkpoint_ns, checkpoint_id FROM checkpoints
+        WHERE thread_id = $1 ORDER BY checkpoint_ns, checkpoint_id DESC)
+    """,
+    """
+    DELETE FROM checkpoints c WHERE c.thread_id = $1
+    AND (c.checkpoint_ns, c.checkpoint_id) NOT IN (
+        SELECT DISTINCT ON (checkpoint_ns) checkpoint_ns, checkpoint_id FROM checkpoints
+        WHERE thread_id = $1 ORDER BY checkpoint_ns, checkpoint_id DESC)
+    """,
+    "UPDATE checkpoints SET parent_checkpoint_id = NULL WHERE thread_id = $1",
+    """
+    DELETE FROM checkpoint_blobs b WHERE b.thread_id = $1 AND NOT EXISTS (
+        SELECT 1 FROM checkpoints c
+        WHERE c.thread_id = b.thread_id AND c.checkpoint_ns = b.checkpoint_ns
+        AND c.checkpoint -> 'channel_versions' ->> b.channel = b.version)
+    """,
+)
+
+
+async def naive_prune(url: str, thread_id: str) -> None:
+    """Delete all but the latest checkpoint of `thread_id` (per namespace), as a naive pruner would."""
+    connection = await asyncpg.connect(url)
+    try:
+        async with connection.transaction():
+            for sql in _NAIVE_PRUNE_SQL:
+                await connection.execute(sql, thread_id)
+    finally:
+        await connection.close()
+
+
+async def checkpoint_rows(url: str, thread_id: str) -> int:
+    """Rows of `thread_id` in `checkpoints`."""
+    connection = await asyncpg.connect(url)
+    try:
+        return int(await connection.fetchval(_CHECKPOINTS_SQL, thread_id))
+    finally:
+        await connection.close()
+
+
+@dataclass(frozen=True, slots=True)
+class PruneCheck:
+    """A conversation grown turn by turn, then pruned to its latest checkpoint, then continued.
+
+    Attributes:
+        series: the side, and how it was pruned.
+        turns: real text turns after the seed.
+        checkpoints: the thread's checkpoints before the prune.
+        read_ms: `aget_state` before the prune (median).
+        messages: messages in the state before the prune.
+        library: what `AsyncPostgresSaver.aprune(keep_latest)` said, asked afterwards.
+        kept: checkpoints after the prune.
+        messages_after: messages `aget_state` returned after the prune.
+        read_after_ms: `aget_state` after the prune (median).
+        contents_next: history entries the model was sent in the next turn.
+        messages_next: messages in the state after the next turn.
+    """
+
+    series: str
+    turns: int
+    checkpoints: int
+    read_ms: float
+    messages: int
+    library: str
+    kept: int
+    messages_after: int
+    read_after_ms: float
+    contents_next: int
+    messages_next: int
+
+
+async def prune_check(
+    side: BareSide,
+    history: Sequence[AnyMessage],
+    grow: int,
+    stage: Stage,
+    questions: itertools.count[int],
+    *,
+    snapshot_first: bool = False,
+) -> PruneCheck:
+    """Seed `history`, run `grow` text turns, prune naively, read the state, run one more turn.
+
+    `snapshot_first`: write the history back as an `Overwrite` before the prune (a `DeltaChannel`
+    then holds a full snapshot in the checkpoint the prune keeps).
+    """
+
+    def ask() -> tuple[str, str]:
+        text = question(next(questions))
+        return text, TEXT_ANSWER_PREFIX + text[:40]
+
+    conversation = await side.seed(history)
+    for _ in range(grow):
+        await side.turn(conversation, *ask())
+    checkpoints = await checkpoint_rows(side.url, conversation.thread_id)
+    read_ms = await side.read_ms(conversation)
+    messages = len(await side.stored_messages(conversation))
+    if snapshot_first:
+        await side.snapshot(conversation)
+    await naive_prune(side.url, conversation.thread_id)
+    kept = await checkpoint_rows(side.url, conversation.thread_id)
+    try:
+        await side.saver.aprune([conversation.thread_id], strategy="keep_latest")
+        library = "pruned"
+    except NotImplementedError:
+        library = "refused"
+    messages_after = len(await side.stored_messages(conversation))
+    read_after_ms = await side.read_ms(conversation)
+    stage.gemini.requests.clear()
+    await side.turn(conversation, *ask())
+    contents = len(stage.gemini.requests[0].contents) if stage.gemini.requests else 0
+    stage.gemini.requests.clear()
+    how = ", snapshot, then pruned" if snapshot_first else ", pruned"
+    return PruneCheck(
+        series=side.name + how,
+        turns=grow,
+        checkpoints=checkpoints,
+        read_ms=read_ms,
+        messages=messages,
+        library=library,
+        kept=kept,
+        messages_after=messages_after,
+        read_after_ms=read_after_ms,
+        contents_next=contents,
+        messages_next=len(await side.stored_messages(conversation)),
+    )
+
+
+# --- the run -------------------------------------------------------------------------------
+
+
+@dataclass
+class Results:
+    """What one run measured.
+
+    Attributes:
+        figures: per (side, prior), ordered by prior, then bare, DeltaChannel, Countersign.
+        prunes: the prune checks (with `--delta` only).
+    """
+
+    figures: list[Figures]
+    prunes: list[PruneCheck] = field(default_factory=list)
+
+
 async def bench_context(
-    stage: Stage, priors: Sequence[int], turns: int, warmup: int, lead_in: int, context_tokens: int | None = None
-) -> list[Figures]:
-    """Open both sides, write their histories, and interleave every (side, prior) series.
+    stage: Stage,
+    priors: Sequence[int],
+    turns: int,
+    warmup: int,
+    lead_in: int,
+    context_tokens: int | None = None,
+    *,
+    delta: bool = False,
+    grow: int = DEFAULT_GROW,
+) -> Results:
+    """Open the sides, write their histories, and interleave every (side, prior) series.
 
     `context_tokens` overrides the bot's `COUNTERSIGN_CONTEXT_TOKENS` (None: its default).
-
-    Returns:
-        The figures, ordered by prior, then bare before Countersign.
+    `delta` adds the seeds' graph with a `DeltaChannel` (on a database of its own) and, after the
+    series, the prune checks on both bare graphs, each grown by `grow` text turns.
     """
-    async with bare_side(stage) as bare, slack_side(stage, context_tokens) as whole:
+    async with contextlib.AsyncExitStack() as stack:
+        bare = await stack.enter_async_context(bare_side(stage))
+        bares = [bare]
+        if delta:
+            bares.append(await stack.enter_async_context(bare_side(stage, delta=True)))
+        whole = await stack.enter_async_context(slack_side(stage, context_tokens))
+        sides: list[Side] = [*bares, whole]
         questions = itertools.count(1)
         samplers: list[ContextSampler] = []
-        sides: list[Side] = [bare, whole]
+        writers: dict[str, HistoryWriter] = {}
         for side in sides:
-            writer = HistoryWriter(await templates_of(side), stage.target.url())
+            writer = writers[side.name] = HistoryWriter(await templates_of(side), stage.target.url())
             for prior in priors:
                 history = writer.history(prior - 2 * lead_in, seed=prior)
                 samplers.append(ContextSampler(side, prior, lead_in, history, stage, questions))
         ordered = sorted(samplers, key=lambda s: (s.figures.prior, sides.index(s.side)))
         await interleave(ordered, turns, warmup)
-        return [sampler.figures for sampler in ordered]
+        results = Results(figures=[sampler.figures for sampler in ordered])
+        if delta:
+            seeded = min(priors) - 2 * lead_in
+            for side in bares:
+                history = writers[side.name].history(seeded, seed=0)
+                results.prunes.append(await prune_check(side, history, grow, stage, questions))
+            history = writers[bares[-1].name].history(seeded, seed=0)
+            results.prunes.append(await prune_check(bares[-1], history, grow, stage, questions, snapshot_first=True))
+        return results
 
 
 # --- report --------------------------------------------------------------------------------
@@ -670,6 +927,47 @@ def _kept(f: Figures) -> float:
     return f.mean_bytes(lambda b: b.langgraph_stored + b.ours_stored, f.stored)
 
 
+def prune_lines(checks: Sequence[PruneCheck]) -> list[str]:
+    """The prune checks: a conversation grown turn by turn, pruned to its latest checkpoint, continued."""
+    rows = [
+        [
+            c.series,
+            str(c.turns),
+            str(c.checkpoints),
+            str(c.messages),
+            _ms(c.read_ms),
+            str(c.kept),
+            str(c.messages_after),
+            _ms(c.read_after_ms),
+            c.library,
+            str(c.contents_next),
+            str(c.messages_next),
+        ]
+        for c in checks
+    ]
+    head = [
+        "conversation",
+        "turns",
+        "ckpts",
+        "msgs",
+        "read ms",
+        "kept",
+        "msgs",
+        "read ms",
+        "aprune",
+        "model got",
+        "msgs",
+    ]
+    note = [
+        "  (seeded history, then `turns` real text turns: checkpoints, messages and aget_state's median time;",
+        "   then all but the latest checkpoint deleted with their writes and unreferenced blobs, as a naive",
+        "   pruner would: checkpoints kept, messages aget_state returns, its time; aprune = what",
+        "   AsyncPostgresSaver.aprune(keep_latest) then says; then one more turn: history entries sent to the",
+        "   model, messages stored after it. 'snapshot' = the history written back as an Overwrite first)",
+    ]
+    return _table("Pruned to the latest checkpoint (--delta)", head, rows, note)
+
+
 def header_lines(args: argparse.Namespace) -> list[str]:
     """What the run did."""
     return [
@@ -680,6 +978,14 @@ def header_lines(args: argparse.Namespace) -> list[str]:
         "Countersign's context budget: COUNTERSIGN_CONTEXT_TOKENS="
         + (f"{args.context_tokens}" if args.context_tokens else f"{DEFAULT_CONTEXT_TOKENS} (the default)")
         + ".",
+        *(
+            [
+                "--delta: also the seeds' graph with messages in a DeltaChannel(_messages_delta_reducer) (beta;",
+                f"snapshot every 100 updates), and the prune checks ({args.grow} text turns grown).",
+            ]
+            if args.delta
+            else []
+        ),
     ]
 
 
@@ -713,11 +1019,22 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--warmup", type=int, default=1, help="discarded samples per series first")
     parser.add_argument(
+        "--delta",
+        action="store_true",
+        help="add the seeds' graph with a DeltaChannel for messages, and the prune checks",
+    )
+    parser.add_argument(
+        "--grow",
+        type=int,
+        default=DEFAULT_GROW,
+        help=f"with --delta: text turns a prune check's conversation grows by (default {DEFAULT_GROW})",
+    )
+    parser.add_argument(
         "--lead-in", type=int, default=1, help="real text turns after the seed, before the measured one (>= 1)"
     )
     args = parser.parse_args(argv)
-    if args.turns < 1 or args.warmup < 0 or args.lead_in < 1:
-        parser.error("--turns and --lead-in must be at least 1, --warmup at least 0")
+    if args.turns < 1 or args.warmup < 0 or args.lead_in < 1 or args.grow < 1:
+        parser.error("--turns, --lead-in and --grow must be at least 1, --warmup at least 0")
     for prior in args.prior:
         try:
             exchange_sizes(prior - 2 * args.lead_in)
@@ -735,10 +1052,23 @@ async def run(args: argparse.Namespace) -> list[str]:
     with tempfile.TemporaryDirectory(prefix="countersign-bench-") as tmp:
         async with open_stage(Path(tmp)) as stage:
             version = await pg_version(stage)
-            figures = await bench_context(stage, args.prior, args.turns, args.warmup, args.lead_in, args.context_tokens)
+            results = await bench_context(
+                stage,
+                args.prior,
+                args.turns,
+                args.warmup,
+                args.lead_in,
+                args.context_tokens,
+                delta=args.delta,
+                grow=args.grow,
+            )
+    figures = results.figures
     lines = [*header_lines(args), "", *machine_lines(version), ""]
     lines += [*cost_lines(figures), "", *bytes_lines(figures), "", *model_lines(figures), ""]
-    lines += [*ratio_lines(figures), "", f"total run time {time.perf_counter() - started:.1f} s"]
+    lines += [*ratio_lines(figures), ""]
+    if results.prunes:
+        lines += [*prune_lines(results.prunes), ""]
+    lines.append(f"total run time {time.perf_counter() - started:.1f} s")
     return lines
 
 

@@ -58,16 +58,26 @@ async def test_the_delegation_benchmark_prints_both_agents_side_by_side(pg_serve
         assert series in text, text[-3000:]
 
 
-async def test_the_context_benchmark_prints_both_sides_at_each_prior(pg_server):
-    """A tiny run of `python -m bench.context` prints every table with both sides at each prior, and the ratios."""
-    text = await run_bench(pg_server, "bench.context", "--prior", "4,8", "--turns", "2", "--warmup", "0")
+async def test_the_context_benchmark_prints_every_side_at_each_prior(pg_server):
+    """A tiny run of `python -m bench.context --delta` prints every table with the three sides at each prior,
+    the ratios and the prune checks."""
+    text = await run_bench(
+        pg_server, "bench.context", "--prior", "4,8", "--turns", "2", "--warmup", "0", "--delta", "--grow", "2"
+    )
     for line in (
         "One more text turn: latency, and CPU ms per turn",
         "Bytes (KiB, mean over samples)",
         "Sent to the model",
         "Turn at 8 / turn at 4 prior messages",
+        "Pruned to the latest checkpoint (--delta)",
     ):
         assert line in text, text[-3000:]
-    for side in ("bare graph (seeds, add_messages)", "Countersign (whole Slack path)"):
+    for side in (
+        "bare graph (seeds, add_messages)",
+        "bare graph (seeds, DeltaChannel)",
+        "Countersign (whole Slack path)",
+    ):
         for prior in (4, 8):
             assert text.count(f"{side} @ {prior} ") == 3, text[-3000:]
+    for check in ("add_messages), pruned ", "DeltaChannel), pruned ", "DeltaChannel), snapshot, then pruned "):
+        assert check in text, text[-3000:]
