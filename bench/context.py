@@ -252,6 +252,9 @@ class Side(Protocol):
     async def stored_messages(self, conversation: Conversation) -> list[AnyMessage]:
         """The messages in the conversation's graph state."""
 
+    async def tidy(self) -> None:
+        """What the side does to its storage after a turn (the bot's upkeep prunes; the bare graph nothing)."""
+
 
 BARE_NAME = "bare graph (seeds, add_messages)"
 DELTA_NAME = "bare graph (seeds, DeltaChannel)"
@@ -307,6 +310,9 @@ class BareSide:
             raise RuntimeError(f"{self.name}: unexpected answer {said[:80]!r}")
         conversation.turns += 1
         return elapsed * 1000
+
+    async def tidy(self) -> None:
+        """Nothing: the seeds' graph keeps every checkpoint."""
 
     async def stored_messages(self, conversation: Conversation) -> list[AnyMessage]:
         """The thread's messages."""
@@ -388,6 +394,12 @@ class SlackSide:
         await settle(self._bot)
         conversation.turns += 1
         return (done - started) * 1000
+
+    async def tidy(self) -> None:
+        """One pass of the upkeep's checkpoint pruning (it runs every 10 s in the bot)."""
+        runtime = self._bot.runtime
+        if runtime is not None and runtime.service.housekeeping is not None:
+            await runtime.service.housekeeping.prune_checkpoints()
 
     async def stored_messages(self, conversation: Conversation) -> list[AnyMessage]:
         """The messages in the state of the conversation's graph."""
@@ -524,6 +536,8 @@ class ContextSampler:
         latency_ms = await side.turn(conversation, text, answer)
         process_cpu_ms = (time.process_time() - cpu_started) * 1000
         delta = await side.meter.since(mark, conversation.thread_id)
+        await side.tidy()
+        kept = await side.meter.stored(conversation.thread_id)
         calls = [ModelCall.of(request) for request in stage.gemini.requests]
         stage.gemini.requests.clear()
         if not keep:
@@ -537,7 +551,7 @@ class ContextSampler:
             figures.server_cpu_ms.append(delta.cpu_s * 1000)
         figures.written.append(delta.written)
         figures.wal_bytes.append(delta.wal_bytes)
-        figures.stored.append(delta.stored)
+        figures.stored.append(kept)
         figures.calls.append(calls)
         figures.lead_in_calls.append(lead_in_calls)
 
@@ -857,7 +871,8 @@ def bytes_lines(figures: Sequence[Figures]) -> list[str]:
         )
     head = ["series @ prior messages", "LG raw", "LG disk", "ours", "WAL", "kept LG raw", "LG disk", "ours"]
     note = [
-        "  (written per turn, then kept per conversation after the seed, lead-in and measured turns;",
+        "  (written per turn, then kept per conversation after the seed, lead-in and measured turns and,",
+        "   for Countersign, one pass of the upkeep's pruning (the bare graph keeps every checkpoint);",
         "   LG = LangGraph's checkpoint tables, raw = values' own length, disk = as PostgreSQL stores them;",
         "   ours = our tables' rows of the conversation; WAL = the server's whole WAL for the turn)",
     ]
