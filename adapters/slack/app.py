@@ -26,7 +26,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.commands import SlackCommands
 from adapters.slack.listeners import SlackListeners
-from adapters.slack.platform import SlackPlatform, UserDirectory
+from adapters.slack.platform import SlackPlatform, UserDirectory, finish_decorations
 from bot.admin.service import AdminService
 from bot.errors import ConfigurationError
 from bot.service import Countersign
@@ -171,9 +171,10 @@ class SlackAdapter:
         log.info("Slack Socket Mode connected")
 
     async def close(self) -> None:
-        """Disconnect Socket Mode and close the Web API client's session."""
+        """Disconnect Socket Mode, let background decoration finish (bounded), close the Web API session."""
         if self._socket_handler is not None:
             await self._socket_handler.close_async()  # type: ignore[attr-defined]
+        await finish_decorations()  # the hourglass of the last turns comes off before the session closes
         await self._session.close()
 
     async def _check(self, variable: str, call: Awaitable[object]) -> None:

@@ -348,7 +348,29 @@ _BACKGROUND: set[asyncio.Task[None]] = set()
 rate limit), held here so the tasks are not garbage-collected."""
 
 
+DECORATION_GRACE_S = 5.0
+"""Seconds `finish_decorations` waits for the background decoration before cancelling it."""
+
+
 def _in_background(coro: Coroutine[Any, Any, None], *, name: str) -> None:
     task = asyncio.create_task(coro, name=name)
     _BACKGROUND.add(task)
     task.add_done_callback(_BACKGROUND.discard)
+
+
+async def finish_decorations(grace_s: float = DECORATION_GRACE_S) -> None:
+    """Let the background decoration finish (up to `grace_s`), then cancel what is left.
+
+    Called when the adapter closes, after the service drained its turns and before the Web API
+    session closes: a turn that answered just before a stop still takes its hourglass off (the
+    removal would otherwise fail on the closed session and leave it on the message for good),
+    and no task is left pending when the loop closes.
+    """
+    if not _BACKGROUND:
+        return
+    _, pending = await asyncio.wait(set(_BACKGROUND), timeout=grace_s)
+    for task in pending:
+        log.warning("stopping: %s cancelled after %g s", task.get_name(), grace_s)
+        task.cancel()
+    if pending:
+        await asyncio.wait(pending, timeout=1)
