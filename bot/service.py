@@ -164,15 +164,26 @@ class Countersign:
                 # The run was stopped where it stood; the upkeep finishes it under a new lock.
                 log.warning("the conversation's lock was lost while handling %s", key or "a message")
 
-    async def _handle(self, message: IncomingMessage, key: str | None) -> None:
-        """Handle an accepted message; callers hold the conversation's lock."""
+    async def _handle(self, message: IncomingMessage, key: str | None, *, older_first: bool = True) -> None:
+        """Handle an accepted message; callers hold the conversation's lock.
+
+        Older messages of the conversation still unhandled (a handler died, or their answer
+        could not be posted) are handled first, in order: a handled-again message is recognised
+        by its turn in the checkpoint (`TurnRunner.message_in_state`), which this message's
+        turn could fold into the summary, and the message would then be asked again.
+        """
         conversation = message.conversation
         attempts = 1
         if key is not None:
             begun = await self._inbox.begin(key, first_retry_s=upkeep.FIRST_RETRY_S, max_retry_s=upkeep.MAX_DELAY_S)
             if begun is None:
                 return  # handled meanwhile (the upkeep, or a replica that had the lock first)
-            attempts = begun
+            attempts = begun.attempts
+            if begun.behind and older_first:
+                for entry in await self._inbox.unhandled(conversation.thread_id):
+                    if entry.key == key:
+                        break  # the older ones are done; newer ones wait for their own handlers
+                    await self._handle(entry.message, entry.key, older_first=False)
             if attempts > upkeep.MAX_ATTEMPTS:
                 log.error("giving up on message %s after %d attempts", key, attempts - 1)
                 await self._inbox.abandon(key)
@@ -241,7 +252,7 @@ class Countersign:
                     log.info("finishing interrupted work (attempt %d)", attempts)
                     await self._runner.settle(conversation)
                 for entry in await self._inbox.unhandled(thread_id):
-                    await self._handle(entry.message, entry.key)
+                    await self._handle(entry.message, entry.key, older_first=False)  # oldest first already
         return True
 
     async def pending_approvals(self, conversation: ConversationRef) -> list[ApprovalRecord]:

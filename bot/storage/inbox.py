@@ -79,7 +79,7 @@ class Inbox:
         # NULL: the other claim is not committed yet, so its handler is still at work.
         return str(row["status"] or "accepted")
 
-    async def begin(self, key: str, *, first_retry_s: float, max_retry_s: float) -> int | None:
+    async def begin(self, key: str, *, first_retry_s: float, max_retry_s: float) -> Begun | None:
         """Begin handling an accepted message (under the conversation's lock).
 
         Args:
@@ -89,20 +89,26 @@ class Inbox:
             max_retry_s: the longest such delay.
 
         Returns:
-            How many times its handling has begun, this time included; None when it is no
-            longer `accepted` (another handler finished it).
+            How many times its handling has begun, this time included, and whether an older
+            message of the same conversation is still unhandled; None when it is no longer
+            `accepted` (another handler finished it).
         """
-        attempts = await self._pool.fetchval(
+        row = await self._pool.fetchrow(
             """
             UPDATE inbox SET attempts = attempts + 1,
                 retry_at = now() + make_interval(secs => least($2 * power(2, attempts), $3))
-            WHERE event_key = $1 AND status = 'accepted' RETURNING attempts
+            WHERE event_key = $1 AND status = 'accepted'
+            RETURNING attempts, EXISTS (
+                SELECT 1 FROM inbox o
+                WHERE o.thread_id = inbox.thread_id AND o.status = 'accepted' AND o.message IS NOT NULL
+                  AND (o.received_at, o.event_key) < (inbox.received_at, inbox.event_key)
+            ) AS behind
             """,
             key,
             first_retry_s,
             max_retry_s,
         )
-        return int(attempts) if attempts is not None else None
+        return Begun(attempts=int(row["attempts"]), behind=bool(row["behind"])) if row is not None else None
 
     async def handled(self, key: str) -> None:
         """The message was answered, refused, or its sender told of an error."""
@@ -169,3 +175,18 @@ def _from_json(data: dict[str, Any]) -> IncomingMessage:
         text=str(data["text"]),
         message_id=data.get("message_id"),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Begun:
+    """A message whose handling `Inbox.begin` began.
+
+    Attributes:
+        attempts: how many times its handling has begun, this time included.
+        behind: an older message of the same conversation is still unhandled (its handler
+            died, or its answer could not be posted): it is to be handled first, while its
+            turn is still in the checkpoint to be recognised (a later turn may fold it away).
+    """
+
+    attempts: int
+    behind: bool
