@@ -428,6 +428,13 @@ def summary_lines(results: Results) -> list[str]:
         values = [ms for b in results.of(side) for ms in (b.tool_ms if kind == "tool" else b.text_ms)]
         return ms(percentile(values, 50)) if values else "-"
 
+    def busy(side: str, cpu_s: Callable[[Block], float | None]) -> str:
+        blocks = results.of(side)
+        seconds = [cpu_s(b) for b in blocks]
+        if any(value is None for value in seconds):
+            return "n/a"
+        return f"{100 * sum(value or 0.0 for value in seconds) / sum(b.wall_s for b in blocks):.0f}"
+
     kept = len(results.of(results.sides[0]))
     rows = [
         row(f"msg/s, median of {kept} block(s)", lambda _, s: f"{s.rate:.1f}"),
@@ -440,11 +447,14 @@ def summary_lines(results: Results) -> list[str]:
         row("CPU ms/msg, PostgreSQL", lambda _, s: ms(s.server_cpu_ms)),
         row("CPU ms/msg, total", lambda _, s: ms(s.cpu_ms)),
         row("  / reference", lambda _, s: f"{s.cpu_ms / reference.cpu_ms:.2f}x"),
+        row("this process busy, % of one core", lambda side, _: busy(side, lambda b: b.process_cpu_s)),
+        row("PostgreSQL busy, % of one core", lambda side, _: busy(side, lambda b: b.server_cpu_s)),
         row("messages per block", lambda side, _: str(results.of(side)[0].messages)),
     ]
     lines = _table(f"Side by side (reference: {results.sides[0]})", ["", *results.sides], rows)
     lines.append("  (latency: message sent -> answer in, over every message of the kept blocks;")
-    lines.append("   CPU: process_time of this process and PostgreSQL's processes, per message answered)")
+    lines.append("   CPU: process_time of this process and PostgreSQL's processes, per message answered;")
+    lines.append("   busy: that CPU over the blocks' wall time; one process runs its Python on one core at most)")
     return lines
 
 
