@@ -34,7 +34,10 @@ Per block and side:
   under load this includes queueing for the event loop, pool connections and locks;
 - CPU per message (ms): this process (`time.process_time`) and PostgreSQL's processes for the
   side's database and the server's own (`bench.meter`), from the block's start until the side
-  is idle again (for Countersign: its background work after the last answer included).
+  is idle again. For Countersign that includes its background tasks after the last answer and
+  the pruning of the block's checkpoints that its upkeep loop had not done yet (done then, so
+  that it does not spill into the next block, another side's); the report says how much of
+  the CPU came after the last answer, outside the wall time msg/s is taken over.
   "This process" holds the stand-ins and the event sender too, on every side: their (small)
   cost is part of the figures, as a network's would be.
 
@@ -55,6 +58,7 @@ import contextlib
 import cProfile
 import gc
 import logging
+import pstats
 import sys
 import tempfile
 import time
@@ -62,12 +66,23 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import median
-from typing import Protocol
+from typing import Any, Protocol
 
-from bench.context import BareSide, Conversation, SlackSide, bare_side, slack_side
-from bench.harness import TEXT_PROMPT, TOOL_ANSWER, TOOL_PROMPT, LogTally, Stage, open_stage, percentile, pg_version
+from bench.context import BareSide, Conversation, SlackSide, bare_side
+from bench.harness import (
+    TEXT_PROMPT,
+    TOOL_ANSWER,
+    TOOL_PROMPT,
+    LogTally,
+    Stage,
+    open_stage,
+    percentile,
+    pg_version,
+    running_bot,
+)
 from bench.meter import PgMeter
 from bench.report import machine_lines, own_time_by_package, top_function_lines
+from countersign.server import BotServer
 
 TEXT_ANSWER_PREFIX = "You said: "
 """The Gemini stand-in's script answers a plain message with `You said: <message>`."""
@@ -132,8 +147,9 @@ class CountersignInProcess:
 
     name = "Countersign"
 
-    def __init__(self, side: SlackSide) -> None:
+    def __init__(self, side: SlackSide, bot: BotServer) -> None:
         self._side = side
+        self._bot = bot
         self.meter = side.meter
 
     async def open_conversation(self) -> Conversation:
@@ -145,8 +161,22 @@ class CountersignInProcess:
         return await self._side.send(conversation, text, answer)
 
     async def idle(self) -> None:
-        """Wait for the bot's background tasks."""
+        """Wait for the bot's background tasks, then prune what its upkeep has not pruned yet.
+
+        Pruning old checkpoints is work the bot does for every conversation that ran, in its
+        upkeep loop every `bot.upkeep.INTERVAL_S` seconds. Left alone, the pruning of a block's
+        last conversations would run during the next block, another side's, and be charged to it.
+        """
         await self._side.idle()
+        runtime = self._bot.runtime
+        assert runtime is not None
+        housekeeping = runtime.service.housekeeping
+        if housekeeping is None:
+            return
+        # Nothing else runs now, so every due conversation's lock is free: each pass prunes
+        # some, until none is due (or the rest failed, which the bot logs).
+        while await housekeeping.prune_checkpoints():
+            pass
 
     def cpu_s(self) -> float:
         """This process's CPU seconds (the bot, the stand-ins and the event sender)."""
@@ -163,8 +193,8 @@ async def bare_stack(stage: Stage) -> AsyncIterator[ThroughputSide]:
 @contextlib.asynccontextmanager
 async def countersign_one_process(stage: Stage) -> AsyncIterator[ThroughputSide]:
     """Countersign's whole Slack path, the bot in this process (its default settings)."""
-    async with slack_side(stage) as side:
-        yield CountersignInProcess(side)
+    async with stage.database() as url, PgMeter.open(url) as meter, running_bot(stage, url) as (bot, events):
+        yield CountersignInProcess(SlackSide(bot, events, stage, meter), bot)
 
 
 SideFactory = Callable[[Stage], contextlib.AbstractAsyncContextManager[ThroughputSide]]
@@ -224,6 +254,8 @@ class Block:
         tool_ms: latencies of the tool-round messages.
         process_cpu_s: CPU of the side's processes, until the side was idle again.
         server_cpu_s: PostgreSQL's CPU over the same time (None: not measurable from here).
+        process_tail_s: the part of `process_cpu_s` after the last answer (outside `wall_s`).
+        server_tail_s: the part of `server_cpu_s` after the last answer.
     """
 
     side: str
@@ -234,6 +266,8 @@ class Block:
     tool_ms: list[float] = field(default_factory=list)
     process_cpu_s: float = 0.0
     server_cpu_s: float | None = None
+    process_tail_s: float = 0.0
+    server_tail_s: float | None = None
 
     @property
     def messages(self) -> int:
@@ -285,11 +319,16 @@ async def run_block(
         for _ in range(min(concurrency, len(messages))):
             group.create_task(runner())
     block.wall_s = time.perf_counter() - started
+    cpu_answered = side.cpu_s()
+    answered = await side.meter.mark()
     await side.idle()
-    block.process_cpu_s = side.cpu_s() - cpu_started
+    cpu_idle = side.cpu_s()
     if profiler is not None:
         profiler.disable()
+    block.process_cpu_s = cpu_idle - cpu_started
+    block.process_tail_s = cpu_idle - cpu_answered
     block.server_cpu_s = await side.meter.cpu_since(mark)
+    block.server_tail_s = await side.meter.cpu_since(answered)
     return block
 
 
@@ -351,10 +390,11 @@ def _per_message_ms(seconds: float, blocks: Sequence[Block]) -> float:
     return 1000 * seconds / sum(b.messages for b in blocks)
 
 
-def _server_cpu_ms(blocks: Sequence[Block]) -> float | None:
-    if any(b.server_cpu_s is None for b in blocks):
+def _server_cpu_ms(blocks: Sequence[Block], pick: Callable[[Block], float | None]) -> float | None:
+    values = [pick(b) for b in blocks]
+    if any(value is None for value in values):
         return None
-    return _per_message_ms(sum(b.server_cpu_s or 0.0 for b in blocks), blocks)
+    return _per_message_ms(sum(value or 0.0 for value in values), blocks)
 
 
 @dataclass(frozen=True, slots=True)
@@ -366,6 +406,7 @@ class Summary:
     p95: float
     process_cpu_ms: float
     server_cpu_ms: float | None
+    tail_cpu_ms: float
 
     @classmethod
     def of(cls, blocks: Sequence[Block]) -> Summary:
@@ -376,13 +417,25 @@ class Summary:
             p50=percentile(latencies, 50),
             p95=percentile(latencies, 95),
             process_cpu_ms=_per_message_ms(sum(b.process_cpu_s for b in blocks), blocks),
-            server_cpu_ms=_server_cpu_ms(blocks),
+            server_cpu_ms=_server_cpu_ms(blocks, lambda b: b.server_cpu_s),
+            tail_cpu_ms=_per_message_ms(sum(b.process_tail_s for b in blocks), blocks)
+            + (_server_cpu_ms(blocks, lambda b: b.server_tail_s) or 0.0),
         )
 
     @property
     def cpu_ms(self) -> float:
         """Process + PostgreSQL CPU per message (process alone when the server is not measurable)."""
         return self.process_cpu_ms + (self.server_cpu_ms or 0.0)
+
+
+def _process_in_wall(block: Block) -> float:
+    return block.process_cpu_s - block.process_tail_s
+
+
+def _server_in_wall(block: Block) -> float | None:
+    if block.server_cpu_s is None or block.server_tail_s is None:
+        return None
+    return block.server_cpu_s - block.server_tail_s
 
 
 def block_lines(results: Results) -> list[str]:
@@ -447,14 +500,17 @@ def summary_lines(results: Results) -> list[str]:
         row("CPU ms/msg, PostgreSQL", lambda _, s: ms(s.server_cpu_ms)),
         row("CPU ms/msg, total", lambda _, s: ms(s.cpu_ms)),
         row("  / reference", lambda _, s: f"{s.cpu_ms / reference.cpu_ms:.2f}x"),
-        row("this process busy, % of one core", lambda side, _: busy(side, lambda b: b.process_cpu_s)),
-        row("PostgreSQL busy, % of one core", lambda side, _: busy(side, lambda b: b.server_cpu_s)),
+        row("  of which after the last answer", lambda _, s: ms(s.tail_cpu_ms)),
+        row("this process busy, % of one core", lambda side, _: busy(side, _process_in_wall)),
+        row("PostgreSQL busy, % of one core", lambda side, _: busy(side, _server_in_wall)),
         row("messages per block", lambda side, _: str(results.of(side)[0].messages)),
     ]
     lines = _table(f"Side by side (reference: {results.sides[0]})", ["", *results.sides], rows)
     lines.append("  (latency: message sent -> answer in, over every message of the kept blocks;")
-    lines.append("   CPU: process_time of this process and PostgreSQL's processes, per message answered;")
-    lines.append("   busy: that CPU over the blocks' wall time; one process runs its Python on one core at most)")
+    lines.append("   CPU: process_time of this process and PostgreSQL's processes, per message answered, until the")
+    lines.append("   side is idle again: for Countersign its background tasks done and its checkpoints pruned;")
+    lines.append("   busy: that CPU up to the last answer over the blocks' wall time; one process runs its Python")
+    lines.append("   on one core at most)")
     return lines
 
 
@@ -478,10 +534,49 @@ def profile_report(results: Results, top_packages: int = 20, top_functions: int 
     )
     lines.append("  (this process only: bot or graph, stand-ins, event sender; PostgreSQL is not in it.")
     lines.append("   cProfile slows Python down several times: compare shares, not absolute times)")
+    lines += ["", *harness_lines(results)]
     for side in sides[1:]:
         profiler, _ = results.profiles[side]
         lines += ["", f"{side}:", *top_function_lines(profiler, top_functions)]
     return lines
+
+
+HARNESS_ENTRY_POINTS = (
+    ("Slack event sender (signing, httpx)", "tests/standins/slack_events.py", "send_raw"),
+    ("Slack Web API stand-in (handler)", "tests/standins/slack_api.py", "_handle_api"),
+    ("Gemini stand-in (handler)", "tests/standins/gemini.py", "_handle"),
+    ("HTTP target (handler)", "tests/support/http_target.py", "_handle"),
+)
+"""Where the benchmark's own helpers in this process start: (label, file, function)."""
+
+
+def harness_lines(results: Results) -> list[str]:
+    """Cumulative CPU ms per message inside the stand-ins' handlers and the event sender."""
+    lines = [
+        "Of which the harness, not the product (cumulative ms per message in the profile; a lower bound:",
+        "the servers' HTTP parsing before the handlers and the sender's reads after its call are not in it)",
+    ]
+    sides = list(results.profiles)
+    width = max(len(label) for label, _, _ in HARNESS_ENTRY_POINTS) + 2
+    lines.append("  " + " " * width + "".join(f"{side:>14}" for side in sides))
+    cumulative = {side: _cumulative_by_entry(profiler) for side, (profiler, _) in results.profiles.items()}
+    for label, path, function in HARNESS_ENTRY_POINTS:
+        cells = "".join(
+            f"{1000 * cumulative[side].get((path, function), 0.0) / results.profiles[side][1]:>14.2f}" for side in sides
+        )
+        lines.append(f"  {label:<{width}}{cells}")
+    return lines
+
+
+def _cumulative_by_entry(profiler: cProfile.Profile) -> dict[tuple[str, str], float]:
+    """Cumulative seconds of each `HARNESS_ENTRY_POINTS` function (all its resumptions)."""
+    raw: dict[Any, Any] = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
+    found: dict[tuple[str, str], float] = {}
+    for (filename, _, function), (_, _, _, cumulative, _) in raw.items():
+        for _, path, name in HARNESS_ENTRY_POINTS:
+            if function == name and filename.replace("\\", "/").endswith(path):
+                found[(path, name)] = found.get((path, name), 0.0) + cumulative
+    return found
 
 
 def header_lines(args: argparse.Namespace) -> list[str]:
