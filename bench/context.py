@@ -374,6 +374,21 @@ class SlackSide:
 
     async def turn(self, conversation: Conversation, text: str, answer: str) -> float:
         """Send the message as Slack would, wait for the answer, then for the bot to be idle."""
+        latency_ms = await self.send(conversation, text, answer)
+        await self.idle()
+        return latency_ms
+
+    async def idle(self) -> None:
+        """Wait until the bot's background work (turns, hourglass, card updates) is done."""
+        await settle(self._bot)
+
+    async def send(self, conversation: Conversation, text: str, answer: str) -> float:
+        """Send the message as Slack would and wait for its answer only; return the ms until it was posted.
+
+        The bot may still be busy with the turn's work after the answer (the hourglass, the last
+        checkpoint); `turn` waits for that too, this does not, so that several conversations can
+        run at once (`bench.throughput`).
+        """
         stage = self._stage
         thread_ts = conversation.ts
         assert thread_ts is not None
@@ -391,7 +406,6 @@ class SlackSide:
         if delivery.status != 200:
             raise RuntimeError(f"{self.name}: the event got HTTP {delivery.status}")
         done = await asyncio.wait_for(posted, WAIT_S)
-        await settle(self._bot)
         conversation.turns += 1
         return (done - started) * 1000
 

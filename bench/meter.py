@@ -148,17 +148,21 @@ class PgMeter:
 
     async def since(self, mark: Mark, thread_id: str) -> Delta:
         """What the server did since `mark`, and what `thread_id`'s rows hold now."""
-        cpu_after = await self._server_cpu()
-        cpu_s: float | None = None
-        if self.local:
-            # A process gone since the mark is lost (rare: pools keep their connections); a new
-            # one counts whole.
-            cpu_s = sum(after - mark.cpu_s.get(pid, 0.0) for pid, after in cpu_after.items())
+        cpu_s = await self.cpu_since(mark)
         wal = await self._connection.fetchval(
             "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), $1::text::pg_lsn)::bigint", mark.wal_lsn
         )
         written, stored = await self._bytes(thread_id, mark.next_xid)
         return Delta(cpu_s=cpu_s, wal_bytes=int(wal), written=written, stored=stored)
+
+    async def cpu_since(self, mark: Mark) -> float | None:
+        """CPU seconds of the server's processes since `mark` (None: not measurable from here)."""
+        if not self.local:
+            return None
+        cpu_after = await self._server_cpu()
+        # A process gone since the mark is lost (rare: pools keep their connections); a new one
+        # counts whole.
+        return sum(after - mark.cpu_s.get(pid, 0.0) for pid, after in cpu_after.items())
 
     async def stored(self, thread_id: str) -> Bytes:
         """All of `thread_id`'s rows, in LangGraph's tables and ours."""

@@ -146,27 +146,42 @@ def click_lines(runs: Sequence[ClickRun]) -> list[str]:
 
 def profile_lines(profiler: cProfile.Profile, top: int = 20) -> list[str]:
     """Own CPU time by package, then the top functions, of an extra profiled Slack series."""
-    raw: dict[Any, Any] = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
-    by_package: dict[str, float] = {}
-    total = 0.0
-    for (filename, _, _), (_, _, own, _, _) in raw.items():
-        name = package_of(filename)
-        by_package[name] = by_package.get(name, 0.0) + own
-        total += own
+    by_package = own_time_by_package(profiler)
+    total = sum(by_package.values())
     lines = [
         "cProfile (CPU time) of an extra, unreported Slack text series: own time by package",
         f"(everything in this process: bot, stand-ins, mention sender; total {total:.2f} s)",
     ]
     for name, own in sorted(by_package.items(), key=lambda item: -item[1])[:16]:
         lines.append(f"  {name:<40}{own:>8.3f} s {100 * own / total:>5.1f} %")
+    lines += ["", *top_function_lines(profiler, top)]
+    return lines
+
+
+def own_time_by_package(profiler: cProfile.Profile) -> dict[str, float]:
+    """Seconds of own time (`tottime`) per package (`package_of`) in a finished profile."""
+    raw: dict[Any, Any] = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
+    by_package: dict[str, float] = {}
+    for (filename, _, _), (_, _, own, _, _) in raw.items():
+        name = package_of(filename)
+        by_package[name] = by_package.get(name, 0.0) + own
+    return by_package
+
+
+def top_function_lines(profiler: cProfile.Profile, top: int) -> list[str]:
+    """pstats' table of the `top` functions by own time, paths shortened."""
     buffer = io.StringIO()
     pstats.Stats(profiler, stream=buffer).sort_stats("tottime").print_stats(top)
-    text = buffer.getvalue().replace(str(REPO_ROOT) + "/", "")
-    text = text.replace(str(Path(sys.prefix)) + "/", "")
+    text = buffer.getvalue()
+    for prefix in (sys.prefix, sys.base_prefix):
+        # site-packages first, then the rest of the prefix (the venv may sit in the repo).
+        for lib in Path(prefix).glob("lib/python3*"):
+            text = text.replace(f"{lib}/site-packages/", "").replace(f"{lib}/", "")
+        text = text.replace(str(Path(prefix)) + "/", "")
+    text = text.replace(str(REPO_ROOT) + "/", "")
     kept = [line for line in text.splitlines() if line.strip()]
     start = next((i for i, line in enumerate(kept) if line.lstrip().startswith("ncalls")), 0)
-    lines += ["", f"Top {top} functions by own CPU time:", *kept[start:]]
-    return lines
+    return [f"Top {top} functions by own CPU time:", *kept[start:]]
 
 
 def package_of(filename: str) -> str:

@@ -81,3 +81,36 @@ async def test_the_context_benchmark_prints_every_side_at_each_prior(pg_server):
             assert text.count(f"{side} @ {prior} ") == 3, text[-3000:]
     for check in ("add_messages), pruned ", "DeltaChannel), pruned ", "DeltaChannel), snapshot, then pruned "):
         assert check in text, text[-3000:]
+
+
+async def test_the_throughput_benchmark_prints_both_sides_side_by_side(pg_server):
+    """A tiny run of `python -m bench.throughput` prints msg/s per block for both sides, the summary and the ratio."""
+    text = await run_bench(
+        pg_server,
+        "bench.throughput",
+        "--conversations",
+        "3",
+        "--messages",
+        "2",
+        "--concurrency",
+        "2",
+        "--blocks",
+        "2",
+        "--warmup",
+        "1",
+        "--profile",
+        "1",
+    )
+    for line in (
+        "Messages per second, per block",
+        "Countersign / bare stack",
+        "Side by side (reference: bare stack)",
+        "msg/s, median of 2 block(s)",
+        "latency p95 ms, all messages",
+        "CPU ms/msg, total",
+        "own ms per message by package",
+        "Of which the harness, not the product",
+    ):
+        assert line in text, text[-3000:]
+    table = text[text.index("Side by side") :].splitlines()
+    assert "bare stack" in table[1] and "Countersign" in table[1], text[-3000:]
