@@ -80,6 +80,9 @@ class ContextKeeper:
     async def reset(self, conversation: ConversationRef) -> ContextReset:
         """Remove every message and the summary from the conversation's graph state.
 
+        The older checkpoints that still hold them are pruned by the upkeep's next pass
+        (`bot.housekeeping`, within about 10 s).
+
         Args:
             conversation: the conversation.
 
@@ -114,6 +117,8 @@ class ContextKeeper:
                 {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES)], "summary": "", "review_plan": {}},
                 as_node=RESET_AS_NODE,
             )
+            # The earlier messages stay in older checkpoints until the upkeep prunes them.
+            await self._conversations.prune_soon(thread_id)
             log.info(
                 "context reset: %d messages and a summary of %d characters removed (thread_id=%s)",
                 before.messages,

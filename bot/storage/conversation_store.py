@@ -49,6 +49,10 @@ class ConversationStore:
             unfinished=UnfinishedRun(from_checkpoint=row["run_from"]) if row["running"] else None,
         )
 
+    async def prune_soon(self, thread_id: str) -> None:
+        """Have the upkeep's next pass prune the conversation's old checkpoints (`bot.housekeeping`)."""
+        await self._pool.execute("UPDATE conversations SET prune_due = true WHERE thread_id = $1", thread_id)
+
     async def exists(self, thread_id: str) -> bool:
         """Whether the bot has taken part in this conversation (e.g. a Slack thread)."""
         return bool(await self._pool.fetchval("SELECT true FROM conversations WHERE thread_id = $1", thread_id))

@@ -100,10 +100,18 @@ async def test_reset_clears_the_view_and_the_next_message_starts_afresh(db_url, 
         db_url, model, registry, RecordingPlatform(admins={ADMIN}), context_tokens=BUDGET, default_agent=kind
     ) as h:
         await talk(h, 10)
+        assert h.service.housekeeping is not None
+        await h.service.housekeeping.prune_checkpoints()  # what the upkeep did after the last turn
         before = await stored(h, kind)
         result = await reset(h)
         graph = h.graph(conversation(), kind)
         snapshot = await graph.aget_state({"configurable": {"thread_id": conversation().thread_id}})
+        await h.service.housekeeping.prune_checkpoints()  # the upkeep's next pass: the old messages go
+        stored_blobs = await h.database.pool.fetchval(
+            "SELECT string_agg(encode(blob, 'escape'), '') FROM checkpoint_blobs WHERE thread_id = $1",
+            conversation().thread_id,
+        )
+        assert "question 9" not in (stored_blobs or "")
         after_reset = await show(h)
         await h.service.handle_message(message("a fresh start", message_id="fresh.1"))
         after = await stored(h, kind)
