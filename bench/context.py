@@ -73,8 +73,6 @@ import contextlib
 import gc
 import itertools
 import json
-import logging
-import sys
 import tempfile
 import time
 import uuid
@@ -105,13 +103,13 @@ from bench.harness import (
     TOOL_PROMPT,
     TURN_CHANNEL,
     WAIT_S,
-    LogTally,
     Series,
     Stage,
     interleave,
     is_post_in,
     open_stage,
     pg_version,
+    report_main,
     running_bot,
     settle,
 )
@@ -1104,13 +1102,7 @@ async def run(args: argparse.Namespace) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point: run the benchmark and print its report."""
     args = parse_args(argv)
-    tally = LogTally()
-    root = logging.getLogger()
-    root.addHandler(tally)
-    root.setLevel(logging.WARNING)
-    lines = asyncio.run(run(args))
-    print("\n".join([*lines, "", *tally.lines()]))
-    sys.stdout.flush()
+    report_main(lambda: run(args))
 
 
 if __name__ == "__main__":

@@ -19,10 +19,7 @@ it (`astream`, values + custom). The two series alternate turn by turn after the
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
-import logging
-import sys
 import tempfile
 import time
 import uuid
@@ -38,13 +35,13 @@ from bench.counting import ASYNCPG, SAVER_CALLS, Stored, count_calls, stored
 from bench.harness import (
     TOOL_ANSWER,
     TOOL_PROMPT,
-    LogTally,
     Milestones,
     Series,
     Stage,
     interleave,
     open_stage,
     pg_version,
+    report_main,
 )
 from bench.report import machine_lines, milestone_lines, table
 from bot.agents.delegation import DelegationEvent
@@ -292,13 +289,7 @@ async def run(args: argparse.Namespace) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point: run the phase and print its report."""
     args = parse_args(argv)
-    tally = LogTally()
-    root = logging.getLogger()
-    root.addHandler(tally)
-    root.setLevel(logging.WARNING)
-    lines = asyncio.run(run(args))
-    print("\n".join([*lines, "", *tally.lines()]))
-    sys.stdout.flush()
+    report_main(lambda: run(args))
 
 
 if __name__ == "__main__":

@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sys
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -285,3 +286,18 @@ async def pg_version(stage: Stage) -> str:
         return str(await connection.fetchval("SHOW server_version"))
     finally:
         await connection.close()
+
+
+def report_main(report: Callable[[], Coroutine[Any, Any, list[str]]]) -> None:
+    """Run a benchmark's report coroutine and print its lines, then the warnings it logged (counted).
+
+    Args:
+        report: makes the coroutine that runs the benchmark and returns its report's lines.
+    """
+    tally = LogTally()
+    root = logging.getLogger()
+    root.addHandler(tally)
+    root.setLevel(logging.WARNING)
+    lines = asyncio.run(report())
+    print("\n".join([*lines, "", *tally.lines()]))
+    sys.stdout.flush()

@@ -57,9 +57,7 @@ import asyncio
 import contextlib
 import cProfile
 import gc
-import logging
 import pstats
-import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -73,11 +71,11 @@ from bench.harness import (
     TEXT_PROMPT,
     TOOL_ANSWER,
     TOOL_PROMPT,
-    LogTally,
     Stage,
     open_stage,
     percentile,
     pg_version,
+    report_main,
     running_bot,
 )
 from bench.meter import PgMeter
@@ -643,13 +641,7 @@ async def run(args: argparse.Namespace) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point: run the benchmark and print its report."""
     args = parse_args(argv)
-    tally = LogTally()
-    root = logging.getLogger()
-    root.addHandler(tally)
-    root.setLevel(logging.WARNING)
-    lines = asyncio.run(run(args))
-    print("\n".join([*lines, "", *tally.lines()]))
-    sys.stdout.flush()
+    report_main(lambda: run(args))
 
 
 if __name__ == "__main__":

@@ -11,7 +11,9 @@ import pytest
 
 from bot.settings import DatabaseSettings
 from bot.storage.database import Database, open_database
+from bot.tools.registry import ToolRegistry
 from tests.support.postgres import TestServer
+from tests.support.tools import ToolLog, make_test_registry
 
 _OWN_BASETEMP = "_countersign_own_basetemp"
 
@@ -60,3 +62,15 @@ async def database(db_url: str) -> AsyncIterator[Database]:
     settings = DatabaseSettings(url=db_url, pool_max_size=5)
     async with open_database(settings, run_migrations=False) as db:
         yield db
+
+
+@pytest.fixture
+def tool_log() -> ToolLog:
+    """What the test tools (`tests.support.tools`) were called with, in order."""
+    return ToolLog()
+
+
+@pytest.fixture
+def registry(tool_log: ToolLog) -> ToolRegistry:
+    """The test tools, recording into `tool_log` (a test module may define its own `registry`)."""
+    return make_test_registry(tool_log)

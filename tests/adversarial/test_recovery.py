@@ -21,17 +21,6 @@ from tests.support.barriers import bolt_listeners_done
 from tests.support.http_target import HttpTarget
 from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
 from tests.support.service import actor, conversation, message, open_service
-from tests.support.tools import ToolLog, make_test_registry
-
-
-@pytest.fixture
-def tool_log() -> ToolLog:
-    return ToolLog()
-
-
-@pytest.fixture
-def registry(tool_log):
-    return make_test_registry(tool_log)
 
 
 async def _pause_without_rows(h, text: str) -> None:

@@ -48,7 +48,7 @@ from tests.support.http_target import HttpTarget
 from tests.support.recording_platform import RecordingPlatform
 from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
 from tests.support.service import actor, conversation, message, open_service
-from tests.support.tools import ToolLog, make_test_registry
+from tests.support.tools import ToolLog
 
 ALPHA = SubagentSpec(name="alpha", description="Sends for A.", prompt="You are alpha.", tools=("send", "lookup"))
 BETA = SubagentSpec(name="beta", description="Sends for B.", prompt="You are beta.", tools=("send",))
@@ -61,16 +61,6 @@ async def gemini(target: HttpTarget) -> AsyncIterator[GeminiStandIn]:
     """The Gemini stand-in playing the supervisor and the shipped subagents (tests/e2e/subagents_script.py)."""
     async with GeminiStandIn(subagents_script(target.url()), api_key="e2e-gemini-key") as server:
         yield server
-
-
-@pytest.fixture
-def tool_log() -> ToolLog:
-    return ToolLog()
-
-
-@pytest.fixture
-def registry(tool_log):
-    return make_test_registry(tool_log)
 
 
 def role(messages: list[BaseMessage], specs=SPECS) -> str:

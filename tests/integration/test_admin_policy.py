@@ -38,19 +38,8 @@ from tests.support.barriers import wait_until
 from tests.support.recording_platform import RecordingPlatform
 from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
 from tests.support.service import WORKSPACE, actor, conversation, message, open_service
-from tests.support.tools import ToolLog, make_test_registry
 
 ADMIN = "boss"
-
-
-@pytest.fixture
-def tool_log() -> ToolLog:
-    return ToolLog()
-
-
-@pytest.fixture
-def registry(tool_log):
-    return make_test_registry(tool_log)
 
 
 def admin_service(h, registry) -> AdminService:

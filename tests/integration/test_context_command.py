@@ -25,19 +25,8 @@ from tests.support.barriers import wait_until
 from tests.support.recording_platform import RecordingPlatform
 from tests.support.scripted_model import ScriptedChatModel
 from tests.support.service import WORKSPACE, Harness, actor, conversation, message, open_service
-from tests.support.tools import ToolLog, make_test_registry
 
 ADMIN = "boss"
-
-
-@pytest.fixture
-def tool_log() -> ToolLog:
-    return ToolLog()
-
-
-@pytest.fixture
-def registry(tool_log):
-    return make_test_registry(tool_log)
 
 
 async def show(h: Harness, who: str = "alice") -> ContextView:

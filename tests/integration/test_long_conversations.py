@@ -18,7 +18,6 @@ from bot.agents.prompts import SUMMARY_INSTRUCTIONS
 from bot.approvals.decisions import Approve
 from tests.support.scripted_model import ScriptedChatModel, tool_call
 from tests.support.service import Harness, actor, conversation, message, open_service
-from tests.support.tools import ToolLog, make_test_registry
 
 BUDGET = 2_000
 """Tokens: about seven turns of the script below."""
@@ -27,16 +26,6 @@ ANSWER = "The answer is long. " * 50
 """About 1000 bytes (250 tokens) per answer."""
 
 SUMMARY_START = SUMMARY_INSTRUCTIONS[:40]
-
-
-@pytest.fixture
-def tool_log() -> ToolLog:
-    return ToolLog()
-
-
-@pytest.fixture
-def registry(tool_log):
-    return make_test_registry(tool_log)
 
 
 def is_summary_request(messages: Sequence[BaseMessage]) -> bool:

@@ -32,18 +32,7 @@ from tests.standins.gemini import (
 )
 from tests.support.gemini_service import gemini_core, model_notices, no_empty_answers, stored
 from tests.support.service import conversation, message
-from tests.support.tools import ToolLog, make_test_registry
-
-
-@pytest.fixture
-def tool_log() -> ToolLog:
-    return ToolLog()
-
-
-@pytest.fixture
-def registry(tool_log):
-    return make_test_registry(tool_log)
-
+from tests.support.tools import make_test_registry
 
 # --- answers without text (finding 1) --------------------------------------------------------
 

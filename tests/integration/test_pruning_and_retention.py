@@ -29,17 +29,6 @@ from bot.storage.locks import ThreadLocks
 from tests.integration.test_subagents_service import SPECS, role, team, to_both
 from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
 from tests.support.service import WORKSPACE, Harness, actor, conversation, message, open_service
-from tests.support.tools import ToolLog, make_test_registry
-
-
-@pytest.fixture
-def tool_log() -> ToolLog:
-    return ToolLog()
-
-
-@pytest.fixture
-def registry(tool_log):
-    return make_test_registry(tool_log)
 
 
 def react_script(messages: list[BaseMessage]) -> AIMessage:

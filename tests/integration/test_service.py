@@ -25,17 +25,6 @@ from bot.storage.locks import ThreadLocks
 from tests.support.recording_platform import RecordingPlatform
 from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
 from tests.support.service import actor, conversation, message, open_service
-from tests.support.tools import ToolLog, make_test_registry
-
-
-@pytest.fixture
-def tool_log() -> ToolLog:
-    return ToolLog()
-
-
-@pytest.fixture
-def registry(tool_log):
-    return make_test_registry(tool_log)
 
 
 def send_call(to: str = "bob"):

@@ -20,20 +20,9 @@ from bot.ports import ApprovalExpired, ReviewPending
 from tests.integration.test_subagents_service import ADMIN, SPECS, admin, pending, team, to_both, until
 from tests.support.recording_platform import RecordingPlatform
 from tests.support.service import WORKSPACE, actor, conversation, message, open_service
-from tests.support.tools import ToolLog, make_test_registry
 
 EXPIRED = f"Rejected: {EXPIRED_REASON}."
 """What a subagent reads (and so reports) for its expired call."""
-
-
-@pytest.fixture
-def tool_log() -> ToolLog:
-    return ToolLog()
-
-
-@pytest.fixture
-def registry(tool_log):
-    return make_test_registry(tool_log)
 
 
 def x_then_nothing(text: str) -> list[tuple[str, str]]:

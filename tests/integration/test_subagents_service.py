@@ -29,22 +29,11 @@ from bot.storage.approval_store import VoteKind
 from tests.support.recording_platform import RecordingPlatform
 from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
 from tests.support.service import WORKSPACE, actor, conversation, message, open_service
-from tests.support.tools import ToolLog, make_test_registry
 
 ADMIN = "UADMIN"
 ALPHA = SubagentSpec(name="alpha", description="Sends for A.", prompt="You are alpha.", tools=("send", "lookup"))
 BETA = SubagentSpec(name="beta", description="Sends for B.", prompt="You are beta.", tools=("send",))
 SPECS = (ALPHA, BETA)
-
-
-@pytest.fixture
-def tool_log() -> ToolLog:
-    return ToolLog()
-
-
-@pytest.fixture
-def registry(tool_log):
-    return make_test_registry(tool_log)
 
 
 def role(messages: list[BaseMessage]) -> str:

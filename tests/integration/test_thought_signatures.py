@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from bot.agents.kind import AgentKind
 from bot.approvals.decisions import Edit, EditedAction
 from bot.approvals.lifecycle import ApprovalStatus
@@ -21,17 +19,6 @@ from tests.standins.gemini import GeminiReply, GeminiRequest, call, calls
 from tests.standins.gemini_signatures import PLACEHOLDERS
 from tests.support.gemini_service import gemini_core, model_notices
 from tests.support.service import actor, conversation, message
-from tests.support.tools import ToolLog, make_test_registry
-
-
-@pytest.fixture
-def tool_log() -> ToolLog:
-    return ToolLog()
-
-
-@pytest.fixture
-def registry(tool_log):
-    return make_test_registry(tool_log)
 
 
 def all_signed(request: GeminiRequest) -> bool:

@@ -32,19 +32,8 @@ from bot.upkeep import MAX_ATTEMPTS
 from tests.support.recording_platform import RecordingPlatform
 from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
 from tests.support.service import Harness, actor, conversation, message, open_service
-from tests.support.tools import ToolLog, make_test_registry
 
 WAIT_S = 60.0
-
-
-@pytest.fixture
-def tool_log() -> ToolLog:
-    return ToolLog()
-
-
-@pytest.fixture
-def registry(tool_log):
-    return make_test_registry(tool_log)
 
 
 async def due_now(h: Harness) -> None:
