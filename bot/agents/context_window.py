@@ -20,7 +20,6 @@ import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from langchain_core.language_models import LanguageModelInput
 from langchain_core.messages import (
@@ -78,7 +77,7 @@ def estimate_tokens(messages: Sequence[BaseMessage]) -> int:
     """
     total = 0
     for message in messages:
-        size = len(_text(message).encode("utf-8", "surrogatepass"))
+        size = len(message.text.encode("utf-8", "surrogatepass"))
         if isinstance(message, AIMessage):
             for call in message.tool_calls:
                 size += len(call["name"]) + len(json.dumps(call["args"], ensure_ascii=False, default=str).encode())
@@ -226,11 +225,11 @@ class ContextWindow:
             ),
         ]
         try:
-            answer = await self.summarizer.ainvoke(request, _quiet(config))
+            answer = await self.summarizer.ainvoke(request, _tagged(config))
         except Exception:
             log.warning("summarising %d older messages failed; they are cut instead", len(folded), exc_info=True)
             return ""
-        text = _text(answer).strip()
+        text = answer.text.strip()
         if not text:
             log.warning("the model wrote an empty summary of %d older messages; they are cut instead", len(folded))
             return ""
@@ -249,15 +248,15 @@ def transcript(messages: Sequence[AnyMessage]) -> str:
         if isinstance(message, HumanMessage):
             author = message.additional_kwargs.get(AUTHOR_KEY) or {}
             who = author.get("name") or author.get("user_id") or "user"
-            lines.append(f"{who}: {_text(message)}")
+            lines.append(f"{who}: {message.text}")
         elif isinstance(message, AIMessage):
-            if _text(message).strip():
-                lines.append(f"assistant: {_text(message)}")
+            if message.text.strip():
+                lines.append(f"assistant: {message.text}")
             for call in message.tool_calls:
                 args = _cut(json.dumps(call["args"], ensure_ascii=False, default=str))
                 lines.append(f"assistant called {call['name']} with {args}")
         elif isinstance(message, ToolMessage):
-            lines.append(f"result of {message.name or 'a tool'}: {_cut(_text(message))}")
+            lines.append(f"result of {message.name or 'a tool'}: {_cut(message.text)}")
     return "\n".join(lines)
 
 
@@ -265,19 +264,12 @@ def _cut(text: str) -> str:
     return text if len(text) <= QUOTED_RESULT_CHARS else text[: QUOTED_RESULT_CHARS - 1] + "…"
 
 
-def _text(message: BaseMessage) -> str:
-    content: Any = message.content
-    if isinstance(content, str):
-        return content
-    return message.text
-
-
 def _summary_tokens(summary: str) -> int:
     return len(summary.encode("utf-8", "surrogatepass")) // BYTES_PER_TOKEN if summary else 0
 
 
-def _quiet(config: RunnableConfig | None) -> RunnableConfig:
-    """The node's config for a side call: same callbacks (tracing), tagged so it can be told apart."""
+def _tagged(config: RunnableConfig | None) -> RunnableConfig:
+    """The node's config for the summary call: same callbacks (tracing), tagged `countersign:summary`."""
     tags = [*(config or {}).get("tags", []), "countersign:summary"]
     return {**(config or {}), "tags": tags}
 
