@@ -24,6 +24,7 @@ from langgraph.types import StateSnapshot
 
 from bot.admin.views import ContextReset, ContextView
 from bot.agents.context_window import view_tokens
+from bot.agents.history import unanswered_tool_calls
 from bot.agents.kind import AgentKind
 from bot.conversation import ConversationRef
 from bot.errors import BusyReason, ConversationBusyError
@@ -92,8 +93,9 @@ class ContextKeeper:
 
         Raises:
             ConversationBusyError: `REVIEW_PENDING` while a card waits, `TURN_RUNNING` while
-                the conversation's lock is held, a message waits to be answered, or a run's
-                outcome is still due; nothing was changed.
+                the conversation's lock is held, a message waits to be answered, a run's
+                outcome is still due, or a tool round was cut short; nothing was changed. (A
+                model step left pending by a failed model call does not block a reset.)
         """
         thread_id = conversation.thread_id
         async with self._locks.try_hold(thread_id) as held:
@@ -105,8 +107,10 @@ class ContextKeeper:
                 return ContextReset(before=before, changed=False)
             if state.interrupts or await self._approvals.pending_in_thread(thread_id):
                 raise ConversationBusyError(BusyReason.REVIEW_PENDING)
+            # A model step left pending by a failed model call is not work under way (the
+            # message waits for the next one); a tool round cut short is, until settle ends it.
             if (
-                state.next
+                (state.next and unanswered_tool_calls(state.values.get("messages", [])))
                 or await self._conversations.unfinished_run(thread_id)
                 or await self._inbox.unhandled(thread_id)
             ):

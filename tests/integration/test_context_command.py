@@ -19,7 +19,7 @@ from bot.agents.prompts import SUMMARY_SECTION
 from bot.approvals.decisions import Approve
 from bot.audit import AuditKind
 from bot.conversation import Actor
-from bot.errors import BusyReason, ConversationBusyError, NotPermittedError
+from bot.errors import BusyReason, ConversationBusyError, ModelError, ModelErrorKind, NotPermittedError
 from tests.integration.test_long_conversations import BUDGET, Script, stored, turns_of
 from tests.support.barriers import wait_until
 from tests.support.recording_platform import RecordingPlatform
@@ -158,6 +158,30 @@ async def test_reset_is_refused_while_a_turn_runs(db_url, registry):
         state = await stored(h)
     assert refused.value.reason is BusyReason.TURN_RUNNING
     assert len(state["messages"]) == 4 and h.platform.answers[-1][1].startswith("re: slow one")
+
+
+async def test_reset_works_after_a_model_failure_left_the_message_in_the_history(db_url, registry):
+    """The model was unreachable: the message stays (its model step pending), yet nothing runs, so an
+    admin's reset is not refused; the next message is answered afresh."""
+    script = Script()
+    calls = {"n": 0}
+
+    def flaky(messages):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise ModelError(ModelErrorKind.UNAVAILABLE, "unreachable")
+        return script(messages)
+
+    model = ScriptedChatModel(script=flaky)
+    async with open_service(db_url, model, registry, RecordingPlatform(admins={ADMIN})) as h:
+        await talk(h, 1)
+        await h.service.handle_message(message("lost in the outage", message_id="lost.1"))
+        result = await reset(h)
+        await h.service.handle_message(message("after the reset", message_id="after.1"))
+        after = await stored(h)
+    assert result.changed and result.before.messages == 3
+    assert after["messages"][0].text == "after the reset"
+    assert h.platform.answers[-1][1].startswith("re: after the reset")
 
 
 async def test_reset_is_for_admins_and_keeps_approvals_and_the_ledger(db_url, registry):
