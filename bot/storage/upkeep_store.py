@@ -27,23 +27,21 @@ class UpkeepStore:
 
         Args:
             max_attempts: items attempted this often are given up and not listed.
-            everything: also list unfinished work that is not due yet but that the upkeep never
-                tried (at start, when every handler of before is gone; the conversation's lock
-                still guards live ones). Work the upkeep already tried keeps its growing delay,
-                so a message whose turn crashes the process cannot drive a restart loop.
+            everything: list unfinished work whether or not it is due (at start, when every
+                handler of before is gone; the conversation's lock still guards live ones).
             limit: at most this many conversations.
         """
         rows = await self._pool.fetch(
             """
             SELECT thread_id FROM inbox
              WHERE status = 'accepted' AND thread_id IS NOT NULL AND attempts < $1
-               AND (($2 AND attempts <= 1) OR retry_at <= now())
+               AND ($2 OR retry_at <= now())
             UNION
             SELECT thread_id FROM conversations
-             WHERE running_since IS NOT NULL AND attempts < $1 AND (($2 AND attempts = 0) OR retry_at <= now())
+             WHERE running_since IS NOT NULL AND attempts < $1 AND ($2 OR retry_at <= now())
             UNION
             SELECT thread_id FROM reviews
-             WHERE status = 'resuming' AND attempts < $1 AND (($2 AND attempts = 0) OR retry_at <= now())
+             WHERE status = 'resuming' AND attempts < $1 AND ($2 OR retry_at <= now())
             LIMIT $3
             """,
             max_attempts,

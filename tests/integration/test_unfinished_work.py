@@ -26,7 +26,6 @@ from bot.conversation import ConversationRef
 from bot.ports import ReviewPending, TurnFailed
 from bot.storage.approval_store import VoteKind
 from bot.storage.inbox import Inbox, inbox_key
-from bot.storage.upkeep_store import UpkeepStore
 from bot.tools.registry import ToolRegistry, ToolSpec
 from bot.upkeep import MAX_ATTEMPTS
 from tests.support.recording_platform import RecordingPlatform
@@ -361,23 +360,6 @@ async def test_a_run_that_fails_every_attempt_is_given_up_once_and_not_restarted
     assert [(type(n), who) for _, n, who in h.platform.notices] == [(TurnFailed, None)]
     assert h.platform.answers == [(conversation().thread_id, "answer to the next message")]
     assert len(model.prompts) == 1  # only the next message's call: the cut run was not run again
-
-
-async def test_the_start_sweep_takes_untried_work_at_once_but_keeps_the_delay_of_tried_work(db_url, registry):
-    """After a restart, work nobody retried yet is taken at once; work the upkeep tried waits (no crash loop)."""
-    async with open_service(db_url, ScriptedChatModel(), registry) as h:
-        pool = h.database.pool
-        for thread, attempts in (("test:W1:C1", 0), ("test:W1:C2", 2)):
-            await pool.execute(
-                "INSERT INTO conversations (thread_id, platform, workspace_id, channel_id, running_since, attempts, "
-                "retry_at) VALUES ($1, 'test', 'W1', $2, now(), $3, now() + interval '10 minutes')",
-                thread,
-                thread.rsplit(":", 1)[1],
-                attempts,
-            )
-        store = UpkeepStore(pool)
-        assert await store.due_threads(max_attempts=MAX_ATTEMPTS + 1, everything=True) == ["test:W1:C1"]
-        assert await store.due_threads(max_attempts=MAX_ATTEMPTS + 1) == []
 
 
 async def test_the_upkeep_works_off_a_backlog_two_conversations_at_a_time(db_url, registry):
