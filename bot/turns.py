@@ -151,23 +151,23 @@ class TurnRunner:
         return self._agents.for_thread(conversation.thread_id, kind)
 
     async def choose_agent(self, conversation: ConversationRef, row: ConversationRow | None = None) -> AgentKind:
-        """Hand a conversation at rest to the agent its channel is set to (else the default).
+        """The agent a conversation at rest is to run on: its channel's setting, else the default.
 
         Only call this after `settle` reported the thread unblocked: a pending interrupt must be
-        resumed by the graph that raised it. The history stays; the new agent reads it.
+        resumed by the graph that raised it. Pass the result to `ask`: the run records it as
+        the owner of the checkpoint when it starts (`ConversationStore.mark_running`), in the
+        write that marks the run. The history stays; the new agent reads it.
 
         Args:
             conversation: the conversation.
-            row: its row as `ConversationStore.touch` returned it under the lock held now;
-                when it already names the wanted agent, nothing is written.
+            row: its row as `ConversationStore.touch` returned it under the lock held now
+                (to log a change of agent).
         """
         config = await self._config.load(conversation.platform, conversation.workspace_id)
         wanted = config.agent(conversation.channel_id) or self._default_agent
         if wanted not in self._agents.kinds:
             wanted = AgentKind.REACT
-        if row is not None and row.agent is wanted:
-            return wanted
-        if await self._conversations.set_agent(conversation.thread_id, wanted):
+        if row is not None and row.agent not in (None, wanted):
             log.info("conversation now runs the %s agent (thread_id=%s)", wanted.value, conversation.thread_id)
         return wanted
 
@@ -188,8 +188,12 @@ class TurnRunner:
         Args:
             conversation: the conversation.
             row: its row as `ConversationStore.touch` returned it under the lock held now
-                (spares reading its agent and unfinished run once); None: read them.
+                (spares reading its agent and unfinished run once; a row `touch` created
+                means no checkpoint, so nothing to settle and no state to read); None: read
+                them.
         """
+        if row is not None and row.created:
+            return Settled(blocked=False, approvals=())
         graph = self._graph_of(conversation, row.agent) if row is not None else await self.graph_for(conversation)
         resumed = False
         finished = False
@@ -320,8 +324,9 @@ class TurnRunner:
             anchor: the message the work is about (see `Platform.working`).
             paused: interrupts pending before the run that it leaves paused.
             resumed: interrupts the run resumes.
-            agent: the agent that owns the conversation, when the caller just set it
-                (`choose_agent`); None: read it (`graph_for`).
+            agent: the agent to run on, as `choose_agent` chose it for a conversation at
+                rest; the run's mark records it as the checkpoint's owner. None: the agent
+                that owns the checkpoint now (`graph_for`).
 
         The conversation is marked as running until the outcome is out (the answer or the
         cards posted, or a failure told); a crash, a cancelled run or a post that failed leaves
@@ -336,7 +341,7 @@ class TurnRunner:
         )
         tracker = DelegationTracker(paused=paused, resumed=resumed)
         seen = {interrupt.id for interrupt in (*paused, *resumed)}
-        await self._conversations.mark_running(conversation.thread_id, retry_in_s=RUN_WITHIN_S)
+        await self._conversations.mark_running(conversation.thread_id, retry_in_s=RUN_WITHIN_S, agent=agent)
         result: dict[str, Any] | None = None
         try:
             async with platform.working(conversation, anchor) as progress:
@@ -395,7 +400,7 @@ class TurnRunner:
             anchor: the platform's id of the message; it also names the message in the
                 checkpoint (`message_in_state`), so that a message handled again after a fault
                 is not asked twice.
-            agent: the agent `choose_agent` just gave the conversation (saves a read).
+            agent: the agent `choose_agent` chose (None: the checkpoint's owner).
         """
         author = {"user_id": requester.user_id, "name": requester.display_name}
         human = HumanMessage(content=text, additional_kwargs={_AUTHOR: author}, id=_human_id(anchor))

@@ -23,7 +23,8 @@ class ConversationStore:
     async def touch(self, conversation: ConversationRef) -> ConversationRow:
         """Record that the conversation is active now (created on first use); return its row.
 
-        The row spares the reads that `TurnRunner.settle` and `choose_agent` would make next.
+        The row spares the reads that `TurnRunner.settle` and `choose_agent` would make next;
+        it says whether this call created the row, for a conversation that has no checkpoint yet.
 
         A message and a decision (`ApprovalStore.vote`) make a conversation active; runs the
         bot starts by itself do not, so that retention (`bot.housekeeping`) counts idle days
@@ -34,7 +35,7 @@ class ConversationStore:
             INSERT INTO conversations (thread_id, platform, workspace_id, channel_id, thread)
             VALUES ($1, $2, $3, $4, $5)
             ON CONFLICT (thread_id) DO UPDATE SET last_active_at = now()
-            RETURNING agent, running_since IS NOT NULL AS running, run_from
+            RETURNING agent, running_since IS NOT NULL AS running, run_from, xmax = 0 AS created
             """,
             conversation.thread_id,
             conversation.platform,
@@ -47,6 +48,7 @@ class ConversationStore:
         return ConversationRow(
             agent=AgentKind(row["agent"]) if row["agent"] else None,
             unfinished=UnfinishedRun(from_checkpoint=row["run_from"]) if row["running"] else None,
+            created=bool(row["created"]),
         )
 
     async def prune_soon(self, thread_id: str) -> None:
@@ -62,20 +64,7 @@ class ConversationStore:
         value = await self._pool.fetchval("SELECT agent FROM conversations WHERE thread_id = $1", thread_id)
         return AgentKind(value) if value else None
 
-    async def set_agent(self, thread_id: str, agent: AgentKind) -> bool:
-        """Hand the conversation to `agent` (callers do this only while it is at rest).
-
-        Returns:
-            Whether it changed (False when `agent` already owned it, or there is no such row).
-        """
-        changed = await self._pool.fetchval(
-            "UPDATE conversations SET agent = $2 WHERE thread_id = $1 AND agent IS DISTINCT FROM $2 RETURNING true",
-            thread_id,
-            agent.value,
-        )
-        return bool(changed)
-
-    async def mark_running(self, thread_id: str, *, retry_in_s: float) -> None:
+    async def mark_running(self, thread_id: str, *, retry_in_s: float, agent: AgentKind | None = None) -> None:
         """A run of the conversation's graph starts: its outcome is due (see `mark_delivered`).
 
         Records the newest top-level checkpoint (LangGraph's `checkpoints` table, namespace
@@ -87,6 +76,9 @@ class ConversationStore:
             retry_in_s: seconds after which the upkeep may finish the run if its outcome is
                 still not delivered and nobody holds the conversation's lock (a later
                 `retry_at` set by the upkeep's backoff is kept).
+            agent: the agent whose graph the run runs on, recorded as the owner of the
+                conversation's checkpoint (`agent_of`); None: unchanged. Only a conversation
+                at rest changes hands (`TurnRunner.choose_agent`).
         """
         await self._pool.execute(
             """
@@ -97,11 +89,13 @@ class ConversationStore:
                 ) ELSE run_from END,
                 running_since = coalesce(running_since, now()),
                 prune_due = true,
-                retry_at = greatest(retry_at, now() + make_interval(secs => $2))
+                retry_at = greatest(retry_at, now() + make_interval(secs => $2)),
+                agent = coalesce($3, agent)
             WHERE thread_id = $1
             """,
             thread_id,
             retry_in_s,
+            agent.value if agent is not None else None,
         )
 
     async def mark_delivered(self, thread_id: str) -> None:
@@ -127,10 +121,14 @@ class ConversationRow:
     Attributes:
         agent: the agent that owns its checkpoint (None before its first turn).
         unfinished: the run whose outcome is still due, if any.
+        created: `touch` created the row, so the conversation has no checkpoint yet: rows
+            are created by a conversation's first message, before any run of its graph, and
+            retention deletes a conversation's checkpoints and its row in one transaction.
     """
 
     agent: AgentKind | None
     unfinished: UnfinishedRun | None
+    created: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from bot.errors import DatabaseUnavailableError
 from bot.settings import DatabaseSettings
+from bot.storage.connections import check_if_told, keep_session
 from bot.storage.embedded import DATABASE_NAME, EmbeddedPostgres
 from bot.storage.migrate import apply_migrations
 from bot.storage.urls import normalise, redact, with_database
@@ -144,11 +145,16 @@ async def open_database(settings: DatabaseSettings, *, run_migrations: bool = Tr
         # Behind a transaction-mode pooler, asyncpg must not cache prepared statements.
         cache = 100 if settings.prepared_statements else 0  # 100: asyncpg's default
         pool = await asyncpg.create_pool(
-            url, min_size=1, max_size=settings.pool_max_size, init=_init_connection, statement_cache_size=cache
+            url,
+            min_size=1,
+            max_size=settings.pool_max_size,
+            init=_init_connection,
+            reset=keep_session,
+            statement_cache_size=cache,
         )
         stack.push_async_callback(pool.close)
         lock_pool = await asyncpg.create_pool(
-            url, min_size=1, max_size=settings.pool_max_size, statement_cache_size=cache
+            url, min_size=1, max_size=settings.pool_max_size, reset=keep_session, statement_cache_size=cache
         )
         stack.push_async_callback(lock_pool.close)
         checkpoint_pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
@@ -163,7 +169,7 @@ async def open_database(settings: DatabaseSettings, *, run_migrations: bool = Tr
             },
             # A connection the server closed while it sat in the pool (PostgreSQL restarted,
             # an idle timeout) is replaced before it is handed out, not failed on.
-            check=AsyncConnectionPool.check_connection,
+            check=check_if_told,
             open=False,
         )
         await checkpoint_pool.open(wait=True, timeout=settings.connect_timeout_s)

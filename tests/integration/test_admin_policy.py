@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -416,9 +417,9 @@ async def test_property_no_vote_sequence_decides_without_the_quorum(db_url, regi
     """For any sequence of approvals and edits, an approval is decided only once `quorum` different people approved the same arguments."""
     model = ScriptedChatModel(script=lambda msgs: calls(send()) if len(msgs) == 2 else AIMessage("ok"))
     async with open_service(db_url, model, registry, RecordingPlatform()) as h:
-        await h.database.pool.execute("TRUNCATE approval_votes, approvals, reviews, conversations CASCADE")
-        await h.service.handle_message(message("send", conv=conversation(f"P{len(votes)}{quorum}")))
-        [card] = [a for a in await h.approvals.pending_in_thread(conversation(f"P{len(votes)}{quorum}").thread_id)]
+        where = conversation(f"P-{uuid.uuid4().hex}")  # each example its own conversation
+        await h.service.handle_message(message("send", conv=where))
+        [card] = await h.approvals.pending_in_thread(where.thread_id)
         support: dict[str, set[str]] = {}  # approvals per version of the arguments
         current = "proposal"
         for voter, kind in votes:
