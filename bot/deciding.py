@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 
 from langchain_core.tools import BaseTool
 
+from bot import metrics
 from bot.approvals.authorization import Directory, ensure_may_decide
 from bot.approvals.config import WorkspaceConfig
 from bot.approvals.decisions import Approve, Edit, Reject, check_decision
@@ -314,6 +315,7 @@ class Decider:
             reason,
             approval.thread_id,
         )
+        metrics.DECISIONS_REFUSED.labels(tool=approval.tool_name, reason=outcome).inc()
         await self._audit.record(
             approval_entry(
                 AuditKind.REFUSED,

@@ -16,16 +16,34 @@ from contextvars import ContextVar
 
 _THREAD: ContextVar[str | None] = ContextVar("countersign_thread_id", default=None)
 _SUBAGENT: ContextVar[str | None] = ContextVar("countersign_subagent", default=None)
+_APPROVAL: ContextVar[str | None] = ContextVar("countersign_approval_id", default=None)
+_EVENT: ContextVar[str | None] = ContextVar("countersign_event_id", default=None)
+
+FIELDS = ("thread_id", "subagent", "approval_id", "event_id")
+"""The record attributes `ConversationFilter` sets (None outside a mark); `LOG_FORMAT=json`
+writes them as fields."""
 
 
 @contextmanager
-def about(thread_id: str | None = None, *, subagent: str | None = None) -> Iterator[None]:
-    """Mark the log lines of the block with `thread_id` and/or `subagent` (None keeps the outer one)."""
+def about(
+    thread_id: str | None = None,
+    *,
+    subagent: str | None = None,
+    approval_id: str | None = None,
+    event_id: str | None = None,
+) -> Iterator[None]:
+    """Mark the log lines of the block (None keeps the outer mark).
+
+    Args:
+        thread_id: the conversation's LangGraph thread id.
+        subagent: the subagent at work.
+        approval_id: the approval a decision is about.
+        event_id: the platform's id of the message being handled (Slack `ts`, Discord id).
+    """
     tokens = []
-    if thread_id is not None:
-        tokens.append((_THREAD, _THREAD.set(thread_id)))
-    if subagent is not None:
-        tokens.append((_SUBAGENT, _SUBAGENT.set(subagent)))
+    for var, value in ((_THREAD, thread_id), (_SUBAGENT, subagent), (_APPROVAL, approval_id), (_EVENT, event_id)):
+        if value is not None:
+            tokens.append((var, var.set(value)))
     try:
         yield
     finally:
@@ -36,12 +54,17 @@ def about(thread_id: str | None = None, *, subagent: str | None = None) -> Itera
 class ConversationFilter(logging.Filter):
     """Sets `record.conversation` to ` (thread_id=... subagent=...)`, or "" outside a run.
 
-    A line that already names its `thread_id` gets only the subagent.
+    A line that already names its `thread_id` gets only the subagent. Also sets each of
+    `FIELDS` as a record attribute, for structured output.
     """
 
     def filter(self, record: logging.LogRecord) -> bool:
-        """Add the `conversation` attribute; never drops a record."""
+        """Add the `conversation` attribute and `FIELDS`; never drops a record."""
         thread_id, subagent = _THREAD.get(), _SUBAGENT.get()
+        record.thread_id = thread_id
+        record.subagent = subagent
+        record.approval_id = _APPROVAL.get()
+        record.event_id = _EVENT.get()
         parts = []
         if thread_id and "thread_id=" not in record.getMessage():
             parts.append(f"thread_id={thread_id}")

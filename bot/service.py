@@ -12,7 +12,7 @@ from bot import upkeep
 from bot.approvals.decisions import Approve, Edit, Reject
 from bot.approvals.records import ApprovalRecord, DecideResult
 from bot.conversation import Actor, ConversationRef, IncomingMessage
-from bot.deciding import Decider
+from bot.deciding import Decider, is_approval_id
 from bot.errors import CountersignError
 from bot.expiry import ExpirySweeper
 from bot.housekeeping import Housekeeping
@@ -156,7 +156,7 @@ class Countersign:
         """
         conversation = message.conversation
         key = inbox_key(message)
-        with about(conversation.thread_id):
+        with about(conversation.thread_id, event_id=message.message_id):
             try:
                 async with self._locks.hold(conversation.thread_id):
                     await self._handle(message, key)
@@ -316,6 +316,12 @@ class Countersign:
             InvalidDecisionError: the decision does not fit the action; nothing changed and
                 the card stays usable.
         """
+        with about(approval_id=approval_id if is_approval_id(approval_id) else None):
+            return await self._decide(approval_id, actor, decision, seen_version)
+
+    async def _decide(
+        self, approval_id: str, actor: Actor, decision: Approve | Edit | Reject, seen_version: str | None
+    ) -> ApprovalRecord:
         result = await self._decider.decide(approval_id, actor, decision, seen_version=seen_version)
         # The card and the resume happen after the caller has its answer: an adapter must
         # acknowledge the platform within seconds (Slack and Discord: 3 s).

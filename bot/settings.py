@@ -226,6 +226,8 @@ class ServerSettings(BaseSettings):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = Field(
         default="INFO", validation_alias="LOG_LEVEL"
     )
+    log_format: Literal["text", "json"] = Field(default="text", validation_alias="LOG_FORMAT")
+    """`text` for people, `json` for a log collector (one object per line, ids as fields)."""
     shutdown_grace_s: float = Field(default=30.0, ge=0, le=3600, validation_alias="SHUTDOWN_GRACE_S")
     """Seconds in-flight turns may run on after SIGTERM before they are cancelled (a cancelled
     turn is finished by the upkeep of a live replica or of the next start)."""
@@ -234,6 +236,11 @@ class ServerSettings(BaseSettings):
     @classmethod
     def _upper_level(cls, value: object) -> object:
         return value.strip().upper() if isinstance(value, str) else value
+
+    @field_validator("log_format", mode="before")
+    @classmethod
+    def _lower_format(cls, value: object) -> object:
+        return value.strip().lower() if isinstance(value, str) else value
 
 
 class RetentionSettings(BaseSettings):

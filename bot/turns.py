@@ -15,6 +15,7 @@ pending (langgraph #8836).
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -25,6 +26,7 @@ from langchain_core.tools import BaseTool
 from langgraph.errors import GraphRecursionError
 from langgraph.types import Command, Interrupt, StateSnapshot
 
+from bot import metrics
 from bot.agents.context_window import AUTHOR_KEY
 from bot.agents.delegation import DelegationEvent
 from bot.agents.history import unanswered_tool_calls
@@ -332,7 +334,27 @@ class TurnRunner:
         cards posted, or a failure told); a crash, a cancelled run or a post that failed leaves
         the mark, and `settle` (before the next message, or from the upkeep) delivers it.
         Model and graph failures become notices instead of exceptions: the thread stays usable.
+        Counted in `bot.metrics` (runs under way, seconds by outcome).
         """
+        started = time.monotonic()
+        metrics.TURNS_RUNNING.inc()
+        try:
+            outcome = await self._run(conversation, graph_input, anchor, paused, resumed, agent)
+        finally:
+            metrics.TURNS_RUNNING.dec()
+        label = "delivered" if outcome.delivered else "failed" if not outcome.finished else "undelivered"
+        metrics.TURN_SECONDS.labels(outcome=label).observe(time.monotonic() - started)
+        return outcome
+
+    async def _run(
+        self,
+        conversation: ConversationRef,
+        graph_input: dict[str, Any] | Command[Any] | None,
+        anchor: str | None,
+        paused: Sequence[Interrupt],
+        resumed: Sequence[Interrupt],
+        agent: AgentKind | None,
+    ) -> RunOutcome:
         platform = self.platform(conversation)
         graph = (
             self._agents.for_thread(conversation.thread_id, agent)

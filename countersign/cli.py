@@ -43,7 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = ".".join(str(p) for p in first.get("loc", ()))
         print(f"countersign: invalid setting {where}: {first['msg']}", file=sys.stderr)
         return 2
-    configure_logging(settings.server.log_level)
+    configure_logging(settings.server.log_level, settings.server.log_format)
     try:
         asyncio.run(_dispatch(args.command, settings))
     except (ConfigurationError, DatabaseUnavailableError) as exc:

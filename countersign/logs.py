@@ -5,6 +5,9 @@ from __future__ import annotations
 import logging
 import sys
 
+from pythonjsonlogger.core import RESERVED_ATTRS
+from pythonjsonlogger.json import JsonFormatter
+
 from bot.log_context import ConversationFilter
 
 _QUIET = (
@@ -19,15 +22,29 @@ _QUIET = (
 )
 
 
-def configure_logging(level: str) -> None:
+def configure_logging(level: str, log_format: str = "text") -> None:
     """Log to stderr at `level`; chatty libraries only from WARNING up.
 
-    Lines logged during a conversation's run end with its `thread_id` (and subagent), see
-    `bot.log_context`.
+    Args:
+        level: `DEBUG`, `INFO`, ... (`LOG_LEVEL`).
+        log_format: `text`: lines logged during a conversation's run end with its `thread_id`
+            (and subagent), see `bot.log_context`; `json` (`LOG_FORMAT`): one JSON object per
+            line (python-json-logger) with `time`, `level`, `logger`, `message` and, where
+            known, `thread_id`, `subagent`, `approval_id` and `event_id` as fields.
     """
     handler = logging.StreamHandler(sys.stderr)
     handler.addFilter(ConversationFilter())
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s%(conversation)s"))
+    handler.setFormatter(_formatter(log_format))
     logging.basicConfig(level=level.upper(), handlers=[handler])
     for name in _QUIET:
         logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def _formatter(log_format: str) -> logging.Formatter:
+    if log_format == "json":
+        return JsonFormatter(
+            "%(asctime)s %(levelname)s %(name)s %(message)s",
+            rename_fields={"asctime": "time", "levelname": "level", "name": "logger"},
+            reserved_attrs=[*RESERVED_ATTRS, "conversation"],
+        )
+    return logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s%(conversation)s")

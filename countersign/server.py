@@ -20,6 +20,7 @@ from aiohttp import web
 
 from adapters.console import ConsoleChat, ConsolePlatform
 from adapters.console.chat import StdinLines
+from bot import metrics
 from bot.errors import ConfigurationError
 from bot.settings import Settings
 from countersign.runtime import Runtime, open_runtime
@@ -28,6 +29,10 @@ from countersign.signals import cancel_on_signals
 log = logging.getLogger(__name__)
 
 HEALTH_PATH = "/healthz"
+READY_PATH = "/readyz"
+METRICS_PATH = "/metrics"
+CHECK_TIMEOUT_S = 2.0
+"""Seconds `/healthz` and `/readyz` wait for the database (and a platform) to answer."""
 
 
 async def serve(settings: Settings) -> None:
@@ -132,6 +137,8 @@ class BotServer:
         self.runtime = runtime
         web_app = web.Application()
         web_app.router.add_get(HEALTH_PATH, _health(runtime))
+        web_app.router.add_get(READY_PATH, self._ready)
+        web_app.router.add_get(METRICS_PATH, _metrics(runtime))
         if settings.slack.enabled:
             from adapters.slack.app import SlackAdapter
 
@@ -168,6 +175,30 @@ class BotServer:
         runtime.service.start()
         await runtime.service.recover()
 
+    async def _ready(self, request: web.Request) -> web.Response:
+        """`GET /readyz`: 200 only when the database answers and every platform is connected.
+
+        For a load balancer or an orchestrator to route around a replica that lost its
+        database or a platform (issue 11 item 5); `/healthz` stays the liveness check. The
+        body names what is down: `{"status": "unavailable", "database": "ok", "platforms":
+        {"DiscordAdapter": "disconnected"}}`.
+        """
+        runtime = self.runtime
+        database = "unreachable"
+        if runtime is not None and await _database_answers(runtime):
+            database = "ok"
+        platforms: dict[str, str] = {}
+        for adapter in self._adapters:
+            try:
+                up = await asyncio.wait_for(adapter.connected(), timeout=CHECK_TIMEOUT_S)
+            except Exception as exc:
+                log.warning("readiness: %s did not say whether it is connected: %s", type(adapter).__name__, exc)
+                up = False
+            platforms[type(adapter).__name__] = "connected" if up else "disconnected"
+        ready = database == "ok" and all(state == "connected" for state in platforms.values())
+        body = {"status": "ok" if ready else "unavailable", "database": database, "platforms": platforms}
+        return web.json_response(body, status=200 if ready else 503)
+
 
 async def chat(settings: Settings) -> None:
     """`countersign chat`: the core in the terminal.
@@ -193,14 +224,38 @@ async def chat(settings: Settings) -> None:
         log.info("stopped by a signal")
 
 
+async def _database_answers(runtime: Runtime) -> bool:
+    """Whether PostgreSQL answers `SELECT 1` within `CHECK_TIMEOUT_S` (a failure is logged)."""
+    try:
+        await asyncio.wait_for(runtime.database.pool.fetchval("SELECT 1"), timeout=CHECK_TIMEOUT_S)
+    except Exception as exc:
+        log.warning("health check failed: %s", exc)
+        return False
+    return True
+
+
 def _health(runtime: Runtime) -> Callable[[web.Request], Awaitable[web.Response]]:
     async def health(request: web.Request) -> web.Response:
-        """200 when PostgreSQL answers within 2 s, else 503."""
-        try:
-            await asyncio.wait_for(runtime.database.pool.fetchval("SELECT 1"), timeout=2)
-        except Exception as exc:
-            log.warning("health check failed: %s", exc)
+        """200 when PostgreSQL answers within `CHECK_TIMEOUT_S`, else 503."""
+        if not await _database_answers(runtime):
             return web.json_response({"status": "unavailable", "database": "unreachable"}, status=503)
         return web.json_response({"status": "ok"})
 
     return health
+
+
+def _metrics(runtime: Runtime) -> Callable[[web.Request], Awaitable[web.Response]]:
+    async def serve_metrics(request: web.Request) -> web.Response:
+        """`GET /metrics`: `bot.metrics` in Prometheus' text format."""
+
+        async def count_pending() -> int:
+            value = await asyncio.wait_for(
+                runtime.database.pool.fetchval("SELECT count(*) FROM approvals WHERE status = 'pending'"),
+                timeout=CHECK_TIMEOUT_S,
+            )
+            return int(value)
+
+        body = await metrics.render(count_pending)
+        return web.Response(body=body, headers={"Content-Type": metrics.CONTENT_TYPE_LATEST})
+
+    return serve_metrics

@@ -97,6 +97,10 @@ class DiscordAdapter:
             raise ConfigurationError(f"Discord did not become ready within {READY_TIMEOUT_S:.0f}s")
         log.info("Discord connected as %s (gateway %s)", self.client.user, gateway_url)
 
+    async def connected(self) -> bool:
+        """Whether the gateway session is up now (`GET /readyz`)."""
+        return self.client.gateway_connected and not self.client.is_closed()
+
     async def close(self) -> None:
         """Disconnect from the gateway and close the HTTP session."""
         await self.client.close()

@@ -12,6 +12,7 @@ from adapters.discord import messages as msg
 from adapters.discord.buttons import ApprovalButton
 from adapters.discord.commands import build_command_group, on_command_error
 from adapters.discord.conversations import author_actor, scoped_conversation, strip_bot_mention
+from adapters.discord.counted_http import count_failures
 from adapters.discord.interactions import InteractionHandler
 from adapters.discord.platform import NO_PINGS
 from adapters.display import is_blank
@@ -59,12 +60,29 @@ class CountersignClient(discord.Client):
             allowed_mentions=discord.AllowedMentions.none(),
             guild_ready_timeout=guild_ready_timeout_s,
         )
+        count_failures(self)
         self.service = service
         self.admin = admin
         self.interactions = InteractionHandler(service)
         self.tree = app_commands.CommandTree(self)
         self.tree.add_command(build_command_group(admin, admin.tool_names()))
         self.tree.error(on_command_error)
+
+    gateway_connected: bool = False
+    """Whether the gateway session is up: set by READY and RESUMED, cleared when it drops
+    (discord.py's `connect`, `resumed` and `disconnect` events); `/readyz` reads it."""
+
+    async def on_connect(self) -> None:
+        """READY arrived: the gateway session is up."""
+        self.gateway_connected = True
+
+    async def on_resumed(self) -> None:
+        """A dropped session was resumed."""
+        self.gateway_connected = True
+
+    async def on_disconnect(self) -> None:
+        """The gateway connection closed, or an attempt to open it failed; discord.py reconnects."""
+        self.gateway_connected = False
 
     async def setup_hook(self) -> None:
         """Register the persistent buttons and publish `/countersign`, before the gateway connects."""

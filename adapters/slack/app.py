@@ -22,11 +22,11 @@ from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncRateLimitErrorRetryHandler,
     AsyncServerErrorRetryHandler,
 )
-from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.commands import SlackCommands
 from adapters.slack.listeners import SlackListeners
 from adapters.slack.platform import SlackPlatform, UserDirectory, finish_decorations
+from adapters.slack.web_client import CountedWebClient
 from bot.admin.service import AdminService
 from bot.errors import ConfigurationError
 from bot.service import Countersign
@@ -81,7 +81,7 @@ class SlackAdapter:
         self._settings = settings
         # One HTTP session for every Web API call (slack_sdk opens one per call otherwise).
         self._session = aiohttp.ClientSession()
-        self.client = AsyncWebClient(
+        self.client = CountedWebClient(
             token=settings.bot_token.get_secret_value(),
             base_url=settings.api_url,
             session=self._session,
@@ -92,7 +92,7 @@ class SlackAdapter:
             ],
         )
         self.users = UserDirectory(self.client)
-        quick = AsyncWebClient(
+        quick = CountedWebClient(
             token=settings.bot_token.get_secret_value(),
             base_url=settings.api_url,
             session=self._session,
@@ -169,6 +169,20 @@ class SlackAdapter:
         await handler.connect_async()  # type: ignore[no-untyped-call]
         self._socket_handler = handler
         log.info("Slack Socket Mode connected")
+
+    async def connected(self) -> bool:
+        """Whether Slack can reach the bot now (`GET /readyz`).
+
+        HTTP mode keeps no connection (Slack calls in; `start` proved the token), so it is
+        connected once started; Socket Mode asks slack_sdk's client (`is_connected`: the
+        WebSocket open and its pings answered).
+        """
+        if not self.socket_mode:
+            return True
+        if self._socket_handler is None:
+            return False
+        connection = self._socket_handler.client  # type: ignore[attr-defined]
+        return bool(await connection.is_connected())
 
     async def close(self) -> None:
         """Disconnect Socket Mode, let background decoration finish (bounded), close the Web API session."""

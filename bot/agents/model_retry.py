@@ -21,6 +21,7 @@ from typing import TypeVar
 
 from langgraph.config import get_stream_writer
 
+from bot import metrics
 from bot.agents.model_errors import one_line, retry_advice, to_model_error
 from bot.errors import ModelError, ModelErrorKind
 from bot.settings import GeminiSettings
@@ -124,6 +125,22 @@ async def with_retries(
         The last attempt's exception, unchanged, when it is not retryable, when the attempts
         are used up, or when the next wait without advice would exceed `policy.max_wait_s`.
     """
+    try:
+        result = await _attempts(call, policy, announce=announce, sleep=sleep)
+    except Exception:
+        metrics.MODEL_CALLS.labels(outcome="failed").inc()
+        raise
+    metrics.MODEL_CALLS.labels(outcome="ok").inc()
+    return result
+
+
+async def _attempts(
+    call: Callable[[], Awaitable[T]],
+    policy: RetryPolicy,
+    *,
+    announce: Callable[[ModelWait], None],
+    sleep: Callable[[float], Awaitable[None]],
+) -> T:
     waited = 0.0
     attempt = 1
     while True:
@@ -131,6 +148,7 @@ async def with_retries(
             return await call()
         except Exception as exc:
             kind = _retryable_kind(exc)
+            metrics.MODEL_ERRORS.labels(kind=_kind_label(exc)).inc()
             if kind is None or attempt >= policy.attempts:
                 raise
             advised = retry_advice(exc) if kind is ModelErrorKind.BUSY else None
@@ -141,11 +159,20 @@ async def with_retries(
                     raise ModelError(kind, one_line(exc), retry_after_s=advised) from exc
                 raise
             attempt += 1
+            metrics.MODEL_RETRIES.labels(kind=kind.value).inc()
             log.info("model call failed (%s: %s); attempt %d in %.1fs", kind, _first_line(exc), attempt, delay)
             if delay >= policy.announce_after_s:
                 announce(ModelWait(kind=kind, seconds=delay, attempt=attempt))
             await sleep(delay)
             waited += delay
+
+
+def _kind_label(exc: Exception) -> str:
+    """The error's `ModelErrorKind` value, or `other` for a failure that is not the model's."""
+    try:
+        return to_model_error(exc).kind.value
+    except Exception:
+        return "other"
 
 
 def _retryable_kind(exc: Exception) -> ModelErrorKind | None:

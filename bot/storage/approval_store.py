@@ -16,6 +16,7 @@ from typing import Any
 import asyncpg
 from asyncpg.pool import PoolConnectionProxy
 
+from bot import metrics
 from bot.approvals.digest import args_digest
 from bot.approvals.lifecycle import (
     ApprovalEvent,
@@ -95,6 +96,7 @@ class ApprovalStore:
                 requester.display_name,
                 source,
             )
+            opened = review_row is not None
             if review_row is None:
                 review_row = await connection.fetchrow(
                     "SELECT * FROM reviews WHERE thread_id = $1 AND interrupt_id = $2",
@@ -134,6 +136,8 @@ class ApprovalStore:
                     ],
                 )
             rows = await connection.fetch(f"{_SELECT} WHERE a.review_id = $1 ORDER BY a.position", review_row["id"])
+        if opened:
+            metrics.approvals_opened(action.tool_name for action in actions)
         return _review(review_row), [_approval(row) for row in rows]
 
     async def get(self, approval_id: str) -> ApprovalRecord | None:
@@ -240,6 +244,7 @@ class ApprovalStore:
                 approval_entry(AuditKind.EXPIRY, row, "expired", reason=EXPIRED_REASON), connection=connection
             )
             claimed = await _claim_resume(connection, review_id)
+        metrics.approval_closed(row)
         return DecideResult(approval=row, review_complete=claimed, decided=True)
 
     async def next_expiry(self) -> datetime | None:
@@ -291,6 +296,32 @@ class ApprovalStore:
             AlreadyVotedError: this person already approved these arguments.
             StaleVoteError: the arguments changed since the caller read them; retry.
         """
+        result = await self._vote(
+            approval_id,
+            actor=actor,
+            kind=kind,
+            quorum=quorum,
+            audit=audit,
+            args=args,
+            expected_digest=expected_digest,
+            reason=reason,
+        )
+        if result.decided:
+            metrics.approval_closed(result.approval)
+        return result
+
+    async def _vote(
+        self,
+        approval_id: str,
+        *,
+        actor: Actor,
+        kind: VoteKind,
+        quorum: int,
+        audit: AuditEntry,
+        args: dict[str, Any] | None,
+        expected_digest: str | None,
+        reason: str | None,
+    ) -> DecideResult:
         async with self._pool.acquire() as connection, connection.transaction():
             review_id = await connection.fetchval("SELECT review_id FROM approvals WHERE id = $1", approval_id)
             if review_id is None:

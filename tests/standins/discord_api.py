@@ -1285,6 +1285,9 @@ class DiscordStandIn:
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self.interaction_response_timeout = interaction_response_timeout
         self.interaction_token_ttl = interaction_token_ttl
+        self.gateway_down = False
+        """True: the gateway refuses new connections with HTTP 503, as during a Discord outage
+        (connections already open stay; `disconnect_all` closes them)."""
         self._bot_user = make_user(bot_user_id, bot_name, bot=True, discriminator="0000")
         self._owner = make_user(owner_id, "app-owner")
         self._runner: web.AppRunner | None = None
@@ -3548,7 +3551,9 @@ class DiscordStandIn:
             if connection is not None and connection.ready:
                 await self._send(connection, frame)
 
-    async def _handle_gateway(self, request: web.Request) -> web.WebSocketResponse:
+    async def _handle_gateway(self, request: web.Request) -> web.StreamResponse:
+        if self.gateway_down:
+            return web.Response(status=503, text="gateway unavailable (stand-in: gateway_down)")
         ws = web.WebSocketResponse(max_msg_size=0)
         await ws.prepare(request)
         record = GatewayConnection(path=request.path, query=dict(request.query))

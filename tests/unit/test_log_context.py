@@ -51,3 +51,35 @@ async def test_lines_inside_a_run_name_the_thread_and_the_subagent():
         "after the delegation (thread_id=slack:T1:C1:1.2)",
         "after",
     ]
+
+
+def test_json_lines_carry_the_ids_as_fields():
+    """LOG_FORMAT=json: one object per line, with thread, approval and event ids as fields; no text suffix."""
+    import io
+    import json
+
+    from countersign.logs import _formatter
+
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.addFilter(ConversationFilter())
+    handler.setFormatter(_formatter("json"))
+    logger = logging.getLogger(f"test.log_context.json.{id(object())}")
+    logger.propagate = False
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+
+    logger.info("outside")
+    with about("slack:T1:C1:1.2", event_id="1.2"), about(approval_id="a" * 32):
+        logger.warning("deciding %s", "now")
+    first, second = (json.loads(line) for line in stream.getvalue().splitlines())
+    assert first["message"] == "outside" and first["level"] == "INFO" and first["thread_id"] is None
+    assert {k: second[k] for k in ("message", "level", "thread_id", "approval_id", "event_id", "subagent")} == {
+        "message": "deciding now",
+        "level": "WARNING",
+        "thread_id": "slack:T1:C1:1.2",
+        "approval_id": "a" * 32,
+        "event_id": "1.2",
+        "subagent": None,
+    }
+    assert "conversation" not in second and second["logger"] == logger.name and "time" in second

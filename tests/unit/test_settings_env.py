@@ -52,6 +52,7 @@ ENV_NAMES = (
     "HOST",
     "PORT",
     "LOG_LEVEL",
+    "LOG_FORMAT",
     "SHUTDOWN_GRACE_S",
     "COUNTERSIGN_CONTEXT_TOKENS",
     "COUNTERSIGN_HISTORY_WINDOW",
@@ -336,3 +337,15 @@ def test_gemini_retry_settings_make_the_retry_policy(clean_env):
     clean_env.setenv("GEMINI_RETRY_MAX_WAIT", "90")
     policy = RetryPolicy.from_settings(GeminiSettings())
     assert (policy.attempts, policy.initial_delay_s, policy.max_wait_s, policy.announce_after_s) == (5, 0.5, 90.0, 5.0)
+
+
+def test_log_format_is_text_by_default_json_on_request_and_nothing_else(clean_env):
+    """LOG_FORMAT: `text` unless set; `JSON` in any case means json; another value is refused."""
+    from bot.settings import ServerSettings
+
+    assert ServerSettings().log_format == "text"
+    clean_env.setenv("LOG_FORMAT", " JSON ")
+    assert ServerSettings().log_format == "json"
+    clean_env.setenv("LOG_FORMAT", "xml")
+    with pytest.raises(ValidationError):
+        ServerSettings()
