@@ -6,12 +6,13 @@ conditional update that names the states the event may leave, so a lost race cha
 
 from __future__ import annotations
 
+import functools
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Concatenate, ParamSpec
 
 import asyncpg
 from asyncpg.pool import PoolConnectionProxy
@@ -45,6 +46,24 @@ class VoteKind(StrEnum):
     APPROVE = "approve"
     EDIT = "edit"
     REJECT = "reject"
+
+
+P = ParamSpec("P")
+
+
+def _counted(
+    vote: Callable[Concatenate[ApprovalStore, P], Awaitable[DecideResult]],
+) -> Callable[Concatenate[ApprovalStore, P], Awaitable[DecideResult]]:
+    """Count a decided vote in `bot.metrics` after `vote` returned (its transaction committed)."""
+
+    @functools.wraps(vote)
+    async def counted(store: ApprovalStore, /, *args: P.args, **kwargs: P.kwargs) -> DecideResult:
+        result = await vote(store, *args, **kwargs)
+        if result.decided:
+            metrics.approval_closed(result.approval)
+        return result
+
+    return counted
 
 
 class ApprovalStore:
@@ -254,6 +273,7 @@ class ApprovalStore:
         )
         return value
 
+    @_counted
     async def vote(
         self,
         approval_id: str,
@@ -276,7 +296,8 @@ class ApprovalStore:
         is then `approved`, or `edited` when those arguments differ from the proposal.
 
         The review row is locked first, so of two decisions finishing the same review at
-        once exactly one sees "no pending approvals left" and claims the resume.
+        once exactly one sees "no pending approvals left" and claims the resume. A vote that
+        decides is counted in `bot.metrics` once its transaction committed.
 
         Args:
             approval_id: the approval.
@@ -296,32 +317,6 @@ class ApprovalStore:
             AlreadyVotedError: this person already approved these arguments.
             StaleVoteError: the arguments changed since the caller read them; retry.
         """
-        result = await self._vote(
-            approval_id,
-            actor=actor,
-            kind=kind,
-            quorum=quorum,
-            audit=audit,
-            args=args,
-            expected_digest=expected_digest,
-            reason=reason,
-        )
-        if result.decided:
-            metrics.approval_closed(result.approval)
-        return result
-
-    async def _vote(
-        self,
-        approval_id: str,
-        *,
-        actor: Actor,
-        kind: VoteKind,
-        quorum: int,
-        audit: AuditEntry,
-        args: dict[str, Any] | None,
-        expected_digest: str | None,
-        reason: str | None,
-    ) -> DecideResult:
         async with self._pool.acquire() as connection, connection.transaction():
             review_id = await connection.fetchval("SELECT review_id FROM approvals WHERE id = $1", approval_id)
             if review_id is None:

@@ -10,14 +10,11 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from adapters.slack import blocks
 from bot.settings import DatabaseSettings
-from bot.storage.database import ensure_database, migrate
-from bot.storage.embedded import DATABASE_NAME, EmbeddedPostgres
-from bot.storage.urls import with_database
 from countersign.server import BotServer
 from tests.e2e.conftest import ALICE, BOB, CHANNEL, make_settings
 from tests.e2e.test_slack_flow import click, settle, wait_answer, wait_card
 from tests.support.barriers import wait_until_async
-from tests.support.postgres import start_embedded_again, stop_embedded
+from tests.support.postgres import own_embedded, start_embedded_again, stop_embedded
 
 pytestmark = pytest.mark.e2e
 
@@ -105,12 +102,7 @@ async def test_readyz_turns_503_while_the_database_is_down_and_200_when_it_is_ba
     tmp_path: Path, gemini, slack, target
 ):
     """The bot's own embedded PostgreSQL, stopped for real: readiness fails, liveness too; then both recover."""
-    embedded = EmbeddedPostgres(tmp_path / "own")
-    admin = await embedded.start()
-    try:
-        await ensure_database(admin, DATABASE_NAME)
-        url = with_database(admin, DATABASE_NAME)
-        await migrate(url)
+    async with own_embedded(tmp_path / "own") as (embedded, url):
         settings = make_settings(url, gemini, slack, target)
         settings = settings.model_copy(
             update={"database": DatabaseSettings(url=url, pool_max_size=4, connect_timeout_s=2)}
@@ -128,8 +120,6 @@ async def test_readyz_turns_503_while_the_database_is_down_and_200_when_it_is_ba
                 return (await readiness(bot)).status_code == 200
 
             await wait_until_async(ready, "readiness did not come back with the database")
-    finally:
-        await embedded.stop()
 
 
 async def test_readyz_turns_503_while_discord_is_disconnected(discord_bot, discord_api):

@@ -27,13 +27,10 @@ from bot.audit import AuditEntry, AuditKind
 from bot.conversation import ConversationRef
 from bot.ports import ReviewPending, TurnFailed
 from bot.storage.approval_store import VoteKind
-from bot.storage.database import ensure_database, migrate
-from bot.storage.embedded import DATABASE_NAME, EmbeddedPostgres
 from bot.storage.inbox import Inbox, inbox_key
-from bot.storage.urls import with_database
 from bot.tools.registry import ToolRegistry, ToolSpec
 from bot.upkeep import MAX_ATTEMPTS
-from tests.support.postgres import restart_embedded
+from tests.support.postgres import own_embedded, restart_embedded
 from tests.support.recording_platform import RecordingPlatform
 from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
 from tests.support.service import Harness, actor, conversation, message, open_service
@@ -122,12 +119,7 @@ async def test_a_database_restart_makes_the_next_look_take_work_that_is_not_due_
     The server is the test's own embedded PostgreSQL, restarted for real (every connection
     drops and its start time changes), as in the fault matrix's storms.
     """
-    embedded = EmbeddedPostgres(tmp_path / "own")
-    admin = await embedded.start()
-    try:
-        await ensure_database(admin, DATABASE_NAME)
-        url = with_database(admin, DATABASE_NAME)
-        await migrate(url)
+    async with own_embedded(tmp_path / "own") as (embedded, url):
         model = ScriptedChatModel(replies=[calls(tool_call("send", {"to": "bob", "body": "hi"})), AIMessage("sent")])
         platform = FlakyPlatform()
         async with open_service(url, model, registry, platform) as h:
@@ -163,8 +155,6 @@ async def test_a_database_restart_makes_the_next_look_take_work_that_is_not_due_
         assert review is not None and review.status is ReviewStatus.DONE
         assert tool_log.calls == [("send", {"to": "bob", "body": "hi", "urgent": False})]
         assert platform.answers == [(conversation().thread_id, "sent")]
-    finally:
-        await embedded.stop()
 
 
 def blocking_registry(started: asyncio.Event, runs: list[str]) -> ToolRegistry:

@@ -10,14 +10,15 @@ import os
 import signal
 import uuid
 import warnings
+from collections.abc import AsyncIterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import asyncpg
 import psutil
 
-from bot.storage.database import migrate
-from bot.storage.embedded import EmbeddedPostgres
+from bot.storage.database import ensure_database, migrate
+from bot.storage.embedded import DATABASE_NAME, EmbeddedPostgres
 from bot.storage.urls import normalise, with_database
 
 TEMPLATE = "countersign_template" + (
@@ -72,6 +73,24 @@ class TestServer:
     async def stop(self) -> None:
         if self._embedded is not None:
             await self._embedded.stop()
+
+
+@contextlib.asynccontextmanager
+async def own_embedded(directory: Path) -> AsyncIterator[tuple[EmbeddedPostgres, str]]:
+    """A test's own embedded PostgreSQL in `directory`, with the bot's database migrated.
+
+    For tests that stop or restart the server (the shared one must stay up); stopped on exit.
+    Yields the server's handle and the database's URL.
+    """
+    embedded = EmbeddedPostgres(directory)
+    admin = await embedded.start()
+    try:
+        await ensure_database(admin, DATABASE_NAME)
+        url = with_database(admin, DATABASE_NAME)
+        await migrate(url)
+        yield embedded, url
+    finally:
+        await embedded.stop()
 
 
 async def restart_embedded(embedded: EmbeddedPostgres) -> None:
