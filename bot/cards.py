@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from bot.approvals.config import ApproverKind, CardRouting, WorkspaceConfig
 from bot.approvals.records import ApprovalRecord, ReviewRecord
@@ -84,8 +85,10 @@ class CardDesk:
                 posted += 1
                 posted_elsewhere |= not fallback
             now = await self._approvals.get(row.id)
-            if now is not None and not now.is_pending:
-                await self.refresh(now)  # decided by a click that beat the stored card reference
+            if now is not None and replace(now, card_ref=row.card_ref) != row:
+                # A click (a decision, a vote, an edit) beat the stored card reference: its
+                # own redraw found no card to update.
+                await self.refresh(now)
         stored = await self._approvals.approvals_of(rows[0].review_id) if rows else []
         if posted_elsewhere:
             await self.notify(

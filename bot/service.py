@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from bot import upkeep
@@ -27,6 +28,9 @@ from bot.tasks import TaskTracker
 from bot.turns import TurnRunner
 
 log = logging.getLogger(__name__)
+
+REDRAW_WAIT_S = 5.0
+"""Seconds a resume waits for the decided card's redraw before the run goes on without it."""
 
 
 class ShuttingDownError(CountersignError):
@@ -380,9 +384,21 @@ class Countersign:
         self.tasks.spawn(self._after_decision(result), name=f"expired {approval.thread_id}")
 
     async def _after_decision(self, result: DecideResult) -> None:
-        await self._runner.refresh_card(result.approval)
-        if result.review_complete:
-            await self._resume(result.approval.thread_id, anchor=result.approval.card_ref)
+        """Redraw the card; when the review is complete, resume the thread.
+
+        The run goes on once the card shows the decision, so the conversation reads in order,
+        but waits for the redraw at most `REDRAW_WAIT_S`: a rate-limited edit waits out its
+        `Retry-After` inside the platform's client (slack_sdk and discord.py both do), and a
+        card is decoration next to the run it holds up. The redraw then finishes on its own.
+        """
+        redraw = asyncio.ensure_future(self._runner.refresh_card(result.approval))
+        try:
+            if result.review_complete:
+                await asyncio.wait({redraw}, timeout=REDRAW_WAIT_S)
+                await self._resume(result.approval.thread_id, anchor=result.approval.card_ref)
+            await redraw
+        finally:
+            redraw.cancel()  # a no-op once it is done; else this task was cancelled (shutdown)
 
     async def _resume(self, thread_id: str, *, anchor: str | None = None) -> None:
         """Resume the thread's claimed reviews, unless someone else already did."""

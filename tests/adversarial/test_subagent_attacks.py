@@ -31,6 +31,7 @@ from bot.storage.approval_store import VoteKind
 from tests.e2e.conftest import ALICE, CHANNEL, D_ALICE, D_CHANNEL
 from tests.e2e.subagents_script import subagents_script
 from tests.e2e.test_discord_flow import click as discord_click
+from tests.e2e.test_discord_flow import settle as discord_settle
 from tests.e2e.test_discord_flow import wait_card as discord_wait_card
 from tests.e2e.test_slack_flow import click, settle, wait_card
 from tests.e2e.test_subagents_flow import (
@@ -819,6 +820,36 @@ async def test_discord_a_rate_limited_status_line_does_not_hold_up_the_card(disc
     assert "operator reported" in answer and [r.method for r in target.requests] == ["GET", "POST"]
     remaining = [m.get("content", "") for m in discord_api.messages(D_CHANNEL)]
     assert not any("is working" in t for t in remaining), remaining
+
+
+@pytest.mark.e2e
+async def test_discord_a_rate_limited_card_redraw_does_not_hold_up_the_run(discord_bot, discord_api, target):
+    """The approved card's redraw answers 429 with a long Retry-After: the run goes on and answers well before the wait ends."""
+    await discord_use_subagents(discord_bot, discord_api)
+    await discord_mention(discord_api, D_ALICE, "check and post gizmo")
+    [card] = await discord_wait_card(discord_api)
+    await discord_settle(discord_bot)  # the paused run's status line is done with
+    discord_api.rate_limit("PATCH", rf"/channels/{card.channel}/messages/{card.message_id}", retry_after=RATE_LIMIT_S)
+    started = asyncio.get_running_loop().time()
+    await discord_click(discord_api, card, D_ALICE, "approve")
+    answer = await discord_answer(discord_api)
+    assert asyncio.get_running_loop().time() - started < RATE_LIMIT_S
+    assert "operator reported" in answer and [r.method for r in target.requests] == ["GET", "POST"]
+
+
+@pytest.mark.e2e
+async def test_slack_a_rate_limited_card_redraw_does_not_hold_up_the_run(bot, events, slack: SlackApiStandIn, target):
+    """chat.update of the approved card answers 429 with a long Retry-After: the run goes on and answers well before the wait ends."""
+    await slack_use_subagents(events, slack)
+    mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> check and post gizmo")
+    [card] = await wait_card(slack)
+    await settle(bot)  # the paused run's progress message is done with
+    slack.rate_limit("chat.update", times=1, retry_after=RATE_LIMIT_S)
+    started = asyncio.get_running_loop().time()
+    await click(events, slack, ALICE, blocks.ACTION_APPROVE, card)
+    answer = await slack_answer(slack, mention.ts)
+    assert asyncio.get_running_loop().time() - started < RATE_LIMIT_S
+    assert "operator reported" in answer and [r.method for r in target.requests] == ["GET", "POST"]
 
 
 @pytest.mark.e2e

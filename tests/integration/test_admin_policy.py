@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -355,6 +356,33 @@ async def test_quorum_of_two_counts_a_double_click_once(db_url, registry, tool_l
         await h.service.tasks.join()
     assert done.status is ApprovalStatus.APPROVED and done.votes == ("alice", "carol")
     assert len(tool_log.calls) == 1
+
+
+class _ClickedWhilePosting(RecordingPlatform):
+    """A platform whose `post_card` returns only after `vote` ran: a click between the post and the stored card reference."""
+
+    vote: Callable[[str], Awaitable[object]] | None = None
+
+    async def post_card(self, target, card):
+        ref = await super().post_card(target, card)
+        if self.vote is not None:
+            vote, self.vote = self.vote, None
+            await vote(card.approval.id)
+        return ref
+
+
+async def test_a_vote_made_before_the_card_reference_is_stored_is_still_drawn(db_url, registry, tool_log):
+    """Quorum 2: an approval that lands while the card is being posted shows on the card ("1 of 2")."""
+    model = ScriptedChatModel(replies=[calls(send()), AIMessage("done")])
+    platform = _ClickedWhilePosting(admins={ADMIN})
+    async with open_service(db_url, model, registry, platform) as h:
+        await configure(h, registry, SetQuorum(tool="send", count=2))
+        platform.vote = lambda approval_id: h.service.decide(approval_id, actor("alice"), Approve())
+        await h.service.handle_message(message("send", user="alice"))
+        await h.service.tasks.join()
+        [card] = pending(h)
+    assert card.votes == ("alice",)
+    assert tool_log.calls == []
 
 
 async def test_an_edit_needs_the_quorum_again_and_only_the_edited_args_run(db_url, registry, tool_log):
