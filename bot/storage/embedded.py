@@ -14,13 +14,14 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import warnings
 from pathlib import Path
 from typing import Any
 
 import psutil
 
-from bot.errors import DatabaseUnavailableError
+from bot.errors import ConfigurationError, DatabaseUnavailableError
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +53,8 @@ class EmbeddedPostgres:
         the caller never got a handle to stop, so nobody else would stop the server.
 
         Raises:
+            ConfigurationError: the data directory cannot be created or written by this user
+                (a volume mounted with another owner).
             DatabaseUnavailableError: when initdb or the server start fails.
         """
         starting = asyncio.ensure_future(asyncio.to_thread(self._start_blocking))
@@ -64,7 +67,7 @@ class EmbeddedPostgres:
             raise
 
     def _start_blocking(self) -> str:
-        self._data_dir.mkdir(parents=True, exist_ok=True)
+        _check_writable(self._data_dir)
         _forget_dead_handles(self.pgdata)
         with warnings.catch_warnings():
             # platformdirs warns about a missing XDG_RUNTIME_DIR at import; harmless here.
@@ -90,6 +93,32 @@ class EmbeddedPostgres:
         server, self._server = self._server, None
         await asyncio.to_thread(server.cleanup)
         log.info("embedded PostgreSQL released (%s)", self.pgdata)
+
+
+def _check_writable(data_dir: Path) -> None:
+    """Create `data_dir` if needed and make sure this user may write in it (and in its `pgdata`).
+
+    Without the check initdb fails with a message about a log directory it could not create,
+    which names neither the directory nor the user (a Docker volume owned by root, say).
+
+    Raises:
+        ConfigurationError: naming the directory and this process's uid.
+    """
+    blocked = None
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        blocked = data_dir
+    else:
+        for path in (data_dir, data_dir / "pgdata"):
+            if path.exists() and not os.access(path, os.W_OK | os.X_OK):
+                blocked = path
+                break
+    if blocked is not None:
+        raise ConfigurationError(
+            f"the data directory {blocked} cannot be written by uid {os.getuid()}: give that user the "
+            "directory (chown), mount another one (COUNTERSIGN_DATA_DIR), or set DATABASE_URL"
+        )
 
 
 def _forget_dead_handles(pgdata: Path) -> None:

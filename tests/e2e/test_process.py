@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import sys
 from collections.abc import Awaitable
@@ -122,6 +123,25 @@ async def test_unreachable_database_is_one_line_without_the_password(tmp_path):
         err.strip()
         .splitlines()[-1]
         .startswith("countersign: cannot reach PostgreSQL at postgresql://app:***@127.0.0.1:1/app")
+    )
+    assert "Traceback" not in err
+
+
+async def test_a_data_directory_it_cannot_write_is_one_line_naming_it_and_the_uid(tmp_path):
+    """COUNTERSIGN_DATA_DIR that cannot be created (a file is in the way): one line with the path and uid, exit 2.
+
+    (The tests run as root, for whom every existing directory is writable; scripts/prove-image
+    checks the same message for a root-owned volume and the image's user.)
+    """
+    (tmp_path / "taken").write_text("a file, not a directory")
+    data_dir = tmp_path / "taken" / "data"
+    env = base_env(GOOGLE_API_KEY="k", COUNTERSIGN_DATA_DIR=str(data_dir))
+    bot = await BotProcess(env, tmp_path, command="migrate").start()
+    assert await bot.wait() == 2
+    err = bot.stderr.decode()
+    assert err.strip().splitlines()[-1] == (
+        f"countersign: the data directory {data_dir} cannot be written by uid {os.getuid()}: give that user "
+        "the directory (chown), mount another one (COUNTERSIGN_DATA_DIR), or set DATABASE_URL"
     )
     assert "Traceback" not in err
 
