@@ -24,6 +24,7 @@ from prometheus_client import (
     Gauge,
     Histogram,
     generate_latest,
+    multiprocess,
 )
 from prometheus_client.multiprocess import MultiProcessCollector
 
@@ -105,6 +106,17 @@ def approval_closed(approval: ApprovalRecord) -> None:
     if approval.decided_at is not None:
         seconds = (approval.decided_at - approval.created_at).total_seconds()
         DECISION_SECONDS.labels(tool=approval.tool_name).observe(max(seconds, 0.0))
+
+
+def forget_process(pid: int, directory: str) -> None:
+    """Drop a dead worker's live gauges (e.g. turns running) from the multiprocess files.
+
+    Args:
+        pid: the worker that exited.
+        directory: the workers' `PROMETHEUS_MULTIPROC_DIR`. Counters and histograms of the dead
+            process keep counting in the sums, as prometheus-client's multiprocess mode intends.
+    """
+    multiprocess.mark_process_dead(pid, directory)  # type: ignore[no-untyped-call]
 
 
 def _registry() -> CollectorRegistry:

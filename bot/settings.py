@@ -231,6 +231,11 @@ class ServerSettings(BaseSettings):
     shutdown_grace_s: float = Field(default=30.0, ge=0, le=3600, validation_alias="SHUTDOWN_GRACE_S")
     """Seconds in-flight turns may run on after SIGTERM before they are cancelled (a cancelled
     turn is finished by the upkeep of a live replica or of the next start)."""
+    workers: int = Field(default=1, ge=1, le=64, validation_alias="COUNTERSIGN_WORKERS")
+    """Worker processes `countersign run` starts on this machine (`--workers`); more than one
+    runs them under a supervisor sharing the port (countersign.workers)."""
+    worker_index: int | None = Field(default=None, ge=0, validation_alias="COUNTERSIGN_WORKER_INDEX")
+    """Set by the supervisor in each worker it starts (0-based); not for operators."""
 
     @field_validator("log_level", mode="before")
     @classmethod

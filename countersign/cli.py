@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -31,11 +32,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     parser = argparse.ArgumentParser(prog="countersign", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("run", help="serve every platform whose credentials are set (terminal chat when none)")
+    run = commands.add_parser("run", help="serve every platform whose credentials are set (terminal chat when none)")
+    run.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="worker processes sharing the port and the database (default: COUNTERSIGN_WORKERS, else 1)",
+    )
     commands.add_parser("chat", help="a conversation in the terminal, approvals as prompts")
     commands.add_parser("migrate", help="apply migrations and LangGraph's checkpoint setup, then exit")
     args = parser.parse_args(argv)
 
+    if getattr(args, "workers", None) is not None:
+        os.environ["COUNTERSIGN_WORKERS"] = str(args.workers)  # validated with the other settings
     try:
         settings = Settings()
     except ValidationError as exc:

@@ -57,6 +57,9 @@ async def serve(settings: Settings) -> None:
         log.info("no platform credentials set: starting the terminal chat")
         await chat(settings)
         return
+    if settings.server.workers > 1 and settings.server.worker_index is None:
+        await _supervise(settings)
+        return
     stop = asyncio.Event()
     started = False
     cancelled = False
@@ -90,6 +93,20 @@ async def serve(settings: Settings) -> None:
     except asyncio.CancelledError:
         if started:
             raise
+    log.info("stopped")
+
+
+async def _supervise(settings: Settings) -> None:
+    """`countersign run` with several workers: this process supervises them (countersign.workers)."""
+    from countersign.workers import check_workers, supervise
+
+    workers = settings.server.workers
+    check_workers(settings, workers)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await supervise(settings, workers, stop)
     log.info("stopped")
 
 
@@ -135,7 +152,7 @@ class BotServer:
         settings = self._settings
         runtime = await self._stack.enter_async_context(open_runtime(settings))
         self.runtime = runtime
-        web_app = web.Application()
+        web_app = web.Application(middlewares=_worker_header(settings.server.worker_index))
         web_app.router.add_get(HEALTH_PATH, _health(runtime))
         web_app.router.add_get(READY_PATH, self._ready)
         web_app.router.add_get(METRICS_PATH, _metrics(runtime))
@@ -165,7 +182,9 @@ class BotServer:
         await runner.setup()
         self._stack.push_async_callback(runner.cleanup)
         try:
-            sock = socket.create_server((settings.server.host, settings.server.port), reuse_port=False)
+            # A worker shares the port with its siblings (countersign.workers).
+            shared = settings.server.worker_index is not None
+            sock = socket.create_server((settings.server.host, settings.server.port), reuse_port=shared)
         except OSError as exc:
             where = f"{settings.server.host}:{settings.server.port}"
             raise ConfigurationError(f"cannot listen on {where} (HOST, PORT): {exc.strerror or exc}") from None
@@ -222,6 +241,26 @@ async def chat(settings: Settings) -> None:
         if not stopping.is_set():
             raise
         log.info("stopped by a signal")
+
+
+WORKER_HEADER = "X-Countersign-Worker"
+"""Response header naming the worker that answered, when `countersign run --workers` runs several."""
+
+
+def _worker_header(index: int | None) -> list[Any]:
+    """A middleware adding `WORKER_HEADER` to every response of worker `index` (none for a lone process)."""
+    if index is None:
+        return []
+
+    @web.middleware
+    async def name_the_worker(
+        request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
+        response = await handler(request)
+        response.headers[WORKER_HEADER] = str(index)
+        return response
+
+    return [name_the_worker]
 
 
 async def _database_answers(runtime: Runtime) -> bool:

@@ -29,10 +29,11 @@ def base_env(**values: str) -> dict[str, str]:
 class BotProcess:
     """`python -m countersign.cli <command>` in `cwd` with `env`; stderr kept for diagnosis."""
 
-    def __init__(self, env: dict[str, str], cwd: Path, command: str = "run") -> None:
+    def __init__(self, env: dict[str, str], cwd: Path, command: str = "run", args: tuple[str, ...] = ()) -> None:
         self.env = env
         self.cwd = cwd
         self.command = command
+        self.args = args
         self.proc: asyncio.subprocess.Process | None = None
         self.stderr = b""
         self._reader: asyncio.Task[None] | None = None
@@ -43,6 +44,7 @@ class BotProcess:
             "-m",
             "countersign.cli",
             self.command,
+            *self.args,
             env=self.env,
             cwd=self.cwd,
             stdin=asyncio.subprocess.DEVNULL,

@@ -1,0 +1,245 @@
+"""`countersign run --workers N`: N worker processes on one machine, under one supervisor.
+
+The supervisor (this module) owns what the workers share and starts nothing of the bot itself:
+
+- the database: without `DATABASE_URL` it starts the embedded PostgreSQL once, applies the
+  migrations once, and hands every worker the URL (workers never run initdb side by side);
+- the port: workers listen on the same HOST:PORT with `SO_REUSEPORT`, so the kernel spreads
+  Slack's connections over them; the supervisor holds a bound, never-listening socket on it
+  for its whole life, which picks the port for `PORT=0` and keeps it ours between restarts;
+- metrics: `PROMETHEUS_MULTIPROC_DIR` (a fresh directory, or the operator's, emptied at start),
+  so `GET /metrics` on any worker sums them all (prometheus-client's multiprocess mode).
+
+Each worker is `countersign run` with `COUNTERSIGN_WORKER_INDEX` set: it shuts down as a single
+process does. A worker that exits on its own is restarted (after 0.5 s, doubling with each quick
+failure up to 30 s); one that exits with status 2 (a configuration error: a refused token, a
+busy port) stops them all, since its siblings would fail the same way. SIGTERM or SIGINT to the
+supervisor is forwarded to every worker as SIGTERM; a worker still running
+`SHUTDOWN_GRACE_S` + `KILL_AFTER_S` seconds later is killed.
+
+Every worker holds the same guarantees as replicas on several machines do (one run per
+conversation, one decision per card; docs/decisions/0002), because they share nothing but
+PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import shutil
+import signal
+import socket
+import sys
+import tempfile
+import time
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from pathlib import Path
+
+from bot import metrics
+from bot.errors import ConfigurationError
+from bot.settings import Settings
+from bot.storage.database import migrate, resolve_url
+
+log = logging.getLogger(__name__)
+
+KILL_AFTER_S = 15.0
+"""Seconds past the shutdown grace before a worker that has not exited is killed."""
+FIRST_RESTART_DELAY_S = 0.5
+MAX_RESTART_DELAY_S = 30.0
+STABLE_AFTER_S = 60.0
+"""A worker that ran this long before exiting is restarted after the first delay again."""
+CONFIGURATION_EXIT = 2
+"""The exit status of `countersign run` for a configuration error (countersign.cli)."""
+
+
+class WorkersFailedError(ConfigurationError):
+    """A worker could not start for a reason its siblings share (it exited with status 2)."""
+
+
+@dataclass
+class _Worker:
+    index: int
+    process: asyncio.subprocess.Process | None = None
+    started_at: float = 0.0
+    quick_failures: int = 0
+
+
+def check_workers(settings: Settings, workers: int) -> None:
+    """Refuse a worker count this machine or configuration cannot run.
+
+    Raises:
+        ConfigurationError: the OS has no `SO_REUSEPORT` (Windows); Slack is not configured
+            (workers share Slack's port; the terminal chat is one process); Discord is
+            configured (splitting its shards between workers is not built yet, so each worker
+            would open the same gateway session).
+    """
+    if workers <= 1:
+        return
+    if not hasattr(socket, "SO_REUSEPORT"):
+        raise ConfigurationError("COUNTERSIGN_WORKERS > 1 needs SO_REUSEPORT, which this OS lacks; run one worker")
+    if settings.discord.enabled:
+        raise ConfigurationError(
+            "COUNTERSIGN_WORKERS > 1 does not serve Discord yet (each worker would open the same gateway "
+            "session); run Discord with one worker"
+        )
+    if not settings.slack.enabled:
+        raise ConfigurationError("COUNTERSIGN_WORKERS > 1 serves Slack: set its credentials (see README, Slack setup)")
+
+
+async def supervise(settings: Settings, workers: int, stop: asyncio.Event) -> None:
+    """Run `workers` worker processes until `stop` is set, then stop them.
+
+    Args:
+        settings: the supervisor's settings (the workers read the same environment, plus what
+            they share: `DATABASE_URL`, `PORT`, `PROMETHEUS_MULTIPROC_DIR`).
+        workers: how many (at least 2; `check_workers` has passed).
+        stop: set on SIGTERM or SIGINT.
+
+    Raises:
+        WorkersFailedError: a worker exited with status 2 (its own message is on stderr).
+        ConfigurationError: HOST:PORT cannot be bound.
+        DatabaseUnavailableError: the database cannot be reached or the embedded one started.
+    """
+    async with AsyncExitStack() as stack:
+        url = await resolve_url(settings.database, stack)
+        await migrate(url)
+        holder = _hold_port(settings.server.host, settings.server.port)
+        stack.callback(holder.close)
+        port = holder.getsockname()[1]
+        metrics_dir = _metrics_dir(stack)
+        env = {
+            **os.environ,
+            "DATABASE_URL": url,
+            "PORT": str(port),
+            "PROMETHEUS_MULTIPROC_DIR": str(metrics_dir),
+            "COUNTERSIGN_WORKERS": "1",
+        }
+        log.info("Countersign starts %d workers on %s:%s", workers, settings.server.host, port)
+        await _Supervisor(env, workers, metrics_dir, settings.server.shutdown_grace_s).run(stop)
+
+
+def _hold_port(host: str, port: int) -> socket.socket:
+    """A socket bound to HOST:PORT with SO_REUSEPORT that never listens (see the module docstring).
+
+    Raises:
+        ConfigurationError: the address cannot be bound.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    holder = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        holder.bind((host, port))
+    except OSError as exc:
+        holder.close()
+        raise ConfigurationError(f"cannot listen on {host}:{port} (HOST, PORT): {exc.strerror or exc}") from None
+    return holder
+
+
+def _metrics_dir(stack: AsyncExitStack) -> Path:
+    """The operator's `PROMETHEUS_MULTIPROC_DIR` emptied, or a fresh one removed at the end.
+
+    prometheus-client's multiprocess mode needs the directory wiped between runs, or counters of
+    an earlier run are summed in.
+    """
+    given = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if given:
+        directory = Path(given)
+        directory.mkdir(parents=True, exist_ok=True)
+        for stale in directory.glob("*.db"):
+            stale.unlink()
+        return directory
+    directory = Path(tempfile.mkdtemp(prefix="countersign-metrics-"))
+    stack.callback(shutil.rmtree, directory, ignore_errors=True)
+    return directory
+
+
+class _Supervisor:
+    def __init__(self, env: dict[str, str], count: int, metrics_dir: Path, grace_s: float) -> None:
+        self._env = env
+        self._workers = [_Worker(index) for index in range(count)]
+        self._metrics_dir = metrics_dir
+        self._grace_s = grace_s
+        self._failed: _Worker | None = None
+
+    async def run(self, stop: asyncio.Event) -> None:
+        watchers = [asyncio.create_task(self._keep(worker, stop)) for worker in self._workers]
+        try:
+            await asyncio.wait(watchers, return_when=asyncio.FIRST_EXCEPTION)
+        finally:
+            stop.set()
+            await self._stop_all()
+            for watcher in watchers:
+                watcher.cancel()
+            await asyncio.gather(*watchers, return_exceptions=True)
+        if self._failed is not None:
+            raise WorkersFailedError(
+                f"worker {self._failed.index} could not start (exit status {CONFIGURATION_EXIT}, see above); "
+                "all workers stopped"
+            )
+
+    async def _keep(self, worker: _Worker, stop: asyncio.Event) -> None:
+        """Start `worker` and restart it whenever it exits, until `stop`."""
+        while not stop.is_set():
+            process = await self._spawn(worker)
+            stopping = asyncio.ensure_future(stop.wait())
+            exiting = asyncio.ensure_future(process.wait())
+            await asyncio.wait({stopping, exiting}, return_when=asyncio.FIRST_COMPLETED)
+            stopping.cancel()
+            if not exiting.done():
+                exiting.cancel()
+                return  # stop was set: _stop_all takes it from here
+            metrics.forget_process(process.pid, str(self._metrics_dir))
+            code = process.returncode
+            if code == CONFIGURATION_EXIT:
+                self._failed = worker
+                raise WorkersFailedError(str(worker.index))
+            delay = self._restart_delay(worker)
+            log.warning(
+                "worker %d (pid %d) exited with status %s; restarting it in %.1f s",
+                worker.index,
+                process.pid,
+                code,
+                delay,
+            )
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=delay)
+
+    async def _spawn(self, worker: _Worker) -> asyncio.subprocess.Process:
+        env = {**self._env, "COUNTERSIGN_WORKER_INDEX": str(worker.index)}
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "countersign.cli", "run", env=env, stdin=asyncio.subprocess.DEVNULL
+        )
+        worker.process = process
+        worker.started_at = time.monotonic()
+        log.info("worker %d started (pid %d)", worker.index, process.pid)
+        return process
+
+    def _restart_delay(self, worker: _Worker) -> float:
+        if time.monotonic() - worker.started_at >= STABLE_AFTER_S:
+            worker.quick_failures = 0
+        delay: float = min(MAX_RESTART_DELAY_S, FIRST_RESTART_DELAY_S * 2.0**worker.quick_failures)
+        worker.quick_failures += 1
+        return delay
+
+    async def _stop_all(self) -> None:
+        """SIGTERM to every running worker; kill those still running after the grace."""
+        running = [w.process for w in self._workers if w.process is not None and w.process.returncode is None]
+        for process in running:
+            with contextlib.suppress(ProcessLookupError):
+                process.send_signal(signal.SIGTERM)
+        if not running:
+            return
+        waits = [asyncio.ensure_future(p.wait()) for p in running]
+        _, late = await asyncio.wait(waits, timeout=self._grace_s + KILL_AFTER_S)
+        for process in running:
+            if process.returncode is None:
+                log.error("worker pid %d did not stop in time; killing it", process.pid)
+                with contextlib.suppress(ProcessLookupError):
+                    process.kill()
+        if late:
+            await asyncio.gather(*late, return_exceptions=True)
+        log.info("all workers stopped")

@@ -1,0 +1,165 @@
+"""`countersign run --workers N` as separate processes: one port, one database, restarts, SIGTERM.
+
+The bot runs as a real supervisor with real worker processes against the Slack, Gemini and HTTP
+stand-ins; which worker answered a request is read from the `X-Countersign-Worker` header.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import httpx
+import psutil
+import pytest
+
+from adapters.slack import blocks
+from tests.e2e.conftest import ALICE, CHANNEL, SIGNING_SECRET, TEAM
+from tests.e2e.test_process import bot_env
+from tests.e2e.test_slack_flow import click, wait_answer, wait_card
+from tests.standins.slack_events import SlackEventSender
+from tests.support.barriers import wait_until, wait_until_async
+from tests.support.bot_process import BotProcess, free_port
+
+pytestmark = pytest.mark.e2e
+
+WORKER = "X-Countersign-Worker"
+STARTED = re.compile(rb"worker (\d+) started \(pid (\d+)\)")
+
+
+def worker_pids(bot: BotProcess) -> dict[int, list[int]]:
+    """Each worker index with the pids it has had, in start order (from the supervisor's log)."""
+    pids: dict[int, list[int]] = {}
+    for index, pid in STARTED.findall(bot.stderr):
+        pids.setdefault(int(index), []).append(int(pid))
+    return pids
+
+
+@asynccontextmanager
+async def sender_on(port: int, worker: str) -> AsyncIterator[SlackEventSender]:
+    """A sender whose one kept-alive connection is served by `worker` (new connections until one is)."""
+    for _ in range(200):
+        sender = SlackEventSender(f"http://127.0.0.1:{port}/slack/events", SIGNING_SECRET, team_id=TEAM)
+        await sender.__aenter__()
+        probe = await sender.url_verification()
+        if probe.headers.get(WORKER.lower()) == worker:
+            try:
+                yield sender
+            finally:
+                await sender.aclose()
+            return
+        await sender.aclose()
+    raise AssertionError(f"no connection reached worker {worker} in 200 tries")
+
+
+async def metric(port: int, name: str) -> float:
+    """The sum of `name`'s samples on any worker's `/metrics` (they all show every worker's)."""
+    async with httpx.AsyncClient() as client:
+        text = (await client.get(f"http://127.0.0.1:{port}/metrics")).text
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name + "{"))
+
+
+async def test_two_workers_share_the_port_and_the_database(db_url, gemini, slack, target, tmp_path):
+    """The mention reaches one worker, the click the other: one decision, one request, one answer, counted once."""
+    port = free_port()
+    env = bot_env(gemini, slack, target, port, DATABASE_URL=db_url, COUNTERSIGN_WORKERS="2")
+    bot = await BotProcess(env, tmp_path).start()
+    try:
+        await bot.wait_healthy(port)
+        await wait_until(lambda: len(worker_pids(bot)) == 2, "both workers started")
+        async with sender_on(port, "0") as first:
+            mention = await first.app_mention(CHANNEL, ALICE, "<@UBOT> post widget")
+            assert mention.headers[WORKER.lower()] == "0"
+        [card] = await wait_card(slack)
+        async with sender_on(port, "1") as second:
+            clicked = await click(second, slack, ALICE, blocks.ACTION_APPROVE, card)
+            assert clicked.status == 200 and clicked.headers[WORKER.lower()] == "1"
+            again = await click(second, slack, ALICE, blocks.ACTION_APPROVE, card)
+            assert again.status == 200
+        [answer] = await wait_answer(slack, mention.ts)
+        assert "widget" in answer
+        assert [r.json for r in target.requests] == [{"name": "widget"}]
+        assert "Approved" in json.dumps(slack.message(card.channel, card.ts)["blocks"])
+
+        async def counted() -> bool:
+            requested = await metric(port, "countersign_approvals_requested_total")
+            decided = await metric(port, "countersign_approvals_decided_total")
+            return requested == 1 and decided == 1
+
+        await wait_until_async(counted, "/metrics summing both workers' counts")
+        pids = [pid for started in worker_pids(bot).values() for pid in started]
+    finally:
+        code = await bot.stop()
+    assert code == 0, bot.stderr.decode()
+    assert b"Traceback" not in bot.stderr
+    assert not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE for pid in pids)
+
+
+async def test_a_killed_worker_is_restarted_and_the_cards_still_work(gemini, slack, target, tmp_path):
+    """kill -9 on a worker (embedded PostgreSQL, started once by the supervisor): a new one starts, the card is decided once."""
+    port = free_port()
+    env = bot_env(gemini, slack, target, port, COUNTERSIGN_DATA_DIR=str(tmp_path / "data"), COUNTERSIGN_WORKERS="2")
+    bot = await BotProcess(env, tmp_path).start()
+    try:
+        await bot.wait_healthy(port, timeout=120)
+        await wait_until(lambda: len(worker_pids(bot)) == 2, "both workers started")
+        async with SlackEventSender(f"http://127.0.0.1:{port}/slack/events", SIGNING_SECRET, team_id=TEAM) as events:
+            mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> post widget")
+        [card] = await wait_card(slack)
+        [victim] = worker_pids(bot)[0]
+        os.kill(victim, signal.SIGKILL)
+        await wait_until(lambda: len(worker_pids(bot)[0]) == 2, "worker 0 restarted", timeout=60)
+        assert b"worker 0 (pid %d) exited with status -9" % victim in bot.stderr
+        async with sender_on(port, "0") as restarted:
+            await click(restarted, slack, ALICE, blocks.ACTION_APPROVE, card)
+        [answer] = await wait_answer(slack, mention.ts)
+        assert "widget" in answer
+        assert [r.json for r in target.requests] == [{"name": "widget"}]
+    finally:
+        code = await bot.stop()
+    assert code == 0, bot.stderr.decode()
+    assert not (tmp_path / "data" / "pgdata" / "postmaster.pid").exists(), "the embedded server outlived the bot"
+
+
+async def test_a_worker_that_cannot_start_stops_them_all_in_one_line(db_url, gemini, slack, target, tmp_path):
+    """A Slack token Slack refuses: each worker would fail the same way; the supervisor exits 2, no restart loop."""
+    port = free_port()
+    env = bot_env(gemini, slack, target, port, DATABASE_URL=db_url, COUNTERSIGN_WORKERS="2")
+    env["SLACK_BOT_TOKEN"] = "xoxb-refused"
+    bot = await BotProcess(env, tmp_path).start()
+    assert await bot.wait(timeout=120) == 2
+    err = bot.stderr.decode()
+    assert err.strip().splitlines()[-1].startswith("countersign: worker ")
+    assert "could not start (exit status 2, see above); all workers stopped" in err
+    assert "restart in" not in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        ({"DISCORD_TOKEN": "t"}, "countersign: COUNTERSIGN_WORKERS > 1 does not serve Discord yet"),
+        ({"COUNTERSIGN_WORKERS": "0"}, "countersign: invalid setting COUNTERSIGN_WORKERS"),
+    ],
+)
+async def test_workers_refused_in_one_line(gemini, slack, target, tmp_path, extra, expected):
+    """Workers with Discord (its shards are not split yet) and a worker count below 1: one line, exit 2."""
+    env = {**bot_env(gemini, slack, target, free_port(), COUNTERSIGN_WORKERS="2"), **extra}
+    bot = await BotProcess(env, tmp_path).start()
+    assert await bot.wait() == 2
+    assert bot.stderr.decode().strip().splitlines()[-1].startswith(expected), bot.stderr.decode()
+
+
+async def test_the_workers_flag_sets_the_count(db_url, gemini, slack, target, tmp_path):
+    """`countersign run --workers 2` starts two workers (the flag wins over COUNTERSIGN_WORKERS)."""
+    port = free_port()
+    env = bot_env(gemini, slack, target, port, DATABASE_URL=db_url, COUNTERSIGN_WORKERS="1")
+    bot = await BotProcess(env, tmp_path, command="run", args=("--workers", "2")).start()
+    try:
+        await bot.wait_healthy(port)
+        await wait_until(lambda: len(worker_pids(bot)) == 2, "both workers started")
+    finally:
+        assert await bot.stop() == 0, bot.stderr.decode()
