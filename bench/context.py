@@ -353,7 +353,7 @@ class SlackSide:
 
     @staticmethod
     def _ref(conversation: Conversation) -> ConversationRef:
-        return _thread_ref(conversation.ts)
+        return thread_ref(conversation.ts)
 
     async def seed(self, history: Sequence[AnyMessage]) -> Conversation:
         """A new Slack thread; `history` written into the state of the graph the bot picks for it.
@@ -362,7 +362,7 @@ class SlackSide:
         real turn (an `app_mention`) creates its rows, as in production.
         """
         ts = self._stage.clock.next()
-        conversation = Conversation(thread_id=_thread_ref(ts).thread_id, ts=ts)
+        conversation = Conversation(thread_id=thread_ref(ts).thread_id, ts=ts)
         if history:
             runner = self._runner()
             ref = self._ref(conversation)
@@ -387,25 +387,7 @@ class SlackSide:
         checkpoint); `turn` waits for that too, this does not, so that several conversations can
         run at once (`bench.throughput`).
         """
-        stage = self._stage
-        thread_ts = conversation.ts
-        assert thread_ts is not None
-        posted = stage.slack.expect(is_post_in(thread_ts, answer))
-        if conversation.turns == 0:
-            body = f"<@{BOT_USER}> {text}"
-            stage.slack.add_message(TURN_CHANNEL, user=ALICE, text=body, ts=thread_ts)
-            started = time.perf_counter()
-            delivery = await self._events.app_mention(TURN_CHANNEL, ALICE, body, ts=thread_ts)
-        else:
-            ts = stage.clock.next()
-            stage.slack.add_message(TURN_CHANNEL, user=ALICE, text=text, ts=ts, thread_ts=thread_ts)
-            started = time.perf_counter()
-            delivery = await self._events.message(TURN_CHANNEL, ALICE, text, ts=ts, thread_ts=thread_ts)
-        if delivery.status != 200:
-            raise RuntimeError(f"{self.name}: the event got HTTP {delivery.status}")
-        done = await asyncio.wait_for(posted, WAIT_S)
-        conversation.turns += 1
-        return (done - started) * 1000
+        return await send_as_slack(self._events, self._stage, conversation, text, answer, self.name)
 
     async def tidy(self) -> None:
         """One pass of the upkeep's checkpoint pruning (it runs every 10 s in the bot)."""
@@ -431,7 +413,7 @@ class SlackSide:
         return runtime.service._runner
 
 
-def _thread_ref(ts: str | None) -> ConversationRef:
+def thread_ref(ts: str | None) -> ConversationRef:
     """The conversation of the Slack thread whose first message has this ts."""
     return ConversationRef(platform="slack", workspace_id=TEAM, channel_id=TURN_CHANNEL, thread=ts)
 
@@ -1107,3 +1089,35 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 if __name__ == "__main__":
     main()
+
+
+async def send_as_slack(
+    events: SlackEventSender, stage: Stage, conversation: Conversation, text: str, answer: str, side: str
+) -> float:
+    """Send one message of `conversation` as Slack would and wait for the answer; return the ms in between.
+
+    The first message of a conversation is an `app_mention` (it opens the thread), the others
+    are thread replies; done is the stand-in recording the answer's `chat.postMessage`.
+
+    Raises:
+        RuntimeError: the event got an HTTP status other than 200 (named after `side`).
+        TimeoutError: no answer starting with `answer` within `WAIT_S`.
+    """
+    thread_ts = conversation.ts
+    assert thread_ts is not None
+    posted = stage.slack.expect(is_post_in(thread_ts, answer))
+    if conversation.turns == 0:
+        body = f"<@{BOT_USER}> {text}"
+        stage.slack.add_message(TURN_CHANNEL, user=ALICE, text=body, ts=thread_ts)
+        started = time.perf_counter()
+        delivery = await events.app_mention(TURN_CHANNEL, ALICE, body, ts=thread_ts)
+    else:
+        ts = stage.clock.next()
+        stage.slack.add_message(TURN_CHANNEL, user=ALICE, text=text, ts=ts, thread_ts=thread_ts)
+        started = time.perf_counter()
+        delivery = await events.message(TURN_CHANNEL, ALICE, text, ts=ts, thread_ts=thread_ts)
+    if delivery.status != 200:
+        raise RuntimeError(f"{side}: the event got HTTP {delivery.status}")
+    done = await asyncio.wait_for(posted, WAIT_S)
+    conversation.turns += 1
+    return (done - started) * 1000

@@ -45,9 +45,11 @@ With `--profile`, one extra block per side (not reported above, `--profile` conv
 under cProfile counting CPU time, and the report adds own CPU ms per message by package, side by
 side, and the top functions of every side but the reference.
 
-A side is a function opening it (`SIDES`): adding another column (issue 11's "Countersign with
-two workers") is one more such function returning a `ThroughputSide`, whose `cpu_s` then sums
-this process and its workers.
+- **Countersign, 2 workers**: `countersign run --workers 2` as child processes on the same
+  stand-ins (`bench.workers`), each event on a new connection so the kernel spreads them over
+  the workers; its CPU sums this process, the supervisor and the workers.
+
+A side is a function opening it (`SIDES`).
 """
 
 from __future__ import annotations
@@ -80,6 +82,7 @@ from bench.harness import (
 )
 from bench.meter import PgMeter
 from bench.report import machine_lines, own_time_by_package, top_function_lines
+from bench.workers import countersign_workers
 from countersign.server import BotServer
 
 TEXT_ANSWER_PREFIX = "You said: "
@@ -195,9 +198,14 @@ async def countersign_one_process(stage: Stage) -> AsyncIterator[ThroughputSide]
         yield CountersignInProcess(SlackSide(bot, events, stage, meter), bot)
 
 
+def countersign_two_workers(stage: Stage) -> contextlib.AbstractAsyncContextManager[ThroughputSide]:
+    """`countersign run --workers 2` in child processes (`bench.workers`)."""
+    return countersign_workers(stage, 2)
+
+
 SideFactory = Callable[[Stage], contextlib.AbstractAsyncContextManager[ThroughputSide]]
 
-SIDES: tuple[SideFactory, ...] = (bare_stack, countersign_one_process)
+SIDES: tuple[SideFactory, ...] = (bare_stack, countersign_one_process, countersign_two_workers)
 """The report's columns, in order; the first is the reference every ratio is taken against."""
 
 

@@ -83,8 +83,8 @@ async def test_the_context_benchmark_prints_every_side_at_each_prior(pg_server):
         assert check in text, text[-3000:]
 
 
-async def test_the_throughput_benchmark_prints_both_sides_side_by_side(pg_server):
-    """A tiny run of `python -m bench.throughput` prints msg/s per block for both sides, the summary and the ratio."""
+async def test_the_throughput_benchmark_prints_every_side_side_by_side(pg_server):
+    """A tiny run of `python -m bench.throughput` prints msg/s per block for every side (two workers too), the summary and the ratios."""
     text = await run_bench(
         pg_server,
         "bench.throughput",
@@ -104,6 +104,7 @@ async def test_the_throughput_benchmark_prints_both_sides_side_by_side(pg_server
     for line in (
         "Messages per second, per block",
         "Countersign / bare stack",
+        "Countersign, 2 workers / bare stack",
         "Side by side (reference: bare stack)",
         "msg/s, median of 2 block(s)",
         "latency p95 ms, all messages",
@@ -113,4 +114,4 @@ async def test_the_throughput_benchmark_prints_both_sides_side_by_side(pg_server
     ):
         assert line in text, text[-3000:]
     table = text[text.index("Side by side") :].splitlines()
-    assert "bare stack" in table[1] and "Countersign" in table[1], text[-3000:]
+    assert "bare stack" in table[1] and "Countersign" in table[1] and "2 workers" in table[1], text[-3000:]
