@@ -222,6 +222,19 @@ def assemble_core(
     )
 
 
+def check_configuration(settings: Settings) -> None:
+    """Build the model client, the tools and the subagents once, to raise what `open_runtime` would.
+
+    For `countersign run` to report a broken tools module, subagents file or SMTP URL before
+    it says there is nothing to serve (no platform, no terminal) or starts its workers.
+
+    Raises:
+        ConfigurationError: as `open_runtime` does for these.
+    """
+    build_chat_model(settings.gemini)
+    load_subagents(settings.agent.subagents_file, build_registry(settings.tools, settings.agent.tools_module))
+
+
 @asynccontextmanager
 async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
     """Open everything the core needs, in order, and close it in reverse.

@@ -23,7 +23,7 @@ from adapters.console.chat import StdinLines
 from bot import metrics
 from bot.errors import ConfigurationError
 from bot.settings import Settings
-from countersign.runtime import Runtime, open_runtime
+from countersign.runtime import Runtime, check_configuration, open_runtime
 from countersign.signals import cancel_on_signals
 
 log = logging.getLogger(__name__)
@@ -43,11 +43,13 @@ async def serve(settings: Settings) -> None:
 
     Raises:
         ConfigurationError: a platform is only half configured (e.g. a Slack bot token with
-            neither a signing secret nor an app token); no platform is configured and stdin
+            neither a signing secret nor an app token); the tools module, the subagents file or
+            SMTP_URL cannot be used (checked first); no platform is configured and stdin
             is not a terminal (a container without `-it` would otherwise exit 0 at once); the
             listener cannot bind HOST:PORT.
     """
     _check_platforms(settings)
+    check_configuration(settings)
     if not settings.slack.enabled and not settings.discord.enabled:
         if not sys.stdin.isatty():
             raise ConfigurationError(

@@ -432,6 +432,15 @@ async def test_no_platform_and_no_terminal_is_one_line(tmp_path):
     assert "no platform is configured" in bot.stderr.decode().strip().splitlines()[-1]
 
 
+async def test_a_broken_tools_module_is_reported_before_there_is_nothing_to_serve(tmp_path):
+    """No platform, no terminal and a tools module that does not exist: the line names the module, the real fault."""
+    env = base_env(GOOGLE_API_KEY="k", COUNTERSIGN_TOOLS_MODULE="no_such_tools_module")
+    bot = await BotProcess(env, tmp_path).start()
+    assert await bot.wait(timeout=60) == 2
+    last = bot.stderr.decode().strip().splitlines()[-1]
+    assert "no_such_tools_module" in last and "no platform" not in last, last
+
+
 async def test_a_bad_log_level_is_one_line(tmp_path):
     """LOG_LEVEL=VERBOSE is refused like every other bad setting."""
     bot = await BotProcess(base_env(GOOGLE_API_KEY="k", LOG_LEVEL="VERBOSE"), tmp_path).start()
