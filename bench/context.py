@@ -96,6 +96,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.managed import RemainingSteps
 from langgraph.prebuilt import ToolNode
 from langgraph.types import Overwrite
+from pydantic import ValidationError
 
 from bench.harness import (
     BOT_USER,
@@ -120,7 +121,7 @@ from bot.agents.context_window import DEFAULT_CONTEXT_TOKENS
 from bot.agents.model import build_chat_model, call_options
 from bot.agents.prompts import STEP_LIMIT_MESSAGE, SYSTEM_PROMPT
 from bot.conversation import ConversationRef
-from bot.settings import Settings
+from bot.settings import AgentSettings, Settings
 from bot.storage.database import open_database
 from bot.tools.operator import build_registry
 from bot.turns import TurnRunner
@@ -1044,6 +1045,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.turns < 1 or args.warmup < 0 or args.lead_in < 1 or args.grow < 1:
         parser.error("--turns, --lead-in and --grow must be at least 1, --warmup at least 0")
+    if args.context_tokens is not None:
+        try:
+            AgentSettings.model_validate({"COUNTERSIGN_CONTEXT_TOKENS": args.context_tokens})
+        except ValidationError as exc:
+            parser.error(f"--context-tokens: {exc.errors()[0]['msg']} (the bot's own bounds)")
     for prior in args.prior:
         try:
             exchange_sizes(prior - 2 * args.lead_in)
