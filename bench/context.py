@@ -1087,16 +1087,6 @@ async def run(args: argparse.Namespace) -> list[str]:
     return lines
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    """Entry point: run the benchmark and print its report."""
-    args = parse_args(argv)
-    report_main(lambda: run(args))
-
-
-if __name__ == "__main__":
-    main()
-
-
 async def send_as_slack(
     events: SlackEventSender, stage: Stage, conversation: Conversation, text: str, answer: str, side: str
 ) -> float:
@@ -1127,3 +1117,13 @@ async def send_as_slack(
     done = await asyncio.wait_for(posted, WAIT_S)
     conversation.turns += 1
     return (done - started) * 1000
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Entry point: run the benchmark and print its report."""
+    args = parse_args(argv)
+    report_main(lambda: run(args))
+
+
+if __name__ == "__main__":
+    main()
