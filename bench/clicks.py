@@ -1,4 +1,9 @@
-"""Click acks: pending cards in many conversations, Approve clicks sent from another process."""
+"""Click acks: pending cards in many conversations, Approve clicks sent from another process.
+
+The bot is either this process's `BotServer` (`InProcessBot`) or `countersign run --workers N`
+in child processes (`bench.workers`), as production runs it; the clicks come from
+`bench.click_sender` in a child process either way.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +16,7 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import asyncpg
 
@@ -29,6 +34,7 @@ from bench.harness import (
     running_bot,
     settle,
 )
+from bench.workers import WORKER_POOL, CountersignWorkers, countersign_workers
 from bot.settings import DatabaseSettings, Settings
 from countersign.server import BotServer
 from tests.e2e.conftest import ALICE, SIGNING_SECRET, TEAM
@@ -45,6 +51,65 @@ class Card:
     approval_id: str
 
 
+class ClickTarget(Protocol):
+    """The bot the clicks go to, wherever it runs."""
+
+    @property
+    def port(self) -> int:
+        """Where its Slack events and interactions are posted (loopback)."""
+        ...
+
+    async def settle(self) -> None:
+        """Wait until its background work (turns, resumes, card updates) is done."""
+        ...
+
+    def stuck(self) -> list[str]:
+        """Lines saying where a stalled burst's work waits, for the report."""
+        ...
+
+
+@dataclass(frozen=True)
+class InProcessBot:
+    """The bot in this process (`BotServer`): pool state and stuck tasks can be read directly."""
+
+    server: BotServer
+
+    @property
+    def port(self) -> int:
+        """The bot's HTTP port."""
+        return self.server.port
+
+    async def settle(self) -> None:
+        """Wait until the bot's task group is empty."""
+        await settle(self.server)
+
+    def stuck(self) -> list[str]:
+        """The asyncpg pool's state and the tasks waiting for one of its connections."""
+        assert self.server.runtime is not None
+        pool = self.server.runtime.database.pool
+        return [f"asyncpg pool: {pool.get_size()} connections, {pool.get_idle_size()} idle", *stuck_tasks()]
+
+
+@dataclass(frozen=True)
+class WorkerBots:
+    """`countersign run --workers N` in child processes: seen only through HTTP."""
+
+    side: CountersignWorkers
+
+    @property
+    def port(self) -> int:
+        """The port the workers share."""
+        return self.side.port
+
+    async def settle(self) -> None:
+        """Wait until no worker runs a turn (their `/metrics` gauges)."""
+        await self.side.idle()
+
+    def stuck(self) -> list[str]:
+        """The workers' tasks cannot be read from here; their log (stderr) says more."""
+        return [f"{self.side.name}: answers missing; see the workers' log above"]
+
+
 def find_card(slack: SlackApiStandIn, channel: str, thread_ts: str) -> Card:
     """The card posted in a thread, read from the stand-in's stored messages."""
     for message in slack.messages(channel, thread_ts=thread_ts):
@@ -57,7 +122,7 @@ def find_card(slack: SlackApiStandIn, channel: str, thread_ts: str) -> Card:
     raise RuntimeError(f"no card in thread {thread_ts}")
 
 
-async def open_cards(stage: Stage, bot: BotServer, events: SlackEventSender, count: int, batch: int) -> list[Card]:
+async def open_cards(stage: Stage, bot: ClickTarget, events: SlackEventSender, count: int, batch: int) -> list[Card]:
     """Start `count` conversations, `batch` at a time, each asking for a gated POST.
 
     Setup, not measured. Batches stay below the asyncpg pool size: a conversation holds one
@@ -79,7 +144,7 @@ async def open_cards(stage: Stage, bot: BotServer, events: SlackEventSender, cou
         if any(d.status != 200 for d in deliveries):
             raise RuntimeError("a mention was not acknowledged with HTTP 200")
         await asyncio.wait_for(asyncio.gather(*cards), WAIT_S)
-        await settle(bot)
+        await bot.settle()
     return [find_card(stage.slack, CLICK_CHANNEL, ts) for ts in threads]
 
 
@@ -96,7 +161,7 @@ class ClickSender:
 
     @classmethod
     @contextlib.asynccontextmanager
-    async def start(cls, bot: BotServer, slack: SlackApiStandIn) -> AsyncIterator[ClickSender]:
+    async def start(cls, bot: ClickTarget, slack: SlackApiStandIn) -> AsyncIterator[ClickSender]:
         """Start the child for `bot` and wait until it is ready; stop it on exit."""
         url = f"http://127.0.0.1:{bot.port}/slack/events"
         process = await asyncio.create_subprocess_exec(
@@ -162,8 +227,15 @@ class ClickRound:
 
 @dataclass
 class ClickRun:
-    """Click figures for one bot configuration (its asyncpg pool size)."""
+    """Click figures for one bot configuration.
 
+    Attributes:
+        label: the configuration in the series names and the burst lines, e.g. "pool 10,
+            default" or "2 workers, pool 10 each".
+        pool_size: the asyncpg pool size of each bot process.
+    """
+
+    label: str
     pool_size: int
     conversations: int
     sequential: Series
@@ -173,7 +245,7 @@ class ClickRun:
 
 async def sequential_clicks(
     stage: Stage,
-    bot: BotServer,
+    bot: ClickTarget,
     events: SlackEventSender,
     clicks: ClickSender,
     series: Series,
@@ -185,7 +257,7 @@ async def sequential_clicks(
         answered = stage.slack.expect(is_post_in(card.thread_ts, TOOL_ANSWER))
         series.samples_ms.extend(await clicks.approve([card]))
         await asyncio.wait_for(answered, WAIT_S)
-        await settle(bot)
+        await bot.settle()
 
 
 def await_chain(task: asyncio.Task[Any]) -> list[str]:
@@ -215,7 +287,7 @@ def stuck_tasks() -> list[str]:
 
 async def concurrent_clicks(
     stage: Stage,
-    bot: BotServer,
+    bot: ClickTarget,
     events: SlackEventSender,
     clicks: ClickSender,
     run: ClickRun,
@@ -234,12 +306,9 @@ async def concurrent_clicks(
         # Stop waiting, and say where the bot's tasks are stuck.
         for future in pending:
             future.cancel()
-        assert bot.runtime is not None
-        pool = bot.runtime.database.pool
-        state = f"asyncpg pool: {pool.get_size()} connections, {pool.get_idle_size()} idle"
-        return ClickRound((last_ack - started) * 1000, len(done), stall_s * 1000, stuck=[state, *stuck_tasks()])
+        return ClickRound((last_ack - started) * 1000, len(done), stall_s * 1000, stuck=bot.stuck())
     answered = max(future.result() for future in done)
-    await settle(bot)
+    await bot.settle()
     return ClickRound((last_ack - started) * 1000, len(done), (answered - started) * 1000)
 
 
@@ -248,6 +317,43 @@ def with_pool(settings: Settings, pool_size: int) -> Settings:
     database = settings.database.model_copy(update={"pool_max_size": pool_size})
     server = settings.server.model_copy(update={"shutdown_grace_s": 1.0})
     return settings.model_copy(update={"database": database, "server": server})
+
+
+async def measure_clicks(
+    stage: Stage,
+    bot: ClickTarget,
+    events: SlackEventSender,
+    run: ClickRun,
+    *,
+    rounds: int,
+    sequential: int,
+    stall_s: float,
+) -> ClickRun:
+    """Fill `run`: a warm-up, `sequential` clicks one at a time, then up to `rounds` bursts.
+
+    A burst whose answers do not all arrive within `stall_s` seconds ends the run for this
+    configuration (no further bursts), with what `bot.stuck()` says.
+    """
+    async with ClickSender.start(bot, stage.slack) as clicks:
+        await sequential_clicks(stage, bot, events, clicks, Series("warm-up"), 3)
+        await sequential_clicks(stage, bot, events, clicks, run.sequential, sequential)
+        for _ in range(rounds):
+            outcome = await concurrent_clicks(stage, bot, events, clicks, run, stall_s)
+            run.rounds.append(outcome)
+            if outcome.stuck or outcome.answered < run.conversations:
+                break
+    return run
+
+
+def new_run(label: str, pool_size: int, conversations: int) -> ClickRun:
+    """An empty `ClickRun` whose series are named after `label`."""
+    return ClickRun(
+        label=label,
+        pool_size=pool_size,
+        conversations=conversations,
+        sequential=Series(f"click ack, one at a time ({label})"),
+        concurrent=Series(f"click ack, {conversations} at once ({label})"),
+    )
 
 
 async def bench_clicks(
@@ -260,32 +366,34 @@ async def bench_clicks(
     stall_s: float,
     note: str = "",
 ) -> ClickRun:
-    """Click acks one at a time, then up to `rounds` bursts of `conversations` clicks at once.
+    """Click acks against the bot in this process with an asyncpg pool of `pool_size`.
 
-    `note` is appended to the pool size in the series names (", default").
-
-    A burst whose answers do not all arrive within `stall_s` ends the run for this
-    configuration: the bot is stuck and is shut down (its tasks are cancelled).
+    `note` is appended to the pool size in the series names (", default"). See
+    `measure_clicks` for the phases and `stall_s`.
     """
-    run = ClickRun(
-        pool_size=pool_size,
-        conversations=conversations,
-        sequential=Series(f"click ack, one at a time (pool {pool_size}{note})"),
-        concurrent=Series(f"click ack, {conversations} at once (pool {pool_size}{note})"),
-    )
+    run = new_run(f"pool {pool_size}{note}", pool_size, conversations)
     async with (
         stage.database() as url,
-        running_bot(stage, url, lambda s: with_pool(s, pool_size)) as (bot, events),
-        ClickSender.start(bot, stage.slack) as clicks,
+        running_bot(stage, url, lambda s: with_pool(s, pool_size)) as (server, events),
     ):
-        await sequential_clicks(stage, bot, events, clicks, Series("warm-up"), 3)
-        await sequential_clicks(stage, bot, events, clicks, run.sequential, sequential)
-        for _ in range(rounds):
-            outcome = await concurrent_clicks(stage, bot, events, clicks, run, stall_s)
-            run.rounds.append(outcome)
-            if outcome.stuck or outcome.answered < conversations:
-                break
-    return run
+        bot = InProcessBot(server)
+        return await measure_clicks(stage, bot, events, run, rounds=rounds, sequential=sequential, stall_s=stall_s)
+
+
+async def bench_worker_clicks(
+    stage: Stage, *, workers: int, conversations: int, rounds: int, sequential: int, stall_s: float
+) -> ClickRun:
+    """Click acks against `countersign run --workers N` in child processes (`bench.workers`).
+
+    Each worker has the pool `bench.workers` gives it; the click sender's connections are
+    spread over the workers by the kernel (`SO_REUSEPORT`). See `measure_clicks`.
+    """
+    async with countersign_workers(stage, workers) as side:
+        label = f"countersign run, {workers} worker{'s' if workers > 1 else ''}, pool {WORKER_POOL} each"
+        run = new_run(label, WORKER_POOL, conversations)
+        return await measure_clicks(
+            stage, WorkerBots(side), side.events, run, rounds=rounds, sequential=sequential, stall_s=stall_s
+        )
 
 
 BOT_POOLS = 3
@@ -332,6 +440,17 @@ async def click_runs(stage: Stage, args: argparse.Namespace) -> list[ClickRun]:
                 rounds=args.rounds,
                 sequential=args.sequential_clicks,
                 pool_size=big_pool,
+                stall_s=args.stall_timeout,
+            )
+        )
+    for workers in args.click_workers:
+        runs.append(
+            await bench_worker_clicks(
+                stage,
+                workers=workers,
+                conversations=args.conversations,
+                rounds=args.rounds,
+                sequential=args.sequential_clicks,
                 stall_s=args.stall_timeout,
             )
         )

@@ -13,15 +13,17 @@ import sys
 from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from bench.clicks import ClickRun
 from bench.harness import (
     REPO_ROOT,
     Milestones,
     Series,
     percentile,
 )
+
+if TYPE_CHECKING:  # bench.clicks imports bench.workers, which imports this module
+    from bench.clicks import ClickRun
 
 PERFORMANCE_MD = (
     "PERFORMANCE.md (2-core machine, scripted model, 3-node turn llm->tool->llm):",
@@ -130,7 +132,7 @@ def click_lines(runs: Sequence[ClickRun]) -> list[str]:
     lines.append("   an app_mention is acked before its listener runs, so it does not wait.)")
     for run in runs:
         for n, burst in enumerate(run.rounds, 1):
-            head = f"  pool {run.pool_size}, burst {n}: last of {run.conversations} acks after "
+            head = f"  {run.label}, burst {n}: last of {run.conversations} acks after "
             head += f"{burst.last_ack_ms:.0f} ms; "
             if burst.answered == run.conversations:
                 rate = run.conversations / (burst.answered_ms / 1000)
@@ -138,7 +140,7 @@ def click_lines(runs: Sequence[ClickRun]) -> list[str]:
                 continue
             lines.append(
                 f"{head}STALLED: {burst.answered}/{run.conversations} answers after "
-                f"{burst.answered_ms / 1000:.0f} s; no further bursts with this pool"
+                f"{burst.answered_ms / 1000:.0f} s; no further bursts with this configuration"
             )
             lines += [f"    {line}" for line in burst.stuck]
     return lines

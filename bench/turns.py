@@ -15,7 +15,8 @@ Phases: six turn series interleaved (bare graph with the scripted model, bare gr
 Gemini client, whole Slack path; each as a text answer and as one tool round), then a ReAct
 turn against a supervisor turn with one delegation doing the same tool call (`bench.delegation`,
 same turns and warm-up), then click acks with the bot's default pool and with a pool sized for
-the burst.
+the burst, and (`--click-workers`, default 1 and 2) against `countersign run --workers N` in
+child processes as production runs it, where the bot has no stand-in in its event loop.
 """
 
 from __future__ import annotations
@@ -282,6 +283,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=2, help="bursts of concurrent clicks")
     parser.add_argument("--sequential-clicks", type=int, default=20, help="one-at-a-time clicks")
     parser.add_argument("--stall-timeout", type=float, default=10.0, help="seconds to wait for a burst's answers")
+    parser.add_argument(
+        "--click-workers",
+        type=int,
+        nargs="*",
+        default=[1, 2],
+        help="also click against `countersign run --workers N` in child processes, for each N (none: skip)",
+    )
     parser.add_argument(
         "--profile",
         action="store_true",

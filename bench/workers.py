@@ -33,6 +33,8 @@ from tests.standins.slack_events import SlackEventSender
 from tests.support.bot_process import base_env, free_port
 
 IDLE_POLL_S = 0.05
+WORKER_POOL = 10
+"""`DATABASE_POOL_SIZE` of each worker: the bot's default."""
 
 
 class CountersignWorkers:
@@ -59,10 +61,10 @@ class CountersignWorkers:
     ) -> None:
         self.name = name
         self.meter = meter
+        self.port = port
+        self.events = events
         self._stage = stage
-        self._port = port
         self._supervisor = supervisor
-        self._events = events
         self._metrics = httpx.AsyncClient(timeout=WAIT_S)
 
     async def open_conversation(self) -> Conversation:
@@ -72,7 +74,7 @@ class CountersignWorkers:
 
     async def send(self, conversation: Conversation, text: str, answer: str) -> float:
         """Signed event posted to the shared port -> the answer's `chat.postMessage` recorded."""
-        return await send_as_slack(self._events, self._stage, conversation, text, answer, self.name)
+        return await send_as_slack(self.events, self._stage, conversation, text, answer, self.name)
 
     async def idle(self) -> None:
         """Wait until no worker runs a turn (two readings of 0 in a row)."""
@@ -98,7 +100,7 @@ class CountersignWorkers:
         await self._metrics.aclose()
 
     async def _turns_running(self) -> float:
-        text = (await self._metrics.get(f"http://127.0.0.1:{self._port}/metrics")).text
+        text = (await self._metrics.get(f"http://127.0.0.1:{self.port}/metrics")).text
         return sum(
             float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith("countersign_turns_running")
         )
@@ -108,7 +110,7 @@ def _env(stage: Stage, url: str, port: int, workers: int) -> dict[str, str]:
     """`bench.harness.Stage.settings` as environment variables (the end-to-end tests' settings)."""
     return base_env(
         DATABASE_URL=url,
-        DATABASE_POOL_SIZE="10",
+        DATABASE_POOL_SIZE=str(WORKER_POOL),
         GOOGLE_API_KEY=GEMINI_KEY,
         GEMINI_BASE_URL=stage.gemini.base_url,
         GEMINI_MAX_ATTEMPTS="3",

@@ -46,8 +46,11 @@ async def test_the_turn_benchmark_prints_every_series(pg_server):
         "1",
         "--sequential-clicks",
         "2",
+        "--click-workers",
+        "2",
     )
-    for series in ("whole Slack path, tool", "bare graph, gemini, tool", "click ack, 3 at once", *DELEGATION_SERIES):
+    clicks = ("click ack, 3 at once (pool", "click ack, 3 at once (countersign run, 2 workers")
+    for series in ("whole Slack path, tool", "bare graph, gemini, tool", *clicks, *DELEGATION_SERIES):
         assert series in text, text[-3000:]
 
 
