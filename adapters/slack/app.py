@@ -145,6 +145,11 @@ class SlackAdapter:
             # slack-bolt's own listeners: `tokens_revoked` and `app_uninstalled` delete the
             # workspace's installation (conversations and audit stay until retention).
             self.app.enable_token_revocation_listeners()
+        if oauth_settings is None:
+            # The manifest subscribes both for OAuth installs; with one token there is nothing
+            # to delete, but the operator must hear of it (and Bolt would answer 404 and Slack retry).
+            self.app.event("app_uninstalled")(_token_gone)
+            self.app.event("tokens_revoked")(_token_gone)
         self.app.error(self._on_error)
         SlackListeners(service, self.platform, self.users, admin).register(self.app)
         SlackCommands(admin, self.users).register(self.app)
@@ -295,6 +300,11 @@ class SlackAdapter:
     async def _on_error(self, error: Exception) -> None:
         # A listener's exception is logged here; Slack users never see a stack trace.
         log.error("unhandled error in a Slack listener", exc_info=error)
+
+
+async def _token_gone(event: dict[str, object], body: dict[str, object]) -> None:
+    """Single-token mode: say that Slack ended SLACK_BOT_TOKEN (the app was uninstalled or its token revoked)."""
+    log.warning("Slack sent %s for team %s: SLACK_BOT_TOKEN no longer works", event.get("type"), body.get("team_id"))
 
 
 def _refused_request(request: web.Request) -> None:
