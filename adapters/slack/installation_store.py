@@ -179,14 +179,12 @@ class PostgresInstallationStore(AsyncInstallationStore):
         return row
 
     async def _delete(self, enterprise_id: str | None, team_id: str | None) -> None:
-        # Bolt passes the context's ids: a team id for a workspace install, only the enterprise
-        # id for an org-wide one; both keys are tried so either kind is found.
+        # Exactly the workspace's row: a workspace leaving must not take an org-wide install
+        # (keyed with team '') of its enterprise along with it.
         deleted = await self._pool.fetchval(
             """
             WITH gone AS (
-                DELETE FROM slack_installations
-                WHERE enterprise_key = $1 AND (team_key = $2 OR team_key = '')
-                RETURNING 1
+                DELETE FROM slack_installations WHERE enterprise_key = $1 AND team_key = $2 RETURNING 1
             )
             SELECT count(*) FROM gone
             """,

@@ -180,6 +180,18 @@ async def test_a_card_in_the_second_workspace_is_approved_and_installs_survive_a
         assert (post.token, post.team_id) == (token_b, B.team)
         card_ts = post.response["ts"]
         approve = _actions(post.args["blocks"])[0]["elements"][0]
+        # Edit opens its modal with Bolt's per-request client, which Bolt's authorize gave B's token
+        await events_b.block_actions(
+            B.person,
+            B.channel,
+            card_ts,
+            blocks.ACTION_EDIT,
+            approve["value"],
+            slack.new_trigger_id(),
+            thread_ts=mention.ts,
+        )
+        [opened] = await slack.wait_for("views.open", timeout=GENEROUS_S)
+        assert opened.error is None and opened.token == token_b
         click = await events_b.block_actions(
             B.person,
             B.channel,
