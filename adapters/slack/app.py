@@ -22,7 +22,6 @@ import asyncpg
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.async_app import AsyncApp
-from slack_bolt.oauth.async_oauth_flow import AsyncOAuthFlow
 from slack_bolt.oauth.async_oauth_settings import AsyncOAuthSettings
 from slack_sdk.errors import SlackApiError
 
@@ -138,7 +137,7 @@ class SlackAdapter:
             self.app = AsyncApp(
                 client=self.client,
                 signing_secret=signing_secret,
-                oauth_flow=AsyncOAuthFlow(client=self.client, settings=oauth_settings),
+                oauth_settings=oauth_settings,
                 installation_store=self.installations,
                 installation_store_bot_only=True,
             )
