@@ -19,6 +19,7 @@ from bot.storage.urls import normalise
 
 DEFAULT_GEMINI_MODEL = "gemini-3.8-flash"
 DEFAULT_SLACK_API_URL = "https://slack.com/api/"
+DEFAULT_SLACK_AUTHORIZE_URL = "https://slack.com/oauth/v2/authorize"
 DEFAULT_DISCORD_API_URL = "https://discord.com/api/v10"
 
 
@@ -156,7 +157,12 @@ class ToolSettings(BaseSettings):
 
 
 class SlackSettings(BaseSettings):
-    """Slack credentials; the adapter runs when `bot_token` and `signing_secret` are set."""
+    """Slack credentials; the adapter runs when `bot_token` and `signing_secret` are set.
+
+    Or, to install into many workspaces (OAuth mode, docs/decisions/0019): `client_id` and
+    `client_secret` with `signing_secret`, and no `bot_token`. The names are the ones slack-bolt
+    itself reads (`SLACK_CLIENT_ID`, `SLACK_CLIENT_SECRET`).
+    """
 
     model_config = _section()
 
@@ -165,8 +171,26 @@ class SlackSettings(BaseSettings):
     app_token: SecretStr | None = Field(default=None, validation_alias="SLACK_APP_TOKEN")
     """`xapp-...`: when set, Socket Mode is used instead of HTTP events."""
     api_url: str = Field(default=DEFAULT_SLACK_API_URL, validation_alias="SLACK_API_URL")
+    client_id: str | None = Field(default=None, validation_alias="SLACK_CLIENT_ID")
+    """The app's client id (Basic Information, App Credentials): with `client_secret`, OAuth mode."""
+    client_secret: SecretStr | None = Field(default=None, validation_alias="SLACK_CLIENT_SECRET")
+    redirect_uri: str | None = Field(default=None, validation_alias="SLACK_REDIRECT_URI")
+    """The OAuth redirect URL (`https://HOST/slack/oauth_redirect`); Slack uses the app's
+    configured one when unset."""
+    authorize_url: str = Field(default=DEFAULT_SLACK_AUTHORIZE_URL, validation_alias="SLACK_AUTHORIZE_URL")
+    """Where `/slack/install` sends the browser (Slack's; tests point it at the stand-in)."""
 
-    @field_validator("bot_token", "signing_secret", "app_token", mode="before")
+    @field_validator("client_id", "redirect_uri", mode="before")
+    @classmethod
+    def _blank_is_no_text(cls, value: object) -> object:
+        return None if value == "" else value
+
+    @field_validator("authorize_url", mode="before")
+    @classmethod
+    def _blank_is_slack(cls, value: object) -> object:
+        return DEFAULT_SLACK_AUTHORIZE_URL if value == "" else value
+
+    @field_validator("bot_token", "signing_secret", "app_token", "client_secret", mode="before")
     @classmethod
     def _blank_is_unset(cls, value: object) -> object:
         return None if value == "" else value
@@ -183,9 +207,40 @@ class SlackSettings(BaseSettings):
         return value if value.endswith("/") else value + "/"
 
     @property
+    def oauth(self) -> bool:
+        """Whether OAuth settings are given (`SLACK_CLIENT_ID` or `SLACK_CLIENT_SECRET`)."""
+        return self.client_id is not None or self.client_secret is not None
+
+    @property
     def enabled(self) -> bool:
-        """Whether Slack can run: a bot token plus a signing secret (HTTP) or an app token."""
+        """Whether Slack can run.
+
+        A bot token plus a signing secret (HTTP) or an app token; or OAuth mode: client id
+        and secret plus a signing secret (see `problem`).
+        """
+        if self.oauth:
+            return self.problem is None
         return self.bot_token is not None and (self.signing_secret is not None or self.app_token is not None)
+
+    @property
+    def problem(self) -> str | None:
+        """What is wrong with the OAuth settings, in one line; None when they are fine or absent."""
+        if not self.oauth:
+            return None
+        if self.client_id is None or self.client_secret is None:
+            missing = "SLACK_CLIENT_ID" if self.client_id is None else "SLACK_CLIENT_SECRET"
+            return (
+                f"Slack OAuth is only half configured: set {missing} too (see README, Installing into many workspaces)"
+            )
+        if self.bot_token is not None:
+            return (
+                "set either SLACK_BOT_TOKEN (one workspace) or SLACK_CLIENT_ID and SLACK_CLIENT_SECRET (many), not both"
+            )
+        if self.app_token is not None:
+            return "Slack OAuth installs need HTTP events: unset SLACK_APP_TOKEN (Socket Mode)"
+        if self.signing_secret is None:
+            return "Slack OAuth installs need SLACK_SIGNING_SECRET (HTTP events) too"
+        return None
 
 
 class DiscordSettings(BaseSettings):

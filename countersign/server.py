@@ -114,6 +114,8 @@ async def _supervise(settings: Settings) -> None:
 
 def _check_platforms(settings: Settings) -> None:
     slack = settings.slack
+    if slack.problem is not None:
+        raise ConfigurationError(slack.problem)
     if (slack.bot_token is not None or slack.signing_secret is not None or slack.app_token is not None) and (
         not slack.enabled
     ):
@@ -161,7 +163,7 @@ class BotServer:
         if settings.slack.enabled:
             from adapters.slack.app import SlackAdapter
 
-            slack = SlackAdapter(settings.slack, runtime.service, runtime.admin)
+            slack = SlackAdapter(settings.slack, runtime.service, runtime.admin, runtime.database.pool)
             runtime.platforms[slack.platform.name] = slack.platform
             slack.add_routes(web_app)
             self._adapters.append(slack)

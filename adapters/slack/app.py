@@ -3,6 +3,11 @@
 HTTP mode serves `POST /slack/events` (Bolt verifies the signing secret and the timestamp,
 per Slack's "Verifying requests from Slack"); Socket Mode is used instead when
 `SLACK_APP_TOKEN` is set. `SLACK_API_URL` points the Web API client elsewhere (tests).
+
+With `SLACK_CLIENT_ID` and `SLACK_CLIENT_SECRET` instead of `SLACK_BOT_TOKEN` (OAuth mode,
+docs/decisions/0019), Bolt's own OAuth flow also serves `GET /slack/install` and
+`GET /slack/oauth_redirect`, installations live in PostgreSQL, and Bolt's built-in listeners
+delete a workspace's installation on `tokens_revoked` and `app_uninstalled`.
 """
 
 from __future__ import annotations
@@ -13,20 +18,19 @@ import time
 from collections.abc import Awaitable
 
 import aiohttp
+import asyncpg
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.async_app import AsyncApp
+from slack_bolt.oauth.async_oauth_settings import AsyncOAuthSettings
 from slack_sdk.errors import SlackApiError
-from slack_sdk.http_retry.builtin_async_handlers import (
-    AsyncConnectionErrorRetryHandler,
-    AsyncRateLimitErrorRetryHandler,
-    AsyncServerErrorRetryHandler,
-)
 
 from adapters.slack.commands import SlackCommands
+from adapters.slack.installation_store import PostgresInstallationStore
 from adapters.slack.listeners import SlackListeners
 from adapters.slack.platform import SlackPlatform, UserDirectory, finish_decorations
-from adapters.slack.web_client import CountedWebClient
+from adapters.slack.state_store import PostgresOAuthStateStore
+from adapters.slack.workspaces import WorkspaceClients
 from bot.admin.service import AdminService
 from bot.errors import ConfigurationError
 from bot.service import Countersign
@@ -54,6 +58,23 @@ def _not_the_refused_body(record: logging.LogRecord) -> bool:
 logging.getLogger("slack_bolt.RequestVerification").addFilter(_not_the_refused_body)
 
 EVENTS_PATH = "/slack/events"
+INSTALL_PATH = "/slack/install"
+REDIRECT_PATH = "/slack/oauth_redirect"
+BOT_SCOPES = (
+    "app_mentions:read",
+    "channels:history",
+    "groups:history",
+    "im:history",
+    "mpim:history",
+    "chat:write",
+    "commands",
+    "reactions:write",
+    "users:read",
+    "usergroups:read",
+)
+"""What an OAuth install asks for: the manifest's `oauth_config.scopes.bot`, in its order
+(tests/unit/slack/test_manifest.py keeps the two equal)."""
+
 _TIMESTAMP = re.compile(r"[0-9]{1,12}")
 """What `X-Slack-Request-Timestamp` must look like: Unix seconds."""
 
@@ -65,50 +86,99 @@ class SlackAdapter:
         settings: Slack credentials and URLs.
         service: the core.
         admin: the `/countersign` commands.
+        pool: the asyncpg pool, for the installation and OAuth state stores (OAuth mode only).
 
     Construct it inside the running event loop (it opens an HTTP session).
 
     Raises:
         ConfigurationError: when the bot token is missing, or neither a signing secret (HTTP
-            mode) nor an app token (Socket Mode) is set.
+            mode) nor an app token (Socket Mode) is set; in OAuth mode, when the OAuth
+            settings are incomplete or mixed with a bot token (`SlackSettings.problem`).
     """
 
-    def __init__(self, settings: SlackSettings, service: Countersign, admin: AdminService) -> None:
-        if settings.bot_token is None:
+    def __init__(
+        self, settings: SlackSettings, service: Countersign, admin: AdminService, pool: asyncpg.Pool | None = None
+    ) -> None:
+        if settings.problem is not None:
+            raise ConfigurationError(settings.problem)
+        if not settings.oauth and settings.bot_token is None:
             raise ConfigurationError("SLACK_BOT_TOKEN is not set")
         if settings.signing_secret is None and settings.app_token is None:
             raise ConfigurationError("set SLACK_SIGNING_SECRET (HTTP events) or SLACK_APP_TOKEN (Socket Mode)")
+        if settings.oauth and pool is None:
+            raise ConfigurationError("Slack OAuth installs need the database")
         self._settings = settings
         # One HTTP session for every Web API call (slack_sdk opens one per call otherwise).
         self._session = aiohttp.ClientSession()
-        self.client = CountedWebClient(
-            token=settings.bot_token.get_secret_value(),
-            base_url=settings.api_url,
-            session=self._session,
-            retry_handlers=[
-                AsyncConnectionErrorRetryHandler(max_retry_count=2),
-                AsyncRateLimitErrorRetryHandler(max_retry_count=2),
-                AsyncServerErrorRetryHandler(max_retry_count=2),
-            ],
-        )
-        self.users = UserDirectory(self.client)
-        quick = CountedWebClient(
-            token=settings.bot_token.get_secret_value(),
-            base_url=settings.api_url,
-            session=self._session,
-            retry_handlers=[AsyncConnectionErrorRetryHandler(max_retry_count=1)],
-        )
-        self.platform = SlackPlatform(self.client, self.users, quick)
-        self.app = AsyncApp(
-            client=self.client,
-            signing_secret=settings.signing_secret.get_secret_value() if settings.signing_secret else None,
-            # Socket Mode carries no signature; HTTP mode always verifies.
-            request_verification_enabled=settings.app_token is None,
-        )
+        self.installations: PostgresInstallationStore | None = None
+        oauth_settings: AsyncOAuthSettings | None = None
+        if settings.oauth and pool is not None:
+            self.installations = PostgresInstallationStore(pool)
+            oauth_settings = self._oauth_settings(settings, self.installations, PostgresOAuthStateStore(pool))
+            self.clients = WorkspaceClients(self._session, settings.api_url, installations=self.installations)
+        else:
+            token = settings.bot_token.get_secret_value() if settings.bot_token is not None else None
+            self.clients = WorkspaceClients(self._session, settings.api_url, token=token)
+        self.client = self.clients.default
+        self.users = UserDirectory(self.clients)
+        self.platform = SlackPlatform(self.clients, self.users)
+        signing_secret = settings.signing_secret.get_secret_value() if settings.signing_secret else None
+        if oauth_settings is None:
+            self.app = AsyncApp(
+                client=self.client,
+                signing_secret=signing_secret,
+                # Socket Mode carries no signature; HTTP mode always verifies.
+                request_verification_enabled=settings.app_token is None,
+            )
+        else:
+            # Bolt builds its authorize from the installation store (each request gets the
+            # workspace's bot token on `context.client`), and its flow calls `oauth.v2.access`
+            # through `self.client` (so `SLACK_API_URL` applies).
+            self.app = AsyncApp(
+                client=self.client,
+                signing_secret=signing_secret,
+                oauth_settings=oauth_settings,
+                installation_store=self.installations,
+                installation_store_bot_only=True,
+            )
+            # slack-bolt's own listeners: `tokens_revoked` and `app_uninstalled` delete the
+            # workspace's installation (conversations and audit stay until retention).
+            self.app.enable_token_revocation_listeners()
+        if oauth_settings is None:
+            # The manifest subscribes both for OAuth installs; with one token there is nothing
+            # to delete, but the operator must hear of it (and Bolt would answer 404 and Slack retry).
+            self.app.event("app_uninstalled")(_token_gone)
+            self.app.event("tokens_revoked")(_token_gone)
         self.app.error(self._on_error)
         SlackListeners(service, self.platform, self.users, admin).register(self.app)
         SlackCommands(admin, self.users).register(self.app)
         self._socket_handler: object | None = None
+
+    @staticmethod
+    def _oauth_settings(
+        settings: SlackSettings, installations: PostgresInstallationStore, states: PostgresOAuthStateStore
+    ) -> AsyncOAuthSettings:
+        """Bolt's OAuth settings: our paths, the manifest's bot scopes, the PostgreSQL stores.
+
+        `/slack/install` answers with a redirect to Slack's authorize URL (and Bolt's state
+        cookie); the redirect back is checked against the state store and the cookie by Bolt,
+        as Slack's "Installing with OAuth" asks.
+        """
+        secret = settings.client_secret
+        return AsyncOAuthSettings(
+            client_id=settings.client_id,
+            client_secret=secret.get_secret_value() if secret is not None else None,
+            scopes=list(BOT_SCOPES),
+            redirect_uri=settings.redirect_uri,
+            install_path=INSTALL_PATH,
+            redirect_uri_path=REDIRECT_PATH,
+            install_page_rendering_enabled=False,
+            authorization_url=settings.authorize_url,
+            installation_store=installations,
+            installation_store_bot_only=True,
+            state_store=states,
+            state_expiration_seconds=states.expiration_seconds,
+        )
 
     @property
     def socket_mode(self) -> bool:
@@ -139,21 +209,46 @@ class SlackAdapter:
             _refused_request(request)
         return await to_aiohttp_response(bolt_response)
 
+    async def handle_install(self, request: web.Request) -> web.Response:
+        """`GET /slack/install`: Bolt's OAuth flow redirects the browser to Slack, with a state cookie."""
+        flow = self.app.oauth_flow
+        if flow is None:  # pragma: no cover - the route exists only in OAuth mode
+            raise web.HTTPNotFound
+        return await to_aiohttp_response(await flow.handle_installation(await to_bolt_request(request)))
+
+    async def handle_redirect(self, request: web.Request) -> web.Response:
+        """`GET /slack/oauth_redirect`: Bolt checks the state, exchanges the code, saves the installation.
+
+        A missing, unknown, used or expired state, or a browser without the state cookie, gets
+        Bolt's failure page (400) and nothing is stored.
+        """
+        flow = self.app.oauth_flow
+        if flow is None:  # pragma: no cover - the route exists only in OAuth mode
+            raise web.HTTPNotFound
+        return await to_aiohttp_response(await flow.handle_callback(await to_bolt_request(request)))
+
     def add_routes(self, web_app: web.Application) -> None:
-        """Mount the events endpoint (HTTP mode only)."""
+        """Mount the events endpoint (HTTP mode only), and the OAuth pages in OAuth mode."""
         if not self.socket_mode:
             web_app.router.add_post(EVENTS_PATH, self.handle_http)
+        if self.app.oauth_flow is not None:
+            web_app.router.add_get(INSTALL_PATH, self.handle_install)
+            web_app.router.add_get(REDIRECT_PATH, self.handle_redirect)
 
     async def start(self) -> None:
         """Check the credentials with Slack, then connect Socket Mode when configured.
 
         `auth.test` proves SLACK_BOT_TOKEN (and SLACK_API_URL) before the bot says it is
         running; with Socket Mode, `apps.connections.open` proves SLACK_APP_TOKEN, which the
-        Socket Mode client would otherwise retry forever.
+        Socket Mode client would otherwise retry forever. In OAuth mode there is no token to
+        prove until a workspace installs the app (Bolt checks each one per request).
 
         Raises:
             ConfigurationError: Slack refused a token, or the Web API cannot be reached.
         """
+        if self.clients.multi_workspace:
+            log.info("Slack OAuth mode: workspaces install at %s", INSTALL_PATH)
+            return
         await self._check("SLACK_BOT_TOKEN", self.client.auth_test())
         if not self.socket_mode:
             return
@@ -204,6 +299,11 @@ class SlackAdapter:
     async def _on_error(self, error: Exception) -> None:
         # A listener's exception is logged here; Slack users never see a stack trace.
         log.error("unhandled error in a Slack listener", exc_info=error)
+
+
+async def _token_gone(event: dict[str, object], body: dict[str, object]) -> None:
+    """Single-token mode: say that Slack ended SLACK_BOT_TOKEN (the app was uninstalled or its token revoked)."""
+    log.warning("Slack sent %s for team %s: SLACK_BOT_TOKEN no longer works", event.get("type"), body.get("team_id"))
 
 
 def _refused_request(request: web.Request) -> None:

@@ -79,7 +79,7 @@ class SlackCommands:
         """Run the command and answer privately; bad input changes nothing."""
         await ack()
         user_id = command["user_id"]
-        user = await self._users.get(user_id)
+        user = await self._users.get(command["team_id"], user_id)
         actor = Actor(
             platform=PLATFORM, workspace_id=command["team_id"], user_id=user_id, display_name=user.display_name
         )

@@ -151,7 +151,7 @@ class SlackListeners:
         if is_blank(text):
             context[_EMPTY] = (conversation, user_id)
             return
-        user = await self._users.get(user_id)
+        user = await self._users.get(conversation.workspace_id, user_id)
         actor = Actor(
             platform=PLATFORM,
             workspace_id=conversation.workspace_id,
@@ -167,7 +167,9 @@ class SlackListeners:
         empty = context.get(_EMPTY)
         if empty is not None:
             conversation, user_id = empty
-            await self._whisper(conversation.channel_id, user_id, msg.EMPTY_MENTION, conversation.thread)
+            await self._whisper(
+                conversation.workspace_id, conversation.channel_id, user_id, msg.EMPTY_MENTION, conversation.thread
+            )
         message = context.get(_ACCEPTED)
         if isinstance(message, IncomingMessage):
             self._service.submit_accepted(message)
@@ -287,7 +289,7 @@ class SlackListeners:
         if user_id is None or team is None or ":" in team:
             log.warning("ignored a Slack interaction that names no user or workspace (%s)", _kind_of(body))
             return None
-        user = await self._users.get(user_id)
+        user = await self._users.get(team, user_id)
         return Actor(platform=PLATFORM, workspace_id=team, user_id=user_id, display_name=user.display_name)
 
     async def _refuse(self, body: dict[str, Any], error: Exception) -> None:
@@ -298,12 +300,13 @@ class SlackListeners:
     async def _refuse_text(self, body: dict[str, Any], text: str) -> None:
         channel = _text_at(body, "channel", "id") or _text_at(body, "container", "channel_id")
         user = _text_at(body, "user", "id")
-        if channel and user:
-            await self._whisper(channel, user, text, _text_at(body, "message", "thread_ts"))
+        team = _text_at(body, "team", "id") or _text_at(body, "user", "team_id")
+        if channel and user and team:
+            await self._whisper(team, channel, user, text, _text_at(body, "message", "thread_ts"))
 
-    async def _whisper(self, channel: str, user: str, text: str, thread: str | None) -> None:
+    async def _whisper(self, team: str, channel: str, user: str, text: str, thread: str | None) -> None:
         try:
-            await self._platform.whisper(channel, user, text, thread_ts=thread)
+            await self._platform.whisper(team, channel, user, text, thread_ts=thread)
         except Exception:
             log.exception("could not send an ephemeral message to %s in %s", user, channel)
 

@@ -18,6 +18,7 @@ from adapters.display import model_failed_text, progress_line, shows_something
 from adapters.slack import messages as msg
 from adapters.slack.blocks import card_blocks, card_text
 from adapters.slack.text import escape, split_message, to_mrkdwn
+from adapters.slack.workspaces import WorkspaceClients
 from bot.conversation import Actor, ConversationRef
 from bot.ports import (
     Activity,
@@ -50,34 +51,40 @@ class UserDirectory:
 
     Admin and owner flags come from Slack's user object (`is_admin`, `is_owner`,
     `is_primary_owner`). Entries live five minutes, so a demoted admin loses the right soon.
+    Entries are per workspace, asked with that workspace's token.
+
+    Args:
+        clients: the Web API client of each workspace.
     """
 
-    def __init__(self, client: AsyncWebClient) -> None:
-        self._client = client
-        self._cache: dict[str, tuple[float, SlackUser]] = {}
-        self._groups: dict[str, tuple[float, frozenset[str]]] = {}
+    def __init__(self, clients: WorkspaceClients) -> None:
+        self._clients = clients
+        self._cache: dict[tuple[str, str], tuple[float, SlackUser]] = {}
+        self._groups: dict[tuple[str, str], tuple[float, frozenset[str]]] = {}
 
-    async def group_members(self, group_id: str) -> frozenset[str]:
-        """Members of a user group, cached like users (an unknown group has none)."""
-        hit = self._groups.get(group_id)
+    async def group_members(self, team_id: str, group_id: str) -> frozenset[str]:
+        """Members of a user group of workspace `team_id`, cached like users (an unknown group has none)."""
+        hit = self._groups.get((team_id, group_id))
         if hit is not None and hit[0] > time.monotonic():
             return hit[1]
         try:
-            response = await self._client.usergroups_users_list(usergroup=group_id)
+            client = await self._clients.client(team_id)
+            response = await client.usergroups_users_list(usergroup=group_id)
         except SlackApiError as exc:
             log.warning("usergroups.users.list failed for %s: %s", group_id, exc.response.get("error"))
             return frozenset()
         members = frozenset(str(u) for u in response.get("users") or ())
-        self._groups[group_id] = (time.monotonic() + _USER_TTL_S, members)
+        self._groups[(team_id, group_id)] = (time.monotonic() + _USER_TTL_S, members)
         return members
 
-    async def get(self, user_id: str) -> SlackUser:
-        """The user, from the cache or Slack; an unknown user is a non-admin named by id."""
-        hit = self._cache.get(user_id)
+    async def get(self, team_id: str, user_id: str) -> SlackUser:
+        """The user of workspace `team_id`, from the cache or Slack; an unknown user is a non-admin named by id."""
+        hit = self._cache.get((team_id, user_id))
         if hit is not None and hit[0] > time.monotonic():
             return hit[1]
         try:
-            response = await self._client.users_info(user=user_id)
+            client = await self._clients.client(team_id)
+            response = await client.users_info(user=user_id)
         except SlackApiError as exc:
             log.warning("users.info failed for %s: %s", user_id, exc.response.get("error"))
             return SlackUser(user_id=user_id, display_name=user_id, is_admin=False)
@@ -89,7 +96,7 @@ class UserDirectory:
             display_name=str(name),
             is_admin=bool(data.get("is_admin") or data.get("is_owner") or data.get("is_primary_owner")),
         )
-        self._cache[user_id] = (time.monotonic() + _USER_TTL_S, user)
+        self._cache[(team_id, user_id)] = (time.monotonic() + _USER_TTL_S, user)
         return user
 
 
@@ -109,24 +116,27 @@ def parse_message_ref(conversation: ConversationRef, ref: str) -> tuple[str, str
 class SlackPlatform:
     """Posts answers, cards and notices to Slack for the core.
 
+    Every call uses the conversation's workspace's client (`WorkspaceClients`): with OAuth
+    installs, that workspace's own bot token, also for work outside any Slack request.
+
     Args:
-        client: a Web API client with the bot token (and `SLACK_API_URL` as base URL).
-        users: the user directory.
-        quick: the same without waiting out rate limits, for what only decorates a turn
+        clients: the Web API clients per workspace (`SLACK_API_URL` as base URL); their
+            `quick` ones do not wait out rate limits, for what only decorates a turn
             (removing the progress message): a 429 there must not hold up the answer.
+        users: the user directory.
     """
 
     name = "slack"
 
-    def __init__(self, client: AsyncWebClient, users: UserDirectory, quick: AsyncWebClient | None = None) -> None:
-        self._client = client
+    def __init__(self, clients: WorkspaceClients, users: UserDirectory) -> None:
+        self._clients = clients
         self._users = users
-        self._quick = quick or client
 
     async def post_answer(self, conversation: ConversationRef, text: str) -> None:
         """Post the agent's answer, escaped, split at Slack's message size."""
+        client = await self._clients.client(conversation.workspace_id)
         for chunk in split_message(to_mrkdwn(text)):
-            await self._client.chat_postMessage(
+            await client.chat_postMessage(
                 channel=conversation.channel_id,
                 thread_ts=conversation.thread,
                 text=chunk,
@@ -142,7 +152,8 @@ class SlackPlatform:
         conversation = target.conversation
         channel = target.user_id or target.channel_id or conversation.channel_id
         thread = conversation.thread if channel == conversation.channel_id else None
-        response = await self._client.chat_postMessage(
+        client = await self._clients.client(conversation.workspace_id)
+        response = await client.chat_postMessage(
             channel=channel, thread_ts=thread, text=card_text(card), blocks=card_blocks(card)
         )
         return card_ref(str(response["channel"]), str(response["ts"]))
@@ -150,19 +161,28 @@ class SlackPlatform:
     async def update_card(self, conversation: ConversationRef, card_ref: str, card: ApprovalCard) -> None:
         """Redraw the card in place with `chat.update`."""
         channel, ts = parse_message_ref(conversation, card_ref)
-        await self._client.chat_update(channel=channel, ts=ts, text=card_text(card), blocks=card_blocks(card))
+        client = await self._clients.client(conversation.workspace_id)
+        await client.chat_update(channel=channel, ts=ts, text=card_text(card), blocks=card_blocks(card))
 
     async def notify(self, conversation: ConversationRef, notice: Notice, *, recipient: Actor | None) -> None:
         """Ephemeral to `recipient` when given, else a message in the conversation."""
         text = await self._render(conversation, notice)
         if recipient is not None:
-            await self.whisper(conversation.channel_id, recipient.user_id, text, thread_ts=conversation.thread)
+            await self.whisper(
+                conversation.workspace_id,
+                conversation.channel_id,
+                recipient.user_id,
+                text,
+                thread_ts=conversation.thread,
+            )
             return
-        await self._client.chat_postMessage(channel=conversation.channel_id, thread_ts=conversation.thread, text=text)
+        client = await self._clients.client(conversation.workspace_id)
+        await client.chat_postMessage(channel=conversation.channel_id, thread_ts=conversation.thread, text=text)
 
-    async def whisper(self, channel: str, user: str, text: str, *, thread_ts: str | None = None) -> None:
-        """An ephemeral message only `user` sees."""
-        await self._client.chat_postEphemeral(channel=channel, user=user, text=text, thread_ts=thread_ts)
+    async def whisper(self, team_id: str, channel: str, user: str, text: str, *, thread_ts: str | None = None) -> None:
+        """An ephemeral message only `user` sees, in a channel of workspace `team_id`."""
+        client = await self._clients.client(team_id)
+        await client.chat_postEphemeral(channel=channel, user=user, text=text, thread_ts=thread_ts)
 
     @asynccontextmanager
     async def working(self, conversation: ConversationRef, anchor: str | None) -> AsyncIterator[SlackProgress]:
@@ -173,7 +193,9 @@ class SlackPlatform:
 
         With subagents, also a progress message naming those at work (see `SlackProgress`).
         """
-        progress = SlackProgress(self._client, conversation, quick=self._quick)
+        team = conversation.workspace_id
+        client = await self._clients.client(team)
+        progress = SlackProgress(client, conversation, quick=await self._clients.quick(team))
         if anchor is None:
             try:
                 yield progress
@@ -183,36 +205,40 @@ class SlackPlatform:
         # The reaction is decoration: the run does not wait for it, and the answer does not
         # wait for its removal (each is a Web API round trip on a turn's critical path).
         channel, ts = parse_message_ref(conversation, anchor)
-        adding = asyncio.create_task(self._react("reactions_add", channel, ts), name=f"hourglass on {channel}/{ts}")
+        adding = asyncio.create_task(
+            self._react(client, "reactions_add", channel, ts), name=f"hourglass on {channel}/{ts}"
+        )
         try:
             yield progress
         finally:
             try:
                 await progress.clear()
             finally:
-                _in_background(self._unreact(adding, channel, ts), name=f"hourglass off {channel}/{ts}")
+                _in_background(self._unreact(client, adding, channel, ts), name=f"hourglass off {channel}/{ts}")
 
     async def is_admin(self, actor: Actor) -> bool:
         """Workspace admin or owner, per `users.info`."""
-        return (await self._users.get(actor.user_id)).is_admin
+        return (await self._users.get(actor.workspace_id, actor.user_id)).is_admin
 
     async def member_of(self, actor: Actor, group_ids: frozenset[str]) -> frozenset[str]:
         """The user groups among `group_ids` that list the actor (`usergroups.users.list`)."""
-        return frozenset([g for g in sorted(group_ids) if actor.user_id in await self._users.group_members(g)])
+        return frozenset(
+            [g for g in sorted(group_ids) if actor.user_id in await self._users.group_members(actor.workspace_id, g)]
+        )
 
     async def group_members(self, workspace_id: str, group_id: str) -> frozenset[str]:
-        """The user group's members (`usergroups.users.list`; the app serves one workspace)."""
-        return await self._users.group_members(group_id)
+        """The user group's members (`usergroups.users.list`, with that workspace's token)."""
+        return await self._users.group_members(workspace_id, group_id)
 
-    async def _unreact(self, adding: asyncio.Task[bool], channel: str, ts: str) -> None:
+    async def _unreact(self, client: AsyncWebClient, adding: asyncio.Task[bool], channel: str, ts: str) -> None:
         """Remove the progress reaction once it was added (an add that failed needs no removal)."""
         if await adding:
-            await self._react("reactions_remove", channel, ts)
+            await self._react(client, "reactions_remove", channel, ts)
 
-    async def _react(self, method: str, channel: str, ts: str) -> bool:
+    async def _react(self, client: AsyncWebClient, method: str, channel: str, ts: str) -> bool:
         """Add or remove the progress reaction; decoration, so no failure may reach the turn."""
         try:
-            await getattr(self._client, method)(channel=channel, timestamp=ts, name=msg.WORKING_REACTION)
+            await getattr(client, method)(channel=channel, timestamp=ts, name=msg.WORKING_REACTION)
         except SlackApiError as exc:
             log.info("%s on %s/%s: %s", method, channel, ts, exc.response.get("error"))
             return False
@@ -262,7 +288,8 @@ class SlackPlatform:
             return None
         channel, ts = parse_message_ref(conversation, ref)
         try:
-            response = await self._client.chat_getPermalink(channel=channel, message_ts=ts)
+            client = await self._clients.client(conversation.workspace_id)
+            response = await client.chat_getPermalink(channel=channel, message_ts=ts)
         except SlackApiError as exc:
             log.warning("chat.getPermalink failed: %s", exc.response.get("error"))
             return None

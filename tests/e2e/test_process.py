@@ -223,6 +223,22 @@ async def test_half_configured_slack_is_one_line(tmp_path):
     ]
 
 
+async def test_slack_oauth_mixed_with_a_bot_token_is_one_line(tmp_path):
+    """SLACK_CLIENT_ID and SLACK_CLIENT_SECRET beside SLACK_BOT_TOKEN are refused at start in one line."""
+    env = base_env(
+        GOOGLE_API_KEY="k",
+        SLACK_BOT_TOKEN="xoxb-x",
+        SLACK_SIGNING_SECRET="s",
+        SLACK_CLIENT_ID="1.2",
+        SLACK_CLIENT_SECRET="c",
+    )
+    bot = await BotProcess(env, tmp_path).start()
+    assert await bot.wait() == 2
+    assert bot.stderr.decode().strip().splitlines() == [
+        "countersign: set either SLACK_BOT_TOKEN (one workspace) or SLACK_CLIENT_ID and SLACK_CLIENT_SECRET (many), not both"
+    ]
+
+
 async def test_unreachable_discord_is_one_line(db_url, gemini, tmp_path):
     """A Discord API nobody answers gives one line naming it, no traceback, exit 2."""
     env = base_env(

@@ -412,3 +412,16 @@ async def test_a_message_the_database_cannot_take_is_not_acknowledged_and_its_re
     await settle(bot)
     assert answer == "You said: hello"
     assert [c.args["text"] for c in slack.calls_to("chat.postMessage")] == ["You said: hello"]
+
+
+async def test_app_uninstalled_with_one_token_is_acknowledged_and_logged(bot, events, slack, caplog):
+    """With SLACK_BOT_TOKEN, app_uninstalled / tokens_revoked get a 200 (no Slack retries) and a warning."""
+    for event in ({"type": "app_uninstalled"}, {"type": "tokens_revoked", "tokens": {"bot": ["UBOT"]}}):
+        delivery = await events.event(event)
+        assert delivery.status == 200
+    await bolt_listeners_done()
+    warnings = [r.getMessage() for r in caplog.records if "SLACK_BOT_TOKEN no longer works" in r.getMessage()]
+    assert warnings == [
+        f"Slack sent app_uninstalled for team {TEAM}: SLACK_BOT_TOKEN no longer works",
+        f"Slack sent tokens_revoked for team {TEAM}: SLACK_BOT_TOKEN no longer works",
+    ]

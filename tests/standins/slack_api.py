@@ -19,6 +19,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import base64
 import copy
 import itertools
 import json
@@ -30,6 +31,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from types import TracebackType
 from typing import Any, Self
+from urllib.parse import urlencode
 from zoneinfo import ZoneInfo
 
 from aiohttp import web
@@ -67,6 +69,9 @@ class ApiCall:
         error: The ``error`` of the reply, or None when it was ``ok``.
         response: The JSON body of the reply (e.g. the ``ts`` of a posted message); empty for
             posts to a response URL.
+        token: The bearer (or form) token the call carried, None without one.
+        team_id: The workspace that token belongs to (see ``add_workspace``), None when the
+            token is unknown or revoked.
     """
 
     method: str
@@ -75,6 +80,20 @@ class ApiCall:
     status: int = 200
     error: str | None = None
     response: Args = field(default_factory=dict)
+    token: str | None = None
+    team_id: str | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class _Workspace:
+    """A workspace the app can be installed into (the default one is installed already)."""
+
+    team_id: str
+    team_name: str
+    team_domain: str
+    bot_user_id: str
+    bot_id: str
+    installer: str
 
 
 class _ApiError(Exception):
@@ -135,6 +154,18 @@ class SlackApiStandIn:
         bot_name: The bot user's name.
         scopes: The bot scopes reported in each reply's ``x-oauth-scopes`` header.
         trigger_ttl_s: How long a trigger id stays valid for ``views.open`` (Slack: 3 seconds).
+        client_id: The app's client id, for the OAuth flow (``oauth_authorize_url``,
+            ``oauth.v2.access``).
+        client_secret: The app's client secret, checked by ``oauth.v2.access``.
+
+    OAuth install (Slack's "Installing with OAuth"): register workspaces with ``add_workspace``;
+    ``GET /oauth/v2/authorize?client_id=..&scope=..&state=..&team=T2`` plays the user who
+    clicks "Allow" in workspace ``team`` and redirects to ``redirect_uri`` (or
+    ``redirect_url``) with a one-time ``code`` and the ``state``; ``oauth.v2.access`` trades the
+    code (with the client id and secret, HTTP Basic or form) for a bot token of that workspace.
+    Every method then answers per token: ``auth.test`` names the token's workspace, and each
+    recorded ``ApiCall`` says which token and workspace a call used. ``revoke`` ends a
+    workspace's tokens, as an uninstall does.
     """
 
     def __init__(
@@ -149,8 +180,30 @@ class SlackApiStandIn:
         bot_name: str = "countersign",
         scopes: tuple[str, ...] = ("app_mentions:read", "chat:write", "reactions:write"),
         trigger_ttl_s: float = _TRIGGER_TTL_SECONDS,
+        client_id: str = "1111.2222",
+        client_secret: str = "standin-client-secret",  # noqa: S107 - a fake secret
     ) -> None:
         self.bot_token = bot_token
+        self.client_id = client_id
+        self.client_secret = client_secret
+        self.redirect_url: str | None = None
+        """Where ``/oauth/v2/authorize`` sends the browser when the request names no ``redirect_uri``
+        (Slack uses the app's configured redirect URL)."""
+        self._workspaces: dict[str, _Workspace] = {
+            team_id: _Workspace(
+                team_id=team_id,
+                team_name="Stand-in Workspace",
+                team_domain=team_domain,
+                bot_user_id=bot_user_id,
+                bot_id=bot_id,
+                installer="UINSTALLER",
+            )
+        }
+        self._tokens: dict[str, str] = {bot_token: team_id}
+        """Live bot tokens -> their workspace."""
+        self._codes: dict[str, tuple[str, str]] = {}
+        """OAuth codes not yet exchanged -> (team id, scopes)."""
+        self._current: _Workspace | None = None
         self.trigger_ttl_s = trigger_ttl_s
         self.bot_user_id = bot_user_id
         self.team_id = team_id
@@ -202,6 +255,7 @@ class SlackApiStandIn:
         """Start serving on 127.0.0.1 at a port the OS picks."""
         app = web.Application()
         app.router.add_route("*", "/api/{method}", self._handle_api)
+        app.router.add_get("/oauth/v2/authorize", self._handle_authorize)
         app.router.add_post("/actions/{team}/{hook_id}/{secret}", self._handle_response_url)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
@@ -311,6 +365,47 @@ class SlackApiStandIn:
             "updated": int(time.time()),
         }
         return copy.deepcopy(self._users[user_id])
+
+    def add_workspace(
+        self,
+        team_id: str,
+        *,
+        team_name: str | None = None,
+        team_domain: str | None = None,
+        bot_user_id: str | None = None,
+        bot_id: str | None = None,
+        installer: str = "UINSTALLER",
+    ) -> None:
+        """Register a workspace the app can be installed into through ``/oauth/v2/authorize``.
+
+        Its bot user is registered like the default one (``users.info`` finds it).
+        """
+        workspace = _Workspace(
+            team_id=team_id,
+            team_name=team_name or f"Workspace {team_id}",
+            team_domain=team_domain or team_id.lower(),
+            bot_user_id=bot_user_id or f"UBOT{team_id}",
+            bot_id=bot_id or f"BBOT{team_id}",
+            installer=installer,
+        )
+        self._workspaces[team_id] = workspace
+        self.add_user(workspace.bot_user_id, name=self.bot_name, real_name=self.bot_name, is_bot=True)
+
+    @property
+    def oauth_authorize_url(self) -> str:
+        """Slack's authorize page as this stand-in serves it (``SLACK_AUTHORIZE_URL`` for the bot)."""
+        if self._origin is None:
+            raise RuntimeError("SlackApiStandIn is not started; use `async with`")
+        return f"{self._origin}/oauth/v2/authorize"
+
+    def tokens_of(self, team_id: str) -> list[str]:
+        """The live bot tokens of a workspace (issued by ``oauth.v2.access`` or given at start)."""
+        return [token for token, team in self._tokens.items() if team == team_id]
+
+    def revoke(self, team_id: str) -> None:
+        """End every token of the workspace, as uninstalling the app does: calls then get ``invalid_auth``."""
+        for token in self.tokens_of(team_id):
+            del self._tokens[token]
 
     def add_usergroup(self, group_id: str, users: list[str]) -> None:
         """Define a user group (``S...``) whose members ``usergroups.users.list`` returns."""
@@ -532,17 +627,30 @@ class SlackApiStandIn:
                 request.transport.close()
             raise web.HTTPServiceUnavailable  # never reaches the client: its connection is gone
         headers = {"x-oauth-scopes": self._scopes}
+        token: str | None = None
         try:
             args, form_token, warnings = await _read_args(request)
             token = _bearer(request) or form_token
-            status, body, extra_headers = self._answer(method, args, token)
+            if method == "oauth.v2.access":
+                status, body, extra_headers = self._exchange_code(args, _basic(request))
+            else:
+                status, body, extra_headers = self._answer(method, args, token)
         except _ApiError as e:
             args, status, body, extra_headers = {}, 200, {"ok": False, "error": e.error}, {}
             warnings = []
         if warnings:
             body.update(warning=",".join(warnings), response_metadata={"warnings": warnings})
         await self._record(
-            ApiCall(method=method, args=args, at=at, status=status, error=body.get("error"), response=body)
+            ApiCall(
+                method=method,
+                args=args,
+                at=at,
+                status=status,
+                error=body.get("error"),
+                response=body,
+                token=token,
+                team_id=self._tokens.get(token or ""),
+            )
         )
         return web.json_response(body, status=status, headers={**headers, **extra_headers})
 
@@ -552,17 +660,66 @@ class SlackApiStandIn:
             return 200, {"ok": False, "error": "unknown_method", "req_method": method}, {}
         if not token:
             return 200, {"ok": False, "error": "not_authed"}, {}
-        if token != self.bot_token:
+        if token not in self._tokens:
             return 200, {"ok": False, "error": "invalid_auth"}, {}
         queue = self._faults.get(method)
         if queue:
             fault = queue.popleft()
             headers = {} if fault.retry_after is None else {"Retry-After": str(fault.retry_after)}
             return fault.status, {"ok": False, "error": fault.error}, headers
+        # Handlers are synchronous: the token's workspace stays current for exactly this call.
+        self._current = self._workspaces[self._tokens[token]]
         try:
             return 200, {"ok": True, **handler(args)}, {}
         except _ApiError as e:
             return 200, {"ok": False, "error": e.error, **e.extra}, {}
+        finally:
+            self._current = None
+
+    # -------------------------------------------------------------------- OAuth
+
+    async def _handle_authorize(self, request: web.Request) -> web.Response:
+        """Slack's authorize page, as if the user had clicked "Allow" in workspace ``team``."""
+        query = request.query
+        at = time.time()
+        team = query.get("team", "")
+        redirect = query.get("redirect_uri") or self.redirect_url
+        if query.get("client_id") != self.client_id or team not in self._workspaces or not redirect:
+            await self._record(ApiCall(method="oauth.authorize", args=dict(query), at=at, status=400))
+            return web.Response(status=400, text="invalid authorize request")
+        code = f"code-{secrets.token_urlsafe(12)}"
+        self._codes[code] = (team, query.get("scope", ""))
+        await self._record(ApiCall(method="oauth.authorize", args=dict(query), at=at, status=302))
+        location = f"{redirect}?{urlencode({'code': code, 'state': query.get('state', '')})}"
+        return web.Response(status=302, headers={"Location": location})
+
+    def _exchange_code(self, args: Args, basic: tuple[str, str] | None) -> tuple[int, Args, dict[str, str]]:
+        """``oauth.v2.access``: the app's credentials and a one-time code -> a new bot token."""
+        client_id, client_secret = basic or (args.get("client_id"), args.get("client_secret"))
+        if client_id != self.client_id:
+            return 200, {"ok": False, "error": "invalid_client_id"}, {}
+        if client_secret != self.client_secret:
+            return 200, {"ok": False, "error": "bad_client_secret"}, {}
+        grant = self._codes.pop(str(args.get("code", "")), None)
+        if grant is None:
+            return 200, {"ok": False, "error": "invalid_code"}, {}
+        team, scopes = grant
+        workspace = self._workspaces[team]
+        token = f"xoxb-{team}-{secrets.token_hex(8)}"
+        self._tokens[token] = team
+        body: Args = {
+            "ok": True,
+            "app_id": self.app_id,
+            "authed_user": {"id": workspace.installer},
+            "scope": scopes,
+            "token_type": "bot",
+            "access_token": token,
+            "bot_user_id": workspace.bot_user_id,
+            "team": {"id": team, "name": workspace.team_name},
+            "enterprise": None,
+            "is_enterprise_install": False,
+        }
+        return 200, body, {}
 
     async def _record(self, call: ApiCall) -> None:
         async with self._changed:
@@ -620,13 +777,14 @@ class SlackApiStandIn:
     # ------------------------------------------------------------ chat.* methods
 
     def _auth_test(self, args: Args) -> Args:
+        workspace = self._current or self._workspaces[self.team_id]
         return {
-            "url": f"https://{self.team_domain}.slack.com/",
-            "team": "Stand-in Workspace",
+            "url": f"https://{workspace.team_domain}.slack.com/",
+            "team": workspace.team_name,
             "user": self.bot_name,
-            "team_id": self.team_id,
-            "user_id": self.bot_user_id,
-            "bot_id": self.bot_id,
+            "team_id": workspace.team_id,
+            "user_id": workspace.bot_user_id,
+            "bot_id": workspace.bot_id,
             "is_enterprise_install": False,
         }
 
@@ -958,6 +1116,18 @@ async def _read_args(request: web.Request) -> tuple[Args, str | None, list[str]]
                 error = "invalid_blocks_format" if key == "blocks" else "invalid_arguments"
                 raise _ApiError(error) from None
     return args, token, warnings
+
+
+def _basic(request: web.Request) -> tuple[str, str] | None:
+    """HTTP Basic credentials (slack_sdk sends the client id and secret that way)."""
+    scheme, _, encoded = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() != "basic":
+        return None
+    try:
+        user, _, password = base64.b64decode(encoded.strip()).decode().partition(":")
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return user, password
 
 
 def _bearer(request: web.Request) -> str | None:

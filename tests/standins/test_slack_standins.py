@@ -641,3 +641,65 @@ async def test_bolt_view_submission_carries_values_and_returns_errors(bolt: Bolt
     assert view["state"]["values"]["reason"]["text"] == {"type": "plain_text_input", "value": ""}
     assert json.loads(view["private_metadata"]) == {"approval": "a1"}
     assert sent.json == {"response_action": "errors", "errors": {"reason": "Say why"}}
+
+
+# --- OAuth installs ----------------------------------------------------------------------
+
+
+async def _code_for(
+    slack: SlackApiStandIn, team: str, redirect: str = "https://bot.example/slack/oauth_redirect"
+) -> str:
+    async with httpx.AsyncClient(follow_redirects=False) as browser:
+        reply = await browser.get(
+            slack.oauth_authorize_url,
+            params={
+                "client_id": slack.client_id,
+                "scope": "chat:write",
+                "state": "s1",
+                "team": team,
+                "redirect_uri": redirect,
+            },
+        )
+    assert reply.status_code == 302
+    location = httpx.URL(reply.headers["location"])
+    assert str(location).startswith(redirect) and location.params["state"] == "s1"
+    return location.params["code"]
+
+
+async def test_an_oauth_code_is_exchanged_once_for_a_token_of_that_workspace(slack, client):
+    """oauth.v2.access (real slack_sdk, HTTP Basic) trades a code once; auth.test and posts answer per token."""
+    slack.add_workspace("T2", bot_user_id="UBOT2", installer="U1")
+    code = await _code_for(slack, "T2")
+    anonymous = AsyncWebClient(base_url=slack.base_url)
+    granted = await anonymous.oauth_v2_access(client_id=slack.client_id, client_secret=slack.client_secret, code=code)
+    token = granted["access_token"]
+    assert granted["team"]["id"] == "T2" and granted["bot_user_id"] == "UBOT2" and granted["scope"] == "chat:write"
+    assert slack.tokens_of("T2") == [token]
+    with pytest.raises(SlackApiError) as used:
+        await anonymous.oauth_v2_access(client_id=slack.client_id, client_secret=slack.client_secret, code=code)
+    assert used.value.response["error"] == "invalid_code"
+
+    second = AsyncWebClient(token=token, base_url=slack.base_url)
+    assert (await second.auth_test())["team_id"] == "T2"
+    assert (await client.auth_test())["team_id"] == "T1"
+    await second.chat_postMessage(channel=CHANNEL, text="from T2")
+    [post] = slack.calls_to("chat.postMessage")
+    assert (post.token, post.team_id) == (token, "T2")
+
+
+async def test_oauth_refuses_a_wrong_secret_and_revoked_tokens_stop_working(slack):
+    """A wrong client secret gets bad_client_secret; after revoke the workspace's token is invalid_auth."""
+    slack.add_workspace("T2")
+    anonymous = AsyncWebClient(base_url=slack.base_url)
+    with pytest.raises(SlackApiError) as wrong:
+        await anonymous.oauth_v2_access(
+            client_id=slack.client_id, client_secret="nope", code=await _code_for(slack, "T2")
+        )
+    assert wrong.value.response["error"] == "bad_client_secret"
+    granted = await anonymous.oauth_v2_access(
+        client_id=slack.client_id, client_secret=slack.client_secret, code=await _code_for(slack, "T2")
+    )
+    slack.revoke("T2")
+    with pytest.raises(SlackApiError) as revoked:
+        await AsyncWebClient(token=granted["access_token"], base_url=slack.base_url).auth_test()
+    assert revoked.value.response["error"] == "invalid_auth"

@@ -44,6 +44,10 @@ ENV_NAMES = (
     "SLACK_SIGNING_SECRET",
     "SLACK_APP_TOKEN",
     "SLACK_API_URL",
+    "SLACK_CLIENT_ID",
+    "SLACK_CLIENT_SECRET",
+    "SLACK_REDIRECT_URI",
+    "SLACK_AUTHORIZE_URL",
     "DISCORD_TOKEN",
     "DISCORD_API_URL",
     "DISCORD_GUILD_READY_TIMEOUT",
@@ -351,3 +355,36 @@ def test_log_format_is_text_by_default_json_on_request_and_nothing_else(clean_en
     clean_env.setenv("LOG_FORMAT", "xml")
     with pytest.raises(ValidationError):
         ServerSettings()
+
+
+def test_slack_oauth_mode_from_the_environment(clean_env):
+    """SLACK_CLIENT_ID, SLACK_CLIENT_SECRET and a signing secret, without a bot token: OAuth mode runs."""
+    clean_env.setenv("SLACK_CLIENT_ID", "1111.2222")
+    clean_env.setenv("SLACK_CLIENT_SECRET", "slack-client-secret-8642")
+    clean_env.setenv("SLACK_SIGNING_SECRET", "slack-signing-7890")
+    slack = SlackSettings()
+    assert slack.oauth and slack.enabled and slack.problem is None
+    assert slack.authorize_url == "https://slack.com/oauth/v2/authorize"
+    assert "slack-client-secret-8642" not in repr(slack)
+
+
+@pytest.mark.parametrize(
+    ("env", "problem"),
+    [
+        ({"SLACK_CLIENT_ID": "1.2", "SLACK_SIGNING_SECRET": "s"}, "set SLACK_CLIENT_SECRET too"),
+        ({"SLACK_CLIENT_SECRET": "c", "SLACK_SIGNING_SECRET": "s"}, "set SLACK_CLIENT_ID too"),
+        (
+            {"SLACK_CLIENT_ID": "1.2", "SLACK_CLIENT_SECRET": "c", "SLACK_SIGNING_SECRET": "s", "SLACK_BOT_TOKEN": "x"},
+            "not both",
+        ),
+        ({"SLACK_CLIENT_ID": "1.2", "SLACK_CLIENT_SECRET": "c", "SLACK_APP_TOKEN": "xapp-1"}, "unset SLACK_APP_TOKEN"),
+        ({"SLACK_CLIENT_ID": "1.2", "SLACK_CLIENT_SECRET": "c"}, "need SLACK_SIGNING_SECRET"),
+    ],
+)
+def test_partial_or_mixed_slack_oauth_settings_name_the_problem(clean_env, env, problem):
+    """Half an OAuth setup, or OAuth mixed with a bot token or Socket Mode, is refused in one line."""
+    for name, value in env.items():
+        clean_env.setenv(name, value)
+    slack = SlackSettings()
+    assert slack.enabled is False
+    assert slack.problem is not None and problem in slack.problem and "\n" not in slack.problem

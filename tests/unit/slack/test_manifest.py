@@ -32,13 +32,15 @@ EVENT_SCOPES = {
     "message.groups": "groups:history",
     "message.im": "im:history",
     "message.mpim": "mpim:history",
+    "app_uninstalled": None,  # Slack's event reference: no scope
+    "tokens_revoked": None,
 }
 
 
 def called_methods() -> set[str]:
     source = "\n".join(p.read_text() for p in (ROOT / "adapters/slack").glob("*.py"))
     direct = set(re.findall(r"client\.([a-z]+(?:_[a-zA-Z]+)+)\(", source))
-    indirect = set(re.findall(r'_react\("([a-z]+_[a-zA-Z]+)"', source))
+    indirect = set(re.findall(r'_react\((?:client, )?"([a-z]+_[a-zA-Z]+)"', source))
     return direct | indirect
 
 
@@ -63,6 +65,16 @@ def test_events_match_the_listeners():
     assert events == set(EVENT_SCOPES)
     listeners = (ROOT / "adapters/slack/listeners.py").read_text()
     assert 'app.event("app_mention"' in listeners and 'app.event("message"' in listeners
+    # slack-bolt's built-in listeners handle these two in OAuth mode (adapters/slack/app.py)
+    assert "enable_token_revocation_listeners()" in (ROOT / "adapters/slack/app.py").read_text()
+
+
+def test_oauth_installs_ask_for_the_manifest_scopes():
+    """An OAuth install asks for exactly the manifest's bot scopes and comes back to our redirect path."""
+    from adapters.slack.app import BOT_SCOPES, REDIRECT_PATH
+
+    assert list(BOT_SCOPES) == MANIFEST["oauth_config"]["scopes"]["bot"]
+    assert [url.endswith(REDIRECT_PATH) for url in MANIFEST["oauth_config"]["redirect_urls"]] == [True]
 
 
 def test_interactivity_and_events_use_the_same_endpoint():

@@ -1,0 +1,214 @@
+"""Slack installations in PostgreSQL: slack_sdk's `AsyncInstallationStore` over our asyncpg pool.
+
+Bolt's OAuth flow saves an installation here after `oauth.v2.access`
+(`/slack/oauth_redirect`), Bolt's authorize reads the workspace's bot from here on every
+request, and Bolt's built-in `tokens_revoked` / `app_uninstalled` listeners delete from here
+(slack-bolt docs, "Authenticating with OAuth"). The adapter's background work (expiry, upkeep,
+recovery) looks the bot token up by team id here too (`adapters.slack.workspaces`).
+
+Only the bot is kept: the app asks for bot scopes only (adapters/slack/manifest.yml), so an
+installation has no user token worth storing; `async_find_installation` answers from the bot
+row. Tokens are secrets: nothing here logs one. See docs/decisions/0019.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from typing import Any
+
+import asyncpg
+from slack_sdk.oauth.installation_store.async_installation_store import AsyncInstallationStore
+from slack_sdk.oauth.installation_store.models.bot import Bot
+from slack_sdk.oauth.installation_store.models.installation import Installation
+
+log = logging.getLogger(__name__)
+
+_COLUMNS = (
+    "enterprise_id, enterprise_name, team_id, team_name, app_id, bot_id, bot_user_id, bot_token, "
+    "bot_scopes, bot_refresh_token, bot_token_expires_at, is_enterprise_install, installer_user_id, installed_at"
+)
+
+
+def _key(enterprise_id: str | None, team_id: str | None, is_enterprise_install: bool | None) -> tuple[str, str]:
+    """The row key: an org-wide install (Enterprise Grid) is one row for the whole org."""
+    if is_enterprise_install:
+        return enterprise_id or "", ""
+    return enterprise_id or "", team_id or ""
+
+
+def _at(value: int | float | None) -> datetime | None:
+    return None if value is None else datetime.fromtimestamp(value, UTC)
+
+
+class PostgresInstallationStore(AsyncInstallationStore):
+    """The `slack_installations` table (migrations/0006), one bot per workspace.
+
+    Args:
+        pool: the asyncpg pool.
+
+    Errors from asyncpg (the database is down) propagate: Bolt then fails the request (an
+    event is answered 500 and Slack retries; the OAuth redirect shows Bolt's failure page).
+    """
+
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self._pool = pool
+
+    @property
+    def logger(self) -> logging.Logger:
+        """The module's logger (slack_sdk's interface asks for one)."""
+        return log
+
+    async def async_save(self, installation: Installation) -> None:
+        """Keep the installation's bot; a reinstall replaces the workspace's row.
+
+        Args:
+            installation: what Bolt built from `oauth.v2.access`; `installation.user_id` is
+                kept as the installer.
+        """
+        await self._save(installation.to_bot(), installer=installation.user_id)
+
+    async def async_save_bot(self, bot: Bot) -> None:
+        """Keep the bot (Bolt calls this after refreshing a rotated token)."""
+        await self._save(bot, installer=None)
+
+    async def _save(self, bot: Bot, *, installer: str | None) -> None:
+        enterprise_key, team_key = _key(bot.enterprise_id, bot.team_id, bot.is_enterprise_install)
+        scopes = bot.bot_scopes if isinstance(bot.bot_scopes, str) else ",".join(bot.bot_scopes or ())
+        await self._pool.execute(
+            f"""
+            INSERT INTO slack_installations (enterprise_key, team_key, {_COLUMNS})
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+            ON CONFLICT (enterprise_key, team_key) DO UPDATE SET
+                enterprise_id = EXCLUDED.enterprise_id, enterprise_name = EXCLUDED.enterprise_name,
+                team_id = EXCLUDED.team_id, team_name = EXCLUDED.team_name, app_id = EXCLUDED.app_id,
+                bot_id = EXCLUDED.bot_id, bot_user_id = EXCLUDED.bot_user_id, bot_token = EXCLUDED.bot_token,
+                bot_scopes = EXCLUDED.bot_scopes, bot_refresh_token = EXCLUDED.bot_refresh_token,
+                bot_token_expires_at = EXCLUDED.bot_token_expires_at,
+                is_enterprise_install = EXCLUDED.is_enterprise_install,
+                installer_user_id = COALESCE(EXCLUDED.installer_user_id, slack_installations.installer_user_id),
+                installed_at = EXCLUDED.installed_at
+            """,  # noqa: S608 - the columns are constants
+            enterprise_key,
+            team_key,
+            bot.enterprise_id,
+            bot.enterprise_name,
+            bot.team_id,
+            bot.team_name,
+            bot.app_id,
+            bot.bot_id,
+            bot.bot_user_id,
+            bot.bot_token,
+            scopes,
+            bot.bot_refresh_token,
+            _at(bot.bot_token_expires_at),
+            bool(bot.is_enterprise_install),
+            installer,
+            _at(bot.installed_at) or datetime.now(UTC),
+        )
+        log.info("Slack installation saved for team %s (enterprise %s)", bot.team_id, bot.enterprise_id)
+
+    async def async_find_bot(
+        self,
+        *,
+        enterprise_id: str | None,
+        team_id: str | None,
+        is_enterprise_install: bool | None = False,
+    ) -> Bot | None:
+        """The workspace's bot, or None when the app is not installed there (or was uninstalled)."""
+        row = await self._find(enterprise_id, team_id, is_enterprise_install)
+        return None if row is None else _bot(row)
+
+    async def async_find_installation(
+        self,
+        *,
+        enterprise_id: str | None,
+        team_id: str | None,
+        user_id: str | None = None,
+        is_enterprise_install: bool | None = False,
+    ) -> Installation | None:
+        """The installation as far as it is kept (the bot and its installer), or None.
+
+        A `user_id` other than the installer's finds nothing: no user tokens are stored.
+        """
+        row = await self._find(enterprise_id, team_id, is_enterprise_install)
+        if row is None or (user_id is not None and user_id != row["installer_user_id"]):
+            return None
+        bot = _bot(row)
+        return Installation(
+            app_id=bot.app_id,
+            enterprise_id=bot.enterprise_id,
+            enterprise_name=bot.enterprise_name,
+            team_id=bot.team_id,
+            team_name=bot.team_name,
+            bot_token=bot.bot_token,
+            bot_id=bot.bot_id,
+            bot_user_id=bot.bot_user_id,
+            bot_scopes=bot.bot_scopes,
+            bot_refresh_token=bot.bot_refresh_token,
+            bot_token_expires_at=bot.bot_token_expires_at,
+            user_id=row["installer_user_id"] or "",
+            is_enterprise_install=bot.is_enterprise_install,
+            installed_at=bot.installed_at,
+        )
+
+    async def async_delete_bot(self, *, enterprise_id: str | None, team_id: str | None) -> None:
+        """Forget the workspace's bot token (`tokens_revoked` naming the bot)."""
+        await self._delete(enterprise_id, team_id)
+
+    async def async_delete_installation(
+        self, *, enterprise_id: str | None, team_id: str | None, user_id: str | None = None
+    ) -> None:
+        """Forget a user's tokens: none are stored, so only a whole-workspace call (no user) deletes."""
+        if user_id is None:
+            await self._delete(enterprise_id, team_id)
+
+    async def async_delete_all(self, *, enterprise_id: str | None, team_id: str | None) -> None:
+        """Forget everything about the workspace (`app_uninstalled`). Its conversations and audit stay."""
+        await self._delete(enterprise_id, team_id)
+
+    async def _find(
+        self, enterprise_id: str | None, team_id: str | None, is_enterprise_install: bool | None
+    ) -> asyncpg.Record | None:
+        enterprise_key, team_key = _key(enterprise_id, team_id, is_enterprise_install)
+        row: asyncpg.Record | None = await self._pool.fetchrow(
+            f"SELECT {_COLUMNS} FROM slack_installations WHERE enterprise_key = $1 AND team_key = $2",  # noqa: S608
+            enterprise_key,
+            team_key,
+        )
+        return row
+
+    async def _delete(self, enterprise_id: str | None, team_id: str | None) -> None:
+        # Exactly the workspace's row: a workspace leaving must not take an org-wide install
+        # (keyed with team '') of its enterprise along with it.
+        deleted = await self._pool.fetchval(
+            """
+            WITH gone AS (
+                DELETE FROM slack_installations WHERE enterprise_key = $1 AND team_key = $2 RETURNING 1
+            )
+            SELECT count(*) FROM gone
+            """,
+            enterprise_id or "",
+            team_id or "",
+        )
+        log.info("Slack installation deleted for team %s (enterprise %s): %s row(s)", team_id, enterprise_id, deleted)
+
+
+def _bot(row: asyncpg.Record) -> Bot:
+    expires: datetime | None = row["bot_token_expires_at"]
+    fields: dict[str, Any] = {
+        "app_id": row["app_id"],
+        "enterprise_id": row["enterprise_id"],
+        "enterprise_name": row["enterprise_name"],
+        "team_id": row["team_id"],
+        "team_name": row["team_name"],
+        "bot_token": row["bot_token"],
+        "bot_id": row["bot_id"],
+        "bot_user_id": row["bot_user_id"],
+        "bot_scopes": row["bot_scopes"],
+        "bot_refresh_token": row["bot_refresh_token"],
+        "bot_token_expires_at": None if expires is None else int(expires.timestamp()),
+        "is_enterprise_install": row["is_enterprise_install"],
+        "installed_at": row["installed_at"].timestamp(),
+    }
+    return Bot(**fields)
