@@ -34,6 +34,7 @@ from zoneinfo import ZoneInfo
 
 from aiohttp import web
 
+from tests.standins.slack_socket import SocketModeServer
 from tests.support.gate import Gate
 
 __all__ = ["ApiCall", "SlackApiStandIn"]
@@ -50,6 +51,8 @@ _TRIGGER_TTL_SECONDS = 3.0
 # Arguments Slack documents as "JSON-encoded string" when sent form-encoded.
 _JSON_ARGS = ("blocks", "attachments", "view", "metadata")
 _FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
+# Methods that take the app-level token (xapp-...) instead of the bot token.
+_APP_TOKEN_METHODS = frozenset({"apps.connections.open"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -125,8 +128,14 @@ class SlackApiStandIn:
     already). Posting to a user id (``U...``) posts into the bot's DM with that user, whose
     channel id is ``D`` followed by the user id.
 
+    Socket Mode is served too: ``apps.connections.open`` with the app token answers a
+    ``ws://`` URL of ``slack.socket`` (a `SocketModeServer`), through which tests deliver
+    envelopes to a connected client.
+
     Args:
-        bot_token: The only token the stand-in accepts.
+        bot_token: The only token the Web API methods accept.
+        app_token: The app-level token ``apps.connections.open`` accepts (and the only method
+            that accepts it; Slack answers ``not_allowed_token_type`` for the wrong kind).
         bot_user_id: The bot's user id, returned by ``auth.test`` and used as message author.
         team_id: The workspace id.
         bot_id: The bot id (``B...``) returned by ``auth.test`` and put on bot messages.
@@ -141,6 +150,7 @@ class SlackApiStandIn:
         self,
         *,
         bot_token: str = "xoxb-test",  # noqa: S107 - a fake token only this stand-in accepts
+        app_token: str = "xapp-test",  # noqa: S107 - likewise
         bot_user_id: str = "UBOT",
         team_id: str = "T1",
         bot_id: str = "BBOT",
@@ -151,6 +161,9 @@ class SlackApiStandIn:
         trigger_ttl_s: float = _TRIGGER_TTL_SECONDS,
     ) -> None:
         self.bot_token = bot_token
+        self.app_token = app_token
+        self.socket = SocketModeServer(app_token=app_token, app_id=app_id)
+        """Socket Mode: the WebSocket side, its connections, envelopes and acks."""
         self.trigger_ttl_s = trigger_ttl_s
         self.bot_user_id = bot_user_id
         self.team_id = team_id
@@ -193,6 +206,7 @@ class SlackApiStandIn:
             "reactions.remove": self._reactions_remove,
             "conversations.info": self._conversations_info,
             "usergroups.users.list": self._usergroups_users_list,
+            "apps.connections.open": self.socket.open_connection,
         }
         self.add_user(bot_user_id, name=bot_name, real_name=bot_name, is_bot=True)
 
@@ -203,14 +217,17 @@ class SlackApiStandIn:
         app = web.Application()
         app.router.add_route("*", "/api/{method}", self._handle_api)
         app.router.add_post("/actions/{team}/{hook_id}/{secret}", self._handle_response_url)
+        self.socket.add_routes(app)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         await web.TCPSite(self._runner, "127.0.0.1", 0).start()
         host, port = self._runner.addresses[0][:2]
         self._origin = f"http://{host}:{port}"
+        self.socket.serving_at(self._origin)
 
     async def close(self) -> None:
-        """Stop serving; recorded calls and stored state stay readable."""
+        """Stop serving (Socket Mode connections first); recorded calls and stored state stay readable."""
+        await self.socket.close()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -552,8 +569,10 @@ class SlackApiStandIn:
             return 200, {"ok": False, "error": "unknown_method", "req_method": method}, {}
         if not token:
             return 200, {"ok": False, "error": "not_authed"}, {}
-        if token != self.bot_token:
-            return 200, {"ok": False, "error": "invalid_auth"}, {}
+        expected = self.app_token if method in _APP_TOKEN_METHODS else self.bot_token
+        if token != expected:
+            wrong_kind = token in (self.app_token, self.bot_token)
+            return 200, {"ok": False, "error": "not_allowed_token_type" if wrong_kind else "invalid_auth"}, {}
         queue = self._faults.get(method)
         if queue:
             fault = queue.popleft()
