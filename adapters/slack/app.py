@@ -7,6 +7,7 @@ per Slack's "Verifying requests from Slack"); Socket Mode is used instead when
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import time
@@ -56,6 +57,10 @@ logging.getLogger("slack_bolt.RequestVerification").addFilter(_not_the_refused_b
 EVENTS_PATH = "/slack/events"
 _TIMESTAMP = re.compile(r"[0-9]{1,12}")
 """What `X-Slack-Request-Timestamp` must look like: Unix seconds."""
+SOCKET_CONNECT_TIMEOUT_S = 60.0
+"""How long `start` waits for the first Socket Mode connection. slack_sdk's `connect()` retries a
+WebSocket that will not open forever (every `ping_interval`, with the same URL), so without a
+bound the bot would hang at start, never listening, with only slack_sdk's retries in the log."""
 
 
 class SlackAdapter:
@@ -152,7 +157,8 @@ class SlackAdapter:
         Socket Mode client would otherwise retry forever.
 
         Raises:
-            ConfigurationError: Slack refused a token, or the Web API cannot be reached.
+            ConfigurationError: Slack refused a token, the Web API cannot be reached, or the
+                Socket Mode WebSocket did not open within `SOCKET_CONNECT_TIMEOUT_S`.
         """
         await self._check("SLACK_BOT_TOKEN", self.client.auth_test())
         if not self.socket_mode:
@@ -166,8 +172,14 @@ class SlackAdapter:
             return
         await self._check("SLACK_APP_TOKEN", self.client.apps_connections_open(app_token=token.get_secret_value()))
         handler = AsyncSocketModeHandler(self.app, token.get_secret_value())
-        await handler.connect_async()  # type: ignore[no-untyped-call]
-        self._socket_handler = handler
+        self._socket_handler = handler  # set first: `close` (also run when start fails) closes it
+        try:
+            await asyncio.wait_for(handler.connect_async(), SOCKET_CONNECT_TIMEOUT_S)  # type: ignore[no-untyped-call]
+        except TimeoutError:
+            raise ConfigurationError(
+                f"Slack Socket Mode did not connect within {SOCKET_CONNECT_TIMEOUT_S:.0f}s: apps.connections.open "
+                f"at {self.client.base_url} answered, but the WebSocket it named did not open (see the errors above)"
+            ) from None
         log.info("Slack Socket Mode connected")
 
     async def connected(self) -> bool:

@@ -174,6 +174,8 @@ class SocketModeServer:
         self.app_id = app_id
         self.ack_timeout_s = ack_timeout_s
         self.max_retries = max_retries
+        self.refuse_status: int | None = None
+        """When set, every WebSocket handshake is answered with this HTTP status (the ticket is spent)."""
         self._origin: str | None = None
         self._closing = False
         self._tickets: set[str] = set()
@@ -467,6 +469,8 @@ class SocketModeServer:
         if self._closing or ticket not in self._tickets:
             return web.json_response({"ok": False, "error": "invalid_ticket"}, status=401)
         self._tickets.discard(ticket)  # one use: a reconnect needs apps.connections.open again
+        if self.refuse_status is not None:
+            return web.Response(status=self.refuse_status, text="refused by the test")
         # autoping answers the client's pings; the server sends none of its own.
         ws = web.WebSocketResponse(autoping=True)
         await ws.prepare(request)
