@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import AsyncIterator
 
 import asyncpg
@@ -25,7 +26,7 @@ from tests.e2e.test_slack_flow import _actions, card_state, click, settle, wait_
 from tests.standins.gemini import GeminiStandIn
 from tests.standins.slack_api import SlackApiStandIn
 from tests.standins.slack_socket import SocketModeEventSender
-from tests.support.barriers import GENEROUS_S, wait_until_async
+from tests.support.barriers import GENEROUS_S, wait_until, wait_until_async
 from tests.support.gate import Gate
 from tests.support.http_target import HttpTarget
 
@@ -235,6 +236,35 @@ async def test_an_event_not_acked_in_time_is_redelivered_and_answered_once(bot, 
     assert answer == "You said: hello late"
     assert _posts(slack, first.ts) == ["You said: hello late"]
     assert len(gemini.requests) == 1
+
+
+async def test_an_event_the_database_cannot_take_is_not_acked_and_its_redelivery_is_answered(
+    bot, events, slack, db_url, caplog
+):
+    """The inbox claim fails: Bolt sends no ack (Slack will deliver again); the redelivery is acked and answered once."""
+    caplog.set_level(logging.INFO, logger="slack_bolt.AsyncApp")
+    slack.socket.max_retries = 0  # this test redelivers by hand, once the table is back
+    events.wait_for_ack = False
+    connection = await asyncpg.connect(db_url)
+    try:
+        await connection.execute("ALTER TABLE inbox RENAME TO inbox_away")
+        first = await events.app_mention(CHANNEL, ALICE, "<@UBOT> hello")
+        # Bolt's Socket Mode handler says so when the app answered other than 200 (and sends no ack).
+        await wait_until(
+            lambda: any("Unsuccessful Bolt execution result" in r.getMessage() for r in caplog.records),
+            "the bot refusing the envelope",
+        )
+        await connection.execute("ALTER TABLE inbox_away RENAME TO inbox")
+    finally:
+        await connection.close()
+    assert slack.socket.acks_of(first.envelope_id) == []
+    events.wait_for_ack = True
+    retried = await events.retry(first, retry_num=1)
+    assert retried.status == 200
+    [answer] = await wait_answer(slack, first.ts, starts="You said")
+    await settle(bot)
+    assert answer == "You said: hello"
+    assert [c.args["text"] for c in slack.calls_to("chat.postMessage")] == ["You said: hello"]
 
 
 async def test_disconnect_message_moves_the_bot_to_a_new_socket(bot, events, slack):
