@@ -7,11 +7,11 @@ per Slack's "Verifying requests from Slack"); Socket Mode is used instead when
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 import time
 from collections.abc import Awaitable
+from typing import TYPE_CHECKING
 
 import aiohttp
 from aiohttp import web
@@ -32,6 +32,9 @@ from bot.admin.service import AdminService
 from bot.errors import ConfigurationError
 from bot.service import Countersign
 from bot.settings import SlackSettings
+
+if TYPE_CHECKING:
+    from adapters.slack.socket_mode import SocketModeConnection
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +116,7 @@ class SlackAdapter:
         self.app.error(self._on_error)
         SlackListeners(service, self.platform, self.users, admin).register(self.app)
         SlackCommands(admin, self.users).register(self.app)
-        self._socket_handler: object | None = None
+        self._socket: SocketModeConnection | None = None
 
     @property
     def socket_mode(self) -> bool:
@@ -163,18 +166,15 @@ class SlackAdapter:
         await self._check("SLACK_BOT_TOKEN", self.client.auth_test())
         if not self.socket_mode:
             return
-        from slack_bolt.adapter.socket_mode.async_handler import (
-            AsyncSocketModeHandler,
-        )
+        from adapters.slack.socket_mode import SocketModeConnection
 
         token = self._settings.app_token
         if token is None:  # pragma: no cover - socket_mode checked it
             return
         await self._check("SLACK_APP_TOKEN", self.client.apps_connections_open(app_token=token.get_secret_value()))
-        handler = AsyncSocketModeHandler(self.app, token.get_secret_value())
-        self._socket_handler = handler  # set first: `close` (also run when start fails) closes it
+        self._socket = SocketModeConnection(self.app, token.get_secret_value())
         try:
-            await asyncio.wait_for(handler.connect_async(), SOCKET_CONNECT_TIMEOUT_S)  # type: ignore[no-untyped-call]
+            await self._socket.connect(SOCKET_CONNECT_TIMEOUT_S)
         except TimeoutError:
             raise ConfigurationError(
                 f"Slack Socket Mode did not connect within {SOCKET_CONNECT_TIMEOUT_S:.0f}s: apps.connections.open "
@@ -191,15 +191,24 @@ class SlackAdapter:
         """
         if not self.socket_mode:
             return True
-        if self._socket_handler is None:
+        if self._socket is None:
             return False
-        connection = self._socket_handler.client  # type: ignore[attr-defined]
-        return bool(await connection.is_connected())
+        return await self._socket.is_connected()
+
+    async def stop_receiving(self) -> None:
+        """Stop taking Slack's events, before the core drains its in-flight turns (shutdown).
+
+        Socket Mode: envelopes no longer acknowledged, those in hand finished (bounded), the
+        socket closed (`SocketModeConnection.stop_receiving`). HTTP mode: nothing, the
+        server's own listener stops taking requests.
+        """
+        if self._socket is not None:
+            await self._socket.stop_receiving()
 
     async def close(self) -> None:
         """Disconnect Socket Mode, let background decoration finish (bounded), close the Web API session."""
-        if self._socket_handler is not None:
-            await self._socket_handler.close_async()  # type: ignore[attr-defined]
+        if self._socket is not None:
+            await self._socket.close()
         await finish_decorations()  # the hourglass of the last turns comes off before the session closes
         await self._session.close()
 

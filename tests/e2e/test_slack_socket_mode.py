@@ -329,3 +329,34 @@ async def test_a_socket_that_never_opens_fails_the_start_with_a_readable_error(s
             pass
     assert len(slack.calls_to("apps.connections.open")) >= 2  # the check, then the client's try
     assert slack.socket.connections == []
+
+
+async def test_at_shutdown_the_socket_closes_before_the_in_flight_turn_drains(db_url, gemini, slack, target):
+    """Stopping: the bot stops taking envelopes and closes the socket first; the turn in flight still finishes."""
+    base = make_settings(db_url, gemini, slack, target)
+    settings = base.model_copy(
+        update={
+            "slack": SlackSettings(bot_token=BOT_TOKEN, app_token=slack.app_token, api_url=slack.base_url),
+            "server": base.server.model_copy(update={"shutdown_grace_s": GENEROUS_S * 2}),
+        }
+    )
+    events = SocketModeEventSender(slack.socket, team_id=TEAM, bot_user_id=slack.bot_user_id, timeout=GENEROUS_S)
+    gate = slack.gates.setdefault("chat.postMessage", Gate())
+    server = BotServer(settings)
+    await server.__aenter__()
+    stopping: asyncio.Task[None] | None = None
+    try:
+        gate.arm()
+        mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> hello before the stop")
+        await gate.wait_arrived(GENEROUS_S)  # the turn is in flight, posting its answer
+        stopping = asyncio.create_task(server.__aexit__(None, None, None))
+        # The drain waits for the held turn (a grace of minutes), so only a socket closed before it passes.
+        await slack.socket.wait_disconnected(timeout=GENEROUS_S / 2)
+        assert not stopping.done()
+        assert [c.closed_by for c in slack.socket.connections] == ["client"]
+    finally:
+        gate.release()
+        await (stopping if stopping is not None else server.__aexit__(None, None, None))
+    [answer] = [c for c in slack.calls_to("chat.postMessage") if c.args.get("thread_ts") == mention.ts]
+    assert answer.args["text"] == "You said: hello before the stop" and answer.error is None
+    assert len(slack.socket.connections) == 1  # it did not reconnect while stopping
