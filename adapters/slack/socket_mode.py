@@ -80,6 +80,11 @@ class SocketModeConnection:
             await self.close()
             raise
 
+    @property
+    def receiving(self) -> bool:
+        """Whether envelopes are still taken (false once `stop_receiving` or `close` began)."""
+        return self._handler.receiving
+
     async def is_connected(self) -> bool:
         """slack_sdk's `is_connected`: the socket open and its pings answered."""
         return bool(await self._handler.client.is_connected())
