@@ -160,6 +160,7 @@ class BotServer:
         web_app.router.add_get(HEALTH_PATH, _health(runtime))
         web_app.router.add_get(READY_PATH, self._ready)
         web_app.router.add_get(METRICS_PATH, _metrics(runtime))
+        slack_adapter = None
         if settings.slack.enabled:
             from adapters.slack.app import SlackAdapter
 
@@ -167,6 +168,7 @@ class BotServer:
             runtime.platforms[slack.platform.name] = slack.platform
             slack.add_routes(web_app)
             self._adapters.append(slack)
+            slack_adapter = slack
         if settings.discord.enabled:
             from adapters.discord.app import DiscordAdapter
 
@@ -182,6 +184,9 @@ class BotServer:
             self._stack.push_async_callback(adapter.close)  # also when start fails half way
             await adapter.start()
         self._stack.push_async_callback(runtime.service.aclose, settings.server.shutdown_grace_s)
+        if slack_adapter is not None:
+            # Socket Mode is a listener of its own: it stops taking events before the drain too.
+            self._stack.push_async_callback(slack_adapter.stop_receiving)
         runner = web.AppRunner(web_app, access_log=None, shutdown_timeout=5)
         await runner.setup()
         self._stack.push_async_callback(runner.cleanup)

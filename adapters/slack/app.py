@@ -16,6 +16,7 @@ import logging
 import re
 import time
 from collections.abc import Awaitable
+from typing import TYPE_CHECKING
 
 import aiohttp
 import asyncpg
@@ -35,6 +36,9 @@ from bot.admin.service import AdminService
 from bot.errors import ConfigurationError
 from bot.service import Countersign
 from bot.settings import SlackSettings
+
+if TYPE_CHECKING:
+    from adapters.slack.socket_mode import SocketModeConnection
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +81,10 @@ BOT_SCOPES = (
 
 _TIMESTAMP = re.compile(r"[0-9]{1,12}")
 """What `X-Slack-Request-Timestamp` must look like: Unix seconds."""
+SOCKET_CONNECT_TIMEOUT_S = 60.0
+"""How long `start` waits for the first Socket Mode connection. slack_sdk's `connect()` retries a
+WebSocket that will not open forever (every `ping_interval`, with the same URL), so without a
+bound the bot would hang at start, never listening, with only slack_sdk's retries in the log."""
 
 
 class SlackAdapter:
@@ -152,7 +160,7 @@ class SlackAdapter:
         self.app.error(self._on_error)
         SlackListeners(service, self.platform, self.users, admin).register(self.app)
         SlackCommands(admin, self.users).register(self.app)
-        self._socket_handler: object | None = None
+        self._socket: SocketModeConnection | None = None
 
     @staticmethod
     def _oauth_settings(
@@ -244,7 +252,8 @@ class SlackAdapter:
         prove until a workspace installs the app (Bolt checks each one per request).
 
         Raises:
-            ConfigurationError: Slack refused a token, or the Web API cannot be reached.
+            ConfigurationError: Slack refused a token, the Web API cannot be reached, or the
+                Socket Mode WebSocket did not open within `SOCKET_CONNECT_TIMEOUT_S`.
         """
         if self.clients.multi_workspace:
             log.info("Slack OAuth mode: workspaces install at %s", INSTALL_PATH)
@@ -252,17 +261,20 @@ class SlackAdapter:
         await self._check("SLACK_BOT_TOKEN", self.client.auth_test())
         if not self.socket_mode:
             return
-        from slack_bolt.adapter.socket_mode.async_handler import (
-            AsyncSocketModeHandler,
-        )
+        from adapters.slack.socket_mode import SocketModeConnection
 
         token = self._settings.app_token
         if token is None:  # pragma: no cover - socket_mode checked it
             return
         await self._check("SLACK_APP_TOKEN", self.client.apps_connections_open(app_token=token.get_secret_value()))
-        handler = AsyncSocketModeHandler(self.app, token.get_secret_value())
-        await handler.connect_async()  # type: ignore[no-untyped-call]
-        self._socket_handler = handler
+        self._socket = SocketModeConnection(self.app, token.get_secret_value())
+        try:
+            await self._socket.connect(SOCKET_CONNECT_TIMEOUT_S)
+        except TimeoutError:
+            raise ConfigurationError(
+                f"Slack Socket Mode did not connect within {SOCKET_CONNECT_TIMEOUT_S:.0f}s: apps.connections.open "
+                f"at {self.client.base_url} answered, but the WebSocket it named did not open (see the errors above)"
+            ) from None
         log.info("Slack Socket Mode connected")
 
     async def connected(self) -> bool:
@@ -274,15 +286,24 @@ class SlackAdapter:
         """
         if not self.socket_mode:
             return True
-        if self._socket_handler is None:
+        if self._socket is None:
             return False
-        connection = self._socket_handler.client  # type: ignore[attr-defined]
-        return bool(await connection.is_connected())
+        return await self._socket.is_connected()
+
+    async def stop_receiving(self) -> None:
+        """Stop taking Slack's events, before the core drains its in-flight turns (shutdown).
+
+        Socket Mode: envelopes no longer acknowledged, those in hand finished (bounded), the
+        socket closed (`SocketModeConnection.stop_receiving`). HTTP mode: nothing, the
+        server's own listener stops taking requests.
+        """
+        if self._socket is not None:
+            await self._socket.stop_receiving()
 
     async def close(self) -> None:
         """Disconnect Socket Mode, let background decoration finish (bounded), close the Web API session."""
-        if self._socket_handler is not None:
-            await self._socket_handler.close_async()  # type: ignore[attr-defined]
+        if self._socket is not None:
+            await self._socket.close()
         await finish_decorations()  # the hourglass of the last turns comes off before the session closes
         await self._session.close()
 

@@ -36,6 +36,7 @@ from zoneinfo import ZoneInfo
 
 from aiohttp import web
 
+from tests.standins.slack_socket import SocketModeServer
 from tests.support.gate import Gate
 
 __all__ = ["ApiCall", "SlackApiStandIn"]
@@ -52,6 +53,8 @@ _TRIGGER_TTL_SECONDS = 3.0
 # Arguments Slack documents as "JSON-encoded string" when sent form-encoded.
 _JSON_ARGS = ("blocks", "attachments", "view", "metadata")
 _FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
+# Methods that take the app-level token (xapp-...) instead of the bot token.
+_APP_TOKEN_METHODS = frozenset({"apps.connections.open"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -144,8 +147,14 @@ class SlackApiStandIn:
     already). Posting to a user id (``U...``) posts into the bot's DM with that user, whose
     channel id is ``D`` followed by the user id.
 
+    Socket Mode is served too: ``apps.connections.open`` with the app token answers a
+    ``ws://`` URL of ``slack.socket`` (a `SocketModeServer`), through which tests deliver
+    envelopes to a connected client.
+
     Args:
-        bot_token: The only token the stand-in accepts.
+        bot_token: The only token the Web API methods accept.
+        app_token: The app-level token ``apps.connections.open`` accepts (and the only method
+            that accepts it; Slack answers ``not_allowed_token_type`` for the wrong kind).
         bot_user_id: The bot's user id, returned by ``auth.test`` and used as message author.
         team_id: The workspace id.
         bot_id: The bot id (``B...``) returned by ``auth.test`` and put on bot messages.
@@ -172,6 +181,7 @@ class SlackApiStandIn:
         self,
         *,
         bot_token: str = "xoxb-test",  # noqa: S107 - a fake token only this stand-in accepts
+        app_token: str = "xapp-test",  # noqa: S107 - likewise
         bot_user_id: str = "UBOT",
         team_id: str = "T1",
         bot_id: str = "BBOT",
@@ -184,6 +194,9 @@ class SlackApiStandIn:
         client_secret: str = "standin-client-secret",  # noqa: S107 - a fake secret
     ) -> None:
         self.bot_token = bot_token
+        self.app_token = app_token
+        self.socket = SocketModeServer(app_token=app_token, app_id=app_id)
+        """Socket Mode: the WebSocket side, its connections, envelopes and acks."""
         self.client_id = client_id
         self.client_secret = client_secret
         self.redirect_url: str | None = None
@@ -246,6 +259,7 @@ class SlackApiStandIn:
             "reactions.remove": self._reactions_remove,
             "conversations.info": self._conversations_info,
             "usergroups.users.list": self._usergroups_users_list,
+            "apps.connections.open": self.socket.open_connection,
         }
         self.add_user(bot_user_id, name=bot_name, real_name=bot_name, is_bot=True)
 
@@ -257,14 +271,17 @@ class SlackApiStandIn:
         app.router.add_route("*", "/api/{method}", self._handle_api)
         app.router.add_get("/oauth/v2/authorize", self._handle_authorize)
         app.router.add_post("/actions/{team}/{hook_id}/{secret}", self._handle_response_url)
+        self.socket.add_routes(app)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         await web.TCPSite(self._runner, "127.0.0.1", 0).start()
         host, port = self._runner.addresses[0][:2]
         self._origin = f"http://{host}:{port}"
+        self.socket.serving_at(self._origin)
 
     async def close(self) -> None:
-        """Stop serving; recorded calls and stored state stay readable."""
+        """Stop serving (Socket Mode connections first); recorded calls and stored state stay readable."""
+        await self.socket.close()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -660,15 +677,21 @@ class SlackApiStandIn:
             return 200, {"ok": False, "error": "unknown_method", "req_method": method}, {}
         if not token:
             return 200, {"ok": False, "error": "not_authed"}, {}
-        if token not in self._tokens:
-            return 200, {"ok": False, "error": "invalid_auth"}, {}
+        if method in _APP_TOKEN_METHODS:
+            if token != self.app_token:
+                kind = "not_allowed_token_type" if token in self._tokens else "invalid_auth"
+                return 200, {"ok": False, "error": kind}, {}
+        elif token not in self._tokens:
+            kind = "not_allowed_token_type" if token == self.app_token else "invalid_auth"
+            return 200, {"ok": False, "error": kind}, {}
         queue = self._faults.get(method)
         if queue:
             fault = queue.popleft()
             headers = {} if fault.retry_after is None else {"Retry-After": str(fault.retry_after)}
             return fault.status, {"ok": False, "error": fault.error}, headers
         # Handlers are synchronous: the token's workspace stays current for exactly this call.
-        self._current = self._workspaces[self._tokens[token]]
+        # An app-level token (Socket Mode) belongs to the app's own workspace.
+        self._current = self._workspaces[self._tokens.get(token, self.team_id)]
         try:
             return 200, {"ok": True, **handler(args)}, {}
         except _ApiError as e:

@@ -53,6 +53,8 @@ class Delivery:
         request_headers: The headers sent, signature included.
         ts: The ts of the message the event or interaction is about, if any.
         event_id: The Events API ``event_id``, for event deliveries.
+        envelope_id: The Socket Mode envelope's id, for deliveries over a socket
+            (``SocketModeEventSender``); None over HTTP.
     """
 
     status: int
@@ -62,6 +64,7 @@ class Delivery:
     request_headers: Mapping[str, str] = field(repr=False)
     ts: str | None = None
     event_id: str | None = None
+    envelope_id: str | None = None
 
     @property
     def json(self) -> Any:
@@ -579,10 +582,13 @@ class SlackEventSender:
             "response_url": response_url,
             "trigger_id": trigger_id or f"{next(self._ids)}.{secrets.token_hex(16)}",
         }
-        body = urlencode(form).encode()
-        return await self._post_signed(body, "application/x-www-form-urlencoded", {}, bad_signature, stale)
+        return await self._post_command(form, bad_signature=bad_signature, stale=stale)
 
     # ------------------------------------------------------------------ helpers
+    #
+    # The three ways a payload leaves: an event (JSON), an interaction (``payload=`` form), a
+    # slash command (a plain form). ``SocketModeEventSender`` overrides these three to send
+    # the same payloads as Socket Mode envelopes instead.
 
     async def _post_json(
         self,
@@ -597,6 +603,10 @@ class SlackEventSender:
 
     async def _post_form(self, payload: Payload, *, bad_signature: bool, stale: bool) -> Delivery:
         body = urlencode({"payload": json.dumps(payload)}).encode()
+        return await self._post_signed(body, "application/x-www-form-urlencoded", {}, bad_signature, stale)
+
+    async def _post_command(self, form: Mapping[str, str], *, bad_signature: bool, stale: bool) -> Delivery:
+        body = urlencode(form).encode()
         return await self._post_signed(body, "application/x-www-form-urlencoded", {}, bad_signature, stale)
 
     async def _post_signed(
