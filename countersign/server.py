@@ -167,8 +167,12 @@ class BotServer:
             self._adapters.append(slack)
         if settings.discord.enabled:
             from adapters.discord.app import DiscordAdapter
+            from bot.storage.start_spacing import StartSpacing
 
-            discord_adapter = DiscordAdapter(settings.discord, runtime.service, runtime.admin)
+            # IDENTIFYs spaced per bucket across every process on this database (decision 0018).
+            spacing = StartSpacing(runtime.database.pool, IDENTIFY_SPACING_S)
+            self._stack.push_async_callback(spacing.aclose)
+            discord_adapter = DiscordAdapter(settings.discord, runtime.service, runtime.admin, identify_gate=spacing)
             runtime.platforms[discord_adapter.platform.name] = discord_adapter.platform
             self._adapters.append(discord_adapter)
         # Adapters connect first (Discord waits for READY), then the listener opens, so
@@ -244,6 +248,11 @@ async def chat(settings: Settings) -> None:
             raise
         log.info("stopped by a signal")
 
+
+IDENTIFY_SPACING_S = 6.0
+"""Seconds a Discord IDENTIFY bucket stays taken after an IDENTIFY: Discord allows one per bucket
+per 5 s (Gateway docs, "Session start limit"); one more second covers the time between taking
+the bucket and the IDENTIFY arriving."""
 
 WORKER_HEADER = "X-Countersign-Worker"
 """Response header naming the worker that answered, when `countersign run --workers` runs several."""
