@@ -171,7 +171,6 @@ class BotServer:
 
             # IDENTIFYs spaced per bucket across every process on this database (decision 0018).
             spacing = StartSpacing(runtime.database.pool, IDENTIFY_SPACING_S)
-            self._stack.push_async_callback(spacing.aclose)
             discord_adapter = DiscordAdapter(settings.discord, runtime.service, runtime.admin, identify_gate=spacing)
             runtime.platforms[discord_adapter.platform.name] = discord_adapter.platform
             self._adapters.append(discord_adapter)
@@ -250,9 +249,9 @@ async def chat(settings: Settings) -> None:
 
 
 IDENTIFY_SPACING_S = 6.0
-"""Seconds a Discord IDENTIFY bucket stays taken after an IDENTIFY: Discord allows one per bucket
-per 5 s (Gateway docs, "Session start limit"); one more second covers the time between taking
-the bucket and the IDENTIFY arriving."""
+"""Seconds between two Discord IDENTIFYs of one bucket: Discord allows one per bucket per 5 s
+(Gateway docs, "Session start limit"); one more second covers the time between recording a
+start and its IDENTIFY arriving."""
 
 WORKER_HEADER = "X-Countersign-Worker"
 """Response header naming the worker that answered, when `countersign run --workers` runs several."""

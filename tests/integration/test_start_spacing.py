@@ -1,4 +1,4 @@
-"""IDENTIFY buckets spaced across processes with a PostgreSQL advisory lock (docs/decisions/0018)."""
+"""IDENTIFY buckets spaced across processes with PostgreSQL (docs/decisions/0018)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from bot.storage.start_spacing import StartSpacing
 
 @pytest.fixture
 async def pools(db_url: str) -> AsyncIterator[tuple[asyncpg.Pool, asyncpg.Pool]]:
-    """Two pools on one database, as two processes have."""
+    """Two pools on one migrated database, as two processes have."""
     first = await asyncpg.create_pool(db_url, min_size=1, max_size=3)
     second = await asyncpg.create_pool(db_url, min_size=1, max_size=3)
     try:
@@ -24,33 +24,36 @@ async def pools(db_url: str) -> AsyncIterator[tuple[asyncpg.Pool, asyncpg.Pool]]
         await second.close()
 
 
-async def test_one_bucket_waits_for_the_spacing_of_another_process(pools):
-    """Two processes take bucket 0 at once: the second gets it no sooner than the spacing after the first."""
+async def timed_take(gate: StartSpacing, bucket: int) -> float:
+    await asyncio.wait_for(gate.take(bucket), timeout=60)
+    return time.monotonic()
+
+
+async def test_one_bucket_is_spaced_across_processes(pools):
+    """Two processes take bucket 0 at once: the second start comes no sooner than the spacing after the first."""
     spacing = 1.5
     a, b = StartSpacing(pools[0], spacing), StartSpacing(pools[1], spacing)
-    taken: list[float] = []
+    first, second = sorted(await asyncio.gather(timed_take(a, 0), timed_take(b, 0)))
+    assert second - first >= spacing
 
-    async def take(gate: StartSpacing) -> None:
-        await gate.take(0)
-        taken.append(time.monotonic())
 
-    try:
-        await asyncio.wait_for(asyncio.gather(take(a), take(b)), timeout=60)
-    finally:
-        await a.aclose()
-        await b.aclose()
-    assert taken[1] - taken[0] >= spacing
+async def test_the_spacing_outlives_the_process_that_started(pools, db_url):
+    """A process that started and died at once (its connection gone) still holds the next start off."""
+    spacing = 1.5
+    one_connection = await asyncpg.create_pool(db_url, min_size=1, max_size=1)
+    started = await timed_take(StartSpacing(one_connection, spacing), 0)
+    await one_connection.close()  # the process is gone, and its connection with it
+    assert await timed_take(StartSpacing(pools[1], spacing), 0) - started >= spacing
 
 
 async def test_other_buckets_do_not_wait(pools):
-    """While another process holds bucket 0 (for 10 minutes), bucket 1 is taken at once."""
+    """Bucket 0 started a moment ago with a 10-minute spacing: bucket 1 starts at once, bucket 0 waits."""
     a, b = StartSpacing(pools[0], 600), StartSpacing(pools[1], 600)
-    try:
-        await asyncio.wait_for(a.take(0), timeout=30)
-        await asyncio.wait_for(b.take(1), timeout=30)
-        waiting = asyncio.create_task(b.take(0))
-        await a.aclose()  # releases bucket 0 long before its 600 s are up
-        await asyncio.wait_for(waiting, timeout=30)
-    finally:
-        await a.aclose()
-        await b.aclose()
+    await timed_take(a, 0)
+    await timed_take(b, 1)
+    waiting = asyncio.create_task(b.take(0))
+    done, _ = await asyncio.wait({waiting}, timeout=1)
+    assert not done, "bucket 0 started again within its spacing"
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
