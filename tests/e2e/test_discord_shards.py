@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import asyncpg
+import httpx
 import pytest
 
 from tests.e2e.conftest import D_ALICE, D_APP, D_BOT, D_GUILD, D_OWNER, DISCORD_TOKEN, PLATFORM_DEADLINE_S
@@ -215,3 +216,35 @@ async def test_a_killed_worker_brings_its_shard_back_and_its_card_still_works(
     finally:
         code = await bot.stop()
     assert code == 0, bot.stderr.decode()
+
+
+async def test_two_replicas_with_their_own_shard_ids_split_the_guilds(db_url, gemini, target, sharded_api, tmp_path):
+    """Two `countersign run` (DISCORD_SHARD_COUNT=2, DISCORD_SHARD_IDS=0 / =1, as on two machines): each answers its shard's guild; a third with `none` opens no session and is ready."""
+    api = sharded_api
+    replicas: list[BotProcess] = []
+    try:
+        for ids in ("0", "1", "none"):
+            port = free_port()
+            env = discord_env(gemini, target, api, port, db_url)
+            env.update(COUNTERSIGN_WORKERS="1", DISCORD_SHARD_COUNT="2", DISCORD_SHARD_IDS=ids)
+            (workdir := tmp_path / f"replica-{ids}").mkdir()
+            replica = await BotProcess(env, workdir).start()
+            replicas.append(replica)
+            await replica.wait_healthy(port, timeout=START_S)
+            async with httpx.AsyncClient() as http:
+                assert (await http.get(f"http://127.0.0.1:{port}/readyz")).status_code == 200
+        sessions = await api.wait_for_shards([0, 1], timeout=START_S)
+        assert sorted(tuple(i["shard"]) for i in api.identifies) == [(0, 2), (1, 2)]
+        assert b"no gateway session" in replicas[2].stderr
+
+        first = await mention(api, GUILD_0, CHANNEL_0, "hello zero")
+        second = await mention(api, GUILD_1, CHANNEL_1, "hello one")
+        assert await answers(api, CHANNEL_0, "You said: hello zero") == ["You said: hello zero"]
+        assert await answers(api, CHANNEL_1, "You said: hello one") == ["You said: hello one"]
+        assert sessions_that_got(api, "MESSAGE_CREATE", first["id"]) == {(0, sessions[0])}
+        assert sessions_that_got(api, "MESSAGE_CREATE", second["id"]) == {(1, sessions[1])}
+        gap = api.shortest_identify_gap()
+        assert gap is not None and gap >= 5.0, [(r.at, r.shard, r.bucket) for r in api.identify_log]
+    finally:
+        codes = [await replica.stop() for replica in replicas]
+    assert codes == [0] * len(replicas), [r.stderr.decode() for r in replicas]
