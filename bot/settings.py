@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from bot.agents.kind import AgentKind
@@ -254,11 +254,47 @@ class DiscordSettings(BaseSettings):
     """Seconds discord.py waits after the last GUILD_CREATE before it reports ready (its
     `guild_ready_timeout`): at start it cannot know how many servers are still streaming in.
     A bot in thousands of servers may need more; a small one (or a test) can use less."""
+    shard_count: int | None = Field(default=None, ge=1, le=65536, validation_alias="DISCORD_SHARD_COUNT")
+    """How many shards the whole bot runs, over every process and machine (Discord's Gateway
+    docs, "Sharding"). Unset: what `GET /gateway/bot` recommends (at least the worker count
+    under `countersign run --workers`)."""
+    shard_ids: Annotated[tuple[int, ...] | None, NoDecode] = Field(default=None, validation_alias="DISCORD_SHARD_IDS")
+    """The shards this process (or these workers) run, comma-separated (`0,1`); each within
+    `0..DISCORD_SHARD_COUNT-1`, no repeats; needs `DISCORD_SHARD_COUNT`. `none`: this process
+    opens no gateway session and only posts (REST). Unset: every shard."""
 
-    @field_validator("token", mode="before")
+    @field_validator("token", "shard_count", mode="before")
     @classmethod
     def _blank_is_unset(cls, value: object) -> object:
         return None if value == "" else value
+
+    @field_validator("shard_ids", mode="before")
+    @classmethod
+    def _split_shard_ids(cls, value: object) -> object:
+        if not isinstance(value, str):
+            return value
+        text = value.strip().lower()
+        if text == "":
+            return None
+        if text == "none":
+            return ()
+        return tuple(part.strip() for part in text.split(","))
+
+    @field_validator("shard_ids")
+    @classmethod
+    def _shard_ids_fit_the_count(cls, value: tuple[int, ...] | None, info: ValidationInfo) -> tuple[int, ...] | None:
+        # Discord's Gateway docs, "Sharding": shard ids are 0..num_shards-1, each run once.
+        if value is None:
+            return None
+        count = info.data.get("shard_count")
+        if count is None:
+            raise ValueError("DISCORD_SHARD_IDS needs DISCORD_SHARD_COUNT (the shard count of the whole bot)")
+        outside = [i for i in value if not 0 <= i < count]
+        if outside:
+            raise ValueError(f"shard ids must be within 0..{count - 1} (DISCORD_SHARD_COUNT={count}), not {outside}")
+        if len(set(value)) != len(value):
+            raise ValueError("a shard id is listed twice")
+        return tuple(sorted(value))
 
     @field_validator("api_url", mode="before")
     @classmethod

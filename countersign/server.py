@@ -171,8 +171,11 @@ class BotServer:
             slack_adapter = slack
         if settings.discord.enabled:
             from adapters.discord.app import DiscordAdapter
+            from bot.storage.start_spacing import StartSpacing
 
-            discord_adapter = DiscordAdapter(settings.discord, runtime.service, runtime.admin)
+            # IDENTIFYs spaced per bucket across every process on this database (decision 0018).
+            spacing = StartSpacing(runtime.database.pool, IDENTIFY_SPACING_S)
+            discord_adapter = DiscordAdapter(settings.discord, runtime.service, runtime.admin, identify_gate=spacing)
             runtime.platforms[discord_adapter.platform.name] = discord_adapter.platform
             self._adapters.append(discord_adapter)
         # Adapters connect first (Discord waits for READY), then the listener opens, so
@@ -251,6 +254,11 @@ async def chat(settings: Settings) -> None:
             raise
         log.info("stopped by a signal")
 
+
+IDENTIFY_SPACING_S = 6.0
+"""Seconds between two Discord IDENTIFYs of one bucket: Discord allows one per bucket per 5 s
+(Gateway docs, "Session start limit"); one more second covers the time between recording a
+start and its IDENTIFY arriving."""
 
 WORKER_HEADER = "X-Countersign-Worker"
 """Response header naming the worker that answered, when `countersign run --workers` runs several."""

@@ -8,7 +8,12 @@ The supervisor (this module) owns what the workers share and starts nothing of t
   Slack's connections over them; the supervisor holds a bound, never-listening socket on it
   for its whole life, which picks the port for `PORT=0` and keeps it ours between restarts;
 - metrics: `PROMETHEUS_MULTIPROC_DIR` (a fresh directory, or the operator's, emptied at start),
-  so `GET /metrics` on any worker sums them all (prometheus-client's multiprocess mode).
+  so `GET /metrics` on any worker sums them all (prometheus-client's multiprocess mode);
+- Discord's shards: the shard count is `DISCORD_SHARD_COUNT`, else what `GET /gateway/bot`
+  recommends (asked once here) but at least one per worker; the shards to run
+  (`DISCORD_SHARD_IDS`, else all) are dealt out in turn, so each runs in exactly one worker and
+  a restarted worker gets its own back (docs/decisions/0018). A worker left without one opens
+  no gateway session (`DISCORD_SHARD_IDS=none`).
 
 Each worker is `countersign run` with `COUNTERSIGN_WORKER_INDEX` set: it shuts down as a single
 process does. A worker that exits on its own is restarted (after 0.5 s, doubling with each quick
@@ -34,6 +39,7 @@ import socket
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,6 +68,7 @@ class WorkersFailedError(ConfigurationError):
 @dataclass
 class _Worker:
     index: int
+    env: dict[str, str]
     process: asyncio.subprocess.Process | None = None
     started_at: float = 0.0
     quick_failures: int = 0
@@ -71,22 +78,65 @@ def check_workers(settings: Settings, workers: int) -> None:
     """Refuse a worker count this machine or configuration cannot run.
 
     Raises:
-        ConfigurationError: the OS has no `SO_REUSEPORT` (Windows); Slack is not configured
-            (workers share Slack's port; the terminal chat is one process); Discord is
-            configured (splitting its shards between workers is not built yet, so each worker
-            would open the same gateway session).
+        ConfigurationError: the OS has no `SO_REUSEPORT` (Windows); neither Slack nor Discord
+            is configured (the terminal chat is one process).
     """
     if workers <= 1:
         return
     if not hasattr(socket, "SO_REUSEPORT"):
         raise ConfigurationError("COUNTERSIGN_WORKERS > 1 needs SO_REUSEPORT, which this OS lacks; run one worker")
-    if settings.discord.enabled:
+    if not settings.slack.enabled and not settings.discord.enabled:
         raise ConfigurationError(
-            "COUNTERSIGN_WORKERS > 1 does not serve Discord yet (each worker would open the same gateway "
-            "session); run Discord with one worker"
+            "COUNTERSIGN_WORKERS > 1 serves Slack or Discord: set their credentials (see README, Slack setup)"
         )
-    if not settings.slack.enabled:
-        raise ConfigurationError("COUNTERSIGN_WORKERS > 1 serves Slack: set its credentials (see README, Slack setup)")
+
+
+def split_shards(shard_ids: Sequence[int], workers: int) -> list[tuple[int, ...]]:
+    """Deal `shard_ids` out to `workers` workers in turn: worker i gets the i-th, (i+N)-th, ...
+
+    With every shard (`0..count-1`) that is `{s : s % workers == i}`. Each id lands in exactly
+    one worker; a worker gets none when there are fewer ids than workers.
+
+    Args:
+        shard_ids: the shards to run, each once (`DISCORD_SHARD_IDS`, or `range(count)`).
+        workers: the worker count, at least 1.
+
+    Returns:
+        One tuple of shard ids per worker index, ascending.
+    """
+    ordered = sorted(shard_ids)
+    return [tuple(ordered[index::workers]) for index in range(workers)]
+
+
+async def plan_shards(settings: Settings, workers: int) -> list[dict[str, str]]:
+    """Each worker's Discord shard settings (`DISCORD_SHARD_COUNT`, `DISCORD_SHARD_IDS`).
+
+    The count is `DISCORD_SHARD_COUNT`, else the larger of what `GET /gateway/bot` recommends
+    and `workers` (a shard per worker; Discord's Gateway docs, "Sharding", allow more shards
+    than recommended). No Discord: no settings.
+
+    Raises:
+        ConfigurationError: Discord refuses the token or cannot be reached.
+    """
+    discord = settings.discord
+    if not discord.enabled:
+        return [{} for _ in range(workers)]
+    count = discord.shard_count
+    if count is None:
+        from adapters.discord.app import fetch_gateway_limits
+
+        recommended = (await fetch_gateway_limits(discord)).shards
+        count = max(recommended, workers)
+        log.info("Discord recommends %d shards; running %d over %d workers", recommended, count, workers)
+    ids = discord.shard_ids if discord.shard_ids is not None else tuple(range(count))
+    plans = []
+    for index, mine in enumerate(split_shards(ids, workers)):
+        if mine:
+            log.info("worker %d runs Discord shards %s of %d", index, ",".join(map(str, mine)), count)
+        else:
+            log.info("worker %d runs no Discord shard (fewer shards than workers): REST only", index)
+        plans.append({"DISCORD_SHARD_COUNT": str(count), "DISCORD_SHARD_IDS": ",".join(map(str, mine)) or "none"})
+    return plans
 
 
 async def supervise(settings: Settings, workers: int, stop: asyncio.Event) -> None:
@@ -110,6 +160,7 @@ async def supervise(settings: Settings, workers: int, stop: asyncio.Event) -> No
         stack.callback(holder.close)
         port = holder.getsockname()[1]
         metrics_dir = _metrics_dir(stack)
+        shard_env = await plan_shards(settings, workers)
         env = {
             **os.environ,
             "DATABASE_URL": url,
@@ -118,7 +169,7 @@ async def supervise(settings: Settings, workers: int, stop: asyncio.Event) -> No
             "COUNTERSIGN_WORKERS": "1",
         }
         log.info("Countersign starts %d workers on %s:%s", workers, settings.server.host, port)
-        await _Supervisor(env, workers, metrics_dir, settings.server.shutdown_grace_s).run(stop)
+        await _Supervisor(env, shard_env, metrics_dir, settings.server.shutdown_grace_s).run(stop)
 
 
 def _hold_port(host: str, port: int) -> socket.socket:
@@ -158,9 +209,10 @@ def _metrics_dir(stack: AsyncExitStack) -> Path:
 
 
 class _Supervisor:
-    def __init__(self, env: dict[str, str], count: int, metrics_dir: Path, grace_s: float) -> None:
+    def __init__(self, env: dict[str, str], own: list[dict[str, str]], metrics_dir: Path, grace_s: float) -> None:
         self._env = env
-        self._workers = [_Worker(index) for index in range(count)]
+        # `own`: each worker's own settings (its Discord shards), the same at every restart.
+        self._workers = [_Worker(index, extra) for index, extra in enumerate(own)]
         self._metrics_dir = metrics_dir
         self._grace_s = grace_s
         self._failed: _Worker | None = None
@@ -209,7 +261,7 @@ class _Supervisor:
                 await asyncio.wait_for(stop.wait(), timeout=delay)
 
     async def _spawn(self, worker: _Worker) -> asyncio.subprocess.Process:
-        env = {**self._env, "COUNTERSIGN_WORKER_INDEX": str(worker.index)}
+        env = {**self._env, **worker.env, "COUNTERSIGN_WORKER_INDEX": str(worker.index)}
         process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "countersign.cli", "run", env=env, stdin=asyncio.subprocess.DEVNULL
         )

@@ -5,6 +5,11 @@ connects to the class attribute `DiscordWebSocket.DEFAULT_GATEWAY` without askin
 also falls back to it after an invalid session). DESIGN.md requires asking the REST API
 (`GET /gateway/bot`) and connecting there, so `start` sets both before connecting. They are
 process-wide: one Discord bot per process.
+
+The client is sharded (docs/decisions/0018): it runs `DISCORD_SHARD_IDS` of
+`DISCORD_SHARD_COUNT` shards, or every shard `GET /gateway/bot` recommends when unset. With
+`DISCORD_SHARD_IDS=none` the process opens no gateway session and only posts over REST (a
+worker left without a shard still posts the cards and answers of the turns it runs).
 """
 
 from __future__ import annotations
@@ -12,15 +17,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from dataclasses import dataclass
 
 import aiohttp
 import discord
+import discord.http
 import yarl
 from discord.gateway import DiscordWebSocket
 from discord.http import Route
 
 from adapters.discord import messages as msg
-from adapters.discord.client import CountersignClient
+from adapters.discord.client import CountersignClient, IdentifyGate
 from adapters.discord.platform import DiscordPlatform
 from bot.admin.service import AdminService
 from bot.errors import ConfigurationError
@@ -49,11 +56,27 @@ class DiscordAdapter:
         ConfigurationError: when the token is missing.
     """
 
-    def __init__(self, settings: DiscordSettings, service: Countersign, admin: AdminService) -> None:
+    def __init__(
+        self,
+        settings: DiscordSettings,
+        service: Countersign,
+        admin: AdminService,
+        *,
+        identify_gate: IdentifyGate | None = None,
+    ) -> None:
         if settings.token is None:
             raise ConfigurationError("DISCORD_TOKEN is not set")
         self._settings = settings
-        self.client = CountersignClient(service, admin, guild_ready_timeout_s=settings.guild_ready_timeout_s)
+        self.gateway = settings.shard_ids != ()
+        """False for `DISCORD_SHARD_IDS=none`: no gateway session, REST only."""
+        self.client = CountersignClient(
+            service,
+            admin,
+            guild_ready_timeout_s=settings.guild_ready_timeout_s,
+            shard_count=settings.shard_count,
+            shard_ids=settings.shard_ids or None,
+            identify_gate=identify_gate,
+        )
         self.platform = DiscordPlatform(self.client)
         self._connection: asyncio.Task[None] | None = None
 
@@ -70,7 +93,7 @@ class DiscordAdapter:
         point_at(self._settings.api_url)
         try:
             await self.client.login(token.get_secret_value())
-            _, gateway_url, _ = await self.client.http.get_bot_gateway()
+            recommended, gateway_url, limits = await self.client.http.get_bot_gateway()
         except discord.LoginFailure:
             await self.client.close()
             raise ConfigurationError("Discord refused DISCORD_TOKEN (401 Unauthorized)") from None
@@ -79,6 +102,21 @@ class DiscordAdapter:
             detail = " ".join(str(exc).split()) or type(exc).__name__
             raise ConfigurationError(f"cannot reach Discord at {self._settings.api_url}: {detail}") from None
         DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(gateway_url)
+        self.client.max_concurrency = int(limits.get("max_concurrency", 1))
+        if not self.gateway:
+            log.info(
+                "Discord: this process runs no shard (DISCORD_SHARD_IDS=none): no gateway session, "
+                "it posts over REST only"
+            )
+            return
+        count = self._settings.shard_count or recommended
+        shards = self._settings.shard_ids or tuple(range(count))
+        log.info(
+            "Discord shards %s of %d (max_concurrency %d)",
+            ",".join(map(str, shards)),
+            count,
+            self.client.max_concurrency,
+        )
         self._connection = asyncio.create_task(self.client.connect(reconnect=True), name="discord gateway")
         ready = asyncio.create_task(self.client.wait_until_ready(), name="discord ready")
         done, _ = await asyncio.wait(
@@ -98,7 +136,9 @@ class DiscordAdapter:
         log.info("Discord connected as %s (gateway %s)", self.client.user, gateway_url)
 
     async def connected(self) -> bool:
-        """Whether the gateway session is up now (`GET /readyz`)."""
+        """Whether every shard's gateway session is up now (`GET /readyz`); REST only: logged in."""
+        if not self.gateway:
+            return not self.client.is_closed()
         return self.client.gateway_connected and not self.client.is_closed()
 
     async def close(self) -> None:
@@ -107,3 +147,41 @@ class DiscordAdapter:
         if self._connection is not None:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._connection
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GatewayLimits:
+    """What `GET /gateway/bot` says about sharding (Discord's Gateway docs, "Get Gateway Bot").
+
+    Attributes:
+        shards: the recommended shard count.
+        max_concurrency: `session_start_limit.max_concurrency`: IDENTIFY buckets
+            (`shard_id % max_concurrency`), one IDENTIFY per bucket per 5 seconds.
+    """
+
+    shards: int
+    max_concurrency: int
+
+
+async def fetch_gateway_limits(settings: DiscordSettings) -> GatewayLimits:
+    """Ask `GET /gateway/bot` once with the bot token (the supervisor, before it starts workers).
+
+    Raises:
+        ConfigurationError: the token is missing or refused, or Discord cannot be reached.
+    """
+    token = settings.token
+    if token is None:
+        raise ConfigurationError("DISCORD_TOKEN is not set")
+    point_at(settings.api_url)
+    http = discord.http.HTTPClient(asyncio.get_running_loop())
+    try:
+        await http.static_login(token.get_secret_value())
+        shards, _, limits = await http.get_bot_gateway()
+    except discord.LoginFailure:
+        raise ConfigurationError("Discord refused DISCORD_TOKEN (401 Unauthorized)") from None
+    except (OSError, aiohttp.ClientError, discord.DiscordException) as exc:
+        detail = " ".join(str(exc).split()) or type(exc).__name__
+        raise ConfigurationError(f"cannot reach Discord at {settings.api_url}: {detail}") from None
+    finally:
+        await http.close()
+    return GatewayLimits(shards=int(shards), max_concurrency=int(limits.get("max_concurrency", 1)))

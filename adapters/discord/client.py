@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 import discord
 from discord import app_commands
@@ -41,25 +42,63 @@ def bot_intents() -> discord.Intents:
     return intents
 
 
-class CountersignClient(discord.Client):
-    """A `discord.Client` that feeds the core.
+class IdentifyGate(Protocol):
+    """Something that spaces session starts per bucket across processes (`StartSpacing`)."""
+
+    async def take(self, bucket: int) -> None:
+        """Wait until `bucket` may start a session, and hold it for the spacing interval."""
+
+
+class CountersignClient(discord.AutoShardedClient):
+    """A discord.py `AutoShardedClient` that feeds the core.
+
+    Sharded even with one shard, so a process runs exactly the shards it is given (Discord's
+    Gateway docs, "Sharding"; discord.py's `AutoShardedClient`): guild events arrive on shard
+    `(guild_id >> 22) % shard_count`, DMs on shard 0.
 
     Args:
         service: the core.
         admin: the `/countersign` commands (and each channel's conversation scope).
         guild_ready_timeout_s: discord.py's `guild_ready_timeout` (`DISCORD_GUILD_READY_TIMEOUT`).
+        shard_count: the whole bot's shard count (`DISCORD_SHARD_COUNT`); None asks
+            `GET /gateway/bot` at connect (discord.py's default).
+        shard_ids: the shards this client runs (`DISCORD_SHARD_IDS`, non-empty); None: all.
+        identify_gate: spaces IDENTIFYs per bucket across processes; None keeps discord.py's
+            own spacing (5 s before each IDENTIFY but the first, within this process only).
+
+    Raises:
+        ValueError: `shard_ids` without `shard_count`, or empty.
     """
 
-    def __init__(self, service: Countersign, admin: AdminService, *, guild_ready_timeout_s: float = 2.0) -> None:
+    def __init__(
+        self,
+        service: Countersign,
+        admin: AdminService,
+        *,
+        guild_ready_timeout_s: float = 2.0,
+        shard_count: int | None = None,
+        shard_ids: Sequence[int] | None = None,
+        identify_gate: IdentifyGate | None = None,
+    ) -> None:
+        if shard_ids is not None and (shard_count is None or not shard_ids):
+            raise ValueError("shard_ids needs a shard_count and at least one id")
         # The bot never joins voice: discord.py's start-up warnings about missing voice
         # libraries (PyNaCl, davey) would only alarm whoever reads the log.
         discord.VoiceClient.warn_nacl = False
         discord.VoiceClient.warn_dave = False
+        # discord.py types `shard_ids` as a list, but None (every shard) is its documented default.
+        ids: Any = list(shard_ids) if shard_ids is not None else None
         super().__init__(
             intents=bot_intents(),
             allowed_mentions=discord.AllowedMentions.none(),
             guild_ready_timeout=guild_ready_timeout_s,
+            shard_count=shard_count,
+            shard_ids=ids,
         )
+        self._identify_gate = identify_gate
+        self.max_concurrency = 1
+        """`session_start_limit.max_concurrency` of `GET /gateway/bot`; the adapter sets it."""
+        self._connected_shards: set[int] = set()
         count_failures(self)
         self.service = service
         self.admin = admin
@@ -68,21 +107,42 @@ class CountersignClient(discord.Client):
         self.tree.add_command(build_command_group(admin, admin.tool_names()))
         self.tree.error(on_command_error)
 
-    gateway_connected: bool = False
-    """Whether the gateway session is up: set by READY and RESUMED, cleared when it drops
-    (discord.py's `connect`, `resumed` and `disconnect` events); `/readyz` reads it."""
+    @property
+    def gateway_connected(self) -> bool:
+        """Whether every shard of this client has its gateway session up (`/readyz` reads it).
 
-    async def on_connect(self) -> None:
-        """READY arrived: the gateway session is up."""
-        self.gateway_connected = True
+        Kept from discord.py's `shard_connect` and `shard_resumed` (READY, RESUMED) and
+        `shard_disconnect` events.
+        """
+        expected = set(self.shard_ids) if self.shard_ids is not None else set(range(self.shard_count or 1))
+        return bool(self._connected_shards) and expected <= self._connected_shards
 
-    async def on_resumed(self) -> None:
-        """A dropped session was resumed."""
-        self.gateway_connected = True
+    async def on_shard_connect(self, shard_id: int) -> None:
+        """READY arrived on `shard_id`: its gateway session is up."""
+        self._connected_shards.add(shard_id)
+        log.info("Discord shard %d of %s connected", shard_id, self.shard_count)
 
-    async def on_disconnect(self) -> None:
-        """The gateway connection closed, or an attempt to open it failed; discord.py reconnects."""
-        self.gateway_connected = False
+    async def on_shard_resumed(self, shard_id: int) -> None:
+        """The dropped session of `shard_id` was resumed."""
+        self._connected_shards.add(shard_id)
+
+    async def on_shard_disconnect(self, shard_id: int) -> None:
+        """The gateway connection of `shard_id` closed (or failed to open); discord.py reconnects."""
+        self._connected_shards.discard(shard_id)
+
+    async def before_identify_hook(self, shard_id: int | None, *, initial: bool = False) -> None:
+        """Space IDENTIFYs per bucket over every process on the database.
+
+        Discord's Gateway docs, "Session start limit": one IDENTIFY per bucket
+        `shard_id % max_concurrency` every 5 seconds. discord.py's default (this hook's base)
+        only spaces the IDENTIFYs of one process; workers and replicas start at once.
+        """
+        if self._identify_gate is None:
+            await super().before_identify_hook(shard_id, initial=initial)
+            return
+        bucket = (shard_id or 0) % max(1, self.max_concurrency)
+        await self._identify_gate.take(bucket)
+        log.info("Discord shard %s identifies (bucket %d of %d)", shard_id, bucket, self.max_concurrency)
 
     async def setup_hook(self) -> None:
         """Register the persistent buttons and publish `/countersign`, before the gateway connects."""

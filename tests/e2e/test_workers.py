@@ -141,12 +141,12 @@ async def test_a_worker_that_cannot_start_stops_them_all_in_one_line(db_url, gem
 @pytest.mark.parametrize(
     ("extra", "expected"),
     [
-        ({"DISCORD_TOKEN": "t"}, "countersign: COUNTERSIGN_WORKERS > 1 does not serve Discord yet"),
         ({"COUNTERSIGN_WORKERS": "0"}, "countersign: invalid setting COUNTERSIGN_WORKERS"),
+        ({"DISCORD_TOKEN": "t", "DISCORD_SHARD_IDS": "1"}, "countersign: invalid setting DISCORD_SHARD_IDS"),
     ],
 )
 async def test_workers_refused_in_one_line(gemini, slack, target, tmp_path, extra, expected):
-    """Workers with Discord (its shards are not split yet) and a worker count below 1: one line, exit 2."""
+    """A worker count below 1, Discord shard ids without a count: one line, exit 2."""
     env = {**bot_env(gemini, slack, target, free_port(), COUNTERSIGN_WORKERS="2"), **extra}
     bot = await BotProcess(env, tmp_path).start()
     assert await bot.wait() == 2

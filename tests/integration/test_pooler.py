@@ -1,17 +1,22 @@
 """Behind a transaction-mode connection pooler (PgBouncer 1.18, which keeps no prepared statements).
 
 With `DATABASE_PREPARED_STATEMENTS=false` the whole flow works through the pooler: a turn, a
-card, a decision, the resume under the conversation's lock, and the tool run exactly once.
+card, a decision, the resume under the conversation's lock, and the tool run exactly once; and
+Discord's IDENTIFY spacing (a transaction-scoped lock) holds through it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import shutil
+import time
 
+import asyncpg
 import pytest
 from langchain_core.messages import AIMessage
 
 from bot.approvals.decisions import Approve
+from bot.storage.start_spacing import StartSpacing
 from tests.support.pooler import transaction_pooler
 from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
 from tests.support.service import actor, conversation, message, open_service
@@ -75,3 +80,21 @@ async def test_pruning_and_retention_work_through_a_transaction_mode_pooler(db_u
         left = await pool.fetchval("SELECT count(*) FROM checkpoints WHERE thread_id = $1", thread_id)
     assert h.platform.answers == [(thread_id, "sent")]
     assert (done.deleted, done.audit_rows, left) == (1, 1, 0)
+
+
+async def test_identify_spacing_holds_through_a_transaction_mode_pooler(db_url):
+    """Two processes' IDENTIFYs of one bucket, both through PgBouncer in transaction mode: spaced by the interval."""
+    spacing = 1.5
+    async with transaction_pooler(db_url) as pooled:
+        pools = [await asyncpg.create_pool(pooled, min_size=1, max_size=2, statement_cache_size=0) for _ in range(2)]
+        try:
+
+            async def take(pool: asyncpg.Pool) -> float:
+                await asyncio.wait_for(StartSpacing(pool, spacing).take(0), timeout=60)
+                return time.monotonic()
+
+            first, second = sorted(await asyncio.gather(*(take(p) for p in pools)))
+        finally:
+            for pool in pools:
+                await pool.close()
+    assert second - first >= spacing

@@ -17,6 +17,13 @@ sequence numbers, honours ``compress=zlib-stream``, and applies intents the way 
 (no MESSAGE_CREATE without GUILD_MESSAGES / DIRECT_MESSAGES, empty ``content`` without
 MESSAGE_CONTENT unless the bot is mentioned, sent it, or it is a DM).
 
+Sharding (Discord's Gateway docs, "Sharding"): an IDENTIFY's ``shard: [id, count]`` makes its
+session receive only the guilds with ``(guild_id >> 22) % count == id`` (READY's ``guilds``,
+GUILD_CREATE and every guild event) and, on shard 0, the DMs; a session without ``shard`` is
+shard ``[0, 1]`` and gets everything. ``GET /gateway/bot`` answers ``shards`` and
+``session_start_limit.max_concurrency`` as set on the stand-in, and every IDENTIFY's arrival time
+is kept (``identify_log``) so a test can check the "one IDENTIFY per bucket per 5 s" rule.
+
 Where Discord's docs do not give an exact error string (some component and interaction-type
 errors), the stand-in answers with the documented code and a message in Discord's style; those
 places say so in a comment.
@@ -85,8 +92,10 @@ __all__ = [
     "ChannelType",
     "DiscordPyRouting",
     "DiscordStandIn",
+    "DispatchedEvent",
     "DispatchedInteraction",
     "GatewayConnection",
+    "IdentifyRecord",
     "Intent",
     "OutsideStandInError",
     "Permission",
@@ -650,6 +659,44 @@ class DispatchedInteraction:
     id: str
     token: str
     payload: JSON
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DispatchedEvent:
+    """One dispatch sent (or buffered) on one session.
+
+    Attributes:
+        event: The ``t`` of the dispatch (``MESSAGE_CREATE``, ``INTERACTION_CREATE``, ...).
+        session_id: The session it went to.
+        shard: That session's ``[shard_id, shard_count]`` (``[0, 1]`` without ``shard``).
+        data: The ``d``.
+        delivered: Sent on a ready connection; False: only buffered for a RESUME (the
+            session's connection is gone, e.g. its process was killed).
+    """
+
+    event: str
+    session_id: str
+    shard: tuple[int, int]
+    data: JSON
+    delivered: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IdentifyRecord:
+    """One IDENTIFY the stand-in accepted.
+
+    Attributes:
+        at: ``time.monotonic()`` when it arrived.
+        shard: Its ``[shard_id, shard_count]`` (``[0, 1]`` without ``shard``).
+        bucket: ``shard_id % max_concurrency`` (Discord's Gateway docs, "Session start limit":
+            one IDENTIFY per bucket per 5 seconds).
+        session_id: The session it opened.
+    """
+
+    at: float
+    shard: tuple[int, int]
+    bucket: int
+    session_id: str
 
 
 @dataclass(slots=True, kw_only=True)
@@ -1263,6 +1310,9 @@ class DiscordStandIn:
         interaction_response_timeout: Seconds an interaction accepts its initial response
             (Discord: 3); later answers get 404 code 10062. Settable on the instance.
         interaction_token_ttl: Seconds an interaction token works for followups (Discord: 900).
+        shards: The shard count ``GET /gateway/bot`` recommends.
+        max_concurrency: ``session_start_limit.max_concurrency`` of ``GET /gateway/bot``: how
+            many IDENTIFY buckets there are (``shard_id % max_concurrency``).
     """
 
     def __init__(
@@ -1277,6 +1327,8 @@ class DiscordStandIn:
         heartbeat_interval_ms: int = 41_250,
         interaction_response_timeout: float = 3.0,
         interaction_token_ttl: float = 900.0,
+        shards: int = 1,
+        max_concurrency: int = 1,
     ) -> None:
         self.bot_token = bot_token
         self.application_id = _sid(application_id)
@@ -1285,6 +1337,8 @@ class DiscordStandIn:
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self.interaction_response_timeout = interaction_response_timeout
         self.interaction_token_ttl = interaction_token_ttl
+        self.recommended_shards = shards
+        self.max_concurrency = max_concurrency
         self.gateway_down = False
         """True: the gateway refuses new connections with HTTP 503, as during a Discord outage
         (connections already open stay; `disconnect_all` closes them)."""
@@ -1310,6 +1364,8 @@ class DiscordStandIn:
         self._connections: list[_Connection] = []
         self._gateway_log: list[GatewayConnection] = []
         self._identifies: list[JSON] = []
+        self._identify_log: list[IdentifyRecord] = []
+        self._dispatch_log: list[DispatchedEvent] = []
         self._resumes = 0
         self._presences: list[JSON] = []
         self._session_starts_remaining = 1000
@@ -1473,7 +1529,7 @@ class DiscordStandIn:
         for channel in channels:
             self._register_channel(guild, channel)
         if any(s.connection is not None and s.connection.ready for s in self._live_sessions()):
-            self._spawn(self._dispatch("GUILD_CREATE", lambda s: self._guild_create(guild, s)))
+            self._spawn(self._dispatch("GUILD_CREATE", lambda s: self._guild_create(guild, s), guild_id=gid))
 
     def _register_channel(self, guild: _Guild, channel: Mapping[str, Any]) -> JSON:
         stored = copy.deepcopy(dict(channel))
@@ -1501,7 +1557,9 @@ class DiscordStandIn:
             event, payload = "THREAD_CREATE", {**stored, "newly_created": True}
         else:
             event, payload = "CHANNEL_CREATE", stored
-        await self._dispatch(event, lambda s: copy.deepcopy(payload) if s.intents & Intent.GUILDS else None)
+        await self._dispatch(
+            event, lambda s: copy.deepcopy(payload) if s.intents & Intent.GUILDS else None, guild_id=guild.id
+        )
         return copy.deepcopy(stored)
 
     # ------------------------------------------------------------------------- people act
@@ -2144,6 +2202,39 @@ class DiscordStandIn:
         return copy.deepcopy(self._identifies)
 
     @property
+    def identify_log(self) -> list[IdentifyRecord]:
+        """Every IDENTIFY accepted, oldest first, with its arrival time and bucket."""
+        return list(self._identify_log)
+
+    def shortest_identify_gap(self) -> float | None:
+        """The shortest time in seconds between two IDENTIFYs of one bucket, None if no bucket had two."""
+        gaps: list[float] = []
+        last: dict[int, float] = {}
+        for record in self._identify_log:
+            if record.bucket in last:
+                gaps.append(record.at - last[record.bucket])
+            last[record.bucket] = record.at
+        return min(gaps) if gaps else None
+
+    def dispatched(self, event: str | None = None) -> list[DispatchedEvent]:
+        """Every dispatch sent or buffered, oldest first (only `event`'s when given)."""
+        return [d for d in self._dispatch_log if event is None or d.event == event]
+
+    def ready_shards(self) -> dict[int, str]:
+        """Shard id -> session id of every connection that is ready now."""
+        return {
+            _shard_of(c.session.shard)[0]: c.session.id for c in self._connections if c.ready and c.session is not None
+        }
+
+    async def wait_for_shards(self, shard_ids: Iterable[int], timeout: float = 30.0) -> dict[int, str]:
+        """Wait until each of `shard_ids` has a ready connection; return shard id -> session id."""
+        wanted = set(shard_ids)
+        await self._wait_for(
+            lambda: wanted <= set(self.ready_shards()), timeout, f"shards {sorted(wanted)} not all ready"
+        )
+        return {k: v for k, v in self.ready_shards().items() if k in wanted}
+
+    @property
     def resume_count(self) -> int:
         """How many RESUMEs succeeded."""
         return self._resumes
@@ -2610,7 +2701,7 @@ class DiscordStandIn:
                 return None
             return self._gateway_message(stored, full=self._sees_content(session, stored))
 
-        await self._dispatch(event, build)
+        await self._dispatch(event, build, guild_id=stored.guild_id)
 
     def _guild_create(self, guild: _Guild, session: _Session) -> JSON:
         members = list(guild.members.values())
@@ -2729,7 +2820,9 @@ class DiscordStandIn:
         )
         self._interactions[interaction_id] = interaction
         self._interactions_by_token[token] = interaction
-        await self._dispatch("INTERACTION_CREATE", lambda _s: copy.deepcopy(payload))
+        await self._dispatch(
+            "INTERACTION_CREATE", lambda _s: copy.deepcopy(payload), guild_id=guild.id if guild else None
+        )
         return DispatchedInteraction(id=interaction_id, token=token, payload=copy.deepcopy(payload))
 
     # ------------------------------------------------------------------------- REST plumbing
@@ -2914,12 +3007,12 @@ class DiscordStandIn:
     async def _get_gateway_bot(self, req: _Request) -> tuple[int, Any]:
         return 200, {
             "url": self.gateway_url,
-            "shards": 1,
+            "shards": self.recommended_shards,
             "session_start_limit": {
                 "total": 1000,
                 "remaining": self._session_starts_remaining,
                 "reset_after": 86_400_000,
-                "max_concurrency": 1,
+                "max_concurrency": self.max_concurrency,
             },
         }
 
@@ -3068,7 +3161,9 @@ class DiscordStandIn:
         if stored.guild_id:
             payload["guild_id"] = stored.guild_id
         needed = Intent.GUILD_MESSAGES if stored.guild_id else Intent.DIRECT_MESSAGES
-        await self._dispatch("MESSAGE_DELETE", lambda s: dict(payload) if s.intents & needed else None)
+        await self._dispatch(
+            "MESSAGE_DELETE", lambda s: dict(payload) if s.intents & needed else None, guild_id=stored.guild_id
+        )
 
     async def _add_reaction(self, req: _Request) -> tuple[int, Any]:
         stored = self._message_or_404(req.params["channel_id"], req.params["message_id"])
@@ -3128,6 +3223,7 @@ class DiscordStandIn:
         await self._dispatch(
             "THREAD_CREATE",
             lambda s: {**copy.deepcopy(stored), "newly_created": True} if s.intents & Intent.GUILDS else None,
+            guild_id=guild.id,
         )
         return stored
 
@@ -3534,9 +3630,17 @@ class DiscordStandIn:
             except ConnectionError:
                 return
 
-    async def _dispatch(self, event: str, build: Callable[[_Session], JSON | None]) -> None:
-        """Send a dispatch to every live session (buffered for RESUME while disconnected)."""
+    async def _dispatch(self, event: str, build: Callable[[_Session], JSON | None], *, guild_id: str | None) -> None:
+        """Send a dispatch to every live session of the event's shard (buffered for RESUME while disconnected).
+
+        Args:
+            event: The dispatch's ``t``.
+            build: The ``d`` for a session, or None to send it nothing (intents).
+            guild_id: The guild the event belongs to; None for a DM (shard 0 only).
+        """
         for session in self._live_sessions():
+            if not _on_shard(session.shard, guild_id):
+                continue
             data = build(session)
             if data is not None:
                 await self._dispatch_to(session, event, data)
@@ -3548,7 +3652,13 @@ class DiscordStandIn:
             session.buffer.append(frame)
             del session.buffer[:-_EVENT_BUFFER]
             connection = session.connection
-            if connection is not None and connection.ready:
+            live = connection is not None and connection.ready
+            self._dispatch_log.append(
+                DispatchedEvent(
+                    event=event, session_id=session.id, shard=_shard_of(session.shard), data=data, delivered=live
+                )
+            )
+            if connection is not None and live:
                 await self._send(connection, frame)
 
     async def _handle_gateway(self, request: web.Request) -> web.StreamResponse:
@@ -3648,6 +3758,16 @@ class DiscordStandIn:
         self._identifies.append({k: copy.deepcopy(v) for k, v in data.items() if k != "token"})
         self._session_starts_remaining -= 1
         session = _Session(id=secrets.token_hex(16), intents=intents, shard=shard)
+        shard_id, shard_count = _shard_of(shard)
+        self._identify_log.append(
+            IdentifyRecord(
+                at=time.monotonic(),
+                shard=(shard_id, shard_count),
+                bucket=shard_id % self.max_concurrency,
+                session_id=session.id,
+            )
+        )
+        guilds = [g for g in self._guilds.values() if _on_shard(shard, g.id)]
         self._sessions[session.id] = session
         connection.session = session
         connection.record.kind = "identify"
@@ -3658,7 +3778,7 @@ class DiscordStandIn:
                 "v": 10,
                 "user_settings": {},
                 "user": {**copy.deepcopy(self._bot_user), "verified": True, "mfa_enabled": False},
-                "guilds": [{"id": g, "unavailable": True} for g in self._guilds],
+                "guilds": [{"id": g.id, "unavailable": True} for g in guilds],
                 "session_id": session.id,
                 "session_type": "normal",
                 "resume_gateway_url": self.resume_gateway_url,
@@ -3675,7 +3795,7 @@ class DiscordStandIn:
                 ready["shard"] = shard
             for event, event_data in [
                 ("READY", ready),
-                *(("GUILD_CREATE", self._guild_create(g, session)) for g in self._guilds.values()),
+                *(("GUILD_CREATE", self._guild_create(g, session)) for g in guilds),
             ]:
                 session.seq += 1
                 frame = {"op": _OP_DISPATCH, "t": event, "s": session.seq, "d": event_data}
@@ -3773,6 +3893,23 @@ def _stream_compressor(kind: str | None) -> Callable[[bytes], bytes] | None:
         flush_block = _zstd.COMPRESSOBJ_FLUSH_BLOCK
         return lambda data: zstd_context.compress(data) + zstd_context.flush(flush_block)
     return None
+
+
+def _shard_of(shard: list[int] | None) -> tuple[int, int]:
+    """``(shard_id, shard_count)`` of an IDENTIFY's ``shard``; a session without one is ``(0, 1)``."""
+    return (0, 1) if shard is None else (int(shard[0]), int(shard[1]))
+
+
+def _on_shard(shard: list[int] | None, guild_id: str | None) -> bool:
+    """Whether an event of `guild_id` (None: a DM) goes to a session on `shard`.
+
+    Discord's Gateway docs, "Sharding": ``shard_id = (guild_id >> 22) % num_shards``; DMs only
+    go to shard 0.
+    """
+    shard_id, count = _shard_of(shard)
+    if guild_id is None:
+        return shard_id == 0
+    return (int(guild_id) >> 22) % count == shard_id
 
 
 def _unique_users(users: Iterable[JSON]) -> list[JSON]:

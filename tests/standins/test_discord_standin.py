@@ -739,3 +739,54 @@ async def test_rest_reads_threads_and_reactions_through_discord_py(standin, rout
         with pytest.raises(discord.Forbidden) as forbidden:
             await channel.send("nope")
         assert forbidden.value.code == 50013
+
+
+class _ShardClient(discord.AutoShardedClient):
+    """discord.py's sharded client on the given shards, without its 5 s spacing between IDENTIFYs."""
+
+    def __init__(self, shard_ids: list[int], shard_count: int) -> None:
+        super().__init__(intents=INTENTS, guild_ready_timeout=0.05, shard_ids=shard_ids, shard_count=shard_count)
+
+    async def before_identify_hook(self, shard_id: int | None, *, initial: bool = False) -> None:
+        return None
+
+
+async def test_shards_get_only_their_guilds_and_dms_go_to_shard_zero():
+    """Two sharded clients (shard 0 and 1 of 2): each sees only guilds with (guild_id >> 22) % 2 == its id; a DM goes to shard 0."""
+    other = GUILD + (1 << 22)
+    other_channel = 1_300_000_000_000_000_110
+    assert (GUILD >> 22) % 2 == 0 and (other >> 22) % 2 == 1
+    members = [make_member(make_user(OWNER, "owner")), make_member(make_user(ALICE, "alice"))]
+    auth = {"Authorization": f"Bot {TOKEN}"}
+    async with (
+        DiscordStandIn(bot_token=TOKEN, application_id=APP_ID, bot_user_id=BOT_ID, shards=2, max_concurrency=2) as api,
+        aiohttp.ClientSession() as http,
+    ):
+        api.add_guild(GUILD, "zero", owner_id=OWNER, channels=[make_text_channel(GENERAL, "general")], members=members)
+        api.add_guild(other, "one", owner_id=OWNER, channels=[make_text_channel(other_channel, "g")], members=members)
+        async with http.get(f"{api.api_url}/gateway/bot", headers=auth) as response:
+            body = await response.json()
+        assert body["shards"] == 2 and body["session_start_limit"]["max_concurrency"] == 2
+        with point_discord_py_at(api.api_url) as routes:
+            async with _running(_ShardClient([0], 2)) as zero, _running(_ShardClient([1], 2)) as one:
+                assert [g.id for g in zero.guilds] == [GUILD] and [g.id for g in one.guilds] == [other]
+                seen = {"zero": asyncio.Event(), "one": asyncio.Event(), "dm": asyncio.Event()}
+                got: dict[str, list[int]] = {"zero": [], "one": []}
+
+                def on(name: str) -> Callable[[discord.Message], Any]:
+                    async def listener(message: discord.Message) -> None:
+                        got[name].append(message.channel.id)
+                        seen["dm" if message.guild is None else name].set()
+
+                    return listener
+
+                zero.on_message = on("zero")
+                one.on_message = on("one")
+                await api.send_message(GENERAL, ALICE, "in zero")
+                await api.send_message(other_channel, ALICE, "in one")
+                dm = await api.send_dm(ALICE, "a dm")
+                await asyncio.wait_for(asyncio.gather(*(e.wait() for e in seen.values())), timeout=30)
+        assert routes.blocked == []
+        assert got == {"zero": [GENERAL, int(dm["channel_id"])], "one": [other_channel]}
+        assert {r.shard: r.bucket for r in api.identify_log} == {(0, 2): 0, (1, 2): 1}
+        assert [d.shard for d in api.dispatched("MESSAGE_CREATE") if d.data["id"] == dm["id"]] == [(0, 2)]
