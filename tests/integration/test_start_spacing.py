@@ -33,17 +33,21 @@ async def test_one_bucket_is_spaced_across_processes(pools):
     """Two processes take bucket 0 at once: the second start comes no sooner than the spacing after the first."""
     spacing = 1.5
     a, b = StartSpacing(pools[0], spacing), StartSpacing(pools[1], spacing)
-    first, second = sorted(await asyncio.gather(timed_take(a, 0), timed_take(b, 0)))
-    assert second - first >= spacing
+    # The first start is recorded after `asked` and before its `take` returns, so the second
+    # may return less than `spacing` after the first returned, but never before asked + spacing.
+    asked = time.monotonic()
+    _, second = sorted(await asyncio.gather(timed_take(a, 0), timed_take(b, 0)))
+    assert second - asked >= spacing
 
 
 async def test_the_spacing_outlives_the_process_that_started(pools, db_url):
     """A process that started and died at once (its connection gone) still holds the next start off."""
     spacing = 1.5
     one_connection = await asyncpg.create_pool(db_url, min_size=1, max_size=1)
-    started = await timed_take(StartSpacing(one_connection, spacing), 0)
+    asked = time.monotonic()  # before the start is recorded (see the test above)
+    await timed_take(StartSpacing(one_connection, spacing), 0)
     await one_connection.close()  # the process is gone, and its connection with it
-    assert await timed_take(StartSpacing(pools[1], spacing), 0) - started >= spacing
+    assert await timed_take(StartSpacing(pools[1], spacing), 0) - asked >= spacing
 
 
 async def test_other_buckets_do_not_wait(pools):
