@@ -67,7 +67,11 @@ async def replicas(request, db_url, model, slack, target, tmp_path) -> AsyncIter
             team_id=TEAM,
             count=2,
         )
-    await pair.start()
+    try:
+        await pair.start()
+    except BaseException:
+        await pair.stop()  # the bots that did start
+        raise
     try:
         yield pair
     finally:
@@ -166,6 +170,7 @@ async def test_work_a_killed_replica_left_is_finished_once(replicas, slack, targ
     assert (await replicas.click(slack, ALICE, card, prefer=0)).status == 200
     await target.gate.wait_arrived(WAIT_S)
     assert holds_a_connection_to(replicas.pid(0), target.port), "replica 0 is not the one running the tool"
+    assert not holds_a_connection_to(replicas.pid(1), target.port), "replica 1 is running the tool too"
     await replicas.kill(0)
     target.gate.release()
     await replicas.start(0)
