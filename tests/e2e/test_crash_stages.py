@@ -23,7 +23,7 @@ from tests.e2e.test_process import bot_env
 from tests.standins.gemini import GeminiReply, GeminiRequest, GeminiStandIn
 from tests.standins.slack_api import SlackApiStandIn
 from tests.support.gate import Gate
-from tests.support.replicas import WAIT_S, Replicas, bot_texts, cards_in, eventually
+from tests.support.replicas import WAIT_S, Cluster, Replicas, bot_texts, cards_in, eventually
 
 pytestmark = pytest.mark.e2e
 
@@ -51,7 +51,7 @@ async def model(target) -> AsyncIterator[tuple[GatedModel, GeminiStandIn]]:
         yield gated, server
 
 
-async def wait_until(slack: SlackApiStandIn, predicate: Callable[[], bool], what: str, replicas: Replicas) -> None:
+async def wait_until(slack: SlackApiStandIn, predicate: Callable[[], bool], what: str, replicas: Cluster) -> None:
     """Wait until `predicate` holds, looking again at every Web API call the bot makes."""
     try:
         await slack.wait_for("chat.postMessage", lambda _: predicate(), timeout=WAIT_S)
