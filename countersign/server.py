@@ -39,7 +39,8 @@ async def serve(settings: Settings) -> None:
     """Run the bot: Slack and Discord when configured, else the terminal chat.
 
     A signal during start-up cancels the start (everything opened so far is closed again);
-    after start-up it begins the orderly shutdown.
+    after start-up it begins the orderly shutdown. A worker of `--workers` does the same when
+    its supervisor is gone (`countersign.workers.watch_supervisor`).
 
     Raises:
         ConfigurationError: a platform is only half configured (e.g. a Slack bot token with
@@ -81,6 +82,11 @@ async def serve(settings: Settings) -> None:
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, on_signal)
+    orphan_watch = None
+    if settings.server.worker_index is not None:
+        from countersign.workers import watch_supervisor
+
+        orphan_watch = asyncio.create_task(watch_supervisor(on_signal), name="supervisor watch")
     try:
         async with BotServer(settings) as server:
             started = True
@@ -95,6 +101,9 @@ async def serve(settings: Settings) -> None:
     except asyncio.CancelledError:
         if started:
             raise
+    finally:
+        if orphan_watch is not None:
+            orphan_watch.cancel()
     log.info("stopped")
 
 

@@ -20,7 +20,9 @@ process does. A worker that exits on its own is restarted (after 0.5 s, doubling
 failure up to 30 s); one that exits with status 2 (a configuration error: a refused token, a
 busy port) stops them all, since its siblings would fail the same way. SIGTERM or SIGINT to the
 supervisor is forwarded to every worker as SIGTERM; a worker still running
-`SHUTDOWN_GRACE_S` + `KILL_AFTER_S` seconds later is killed.
+`SHUTDOWN_GRACE_S` + `KILL_AFTER_S` seconds later is killed. A worker whose supervisor is gone
+without a word (kill -9, the OOM killer) shuts down as on SIGTERM within about a second
+(`watch_supervisor`), so no orphan keeps serving the port beside the next supervisor's workers.
 
 Every worker holds the same guarantees as replicas on several machines do (one run per
 conversation, one decision per card; docs/decisions/0002), because they share nothing but
@@ -39,7 +41,7 @@ import socket
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,6 +60,9 @@ MAX_RESTART_DELAY_S = 30.0
 STABLE_AFTER_S = 60.0
 """A worker that ran this long before exiting is restarted after the first delay again."""
 CONFIGURATION_EXIT = 2
+SUPERVISOR_PID_ENV = "COUNTERSIGN_SUPERVISOR_PID"
+"""Set by the supervisor in each worker's environment: the pid `watch_supervisor` watches."""
+SUPERVISOR_POLL_S = 1.0
 """The exit status of `countersign run` for a configuration error (countersign.cli)."""
 
 
@@ -208,6 +213,27 @@ def _metrics_dir(stack: AsyncExitStack) -> Path:
     return directory
 
 
+async def watch_supervisor(on_gone: Callable[[], None], *, poll_s: float = SUPERVISOR_POLL_S) -> None:
+    """In a worker: call `on_gone` once the supervisor that started it has died, then return.
+
+    The supervisor is the pid in `COUNTERSIGN_SUPERVISOR_PID` (else the parent at the call); it
+    is gone when this process's parent is no longer that pid (an orphan is adopted by init or a
+    subreaper), checked every `poll_s` seconds. Polling `getppid()` rather than Linux's
+    `PR_SET_PDEATHSIG` keeps this portable and free of the race where the supervisor dies
+    before the worker could ask for the signal.
+
+    Args:
+        on_gone: what SIGTERM would do (the worker's stop); called once, on the event loop.
+        poll_s: seconds between two looks.
+    """
+    given = os.environ.get(SUPERVISOR_PID_ENV, "")
+    supervisor = int(given) if given.isdigit() else os.getppid()
+    while os.getppid() == supervisor:  # noqa: ASYNC110 - nothing announces a parent's death portably
+        await asyncio.sleep(poll_s)
+    log.warning("the supervisor (pid %d) is gone: this worker stops", supervisor)
+    on_gone()
+
+
 class _Supervisor:
     def __init__(self, env: dict[str, str], own: list[dict[str, str]], metrics_dir: Path, grace_s: float) -> None:
         self._env = env
@@ -261,7 +287,12 @@ class _Supervisor:
                 await asyncio.wait_for(stop.wait(), timeout=delay)
 
     async def _spawn(self, worker: _Worker) -> asyncio.subprocess.Process:
-        env = {**self._env, **worker.env, "COUNTERSIGN_WORKER_INDEX": str(worker.index)}
+        env = {
+            **self._env,
+            **worker.env,
+            "COUNTERSIGN_WORKER_INDEX": str(worker.index),
+            SUPERVISOR_PID_ENV: str(os.getpid()),
+        }
         process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "countersign.cli", "run", env=env, stdin=asyncio.subprocess.DEVNULL
         )

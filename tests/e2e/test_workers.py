@@ -6,6 +6,8 @@ stand-ins; which worker answered a request is read from the `X-Countersign-Worke
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
 import re
@@ -163,3 +165,26 @@ async def test_the_workers_flag_sets_the_count(db_url, gemini, slack, target, tm
         await wait_until(lambda: len(worker_pids(bot)) == 2, "both workers started")
     finally:
         assert await bot.stop() == 0, bot.stderr.decode()
+
+
+async def test_workers_stop_when_their_supervisor_is_killed(db_url, gemini, slack, target, tmp_path):
+    """kill -9 on the supervisor: both workers notice they are orphans and shut down on their own, none keeps the port."""
+    port = free_port()
+    env = bot_env(gemini, slack, target, port, DATABASE_URL=db_url, COUNTERSIGN_WORKERS="2")
+    bot = await BotProcess(env, tmp_path).start()
+    workers: list[psutil.Process] = []
+    try:
+        await bot.wait_healthy(port)
+        await wait_until(lambda: len(worker_pids(bot)) == 2, "both workers started")
+        workers = [psutil.Process(pid) for [pid] in worker_pids(bot).values()]
+        assert bot.proc is not None
+        bot.proc.kill()
+        _, alive = await asyncio.to_thread(psutil.wait_procs, workers, timeout=60)
+        assert not alive, f"workers {[p.pid for p in alive]} outlived their supervisor:\n{bot.stderr.decode()}"
+    finally:
+        for worker in workers:  # orphans are init's children now, not ours: end them by pid
+            with contextlib.suppress(psutil.NoSuchProcess):
+                worker.kill()
+        await bot.wait()
+    assert bot.stderr.count(b"the supervisor (pid %d) is gone: this worker stops" % bot.proc.pid) == 2
+    assert b"Traceback" not in bot.stderr
