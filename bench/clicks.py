@@ -389,7 +389,7 @@ async def bench_worker_clicks(
     spread over the workers by the kernel (`SO_REUSEPORT`). See `measure_clicks`.
     """
     async with countersign_workers(stage, workers) as side:
-        label = f"countersign run, {workers} worker{'s' if workers > 1 else ''}, pool {WORKER_POOL} each"
+        label = f"run --workers {workers}"
         run = new_run(label, WORKER_POOL, conversations)
         return await measure_clicks(
             stage, WorkerBots(side), side.events, run, rounds=rounds, sequential=sequential, stall_s=stall_s
