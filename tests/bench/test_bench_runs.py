@@ -49,7 +49,7 @@ async def test_the_turn_benchmark_prints_every_series(pg_server):
         "--click-workers",
         "2",
     )
-    clicks = ("click ack, 3 at once (pool", "click ack, 3 at once (countersign run, 2 workers")
+    clicks = ("click ack, 3 at once (pool", "click ack, 3 at once (run --workers 2)")
     for series in ("whole Slack path, tool", "bare graph, gemini, tool", *clicks, *DELEGATION_SERIES):
         assert series in text, text[-3000:]
 
