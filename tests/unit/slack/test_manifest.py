@@ -37,9 +37,13 @@ EVENT_SCOPES = {
 }
 
 
+# Methods of slack_sdk's Socket Mode client (`client.is_connected()`), not Web API calls.
+SOCKET_CLIENT_METHODS = {"is_connected"}
+
+
 def called_methods() -> set[str]:
     source = "\n".join(p.read_text() for p in (ROOT / "adapters/slack").glob("*.py"))
-    direct = set(re.findall(r"client\.([a-z]+(?:_[a-zA-Z]+)+)\(", source))
+    direct = set(re.findall(r"client\.([a-z]+(?:_[a-zA-Z]+)+)\(", source)) - SOCKET_CLIENT_METHODS
     indirect = set(re.findall(r'_react\((?:client, )?"([a-z]+_[a-zA-Z]+)"', source))
     return direct | indirect
 
