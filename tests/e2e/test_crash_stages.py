@@ -5,6 +5,13 @@ one stage of a gated call's life (the model deciding, the card posted, the decis
 the tool running, the model writing the answer); a new process starts on the same database.
 After it: the call ran at most once (and said so when its outcome is unknown), the decision was
 applied once, an answer was posted, and the conversation goes on.
+
+The turn that posts a card is also killed while it finishes: with the card's post cut off,
+with the card posted but its reference not stored, with the reference stored but the run's end
+not recorded, and with the checkpoint of the pause still being written (a database row or table
+lock holds the bot's statement; the dead process's waiting statement is then ended, as a crash
+before it reached the server). Approve on the card then runs the call once and is answered
+within a minute, and no card is posted after it.
 """
 
 from __future__ import annotations
