@@ -18,22 +18,31 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import time
 from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import asyncpg
 import pytest
 
 from adapters.slack import blocks
 from tests.e2e.agent_script import agent_script
-from tests.e2e.conftest import ALICE, CHANNEL, SIGNING_SECRET, TEAM
+from tests.e2e.conftest import ALICE, CHANNEL, D_ALICE, D_APP, D_BOT, SIGNING_SECRET, TEAM
+from tests.e2e.test_discord_flow import current_custom_id
+from tests.e2e.test_discord_shards import CHANNEL_1, GUILD_1, START_S, answers, sharded_api, start_two_workers
 from tests.e2e.test_process import bot_env
+from tests.e2e.test_workers import worker_pids
 from tests.standins.gemini import GeminiReply, GeminiRequest, GeminiStandIn
 from tests.standins.slack_api import SlackApiStandIn
+from tests.support.barriers import wait_until as wait_for_condition
 from tests.support.gate import Gate
 from tests.support.replicas import WAIT_S, Replicas, bot_texts, cards_in, eventually
 
 pytestmark = pytest.mark.e2e
+
+__all__ = ["sharded_api"]  # the fixture, for the Discord stage below
 
 BOT_USER = "UBOT"
 
@@ -397,3 +406,90 @@ async def test_kill_9_after_the_card_before_the_pause_is_stored(db_url, model, s
     assert [r.json for r in target.requests] == [{"name": "widget"}]
     assert card_posts(slack, CHANNEL, thread) == len(cards), "no card after the Approve"
     assert "Traceback" not in replicas.stderr()
+
+
+async def test_kill_9_of_a_discord_worker_before_the_pause_is_stored(db_url, model, sharded_api, target, tmp_path):
+    """`--workers 2` with Discord: the worker of the guild's shard dies while the pause's checkpoint is written.
+
+    As `test_kill_9_after_the_card_before_the_pause_is_stored`, where the report came from:
+    the supervisor restarts the worker, its shard identifies again, and Approve on the card
+    runs the call once, is answered within `ANSWER_WITHIN_S`, posts no second card, and a
+    second click is told who decided.
+    """
+    api = sharded_api
+    gated, gemini = model
+    watcher = await asyncpg.connect(db_url)
+    blocker = await asyncpg.connect(db_url)
+    bot, _, sessions = await start_two_workers(gemini, target, api, db_url, tmp_path)
+
+    def card_posts_here() -> list[Any]:
+        return [
+            r
+            for r in api.requests
+            if r.method == "POST"
+            and r.path.endswith(f"/channels/{CHANNEL_1}/messages")
+            and (r.json or {}).get("components")
+        ]
+
+    try:
+        gated.before_call.arm()
+        await api.send_message(CHANNEL_1, D_ALICE, f"<@{D_BOT}> post widget", mentions=[D_BOT], guild_id=GUILD_1)
+        await gated.before_call.wait_arrived(START_S)
+        holding = blocker.transaction()
+        await holding.start()
+        await blocker.execute("LOCK TABLE checkpoints IN SHARE MODE")
+        gated.before_call.release()
+        await eventually(lambda: statement_waits(watcher, "INSERT INTO checkpoints ("), "a checkpoint write waiting")
+
+        async def card_or_wait() -> bool:
+            recorded = await watcher.fetchval("SELECT count(*) FROM approvals WHERE card_ref IS NOT NULL")
+            return bool(recorded) or b"is not stored yet; its cards wait for it" in bot.stderr
+
+        await eventually(card_or_wait, "the card recorded, or the worker waiting for its pause to be stored")
+        [victim] = worker_pids(bot)[1]
+        os.kill(victim, signal.SIGKILL)
+        await wait_for_condition(lambda: len(worker_pids(bot)[1]) == 2, "worker 1 restarted", timeout=START_S)
+        await lose_waiting(watcher, "INSERT INTO checkpoints (")
+        await holding.rollback()
+        await wait_for_condition(
+            lambda: api.ready_shards().get(1) not in (None, sessions[1]), "shard 1 identified again", timeout=START_S
+        )
+        await card_recorded(db_url)
+        posts = card_posts_here()
+        first = posts[0]
+        approval_ids = {
+            c["custom_id"].split(":")[2] for p in posts for row in p.json["components"] for c in row["components"]
+        }
+        assert len(approval_ids) == 1, f"{len(posts)} cards name different approvals"
+        message_id = first.response["id"]
+        approve = current_custom_id(api, message_id, "approve")
+        clicks = await asyncio.gather(  # a double click: one decision, the other told who decided
+            *(api.click_button(message_id, approve, D_ALICE, guild_id=GUILD_1, channel_id=CHANNEL_1) for _ in range(2))
+        )
+        started = time.monotonic()
+        try:
+            await api.wait_for_request(
+                "POST",
+                rf"/channels/{CHANNEL_1}/messages$",
+                lambda r: str((r.json or {}).get("content", "")).startswith("Result: "),
+                timeout=ANSWER_WITHIN_S,
+            )
+        except TimeoutError:
+            raise AssertionError(
+                f"no answer within {ANSWER_WITHIN_S}s of the Approve ({len(card_posts_here())} cards posted); "
+                f"the workers logged:\n{bot.stderr.decode(errors='replace')}"
+            ) from None
+        assert time.monotonic() - started < ANSWER_WITHIN_S
+        await api.wait_for_request("POST", rf"/webhooks/{D_APP}/.+", timeout=WAIT_S)
+        told = [f for c in clicks for f in api.followups(c.id)]
+        assert [("already approved by" in f["content"]) for f in told] == [True], told
+        [answer] = await answers(api, CHANNEL_1, "Result: ")
+    finally:
+        gated.before_call.release()
+        await blocker.close()
+        await watcher.close()
+        code = await bot.stop()
+    assert code == 0, bot.stderr.decode()
+    assert "widget" in answer
+    assert [r.json for r in target.requests] == [{"name": "widget"}]
+    assert len(card_posts_here()) == len(posts), "no card after the Approve"
