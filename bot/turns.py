@@ -14,6 +14,7 @@ pending (langgraph #8836).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -54,6 +55,12 @@ _MAX_SETTLE_ROUNDS = 5
 RUN_WITHIN_S = 30.0
 """How long a run has to deliver its outcome before the upkeep may take it over (lock permitting)."""
 _AUTHOR = AUTHOR_KEY
+
+PAUSE_STORED_WAIT_S = 30.0
+"""How long a pause seen in the stream may take to be stored before its cards wait for the run's end."""
+PAUSE_STORED_SLOW_S = 1.0
+"""A look for a pause's checkpoint that takes longer than this is logged (the cards wait for it)."""
+_PAUSE_STORED_POLL_S = 0.02
 
 
 @dataclass(frozen=True, slots=True)
@@ -575,6 +582,11 @@ class TurnRunner:
         before its card shows (LangGraph ends the step, and the run, only when every task of it
         has): the stream carries each interrupt as it is raised, and its review opens at once.
         The cards can be decided before the run ends; the resume then waits for the thread lock.
+        A pause is streamed before LangGraph has stored it (`durability="async"` writes
+        checkpoints in the background), so its review opens only once the checkpoint holds it
+        (`_pause_stored`): a card posted for a pause that a crash then lost would name an
+        interrupt that never comes back (the run is re-run from an earlier checkpoint and
+        pauses under a new id), and its Approve would run nothing (docs/decisions/0009).
         Progress goes through `ProgressFeed`, so a slow platform never holds up the run. The
         stream includes subgraphs, so that a subagent's model waits (`ModelWait`) are shown
         too; only the conversation's own state (namespace `()`) counts as the run's state.
@@ -593,6 +605,7 @@ class TurnRunner:
         """
         latest: dict[str, Any] = {}
         raised: dict[str, Interrupt] = {}
+        unstored: set[str] = set()
         feed = ProgressFeed(progress, conversation.thread_id)
         stream = graph.astream(
             cast(Any, graph_input),
@@ -608,8 +621,11 @@ class TurnRunner:
                     latest = dict(chunk["data"])
                     for interrupt in chunk.get("interrupts") or ():
                         raised.setdefault(interrupt.id, interrupt)
-                        if interrupt.id in seen:
+                        if interrupt.id in seen or interrupt.id in unstored:
                             continue  # paused before this run, and raised again
+                        if not await self._pause_stored(conversation, graph, interrupt):
+                            unstored.add(interrupt.id)  # `_deliver` opens it once the run is over
+                            continue
                         seen.add(interrupt.id)
                         # A new pause: its cards now, not when the step (and the run) ends.
                         await self.open_review(conversation, interrupt, latest.get("messages", []))
@@ -621,6 +637,47 @@ class TurnRunner:
         finally:
             await feed.close()
         return {**latest, "__interrupt__": list(raised.values())} if raised else latest
+
+    async def _pause_stored(self, conversation: ConversationRef, graph: ReviewAgent, interrupt: Interrupt) -> bool:
+        """Wait until the conversation's checkpoint holds `interrupt`; False after `PAUSE_STORED_WAIT_S`.
+
+        The checkpointer serialises its calls, so each look waits behind the write in flight
+        rather than spinning while a slow write holds it; a look slower than
+        `PAUSE_STORED_SLOW_S` is logged (the cards wait for the database). A pause not stored in
+        time is opened by `_deliver` once the run is over: LangGraph has written every
+        checkpoint by then.
+
+        Raises:
+            Exception: the checkpointer's, when the state cannot be read.
+        """
+        deadline = time.monotonic() + PAUSE_STORED_WAIT_S
+        told = False
+        while True:
+            look = asyncio.ensure_future(graph.aget_state(self.config(conversation)))
+            try:
+                if not told:
+                    await asyncio.wait({look}, timeout=PAUSE_STORED_SLOW_S)
+                    if not look.done():
+                        told = True
+                        log.info(
+                            "pause %s is not stored yet; its cards wait for it (thread_id=%s)",
+                            interrupt.id,
+                            conversation.thread_id,
+                        )
+                state = await look
+            finally:
+                look.cancel()  # a no-op once it is done; else this run was cancelled
+            if any(stored.id == interrupt.id for stored in state.interrupts):
+                return True
+            if time.monotonic() >= deadline:
+                log.warning(
+                    "pause %s not stored after %gs; its cards wait for the run's end (thread_id=%s)",
+                    interrupt.id,
+                    PAUSE_STORED_WAIT_S,
+                    conversation.thread_id,
+                )
+                return False
+            await asyncio.sleep(_PAUSE_STORED_POLL_S)
 
     async def _deliver(self, conversation: ConversationRef, result: Mapping[str, Any], *, opened: set[str]) -> bool:
         """Post the answer, or the cards of the pauses the run stopped at; return whether all went out.

@@ -5,27 +5,44 @@ one stage of a gated call's life (the model deciding, the card posted, the decis
 the tool running, the model writing the answer); a new process starts on the same database.
 After it: the call ran at most once (and said so when its outcome is unknown), the decision was
 applied once, an answer was posted, and the conversation goes on.
+
+The turn that posts a card is also killed while it finishes: with the card's post cut off,
+with the card posted but its reference not stored, with the reference stored but the run's end
+not recorded, and with the checkpoint of the pause still being written (a database row or table
+lock holds the bot's statement; the dead process's waiting statement is then ended, as a crash
+before it reached the server). Approve on the card then runs the call once and is answered
+within a minute, and no card is posted after it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import time
 from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import asyncpg
 import pytest
 
+from adapters.slack import blocks
 from tests.e2e.agent_script import agent_script
-from tests.e2e.conftest import ALICE, CHANNEL, SIGNING_SECRET, TEAM
+from tests.e2e.conftest import ALICE, CHANNEL, D_ALICE, D_APP, D_BOT, SIGNING_SECRET, TEAM
+from tests.e2e.test_discord_flow import current_custom_id
+from tests.e2e.test_discord_shards import CHANNEL_1, GUILD_1, START_S, answers, sharded_api, start_two_workers
 from tests.e2e.test_process import bot_env
+from tests.e2e.test_workers import worker_pids
 from tests.standins.gemini import GeminiReply, GeminiRequest, GeminiStandIn
 from tests.standins.slack_api import SlackApiStandIn
+from tests.support.barriers import wait_until as wait_for_condition
 from tests.support.gate import Gate
 from tests.support.replicas import WAIT_S, Cluster, Replicas, bot_texts, cards_in, eventually
 
 pytestmark = pytest.mark.e2e
+
+__all__ = ["sharded_api"]  # the fixture, for the Discord stage below
 
 BOT_USER = "UBOT"
 
@@ -173,3 +190,306 @@ async def test_kill_9_after_the_acknowledgement_before_the_turn(db_url, model, s
     finally:
         assert await replicas.stop() == [0], replicas.stderr()
     assert bot_texts(slack, CHANNEL, ts, BOT_USER) == ["You said: hello"]
+
+
+ANSWER_WITHIN_S = 60.0
+"""Seconds an approved call has to run and be answered after a restart (issue 9: "within a minute")."""
+
+CARD_WINDOWS = ("card post cut off", "card posted, not recorded", "card recorded, run not marked finished")
+
+
+def card_posts(slack: SlackApiStandIn, channel: str, thread_ts: str) -> int:
+    """How many cards (messages with our Approve button) were posted in a thread, decided or not."""
+    return sum(
+        1
+        for call in slack.calls_to("chat.postMessage")
+        if call.error is None
+        and call.args.get("channel") == channel
+        and call.args.get("thread_ts") == thread_ts
+        and blocks.ACTION_APPROVE in json.dumps(call.args.get("blocks") or [])
+    )
+
+
+async def statement_waits(connection: asyncpg.Connection, statement: str) -> bool:
+    """Whether a statement starting with `statement` waits for a row lock (one the test holds)."""
+    waiting = await connection.fetchval(
+        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1", f"%{statement}%"
+    )
+    return bool(waiting)
+
+
+async def lose_waiting(connection: asyncpg.Connection, statement: str) -> None:
+    """End the server sessions of the killed process that wait to run `statement`: it is never run.
+
+    PostgreSQL notices a dead client only when it next reads from it, so a statement waiting for
+    a lock would still run once the lock is released; a crash before the statement reached the
+    server loses it, as this does.
+    """
+    await connection.execute(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1",
+        f"%{statement}%",
+    )
+    await eventually(lambda: _no_longer_waits(connection, statement), f"{statement} ended")
+
+
+async def _no_longer_waits(connection: asyncpg.Connection, statement: str) -> bool:
+    return not await statement_waits(connection, statement)
+
+
+@pytest.mark.parametrize("window", CARD_WINDOWS)
+async def test_kill_9_while_the_turn_that_posted_the_card_finishes(window, db_url, model, slack, target, tmp_path):
+    """SIGKILL while the turn's card is posted, or after it, before the run's end is recorded.
+
+    "card post cut off": the process dies while Slack holds the card's `chat.postMessage`
+    (Slack never gets the whole request). "card posted, not recorded": Slack posted the card;
+    the process dies while storing its reference (`approval_cards`, behind the approval's row,
+    locked here). "card recorded, run not marked finished": the reference is stored; the run's
+    `mark_delivered` waits for the conversation's row, locked here. After a new process on the
+    same database: Approve on the first card runs the call once and is answered within
+    `ANSWER_WITHIN_S`, no card is posted after the click, a click on the last copy is told it
+    is already decided, and the conversation goes on.
+    """
+    _, gemini = model
+    replicas = Replicas(
+        lambda port: bot_env(gemini, slack, target, port, DATABASE_URL=db_url),
+        tmp_path,
+        signing_secret=SIGNING_SECRET,
+        team_id=TEAM,
+        count=1,
+    )
+    post = slack.gates.setdefault("chat.postMessage", Gate())
+    watcher = await asyncpg.connect(db_url)
+    await replicas.start()
+    try:
+        post.arm()
+        thread = await replicas.mention(CHANNEL, ALICE, "<@UBOT> post widget")
+        await post.wait_arrived(WAIT_S)
+        if window == "card post cut off":
+            await replicas.kill(0)
+            post.release()
+        else:
+            locked, statement = (
+                ("SELECT 1 FROM approvals WHERE thread_id = $1 FOR UPDATE", "INSERT INTO approval_cards")
+                if window == "card posted, not recorded"
+                else (
+                    "SELECT 1 FROM conversations WHERE thread_id = $1 FOR UPDATE",
+                    "UPDATE conversations SET running_since = NULL",
+                )
+            )
+            blocker = await asyncpg.connect(db_url)
+            try:
+                holding = blocker.transaction()
+                await holding.start()
+                await blocker.execute(locked, f"slack:{TEAM}:{CHANNEL}:{thread}")
+                post.release()
+                await eventually(lambda: statement_waits(watcher, statement), f"{statement} waiting for its row")
+                await replicas.kill(0)
+                await lose_waiting(watcher, statement)
+                await holding.rollback()
+            finally:
+                await blocker.close()
+        posted = card_posts(slack, CHANNEL, thread)
+        assert posted == (0 if window == "card post cut off" else 1)
+        await replicas.start(0)
+        await card_recorded(db_url)  # the new process posted the card again when it was not recorded
+        cards = cards_in(slack, CHANNEL, thread)
+        assert len(cards) == (1 if window == "card recorded, run not marked finished" else posted + 1)
+        assert len({card.approval_id for card in cards}) == 1, "every copy names the same approval"
+        assert (await replicas.click(slack, ALICE, cards[0])).status == 200
+        started = time.monotonic()
+
+        def answered() -> bool:
+            return any(text.startswith("Result: ") for text in bot_texts(slack, CHANNEL, thread, BOT_USER))
+
+        try:
+            await slack.wait_for("chat.postMessage", lambda _: answered(), timeout=ANSWER_WITHIN_S)
+        except AssertionError:
+            raise AssertionError(
+                f"no answer within {ANSWER_WITHIN_S}s of the Approve ({card_posts(slack, CHANNEL, thread)} cards "
+                f"posted); the replicas logged:\n{replicas.stderr()}"
+            ) from None
+        assert time.monotonic() - started < ANSWER_WITHIN_S
+        assert (await replicas.click(slack, ALICE, cards[-1])).status == 200
+        await slack.wait_for(
+            "chat.postEphemeral", lambda a: "already" in str(a.get("text", "")).lower(), timeout=WAIT_S
+        )
+        await replicas.reply(CHANNEL, ALICE, "ping", thread)
+        await wait_until(
+            slack, lambda: "You said: ping" in bot_texts(slack, CHANNEL, thread, BOT_USER), "next answer", replicas
+        )
+    finally:
+        post.release()
+        await watcher.close()
+        codes = await replicas.stop()
+    assert codes == [0], replicas.stderr()
+    assert [r.json for r in target.requests] == [{"name": "widget"}]
+    assert card_posts(slack, CHANNEL, thread) == len(cards), "no card after the Approve"
+    [answer] = [t for t in bot_texts(slack, CHANNEL, thread, BOT_USER) if t.startswith("Result: ")]
+    assert "widget" in answer
+    assert "Approved" in json.dumps(slack.message(cards[-1].channel, cards[-1].ts)["blocks"])
+    assert "Traceback" not in replicas.stderr()
+
+
+async def test_kill_9_after_the_card_before_the_pause_is_stored(db_url, model, slack, target, tmp_path):
+    """SIGKILL while the checkpoint of the model's decision (and of the pause) is still being written.
+
+    LangGraph writes checkpoints in the background (`durability="async"`) and streams the pause
+    before it is stored. The test holds the checkpoint's write (a lock on `checkpoints`) after
+    the model decided; a card posted meanwhile would name a pause that the process's death
+    loses. After a new process: every card names one approval, Approve on the first runs the
+    call once and is answered within `ANSWER_WITHIN_S`, no card is posted after the click, and
+    a click on the last copy is told it is already decided.
+    """
+    gated, gemini = model
+    replicas = Replicas(
+        lambda port: bot_env(gemini, slack, target, port, DATABASE_URL=db_url),
+        tmp_path,
+        signing_secret=SIGNING_SECRET,
+        team_id=TEAM,
+        count=1,
+    )
+    post = slack.gates.setdefault("chat.postMessage", Gate())
+    watcher = await asyncpg.connect(db_url)
+    blocker = await asyncpg.connect(db_url)
+    await replicas.start()
+    try:
+        gated.before_call.arm()
+        thread = await replicas.mention(CHANNEL, ALICE, "<@UBOT> post widget")
+        await gated.before_call.wait_arrived(WAIT_S)
+        holding = blocker.transaction()
+        await holding.start()
+        await blocker.execute("LOCK TABLE checkpoints IN SHARE MODE")
+        post.arm()
+        gated.before_call.release()
+        await eventually(lambda: statement_waits(watcher, "INSERT INTO checkpoints ("), "a checkpoint write waiting")
+
+        async def card_or_wait() -> bool:
+            return post.arrived.is_set() or "is not stored yet; its cards wait for it" in replicas.stderr()
+
+        await eventually(card_or_wait, "the card's post, or the bot waiting for its pause to be stored")
+        post.release()
+        if post.arrived.is_set():  # the card went out before its pause was stored
+            await card_recorded(db_url)
+        await replicas.kill(0)
+        await lose_waiting(watcher, "INSERT INTO checkpoints (")
+        await holding.rollback()
+        await replicas.start(0)
+        await wait_until(slack, lambda: bool(cards_in(slack, CHANNEL, thread)), "card", replicas)
+        await card_recorded(db_url)
+        cards = cards_in(slack, CHANNEL, thread)
+        assert len({card.approval_id for card in cards}) == 1, f"{len(cards)} cards name different approvals"
+        assert (await replicas.click(slack, ALICE, cards[0])).status == 200
+        started = time.monotonic()
+
+        def answered() -> bool:
+            return any(text.startswith("Result: ") for text in bot_texts(slack, CHANNEL, thread, BOT_USER))
+
+        try:
+            await slack.wait_for("chat.postMessage", lambda _: answered(), timeout=ANSWER_WITHIN_S)
+        except AssertionError:
+            raise AssertionError(
+                f"no answer within {ANSWER_WITHIN_S}s of the Approve ({card_posts(slack, CHANNEL, thread)} cards "
+                f"posted); the replicas logged:\n{replicas.stderr()}"
+            ) from None
+        assert time.monotonic() - started < ANSWER_WITHIN_S
+        assert (await replicas.click(slack, ALICE, cards[-1])).status == 200
+        await slack.wait_for(
+            "chat.postEphemeral", lambda a: "already" in str(a.get("text", "")).lower(), timeout=WAIT_S
+        )
+    finally:
+        post.release()
+        gated.before_call.release()
+        await blocker.close()
+        await watcher.close()
+        codes = await replicas.stop()
+    assert codes == [0], replicas.stderr()
+    assert [r.json for r in target.requests] == [{"name": "widget"}]
+    assert card_posts(slack, CHANNEL, thread) == len(cards), "no card after the Approve"
+    assert "Traceback" not in replicas.stderr()
+
+
+async def test_kill_9_of_a_discord_worker_before_the_pause_is_stored(db_url, model, sharded_api, target, tmp_path):
+    """`--workers 2` with Discord: the worker of the guild's shard dies while the pause's checkpoint is written.
+
+    As `test_kill_9_after_the_card_before_the_pause_is_stored`, where the report came from:
+    the supervisor restarts the worker, its shard identifies again, and Approve on the card
+    runs the call once, is answered within `ANSWER_WITHIN_S`, posts no second card, and a
+    second click is told who decided.
+    """
+    api = sharded_api
+    gated, gemini = model
+    watcher = await asyncpg.connect(db_url)
+    blocker = await asyncpg.connect(db_url)
+    bot, _, sessions = await start_two_workers(gemini, target, api, db_url, tmp_path)
+
+    def card_posts_here() -> list[Any]:
+        return [
+            r
+            for r in api.requests
+            if r.method == "POST"
+            and r.path.endswith(f"/channels/{CHANNEL_1}/messages")
+            and (r.json or {}).get("components")
+        ]
+
+    try:
+        gated.before_call.arm()
+        await api.send_message(CHANNEL_1, D_ALICE, f"<@{D_BOT}> post widget", mentions=[D_BOT], guild_id=GUILD_1)
+        await gated.before_call.wait_arrived(START_S)
+        holding = blocker.transaction()
+        await holding.start()
+        await blocker.execute("LOCK TABLE checkpoints IN SHARE MODE")
+        gated.before_call.release()
+        await eventually(lambda: statement_waits(watcher, "INSERT INTO checkpoints ("), "a checkpoint write waiting")
+
+        async def card_or_wait() -> bool:
+            recorded = await watcher.fetchval("SELECT count(*) FROM approvals WHERE card_ref IS NOT NULL")
+            return bool(recorded) or b"is not stored yet; its cards wait for it" in bot.stderr
+
+        await eventually(card_or_wait, "the card recorded, or the worker waiting for its pause to be stored")
+        [victim] = worker_pids(bot)[1]
+        os.kill(victim, signal.SIGKILL)
+        await wait_for_condition(lambda: len(worker_pids(bot)[1]) == 2, "worker 1 restarted", timeout=START_S)
+        await lose_waiting(watcher, "INSERT INTO checkpoints (")
+        await holding.rollback()
+        await wait_for_condition(
+            lambda: api.ready_shards().get(1) not in (None, sessions[1]), "shard 1 identified again", timeout=START_S
+        )
+        await card_recorded(db_url)
+        posts = card_posts_here()
+        first = posts[0]
+        approval_ids = {
+            c["custom_id"].split(":")[2] for p in posts for row in p.json["components"] for c in row["components"]
+        }
+        assert len(approval_ids) == 1, f"{len(posts)} cards name different approvals"
+        message_id = first.response["id"]
+        approve = current_custom_id(api, message_id, "approve")
+        clicks = await asyncio.gather(  # a double click: one decision, the other told who decided
+            *(api.click_button(message_id, approve, D_ALICE, guild_id=GUILD_1, channel_id=CHANNEL_1) for _ in range(2))
+        )
+        started = time.monotonic()
+        try:
+            await api.wait_for_request(
+                "POST",
+                rf"/channels/{CHANNEL_1}/messages$",
+                lambda r: str((r.json or {}).get("content", "")).startswith("Result: "),
+                timeout=ANSWER_WITHIN_S,
+            )
+        except TimeoutError:
+            raise AssertionError(
+                f"no answer within {ANSWER_WITHIN_S}s of the Approve ({len(card_posts_here())} cards posted); "
+                f"the workers logged:\n{bot.stderr.decode(errors='replace')}"
+            ) from None
+        assert time.monotonic() - started < ANSWER_WITHIN_S
+        await api.wait_for_request("POST", rf"/webhooks/{D_APP}/.+", timeout=WAIT_S)
+        told = [f for c in clicks for f in api.followups(c.id)]
+        assert [("already approved by" in f["content"]) for f in told] == [True], told
+        [answer] = await answers(api, CHANNEL_1, "Result: ")
+    finally:
+        gated.before_call.release()
+        await blocker.close()
+        await watcher.close()
+        code = await bot.stop()
+    assert code == 0, bot.stderr.decode()
+    assert "widget" in answer
+    assert [r.json for r in target.requests] == [{"name": "widget"}]
+    assert len(card_posts_here()) == len(posts), "no card after the Approve"
