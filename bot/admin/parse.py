@@ -118,8 +118,11 @@ def parse_command(text: str, *, condition_text: Callable[[str], str] | None = No
             decoded, so a typed `<#C1>` (sent as `&lt;#C1&gt;`) is not taken for a mention.
 
     Raises:
-        CommandError: naming what is wrong and showing the subcommand's usage.
+        CommandError: naming what is wrong and showing the subcommand's usage; also for a NUL
+            character anywhere (PostgreSQL text cannot hold U+0000, so it could not be stored).
     """
+    if "\x00" in text:
+        raise CommandError("the command contains a NUL character, which cannot be stored; in a condition write \\u0000")
     head, condition = _split_condition(text.strip())
     if condition is not None and condition_text is not None:
         condition = condition_text(condition)

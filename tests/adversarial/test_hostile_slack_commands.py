@@ -29,6 +29,7 @@ SLACK_MENTIONS = ["<@UBOB|bob>", "<@UCAROL>", "<#C1|general>", "<#C9>", "<!subte
 @example(text="quorum http_request ٣", who=CAROL)
 @example(text="audit limit 99999999999999999999", who=CAROL)
 @example(text="policy \x00 review", who=CAROL)
+@example(text="policy http_request review when args.url == '\x00'", who=CAROL)
 async def test_property_any_command_text_is_answered_privately_and_a_refusal_changes_nothing(
     bot, events, slack, text, who
 ):

@@ -178,3 +178,10 @@ def test_reset_reply_says_what_was_removed_and_what_is_kept():
     assert "approvals and tool runs are kept" in done
     nothing = render(ContextReset(before=_view(exists=False), changed=False), SLACK_MARKUP)
     assert nothing == "Nothing to reset: this conversation has no state yet."
+
+
+@pytest.mark.parametrize("text", ["policy http_request review when args.url == '\x00'", "quorum\x00 2", "\x00"])
+def test_a_nul_character_is_refused_before_anything_is_parsed(text):
+    """PostgreSQL text cannot hold U+0000: the command is refused in words, not failed at the database."""
+    with pytest.raises(CommandError, match="NUL character"):
+        parse_command(text)
