@@ -151,7 +151,8 @@ async def supervise(settings: Settings, workers: int, stop: asyncio.Event) -> No
         settings: the supervisor's settings (the workers read the same environment, plus what
             they share: `DATABASE_URL`, `PORT`, `PROMETHEUS_MULTIPROC_DIR`).
         workers: how many (at least 2; `check_workers` has passed).
-        stop: set on SIGTERM or SIGINT.
+        stop: set on SIGTERM or SIGINT; set during start-up, it cancels the start-up and this
+            returns without starting a worker.
 
     Raises:
         WorkersFailedError: a worker exited with status 2 (its own message is on stderr).
@@ -164,11 +165,28 @@ async def supervise(settings: Settings, workers: int, stop: asyncio.Event) -> No
         # its running siblings use before it is refused.
         holder = _hold_port(settings.server.host, settings.server.port)
         stack.callback(holder.close)
-        url = await resolve_url(settings.database, stack)
-        await migrate(url)
+
+        async def prepare() -> tuple[str, list[dict[str, str]]]:
+            url = await resolve_url(settings.database, stack)
+            await migrate(url)
+            return url, await plan_shards(settings, workers)
+
+        # A signal during start-up (the embedded database starting, `GET /gateway/bot` being
+        # retried) cancels it, as a single `countersign run` does, instead of being noticed
+        # only when the start-up is over.
+        preparing = asyncio.ensure_future(prepare())
+        stopping = asyncio.ensure_future(stop.wait())
+        await asyncio.wait({preparing, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        stopping.cancel()
+        if not preparing.done():
+            log.info("stopping during start-up")
+            preparing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await preparing
+            return
+        url, shard_env = preparing.result()
         port = holder.getsockname()[1]
         metrics_dir = _metrics_dir(stack)
-        shard_env = await plan_shards(settings, workers)
         env = {
             **os.environ,
             "DATABASE_URL": url,

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import signal
+
 import pytest
 
+from tests.e2e.test_discord_shards import discord_env
 from tests.e2e.test_process import bot_env
 from tests.e2e.test_workers import worker_pids
 from tests.support.barriers import wait_until
@@ -43,3 +46,24 @@ async def test_a_second_supervisor_on_a_served_port_is_refused(db_url, gemini, s
         assert "Traceback" not in err
     finally:
         assert await first.stop() == 0, first.stderr.decode()
+
+
+async def test_sigterm_while_the_supervisor_asks_discord_for_its_shards_stops_it_at_once(
+    db_url, gemini, target, discord_api, tmp_path
+):
+    """SIGTERM while GET /gateway/bot is failing (discord.py retries a 500 for about 25 s): exit 0, no worker.
+
+    A single `countersign run` cancels its start-up on a signal; the supervisor must too, not
+    carry on into a start-up error (or into starting workers) long after it was told to stop.
+    """
+    discord_api.fail_next("GET", r"/gateway/bot", status=500, times=100)
+    env = discord_env(gemini, target, discord_api, free_port(), db_url)
+    bot = await BotProcess(env, tmp_path).start()
+    try:
+        await discord_api.wait_for_request("GET", r"/gateway/bot", timeout=60)
+    finally:
+        code = await bot.stop(signal.SIGTERM, timeout=60)
+    err = bot.stderr.decode()
+    assert code == 0, err
+    assert "cannot reach Discord" not in err and "Traceback" not in err, err
+    assert not worker_pids(bot), err
