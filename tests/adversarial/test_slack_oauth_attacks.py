@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from tests.e2e.conftest import SIGNING_SECRET
 from tests.e2e.test_slack_flow import settle
 from tests.e2e.test_slack_oauth_flow import (  # noqa: F401 - fixtures, found by pytest by name
+    STATE_COOKIE,
     Workspace,
     bot,
     browser,
@@ -14,6 +17,7 @@ from tests.e2e.test_slack_oauth_flow import (  # noqa: F401 - fixtures, found by
     installations,
     settings,
     slack,
+    start_install,
     wait_reply,
 )
 from tests.standins.slack_events import SlackEventSender
@@ -52,3 +56,28 @@ async def test_a_workspace_of_an_enterprise_grid_org_is_answered_with_its_token(
         await bolt_listeners_done()
     assert (answer.token, answer.team_id) == (token, GRID.team)
     assert not [c for c in slack.calls if c.error in ("not_authed", "invalid_auth")]
+
+
+async def test_a_forged_code_on_the_redirect_is_refused_and_not_logged(bot, slack, browser, db_url, caplog):  # noqa: F811
+    """Anyone may start an install and come back with a code of their own: a multi-line, 4 kB one.
+
+    The browser gets Bolt's failure page, nothing is stored, and the code (untrusted text; when
+    genuine, a one-time credential) is not copied into the log, where its line breaks would
+    forge log lines in the text format.
+    """
+    caplog.set_level(logging.INFO)
+    _, state = await start_install(browser, bot)
+    forged = "x" * 4000 + "\n2026-12-04 21:00:00,000 CRITICAL bot.audit: approval granted by UADMIN"
+    reply = await browser.get(
+        f"http://127.0.0.1:{bot.port}/slack/oauth_redirect",
+        params={"state": state, "code": forged},
+        headers={"Cookie": f"{STATE_COOKIE}={state}"},
+    )
+    assert reply.status_code == 401 and "invalid_code" in reply.text
+    [exchange] = slack.calls_to("oauth.v2.access")
+    assert exchange.error == "invalid_code"
+    assert await installations(db_url) == {}
+    # the bot's records (httpx's are the test browser's own)
+    logged = [r.getMessage() for r in caplog.records if not r.name.startswith(("httpx", "httpcore"))]
+    assert not [m for m in logged if "CRITICAL bot.audit" in m or "x" * 100 in m], logged
+    assert any("oauth.v2.access" in m and "invalid_code" in m for m in logged), logged
