@@ -6,22 +6,26 @@ import logging
 
 import pytest
 
+from adapters.slack import blocks
 from tests.e2e.conftest import SIGNING_SECRET
-from tests.e2e.test_slack_flow import settle
+from tests.e2e.test_slack_flow import _actions, settle
 from tests.e2e.test_slack_oauth_flow import (  # noqa: F401 - fixtures, found by pytest by name
     STATE_COOKIE,
+    A,
+    B,
     Workspace,
     bot,
     browser,
     install,
     installations,
+    sender,
     settings,
     slack,
     start_install,
     wait_reply,
 )
 from tests.standins.slack_events import SlackEventSender
-from tests.support.barriers import bolt_listeners_done
+from tests.support.barriers import GENEROUS_S, bolt_listeners_done
 
 pytestmark = pytest.mark.e2e
 
@@ -81,3 +85,58 @@ async def test_a_forged_code_on_the_redirect_is_refused_and_not_logged(bot, slac
     logged = [r.getMessage() for r in caplog.records if not r.name.startswith(("httpx", "httpcore"))]
     assert not [m for m in logged if "CRITICAL bot.audit" in m or "x" * 100 in m], logged
     assert any("oauth.v2.access" in m and "invalid_code" in m for m in logged), logged
+
+
+async def test_a_click_signed_for_another_workspace_cannot_decide_a_card(bot, slack, browser, db_url, target):  # noqa: F811
+    """Both workspaces installed; A's card is clicked in payloads naming team B (B's user, then A's user id).
+
+    The app has one signing secret for every workspace, so such a payload is correctly signed;
+    the clicker is of workspace B and the card is A's: refused each time, nothing runs, and A's
+    requester can still approve.
+    """
+    await install(browser, bot, slack, A)
+    await install(browser, bot, slack, B)
+    async with sender(bot, A) as events_a, sender(bot, B) as events_b:
+        mention = await events_a.app_mention(A.channel, A.person, f"<@{A.bot_user}> post widget")
+        [post] = await slack.wait_for("chat.postMessage", lambda a: bool(_actions(a.get("blocks"))), timeout=GENEROUS_S)
+        card_ts = post.response["ts"]
+        approve = _actions(post.args["blocks"])[0]["elements"][0]
+        for person in (B.person, A.person):
+            click = await events_b.block_actions(
+                person,
+                A.channel,
+                card_ts,
+                blocks.ACTION_APPROVE,
+                approve["value"],
+                slack.new_trigger_id(),
+                thread_ts=mention.ts,
+            )
+            assert click.status == 200
+        await bolt_listeners_done()
+        await settle(bot)
+        assert target.requests == []
+        assert bot.runtime is not None
+        pool = bot.runtime.database.pool
+        assert await pool.fetchval("SELECT status FROM approvals") == "pending"
+        # each refusal is audited on A's card, naming the clicker's own workspace (B), not A's
+        refusals = await pool.fetch(
+            "SELECT actor_id, workspace_id, reason, detail->>'actor_workspace_id' AS actor_workspace "
+            "FROM audit_log WHERE kind = 'refused'"
+        )
+        assert sorted(tuple(r) for r in refusals) == sorted(
+            [(B.person, A.team, "other_workspace", B.team), (A.person, A.team, "other_workspace", B.team)]
+        ), refusals
+        # the card's own requester, in its own workspace, still decides it
+        await events_a.block_actions(
+            A.person,
+            A.channel,
+            card_ts,
+            blocks.ACTION_APPROVE,
+            approve["value"],
+            slack.new_trigger_id(),
+            thread_ts=mention.ts,
+        )
+        await wait_reply(slack, mention.ts, "Result: ")
+        await settle(bot)
+        await bolt_listeners_done()
+    assert [r.json for r in target.requests] == [{"name": "widget"}]
