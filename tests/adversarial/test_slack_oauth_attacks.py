@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 
+import httpx
 import pytest
 
 from adapters.slack import blocks
@@ -140,3 +141,26 @@ async def test_a_click_signed_for_another_workspace_cannot_decide_a_card(bot, sl
         await settle(bot)
         await bolt_listeners_done()
     assert [r.json for r in target.requests] == [{"name": "widget"}]
+
+
+async def test_an_error_or_an_oversized_redirect_changes_nothing(bot, slack, browser, db_url):  # noqa: F811
+    """`?error=<script>...` (the user cancelled, or a forged link) gets Bolt's failure page with the text escaped;
+    a 20 kB code is refused by the HTTP server; neither exchanges a code or stores anything, and
+    the browser's state still completes its install afterwards.
+    """
+    authorize, state = await start_install(browser, bot)
+    redirect = f"http://127.0.0.1:{bot.port}/slack/oauth_redirect"
+    cookie = {"Cookie": f"{STATE_COOKIE}={state}"}
+    cancelled = await browser.get(
+        redirect, params={"error": "<script>alert(1)</script>", "state": state}, headers=cookie
+    )
+    assert cancelled.status_code == 200
+    assert "<script>" not in cancelled.text and "alert(1)" in cancelled.text  # shown, escaped
+    huge = await browser.get(redirect, params={"code": "c" * 20_000, "state": state}, headers=cookie)
+    assert 400 <= huge.status_code < 500
+    assert slack.calls_to("oauth.v2.access") == []
+    assert await installations(db_url) == {}
+    allowed = await browser.get(str(httpx.URL(authorize).copy_merge_params({"team": A.team})))
+    done = await browser.get(allowed.headers["location"], headers=cookie)
+    assert done.status_code == 200, done.text
+    assert set(await installations(db_url)) == {A.team}
