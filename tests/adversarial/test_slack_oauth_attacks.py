@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import io
+import json
 import logging
 
 import httpx
 import pytest
 
 from adapters.slack import blocks
+from countersign.logs import _QUIET, _formatter
 from tests.e2e.conftest import SIGNING_SECRET
 from tests.e2e.test_slack_flow import _actions, settle
 from tests.e2e.test_slack_oauth_flow import (  # noqa: F401 - fixtures, found by pytest by name
@@ -164,3 +167,41 @@ async def test_an_error_or_an_oversized_redirect_changes_nothing(bot, slack, bro
     done = await browser.get(allowed.headers["location"], headers=cookie)
     assert done.status_code == 200, done.text
     assert set(await installations(db_url)) == {A.team}
+
+
+async def test_json_logs_of_installs_and_uninstalls_hold_no_token_or_secret(bot, slack, browser, db_url):  # noqa: F811
+    """LOG_FORMAT=json at INFO, libraries at WARNING as `countersign.logs` sets them: install A, answer,
+    refuse a forged code, uninstall A and fail to answer it. No bot token, no client secret in any line."""
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(_formatter("json"))
+    root = logging.getLogger()
+    levels = {name: logging.getLogger(name).level for name in ("", *_QUIET)}
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    for name in _QUIET:
+        logging.getLogger(name).setLevel(logging.WARNING)
+    try:
+        await install(browser, bot, slack, A)
+        _, state = await start_install(browser, bot)
+        await browser.get(
+            f"http://127.0.0.1:{bot.port}/slack/oauth_redirect",
+            params={"state": state, "code": "forged"},
+            headers={"Cookie": f"{STATE_COOKIE}={state}"},
+        )
+        async with sender(bot, A) as events_a:
+            mention = await events_a.app_mention(A.channel, A.person, f"<@{A.bot_user}> hello")
+            await wait_reply(slack, mention.ts, "You said: hello")
+            slack.revoke(A.team)
+            await events_a.event({"type": "app_uninstalled"})
+            await bolt_listeners_done()
+            await settle(bot)
+    finally:
+        root.removeHandler(handler)
+        for name, level in levels.items():
+            logging.getLogger(name).setLevel(level)
+    lines = stream.getvalue().splitlines()
+    assert lines and all(json.loads(line) for line in lines)
+    secrets_ = [*slack.tokens_of(A.team), slack.client_secret]
+    leaked = [line for line in lines for secret in secrets_ if secret in line]
+    assert not leaked, leaked
