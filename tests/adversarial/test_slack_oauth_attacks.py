@@ -29,7 +29,7 @@ from tests.e2e.test_slack_oauth_flow import (  # noqa: F401 - fixtures, found by
     wait_reply,
 )
 from tests.standins.slack_events import SlackEventSender
-from tests.support.barriers import GENEROUS_S, bolt_listeners_done
+from tests.support.barriers import GENEROUS_S, bolt_listeners_done, wait_until_async
 
 pytestmark = pytest.mark.e2e
 
@@ -205,3 +205,43 @@ async def test_json_logs_of_installs_and_uninstalls_hold_no_token_or_secret(bot,
     secrets_ = [*slack.tokens_of(A.team), slack.client_secret]
     leaked = [line for line in lines for secret in secrets_ if secret in line]
     assert not leaked, leaked
+
+
+async def test_a_card_pending_when_its_workspace_uninstalls_expires_without_a_storm(bot, slack, browser, db_url):  # noqa: F811
+    """A's card waits; A uninstalls; the card expires. The expiry is recorded once, the few posts
+    Slack refuses (no token) are not retried in a loop: the run's outcome is left to the
+    upkeep's backoff (half a minute and more), and the bot stays healthy and serves B."""
+    await install(browser, bot, slack, A)
+    await install(browser, bot, slack, B)
+    async with sender(bot, A) as events_a, sender(bot, B) as events_b:
+        await events_a.app_mention(A.channel, A.person, f"<@{A.bot_user}> post widget")
+        await slack.wait_for("chat.postMessage", lambda a: bool(_actions(a.get("blocks"))), timeout=GENEROUS_S)
+        await settle(bot)
+        slack.revoke(A.team)
+        assert (await events_a.event({"type": "app_uninstalled"})).status == 200
+        await bolt_listeners_done()
+        assert bot.runtime is not None
+        pool = bot.runtime.database.pool
+        await pool.execute("UPDATE approvals SET expires_at = now() - interval '1 second'")
+
+        async def given_up_for_now() -> bool:
+            return bool(
+                await pool.fetchval(
+                    "SELECT count(*) FROM conversations WHERE workspace_id = $1 AND retry_at IS NOT NULL", A.team
+                )
+            )
+
+        await wait_until_async(given_up_for_now, "the expired run's outcome left to the upkeep")
+        await settle(bot)
+        assert await pool.fetchval("SELECT status FROM approvals") == "expired"
+        assert await pool.fetchval("SELECT count(*) FROM audit_log WHERE kind = 'expiry'") == 1
+        retry_in = await pool.fetchval(
+            "SELECT extract(epoch FROM retry_at - now()) FROM conversations WHERE workspace_id = $1", A.team
+        )
+        assert retry_in > 10, f"the outcome is retried again in {retry_in:.1f} s"
+        refused = [c for c in slack.calls if c.error == "not_authed"]
+        assert 0 < len(refused) <= 8, [(c.method, c.error) for c in refused]
+        later_b = await events_b.app_mention(B.channel, B.person, f"<@{B.bot_user}> still here")
+        await wait_reply(slack, later_b.ts, "You said: still here")
+        await settle(bot)
+        await bolt_listeners_done()
