@@ -245,3 +245,36 @@ async def test_a_card_pending_when_its_workspace_uninstalls_expires_without_a_st
         await wait_reply(slack, later_b.ts, "You said: still here")
         await settle(bot)
         await bolt_listeners_done()
+
+
+async def test_a_card_pending_across_a_reinstall_is_decided_with_the_new_token(bot, slack, browser, db_url, target):  # noqa: F811
+    """A's card waits; A uninstalls (its token revoked) and installs again: the requester's Approve
+    runs the call once and the card is redrawn with the new token, not the revoked one."""
+    await install(browser, bot, slack, A)
+    async with sender(bot, A) as events_a:
+        mention = await events_a.app_mention(A.channel, A.person, f"<@{A.bot_user}> post widget")
+        [post] = await slack.wait_for("chat.postMessage", lambda a: bool(_actions(a.get("blocks"))), timeout=GENEROUS_S)
+        await settle(bot)
+        [old_token] = slack.tokens_of(A.team)
+        slack.revoke(A.team)
+        assert (await events_a.event({"type": "app_uninstalled"})).status == 200
+        await bolt_listeners_done()
+        await install(browser, bot, slack, A)
+        new_token = (await installations(db_url))[A.team]
+        assert new_token != old_token
+        approve = _actions(post.args["blocks"])[0]["elements"][0]
+        await events_a.block_actions(
+            A.person,
+            A.channel,
+            post.response["ts"],
+            blocks.ACTION_APPROVE,
+            approve["value"],
+            slack.new_trigger_id(),
+            thread_ts=mention.ts,
+        )
+        answer = await wait_reply(slack, mention.ts, "Result: ")
+        [update] = await slack.wait_for("chat.update", lambda a: a.get("ts") == post.response["ts"], timeout=GENEROUS_S)
+        await settle(bot)
+        await bolt_listeners_done()
+    assert (answer.token, update.token) == (new_token, new_token)
+    assert [r.json for r in target.requests] == [{"name": "widget"}]

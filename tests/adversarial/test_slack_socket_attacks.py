@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from adapters.slack import blocks
-from tests.e2e.conftest import ALICE, CHANNEL
+from tests.e2e.conftest import ALICE, CHANNEL, TEAM
 from tests.e2e.test_slack_flow import click, settle, wait_answer, wait_card
 from tests.e2e.test_slack_socket_mode import (  # noqa: F401 - fixtures, found by pytest by name
     _is_ready,
@@ -46,3 +46,23 @@ async def test_an_approve_click_delivered_twice_is_applied_once(bot, events, sla
     assert bot.runtime is not None
     pool = bot.runtime.database.pool
     assert await pool.fetchval("SELECT count(*) FROM audit_log WHERE kind = 'decision'") == 1
+
+
+async def test_a_click_on_an_unknown_approval_over_the_socket_is_refused_to_the_clicker(bot, events, slack, target):  # noqa: F811
+    """An interactive envelope naming an approval id nobody issued: acked, the clicker told, nothing changes."""
+    payload = {
+        "type": "block_actions",
+        "team": {"id": TEAM},
+        "user": {"id": ALICE, "team_id": TEAM},
+        "channel": {"id": CHANNEL},
+        "trigger_id": slack.new_trigger_id(),
+        "actions": [{"action_id": blocks.ACTION_APPROVE, "value": "f" * 32, "block_id": "x", "type": "button"}],
+    }
+    sent = await slack.socket.deliver("interactive", payload, timeout=GENEROUS_S)
+    await slack.socket.wait_acked(sent.envelope_id, timeout=GENEROUS_S)
+    [notice] = await slack.wait_for("chat.postEphemeral", lambda a: a.get("user") == ALICE, timeout=GENEROUS_S)
+    assert "can't find this approval" in notice.args["text"]
+    await settle(bot)
+    assert target.requests == []
+    assert bot.runtime is not None
+    assert await bot.runtime.database.pool.fetchval("SELECT count(*) FROM audit_log WHERE kind = 'decision'") == 0
