@@ -307,6 +307,12 @@ class Decider:
     async def _refused(
         self, approval: ApprovalRecord, actor: Actor, outcome: str, reason: str, *, attempted: str | None = None
     ) -> None:
+        """Log, count and audit a refused decision.
+
+        The row's workspace is the approval's; a clicker of another workspace (a Slack app
+        installed in several signs every workspace's payloads alike) has theirs in
+        `detail["actor_workspace_id"]`, so the row names who was refused, not a namesake.
+        """
         log.info(
             "refused %s on approval %s for %s: %s (thread_id=%s)",
             attempted or "decision",
@@ -323,6 +329,13 @@ class Decider:
                 outcome,
                 actor=actor,
                 reason=reason,
-                detail={"attempted": attempted} if attempted else {},
+                detail={
+                    **({"attempted": attempted} if attempted else {}),
+                    **(
+                        {"actor_workspace_id": actor.workspace_id}
+                        if actor.workspace_id != approval.workspace_id
+                        else {}
+                    ),
+                },
             )
         )

@@ -151,21 +151,42 @@ async def supervise(settings: Settings, workers: int, stop: asyncio.Event) -> No
         settings: the supervisor's settings (the workers read the same environment, plus what
             they share: `DATABASE_URL`, `PORT`, `PROMETHEUS_MULTIPROC_DIR`).
         workers: how many (at least 2; `check_workers` has passed).
-        stop: set on SIGTERM or SIGINT.
+        stop: set on SIGTERM or SIGINT; set during start-up, it cancels the start-up and this
+            returns without starting a worker.
 
     Raises:
         WorkersFailedError: a worker exited with status 2 (its own message is on stderr).
-        ConfigurationError: HOST:PORT cannot be bound.
+        ConfigurationError: HOST:PORT cannot be bound, or another process already listens on it
+            (`_hold_port`).
         DatabaseUnavailableError: the database cannot be reached or the embedded one started.
     """
     async with AsyncExitStack() as stack:
-        url = await resolve_url(settings.database, stack)
-        await migrate(url)
+        # The port first: a second supervisor on a served port must not migrate the database
+        # its running siblings use before it is refused.
         holder = _hold_port(settings.server.host, settings.server.port)
         stack.callback(holder.close)
+
+        async def prepare() -> tuple[str, list[dict[str, str]]]:
+            url = await resolve_url(settings.database, stack)
+            await migrate(url)
+            return url, await plan_shards(settings, workers)
+
+        # A signal during start-up (the embedded database starting, `GET /gateway/bot` being
+        # retried) cancels it, as a single `countersign run` does, instead of being noticed
+        # only when the start-up is over.
+        preparing = asyncio.ensure_future(prepare())
+        stopping = asyncio.ensure_future(stop.wait())
+        await asyncio.wait({preparing, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        stopping.cancel()
+        if not preparing.done():
+            log.info("stopping during start-up")
+            preparing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await preparing
+            return
+        url, shard_env = preparing.result()
         port = holder.getsockname()[1]
         metrics_dir = _metrics_dir(stack)
-        shard_env = await plan_shards(settings, workers)
         env = {
             **os.environ,
             "DATABASE_URL": url,
@@ -180,10 +201,27 @@ async def supervise(settings: Settings, workers: int, stop: asyncio.Event) -> No
 def _hold_port(host: str, port: int) -> socket.socket:
     """A socket bound to HOST:PORT with SO_REUSEPORT that never listens (see the module docstring).
 
+    SO_REUSEPORT lets any process of the same user bind the port too, so a second supervisor
+    (or an orphaned worker of an earlier one) would otherwise share it silently, the kernel
+    splitting Slack's requests between two bots. A port some socket already listens on is
+    therefore refused first: a probe bound without SO_REUSEPORT (SO_REUSEADDR only, so sockets
+    left in TIME_WAIT do not count) fails exactly then. A supervisor still starting, whose
+    workers do not listen yet, is not seen.
+
     Raises:
-        ConfigurationError: the address cannot be bound.
+        ConfigurationError: the address cannot be bound, or something already listens on it.
     """
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    if port != 0:
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind((host, port))
+            except OSError as exc:
+                raise ConfigurationError(
+                    f"cannot listen on {host}:{port} (HOST, PORT): {exc.strerror or exc} "
+                    "(another countersign run, or its workers, may still serve it)"
+                ) from None
     holder = socket.socket(family, socket.SOCK_STREAM)
     try:
         holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

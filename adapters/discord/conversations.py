@@ -85,6 +85,23 @@ def clicker_actor(interaction: discord.Interaction[Any]) -> Actor:
     )
 
 
+async def known_guild(client: discord.Client, guild_id: str) -> discord.Guild | None:
+    """The guild from this process's cache, else `GET /guilds/{id}` (its roles and owner included).
+
+    A process caches only the guilds of the shards it runs; any other guild the bot is in is
+    still one REST call away. None when `guild_id` is no guild id or the bot is not in it.
+    """
+    if not guild_id.isdecimal():
+        return None
+    guild = client.get_guild(int(guild_id))
+    if guild is not None:
+        return guild
+    try:
+        return await client.fetch_guild(int(guild_id), with_counts=False)
+    except (discord.NotFound, discord.Forbidden):
+        return None
+
+
 async def member_actor(client: discord.Client, guild_id: str, user: discord.abc.User) -> Actor | None:
     """`user` as a member of the guild `guild_id`, for a click that came without a guild.
 
@@ -92,11 +109,15 @@ async def member_actor(client: discord.Client, guild_id: str, user: discord.abc.
     approval belongs to a guild, and the clicker's standing there (Manage Server, roles) is
     fetched with `GET /guilds/{id}/members/{user}`, which needs no privileged intent.
 
+    Every DM reaches shard 0, so the process handling the click may not run the guild's shard
+    (replicas or workers split them, docs/decisions/0018): the guild is then read over REST
+    (`known_guild`), not taken as unknown.
+
     Returns:
         The actor in that guild, or None when the bot is not in it or the user is not a member
         (the core then refuses the click as coming from another server).
     """
-    guild = client.get_guild(int(guild_id)) if guild_id.isdecimal() else None
+    guild = await known_guild(client, guild_id)
     if guild is None:
         return None
     try:

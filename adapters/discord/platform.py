@@ -13,7 +13,7 @@ from adapters.chunking import split_message
 from adapters.discord import messages as msg
 from adapters.discord.buttons import card_view
 from adapters.discord.cards import card_embed
-from adapters.discord.conversations import DM, target_channel_id
+from adapters.discord.conversations import DM, known_guild, target_channel_id
 from adapters.display import model_failed_text, progress_line, shows_something
 from bot.conversation import Actor, ConversationRef
 from bot.ports import (
@@ -132,10 +132,18 @@ class DiscordPlatform:
                 await progress.clear()
 
     async def is_admin(self, actor: Actor) -> bool:
-        """Manage Server in the actor's guild; never in a DM."""
+        """Manage Server in the actor's guild; never in a DM.
+
+        The guild may be on a shard another process runs (a DM click reaches shard 0): it is
+        then read over REST (`known_guild`).
+        """
         if actor.workspace_id == DM:
             return False
-        guild = self._client.get_guild(int(actor.workspace_id))
+        try:
+            guild = await known_guild(self._client, actor.workspace_id)
+        except discord.HTTPException:
+            log.warning("could not fetch guild %s", actor.workspace_id)
+            return False
         if guild is None:
             return False
         try:

@@ -61,6 +61,25 @@ def _not_the_refused_body(record: logging.LogRecord) -> bool:
 
 logging.getLogger("slack_bolt.RequestVerification").addFilter(_not_the_refused_body)
 
+_REFUSED_CODE = "Failed to fetch oauth.v2.access result with code: "
+_SLACK_ERROR = re.compile(r"'error': '([a-z0-9_]{1,64})'")
+
+
+def _without_the_code(record: logging.LogRecord) -> bool:
+    # Bolt's OAuth flow logs a code Slack refused verbatim (at WARNING). Anyone can start an
+    # install and come back to /slack/oauth_redirect with a code of their own: up to 8 kB of
+    # text whose line breaks would forge log lines, and a genuine code is a one-time
+    # credential. The line keeps only Slack's error code.
+    message = record.getMessage()
+    if message.startswith(_REFUSED_CODE):
+        found = _SLACK_ERROR.findall(message)
+        record.msg = "refused an OAuth redirect: Slack did not accept its code (oauth.v2.access: %s)"
+        record.args = (found[-1] if found else "no reason given",)
+    return True
+
+
+logging.getLogger("slack_bolt.AsyncApp").addFilter(_without_the_code)
+
 EVENTS_PATH = "/slack/events"
 INSTALL_PATH = "/slack/install"
 REDIRECT_PATH = "/slack/oauth_redirect"
@@ -228,7 +247,8 @@ class SlackAdapter:
         """`GET /slack/oauth_redirect`: Bolt checks the state, exchanges the code, saves the installation.
 
         A missing, unknown, used or expired state, or a browser without the state cookie, gets
-        Bolt's failure page (400) and nothing is stored.
+        Bolt's failure page (400) and nothing is stored. So does a code Slack refuses (401);
+        its warning names Slack's error, never the code (`_without_the_code`).
         """
         flow = self.app.oauth_flow
         if flow is None:  # pragma: no cover - the route exists only in OAuth mode

@@ -115,7 +115,10 @@ class PostgresInstallationStore(AsyncInstallationStore):
         team_id: str | None,
         is_enterprise_install: bool | None = False,
     ) -> Bot | None:
-        """The workspace's bot, or None when the app is not installed there (or was uninstalled)."""
+        """The workspace's bot, or None when the app is not installed there (or was uninstalled).
+
+        `enterprise_id` None finds the workspace by team id alone, in or outside an org (`_find`).
+        """
         row = await self._find(enterprise_id, team_id, is_enterprise_install)
         return None if row is None else _bot(row)
 
@@ -170,8 +173,22 @@ class PostgresInstallationStore(AsyncInstallationStore):
     async def _find(
         self, enterprise_id: str | None, team_id: str | None, is_enterprise_install: bool | None
     ) -> asyncpg.Record | None:
+        """The row of the workspace (or of the org, for an org-wide install).
+
+        Without an enterprise id a workspace is found by its team id whatever org it belongs
+        to: the adapter's own calls (`WorkspaceClients`) know only the team id, while a
+        workspace of an Enterprise Grid org is stored under its enterprise id too. Team ids
+        are unique across Slack, so this finds no other workspace.
+        """
         enterprise_key, team_key = _key(enterprise_id, team_id, is_enterprise_install)
-        row: asyncpg.Record | None = await self._pool.fetchrow(
+        if enterprise_id is None and team_key:
+            row: asyncpg.Record | None = await self._pool.fetchrow(
+                f"SELECT {_COLUMNS} FROM slack_installations WHERE team_key = $1 "  # noqa: S608
+                "ORDER BY enterprise_key LIMIT 1",
+                team_key,
+            )
+            return row
+        row = await self._pool.fetchrow(
             f"SELECT {_COLUMNS} FROM slack_installations WHERE enterprise_key = $1 AND team_key = $2",  # noqa: S608
             enterprise_key,
             team_key,

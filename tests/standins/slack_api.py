@@ -97,6 +97,7 @@ class _Workspace:
     bot_user_id: str
     bot_id: str
     installer: str
+    enterprise_id: str | None = None
 
 
 class _ApiError(Exception):
@@ -392,10 +393,13 @@ class SlackApiStandIn:
         bot_user_id: str | None = None,
         bot_id: str | None = None,
         installer: str = "UINSTALLER",
+        enterprise_id: str | None = None,
     ) -> None:
         """Register a workspace the app can be installed into through ``/oauth/v2/authorize``.
 
-        Its bot user is registered like the default one (``users.info`` finds it).
+        Its bot user is registered like the default one (``users.info`` finds it). With
+        `enterprise_id` the workspace belongs to that Enterprise Grid org: `oauth.v2.access`
+        names it in `enterprise` (the install is still the workspace's, not org-wide).
         """
         workspace = _Workspace(
             team_id=team_id,
@@ -404,6 +408,7 @@ class SlackApiStandIn:
             bot_user_id=bot_user_id or f"UBOT{team_id}",
             bot_id=bot_id or f"BBOT{team_id}",
             installer=installer,
+            enterprise_id=enterprise_id,
         )
         self._workspaces[team_id] = workspace
         self.add_user(workspace.bot_user_id, name=self.bot_name, real_name=self.bot_name, is_bot=True)
@@ -739,7 +744,11 @@ class SlackApiStandIn:
             "access_token": token,
             "bot_user_id": workspace.bot_user_id,
             "team": {"id": team, "name": workspace.team_name},
-            "enterprise": None,
+            "enterprise": (
+                None
+                if workspace.enterprise_id is None
+                else {"id": workspace.enterprise_id, "name": f"Org {workspace.enterprise_id}"}
+            ),
             "is_enterprise_install": False,
         }
         return 200, body, {}

@@ -92,6 +92,9 @@ class SlackEventSender:
         bot_user_id: The installing bot user, reported in ``authorizations``.
         verification_token: The deprecated ``token`` Slack still puts in payloads.
         team_domain: The workspace subdomain put in interaction payloads.
+        enterprise_id: The Enterprise Grid org the workspace belongs to (``E...``), put in
+            events as Slack does (``enterprise_id``, ``context_enterprise_id``,
+            ``authorizations``); None for a workspace outside any org.
         timeout: Seconds to wait for the app to answer (generous: a form's answer needs the database).
     """
 
@@ -105,6 +108,7 @@ class SlackEventSender:
         bot_user_id: str = "UBOT",
         verification_token: str = "verification-token",  # noqa: S107 - a fake legacy token
         team_domain: str = "standin",
+        enterprise_id: str | None = None,
         timeout: float = 60.0,
     ) -> None:
         self.url = url
@@ -114,6 +118,7 @@ class SlackEventSender:
         self.bot_user_id = bot_user_id
         self.verification_token = verification_token
         self.team_domain = team_domain
+        self.enterprise_id = enterprise_id
         self._timeout = timeout
         self._client: httpx.AsyncClient | None = None
         self._ids = itertools.count(1)
@@ -358,15 +363,16 @@ class SlackEventSender:
             "token": self.verification_token,
             "team_id": self.team_id,
             "context_team_id": self.team_id,
-            "context_enterprise_id": None,
+            "context_enterprise_id": self.enterprise_id,
             "api_app_id": self.api_app_id,
             "event": event,
             "type": "event_callback",
             "event_id": event_id,
+            **({"enterprise_id": self.enterprise_id} if self.enterprise_id else {}),
             "event_time": int(time.time()),
             "authorizations": [
                 {
-                    "enterprise_id": None,
+                    "enterprise_id": self.enterprise_id,
                     "team_id": self.team_id,
                     "user_id": self.bot_user_id,
                     "is_bot": True,
