@@ -24,7 +24,6 @@ METHOD_SCOPES = {
     "usergroups_users_list": "usergroups:read",
     "auth_test": None,
     "apps_connections_open": None,  # the app-level token's connections:write, not a bot scope
-    "is_connected": None,  # slack_sdk's Socket Mode client (adapters/slack/socket_mode.py), not a Web API call
 }
 # Event subscription -> the scope it requires.
 EVENT_SCOPES = {
