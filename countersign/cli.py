@@ -50,6 +50,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ()))
+        if where == "COUNTERSIGN_WORKERS" and getattr(args, "workers", None) is not None:
+            where = "--workers"
         print(f"countersign: invalid setting {where}: {first['msg']}", file=sys.stderr)
         return 2
     configure_logging(settings.server.log_level, settings.server.log_format)
