@@ -182,12 +182,21 @@ async def supervise(settings: Settings, workers: int, stop: asyncio.Event) -> No
 def _hold_port(host: str, port: int) -> socket.socket:
     """A socket bound to HOST:PORT with SO_REUSEPORT that never listens (see the module docstring).
 
+    A socket without SO_REUSEPORT is bound first, and closed: with SO_REUSEPORT alone the bind
+    would succeed beside another server of the same user listening with SO_REUSEPORT (a second
+    `countersign run --workers`, perhaps on another database), and the kernel would split
+    Slack's requests between the two.
+
     Raises:
-        ConfigurationError: the address cannot be bound.
+        ConfigurationError: the address cannot be bound (or is served already).
     """
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     holder = socket.socket(family, socket.SOCK_STREAM)
     try:
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TIME_WAIT of an earlier run is fine
+            probe.bind((host, port))
+            port = probe.getsockname()[1]
         holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         holder.bind((host, port))
