@@ -201,10 +201,10 @@ async def test_a_port_another_server_listens_on_with_so_reuseport_is_refused(db_
         env = bot_env(gemini, slack, target, port, DATABASE_URL=db_url, COUNTERSIGN_WORKERS="2")
         bot = await BotProcess(env, tmp_path).start()
         try:
-            code = await bot.wait(timeout=120)
-        finally:
+            code = await bot.wait(timeout=60)
+        finally:  # within pytest's 120 s: a bot that did start is stopped, not left running
             if bot.proc is not None and bot.proc.returncode is None:
-                await bot.stop(timeout=120)
+                await bot.stop(timeout=30)
     last = bot.stderr.decode().strip().splitlines()[-1]
     assert code == 2, bot.stderr.decode()
     assert last.startswith(f"countersign: cannot listen on 127.0.0.1:{port} (HOST, PORT):"), last
