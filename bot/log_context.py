@@ -10,6 +10,7 @@ inherit the marks of the run that started them.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -18,6 +19,9 @@ _THREAD: ContextVar[str | None] = ContextVar("countersign_thread_id", default=No
 _SUBAGENT: ContextVar[str | None] = ContextVar("countersign_subagent", default=None)
 _APPROVAL: ContextVar[str | None] = ContextVar("countersign_approval_id", default=None)
 _EVENT: ContextVar[str | None] = ContextVar("countersign_event_id", default=None)
+
+_NAMED_THREAD = re.compile(r"\bthread_id=([^\s)]+)")
+"""A `thread_id=...` a message names itself (many lines logged outside a run do)."""
 
 FIELDS = ("thread_id", "subagent", "approval_id", "event_id")
 """The record attributes `ConversationFilter` sets (None outside a mark); `LOG_FORMAT=json`
@@ -55,18 +59,21 @@ class ConversationFilter(logging.Filter):
     """Sets `record.conversation` to ` (thread_id=... subagent=...)`, or "" outside a run.
 
     A line that already names its `thread_id` gets only the subagent. Also sets each of
-    `FIELDS` as a record attribute, for structured output.
+    `FIELDS` as a record attribute, for structured output; outside a run, `thread_id` is the
+    one the message names, if any.
     """
 
     def filter(self, record: logging.LogRecord) -> bool:
         """Add the `conversation` attribute and `FIELDS`; never drops a record."""
         thread_id, subagent = _THREAD.get(), _SUBAGENT.get()
-        record.thread_id = thread_id
+        message = record.getMessage()
+        named = _NAMED_THREAD.search(message) if "thread_id=" in message else None
+        record.thread_id = thread_id or (named.group(1) if named else None)
         record.subagent = subagent
         record.approval_id = _APPROVAL.get()
         record.event_id = _EVENT.get()
         parts = []
-        if thread_id and "thread_id=" not in record.getMessage():
+        if thread_id and named is None:
             parts.append(f"thread_id={thread_id}")
         if subagent:
             parts.append(f"subagent={subagent}")

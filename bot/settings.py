@@ -38,7 +38,8 @@ class DatabaseSettings(BaseSettings):
     data_dir: Path = Field(default=Path(".countersign"), validation_alias="COUNTERSIGN_DATA_DIR")
     """Data directory; the embedded server keeps its files in `<data_dir>/pgdata`."""
     pool_max_size: int = Field(default=10, ge=2, le=200, validation_alias="DATABASE_POOL_SIZE")
-    """Connections per pool (one asyncpg pool for our tables, one psycopg pool for the saver)."""
+    """Connections per pool (three: asyncpg for our tables, asyncpg for the conversation locks,
+    psycopg for the saver)."""
     connect_timeout_s: float = Field(default=10.0, gt=0)
     prepared_statements: bool = Field(default=True, validation_alias="DATABASE_PREPARED_STATEMENTS")
     """False behind a transaction-mode connection pooler (PgBouncer before 1.21, or without
@@ -260,8 +261,8 @@ class DiscordSettings(BaseSettings):
     under `countersign run --workers`)."""
     shard_ids: Annotated[tuple[int, ...] | None, NoDecode] = Field(default=None, validation_alias="DISCORD_SHARD_IDS")
     """The shards this process (or these workers) run, comma-separated (`0,1`); each within
-    `0..DISCORD_SHARD_COUNT-1`, no repeats; needs `DISCORD_SHARD_COUNT`. `none`: this process
-    opens no gateway session and only posts (REST). Unset: every shard."""
+    `0..DISCORD_SHARD_COUNT-1`, no repeats; needs `DISCORD_SHARD_COUNT`. `none` (no count
+    needed): this process opens no gateway session and only posts (REST). Unset: every shard."""
 
     @field_validator("token", "shard_count", mode="before")
     @classmethod
@@ -284,8 +285,8 @@ class DiscordSettings(BaseSettings):
     @classmethod
     def _shard_ids_fit_the_count(cls, value: tuple[int, ...] | None, info: ValidationInfo) -> tuple[int, ...] | None:
         # Discord's Gateway docs, "Sharding": shard ids are 0..num_shards-1, each run once.
-        if value is None:
-            return None
+        if value is None or value == ():
+            return value  # `none` opens no gateway session: it needs no shard count
         count = info.data.get("shard_count")
         if count is None:
             raise ValueError("DISCORD_SHARD_IDS needs DISCORD_SHARD_COUNT (the shard count of the whole bot)")

@@ -50,7 +50,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ()))
-        print(f"countersign: invalid setting {where}: {first['msg']}", file=sys.stderr)
+        if where == "COUNTERSIGN_WORKERS" and getattr(args, "workers", None) is not None:
+            where = "--workers"
+        message = first["msg"].removeprefix("Value error, ")  # pydantic's prefix to our validators' own words
+        print(f"countersign: invalid setting {where}: {message}", file=sys.stderr)
         return 2
     configure_logging(settings.server.log_level, settings.server.log_format)
     try:

@@ -20,6 +20,9 @@ _QUIET = (
     "aiohttp.access",
     "yoyo",  # one INFO line per migration step
 )
+_NO_DEBUG = ("discord",)
+"""Libraries whose INFO lines are useful but whose DEBUG lines hold payloads: discord.py logs
+every gateway event and REST body whole (messages, interaction tokens) at DEBUG."""
 
 
 def configure_logging(level: str, log_format: str = "text") -> None:
@@ -38,6 +41,8 @@ def configure_logging(level: str, log_format: str = "text") -> None:
     logging.basicConfig(level=level.upper(), handlers=[handler])
     for name in _QUIET:
         logging.getLogger(name).setLevel(logging.WARNING)
+    for name in _NO_DEBUG:
+        logging.getLogger(name).setLevel(max(logging.INFO, logging.getLevelName(level.upper())))
 
 
 def _formatter(log_format: str) -> logging.Formatter:

@@ -45,12 +45,18 @@ async def serve(settings: Settings) -> None:
     Raises:
         ConfigurationError: a platform is only half configured (e.g. a Slack bot token with
             neither a signing secret nor an app token); the tools module, the subagents file or
-            SMTP_URL cannot be used (checked first); no platform is configured and stdin
+            SMTP_URL cannot be used (checked first); several workers are asked for without Slack
+            or Discord, or on an OS without `SO_REUSEPORT`; no platform is configured and stdin
             is not a terminal (a container without `-it` would otherwise exit 0 at once); the
             listener cannot bind HOST:PORT.
     """
     _check_platforms(settings)
     check_configuration(settings)
+    supervisor = settings.server.workers > 1 and settings.server.worker_index is None
+    if supervisor:
+        from countersign.workers import check_workers
+
+        check_workers(settings, settings.server.workers)  # before the terminal chat, which is one process
     if not settings.slack.enabled and not settings.discord.enabled:
         if not sys.stdin.isatty():
             raise ConfigurationError(
@@ -60,7 +66,7 @@ async def serve(settings: Settings) -> None:
         log.info("no platform credentials set: starting the terminal chat")
         await chat(settings)
         return
-    if settings.server.workers > 1 and settings.server.worker_index is None:
+    if supervisor:
         await _supervise(settings)
         return
     stop = asyncio.Event()
@@ -109,10 +115,9 @@ async def serve(settings: Settings) -> None:
 
 async def _supervise(settings: Settings) -> None:
     """`countersign run` with several workers: this process supervises them (countersign.workers)."""
-    from countersign.workers import check_workers, supervise
+    from countersign.workers import supervise
 
     workers = settings.server.workers
-    check_workers(settings, workers)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -60,10 +60,11 @@ MAX_RESTART_DELAY_S = 30.0
 STABLE_AFTER_S = 60.0
 """A worker that ran this long before exiting is restarted after the first delay again."""
 CONFIGURATION_EXIT = 2
+"""The exit status of `countersign run` for a configuration error (countersign.cli)."""
 SUPERVISOR_PID_ENV = "COUNTERSIGN_SUPERVISOR_PID"
 """Set by the supervisor in each worker's environment: the pid `watch_supervisor` watches."""
 SUPERVISOR_POLL_S = 1.0
-"""The exit status of `countersign run` for a configuration error (countersign.cli)."""
+"""Seconds between two looks of `watch_supervisor` at the worker's parent."""
 
 
 class WorkersFailedError(ConfigurationError):
@@ -92,7 +93,8 @@ def check_workers(settings: Settings, workers: int) -> None:
         raise ConfigurationError("COUNTERSIGN_WORKERS > 1 needs SO_REUSEPORT, which this OS lacks; run one worker")
     if not settings.slack.enabled and not settings.discord.enabled:
         raise ConfigurationError(
-            "COUNTERSIGN_WORKERS > 1 serves Slack or Discord: set their credentials (see README, Slack setup)"
+            "several workers (--workers, COUNTERSIGN_WORKERS) serve only Slack or Discord: set their "
+            "credentials (see README, Slack setup), or run one worker for the terminal chat"
         )
 
 

@@ -37,6 +37,8 @@ from bot.settings import DiscordSettings
 log = logging.getLogger(__name__)
 
 READY_TIMEOUT_S = 60.0
+CLOSE_WAIT_S = 5.0
+"""Seconds `close` lets the gateway task end by itself once the client is closed, before it cancels it."""
 
 
 def point_at(api_url: str) -> None:
@@ -145,6 +147,11 @@ class DiscordAdapter:
         """Disconnect from the gateway and close the HTTP session."""
         await self.client.close()
         if self._connection is not None:
+            # discord.py's `launch_shard` retries a failed connection every 5 s forever, closed
+            # client or not: closed while a shard still waits for its IDENTIFY (a stop during the
+            # start), the task would never end and the process never exit.
+            await asyncio.wait({self._connection}, timeout=CLOSE_WAIT_S)
+            self._connection.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._connection
 

@@ -43,6 +43,18 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+def _bolt_logger() -> logging.Logger:
+    """Bolt's logger, from WARNING up (as `countersign.logs` keeps chatty libraries).
+
+    Given no logger, Bolt copies the root logger's level onto its own, so `LOG_LEVEL=DEBUG`
+    would log every Socket Mode envelope whole: people's messages and each click's
+    `response_url`. Given one, Bolt hands its level to every logger it makes.
+    """
+    logger = logging.getLogger("slack_bolt.AsyncApp")
+    logger.setLevel(max(logging.WARNING, logging.getLogger().getEffectiveLevel()))
+    return logger
+
+
 def _not_the_unused_token_warning(record: logging.LogRecord) -> bool:
     # Bolt reads SLACK_BOT_TOKEN from the environment itself and, since we pass a configured
     # client, warns on every start that the token "will be unused": true, and no mistake.
@@ -153,6 +165,7 @@ class SlackAdapter:
         if oauth_settings is None:
             self.app = AsyncApp(
                 client=self.client,
+                logger=_bolt_logger(),
                 signing_secret=signing_secret,
                 # Socket Mode carries no signature; HTTP mode always verifies.
                 request_verification_enabled=settings.app_token is None,
@@ -163,6 +176,7 @@ class SlackAdapter:
             # through `self.client` (so `SLACK_API_URL` applies).
             self.app = AsyncApp(
                 client=self.client,
+                logger=_bolt_logger(),
                 signing_secret=signing_secret,
                 oauth_settings=oauth_settings,
                 installation_store=self.installations,

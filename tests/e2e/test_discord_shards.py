@@ -248,3 +248,20 @@ async def test_two_replicas_with_their_own_shard_ids_split_the_guilds(db_url, ge
     finally:
         codes = [await replica.stop() for replica in replicas]
     assert codes == [0] * len(replicas), [r.stderr.decode() for r in replicas]
+
+
+async def test_sigterm_while_a_shard_waits_to_identify_stops_the_process(db_url, gemini, target, sharded_api, tmp_path):
+    """One process, DISCORD_SHARD_COUNT=2: SIGTERM after shard 0 connected, while shard 1 waits its 6 s for IDENTIFY, ends the process (discord.py alone would retry shard 1's connection forever)."""
+    port = free_port()
+    env = {**discord_env(gemini, target, sharded_api, port, db_url), "DISCORD_SHARD_COUNT": "2"}
+    del env["COUNTERSIGN_WORKERS"]
+    bot = await BotProcess(env, tmp_path).start()
+    try:
+        await wait_until(lambda: b"Discord shard 0 of 2 connected" in bot.stderr, "shard 0 connected", timeout=60)
+        assert b"Countersign is running" not in bot.stderr  # still starting: shard 1 has not identified
+    finally:
+        code = await bot.stop(timeout=45)  # killed within pytest's 120 s if it hangs, not left running
+    err = bot.stderr.decode()
+    assert code == 0, err
+    assert "stopping during start-up" in err and "Failed to connect" not in err, err
+    assert [tuple(i["shard"]) for i in sharded_api.identifies] == [(0, 2)]

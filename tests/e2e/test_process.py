@@ -448,6 +448,35 @@ async def test_no_platform_and_no_terminal_is_one_line(tmp_path):
     assert "no platform is configured" in bot.stderr.decode().strip().splitlines()[-1]
 
 
+async def test_workers_without_a_platform_are_refused_before_the_terminal_chat(tmp_path):
+    """`run --workers 2` with neither Slack nor Discord: one line saying workers need a platform (not the terminal's reason), exit 2."""
+    bot = await BotProcess(base_env(GOOGLE_API_KEY="k"), tmp_path, args=("--workers", "2")).start()
+    assert await bot.wait(timeout=60) == 2
+    last = bot.stderr.decode().strip().splitlines()[-1]
+    assert last.startswith(
+        "countersign: several workers (--workers, COUNTERSIGN_WORKERS) serve only Slack or Discord"
+    ), last
+
+
+async def test_a_bad_workers_option_is_named_as_typed(tmp_path):
+    """`run --workers 0` names `--workers` (what the operator typed), exit 2."""
+    bot = await BotProcess(base_env(GOOGLE_API_KEY="k"), tmp_path, args=("--workers", "0")).start()
+    assert await bot.wait(timeout=60) == 2
+    lines = bot.stderr.decode().strip().splitlines()
+    assert lines == ["countersign: invalid setting --workers: Input should be greater than or equal to 1"], lines
+
+
+async def test_a_refused_setting_reads_as_our_own_words(tmp_path):
+    """A setting our validators refuse: the line is their sentence, without pydantic's "Value error," prefix."""
+    bot = await BotProcess(base_env(GOOGLE_API_KEY="k", DISCORD_SHARD_IDS="0"), tmp_path).start()
+    assert await bot.wait(timeout=60) == 2
+    lines = bot.stderr.decode().strip().splitlines()
+    assert lines == [
+        "countersign: invalid setting DISCORD_SHARD_IDS: DISCORD_SHARD_IDS needs DISCORD_SHARD_COUNT "
+        "(the shard count of the whole bot)"
+    ], lines
+
+
 async def test_a_broken_tools_module_is_reported_before_there_is_nothing_to_serve(tmp_path):
     """No platform, no terminal and a tools module that does not exist: the line names the module, the real fault."""
     env = base_env(GOOGLE_API_KEY="k", COUNTERSIGN_TOOLS_MODULE="no_such_tools_module")

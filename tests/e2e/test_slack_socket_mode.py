@@ -360,3 +360,28 @@ async def test_at_shutdown_the_socket_closes_before_the_in_flight_turn_drains(db
     [answer] = [c for c in slack.calls_to("chat.postMessage") if c.args.get("thread_ts") == mention.ts]
     assert answer.args["text"] == "You said: hello before the stop" and answer.error is None
     assert len(slack.socket.connections) == 1  # it did not reconnect while stopping
+
+
+async def test_debug_logs_of_a_process_hold_no_envelope(gemini, slack, target, db_url, tmp_path):
+    """`LOG_LEVEL=DEBUG` in Socket Mode: Bolt does not log envelopes whole (the text people wrote, a click's response_url)."""
+    from tests.e2e.test_process import bot_env
+    from tests.support.bot_process import BotProcess, free_port
+
+    port = free_port()
+    env = bot_env(gemini, slack, target, port, DATABASE_URL=db_url, LOG_LEVEL="DEBUG", SLACK_APP_TOKEN=slack.app_token)
+    del env["SLACK_SIGNING_SECRET"]
+    bot = await BotProcess(env, tmp_path).start()
+    try:
+        await bot.wait_healthy(port, timeout=GENEROUS_S)
+        await slack.socket.wait_connected(timeout=GENEROUS_S)
+        events = SocketModeEventSender(slack.socket, team_id=TEAM, bot_user_id=slack.bot_user_id, timeout=GENEROUS_S)
+        mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> post a-very-private-widget")
+        [card] = await wait_card(slack)
+        await click(events, slack, ALICE, blocks.ACTION_APPROVE, card)
+        await wait_answer(slack, mention.ts)
+    finally:
+        code = await bot.stop()
+    err = bot.stderr.decode()
+    assert code == 0, err
+    assert "DEBUG" in err  # the level took effect
+    assert "a-very-private-widget" not in err and "response_url" not in err and "hooks.slack.com" not in err, err

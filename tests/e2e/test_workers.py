@@ -12,6 +12,7 @@ import json
 import os
 import re
 import signal
+import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -188,3 +189,23 @@ async def test_workers_stop_when_their_supervisor_is_killed(db_url, gemini, slac
         await bot.wait()
     assert bot.stderr.count(b"the supervisor (pid %d) is gone: this worker stops" % bot.proc.pid) == 2
     assert b"Traceback" not in bot.stderr
+
+
+async def test_a_port_another_server_listens_on_with_so_reuseport_is_refused(db_url, gemini, slack, target, tmp_path):
+    """PORT served by another SO_REUSEPORT listener of this user (say a second `run --workers`): one line, exit 2, no worker starts."""
+    with socket.socket() as other:
+        other.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        port = other.getsockname()[1]
+        env = bot_env(gemini, slack, target, port, DATABASE_URL=db_url, COUNTERSIGN_WORKERS="2")
+        bot = await BotProcess(env, tmp_path).start()
+        try:
+            code = await bot.wait(timeout=60)
+        finally:  # within pytest's 120 s: a bot that did start is stopped, not left running
+            if bot.proc is not None and bot.proc.returncode is None:
+                await bot.stop(timeout=30)
+    last = bot.stderr.decode().strip().splitlines()[-1]
+    assert code == 2, bot.stderr.decode()
+    assert last.startswith(f"countersign: cannot listen on 127.0.0.1:{port} (HOST, PORT):"), last
+    assert worker_pids(bot) == {}

@@ -83,3 +83,27 @@ def test_json_lines_carry_the_ids_as_fields():
         "subagent": None,
     }
     assert "conversation" not in second and second["logger"] == logger.name and "time" in second
+
+
+def test_json_lines_outside_a_run_carry_the_thread_id_their_message_names():
+    """A line logged outside a run that names `thread_id=...` in its text (a decision, a card) has it as its field too."""
+    import io
+    import json
+
+    from countersign.logs import _formatter
+
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.addFilter(ConversationFilter())
+    handler.setFormatter(_formatter("json"))
+    logger = logging.getLogger(f"test.log_context.named.{id(object())}")
+    logger.propagate = False
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+
+    logger.info("approval %s: approved (thread_id=%s)", "a1", "slack:T1:C1:1.2")
+    with about("discord:9:8"):
+        logger.info("not re-running x (tool_call_id=c thread_id=%s)", "discord:9:8")
+    logger.info("no conversation here")
+    lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+    assert [line["thread_id"] for line in lines] == ["slack:T1:C1:1.2", "discord:9:8", None]
