@@ -125,9 +125,9 @@ def find_card(slack: SlackApiStandIn, channel: str, thread_ts: str) -> Card:
 async def open_cards(stage: Stage, bot: ClickTarget, events: SlackEventSender, count: int, batch: int) -> list[Card]:
     """Start `count` conversations, `batch` at a time, each asking for a gated POST.
 
-    Setup, not measured. Batches stay below the asyncpg pool size: a conversation holds one
-    pool connection for its advisory lock and needs a second one to store its review, so
-    `pool_max_size` conversations at once wait for each other forever (see the report).
+    Setup, not measured; batches of about half the pool keep the setup from queueing on it.
+    (Advisory locks have their own pool, `bot.storage.locks`, so a burst of `pool_max_size`
+    conversations or more no longer stalls the bot; a burst that did would be reported.)
     """
     threads = [stage.clock.next() for _ in range(count)]
     for start in range(0, count, batch):
@@ -412,9 +412,9 @@ async def max_connections(stage: Stage) -> int:
 async def click_runs(stage: Stage, args: argparse.Namespace) -> list[ClickRun]:
     """Clicks with the bot's default pool, and with a pool big enough for the burst.
 
-    A burst of at least `pool_max_size` conversations stalls the bot (every connection holds
-    an advisory lock while its task waits for a second one), so with the default pool only
-    one burst is tried; the one-at-a-time baseline and the other bursts use the big pool.
+    With a burst larger than the default pool, the default pool gets one burst and the
+    one-at-a-time baseline and further bursts use the big pool, to show what the pool size
+    changes; then the same against `countersign run --workers N` for each `--click-workers`.
     """
     default_pool = int(DatabaseSettings.model_fields["pool_max_size"].default)
     # The bot opens three pools of `pool_max_size` (asyncpg, advisory locks, psycopg for the

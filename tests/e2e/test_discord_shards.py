@@ -25,7 +25,7 @@ from tests.e2e.test_workers import worker_pids
 from tests.support.barriers import wait_until, wait_until_async
 from tests.support.bot_process import BotProcess, base_env, free_port
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(4 * 180)]  # START_S waits, on a busy machine
 
 GUILD_0 = D_GUILD  # (D_GUILD >> 22) % 2 == 0
 GUILD_1 = D_GUILD + (1 << 22)  # the next shard
