@@ -31,6 +31,26 @@ def pytest_configure(config: pytest.Config) -> None:
         setattr(config, _OWN_BASETEMP, config.option.basetemp)
 
 
+def _utf8(text: str) -> str:
+    """`text` with lone surrogates written as escapes (the hostile strategies make them)."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
+    """Failure reports and captured output made UTF-8 safe.
+
+    pytest-xdist sends each report to the controller through execnet, which refuses strings
+    that are not UTF-8 encodable: a hypothesis failure whose example holds a lone surrogate
+    ended the whole run with an INTERNALERROR instead of showing the falsifying example.
+    """
+    outcome = yield
+    report = outcome.get_result()
+    if report.longrepr is not None and not isinstance(report.longrepr, tuple):
+        report.longrepr = _utf8(str(report.longrepr))
+    report.sections = [(_utf8(title), _utf8(body)) for title, body in report.sections]
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     """Remove the session's temporary root (and the test databases' files) afterwards."""
     own = getattr(config, _OWN_BASETEMP, None)

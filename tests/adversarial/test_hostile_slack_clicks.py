@@ -174,7 +174,7 @@ async def test_property_a_bent_or_forged_click_changes_nothing_and_is_answered(
         # Refused in words, and audited as a refusal of this person.
         [row] = new_rows
         named = {getattr(cards, name).approval_id: name for name in NAMED}.get(row["approval_id"])
-        assert (row["actor_id"], row["workspace_id"]) == (user, "T2" if named == "foreign" else team)
+        assert (row["actor_id"], row["workspace_id"]) == (user, "T2" if named == "foreign" else team), (row, new_rows)
         assert named == parts["value"] or row["outcome"] == "unknown_approval", row
         if "channel" not in parts["drop"] or "container" not in parts["drop"]:
             [note] = ephemerals_to(slack, user)[notes:]
