@@ -123,6 +123,16 @@ def _click_payload(parts: dict[str, Any], cards: Cards) -> dict[str, Any]:
 @example(
     parts={
         "action_id": blocks.ACTION_APPROVE,
+        "value": "pending",
+        "who": (MALLORY, "T2"),
+        "block_id": "b",
+        "drop": set(),
+        "bend": None,
+    }
+)
+@example(
+    parts={
+        "action_id": blocks.ACTION_APPROVE,
         "value": "foreign",
         "who": (BOB, TEAM),
         "block_id": "b",
@@ -174,7 +184,12 @@ async def test_property_a_bent_or_forged_click_changes_nothing_and_is_answered(
         # Refused in words, and audited as a refusal of this person.
         [row] = new_rows
         named = {getattr(cards, name).approval_id: name for name in NAMED}.get(row["approval_id"])
-        assert (row["actor_id"], row["workspace_id"]) == (user, "T2" if named == "foreign" else team), (row, new_rows)
+        # A row about an approval is in the approval's workspace and names a clicker of another
+        # workspace in its detail; a row about no known approval is in the clicker's workspace.
+        approval_workspace = {"foreign": "T2", "pending": TEAM, "decided": TEAM}.get(named or "")
+        assert (row["actor_id"], row["workspace_id"]) == (user, approval_workspace or team), row
+        detail = row["detail"] if isinstance(row["detail"], dict) else json.loads(row["detail"] or "{}")
+        assert detail.get("actor_workspace_id") == (team if approval_workspace not in (None, team) else None), row
         assert named == parts["value"] or row["outcome"] == "unknown_approval", row
         if "channel" not in parts["drop"] or "container" not in parts["drop"]:
             [note] = ephemerals_to(slack, user)[notes:]
