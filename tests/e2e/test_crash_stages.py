@@ -210,6 +210,31 @@ def card_posts(slack: SlackApiStandIn, channel: str, thread_ts: str) -> int:
     )
 
 
+async def approve_answered_once(replicas: Cluster, slack: SlackApiStandIn, thread: str, cards: list[Any]) -> None:
+    """Approve the first card: answered within `ANSWER_WITHIN_S`; Approve on the last is told it is decided.
+
+    Raises:
+        AssertionError: no answer in time (with how many cards were posted and the replicas' log),
+            or no "already" notice to the second click.
+    """
+    assert (await replicas.click(slack, ALICE, cards[0])).status == 200
+    started = time.monotonic()
+
+    def answered() -> bool:
+        return any(text.startswith("Result: ") for text in bot_texts(slack, CHANNEL, thread, BOT_USER))
+
+    try:
+        await slack.wait_for("chat.postMessage", lambda _: answered(), timeout=ANSWER_WITHIN_S)
+    except AssertionError:
+        raise AssertionError(
+            f"no answer within {ANSWER_WITHIN_S}s of the Approve ({card_posts(slack, CHANNEL, thread)} cards "
+            f"posted); the replicas logged:\n{replicas.stderr()}"
+        ) from None
+    assert time.monotonic() - started < ANSWER_WITHIN_S
+    assert (await replicas.click(slack, ALICE, cards[-1])).status == 200
+    await slack.wait_for("chat.postEphemeral", lambda a: "already" in str(a.get("text", "")).lower(), timeout=WAIT_S)
+
+
 async def statement_waits(connection: asyncpg.Connection, statement: str) -> bool:
     """Whether a statement starting with `statement` waits for a row lock (one the test holds)."""
     waiting = await connection.fetchval(
@@ -295,24 +320,7 @@ async def test_kill_9_while_the_turn_that_posted_the_card_finishes(window, db_ur
         cards = cards_in(slack, CHANNEL, thread)
         assert len(cards) == (1 if window == "card recorded, run not marked finished" else posted + 1)
         assert len({card.approval_id for card in cards}) == 1, "every copy names the same approval"
-        assert (await replicas.click(slack, ALICE, cards[0])).status == 200
-        started = time.monotonic()
-
-        def answered() -> bool:
-            return any(text.startswith("Result: ") for text in bot_texts(slack, CHANNEL, thread, BOT_USER))
-
-        try:
-            await slack.wait_for("chat.postMessage", lambda _: answered(), timeout=ANSWER_WITHIN_S)
-        except AssertionError:
-            raise AssertionError(
-                f"no answer within {ANSWER_WITHIN_S}s of the Approve ({card_posts(slack, CHANNEL, thread)} cards "
-                f"posted); the replicas logged:\n{replicas.stderr()}"
-            ) from None
-        assert time.monotonic() - started < ANSWER_WITHIN_S
-        assert (await replicas.click(slack, ALICE, cards[-1])).status == 200
-        await slack.wait_for(
-            "chat.postEphemeral", lambda a: "already" in str(a.get("text", "")).lower(), timeout=WAIT_S
-        )
+        await approve_answered_once(replicas, slack, thread, cards)
         await replicas.reply(CHANNEL, ALICE, "ping", thread)
         await wait_until(
             slack, lambda: "You said: ping" in bot_texts(slack, CHANNEL, thread, BOT_USER), "next answer", replicas
@@ -378,24 +386,7 @@ async def test_kill_9_after_the_card_before_the_pause_is_stored(db_url, model, s
         await card_recorded(db_url)
         cards = cards_in(slack, CHANNEL, thread)
         assert len({card.approval_id for card in cards}) == 1, f"{len(cards)} cards name different approvals"
-        assert (await replicas.click(slack, ALICE, cards[0])).status == 200
-        started = time.monotonic()
-
-        def answered() -> bool:
-            return any(text.startswith("Result: ") for text in bot_texts(slack, CHANNEL, thread, BOT_USER))
-
-        try:
-            await slack.wait_for("chat.postMessage", lambda _: answered(), timeout=ANSWER_WITHIN_S)
-        except AssertionError:
-            raise AssertionError(
-                f"no answer within {ANSWER_WITHIN_S}s of the Approve ({card_posts(slack, CHANNEL, thread)} cards "
-                f"posted); the replicas logged:\n{replicas.stderr()}"
-            ) from None
-        assert time.monotonic() - started < ANSWER_WITHIN_S
-        assert (await replicas.click(slack, ALICE, cards[-1])).status == 200
-        await slack.wait_for(
-            "chat.postEphemeral", lambda a: "already" in str(a.get("text", "")).lower(), timeout=WAIT_S
-        )
+        await approve_answered_once(replicas, slack, thread, cards)
     finally:
         post.release()
         gated.before_call.release()
