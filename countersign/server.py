@@ -23,6 +23,7 @@ from adapters.console.chat import StdinLines
 from bot import metrics
 from bot.errors import ConfigurationError
 from bot.settings import Settings
+from countersign.event_loop import running_loop_name, settle_heap
 from countersign.runtime import Runtime, check_configuration, open_runtime
 from countersign.signals import cancel_on_signals
 
@@ -96,11 +97,13 @@ async def serve(settings: Settings) -> None:
     try:
         async with BotServer(settings) as server:
             started = True
+            settle_heap()
             log.info(
-                "Countersign is running on %s:%s (%s)",
+                "Countersign is running on %s:%s (%s; %s)",
                 settings.server.host,
                 server.port,
                 server.describe(),
+                running_loop_name(),
             )
             await stop.wait()
             log.info("stopping: no new work; letting in-flight turns reach a checkpoint")

@@ -15,7 +15,7 @@ import signal
 def cancel_on_signals(*signals: signal.Signals) -> asyncio.Event:
     """Cancel the current task on any of `signals`; the returned event says one arrived.
 
-    The handlers stay until the event loop closes (`asyncio.run` removes them then), so a
+    The handlers stay until the command's event loop closes (`countersign.event_loop.run`), so a
     signal during clean-up cancels nothing twice: the task is cancelled once, and the
     clean-up it runs (closing pools, stopping the embedded server) goes on.
     """
