@@ -197,11 +197,10 @@ class TurnRunner:
         Args:
             conversation: the conversation.
             row: its row as `ConversationStore.touch` returned it under the lock held now
-                (spares reading its agent and unfinished run once; a row `touch` created
-                means no checkpoint, so nothing to settle and no state to read); None: read
-                them.
+                (spares reading its agent and unfinished run once; a row `at_rest` has
+                nothing to settle, so no state is read); None: read them.
         """
-        if row is not None and row.created:
+        if row is not None and row.at_rest:
             return Settled(blocked=False, approvals=())
         graph = self._graph_of(conversation, row.agent) if row is not None else await self.graph_for(conversation)
         resumed = False
@@ -229,7 +228,7 @@ class TurnRunner:
                     continue
                 if await self._cards_out(conversation):
                     # The run that paused here is delivered: its cards are out.
-                    await self._conversations.mark_delivered(conversation.thread_id)
+                    await self._conversations.mark_delivered(conversation.thread_id, settled=True)
                 pending = await self._approvals.pending_in_thread(conversation.thread_id)
                 if pending or claimed:
                     return Settled(blocked=True, approvals=tuple(pending))
@@ -260,6 +259,8 @@ class TurnRunner:
                 log.warning("finishing an interrupted tool round (thread_id=%s)", conversation.thread_id)
                 await self.run(conversation, None, anchor=None, paused=state.interrupts)
                 continue
+            # At rest: the next message need not read the state (`ConversationRow.at_rest`).
+            await self._conversations.mark_settled(conversation.thread_id)
             return Settled(blocked=False, approvals=())
         state = await graph.aget_state(self.config(conversation))
         pending = await self._approvals.pending_in_thread(conversation.thread_id)
@@ -396,7 +397,7 @@ class TurnRunner:
             log.exception("delivering the turn failed (thread_id=%s)", conversation.thread_id)
             return await self._failed(conversation, TurnFailed(thread_id=conversation.thread_id))
         if delivered:
-            await self._conversations.mark_delivered(conversation.thread_id)
+            await self._conversations.mark_delivered(conversation.thread_id, settled=True)
         else:
             log.error(
                 "the outcome of the run could not be posted; it is posted again later (thread_id=%s)",

@@ -13,12 +13,15 @@ from __future__ import annotations
 import asyncio
 import gc
 import importlib.util
+import logging
 from collections.abc import Callable, Coroutine
 from typing import Any, Literal, TypeVar
 
 from bot.errors import ConfigurationError
 
 T = TypeVar("T")
+
+log = logging.getLogger(__name__)
 
 EventLoopName = Literal["auto", "uvloop", "asyncio"]
 
@@ -83,3 +86,4 @@ def settle_heap() -> None:
     gc.collect()
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
+    log.debug("heap settled: %d objects frozen, collector thresholds %s", gc.get_freeze_count(), GC_THRESHOLDS)

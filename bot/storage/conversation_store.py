@@ -23,8 +23,10 @@ class ConversationStore:
     async def touch(self, conversation: ConversationRef) -> ConversationRow:
         """Record that the conversation is active now (created on first use); return its row.
 
-        The row spares the reads that `TurnRunner.settle` and `choose_agent` would make next;
-        it says whether this call created the row, for a conversation that has no checkpoint yet.
+        The row spares the reads that `TurnRunner.settle` and `choose_agent` would make next:
+        whether this call created the row (a conversation that has no checkpoint yet), and
+        whether its last run's outcome is out with no review left open (a conversation at rest,
+        whose checkpoint holds no pause).
 
         A message and a decision (`ApprovalStore.vote`) make a conversation active; runs the
         bot starts by itself do not, so that retention (`bot.housekeeping`) counts idle days
@@ -35,7 +37,8 @@ class ConversationStore:
             INSERT INTO conversations (thread_id, platform, workspace_id, channel_id, thread)
             VALUES ($1, $2, $3, $4, $5)
             ON CONFLICT (thread_id) DO UPDATE SET last_active_at = now()
-            RETURNING agent, running_since IS NOT NULL AS running, run_from, xmax = 0 AS created
+            RETURNING agent, running_since IS NOT NULL AS running, run_from, xmax = 0 AS created, settled,
+                EXISTS (SELECT 1 FROM reviews r WHERE r.thread_id = $1 AND r.status <> 'done') AS reviews_open
             """,
             conversation.thread_id,
             conversation.platform,
@@ -49,6 +52,8 @@ class ConversationStore:
             agent=AgentKind(row["agent"]) if row["agent"] else None,
             unfinished=UnfinishedRun(from_checkpoint=row["run_from"]) if row["running"] else None,
             created=bool(row["created"]),
+            reviews_open=bool(row["reviews_open"]),
+            settled=bool(row["settled"]),
         )
 
     async def prune_soon(self, thread_id: str) -> None:
@@ -88,6 +93,7 @@ class ConversationStore:
                     ORDER BY checkpoint_id DESC LIMIT 1
                 ) ELSE run_from END,
                 running_since = coalesce(running_since, now()),
+                settled = false,
                 prune_due = true,
                 retry_at = greatest(retry_at, now() + make_interval(secs => $2)),
                 agent = coalesce($3, agent)
@@ -98,12 +104,25 @@ class ConversationStore:
             agent.value if agent is not None else None,
         )
 
-    async def mark_delivered(self, thread_id: str) -> None:
-        """The last run's outcome is out (answer, cards, or a failure the conversation was told of)."""
+    async def mark_delivered(self, thread_id: str, *, settled: bool = False) -> None:
+        """The last run's outcome is out (answer, cards, or a failure the conversation was told of).
+
+        Args:
+            thread_id: the conversation.
+            settled: the run reached its end or its pauses (not a failure told instead), so its
+                graph state is at rest (see `ConversationRow.at_rest`).
+        """
         await self._pool.execute(
-            "UPDATE conversations SET running_since = NULL, run_from = NULL, attempts = 0, retry_at = NULL "
-            "WHERE thread_id = $1 AND running_since IS NOT NULL",
+            "UPDATE conversations SET running_since = NULL, run_from = NULL, attempts = 0, retry_at = NULL, "
+            "settled = $2 WHERE thread_id = $1 AND running_since IS NOT NULL",
             thread_id,
+            settled,
+        )
+
+    async def mark_settled(self, thread_id: str) -> None:
+        """`TurnRunner.settle` found the conversation at rest (no run due, no pause): it is settled."""
+        await self._pool.execute(
+            "UPDATE conversations SET settled = true WHERE thread_id = $1 AND running_since IS NULL", thread_id
         )
 
     async def unfinished_run(self, thread_id: str) -> UnfinishedRun | None:
@@ -124,11 +143,32 @@ class ConversationRow:
         created: `touch` created the row, so the conversation has no checkpoint yet: rows
             are created by a conversation's first message, before any run of its graph, and
             retention deletes a conversation's checkpoints and its row in one transaction.
+        reviews_open: a review of the conversation is not done (pending, or claimed for
+            resuming).
+        settled: its last run reached its end or its pauses and its outcome went out, or
+            `settle` found it at rest since (`mark_delivered(settled=True)`, `mark_settled`).
     """
 
     agent: AgentKind | None
     unfinished: UnfinishedRun | None
     created: bool = False
+    reviews_open: bool = False
+    settled: bool = False
+
+    @property
+    def at_rest(self) -> bool:
+        """Nothing is left to settle: no checkpoint yet, or a settled state with no run due and no review open.
+
+        A run unmarks `settled` before its first step and sets it only when it reached its end
+        or its pauses and the answer or the cards are out; a failed run (told, not finished)
+        leaves it unset, as does a crash. A pause's review is done only once its interrupt is
+        no longer pending. So a settled conversation with no unfinished run and no open review
+        holds no pause, no unposted card, no claimed review and no run cut short, and its
+        checkpoint need not be read to know it (docs/decisions/0014). Read under the
+        conversation's lock, which every run holds; a click can only claim a review that is
+        open.
+        """
+        return self.created or (self.settled and self.unfinished is None and not self.reviews_open)
 
 
 @dataclass(frozen=True, slots=True)
