@@ -490,6 +490,8 @@ async def test_two_subagent_pauses_lost_before_their_rows_are_rebuilt(db_url, re
         await h.database.pool.execute("DELETE FROM approval_cards")
         await h.database.pool.execute("DELETE FROM approvals")
         await h.database.pool.execute("DELETE FROM reviews")
+        # As the crash before the rows were stored leaves it: the run's outcome still due.
+        await h.database.pool.execute("UPDATE conversations SET running_since = now(), settled = false")
         h.platform.cards.clear()
         await h.service.handle_message(message("hello?", user="mallory"))
         cards = pending(h)
