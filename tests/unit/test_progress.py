@@ -28,9 +28,7 @@ def test_a_turn_with_two_delegations_one_of_which_pauses():
         subagents=("researcher",), waiting=("operator",), delegated=True
     )
     assert tracker.on_interrupt(pause("i-op", "operator")) is None  # the same pause seen again
-    assert tracker.on_event(event("researcher", "c1", started=False)) == Activity(
-        waiting=("operator",), delegated=True
-    )
+    assert tracker.on_event(event("researcher", "c1", started=False)) == Activity(waiting=("operator",), delegated=True)
 
 
 def test_a_resume_continues_one_delegation_and_keeps_the_other_waiting():
