@@ -73,6 +73,12 @@ class StopWatch:
                 log.info("turn %s stopped by %s", turn_id, stopper.user_id)
             signal.set(user_id=stopper.user_id, name=stopper.display_name)
 
+    async def look(self, turn_id: str) -> None:
+        """Look now whether `turn_id` was stopped elsewhere (a run that ends on a pause asks once)."""
+        found = await self._store.stop_requests([turn_id])
+        for stopped_turn, stopper in found.items():
+            self.stopped(stopped_turn, stopper)
+
     async def close_late_pauses(self, thread_id: str, stopper: Stopper) -> tuple[list[ApprovalRecord], bool]:
         """Close the pending approvals a stopped turn opened after its stop (`StopStore.close_late_pauses`)."""
         return await self._store.close_late_pauses(thread_id, stopper=stopper)

@@ -80,11 +80,13 @@ class RunOutcome:
             or the failure was told. When False, the conversation keeps its unfinished-run mark
             and the outcome is delivered later (`settle`, the upkeep).
         stopped_by: who stopped the run's turn, when it was stopped (issue 12, "Stop").
+        paused: the run ended on a pause (its cards are out, or due).
     """
 
     finished: bool
     delivered: bool
     stopped_by: Stopper | None = None
+    paused: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -413,9 +415,15 @@ class TurnRunner:
         tracker = DelegationTracker(paused=paused, resumed=resumed, turn_id=running.turn_id)
         with self._stops.watching(running) as signal:
             outcome = await self._run_watched(conversation, graph, graph_input, anchor, platform, tracker, seen, signal)
+            if outcome.paused and not signal.is_set and running.turn_id is not None:
+                # A stop recorded on another replica before this run's pause was stored could
+                # not close its cards; look once now, so that they are closed below.
+                await self._stops.look(running.turn_id)
         if signal.is_set:
             stopper = Stopper(user_id=signal.stopped_by_id, display_name=signal.stopped_by)
-            return RunOutcome(finished=outcome.finished, delivered=outcome.delivered, stopped_by=stopper)
+            return RunOutcome(
+                finished=outcome.finished, delivered=outcome.delivered, stopped_by=stopper, paused=outcome.paused
+            )
         return outcome
 
     async def _run_watched(
@@ -460,7 +468,7 @@ class TurnRunner:
                 "the outcome of the run could not be posted; it is posted again later (thread_id=%s)",
                 conversation.thread_id,
             )
-        return RunOutcome(finished=True, delivered=delivered)
+        return RunOutcome(finished=True, delivered=delivered, paused=bool(result.get("__interrupt__")))
 
     async def _failed(self, conversation: ConversationRef, notice: Notice) -> RunOutcome:
         """Tell the conversation that its run failed; the outcome is out once it was told."""
