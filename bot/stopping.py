@@ -121,7 +121,7 @@ class TurnStopper:
         return StopRequested(
             thread_id=turn.thread_id,
             requester_id=turn.requester_id,
-            paused=bool(recorded.closed) and not turn.running,
+            paused=bool(recorded.closed),
             cards_closed=len(recorded.closed),
         )
 

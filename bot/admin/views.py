@@ -131,7 +131,8 @@ class StopRequested:
     Attributes:
         thread_id: the conversation.
         requester_id: who started the turn (None: unknown).
-        paused: the turn was waiting for cards, which are now closed as stopped.
+        paused: the turn was waiting for cards (some of its calls, at least), which are now closed
+            as stopped.
         cards_closed: how many waiting cards were closed.
     """
 
