@@ -79,6 +79,13 @@ class StopWatch:
         for stopped_turn, stopper in found.items():
             self.stopped(stopped_turn, stopper)
 
+    async def stopper_of(self, thread_id: str) -> Stopper | None:
+        """Who stopped the conversation's current turn, if it is stopped (a recovered pause asks)."""
+        turn = await self._store.turn_of(thread_id)
+        if turn is None or not turn.stopped:
+            return None
+        return Stopper(user_id=turn.stopped_by_id or "", display_name=turn.stopped_by_name or "")
+
     async def close_late_pauses(self, thread_id: str, stopper: Stopper) -> tuple[list[ApprovalRecord], bool]:
         """Close the pending approvals a stopped turn opened after its stop (`StopStore.close_late_pauses`)."""
         return await self._store.close_late_pauses(thread_id, stopper=stopper)

@@ -234,6 +234,11 @@ class TurnRunner:
                 for interrupt in missing:
                     await self.open_review(conversation, interrupt, messages)
                 if missing:
+                    # A turn stopped while this pause waited to be stored (a crash in between)
+                    # has its new cards closed at once; the next round resumes them.
+                    stopper = await self._stops.stopper_of(conversation.thread_id)
+                    if stopper is not None:
+                        await self._close_stopped_pauses(stopper, conversation)
                     continue
                 for review in live.values():
                     if review.status is ReviewStatus.PENDING:
@@ -385,12 +390,16 @@ class TurnRunner:
 
     async def _answer_late_pauses(self, conversation: ConversationRef, stopper: Stopper) -> None:
         """Close the cards a stopped turn posted after its stop, and answer their pauses."""
+        if await self._close_stopped_pauses(stopper, conversation):
+            await self.resume(conversation, anchor=None)
+
+    async def _close_stopped_pauses(self, stopper: Stopper, conversation: ConversationRef) -> bool:
+        """Close a stopped turn's pending approvals and redraw their cards; True when a review is to resume."""
         closed, claimed = await self._stops.close_late_pauses(conversation.thread_id, stopper)
         for approval in closed:
             log.info("approval %s closed: its turn was stopped (thread_id=%s)", approval.id, approval.thread_id)
             await self._cards.refresh(approval)
-        if claimed:
-            await self.resume(conversation, anchor=None)
+        return claimed
 
     async def _run(
         self,

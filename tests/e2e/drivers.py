@@ -391,7 +391,7 @@ class DiscordDriver:
         await self.ask(who, text)
 
     async def cards(self, count: int = 1) -> list[CardHandle]:
-        posts = await self.api.wait_for_request("POST", r"/channels/\d+/messages$", _discord_card, count=count)
+        posts = await self.api.wait_for_request("POST", r"/channels/\d+/messages$", is_discord_card, count=count)
         handles = []
         for post in posts:
             ids = [x["custom_id"] for row in post.json["components"] for x in row["components"]]
@@ -464,12 +464,12 @@ class DiscordDriver:
 
     def card_has_buttons(self, card: CardHandle) -> bool:
         """Whether the card still shows its buttons."""
-        return bool(_discord_custom_ids(self.api.message(card.message)))
+        return bool(discord_custom_ids(self.api.message(card.message)))
 
     async def stop_offered(self, count: int = 1) -> StopHandle:
         """Wait for the `count`th status line offering Stop (a run going on for a while)."""
-        *_, post = await self.api.wait_for_request("POST", r"/channels/\d+/messages$", _discord_stop, count=count)
-        turn_id = _discord_custom_ids(post.json)[0].split(":")[2]
+        *_, post = await self.api.wait_for_request("POST", r"/channels/\d+/messages$", is_discord_stop, count=count)
+        turn_id = discord_custom_ids(post.json)[0].split(":")[2]
         return StopHandle(turn_id, str(post.response["id"]), post.path.split("/")[2], None)
 
     async def stop(self, handle: StopHandle, who: str) -> str:
@@ -510,18 +510,18 @@ class DiscordDriver:
         await _settle(self.bot)
 
 
-def _discord_custom_ids(message: Any) -> list[str]:
+def discord_custom_ids(message: Any) -> list[str]:
     return [x["custom_id"] for row in (message or {}).get("components") or [] for x in row.get("components", [])]
 
 
-def _discord_card(request: Any) -> bool:
+def is_discord_card(request: Any) -> bool:
     """A posted card: a message whose buttons are a card's (not a status line's Stop)."""
-    return any(i.startswith(("cs:approve:", "cs:edit:", "cs:reject:")) for i in _discord_custom_ids(request.json))
+    return any(i.startswith(("cs:approve:", "cs:edit:", "cs:reject:")) for i in discord_custom_ids(request.json))
 
 
-def _discord_stop(request: Any) -> bool:
+def is_discord_stop(request: Any) -> bool:
     """A posted status line offering Stop."""
-    return any(i.startswith("cs:stop:") for i in _discord_custom_ids(request.json))
+    return any(i.startswith("cs:stop:") for i in discord_custom_ids(request.json))
 
 
 async def wait_until(predicate, timeout: float = 30.0) -> None:
