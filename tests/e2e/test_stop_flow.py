@@ -169,3 +169,13 @@ async def test_the_stop_button_of_an_ended_turn_changes_nothing(bot, events, sla
     # The progress message went with the turn (the Stop button with it).
     await slack.wait_for("chat.delete", lambda a: a.get("ts") == handle.message, timeout=GENEROUS_S)
     assert blocks.ACTION_STOP == "countersign_stop"
+
+
+async def test_slack_stop_needs_the_thread_link_where_each_thread_is_a_conversation(bot, events, slack, gemini):
+    """Slack does not tell a command its thread: without the link the reply says how to name it; nothing is stopped."""
+    driver = SlackDriver(bot, events, slack)
+    reply = await driver.command("alice", "stop")
+    assert "Copy link" in reply and "`/countersign stop <link>`" in reply and "context reset" not in reply
+    await driver.ask("alice", "hello")
+    assert await driver.answer("You said: hello")
+    assert (await driver.stop_command("alice")).startswith("Nothing to stop")
