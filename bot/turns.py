@@ -704,7 +704,11 @@ class TurnRunner:
         offer = asyncio.get_running_loop().call_later(
             self._offer_stop_after_s, lambda: feed.show(tracker.on_long_run())
         )
-        stopping = None if signal.is_set else asyncio.ensure_future(_when_stopped(signal, feed, tracker))
+
+        def show_stopping() -> None:
+            feed.show(tracker.on_stop(signal.stopped_by))
+
+        signal.add_listener(show_stopping)  # a stop during the run shows on the indicator
         try:
             async for part in stream:
                 chunk = cast(Mapping[str, Any], part)
@@ -727,8 +731,7 @@ class TurnRunner:
                     feed.show(tracker.on_model_wait(chunk["data"]))
         finally:
             offer.cancel()
-            if stopping is not None:
-                stopping.cancel()
+            signal.remove_listener(show_stopping)
             await feed.close()
         return {**latest, "__interrupt__": list(raised.values())} if raised else latest
 
@@ -814,12 +817,6 @@ class TurnRunner:
         """Whether every pending approval of the thread has a posted card."""
         pending = await self._approvals.pending_in_thread(conversation.thread_id)
         return all(approval.card_ref is not None for approval in pending)
-
-
-async def _when_stopped(signal: StopSignal, feed: ProgressFeed, tracker: DelegationTracker) -> None:
-    """Show on the indicator that the turn was stopped, once it is (during the run)."""
-    await signal.wait()
-    feed.show(tracker.on_stop(signal.stopped_by))
 
 
 def _human_id(anchor: str | None) -> str | None:

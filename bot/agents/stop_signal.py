@@ -14,16 +14,18 @@ Each node looks at it at its step boundary:
   (`bot.tools.registry.CANCELLABLE`).
 
 The signal is set in-process by the stop itself (`bot.stop_watch.StopWatch`), whether the
-stop was pressed here or on another replica. Objects in `configurable` never reach the
-checkpoint's metadata (LangGraph keeps only strings and numbers there).
+stop was pressed here or on another replica; a node that waits (a model call, a cancellable
+tool) is cancelled by it through `unless_stopped`, which costs no task of its own. Objects in
+`configurable` never reach the checkpoint's metadata (LangGraph keeps only strings and numbers
+there).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable
-from typing import Any, TypeVar, cast
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig
@@ -44,17 +46,22 @@ T = TypeVar("T")
 
 
 class StopSignal:
-    """Whether the turn of one run was stopped, and by whom; set once."""
+    """Whether the turn of one run was stopped, and by whom; set once.
+
+    Listeners (`add_listener`) are called when it is set, in the task that sets it: they must
+    not block (they cancel a task, queue an indicator update).
+    """
 
     def __init__(self) -> None:
-        self._event = asyncio.Event()
+        self._set = False
         self._user_id = ""
         self._name = ""
+        self._listeners: list[Callable[[], None]] = []
 
     @property
     def is_set(self) -> bool:
         """Whether the turn was stopped."""
-        return self._event.is_set()
+        return self._set
 
     @property
     def stopped_by(self) -> str:
@@ -67,15 +74,21 @@ class StopSignal:
         return self._user_id
 
     def set(self, *, user_id: str, name: str) -> None:
-        """Stop the turn (the first call wins; later ones change nothing)."""
-        if self._event.is_set():
+        """Stop the turn (the first call wins; later ones change nothing) and tell the listeners."""
+        if self._set:
             return
-        self._user_id, self._name = user_id, name
-        self._event.set()
+        self._set, self._user_id, self._name = True, user_id, name
+        for listener in list(self._listeners):
+            listener()
 
-    async def wait(self) -> None:
-        """Return once the turn is stopped."""
-        await self._event.wait()
+    def add_listener(self, listener: Callable[[], None]) -> None:
+        """Call `listener` when the signal is set (not when it is set already: check `is_set`)."""
+        self._listeners.append(listener)
+
+    def remove_listener(self, listener: Callable[[], None]) -> None:
+        """Forget a listener (a no-op when it is not registered)."""
+        with contextlib.suppress(ValueError):
+            self._listeners.remove(listener)
 
 
 def stop_signal(config: RunnableConfig) -> StopSignal | None:
@@ -93,14 +106,22 @@ def is_stopped(config: RunnableConfig) -> bool:
 async def unless_stopped(signal: StopSignal | None, work: Awaitable[T]) -> tuple[bool, T | None]:
     """Await `work`, or cancel it when the turn is stopped first.
 
+    `work` runs in the current task (no task of its own, so it costs nothing when nobody stops
+    and keeps its context); a stop cancels the current task, and that one cancellation is taken
+    back here, as `asyncio.timeout` does with its own: any other cancellation (a shutdown)
+    goes on.
+
     Args:
         signal: the run's signal (None: `work` is simply awaited).
-        work: a coroutine or future; it runs in its own task, which keeps this task's context.
+        work: a coroutine (or other awaitable) to await.
 
     Returns:
-        `(False, result)` when `work` finished first (also when both finished at once: a
-        result in hand is kept), `(True, None)` when the stop came first and `work` was
-        cancelled.
+        `(False, result)` when `work` finished (also when the stop came while it returned: a
+        result in hand is kept), `(True, None)` when the stop cancelled it or came before it
+        started (it is then not started).
+
+    Raises:
+        Exception: whatever `work` raises.
     """
     if signal is None:
         return False, await work
@@ -108,25 +129,30 @@ async def unless_stopped(signal: StopSignal | None, work: Awaitable[T]) -> tuple
         if asyncio.iscoroutine(work):
             work.close()
         return True, None
-    task: asyncio.Future[T] = asyncio.ensure_future(work)
-    waiter: asyncio.Future[Any] = asyncio.ensure_future(signal.wait())
+    task = asyncio.current_task()
+    if task is None:  # pragma: no cover - always awaited inside a task
+        return False, await work
+    cancelled = False
+
+    def cancel() -> None:
+        nonlocal cancelled
+        if asyncio.current_task() is task:
+            return  # set by the work itself: it goes on, and its result is kept
+        cancelled = True
+        task.cancel()
+
+    signal.add_listener(cancel)
     try:
-        await asyncio.wait({cast("asyncio.Future[Any]", task), waiter}, return_when=asyncio.FIRST_COMPLETED)
+        result = await work
+    except asyncio.CancelledError:
+        if cancelled and task.uncancel() == 0:
+            return True, None
+        raise
     finally:
-        waiter.cancel()
-        if not task.done():
-            task.cancel()
-            # Let the work see its cancellation through (close connections, ...); a work that
-            # ignores it is not waited for forever here.
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(_settled(task)), timeout=5)
-    if task.cancelled():
-        return True, None
-    return False, task.result()
-
-
-async def _settled(task: asyncio.Future[Any]) -> None:
-    await asyncio.wait({task})
+        signal.remove_listener(cancel)
+    if cancelled:
+        task.uncancel()  # the work swallowed the cancellation; do not leave it pending
+    return False, result
 
 
 def is_cancellable(tool: BaseTool) -> bool:

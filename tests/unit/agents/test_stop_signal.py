@@ -22,6 +22,7 @@ from bot.approvals.mode import Mode
 from bot.approvals.policy import DefaultPolicy
 from bot.tools.ledger import InMemoryLedger
 from bot.tools.registry import ToolRegistry, ToolSpec
+from tests.support.gate import Gate
 from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
 
 
@@ -53,16 +54,18 @@ async def test_a_stopped_turn_makes_no_model_call(make_graph, tool_log):
 
 
 async def test_a_stop_during_the_model_call_abandons_it(make_graph, tool_log):
-    """The stop lands while the model answers: its answer (tool calls) is dropped, nothing runs, no card."""
-    signal = StopSignal()
-
-    def script(messages: list[BaseMessage]) -> AIMessage:
-        signal.set(user_id="U1", name="alice")
-        return calls(tool_call("send", {"to": "bob", "body": "hi"}), tool_call("lookup", {"query": "x"}))
-
-    model = ScriptedChatModel(script=script)
-    result = await make_graph(model).ainvoke(ask("go"), run_config(signal))
-    assert "__interrupt__" not in result and tool_log.calls == [] and len(model.prompts) == 1
+    """The stop lands while the model is answering: the call is abandoned, nothing runs, no card."""
+    signal, gate = StopSignal(), Gate()
+    model = ScriptedChatModel(
+        replies=[calls(tool_call("send", {"to": "bob", "body": "hi"}), tool_call("lookup", {"query": "x"}))],
+        gate=gate,
+    )
+    gate.arm()
+    running = asyncio.ensure_future(make_graph(model).ainvoke(ask("go"), run_config(signal)))
+    await gate.wait_arrived()
+    signal.set(user_id="U1", name="alice")
+    result = await asyncio.wait_for(running, 60)  # the gate was never released
+    assert "__interrupt__" not in result and tool_log.calls == [] and model.prompts == []
     assert [type(m) for m in result["messages"]] == [HumanMessage, AIMessage]
     assert result["messages"][-1].text == "Stopped by alice." and not result["messages"][-1].tool_calls
 
@@ -182,6 +185,18 @@ async def test_unless_stopped_prefers_a_result_and_cancels_work_when_the_stop_co
     assert started == []
     with pytest.raises(ZeroDivisionError):
         await unless_stopped(StopSignal(), _fails())
+    # A stop set by the work itself (in this task) does not cancel it: its result is kept, and
+    # no cancellation is left pending for the next await.
+    own = StopSignal()
+
+    async def stops_itself() -> str:
+        own.set(user_id="U1", name="alice")
+        await asyncio.sleep(0)
+        return "kept"
+
+    assert await unless_stopped(own, stops_itself()) == (False, "kept")
+    await asyncio.sleep(0)
+    assert asyncio.current_task().cancelling() == 0  # type: ignore[union-attr]
 
 
 async def _fails() -> None:
