@@ -12,8 +12,19 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from adapters.stop_text import STOP_HELP, stop_error_text, stopped_text
 from bot.admin.parse import USAGE, CommandError
-from bot.admin.views import AuditPage, Changed, ContextReset, ContextView, HelpPage, PolicyView, Reply, ToolLine
+from bot.admin.views import (
+    AuditPage,
+    Changed,
+    ContextReset,
+    ContextView,
+    HelpPage,
+    PolicyView,
+    Reply,
+    StopRequested,
+    ToolLine,
+)
 from bot.agents.kind import AgentKind
 from bot.approvals.conditions import InvalidConditionError
 from bot.approvals.config import ApproverKind, ApproverRule, CardRouting
@@ -59,6 +70,7 @@ HELP_EXAMPLES = (
     ("agent subagents in #ops", "the supervisor with subagents answers in #ops"),
     ("context", "this conversation's summary and window size"),
     ("context reset", "the model starts afresh in this conversation"),
+    ("stop", STOP_HELP),
     ("audit http_request limit 10", "recent decisions and changes"),
 )
 
@@ -75,11 +87,16 @@ def render(reply: Reply, markup: Markup) -> str:
         return _context(reply, markup)
     if isinstance(reply, ContextReset):
         return _context_reset(reply)
+    if isinstance(reply, StopRequested):
+        return stopped_text(reply)
     return _changed(reply, markup)
 
 
 def error_text(error: Exception, markup: Markup) -> str:
     """The text of a refused command; nothing was changed."""
+    stop = stop_error_text(error, markup)
+    if stop is not None:
+        return stop
     if isinstance(error, NotPermittedError):
         if error.reason == "no_workspace":
             return "Settings belong to a workspace; run this command in a channel, not in a DM."
@@ -109,7 +126,8 @@ def error_text(error: Exception, markup: Markup) -> str:
 def _help(page: HelpPage, markup: Markup) -> str:
     lines = [
         markup.bold("Countersign settings")
-        + " (help, show and context are for everyone; everything else, context reset too, is for admins):"
+        + " (help, show and context are for everyone; stop for the person who asked and admins; everything "
+        "else, context reset too, is for admins):"
     ]
     lines += [f"• `/countersign {usage}`" for usage in markup.usage.values()]
     lines.append(markup.bold("Examples:"))

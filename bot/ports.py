@@ -104,7 +104,20 @@ class TurnFailed:
     thread_id: str
 
 
-Notice = ReviewPending | ModelFailed | TurnFailed | CardsElsewhere | ApprovalExpired
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnStopped:
+    """The turn was stopped (issue 12, "Stop"): said in the conversation in place of an answer.
+
+    Attributes:
+        stopped_by_id: the platform user id of whoever stopped it.
+        stopped_by_name: their display name.
+    """
+
+    stopped_by_id: str
+    stopped_by_name: str
+
+
+Notice = ReviewPending | ModelFailed | TurnFailed | CardsElsewhere | ApprovalExpired | TurnStopped
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -135,6 +148,14 @@ class Activity:
         query: the started delegation's task.
         retrying: set when that is the news: a model call (the agent's or a subagent's) failed
             and is tried again after a wait of several seconds.
+        delegated: whether the run has delegated work to subagents (the supervisor then puts
+            the answer together when none works any more).
+        turn_id: the turn the run belongs to, which a Stop button on the indicator names
+            (issue 12, "Stop"); None: it cannot be stopped (a run older than turns).
+        long_running: the run has gone on for a while (`bot.turns.OFFER_STOP_AFTER_S`): worth
+            an indicator of its own, so that its Stop button shows; a quick answer gets none.
+        stopping: the name of whoever stopped the turn, once they did: the indicator says so
+            and offers no Stop button any more (it never appears for this alone).
     """
 
     subagents: tuple[str, ...] = ()
@@ -143,6 +164,10 @@ class Activity:
     continued: str | None = None
     query: str = ""
     retrying: ModelRetry | None = None
+    delegated: bool = False
+    turn_id: str | None = None
+    long_running: bool = False
+    stopping: str | None = None
 
 
 class Progress(Protocol):

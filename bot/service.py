@@ -10,6 +10,7 @@ import asyncio
 import logging
 
 from bot import upkeep
+from bot.admin.views import StopRequested
 from bot.approvals.decisions import Approve, Edit, Reject
 from bot.approvals.records import ApprovalRecord, DecideResult
 from bot.conversation import Actor, ConversationRef, IncomingMessage
@@ -19,10 +20,12 @@ from bot.expiry import ExpirySweeper
 from bot.housekeeping import Housekeeping
 from bot.log_context import about
 from bot.ports import ReviewPending, TurnFailed
+from bot.stopping import TurnStopper
 from bot.storage.approval_store import ApprovalStore
 from bot.storage.conversation_store import ConversationRow, ConversationStore
 from bot.storage.inbox import Inbox, inbox_key
 from bot.storage.locks import LockLostError, ThreadLocks
+from bot.storage.stop_store import StopRecorded
 from bot.storage.upkeep_store import UpkeepStore
 from bot.tasks import TaskTracker
 from bot.turns import TurnRunner
@@ -49,6 +52,7 @@ class Countersign:
         upkeep_store: finds unfinished work for the upkeep.
         locks: per-thread mutual exclusion.
         housekeeping: checkpoint pruning and retention, run by the upkeep (None: not run).
+        stopper: the Stop use case.
     """
 
     def __init__(
@@ -61,6 +65,7 @@ class Countersign:
         inbox: Inbox,
         upkeep_store: UpkeepStore,
         locks: ThreadLocks,
+        stopper: TurnStopper,
         housekeeping: Housekeeping | None = None,
     ) -> None:
         self._runner = runner
@@ -75,6 +80,8 @@ class Countersign:
         self.housekeeping = housekeeping
         self.upkeep = upkeep.Upkeep(upkeep_store, inbox, self.tend, self.tasks, housekeeping=housekeeping)
         runner.on_new_expiry = self.expiry.wake
+        self._stopper = stopper
+        stopper.on_stopped = self._after_stop
         if housekeeping is not None:
             # Retention expires idle conversations' cards through the usual expiry path.
             housekeeping.on_cards_expiring = self.expiry.wake
@@ -332,6 +339,27 @@ class Countersign:
         self.tasks.spawn(self._after_decision(result), name=f"decided {result.approval.thread_id}")
         return result.approval
 
+    async def stop_turn(
+        self, actor: Actor, *, conversation: ConversationRef | None = None, turn_id: str | None = None
+    ) -> StopRequested:
+        """Stop a running turn: the one a Stop button names, or the active one of `conversation`.
+
+        The one entry point for Stop, for every adapter (`/countersign stop` goes through the
+        admin use case to the same `TurnStopper`). The turn ends at its next step; its waiting
+        cards are closed as stopped and redrawn, and their pauses resumed, in the background.
+
+        Args:
+            actor: the authenticated person who pressed Stop or typed it.
+            conversation: where `stop` was typed (ignored when `turn_id` is given).
+            turn_id: the turn a Stop button names.
+
+        Raises:
+            NothingToStopError, TurnEndedError, AlreadyStoppedError, NotPermittedError: see
+                `TurnStopper.stop`; nothing changed.
+        """
+        with about(conversation.thread_id if conversation is not None else None):
+            return await self._stopper.stop(actor, conversation=conversation, turn_id=turn_id)
+
     def start(self, *, upkeep_first_sweep: bool = False) -> None:
         """Start background work: the expiry sweeper and the upkeep. Call once the platforms are registered.
 
@@ -377,11 +405,37 @@ class Countersign:
         await self.upkeep.stop()
         await self.expiry.stop()
         await self.tasks.drain(grace_s)
+        await self._stopper.aclose()
 
     async def _after_expiry(self, result: DecideResult) -> None:
         approval = result.approval
         await self._runner.tell_expired(approval)
         self.tasks.spawn(self._after_decision(result), name=f"expired {approval.thread_id}")
+
+    def _after_stop(self, recorded: StopRecorded) -> None:
+        """Redraw the cards a stop closed and resume their pauses, in the background.
+
+        While the bot is stopping, the resume is left to the upkeep (the reviews are claimed
+        with a retry time, as after a decision).
+        """
+        if self.tasks.closing:
+            return
+        thread_id = recorded.turn.thread_id
+        self.tasks.spawn(self._finish_stop(recorded), name=f"stopped {thread_id}")
+
+    async def _finish_stop(self, recorded: StopRecorded) -> None:
+        """Redraw the closed cards (the resume waits for them at most `REDRAW_WAIT_S`), then resume."""
+        redraws = [asyncio.ensure_future(self._runner.refresh_card(approval)) for approval in recorded.closed]
+        try:
+            if recorded.claimed:
+                if redraws:
+                    await asyncio.wait(redraws, timeout=REDRAW_WAIT_S)
+                await self._resume(recorded.turn.thread_id)
+            if redraws:
+                await asyncio.gather(*redraws)
+        finally:
+            for redraw in redraws:
+                redraw.cancel()  # a no-op once it is done; else this task was cancelled (shutdown)
 
     async def _after_decision(self, result: DecideResult) -> None:
         """Redraw the card; when the review is complete, resume the thread.

@@ -1,8 +1,9 @@
-"""Persistent buttons: `DynamicItem`s whose `custom_id` names the approval.
+"""Persistent buttons: `DynamicItem`s whose `custom_id` names the approval, or the turn to stop.
 
-`cs:<action>:<approval id>` (43 characters; Discord allows 100). The classes are registered
-once in `setup_hook` with `Client.add_dynamic_items`, so a click on any card, from before a
-restart or after any view timeout, is parsed from its `custom_id` and handled.
+`cs:<action>:<approval id>` (43 characters; Discord allows 100), and `cs:stop:<turn id>` (40)
+on a status line while the agent works (issue 12). The classes are registered once in
+`setup_hook` with `Client.add_dynamic_items`, so a click on any card or status line, from
+before a restart or after any view timeout, is parsed from its `custom_id` and handled.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ _STYLES = {
 TEMPLATE = r"cs:(?P<action>approve|edit|reject):(?P<approval_id>[0-9a-f]{32})(?::(?P<version>[0-9a-f]{8}))?"
 """A card button's `custom_id`."""
 _TEMPLATE = re.compile(TEMPLATE)
+STOP_TEMPLATE = r"cs:stop:(?P<turn_id>[0-9a-f]{32})"
+"""A Stop button's `custom_id`: the turn it stops (`bot.stopping`)."""
+_STOP_TEMPLATE = re.compile(STOP_TEMPLATE)
 
 
 class ApprovalButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=TEMPLATE):
@@ -67,6 +71,43 @@ class ApprovalButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=TE
         await handler.on_button(interaction, self.action, self.approval_id, self.version)
 
 
+class StopButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=STOP_TEMPLATE):
+    """Stop on the status line of a running turn; only the turn id is on the button.
+
+    Args:
+        turn_id: the turn (32 hex characters); who may stop it is checked when it is clicked.
+    """
+
+    def __init__(self, turn_id: str) -> None:
+        super().__init__(
+            discord.ui.Button(label=msg.BUTTON_STOP, style=discord.ButtonStyle.danger, custom_id=f"cs:stop:{turn_id}")
+        )
+        self.turn_id = turn_id
+
+    @classmethod
+    async def from_custom_id(
+        cls,
+        interaction: discord.Interaction[Any],
+        item: discord.ui.Item[Any],
+        match: re.Match[str],
+        /,
+    ) -> StopButton:
+        """Rebuild the button from a clicked `custom_id`."""
+        return cls(match["turn_id"])
+
+    async def callback(self, interaction: discord.Interaction[Any]) -> None:
+        """Hand the click to the client's interaction handler."""
+        handler: InteractionHandler = interaction.client.interactions
+        await handler.on_stop(interaction, self.turn_id)
+
+
+def stop_view(turn_id: str) -> discord.ui.View:
+    """A view with the Stop button; stopped after sending, the registry dispatches clicks."""
+    view = discord.ui.View(timeout=None)
+    view.add_item(StopButton(turn_id))
+    return view
+
+
 def card_view(approval_id: str, version: str | None = None) -> discord.ui.View:
     """A view with the three buttons; stopped after sending, the registry dispatches clicks."""
     view = discord.ui.View(timeout=None)
@@ -88,9 +129,9 @@ def parse_button_id(custom_id: str) -> re.Match[str] | None:
 
 
 def dispatched_to_a_button(interaction: discord.Interaction[Any]) -> bool:
-    """Whether discord.py hands this component interaction to `ApprovalButton`.
+    """Whether discord.py hands this component interaction to `ApprovalButton` or `StopButton`.
 
-    It does only for a button whose `custom_id` fits the template and which the clicked
+    It does only for a button whose `custom_id` fits a template and which the clicked
     message shows (`ViewStore.schedule_dynamic_item_call` looks the item up on the message);
     anything else it drops without a word, and Discord then tells the clicker "This
     interaction failed".
@@ -99,7 +140,9 @@ def dispatched_to_a_button(interaction: discord.Interaction[Any]) -> bool:
     custom_id = data.get("custom_id")
     if data.get("component_type") != discord.ComponentType.button.value or not isinstance(custom_id, str):
         return False
-    if parse_button_id(custom_id) is None or interaction.message is None:
+    if (parse_button_id(custom_id) is None and _STOP_TEMPLATE.fullmatch(custom_id) is None) or (
+        interaction.message is None
+    ):
         return False
     return custom_id in _custom_ids(interaction.message.components)
 

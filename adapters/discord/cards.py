@@ -28,6 +28,7 @@ _COLOURS = {
     ApprovalStatus.EDITED: discord.Colour.green(),
     ApprovalStatus.REJECTED: discord.Colour.red(),
     ApprovalStatus.EXPIRED: discord.Colour.dark_grey(),
+    ApprovalStatus.STOPPED: discord.Colour.dark_grey(),
 }
 
 

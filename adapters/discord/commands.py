@@ -37,6 +37,7 @@ from bot.admin.commands import (
     Show,
     ShowAudit,
     ShowContext,
+    StopTurn,
 )
 from bot.admin.parse import CommandError, parse_duration
 from bot.admin.service import AdminService
@@ -71,6 +72,7 @@ DISCORD_MARKUP = Markup(
         "scope": "scope kind:channel|thread [channel]",
         "agent": "agent kind:react|subagents|default [channel]",
         "context": "context [reset:True]",
+        "stop": "stop",
         "audit": "audit [tool] [user] [limit]",
     },
     examples=(
@@ -88,6 +90,10 @@ DISCORD_MARKUP = Markup(
         ("agent kind:subagents channel:#ops", "the supervisor with subagents answers in #ops"),
         ("context", "this conversation's summary and window size (typed in a thread: the thread's)"),
         ("context reset:True", "the model starts afresh in this conversation"),
+        (
+            "stop",
+            "stop the bot's running turn here (typed in a thread: the thread's); or press Stop on its status line",
+        ),
         ("audit tool:http_request limit:10", "recent decisions and changes"),
     ),
 )
@@ -289,6 +295,10 @@ def build_command_group(admin: AdminService, tool_names: list[str]) -> app_comma
     @app_commands.describe(reset="Start the model's view of this conversation afresh (admins)")
     async def context(interaction: Interaction, reset: bool = False) -> None:
         await run(interaction, ResetContext() if reset else ShowContext())
+
+    @group.command(name="stop", description="Stop the bot's running turn in this conversation (who asked, or admins)")
+    async def stop(interaction: Interaction) -> None:
+        await run(interaction, StopTurn())
 
     @group.command(name="audit", description="Recent decisions, refusals, expiries and changes")
     @app_commands.autocomplete(tool=tools)

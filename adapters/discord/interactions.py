@@ -13,10 +13,13 @@ from typing import Any
 
 import discord
 
+from adapters.admin_text import error_text as admin_error_text
+from adapters.admin_text import render
 from adapters.decision_errors import parse_edited_args
 from adapters.discord import messages as msg
 from adapters.discord.buttons import dispatched_to_a_button, edit_again_view, parse_button_id
 from adapters.discord.cards import args_json
+from adapters.discord.commands import DISCORD_MARKUP
 from adapters.discord.conversations import DM, clicker_actor, member_actor
 from adapters.discord.errors import error_text
 from adapters.discord.modals import (
@@ -77,6 +80,17 @@ class InteractionHandler:
             await interaction.response.send_message(text, ephemeral=True)
             return
         await interaction.response.send_modal(edit_modal(approval_id, prefill))
+
+    async def on_stop(self, interaction: Interaction, turn_id: str) -> None:
+        """Stop pressed on a status line: stop the turn it names; the clicker is told privately."""
+        await interaction.response.defer(ephemeral=True, thinking=False)
+        try:
+            reply = await self._service.stop_turn(clicker_actor(interaction), turn_id=turn_id)
+            text = render(reply, DISCORD_MARKUP)
+        except Exception as exc:
+            _log_unexpected(exc)
+            text = admin_error_text(exc, DISCORD_MARKUP)
+        await interaction.followup.send(text, ephemeral=True, allowed_mentions=discord.AllowedMentions.none())
 
     async def on_component(self, interaction: Interaction) -> None:
         """A click discord.py does not hand to a card button: refused in words, audited if it names an approval.

@@ -11,12 +11,14 @@ CARD_TITLE = {
     "edited": "✏️ Approved with edits",
     "rejected": "🚫 Rejected",
     "expired": "⌛ Expired",
+    "stopped": "⏹️ Stopped",
 }
 CARD_OUTCOME_WORD = {
     "approved": "Approved",
     "edited": "Edited and approved",
     "rejected": "Rejected",
     "expired": "Expired",
+    "stopped": "Stopped",
 }
 FIELD_TOOL = "Tool"
 FIELD_SUBAGENT_TOOL = "{subagent} wants to call"
@@ -38,6 +40,8 @@ BUTTON_APPROVE = "Approve"
 BUTTON_EDIT = "Edit"
 BUTTON_EDIT_AGAIN = "Edit again"
 BUTTON_REJECT = "Reject"
+BUTTON_STOP = "Stop"
+"""The button on the status line that stops the running turn (issue 12)."""
 
 EDIT_TITLE = "Edit tool call"
 EDIT_LABEL = "Arguments (JSON object)"
@@ -105,6 +109,8 @@ TURN_FAILED = (
 CARDS_IN_CHANNEL = "Approval needed for {tools}: the card is in <#{channel}>."
 CARDS_IN_DMS = "Approval needed for {tools}: the card was sent to the approvers by direct message."
 EXPIRED_NOTICE = "<@{user}> your request to run `{tool}` expired without a decision, so it did not run."
+STOPPED_NOTICE = "⏹️ Stopped by <@{user}>."
+"""Said in the conversation in place of an answer when a turn was stopped (pings nobody)."""
 FIELD_TALLY = "Approvals"
 CARD_TALLY = "{count} of {quorum}{names}"
 FIELD_EDITED_ARGS = "Edited arguments, waiting for approvals"
@@ -132,6 +138,8 @@ PROGRESS = ProgressWords(
         ModelErrorKind.BUSY: "⏳ The model is rate limited; trying again in {wait}…",
         ModelErrorKind.UNAVAILABLE: "⏳ The model did not answer; trying again in {wait}…",
     },
+    busy="⏳ Working on it…",
+    stopping="⏹️ Stopping (asked by {name})…",
 )
-"""The status line, edited in place while subagents work or a model call
-waits to be retried, deleted when the turn ends."""
+"""The status line, edited in place while subagents work, a model call waits to be retried, or
+a turn goes on for a while (with a Stop button), deleted when the turn ends."""

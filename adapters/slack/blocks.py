@@ -21,6 +21,9 @@ from bot.ports import ApprovalCard
 ACTION_APPROVE = "countersign_approve"
 ACTION_EDIT = "countersign_edit"
 ACTION_REJECT = "countersign_reject"
+ACTION_STOP = "countersign_stop"
+"""The progress message's Stop button; its `value` is the turn id (issue 12)."""
+STOP_BLOCK = "countersign_stop"
 VIEW_EDIT = "countersign_edit_view"
 VIEW_REJECT = "countersign_reject_view"
 EDIT_BLOCK = "args"
@@ -100,6 +103,24 @@ def card_text(card: ApprovalCard) -> str:
     if approval.status is ApprovalStatus.PENDING:
         return msg.CARD_FALLBACK.format(tool=escape(approval.tool_name), requester=escape(approval.requester_name))
     return f"{msg.CARD_HEADER[approval.status.value]}: {escape(approval.tool_name)}"
+
+
+def progress_blocks(text: str, stop_turn_id: str | None) -> list[dict[str, Any]]:
+    """The progress message: its line, and a Stop button naming the turn when one is offered.
+
+    The button is the section's accessory (not an actions block, which cards use), and carries
+    only the turn id; who may stop it is checked when it is clicked.
+    """
+    section: dict[str, Any] = {"type": "section", "block_id": STOP_BLOCK, "text": {"type": "mrkdwn", "text": text}}
+    if stop_turn_id is not None:
+        section["accessory"] = {
+            "type": "button",
+            "action_id": ACTION_STOP,
+            "value": stop_turn_id,
+            "style": "danger",
+            "text": {"type": "plain_text", "text": msg.BUTTON_STOP},
+        }
+    return [section]
 
 
 def edit_modal(approval: ApprovalRecord, prefill: str) -> dict[str, Any]:

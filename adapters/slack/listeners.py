@@ -15,10 +15,13 @@ from typing import Any
 
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltContext
 
+from adapters.admin_text import error_text as admin_error_text
+from adapters.admin_text import render
 from adapters.decision_errors import parse_edited_args
 from adapters.display import is_blank
 from adapters.slack import blocks
 from adapters.slack import messages as msg
+from adapters.slack.commands import SLACK_MARKUP
 from adapters.slack.errors import error_text
 from adapters.slack.platform import SlackPlatform, UserDirectory
 from adapters.slack.text import plain_text
@@ -71,6 +74,7 @@ class SlackListeners:
         app.action(blocks.ACTION_APPROVE)(self.on_approve)
         app.action(blocks.ACTION_EDIT)(self.on_edit)
         app.action(blocks.ACTION_REJECT)(self.on_reject)
+        app.action(blocks.ACTION_STOP)(self.on_stop)
         app.view(blocks.VIEW_EDIT)(self.on_edit_submitted)
         app.view(blocks.VIEW_REJECT)(self.on_reject_submitted)
 
@@ -234,6 +238,21 @@ class SlackListeners:
             await self._refuse(body, exc)
             return
         await context.client.views_open(trigger_id=_text_at(body, "trigger_id"), view=blocks.reject_modal(approval))
+
+    async def on_stop(self, ack: AsyncAck, body: dict[str, Any], action: dict[str, Any]) -> None:
+        """Stop on a progress message: stop the turn it names; the clicker is told privately how it went."""
+        await ack()
+        actor = await self._clicker(body)
+        if actor is None:
+            return
+        try:
+            reply = await self._service.stop_turn(actor, turn_id=_text_at(action, "value", empty=True) or "")
+        except Exception as exc:
+            if not isinstance(exc, CountersignError):
+                log.error("handling a Stop click failed", exc_info=exc)
+            await self._refuse_text(body, admin_error_text(exc, SLACK_MARKUP))
+            return
+        await self._refuse_text(body, render(reply, SLACK_MARKUP))
 
     # --- modals --------------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ CARD_HEADER = {
     "edited": ":pencil2: Approved with edits",
     "rejected": ":no_entry_sign: Rejected",
     "expired": ":hourglass: Expired",
+    "stopped": ":black_square_for_stop: Stopped",
 }
 CARD_TOOL_LINE = "*Tool:* `{tool}`{position}"
 CARD_SUBAGENT_LINE = "*{subagent}* wants to call `{tool}`{position}"
@@ -36,11 +37,14 @@ CARD_OUTCOME_WORD = {
     "edited": "Edited and approved",
     "rejected": "Rejected",
     "expired": "Expired",
+    "stopped": "Stopped",
 }
 
 BUTTON_APPROVE = "Approve"
 BUTTON_EDIT = "Edit"
 BUTTON_REJECT = "Reject"
+BUTTON_STOP = "Stop"
+"""The button on the progress message that stops the running turn (issue 12)."""
 
 EDIT_TITLE = "Edit tool call"
 EDIT_SUBMIT = "Approve edit"
@@ -88,6 +92,8 @@ TURN_FAILED = (
 CARDS_IN_CHANNEL = "Approval needed for {tools}: the card is in <#{channel}>{link}."
 CARDS_IN_DMS = "Approval needed for {tools}: the card was sent to the approvers by direct message."
 EXPIRED_NOTICE = "Your request to run `{tool}` expired without a decision, so it did not run."
+STOPPED_NOTICE = ":black_square_for_stop: Stopped by <@{user}>."
+"""Said in the conversation in place of an answer when a turn was stopped."""
 CARD_TALLY = "*Approvals:* {count} of {quorum}{names}"
 ALREADY_VOTED = "You already approved this; each person counts once, so it now needs other approvers."
 STALE_VOTE = "The arguments changed while you clicked; look at the card again."
@@ -102,9 +108,10 @@ EMPTY_MENTION = "Hi! Mention me with a question or a task, and I'll get to work.
 CONTEXT_NEEDS_LINK = (
     "Slack does not tell a slash command which thread it was typed in, and in this channel each thread "
     "is a conversation of its own. Name the thread with its link: on the thread's first message (or any "
-    "reply) choose *Copy link*, then send `/countersign context <link>` "
-    "(or `/countersign context reset <link>`)."
+    "reply) choose *Copy link*, then send `/countersign {command} <link>`{also}."
 )
+CONTEXT_NEEDS_LINK_ALSO = {"context": " (or `/countersign context reset <link>`)"}
+"""`CONTEXT_NEEDS_LINK`'s aside, by the command it answers (`context`, `stop`)."""
 CONTEXT_LINK_PROBLEMS = {
     "not_a_message": "That is not a link to a Slack message. Use *Copy link* on a message of the thread.",
     "other_workspace": "That link points into another Slack workspace; name a thread of this channel.",
@@ -127,6 +134,8 @@ PROGRESS = ProgressWords(
         ModelErrorKind.BUSY: ":hourglass_flowing_sand: _The model is rate limited; trying again in {wait}…_",
         ModelErrorKind.UNAVAILABLE: ":hourglass_flowing_sand: _The model did not answer; trying again in {wait}…_",
     },
+    busy=":hourglass_flowing_sand: _Working on it…_",
+    stopping=":black_square_for_stop: _Stopping (asked by {name})…_",
 )
-"""The progress message, updated in place while subagents work or a model call
-waits to be retried, deleted when the turn ends."""
+"""The progress message, updated in place while subagents work, a model call waits to be
+retried, or a turn goes on for a while (with a Stop button), deleted when the turn ends."""

@@ -125,6 +125,15 @@ class ResetContext:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class StopTurn:
+    """`stop`: stop the running turn of this conversation (its requester or an admin; issue 12).
+
+    The conversation is where the command was typed (on Slack a link may name the thread), as
+    for `context`.
+    """
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ShowAudit:
     """`audit [tool] [user] [limit n]`."""
 
@@ -147,13 +156,14 @@ Command = (
     | SetAgent
     | ShowContext
     | ResetContext
+    | StopTurn
     | ShowAudit
 )
 
 READ_ONLY = (Help, Show, ShowContext)
 """Commands anyone may use; everything else (including `audit`, which shows arguments) is for admins."""
 
-IN_A_CONVERSATION = (ShowContext, ResetContext)
+IN_A_CONVERSATION = (ShowContext, ResetContext, StopTurn)
 """Commands about the conversation they are typed in (`AdminService.execute` needs it)."""
 
 SUBCOMMANDS: dict[type, str] = {
@@ -170,6 +180,7 @@ SUBCOMMANDS: dict[type, str] = {
     SetAgent: "agent",
     ShowContext: "context",
     ResetContext: "context reset",
+    StopTurn: "stop",
     ShowAudit: "audit",
 }
 """Each command's subcommand words, as people type them (audit rows name refused commands by them)."""

@@ -28,6 +28,7 @@ from bot.admin.commands import (
     Show,
     ShowAudit,
     ShowContext,
+    StopTurn,
 )
 from bot.agents.kind import AgentKind
 from bot.approvals.config import ApproverKind, CardRouting, ConversationScope
@@ -59,6 +60,7 @@ USAGE = {
     "scope": "scope channel|thread [in #channel]",
     "agent": "agent react|subagents|default [in #channel]",
     "context": "context [reset]",
+    "stop": "stop",
     "audit": "audit [tool] [@user] [limit n]",
 }
 
@@ -296,6 +298,10 @@ def _context(words: _Words, condition: str | None) -> Command:
     return ResetContext()
 
 
+def _stop(words: _Words, condition: str | None) -> Command:
+    return StopTurn()
+
+
 def _audit(words: _Words, condition: str | None) -> Command:
     limit_text = words.take_optional("limit")
     limit = 20
@@ -328,5 +334,6 @@ _PARSERS = {
     "scope": _scope,
     "agent": _agent,
     "context": _context,
+    "stop": _stop,
     "audit": _audit,
 }

@@ -2,8 +2,8 @@
 
 Only admins may change something or read the audit log (it shows arguments): the platform's
 workspace admins (Slack admins and owners, Discord Manage Server) and bot admins. `help`,
-`show` and `context` are for everyone. A refused or invalid command changes nothing; refusals
-are audited.
+`show` and `context` are for everyone; `stop` for the requester of the running turn and
+admins. A refused or invalid command changes nothing; refusals are audited.
 """
 
 from __future__ import annotations
@@ -34,9 +34,20 @@ from bot.admin.commands import (
     Show,
     ShowAudit,
     ShowContext,
+    StopTurn,
 )
 from bot.admin.parse import CommandError
-from bot.admin.views import AuditPage, Changed, ContextReset, ContextView, HelpPage, PolicyView, Reply, ToolLine
+from bot.admin.views import (
+    AuditPage,
+    Changed,
+    ContextReset,
+    ContextView,
+    HelpPage,
+    PolicyView,
+    Reply,
+    StopRequested,
+    ToolLine,
+)
 from bot.agents.kind import AgentKind
 from bot.approvals.authorization import Directory, is_workspace_admin
 from bot.approvals.conditions import compile_condition, sample_arguments, strip_quotes
@@ -68,6 +79,18 @@ class ContextPort(Protocol):
         ...
 
 
+class StopPort(Protocol):
+    """Stopping a conversation's running turn, as `stop` needs it (`bot.stopping.TurnStopper`)."""
+
+    async def stop(self, actor: Actor, *, conversation: ConversationRef | None = None) -> StopRequested:
+        """Stop the active turn of `conversation` for `actor` (its requester or an admin).
+
+        Raises:
+            NothingToStopError, AlreadyStoppedError, NotPermittedError: nothing was changed.
+        """
+        ...
+
+
 class AdminService:
     """The admin use case.
 
@@ -79,6 +102,7 @@ class AdminService:
         default_agent: the agent of channels without a setting (`COUNTERSIGN_AGENT`), for `show`.
         subagents: the configured subagents' names, for `show`.
         contexts: the conversations' graph state, for `context` (None: `context` is refused).
+        stops: stops a conversation's running turn, for `stop` (None: `stop` is refused).
     """
 
     def __init__(
@@ -91,6 +115,7 @@ class AdminService:
         default_agent: AgentKind = AgentKind.REACT,
         subagents: tuple[str, ...] = (),
         contexts: ContextPort | None = None,
+        stops: StopPort | None = None,
     ) -> None:
         self._config = config
         self._audit = audit
@@ -99,6 +124,7 @@ class AdminService:
         self._default_agent = default_agent
         self._subagents = subagents
         self._contexts = contexts
+        self._stops = stops
 
     async def execute(
         self,
@@ -120,8 +146,9 @@ class AdminService:
         Raises:
             NotPermittedError: `not_an_admin` (audited), `no_workspace` (a setting in a
                 Discord DM) or `dm_reset` (`context reset` in a Discord DM, where nobody is an
-                admin).
+                admin); for `stop`, `not_requester_or_admin` or `other_workspace` (audited).
             ConversationBusyError: `context reset` while a card waits or a turn runs (audited).
+            NothingToStopError, AlreadyStoppedError: `stop` with nothing running, or twice.
             CommandError: an unknown tool, an invalid condition, a setting that cannot work,
                 `context` without a conversation.
         """
@@ -133,6 +160,11 @@ class AdminService:
         if isinstance(command, ShowContext):
             contexts, about = self._context_of(conversation)
             return await contexts.describe(about)
+        if isinstance(command, StopTurn):
+            # The requester may stop their own turn; the stopper checks who may (and audits).
+            if conversation is None or self._stops is None:
+                raise CommandError("`stop` is not available here")
+            return await self._stops.stop(actor, conversation=conversation)
         if actor.workspace_id == DM_WORKSPACE:
             raise NotPermittedError("dm_reset" if isinstance(command, ResetContext) else "no_workspace")
         if not await is_workspace_admin(actor, config, self._directory_for(actor.platform)):

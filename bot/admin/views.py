@@ -125,10 +125,28 @@ class ContextReset:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class StopRequested:
+    """`stop`, or a Stop button: the turn was stopped (issue 12); it ends at its next step.
+
+    Attributes:
+        thread_id: the conversation.
+        requester_id: who started the turn (None: unknown).
+        paused: the turn was waiting for cards (some of its calls, at least), which are now closed
+            as stopped.
+        cards_closed: how many waiting cards were closed.
+    """
+
+    thread_id: str
+    requester_id: str | None
+    paused: bool
+    cards_closed: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class HelpPage:
     """`help`: the subcommands and the registered tools."""
 
     tools: tuple[str, ...]
 
 
-Reply = PolicyView | Changed | AuditPage | HelpPage | ContextView | ContextReset
+Reply = PolicyView | Changed | AuditPage | HelpPage | ContextView | ContextReset | StopRequested

@@ -20,6 +20,7 @@ from bot.agents import prompts
 from bot.agents.history import answers_after, last_tool_call_message
 from bot.agents.nodes import Node
 from bot.agents.state import AgentState
+from bot.agents.stop_signal import StopSignal, is_cancellable, stop_signal, unless_stopped
 from bot.approvals.mode import Mode
 from bot.approvals.policy import PolicyContext, ReviewPolicy
 from bot.tools.ledger import Claim, ToolResult, ToolRunLedger
@@ -42,6 +43,10 @@ def make_tool_node(
             runs: now denied, it is answered as rejected by policy; now needing review, the
             model is told to call it again. Reviewed calls were re-checked when decided.
 
+    Once the run's turn is stopped (`bot.agents.stop_signal`), no further call starts: each
+    gets a "not run: stopped" result; a call already running is let finish, or cancelled when
+    its tool declared it may be (see `run_tool`).
+
     Every failure becomes an error `ToolMessage` the model can read (seed 000 lists three
     kinds; unlike the template, an exception inside a tool is caught too, and logged):
     an unknown tool, arguments the tool's schema refuses, and an exception in the tool.
@@ -57,10 +62,15 @@ def make_tool_node(
         thread_id = str(config.get("configurable", {}).get("thread_id", ""))
         plan = state.get("review_plan") or {}
         waited = any(plan.get(str(call["id"])) != Mode.AUTO.value for call in ai.tool_calls)
+        signal = stop_signal(config)
         results: dict[str, ToolMessage] = {}
         for call in ai.tool_calls:
             call_id = str(call["id"])
             if call_id in answered:
+                continue
+            if signal is not None and signal.is_set:
+                # No new tool call once the turn is stopped.
+                results[call_id] = _error(call, prompts.STOPPED_CALL.format(name=signal.stopped_by or "someone"))
                 continue
             if policy is not None and waited and plan.get(call_id) == Mode.AUTO.value:
                 refusal = await _refusal_now(call, policy, PolicyContext.from_thread_id(thread_id))
@@ -68,14 +78,20 @@ def make_tool_node(
                     results[call_id] = refusal
                     continue
             reviewed = plan.get(call_id, Mode.REVIEW.value) == Mode.REVIEW.value
-            results[call_id] = await run_tool(call, tools, ledger, thread_id, reviewed=reviewed)
+            results[call_id] = await run_tool(call, tools, ledger, thread_id, reviewed=reviewed, signal=signal)
         return {"messages": _in_call_order(ai, answered, results)}
 
     return tool_node
 
 
 async def run_tool(
-    call: ToolCall, tools: Mapping[str, BaseTool], ledger: ToolRunLedger, thread_id: str, *, reviewed: bool
+    call: ToolCall,
+    tools: Mapping[str, BaseTool],
+    ledger: ToolRunLedger,
+    thread_id: str,
+    *,
+    reviewed: bool,
+    signal: StopSignal | None = None,
 ) -> ToolMessage:
     """Run one call and return its result; never raises for a tool's own failure.
 
@@ -86,6 +102,10 @@ async def run_tool(
         thread_id: the conversation.
         reviewed: whether the review gate held this call for a decision; the ledger then runs
             it only with a stored approval of exactly these arguments.
+        signal: the run's stop; a tool that declared itself cancellable
+            (`bot.tools.registry.CANCELLABLE`) is cancelled when the turn is stopped while
+            it runs, and its result says so (recorded like any result, and the call's card,
+            if it had one, says it may or may not have taken effect); any other tool finishes.
     """
     name = call["name"]
     call_id = str(call["id"])
@@ -109,10 +129,21 @@ async def run_tool(
         return _error(call, prompts.ALREADY_STARTED_MESSAGE)
     if claim is Claim.NOT_APPROVED:
         return _error(call, prompts.NOT_APPROVED_MESSAGE)
-    result = await _invoke(call, tool)
+    cut_short = False
+    if is_cancellable(tool):
+        cut_short, finished = await unless_stopped(signal, _invoke(call, tool))
+        stopper = signal.stopped_by if signal is not None else ""
+        result = finished or _error(call, prompts.CANCELLED_CALL.format(name=stopper or "someone"))
+        if cut_short:
+            log.info("%s cancelled by a stop (tool_call_id=%s thread_id=%s)", name, call_id, thread_id)
+    else:
+        result = await _invoke(call, tool)
     try:
         await ledger.record(
-            thread_id=thread_id, tool_call_id=call_id, result=ToolResult(content=result.content, status=result.status)
+            thread_id=thread_id,
+            tool_call_id=call_id,
+            result=ToolResult(content=result.content, status=result.status),
+            cut_short=cut_short,
         )
     except Exception:
         # The result still reaches the checkpoint; only a crash before that would lose it.

@@ -16,6 +16,8 @@ Approval (one reviewed tool call)::
     PENDING --approve_edit> EDITED      the quorum approved edited arguments
     PENDING --reject------> REJECTED    one reject decides (also a policy denial)
     PENDING --expire------> EXPIRED     nobody decided in time
+    PENDING --stop--------> STOPPED     the requester or an admin stopped the turn the call
+                                        belongs to (issue 12, "Stop"): it never runs
 
 Review (one interrupt)::
 
@@ -26,6 +28,12 @@ Review (one interrupt)::
 `open -> votes -> decided or expired -> resuming -> done` is the path of a review whose
 approvals collect votes. Deciding the last approval and claiming the resume happen in one
 transaction, so a review is never decided without somebody owning its resume.
+
+A stop closes every pending approval of the stopped turn with STOP, in one transaction that
+locks the reviews first (the order a vote takes), so of a Stop and an Approve racing on one
+card exactly one moves it; the stop then claims each review it left without a pending
+approval, like a last decision does, and the resume answers every call of the turn as
+stopped (docs/decisions/0021).
 """
 
 from __future__ import annotations
@@ -44,6 +52,7 @@ class ApprovalStatus(StrEnum):
     EDITED = "edited"
     REJECTED = "rejected"
     EXPIRED = "expired"
+    STOPPED = "stopped"
 
 
 class ReviewStatus(StrEnum):
@@ -62,6 +71,7 @@ class ApprovalEvent(StrEnum):
     APPROVE_EDIT = "approve_edit"
     REJECT = "reject"
     EXPIRE = "expire"
+    STOP = "stop"
 
 
 class ReviewEvent(StrEnum):
@@ -78,11 +88,13 @@ APPROVAL_TRANSITIONS: Mapping[ApprovalStatus, Mapping[ApprovalEvent, ApprovalSta
         ApprovalEvent.APPROVE_EDIT: ApprovalStatus.EDITED,
         ApprovalEvent.REJECT: ApprovalStatus.REJECTED,
         ApprovalEvent.EXPIRE: ApprovalStatus.EXPIRED,
+        ApprovalEvent.STOP: ApprovalStatus.STOPPED,
     },
     ApprovalStatus.APPROVED: {},
     ApprovalStatus.EDITED: {},
     ApprovalStatus.REJECTED: {},
     ApprovalStatus.EXPIRED: {},
+    ApprovalStatus.STOPPED: {},
 }
 """state -> event -> new state; an event missing for a state does not fit it."""
 

@@ -17,7 +17,9 @@ DENIED_BY_POLICY = "denied by policy: the tool may not be used here"
 NO_LONGER_CONFIGURED = "not run: the tool, or the subagent that asked for it, is no longer configured"
 """The reason recorded when a card is approved after its tool or subagent was removed from the
 configuration (a restart with another tools module or subagents file): the call cannot run."""
-SYSTEM_REASONS = frozenset({EXPIRED_REASON, DENIED_BY_POLICY, NO_LONGER_CONFIGURED})
+STOPPED_REASON = "not run: the turn was stopped before this call ran"
+"""The reject reason a stopped approval resumes with (the graph answers its call as stopped)."""
+SYSTEM_REASONS = frozenset({EXPIRED_REASON, DENIED_BY_POLICY, NO_LONGER_CONFIGURED, STOPPED_REASON})
 """Reject reasons Countersign writes itself (no reviewer chose them); see `review_node`."""
 
 
@@ -129,6 +131,8 @@ class ApprovalRecord:
             }
         if self.status is ApprovalStatus.EXPIRED:
             return {"type": "reject", "message": self.reason or EXPIRED_REASON}
+        if self.status is ApprovalStatus.STOPPED:
+            return {"type": "reject", "message": STOPPED_REASON}
         return {"type": "reject", "message": self.reason}
 
 

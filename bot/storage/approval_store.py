@@ -34,6 +34,7 @@ from bot.audit import AuditEntry, AuditKind, approval_entry
 from bot.conversation import Actor
 from bot.errors import AlreadyDecidedError, AlreadyVotedError, ApprovalNotFoundError, StaleVoteError
 from bot.storage.audit_store import AuditStore
+from bot.storage.conversation_store import Stopper
 from bot.tools.canonical import canonical_values
 
 RESUME_WITHIN_S = 30.0
@@ -429,6 +430,74 @@ class ApprovalStore:
         row = await connection.fetchrow(f"{_SELECT} WHERE a.id = $1", current.id)
         await _count_as_activity(connection, current.thread_id)
         return DecideResult(approval=_approval(_present(row)), review_complete=claimed, decided=True)
+
+    async def lock_open_reviews(self, connection: PoolConnectionProxy, thread_id: str) -> None:
+        """Lock the thread's pending and resuming reviews, in id order, in the caller's transaction.
+
+        A stop takes these locks first, as a vote and an expiry take their review's lock first,
+        so a stop racing a decision on the same card waits for it (or it for the stop) instead of
+        deadlocking, and of the two exactly one moves the approval.
+        """
+        await connection.execute(
+            "SELECT 1 FROM reviews WHERE thread_id = $1 AND status = ANY($2::text[]) ORDER BY id FOR UPDATE",
+            thread_id,
+            [ReviewStatus.PENDING.value, ReviewStatus.RESUMING.value],
+        )
+
+    async def stop_pending(
+        self, connection: PoolConnectionProxy, thread_id: str, *, stopper: Stopper
+    ) -> tuple[list[ApprovalRecord], bool]:
+        """Close every pending approval of the thread as stopped, in the caller's transaction.
+
+        Call with the thread's open reviews locked (`lock_open_reviews`). Each approval moves
+        with the `stop` transition's conditional update and gets a `decision` audit row with
+        the outcome `stopped`; each review left without a pending approval is claimed for
+        resuming, as by a last decision. Counted in `bot.metrics` by the caller, once the
+        transaction committed (`metrics.approval_closed`).
+
+        Args:
+            connection: the caller's connection, inside its transaction.
+            thread_id: the conversation whose turn stops.
+            stopper: who stopped it (the approvals' decider).
+
+        Returns:
+            The approvals closed, as now stored, and whether a review was claimed for resuming
+            (the resume then answers the stopped calls).
+        """
+        rows = await connection.fetch(
+            f"{_SELECT} WHERE a.thread_id = $1 AND a.status = $2 ORDER BY a.created_at, a.position",
+            thread_id,
+            ApprovalStatus.PENDING.value,
+        )
+        closed: list[ApprovalRecord] = []
+        reviews: dict[str, None] = {}
+        for row in rows:
+            current = _approval(row)
+            updated = await connection.fetchval(
+                """
+                UPDATE approvals SET status = $2, decided_by_id = $3, decided_by_name = $4, decided_at = now()
+                WHERE id = $1 AND status = ANY($5::text[])
+                RETURNING true
+                """,
+                current.id,
+                approval_after(current.status, ApprovalEvent.STOP).value,
+                stopper.user_id,
+                stopper.display_name,
+                approval_sources(ApprovalEvent.STOP),
+            )
+            if not updated:  # pragma: no cover - the review lock makes `current` the latest
+                continue
+            now = _approval(_present(await connection.fetchrow(f"{_SELECT} WHERE a.id = $1", current.id)))
+            entry = approval_entry(AuditKind.DECISION, now, now.status.value)
+            await self._audit.record(
+                replace(entry, actor_id=stopper.user_id, actor_name=stopper.display_name), connection=connection
+            )
+            closed.append(now)
+            reviews[now.review_id] = None
+        claimed = False
+        for review_id in reviews:
+            claimed = await _claim_resume(connection, uuid.UUID(review_id)) or claimed
+        return closed, claimed
 
     async def gate(self, thread_id: str, tool_call_id: str) -> tuple[ApprovalStatus, str | None] | None:
         """The review state of a tool call: (status, approved digest), or None if never reviewed."""

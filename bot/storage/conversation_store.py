@@ -69,12 +69,21 @@ class ConversationStore:
         value = await self._pool.fetchval("SELECT agent FROM conversations WHERE thread_id = $1", thread_id)
         return AgentKind(value) if value else None
 
-    async def mark_running(self, thread_id: str, *, retry_in_s: float, agent: AgentKind | None = None) -> None:
+    async def mark_running(
+        self,
+        thread_id: str,
+        *,
+        retry_in_s: float,
+        agent: AgentKind | None = None,
+        turn: TurnStart | None = None,
+    ) -> RunningTurn:
         """A run of the conversation's graph starts: its outcome is due (see `mark_delivered`).
 
         Records the newest top-level checkpoint (LangGraph's `checkpoints` table, namespace
         `''`) as where the run started, unless an earlier run's outcome is still due, and that
         the conversation has checkpoints to prune once the run is over (`bot.housekeeping`).
+        A new human message's run starts a new turn here too (its id and requester, no stop),
+        in the same statement, so a turn costs no round trip of its own.
 
         Args:
             thread_id: the conversation.
@@ -84,8 +93,14 @@ class ConversationStore:
             agent: the agent whose graph the run runs on, recorded as the owner of the
                 conversation's checkpoint (`agent_of`); None: unchanged. Only a conversation
                 at rest changes hands (`TurnRunner.choose_agent`).
+            turn: the turn a new human message starts; None: the run goes on with the current
+                turn (a resume, unfinished work).
+
+        Returns:
+            The turn the run belongs to, with the stop requested for it, if any (a resume of
+            a stopped turn starts stopped).
         """
-        await self._pool.execute(
+        row = await self._pool.fetchrow(
             """
             UPDATE conversations SET
                 run_from = CASE WHEN running_since IS NULL THEN (
@@ -96,13 +111,31 @@ class ConversationStore:
                 settled = false,
                 prune_due = true,
                 retry_at = greatest(retry_at, now() + make_interval(secs => $2)),
-                agent = coalesce($3, agent)
+                agent = coalesce($3, agent),
+                turn_id = coalesce($4::text, turn_id),
+                turn_requester_id = CASE WHEN $4::text IS NULL THEN turn_requester_id ELSE $5 END,
+                turn_requester_name = CASE WHEN $4::text IS NULL THEN turn_requester_name ELSE $6 END,
+                stop_requested_at = CASE WHEN $4::text IS NULL THEN stop_requested_at END,
+                stopped_by_id = CASE WHEN $4::text IS NULL THEN stopped_by_id END,
+                stopped_by_name = CASE WHEN $4::text IS NULL THEN stopped_by_name END
             WHERE thread_id = $1
+            RETURNING turn_id, stop_requested_at IS NOT NULL AS stopped, stopped_by_id, stopped_by_name
             """,
             thread_id,
             retry_in_s,
             agent.value if agent is not None else None,
+            turn.turn_id if turn is not None else None,
+            turn.requester_id if turn is not None else None,
+            turn.requester_name if turn is not None else None,
         )
+        if row is None:
+            return RunningTurn(turn_id=None)
+        stopper = (
+            Stopper(user_id=row["stopped_by_id"] or "", display_name=row["stopped_by_name"] or "")
+            if row["stopped"]
+            else None
+        )
+        return RunningTurn(turn_id=row["turn_id"], stopped_by=stopper)
 
     async def mark_delivered(self, thread_id: str, *, settled: bool = False) -> None:
         """The last run's outcome is out (answer, cards, or a failure the conversation was told of).
@@ -169,6 +202,43 @@ class ConversationRow:
         open.
         """
         return self.created or (self.settled and self.unfinished is None and not self.reviews_open)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnStart:
+    """A turn a new human message starts (`TurnRunner.ask`).
+
+    Attributes:
+        turn_id: a new random id (a Stop button names it).
+        requester_id: the message's author, who may stop the turn.
+        requester_name: their display name.
+    """
+
+    turn_id: str
+    requester_id: str
+    requester_name: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Stopper:
+    """Who stopped a turn, as recorded with the stop."""
+
+    user_id: str
+    display_name: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunningTurn:
+    """The turn a run belongs to, as `ConversationStore.mark_running` found it.
+
+    Attributes:
+        turn_id: the turn's id; None for a conversation whose last message came before turns
+            were recorded (such a run cannot be stopped).
+        stopped_by: who stopped the turn, when a stop was requested for it.
+    """
+
+    turn_id: str | None
+    stopped_by: Stopper | None = None
 
 
 @dataclass(frozen=True, slots=True)

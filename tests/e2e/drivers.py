@@ -15,11 +15,22 @@ from typing import Any, ClassVar, Protocol
 from adapters.slack import blocks
 from countersign.server import BotServer
 from tests.e2e import conftest as c
+from tests.support.barriers import GENEROUS_S
 
 
 @dataclass(frozen=True)
 class CardHandle:
     approval_id: str
+    message: str
+    channel: str
+    thread: str | None
+
+
+@dataclass(frozen=True)
+class StopHandle:
+    """A progress message with a Stop button: the turn it names, and where it is."""
+
+    turn_id: str
     message: str
     channel: str
     thread: str | None
@@ -117,6 +128,11 @@ class SlackDriver:
         delivery = await self.events.app_mention(c.CHANNEL, self.user(who), f"<@UBOT> {text}")
         self._thread = delivery.ts
 
+    async def say(self, who: str, text: str) -> None:
+        """A reply in the thread of the last `ask`: the same conversation, no mention needed."""
+        assert self._thread is not None
+        await self.events.message(c.CHANNEL, self.user(who), text, thread_ts=self._thread)
+
     async def cards(self, count: int = 1) -> list[CardHandle]:
         await self.slack.wait_for("chat.postMessage", lambda a: _slack_buttons(a.get("blocks")), count=count)
         found = []
@@ -193,6 +209,67 @@ class SlackDriver:
         )
         return str(calls[count - 1].args["text"])
 
+    async def approve_racing(self, card: CardHandle, who: str) -> str | None:
+        """Click Approve; return the private reply if one comes before the card is redrawn, else None."""
+        before, updates = self._private_count(who), self._updates(card)
+        await self._click(card, who, blocks.ACTION_APPROVE)
+        await wait_until(lambda: self._private_count(who) > before or self._updates(card) > updates, GENEROUS_S)
+        await _settle(self.bot)
+        if self._private_count(who) > before:
+            return await self._private(who, before)
+        return None
+
+    def card_has_buttons(self, card: CardHandle) -> bool:
+        """Whether the card still shows its buttons."""
+        return bool(_slack_buttons(self.slack.message(card.channel, card.message).get("blocks")))
+
+    async def stop_offered(self, count: int = 1) -> StopHandle:
+        """Wait for the `count`th progress message offering Stop (a run going on for a while)."""
+        *_, call = await self.slack.wait_for(
+            "chat.postMessage", lambda a: _slack_stop(a.get("blocks")) is not None, count=count
+        )
+        turn_id = _slack_stop(call.args.get("blocks"))
+        assert turn_id is not None
+        return StopHandle(turn_id, str(call.response["ts"]), str(call.args["channel"]), call.args.get("thread_ts"))
+
+    async def stop(self, handle: StopHandle, who: str) -> str:
+        """Click Stop on the progress message; return the private reply."""
+        before = self._private_count(who)
+        await self.events.block_actions(
+            self.user(who),
+            handle.channel,
+            handle.message,
+            blocks.ACTION_STOP,
+            handle.turn_id,
+            self.slack.new_trigger_id(),
+            block_id=blocks.STOP_BLOCK,
+            thread_ts=handle.thread,
+        )
+        return await self._private(who, before)
+
+    async def stop_command(self, who: str) -> str:
+        """`/countersign stop` for the conversation of the last `ask` (its thread named by its link)."""
+        assert self._thread is not None
+        link = f"<https://{self.events.team_domain}.slack.com/archives/{c.CHANNEL}/p{self._thread.replace('.', '')}>"
+        url = self.slack.new_response_url(c.CHANNEL, user=self.user(who))
+        before = len(self.slack.calls_to("response_url"))
+        delivery = await self.events.slash_command("/countersign", f"stop {link}", self.user(who), c.CHANNEL, url)
+        assert delivery.status == 200
+        calls = await self.slack.wait_for("response_url", count=before + 1)
+        return str(calls[-1].args.get("text", ""))
+
+    async def stopped_notice(self, count: int = 1) -> str:
+        """Wait for the `count`th line saying who stopped a turn, posted in the conversation."""
+        *_, call = await self.slack.wait_for(
+            "chat.postMessage", lambda a: "Stopped by" in str(a.get("text", "")), count=count
+        )
+        return str(call.args["text"])
+
+    def progress_text(self, handle: StopHandle) -> str:
+        """What the progress message says now (its last text, while it exists)."""
+        updates = [u for u in self.slack.calls_to("chat.update") if u.args.get("ts") == handle.message]
+        return str(updates[-1].args["text"]) if updates else ""
+
     def card_text(self, card: CardHandle) -> str:
         updates = [u for u in self.slack.calls_to("chat.update") if u.args.get("ts") == card.message]
         source = (
@@ -212,6 +289,15 @@ class SlackDriver:
 
 def _slack_buttons(message_blocks: Any) -> list[str]:
     return [e["value"] for b in message_blocks or [] if b.get("type") == "actions" for e in b["elements"]]
+
+
+def _slack_stop(message_blocks: Any) -> str | None:
+    """The turn id a progress message's Stop button names, if it has one."""
+    for block in message_blocks or []:
+        accessory = block.get("accessory") or {}
+        if accessory.get("action_id") == blocks.ACTION_STOP:
+            return str(accessory["value"])
+    return None
 
 
 class DiscordDriver:
@@ -300,10 +386,12 @@ class DiscordDriver:
             c.D_CHANNEL, int(self.user(who)), f"<@{c.D_BOT}> {text}", mentions=[c.D_BOT], guild_id=c.D_GUILD
         )
 
+    async def say(self, who: str, text: str) -> None:
+        """Another message in the same conversation (the channel's: it needs the mention there)."""
+        await self.ask(who, text)
+
     async def cards(self, count: int = 1) -> list[CardHandle]:
-        posts = await self.api.wait_for_request(
-            "POST", r"/channels/\d+/messages$", lambda r: bool((r.json or {}).get("components")), count=count
-        )
+        posts = await self.api.wait_for_request("POST", r"/channels/\d+/messages$", is_discord_card, count=count)
         handles = []
         for post in posts:
             ids = [x["custom_id"] for row in post.json["components"] for x in row["components"]]
@@ -365,11 +453,75 @@ class DiscordDriver:
         )
         return str(posts[count - 1].json["content"])
 
+    async def approve_racing(self, card: CardHandle, who: str) -> str | None:
+        """Click Approve; return the private reply if one comes before the card is redrawn, else None."""
+        before = self._patches(card)
+        interaction = await self._click(card, who, "approve")
+        await wait_until(lambda: bool(self.api.followups(interaction.id)) or self._patches(card) > before, GENEROUS_S)
+        await _settle(self.bot)
+        replies = self.api.followups(interaction.id)
+        return str(replies[-1]["content"]) if replies else None
+
+    def card_has_buttons(self, card: CardHandle) -> bool:
+        """Whether the card still shows its buttons."""
+        return bool(discord_custom_ids(self.api.message(card.message)))
+
+    async def stop_offered(self, count: int = 1) -> StopHandle:
+        """Wait for the `count`th status line offering Stop (a run going on for a while)."""
+        *_, post = await self.api.wait_for_request("POST", r"/channels/\d+/messages$", is_discord_stop, count=count)
+        turn_id = discord_custom_ids(post.json)[0].split(":")[2]
+        return StopHandle(turn_id, str(post.response["id"]), post.path.split("/")[2], None)
+
+    async def stop(self, handle: StopHandle, who: str) -> str:
+        """Click Stop on the status line; return the private reply."""
+        interaction = await self.api.click_button(
+            handle.message,
+            f"cs:stop:{handle.turn_id}",
+            int(self.user(who)),
+            guild_id=c.D_GUILD,
+            channel_id=int(handle.channel),
+        )
+        await self.api.wait_for_request("POST", rf"/interactions/{interaction.id}/[^/]+/callback")
+        return await self._followup(interaction)
+
+    async def stop_command(self, who: str) -> str:
+        """`/countersign stop` in the channel of the last `ask` (the channel is the conversation)."""
+        return await self.command(who, "stop")
+
+    async def stopped_notice(self, count: int = 1) -> str:
+        """Wait for the `count`th line saying who stopped a turn, posted in the conversation."""
+        *_, post = await self.api.wait_for_request(
+            "POST",
+            r"/channels/\d+/messages$",
+            lambda r: "Stopped by" in str((r.json or {}).get("content", "")),
+            count=count,
+        )
+        return str(post.json["content"])
+
+    def progress_text(self, handle: StopHandle) -> str:
+        """What the status line says now (its last text, while it exists)."""
+        edits = self.api.requests_to("PATCH", rf"/channels/{handle.channel}/messages/{handle.message}")
+        return str((edits[-1].json or {}).get("content", "")) if edits else ""
+
     def card_text(self, card: CardHandle) -> str:
         return json.dumps(self.api.message(card.message)["embeds"])
 
     async def settle(self) -> None:
         await _settle(self.bot)
+
+
+def discord_custom_ids(message: Any) -> list[str]:
+    return [x["custom_id"] for row in (message or {}).get("components") or [] for x in row.get("components", [])]
+
+
+def is_discord_card(request: Any) -> bool:
+    """A posted card: a message whose buttons are a card's (not a status line's Stop)."""
+    return any(i.startswith(("cs:approve:", "cs:edit:", "cs:reject:")) for i in discord_custom_ids(request.json))
+
+
+def is_discord_stop(request: Any) -> bool:
+    """A posted status line offering Stop."""
+    return any(i.startswith("cs:stop:") for i in discord_custom_ids(request.json))
 
 
 async def wait_until(predicate, timeout: float = 30.0) -> None:
