@@ -15,6 +15,7 @@ from bot.approvals.records import ApprovalRecord, DecideResult
 from bot.conversation import Actor, ConversationRef, IncomingMessage
 from bot.deciding import Decider, is_approval_id
 from bot.errors import CountersignError
+from bot.escalation import EscalationSweeper
 from bot.expiry import ExpirySweeper
 from bot.housekeeping import Housekeeping
 from bot.log_context import about
@@ -48,6 +49,7 @@ class Countersign:
         inbox: accepted messages until they are handled.
         upkeep_store: finds unfinished work for the upkeep.
         locks: per-thread mutual exclusion.
+        escalation: the escalation sweeper (started and stopped with the service).
         housekeeping: checkpoint pruning and retention, run by the upkeep (None: not run).
     """
 
@@ -61,6 +63,7 @@ class Countersign:
         inbox: Inbox,
         upkeep_store: UpkeepStore,
         locks: ThreadLocks,
+        escalation: EscalationSweeper,
         housekeeping: Housekeeping | None = None,
     ) -> None:
         self._runner = runner
@@ -72,9 +75,11 @@ class Countersign:
         self._locks = locks
         self.tasks = TaskTracker()
         self.expiry = ExpirySweeper(approvals, decider.audit, self._after_expiry)
+        self.escalation = escalation
         self.housekeeping = housekeeping
         self.upkeep = upkeep.Upkeep(upkeep_store, inbox, self.tend, self.tasks, housekeeping=housekeeping)
         runner.on_new_expiry = self.expiry.wake
+        runner.on_new_escalation = escalation.wake
         if housekeeping is not None:
             # Retention expires idle conversations' cards through the usual expiry path.
             housekeeping.on_cards_expiring = self.expiry.wake
@@ -333,13 +338,16 @@ class Countersign:
         return result.approval
 
     def start(self, *, upkeep_first_sweep: bool = False) -> None:
-        """Start background work: the expiry sweeper and the upkeep. Call once the platforms are registered.
+        """Start background work: the expiry and escalation sweepers, and the upkeep.
+
+        Call once the platforms are registered.
 
         Args:
             upkeep_first_sweep: the upkeep's first look takes all unfinished work at once (as
                 `recover` does); otherwise only what is due.
         """
         self.expiry.start()
+        self.escalation.start()
         self.upkeep.start(everything_first=upkeep_first_sweep)
 
     async def recover(self) -> None:
@@ -376,6 +384,7 @@ class Countersign:
         """
         await self.upkeep.stop()
         await self.expiry.stop()
+        await self.escalation.stop()
         await self.tasks.drain(grace_s)
 
     async def _after_expiry(self, result: DecideResult) -> None:

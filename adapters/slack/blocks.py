@@ -14,7 +14,8 @@ from typing import Any
 from adapters.display import reveal_invisible
 from adapters.slack import messages as msg
 from adapters.slack.text import escape, to_mrkdwn
-from bot.approvals.lifecycle import ApprovalStatus
+from bot.approvals.escalation import EscalationTarget, TargetKind
+from bot.approvals.lifecycle import ApprovalStatus, EscalationStatus
 from bot.approvals.records import ApprovalRecord
 from bot.ports import ApprovalCard
 
@@ -69,6 +70,9 @@ def card_blocks(card: ApprovalCard) -> list[dict[str, Any]]:
     ]
     if pending and approval.current_args is not None and approval.current_args != approval.proposed_args:
         blocks.append(_args_section(msg.CARD_EDITED_ARGS_TITLE, approval.current_args))
+    escalated = _escalated_line(approval)
+    if escalated:
+        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": escalated}]})
     if pending:
         blocks.append(_buttons(approval.id, approval.version))
         return blocks
@@ -102,17 +106,56 @@ def card_text(card: ApprovalCard) -> str:
     return f"{msg.CARD_HEADER[approval.status.value]}: {escape(approval.tool_name)}"
 
 
-def edit_modal(approval: ApprovalRecord, prefill: str) -> dict[str, Any]:
+def target_mention(target: EscalationTarget) -> str:
+    """An escalation target as Slack writes it: a user, user group or channel mention."""
+    if target.kind is TargetKind.USER:
+        return f"<@{target.subject_id}>"
+    if target.kind is TargetKind.GROUP:
+        return f"<!subteam^{target.subject_id}>"
+    if target.kind is TargetKind.CHANNEL:
+        return f"<#{target.subject_id}>"
+    return escape(f"role {target.subject_id}")  # a Discord role; Slack has none
+
+
+def _escalated_line(approval: ApprovalRecord) -> str | None:
+    """The escalation line ("Escalated to X · when") once the card escalated (claimed or posted), else None."""
+    if approval.escalate_to is None or approval.escalated_at is None:
+        return None
+    if approval.escalation not in {EscalationStatus.CLAIMED, EscalationStatus.ESCALATED}:
+        return None
+    return msg.CARD_ESCALATED.format(
+        target=target_mention(approval.escalate_to), when=when_token(approval.escalated_at)
+    )
+
+
+def form_metadata(subject_id: str, clicked_in: str | None) -> str:
+    """A modal's `private_metadata`: what it decides, and the channel of the click that opened it.
+
+    A view submission names no channel, and a card escalated to a channel may be decided by
+    whoever clicks there; the channel of the click travels with the form. Slack keeps a view's
+    `private_metadata` on its side and signs the submission, so nobody can change it.
+    """
+    return f"{subject_id}|{clicked_in}" if clicked_in else subject_id
+
+
+def parse_form_metadata(metadata: str) -> tuple[str, str | None]:
+    """`(subject id, channel of the click or None)` from `form_metadata`'s text."""
+    subject, _, clicked_in = metadata.partition("|")
+    return subject, clicked_in or None
+
+
+def edit_modal(approval: ApprovalRecord, prefill: str, *, clicked_in: str | None = None) -> dict[str, Any]:
     """The Edit modal, prefilled with the current arguments as JSON.
 
     Args:
         approval: the pending approval (its id travels in `private_metadata`).
         prefill: the JSON text; callers check it fits `INPUT_CHARS` first.
+        clicked_in: the channel of the Edit click (see `form_metadata`).
     """
     return {
         "type": "modal",
         "callback_id": VIEW_EDIT,
-        "private_metadata": approval.id,
+        "private_metadata": form_metadata(approval.id, clicked_in),
         "title": {"type": "plain_text", "text": msg.EDIT_TITLE},
         "submit": {"type": "plain_text", "text": msg.EDIT_SUBMIT},
         "close": {"type": "plain_text", "text": msg.CANCEL},
@@ -140,12 +183,12 @@ def edit_modal(approval: ApprovalRecord, prefill: str) -> dict[str, Any]:
     }
 
 
-def reject_modal(approval: ApprovalRecord) -> dict[str, Any]:
-    """The Reject modal with an optional reason."""
+def reject_modal(approval: ApprovalRecord, *, clicked_in: str | None = None) -> dict[str, Any]:
+    """The Reject modal with an optional reason (`clicked_in`: the channel of the click, see `form_metadata`)."""
     return {
         "type": "modal",
         "callback_id": VIEW_REJECT,
-        "private_metadata": approval.id,
+        "private_metadata": form_metadata(approval.id, clicked_in),
         "title": {"type": "plain_text", "text": msg.REJECT_TITLE},
         "submit": {"type": "plain_text", "text": msg.REJECT_SUBMIT},
         "close": {"type": "plain_text", "text": msg.CANCEL},

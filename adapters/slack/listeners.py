@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltContext
@@ -215,7 +216,7 @@ class SlackListeners:
         if len(prefill) > blocks.INPUT_CHARS:
             await self._refuse_text(body, msg.EDIT_TOO_LONG.format(length=len(prefill), limit=blocks.INPUT_CHARS))
             return
-        modal = blocks.edit_modal(approval, prefill)
+        modal = blocks.edit_modal(approval, prefill, clicked_in=actor.channel_id)
         await context.client.views_open(trigger_id=_text_at(body, "trigger_id"), view=modal)
 
     async def on_reject(
@@ -233,7 +234,8 @@ class SlackListeners:
         except Exception as exc:
             await self._refuse(body, exc)
             return
-        await context.client.views_open(trigger_id=_text_at(body, "trigger_id"), view=blocks.reject_modal(approval))
+        modal = blocks.reject_modal(approval, clicked_in=actor.channel_id)
+        await context.client.views_open(trigger_id=_text_at(body, "trigger_id"), view=modal)
 
     # --- modals --------------------------------------------------------------------------
 
@@ -247,7 +249,8 @@ class SlackListeners:
         if actor is None:
             await ack(response_action="errors", errors={blocks.EDIT_BLOCK: msg.DECISION_FAILED})
             return
-        approval_id = _text_at(view, "private_metadata", empty=True) or ""
+        approval_id, clicked_in = blocks.parse_form_metadata(_text_at(view, "private_metadata", empty=True) or "")
+        actor = replace(actor, channel_id=clicked_in)
         try:
             approval = await self._service.approval(approval_id, actor=actor)
             edit = Edit(edited_action=EditedAction(name=approval.tool_name, args=args))
@@ -266,7 +269,8 @@ class SlackListeners:
         if actor is None:
             await ack(response_action="errors", errors={blocks.REASON_BLOCK: msg.DECISION_FAILED})
             return
-        approval_id = _text_at(view, "private_metadata", empty=True) or ""
+        approval_id, clicked_in = blocks.parse_form_metadata(_text_at(view, "private_metadata", empty=True) or "")
+        actor = replace(actor, channel_id=clicked_in)
         try:
             await self._service.decide(approval_id, actor, Reject(message=reason))
         except Exception as exc:
@@ -281,8 +285,9 @@ class SlackListeners:
     async def _clicker(self, body: dict[str, Any]) -> Actor | None:
         """The authenticated clicker: ids from the signed payload, the name from users.info.
 
-        None (and a warning) for a payload naming no user or no workspace: there is nobody
-        to decide anything for, or to tell.
+        The channel of the clicked message is the payload's too (a card escalated to a
+        channel may be decided by whoever clicks there). None (and a warning) for a payload
+        naming no user or no workspace: there is nobody to decide anything for, or to tell.
         """
         user_id = _text_at(body, "user", "id")
         team = _text_at(body, "team", "id") or _text_at(body, "user", "team_id")
@@ -290,7 +295,10 @@ class SlackListeners:
             log.warning("ignored a Slack interaction that names no user or workspace (%s)", _kind_of(body))
             return None
         user = await self._users.get(team, user_id)
-        return Actor(platform=PLATFORM, workspace_id=team, user_id=user_id, display_name=user.display_name)
+        channel = _text_at(body, "channel", "id") or _text_at(body, "container", "channel_id")
+        return Actor(
+            platform=PLATFORM, workspace_id=team, user_id=user_id, display_name=user.display_name, channel_id=channel
+        )
 
     async def _refuse(self, body: dict[str, Any], error: Exception) -> None:
         if not isinstance(error, CountersignError):

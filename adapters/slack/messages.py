@@ -31,6 +31,10 @@ CARD_REASON = "*Reason:* {reason}"
 CARD_OUTCOME_UNKNOWN = (
     ":warning: The bot stopped while this call ran. It was not run again; it may or may not have taken effect."
 )
+CARD_ESCALATED = ":arrow_upper_right: Escalated to {target} · {when}"
+"""The line on every copy of a card that escalated (`/countersign escalate`)."""
+CARD_ESCALATED_TEXT = "{mention} This card was escalated to you: {card}"
+"""The notification text of an escalated copy posted in a channel, naming its audience."""
 CARD_OUTCOME_WORD = {
     "approved": "Approved",
     "edited": "Edited and approved",
