@@ -113,12 +113,16 @@ class CardDesk:
     async def refresh(self, approval: ApprovalRecord) -> None:
         """Redraw every copy of an approval's card from what is stored (after a decision).
 
-        When a decision leaves the pause with calls still pending, its first card is redrawn
-        too: its Approve all / Reject all show how many calls wait, and go once fewer than two do.
+        The pause's first card is redrawn too while its Approve all / Reject all show (or
+        showed until this decision): they say how many calls wait, go once fewer than two do,
+        and carry the version of every call's arguments, which an edit of this one changed.
         """
         siblings = await self._approvals.approvals_of(approval.review_id)
         await self._redraw(approval, siblings)
-        if approval.position != 0 and not approval.is_pending and any(row.is_pending for row in siblings):
+        batch_shown = batch_open(row.status for row in siblings) or (
+            not approval.is_pending and any(row.is_pending for row in siblings)
+        )
+        if approval.position != 0 and batch_shown:
             first = next((row for row in siblings if row.position == 0), None)
             if first is not None:
                 await self._redraw(first, siblings)

@@ -152,6 +152,46 @@ class Decider:
         await self._ensure_open_and_permitted(approval, actor, attempted, config)
         return approval
 
+    async def permits(self, approval: ApprovalRecord, actor: Actor, *, attempted: str) -> bool:
+        """Whether `actor` may take an `attempted` decision on this pending approval; nothing is audited.
+
+        For a batch's form: it opens when at least one call is open to the clicker (the
+        decisions themselves are checked, and refusals audited, one by one).
+        """
+        if not approval.is_pending:
+            return False
+        config = await self._load(approval)
+        try:
+            await ensure_may_decide(
+                actor,
+                requester_id=approval.requester_id,
+                workspace_id=approval.workspace_id,
+                tool_name=approval.tool_name,
+                decision_type=attempted,
+                config=config,
+                directory=self._directory_for(config.platform),
+                escalated_to=approval.escalated_audience,
+            )
+        except NotPermittedError:
+            return False
+        return True
+
+    async def unknown_pause(self, named: object, actor: Actor) -> None:
+        """Audit a batch click naming a pause that does not exist (a forged or stale button)."""
+        shown = _shown(named)
+        log.info("refused a batch decision on unknown pause %s for %s", shown, actor.user_id)
+        await self._audit.record(
+            AuditEntry(
+                kind=AuditKind.REFUSED,
+                workspace_id=actor.workspace_id,
+                outcome="unknown_approval",
+                actor_id=actor.user_id,
+                actor_name=actor.display_name,
+                reason="no such pause",
+                detail={"named": shown, "batch": True},
+            )
+        )
+
     async def decide(
         self,
         approval_id: str,

@@ -98,7 +98,7 @@ class DiscordPlatform:
                     everyone=False, roles=False, users=[discord.Object(int(escalated.subject_id))]
                 )
             content = msg.ESCALATED_PING.format(mention=target_mention(escalated))
-        view = card_view(card.approval.id, card.approval.version)
+        view = card_view(card.approval.id, card.approval.version, batch=card.batch)
         message = await self._channel(channel_id).send(
             content, embed=card_embed(card), view=view, allowed_mentions=mentions
         )
@@ -106,10 +106,14 @@ class DiscordPlatform:
         return card_ref(channel_id, message.id)
 
     async def update_card(self, conversation: ConversationRef, card_ref: str, card: ApprovalCard) -> None:
-        """Edit the card in place; the buttons go once it is decided."""
+        """Edit the card in place; its buttons go once decided, the batch buttons once fewer than two calls wait."""
         channel_id, message_id = _split_ref(card_ref)
         pending = card.approval.is_pending
-        view = card_view(card.approval.id, card.approval.version) if pending else None
+        view = (
+            card_view(card.approval.id, card.approval.version, pending=pending, batch=card.batch)
+            if pending or card.batch is not None
+            else None
+        )
         await (
             self._channel(channel_id)
             .get_partial_message(message_id)

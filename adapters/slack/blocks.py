@@ -17,13 +17,16 @@ from adapters.slack.text import escape, to_mrkdwn
 from bot.approvals.escalation import EscalationTarget, TargetKind
 from bot.approvals.lifecycle import ApprovalStatus, EscalationStatus
 from bot.approvals.records import ApprovalRecord
-from bot.ports import ApprovalCard
+from bot.ports import ApprovalCard, BatchOffer
 
 ACTION_APPROVE = "countersign_approve"
 ACTION_EDIT = "countersign_edit"
 ACTION_REJECT = "countersign_reject"
+ACTION_APPROVE_ALL = "countersign_approve_all"
+ACTION_REJECT_ALL = "countersign_reject_all"
 VIEW_EDIT = "countersign_edit_view"
 VIEW_REJECT = "countersign_reject_view"
+VIEW_REJECT_ALL = "countersign_reject_all_view"
 EDIT_BLOCK = "args"
 EDIT_INPUT = "json"
 REASON_BLOCK = "reason"
@@ -75,7 +78,7 @@ def card_blocks(card: ApprovalCard) -> list[dict[str, Any]]:
         blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": escalated}]})
     if pending:
         blocks.append(_buttons(approval.id, approval.version))
-        return blocks
+        return blocks + _batch_blocks(card.batch)
     if approval.status is ApprovalStatus.EDITED and approval.final_args is not None:
         blocks.append(_args_section(msg.CARD_FINAL_ARGS_TITLE, approval.final_args))
     if approval.reason:
@@ -91,7 +94,7 @@ def card_blocks(card: ApprovalCard) -> list[dict[str, Any]]:
     blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": _decided_line(approval)}]})
     if approval.outcome_unknown:
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": msg.CARD_OUTCOME_UNKNOWN}})
-    return blocks
+    return blocks + _batch_blocks(card.batch)
 
 
 def card_text(card: ApprovalCard) -> str:
@@ -210,6 +213,51 @@ def reject_modal(approval: ApprovalRecord, *, clicked_in: str | None = None) -> 
     }
 
 
+def reject_all_modal(batch: BatchOffer, *, clicked_in: str | None = None) -> dict[str, Any]:
+    """The Reject all modal: one optional reason for every call of the pause the clicker may reject."""
+    return {
+        "type": "modal",
+        "callback_id": VIEW_REJECT_ALL,
+        "private_metadata": form_metadata(batch.review_id, clicked_in),
+        "title": {"type": "plain_text", "text": msg.REJECT_ALL_TITLE},
+        "submit": {"type": "plain_text", "text": msg.REJECT_ALL_SUBMIT},
+        "close": {"type": "plain_text", "text": msg.CANCEL},
+        "blocks": [
+            {"type": "section", "text": {"type": "mrkdwn", "text": msg.REJECT_ALL_INTRO.format(count=batch.pending)}},
+            {
+                "type": "input",
+                "block_id": REASON_BLOCK,
+                "optional": True,
+                "label": {"type": "plain_text", "text": msg.REJECT_LABEL},
+                "element": {
+                    "type": "plain_text_input",
+                    "action_id": REASON_INPUT,
+                    "multiline": True,
+                    "max_length": REASON_CHARS,
+                },
+            },
+        ],
+    }
+
+
+def batch_done_view(summary: str) -> dict[str, Any]:
+    """What the Reject all modal shows once submitted: what was rejected, left and skipped."""
+    return {
+        "type": "modal",
+        "title": {"type": "plain_text", "text": msg.BATCH_DONE_TITLE},
+        "close": {"type": "plain_text", "text": msg.CLOSE},
+        "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": _clip(summary, SECTION_CHARS)}}],
+    }
+
+
+def batch_version_of(block_id: str | None) -> str | None:
+    """The pause's version a first card's batch block was drawn for (see `_batch_blocks`); None if not one."""
+    if block_id is None:
+        return None
+    parts = block_id.split("_")
+    return parts[2] if len(parts) == 3 and parts[0] == "countersignall" else None
+
+
 def version_of(block_id: str | None) -> str | None:
     """The arguments' version a card's button block was drawn for (see `_buttons`); None if not one of ours."""
     if block_id is None:
@@ -241,6 +289,35 @@ def _buttons(approval_id: str, version: str) -> dict[str, Any]:
             button(msg.BUTTON_REJECT, ACTION_REJECT, "danger"),
         ],
     }
+
+
+def _batch_blocks(batch: BatchOffer | None) -> list[dict[str, Any]]:
+    """Approve all / Reject all with a line saying what they do; none without a batch offer."""
+    if batch is None:
+        return []
+
+    def button(text: str, action_id: str, style: str) -> dict[str, Any]:
+        return {
+            "type": "button",
+            "text": {"type": "plain_text", "text": text.format(count=batch.pending)},
+            "action_id": action_id,
+            "value": batch.review_id,
+            "style": style,
+        }
+
+    return [
+        {"type": "section", "text": {"type": "mrkdwn", "text": msg.BATCH_LINE.format(count=batch.pending)}},
+        {
+            "type": "actions",
+            # The value names the pause; the block id its arguments' version, so an Approve all
+            # from a card drawn before an edit cannot approve arguments nobody looked at.
+            "block_id": f"countersignall_{batch.review_id}_{batch.version}",
+            "elements": [
+                button(msg.BUTTON_APPROVE_ALL, ACTION_APPROVE_ALL, "primary"),
+                button(msg.BUTTON_REJECT_ALL, ACTION_REJECT_ALL, "danger"),
+            ],
+        },
+    ]
 
 
 def _args_section(title: str, args: dict[str, Any]) -> dict[str, Any]:

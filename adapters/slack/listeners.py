@@ -16,18 +16,20 @@ from typing import Any
 
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltContext
 
+from adapters.batch_text import batch_summary
 from adapters.decision_errors import parse_edited_args
 from adapters.display import is_blank
 from adapters.slack import blocks
 from adapters.slack import messages as msg
 from adapters.slack.errors import error_text
 from adapters.slack.platform import SlackPlatform, UserDirectory
-from adapters.slack.text import plain_text
+from adapters.slack.text import escape, plain_text
 from bot.admin.service import AdminService
 from bot.approvals.config import ConversationScope
 from bot.approvals.decisions import Approve, Edit, EditedAction, Reject
 from bot.conversation import Actor, ConversationRef, IncomingMessage
 from bot.errors import CountersignError
+from bot.ports import BatchOffer
 from bot.service import Countersign
 
 log = logging.getLogger(__name__)
@@ -72,8 +74,11 @@ class SlackListeners:
         app.action(blocks.ACTION_APPROVE)(self.on_approve)
         app.action(blocks.ACTION_EDIT)(self.on_edit)
         app.action(blocks.ACTION_REJECT)(self.on_reject)
+        app.action(blocks.ACTION_APPROVE_ALL)(self.on_approve_all)
+        app.action(blocks.ACTION_REJECT_ALL)(self.on_reject_all)
         app.view(blocks.VIEW_EDIT)(self.on_edit_submitted)
         app.view(blocks.VIEW_REJECT)(self.on_reject_submitted)
+        app.view(blocks.VIEW_REJECT_ALL)(self.on_reject_all_submitted)
 
     # --- messages ------------------------------------------------------------------------
     #
@@ -237,6 +242,42 @@ class SlackListeners:
         modal = blocks.reject_modal(approval, clicked_in=actor.channel_id)
         await context.client.views_open(trigger_id=_text_at(body, "trigger_id"), view=modal)
 
+    async def on_approve_all(self, ack: AsyncAck, body: dict[str, Any], action: dict[str, Any]) -> None:
+        """Approve all: each pending call of the pause, as its own Approve would; the clicker reads what happened."""
+        await ack()
+        actor = await self._clicker(body)
+        if actor is None:
+            return
+        try:
+            outcome = await self._service.decide_all(
+                _text_at(action, "value", empty=True) or "",
+                actor,
+                Approve(),
+                seen_version=blocks.batch_version_of(_text_at(action, "block_id")),
+            )
+        except Exception as exc:
+            await self._refuse(body, exc)
+            return
+        await self._refuse_text(body, batch_summary(outcome, msg, blocks.when_token, escape))
+
+    async def on_reject_all(
+        self, ack: AsyncAck, body: dict[str, Any], action: dict[str, Any], context: AsyncBoltContext
+    ) -> None:
+        """Reject all: check the clicker may reject some call of the pause, then ask for one optional reason."""
+        await ack()
+        actor = await self._clicker(body)
+        if actor is None:
+            return
+        review_id = _text_at(action, "value", empty=True) or ""
+        try:
+            pending = await self._service.check_batch(review_id, actor, attempted="reject")
+        except Exception as exc:
+            await self._refuse(body, exc)
+            return
+        batch = BatchOffer(review_id=review_id, pending=len(pending), version="")
+        modal = blocks.reject_all_modal(batch, clicked_in=actor.channel_id)
+        await context.client.views_open(trigger_id=_text_at(body, "trigger_id"), view=modal)
+
     # --- modals --------------------------------------------------------------------------
 
     async def on_edit_submitted(self, ack: AsyncAck, body: dict[str, Any], view: dict[str, Any]) -> None:
@@ -279,6 +320,26 @@ class SlackListeners:
             await ack(response_action="errors", errors={blocks.REASON_BLOCK: _clip(error_text(exc))})
             return
         await ack()
+
+    async def on_reject_all_submitted(self, ack: AsyncAck, body: dict[str, Any], view: dict[str, Any]) -> None:
+        """The Reject all reason (optional): each call is decided before the modal shows what happened."""
+        reason = (_input_value(view, blocks.REASON_BLOCK, blocks.REASON_INPUT) or "").strip() or None
+        actor = await self._clicker(body)
+        if actor is None:
+            await ack(response_action="errors", errors={blocks.REASON_BLOCK: msg.DECISION_FAILED})
+            return
+        review_id, clicked_in = blocks.parse_form_metadata(_text_at(view, "private_metadata", empty=True) or "")
+        try:
+            outcome = await self._service.decide_all(
+                review_id, replace(actor, channel_id=clicked_in), Reject(message=reason)
+            )
+        except Exception as exc:
+            if not isinstance(exc, CountersignError):
+                log.exception("reject all of pause %s failed", review_id[:40])
+            await ack(response_action="errors", errors={blocks.REASON_BLOCK: _clip(error_text(exc))})
+            return
+        summary = batch_summary(outcome, msg, blocks.when_token, escape)
+        await ack(response_action="update", view=blocks.batch_done_view(summary))
 
     # --- helpers -------------------------------------------------------------------------
 
