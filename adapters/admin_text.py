@@ -250,6 +250,8 @@ def _audit(page: AuditPage, markup: Markup) -> str:
             parts.append(f"`{source}` → `{entry.tool_name}`" if source else f"`{entry.tool_name}`")
         if entry.kind.value == "config" and entry.detail.get("channel_id"):
             parts.append("in " + markup.channel(str(entry.detail["channel_id"])))
+        if entry.kind.value == "escalation":
+            parts.append(_escalated_to(entry.detail.get("to"), markup))
         if entry.kind.value == "refused" and entry.detail.get("command"):
             parts.append(f"`/countersign {markup.escape(str(entry.detail['command']))}`")
         args = entry.final_args if entry.final_args is not None else entry.proposed_args
@@ -294,6 +296,15 @@ def target_words(target: EscalationTarget, markup: Markup) -> str:
         TargetKind.CHANNEL: markup.channel,
     }
     return names[target.kind](target.subject_id)
+
+
+def _escalated_to(target: Any, markup: Markup) -> str:
+    """The target of an escalation audit row (its `detail["to"]`) as "to <mention>", or "" without one."""
+    if not isinstance(target, dict) or target.get("kind") not in {kind.value for kind in TargetKind}:
+        return ""
+    return "to " + target_words(
+        EscalationTarget(kind=TargetKind(target["kind"]), subject_id=str(target.get("id"))), markup
+    )
 
 
 def _escalation_words(rule: EscalationRule, markup: Markup) -> str:

@@ -301,27 +301,7 @@ class ApprovalStore:
             The claimed approvals, as stored after the claim.
         """
         claimed = escalation_after(EscalationStatus.WAITING, EscalationEvent.CLAIM)
-        ids = await self._pool.fetch(
-            """
-            WITH due AS (
-                SELECT id FROM approvals
-                WHERE status = ANY($3::text[]) AND escalate_at <= now() AND escalation = ANY($4::text[])
-                  AND (escalation <> $1 OR escalation_lease <= now())
-                ORDER BY escalate_at LIMIT $5
-                FOR UPDATE SKIP LOCKED
-            )
-            UPDATE approvals a SET escalation = $1, escalation_lease = now() + make_interval(secs => $2),
-                escalated_at = coalesce(a.escalated_at, now())
-            FROM due
-            WHERE a.id = due.id AND a.status = ANY($3::text[]) AND a.escalation = ANY($4::text[])
-            RETURNING a.id
-            """,
-            claimed.value,
-            lease_s,
-            [status.value for status in ESCALATES_FROM],
-            escalation_sources(EscalationEvent.CLAIM),
-            limit,
-        )
+        ids = await self._pool.fetch(_CLAIM_ESCALATIONS, claimed.value, lease_s, limit)
         if not ids:
             return []
         rows = await self._pool.fetch(
@@ -608,6 +588,33 @@ async def _claim_resume(connection: PoolConnectionProxy, review_id: uuid.UUID) -
     )
     return bool(claimed)
 
+
+def _literals(values: Sequence[str]) -> str:
+    """SQL literals of lifecycle state names (fixed enum values, never input)."""
+    return ", ".join(f"'{value}'" for value in values)
+
+
+_CLAIMABLE = (
+    f"a.status IN ({_literals(sorted(status.value for status in ESCALATES_FROM))}) "
+    f"AND a.escalation IN ({_literals(escalation_sources(EscalationEvent.CLAIM))})"
+)
+"""The approvals an escalation may be claimed on, written as literals so that the partial index
+`approvals_escalating` serves the sweeper's query (a parameter would hide it from the planner)."""
+
+_CLAIM_ESCALATIONS = f"""
+WITH due AS (
+    SELECT a.id FROM approvals a
+    WHERE {_CLAIMABLE} AND a.escalate_at <= now() AND (a.escalation <> $1 OR a.escalation_lease <= now())
+    ORDER BY a.escalate_at LIMIT $3
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE approvals a SET escalation = $1, escalation_lease = now() + make_interval(secs => $2),
+    escalated_at = coalesce(a.escalated_at, now())
+FROM due
+WHERE a.id = due.id AND {_CLAIMABLE}
+RETURNING a.id
+"""  # noqa: S608 - built from lifecycle constants, no input
+"""Claim due escalations: `$1` the claimed state, `$2` the lease in seconds, `$3` at most how many."""
 
 _SELECT = """
 SELECT a.*, (

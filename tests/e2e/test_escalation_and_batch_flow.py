@@ -76,7 +76,9 @@ async def test_an_undecided_card_escalates_with_no_traffic_and_its_target_decide
     for each in (card, copy):
         assert "Approved" in driver.card_text(each) and driver.user("erin") in driver.card_text(each)
     audit = await driver.command("carol", "audit", tool="http_request")
-    assert "escalation · escalated · system" in audit and "decision · approved" in audit
+    [escalated] = [line for line in audit.splitlines() if "escalation · escalated · system" in line]
+    assert f"to <@{driver.user('erin')}>" in escalated
+    assert any("decision · approved" in line and driver.user("erin") in line for line in audit.splitlines())
 
 
 async def _is_escalated_everywhere(driver, *cards) -> bool:
