@@ -28,6 +28,7 @@ from bot.admin.views import (
 from bot.agents.kind import AgentKind
 from bot.approvals.conditions import InvalidConditionError
 from bot.approvals.config import ApproverKind, ApproverRule, CardRouting
+from bot.approvals.escalation import EscalationRule, EscalationTarget, TargetKind
 from bot.errors import BusyReason, ConversationBusyError, NotPermittedError
 
 _ARGS_CHARS = 160
@@ -66,6 +67,7 @@ HELP_EXAMPLES = (
     ("self-approval off", "requesters may not approve their own calls"),
     ("expiry 30m", "cards expire after 30 minutes"),
     ("cards channel #approvals", "post cards in one channel (or: here, dm)"),
+    ("escalate send_email after 30m to #oncall", "a card still undecided after 30 minutes is also posted there"),
     ("scope channel in #support", "one conversation per channel (or: thread)"),
     ("agent subagents in #ops", "the supervisor with subagents answers in #ops"),
     ("context", "this conversation's summary and window size"),
@@ -181,6 +183,8 @@ def _tool_line(tool: ToolLine, view: PolicyView, markup: Markup) -> str:
     own = tuple(a for a in tool.approvers if a.tool_name)
     if own:
         extras.append(f"approvers {_approvers(own, markup)}")
+    if tool.escalation is not None:
+        extras.append(f"escalates {_escalation_words(tool.escalation, markup)}")
     return text + ("".join(f" · {e}" for e in extras))
 
 
@@ -264,6 +268,8 @@ def _audit(page: AuditPage, markup: Markup) -> str:
             parts.append(f"`{source}` → `{entry.tool_name}`" if source else f"`{entry.tool_name}`")
         if entry.kind.value == "config" and entry.detail.get("channel_id"):
             parts.append("in " + markup.channel(str(entry.detail["channel_id"])))
+        if entry.kind.value == "escalation":
+            parts.append(_escalated_to(entry.detail.get("to"), markup))
         if entry.kind.value == "refused" and entry.detail.get("command"):
             parts.append(f"`/countersign {markup.escape(str(entry.detail['command']))}`")
         args = entry.final_args if entry.final_args is not None else entry.proposed_args
@@ -289,12 +295,38 @@ def _value(value: Any, markup: Markup) -> str:
         return "not set"
     if isinstance(value, ApproverRule):
         return _approvers((value,), markup)
+    if isinstance(value, EscalationRule):
+        return _escalation_words(value, markup)
     if isinstance(value, bool):
         return _on_off(value)
     if isinstance(value, dict) and "routing" in value:
         channel = value.get("channel_id")
         return str(value["routing"]) + (f" {markup.channel(channel)}" if channel else "")
     return markup.escape(str(value))
+
+
+def target_words(target: EscalationTarget, markup: Markup) -> str:
+    """An escalation target as the platform writes it (a mention of the user, group, role or channel)."""
+    names = {
+        TargetKind.USER: markup.user,
+        TargetKind.ROLE: markup.role,
+        TargetKind.GROUP: markup.group,
+        TargetKind.CHANNEL: markup.channel,
+    }
+    return names[target.kind](target.subject_id)
+
+
+def _escalated_to(target: Any, markup: Markup) -> str:
+    """The target of an escalation audit row (its `detail["to"]`) as "to <mention>", or "" without one."""
+    if not isinstance(target, dict) or target.get("kind") not in {kind.value for kind in TargetKind}:
+        return ""
+    return "to " + target_words(
+        EscalationTarget(kind=TargetKind(target["kind"]), subject_id=str(target.get("id"))), markup
+    )
+
+
+def _escalation_words(rule: EscalationRule, markup: Markup) -> str:
+    return f"after {_duration(rule.after_s)} to {target_words(rule.target, markup)}"
 
 
 def _expiry_value(value: Any) -> str:

@@ -10,9 +10,26 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Protocol
 
+from bot.approvals.escalation import EscalationTarget
 from bot.approvals.records import ApprovalRecord
 from bot.conversation import Actor, ConversationRef
 from bot.errors import ModelError, ModelErrorKind, NoAnswerError, NoAnswerReason
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BatchOffer:
+    """*Approve all* / *Reject all*, on the first card of a pause with two or more pending calls.
+
+    Attributes:
+        review_id: the pause (its review id as 32 hex digits, which the buttons carry).
+        pending: how many calls of the pause wait for a decision.
+        version: the tag of the pause's arguments (`bot.approvals.records.pause_version`);
+            Approve all carries it, so a click on a card drawn before an edit is refused.
+    """
+
+    review_id: str
+    pending: int
+    version: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -20,14 +37,17 @@ class ApprovalCard:
     """Everything a card shows: the approval (pending or decided) and its place in the pause.
 
     Attributes:
-        approval: the stored approval; `status` says whether buttons are still shown.
+        approval: the stored approval; `status` says whether buttons are still shown, its
+            escalation fields whether (and to whom) it escalated.
         position: 1-based index among the pause's approvals.
         total: how many approvals the pause has.
+        batch: the pause's batch buttons, on its first card while two or more calls wait.
     """
 
     approval: ApprovalRecord
     position: int
     total: int
+    batch: BatchOffer | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -38,11 +58,15 @@ class CardTarget:
         conversation: the conversation the call belongs to.
         channel_id: post in this channel (an approvals channel) instead.
         user_id: post in this user's DMs instead.
+        escalated_to: set for a copy posted because the card escalated: the audience it was
+            escalated to, which a post in a channel mentions (on Discord a role is pinged, the
+            only way to reach its members without the privileged Server Members intent).
     """
 
     conversation: ConversationRef
     channel_id: str | None = None
     user_id: str | None = None
+    escalated_to: EscalationTarget | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

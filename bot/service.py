@@ -12,10 +12,12 @@ import logging
 from bot import upkeep
 from bot.admin.views import StopRequested
 from bot.approvals.decisions import Approve, Edit, Reject
-from bot.approvals.records import ApprovalRecord, DecideResult
+from bot.approvals.records import ApprovalRecord, DecideResult, pause_version
+from bot.batch import BatchOutcome, decide_each, is_review_id
 from bot.conversation import Actor, ConversationRef, IncomingMessage
 from bot.deciding import Decider, is_approval_id
-from bot.errors import CountersignError
+from bot.errors import ApprovalNotFoundError, CountersignError, StaleVoteError
+from bot.escalation import EscalationSweeper
 from bot.expiry import ExpirySweeper
 from bot.housekeeping import Housekeeping
 from bot.log_context import about
@@ -51,6 +53,7 @@ class Countersign:
         inbox: accepted messages until they are handled.
         upkeep_store: finds unfinished work for the upkeep.
         locks: per-thread mutual exclusion.
+        escalation: the escalation sweeper (started and stopped with the service).
         housekeeping: checkpoint pruning and retention, run by the upkeep (None: not run).
         stopper: the Stop use case.
     """
@@ -66,6 +69,7 @@ class Countersign:
         upkeep_store: UpkeepStore,
         locks: ThreadLocks,
         stopper: TurnStopper,
+        escalation: EscalationSweeper,
         housekeeping: Housekeeping | None = None,
     ) -> None:
         self._runner = runner
@@ -77,11 +81,13 @@ class Countersign:
         self._locks = locks
         self.tasks = TaskTracker()
         self.expiry = ExpirySweeper(approvals, decider.audit, self._after_expiry)
+        self.escalation = escalation
         self.housekeeping = housekeeping
         self.upkeep = upkeep.Upkeep(upkeep_store, inbox, self.tend, self.tasks, housekeeping=housekeeping)
         runner.on_new_expiry = self.expiry.wake
         self._stopper = stopper
         stopper.on_stopped = self._after_stop
+        runner.on_new_escalation = escalation.wake
         if housekeeping is not None:
             # Retention expires idle conversations' cards through the usual expiry path.
             housekeeping.on_cards_expiring = self.expiry.wake
@@ -360,14 +366,98 @@ class Countersign:
         with about(conversation.thread_id if conversation is not None else None):
             return await self._stopper.stop(actor, conversation=conversation, turn_id=turn_id)
 
+    async def decide_all(
+        self, review_id: str, actor: Actor, decision: Approve | Reject, *, seen_version: str | None = None
+    ) -> BatchOutcome:
+        """Approve all / Reject all: one decision per pending call of a pause, as single clicks take them.
+
+        See `bot.batch`. Each decision recorded is followed up like a single click's (its card
+        redrawn; the pause resumed by whichever decision was its last).
+
+        Args:
+            review_id: the pause the first card's batch button named (32 hex digits).
+            actor: the authenticated clicker.
+            decision: `Approve()` or `Reject(message=...)`, taken on every pending call.
+            seen_version: for Approve all, the tag of the pause's arguments on the clicked card
+                (`BatchOffer.version`).
+
+        Returns:
+            What happened to each call.
+
+        Raises:
+            ApprovalNotFoundError: no such pause (audited).
+            StaleVoteError: Approve all from a card drawn before an edit of one of the pause's
+                calls; nothing was decided (audited).
+        """
+        rows = await self._batch_rows(review_id, actor)
+        if isinstance(decision, Approve) and seen_version and seen_version != pause_version(rows):
+            first = next((row for row in rows if row.is_pending), rows[0])
+            await self._decider.refuse(
+                first.id, actor, outcome="stale_card", reason="a call's arguments changed after the card was drawn"
+            )
+            raise StaleVoteError(review_id)
+        with about(rows[0].thread_id):
+            outcome, results = await decide_each(self._decider, rows, actor, decision)
+        for result in results:
+            self.tasks.spawn(self._after_decision(result), name=f"decided {result.approval.thread_id}")
+        return outcome
+
+    async def check_batch(self, review_id: str, actor: Actor, *, attempted: str) -> list[ApprovalRecord]:
+        """Check, without deciding, that `actor` may take an `attempted` decision on some call of a pause.
+
+        Adapters call this before opening the Reject all form, so that someone who may decide
+        none of its calls is told at once (audited, as for a single card).
+
+        Returns:
+            The pause's pending approvals.
+
+        Raises:
+            ApprovalNotFoundError: no such pause (audited).
+            AlreadyDecidedError: nothing of the pause is pending any more.
+            NotPermittedError: the actor may decide none of its pending calls.
+        """
+        rows = await self._batch_rows(review_id, actor)
+        pending = [row for row in rows if row.is_pending]
+        for row in pending:
+            if await self._decider.permits(row, actor, attempted=attempted):
+                return pending
+        await self._decider.check((pending or rows)[0].id, actor, attempted=attempted)  # raises, audited
+        return pending  # pragma: no cover - `check` raised: nothing was open to this actor
+
+    async def pause(self, review_id: str) -> list[ApprovalRecord]:
+        """The approvals of the pause a batch button names, in order (an adapter placing a DM click).
+
+        Raises:
+            ApprovalNotFoundError: no such pause.
+        """
+        rows = await self._approvals.approvals_of(review_id) if is_review_id(review_id) else []
+        if not rows:
+            raise ApprovalNotFoundError(review_id if is_review_id(review_id) else "a pause")
+        return rows
+
+    async def _batch_rows(self, review_id: str, actor: Actor) -> list[ApprovalRecord]:
+        """The approvals of the pause a batch button names.
+
+        Raises:
+            ApprovalNotFoundError: no such pause (audited as a refusal of `actor`'s).
+        """
+        try:
+            return await self.pause(review_id)
+        except ApprovalNotFoundError:
+            await self._decider.unknown_pause(review_id, actor)
+            raise
+
     def start(self, *, upkeep_first_sweep: bool = False) -> None:
-        """Start background work: the expiry sweeper and the upkeep. Call once the platforms are registered.
+        """Start background work: the expiry and escalation sweepers, and the upkeep.
+
+        Call once the platforms are registered.
 
         Args:
             upkeep_first_sweep: the upkeep's first look takes all unfinished work at once (as
                 `recover` does); otherwise only what is due.
         """
         self.expiry.start()
+        self.escalation.start()
         self.upkeep.start(everything_first=upkeep_first_sweep)
 
     async def recover(self) -> None:
@@ -404,6 +494,7 @@ class Countersign:
         """
         await self.upkeep.stop()
         await self.expiry.stop()
+        await self.escalation.stop()
         await self.tasks.drain(grace_s)
         await self._stopper.aclose()
 

@@ -38,6 +38,7 @@ from bot.agents.no_answer import no_answer_reason
 from bot.agents.pool import AgentPool
 from bot.agents.review_agent import ReviewAgent
 from bot.agents.stop_signal import STOP_KEY, StopSignal, stopped_by
+from bot.approvals.config import WorkspaceConfig
 from bot.approvals.decisions import validate_decisions
 from bot.approvals.lifecycle import ApprovalStatus, ReviewStatus
 from bot.approvals.records import ApprovalRecord, NewAction, ReviewRecord
@@ -135,6 +136,8 @@ class TurnRunner:
     ) -> None:
         self.on_new_expiry: Callable[[], None] | None = None
         """Called when a review with an expiry opens (wakes the expiry sweeper)."""
+        self.on_new_escalation: Callable[[], None] | None = None
+        """Called when a review with an escalation opens (wakes the escalation sweeper)."""
         self._agents = agents
         self._approvals = approvals
         self._conversations = conversations
@@ -589,8 +592,9 @@ class TurnRunner:
         The approvals are keyed from the interrupt's action requests (`tool_call_id`,
         `source`). The requester is the author of the conversation's last human message, the
         one the calls came from, at whatever depth they were made; when it was not stored,
-        nobody is the requester and admins decide. Quorum and expiry are taken from the
-        configuration at this moment and stored with each approval.
+        nobody is the requester and admins decide. Quorum, expiry and escalation are taken from
+        the configuration at this moment and stored with each approval: a later change of the
+        settings does not rewrite cards already waiting.
         """
         config = await self._config.load(conversation.platform, conversation.workspace_id)
         actions = action_requests(interrupt.value)
@@ -611,12 +615,15 @@ class TurnRunner:
                     description=action.description,
                     quorum=config.quorum(action.name),
                     expires_in_s=config.expiry_s(action.name),
+                    **_escalation_of(config, action.name),
                 )
                 for action in actions
             ],
         )
         if any(row.expires_at is not None and row.is_pending for row in rows) and self.on_new_expiry is not None:
             self.on_new_expiry()
+        if any(row.escalation is not None and row.is_pending for row in rows) and self.on_new_escalation is not None:
+            self.on_new_escalation()
         return await self._cards.post(conversation, config, rows)
 
     async def refresh_card(self, approval: ApprovalRecord) -> None:
@@ -818,6 +825,14 @@ class TurnRunner:
         """Whether every pending approval of the thread has a posted card."""
         pending = await self._approvals.pending_in_thread(conversation.thread_id)
         return all(approval.card_ref is not None for approval in pending)
+
+
+def _escalation_of(config: WorkspaceConfig, tool_name: str) -> dict[str, Any]:
+    """`NewAction`'s escalation fields for a call of `tool_name` (none without an escalation)."""
+    rule = config.escalation(tool_name)
+    if rule is None:
+        return {}
+    return {"escalates_in_s": rule.after_s, "escalate_to": rule.target}
 
 
 def _human_id(anchor: str | None) -> str | None:

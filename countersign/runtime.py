@@ -23,6 +23,7 @@ from bot.approvals.policy import ConfiguredPolicy
 from bot.cards import CardDesk
 from bot.contexts import ContextKeeper
 from bot.deciding import Decider
+from bot.escalation import EscalationSweeper
 from bot.housekeeping import Housekeeping
 from bot.ports import Platform
 from bot.service import Countersign
@@ -226,6 +227,7 @@ def assemble_core(
         upkeep_store=UpkeepStore(database.pool),
         locks=locks,
         stopper=stopper,
+        escalation=EscalationSweeper(approvals, config, cards),
         housekeeping=housekeeping,
     )
     return Core(

@@ -12,9 +12,10 @@ from adapters import model_messages as model_msg
 from adapters.chunking import split_message
 from adapters.discord import messages as msg
 from adapters.discord.buttons import card_view, stop_view
-from adapters.discord.cards import card_embed
+from adapters.discord.cards import card_embed, target_mention
 from adapters.discord.conversations import DM, known_guild, target_channel_id
 from adapters.display import model_failed_text, offers_stop, progress_line, shows_something
+from bot.approvals.escalation import TargetKind
 from bot.conversation import Actor, ConversationRef
 from bot.ports import (
     Activity,
@@ -72,6 +73,10 @@ class DiscordPlatform:
     async def post_card(self, target: CardTarget, card: ApprovalCard) -> str:
         """Post the embed with its buttons in the conversation, a channel or a DM.
 
+        An escalated copy posted in the conversation pings the role (or user) it escalated to,
+        and nobody else: a role's members cannot be listed without the privileged Server
+        Members intent, so the ping is how they learn of it.
+
         Returns:
             `<channel id>/<message id>`.
         """
@@ -82,16 +87,34 @@ class DiscordPlatform:
             channel_id = int(target.channel_id)
         else:
             channel_id = target_channel_id(target.conversation)
-        view = card_view(card.approval.id, card.approval.version)
-        message = await self._channel(channel_id).send(embed=card_embed(card), view=view, allowed_mentions=NO_PINGS)
+        content, mentions = None, NO_PINGS
+        escalated = target.escalated_to
+        if escalated is not None and target.user_id is None and target.channel_id is None:
+            if escalated.kind is TargetKind.ROLE:
+                mentions = discord.AllowedMentions(
+                    everyone=False, users=False, roles=[discord.Object(int(escalated.subject_id))]
+                )
+            elif escalated.kind is TargetKind.USER:
+                mentions = discord.AllowedMentions(
+                    everyone=False, roles=False, users=[discord.Object(int(escalated.subject_id))]
+                )
+            content = msg.ESCALATED_PING.format(mention=target_mention(escalated))
+        view = card_view(card.approval.id, card.approval.version, batch=card.batch)
+        message = await self._channel(channel_id).send(
+            content, embed=card_embed(card), view=view, allowed_mentions=mentions
+        )
         view.stop()  # clicks are dispatched by the DynamicItem registry, not this view
         return card_ref(channel_id, message.id)
 
     async def update_card(self, conversation: ConversationRef, card_ref: str, card: ApprovalCard) -> None:
-        """Edit the card in place; the buttons go once it is decided."""
+        """Edit the card in place; its buttons go once decided, the batch buttons once fewer than two calls wait."""
         channel_id, message_id = _split_ref(card_ref)
         pending = card.approval.is_pending
-        view = card_view(card.approval.id, card.approval.version) if pending else None
+        view = (
+            card_view(card.approval.id, card.approval.version, pending=pending, batch=card.batch)
+            if pending or card.batch is not None
+            else None
+        )
         await (
             self._channel(channel_id)
             .get_partial_message(message_id)

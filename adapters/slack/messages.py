@@ -32,6 +32,10 @@ CARD_REASON = "*Reason:* {reason}"
 CARD_OUTCOME_UNKNOWN = (
     ":warning: The bot stopped while this call ran. It was not run again; it may or may not have taken effect."
 )
+CARD_ESCALATED = ":arrow_upper_right: Escalated to {target} · {when}"
+"""The line on every copy of a card that escalated (`/countersign escalate`)."""
+CARD_ESCALATED_TEXT = "{mention} This card was escalated to you: {card}"
+"""The notification text of an escalated copy posted in a channel, naming its audience."""
 CARD_OUTCOME_WORD = {
     "approved": "Approved",
     "edited": "Edited and approved",
@@ -45,6 +49,29 @@ BUTTON_EDIT = "Edit"
 BUTTON_REJECT = "Reject"
 BUTTON_STOP = "Stop"
 """The button on the progress message that stops the running turn (issue 12)."""
+
+BUTTON_APPROVE_ALL = "Approve all {count}"
+BUTTON_REJECT_ALL = "Reject all {count}"
+BATCH_LINE = (
+    "*{count} calls of this request wait for a decision.* *Approve all* and *Reject all* decide each one "
+    "you may decide, as its own buttons would; the others stay pending."
+)
+"""Above the batch buttons on the first card of a pause with two or more pending calls."""
+REJECT_ALL_TITLE = "Reject all calls"
+REJECT_ALL_SUBMIT = "Reject all"
+REJECT_ALL_INTRO = (
+    "Each of the {count} waiting calls of this request that you may decide is rejected. The agent is told, "
+    "with your reason if you give one."
+)
+BATCH_DONE_TITLE = "Reject all"
+CLOSE = "Close"
+BATCH_CALL = "`{tool}` (call {position})"
+BATCH_APPROVED = ":white_check_mark: Approved: {calls}."
+BATCH_REJECTED = ":no_entry_sign: Rejected: {calls}."
+BATCH_VOTED = "Your approval is recorded for {calls}; they run once enough people approved them."
+BATCH_LEFT = "Left pending: {call}. {why}"
+BATCH_SKIPPED = "Already decided before your click: {calls}."
+BATCH_NOTHING = "Nothing in this request was left to decide. Nothing was changed."
 
 EDIT_TITLE = "Edit tool call"
 EDIT_SUBMIT = "Approve edit"

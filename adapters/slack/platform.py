@@ -16,7 +16,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from adapters import model_messages as model_msg
 from adapters.display import model_failed_text, offers_stop, progress_line, shows_something
 from adapters.slack import messages as msg
-from adapters.slack.blocks import card_blocks, card_text, progress_blocks
+from adapters.slack.blocks import card_blocks, card_text, progress_blocks, target_mention
 from adapters.slack.text import escape, split_message, to_mrkdwn
 from adapters.slack.workspaces import WorkspaceClients
 from bot.conversation import Actor, ConversationRef
@@ -149,14 +149,18 @@ class SlackPlatform:
         """Post the card in the conversation, an approvals channel or a DM; return `<channel>/<ts>`.
 
         Posting to a user id delivers to the user's DM with the app (Slack's chat.postMessage).
+        An escalated copy posted in a conversation names the user or group it escalated to in
+        its notification text.
         """
         conversation = target.conversation
         channel = target.user_id or target.channel_id or conversation.channel_id
         thread = conversation.thread if channel == conversation.channel_id else None
+        text = card_text(card)
+        escalated = target.escalated_to
+        if escalated is not None and target.user_id is None and target.channel_id is None:
+            text = msg.CARD_ESCALATED_TEXT.format(mention=target_mention(escalated), card=text)
         client = await self._clients.client(conversation.workspace_id)
-        response = await client.chat_postMessage(
-            channel=channel, thread_ts=thread, text=card_text(card), blocks=card_blocks(card)
-        )
+        response = await client.chat_postMessage(channel=channel, thread_ts=thread, text=text, blocks=card_blocks(card))
         return card_ref(str(response["channel"]), str(response["ts"]))
 
     async def update_card(self, conversation: ConversationRef, card_ref: str, card: ApprovalCard) -> None:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from bot.agents.kind import AgentKind
 from bot.approvals.config import ApproverKind, CardRouting, ConversationScope
+from bot.approvals.escalation import EscalationTarget
 from bot.approvals.mode import Mode
 
 
@@ -90,6 +91,21 @@ class SetCards:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SetEscalation:
+    """`escalate <tool> after <duration> to <target>`, or `escalate <tool> off`.
+
+    Attributes:
+        tool: the tool whose undecided cards escalate.
+        after_s: seconds from the moment a review opens; None for `off` (remove it).
+        target: where the card goes; None exactly when `after_s` is None.
+    """
+
+    tool: str
+    after_s: int | None
+    target: EscalationTarget | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SetScope:
     """`scope channel|thread [in #channel]`."""
 
@@ -152,6 +168,7 @@ Command = (
     | SetSelfApproval
     | SetExpiry
     | SetCards
+    | SetEscalation
     | SetScope
     | SetAgent
     | ShowContext
@@ -176,6 +193,7 @@ SUBCOMMANDS: dict[type, str] = {
     SetSelfApproval: "self-approval",
     SetExpiry: "expiry",
     SetCards: "cards",
+    SetEscalation: "escalate",
     SetScope: "scope",
     SetAgent: "agent",
     ShowContext: "context",

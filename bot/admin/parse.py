@@ -4,6 +4,8 @@ Slack sends the words after the command; with "Escape channels, users, and links
 manifest), people, channels and user groups arrive as `<@U123|name>`, `<#C123|name>` and
 `<!subteam^S123|@name>`. A Discord role mention (`<@&123>`) is accepted too. Everything after
 the first `when` is the condition, taken as written (optionally wrapped in double quotes).
+Discord's typed options meet the same checks through the helpers here (`parse_duration`,
+`escalation`), so both platforms refuse the same things in the same words.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from bot.admin.commands import (
     ResetContext,
     SetAgent,
     SetCards,
+    SetEscalation,
     SetExpiry,
     SetPolicy,
     SetQuorum,
@@ -32,12 +35,15 @@ from bot.admin.commands import (
 )
 from bot.agents.kind import AgentKind
 from bot.approvals.config import ApproverKind, CardRouting, ConversationScope
+from bot.approvals.escalation import EscalationTarget, TargetKind
 from bot.approvals.mode import Mode
 from bot.errors import CountersignError
 
 MAX_QUORUM = 10
 MIN_EXPIRY_S = 10
 MAX_EXPIRY_S = 30 * 24 * 3600
+MIN_ESCALATION_S = 10
+MAX_ESCALATION_S = 30 * 24 * 3600
 MAX_AUDIT_LIMIT = 100
 
 _USER = re.compile(r"<@([UW][A-Z0-9]+)(?:\|[^>]*)?>|<@!?(\d+)>")
@@ -57,6 +63,7 @@ USAGE = {
     "self-approval": "self-approval on|off [for <tool>]",
     "expiry": "expiry <duration like 90s, 30m, 4h, 2d>|off [for <tool>]",
     "cards": "cards here|dm|channel <#channel>",
+    "escalate": "escalate <tool> after <duration like 30m> to <@user|@group|@role|#channel>, or escalate <tool> off",
     "scope": "scope channel|thread [in #channel]",
     "agent": "agent react|subagents|default [in #channel]",
     "context": "context [reset]",
@@ -142,20 +149,70 @@ def parse_command(text: str, *, condition_text: Callable[[str], str] | None = No
     return command
 
 
-def parse_duration(text: str) -> int:
+def parse_duration(text: str, *, what: str = "expiry") -> int:
     """`90s`, `30m`, `4h`, `2d` (or combinations like `1h30m`) in seconds.
 
+    Args:
+        text: the duration as typed.
+        what: the subcommand it is for (`expiry` or `escalate`), for its bounds (10 seconds to
+            30 days for both) and its usage line.
+
     Raises:
-        CommandError: for anything else, or outside 10 seconds to 30 days.
+        CommandError: for anything else, or outside the bounds.
     """
+    usage = USAGE[what]
     cleaned = text.strip().lower()
     parts = _DURATION.findall(cleaned)
     if not parts or "".join(f"{n}{u}" for n, u in parts) != cleaned.replace(" ", ""):
-        raise CommandError(f"`{text}` is not a duration; use e.g. 90s, 30m, 4h or 2d", USAGE["expiry"])
+        raise CommandError(f"`{text}` is not a duration; use e.g. 90s, 30m, 4h or 2d", usage)
     seconds = sum(int(number) * _UNITS[unit] for number, unit in parts)
-    if not MIN_EXPIRY_S <= seconds <= MAX_EXPIRY_S:
-        raise CommandError("an expiry must be between 10s and 30d", USAGE["expiry"])
+    if what == "escalate":
+        if not MIN_ESCALATION_S <= seconds <= MAX_ESCALATION_S:
+            raise CommandError("an escalation delay must be between 10s and 30d", usage)
+    elif not MIN_EXPIRY_S <= seconds <= MAX_EXPIRY_S:
+        raise CommandError("an expiry must be between 10s and 30d", usage)
     return seconds
+
+
+def escalation(tool: str, after: str, target: EscalationTarget | None) -> SetEscalation:
+    """`escalate <tool> after <duration> to <target>`, or `escalate <tool> off`, from its parts.
+
+    Used by the text parser and by Discord's typed options alike.
+
+    Args:
+        tool: the tool name as typed (checked against the registry when executed).
+        after: a duration (`parse_duration`), or `off`.
+        target: where the card goes; must be given with a duration and not with `off`.
+
+    Raises:
+        CommandError: a bad duration, a duration without a target, or `off` with one.
+    """
+    usage = USAGE["escalate"]
+    if after.strip().lower() == "off":
+        if target is not None:
+            raise CommandError("`escalate <tool> off` takes no target", usage)
+        return SetEscalation(tool=tool, after_s=None)
+    seconds = parse_duration(after, what="escalate")
+    if target is None:
+        raise CommandError("say where the card goes: `to` @someone, @group, @role or #channel", usage)
+    return SetEscalation(tool=tool, after_s=seconds, target=target)
+
+
+def escalation_target(token: str, usage: str) -> EscalationTarget:
+    """The target in a mention: a user, a Slack user group, a Discord role or a channel.
+
+    Raises:
+        CommandError: when `token` is none of these.
+    """
+    if _CHANNEL.fullmatch(token):
+        return EscalationTarget(kind=TargetKind.CHANNEL, subject_id=channel_id(token, usage))
+    for kind, pattern in ((TargetKind.GROUP, _GROUP), (TargetKind.ROLE, _ROLE)):
+        match = pattern.fullmatch(token)
+        if match:
+            return EscalationTarget(kind=kind, subject_id=match.group(1))
+    if _USER.fullmatch(token):
+        return EscalationTarget(kind=TargetKind.USER, subject_id=user_id(token, usage))
+    raise CommandError(f"`{token}` is not a person, group, role or channel; name it as @someone or #channel", usage)
 
 
 def channel_id(token: str, usage: str) -> str:
@@ -272,6 +329,23 @@ def _cards(words: _Words, condition: str | None) -> Command:
     return SetCards(routing=CardRouting(where))
 
 
+def _escalate(words: _Words, condition: str | None) -> Command:
+    tool = words.take("a tool name")
+    word = words.take("`after <duration>` or `off`")
+    if word.lower() == "off":
+        return escalation(tool, "off", None)
+    if word.lower() != "after":
+        raise CommandError(f"expected `after <duration>` or `off`, got `{word}`", words.usage)
+    duration = words.take("a duration like 30m")
+    if not words.words:
+        return escalation(tool, duration, None)
+    to = words.take("to")
+    if to.lower() != "to":
+        raise CommandError(f"expected `to <@user|@group|@role|#channel>`, got `{to}`", words.usage)
+    target = escalation_target(words.take("who or where (@user, @group, @role or #channel)"), words.usage)
+    return escalation(tool, duration, target)
+
+
 def _scope(words: _Words, condition: str | None) -> Command:
     kind = words.take("channel or thread").lower()
     if kind not in {"channel", "thread"}:
@@ -331,6 +405,7 @@ _PARSERS = {
     "self-approval": _self_approval,
     "expiry": _expiry,
     "cards": _cards,
+    "escalate": _escalate,
     "scope": _scope,
     "agent": _agent,
     "context": _context,

@@ -26,6 +26,7 @@ from bot.admin.commands import (
     ResetContext,
     SetAgent,
     SetCards,
+    SetEscalation,
     SetExpiry,
     SetPolicy,
     SetQuorum,
@@ -52,6 +53,7 @@ from bot.agents.kind import AgentKind
 from bot.approvals.authorization import Directory, is_workspace_admin
 from bot.approvals.conditions import compile_condition, sample_arguments, strip_quotes
 from bot.approvals.config import ALL, ApproverRule, ConversationScope, SettingKey, WorkspaceConfig
+from bot.approvals.escalation import EscalationRule
 from bot.approvals.mode import Mode
 from bot.audit import AuditEntry, AuditKind
 from bot.conversation import DM_WORKSPACE, Actor, ConversationRef
@@ -232,6 +234,8 @@ class AdminService:
             # "off" for one tool must beat a workspace-wide expiry, so it is stored as 0 (never).
             value = command.seconds if command.seconds is not None else (0 if tool else None)
             return await self._set(actor, SettingKey.EXPIRY_S, value, tool=tool)
+        if isinstance(command, SetEscalation):
+            return await self._set_escalation(actor, command)
         if isinstance(command, SetCards):
             routing = {"routing": command.routing.value, "channel_id": command.channel_id}
             return await self._set(actor, SettingKey.CARDS, routing)
@@ -241,6 +245,16 @@ class AdminService:
             agent = command.agent.value if command.agent is not None else None
             return await self._set(actor, SettingKey.AGENT, agent, channel=command.channel_id or ALL)
         raise CommandError(f"unsupported command {type(command).__name__}")  # pragma: no cover
+
+    async def _set_escalation(self, actor: Actor, command: SetEscalation) -> Changed:
+        tool = self._tool(command.tool).name
+        wanted = None
+        if command.after_s is not None and command.target is not None:
+            wanted = EscalationRule(tool_name=tool, after_s=command.after_s, target=command.target)
+        before, after = await self._config.set_escalation(actor, tool, wanted)
+        return Changed(
+            setting="escalation", tool=tool, channel_id=None, before=before, after=after, changed=before != after
+        )
 
     async def _set(
         self, actor: Actor, key: SettingKey, value: object, *, tool: str = ALL, channel: str = ALL
@@ -317,6 +331,7 @@ class AdminService:
                     self_approval=config.self_approval(spec.name),
                     expiry_s=config.expiry_s(spec.name),
                     approvers=config.approvers_for(spec.name),
+                    escalation=config.escalation(spec.name),
                 )
             )
         return PolicyView(

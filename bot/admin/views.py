@@ -7,6 +7,7 @@ from typing import Any
 
 from bot.agents.kind import AgentKind
 from bot.approvals.config import ApproverRule, CardsSetting, ConversationScope
+from bot.approvals.escalation import EscalationRule
 from bot.approvals.mode import Mode
 from bot.audit import AuditEntry
 
@@ -28,6 +29,8 @@ class ToolLine:
     expiry_s: int | None
     approvers: tuple[ApproverRule, ...]
     """Empty: the default (the requester and the workspace's admins)."""
+    escalation: EscalationRule | None = None
+    """Where the tool's undecided cards escalate, and after how long (`/countersign escalate`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -34,6 +34,19 @@ locks the reviews first (the order a vote takes), so of a Stop and an Approve ra
 card exactly one moves it; the stop then claims each review it left without a pending
 approval, like a last decision does, and the resume answers every call of the turn as
 stopped (docs/decisions/0021).
+
+Escalation (a pending approval whose tool has `/countersign escalate`; docs/decisions/0023)::
+
+    WAITING --claim--> CLAIMED     due, and the approval still PENDING: one sweeper posts it
+    CLAIMED --claim--> CLAIMED     the claim's lease ran out (its sweeper died): another posts it
+    CLAIMED --post---> ESCALATED   its copies are out
+
+An approval that is decided or expired first is never claimed (`ESCALATES_FROM`). From the
+claim on, the escalation's target may decide the approval (`escalation_admits`).
+
+Batch: a pause whose approvals include at least `BATCH_MIN_PENDING` pending ones offers
+*Approve all* / *Reject all* on its first card (`batch_open`); each call is still decided by
+its own vote.
 """
 
 from __future__ import annotations
@@ -108,6 +121,39 @@ DECIDED = frozenset(s for s in ApprovalStatus if not APPROVAL_TRANSITIONS[s])
 """Final approval states."""
 
 
+class EscalationStatus(StrEnum):
+    """Where an approval's escalation stands (None on the approval: no escalation)."""
+
+    WAITING = "waiting"
+    CLAIMED = "claimed"
+    ESCALATED = "escalated"
+
+
+class EscalationEvent(StrEnum):
+    """What can happen to an escalation."""
+
+    CLAIM = "claim"
+    POST = "post"
+
+
+ESCALATION_TRANSITIONS: Mapping[EscalationStatus, Mapping[EscalationEvent, EscalationStatus]] = {
+    EscalationStatus.WAITING: {EscalationEvent.CLAIM: EscalationStatus.CLAIMED},
+    EscalationStatus.CLAIMED: {
+        # Again only once the claim's lease ran out (the store's update says so).
+        EscalationEvent.CLAIM: EscalationStatus.CLAIMED,
+        EscalationEvent.POST: EscalationStatus.ESCALATED,
+    },
+    EscalationStatus.ESCALATED: {},
+}
+"""state -> event -> new state for an approval's escalation."""
+
+ESCALATES_FROM = frozenset({ApprovalStatus.PENDING})
+"""The approval states an escalation may be claimed in: a decided or expired card never escalates."""
+
+BATCH_MIN_PENDING = 2
+"""Pending calls a pause needs for its first card to offer Approve all / Reject all."""
+
+
 class LifecycleError(CountersignError):
     """An event that does not fit the current state (a bug, or a race the store lost)."""
 
@@ -149,6 +195,37 @@ def approval_sources(event: ApprovalEvent) -> list[str]:
 def review_sources(event: ReviewEvent) -> list[str]:
     """The review states `event` may leave (for the store's conditional update)."""
     return [state.value for state, moves in REVIEW_TRANSITIONS.items() if event in moves]
+
+
+def escalation_after(state: EscalationStatus, event: EscalationEvent) -> EscalationStatus:
+    """The escalation's state after `event`.
+
+    Raises:
+        LifecycleError: when `event` does not fit `state` (e.g. a second post).
+    """
+    try:
+        return ESCALATION_TRANSITIONS[state][event]
+    except KeyError:
+        raise LifecycleError(state.value, event.value) from None
+
+
+def escalation_sources(event: EscalationEvent) -> list[str]:
+    """The escalation states `event` may leave (for the store's conditional update)."""
+    return [state.value for state, moves in ESCALATION_TRANSITIONS.items() if event in moves]
+
+
+def escalation_admits(approval: ApprovalStatus, escalation: EscalationStatus | None) -> bool:
+    """Whether an escalation's target may now decide the approval (as an extra approver of it).
+
+    From the claim on: the escalation is due and its copies are being, or were, posted. The
+    approval must still be pending (a decided one is decided for everyone).
+    """
+    return approval is ApprovalStatus.PENDING and escalation in {EscalationStatus.CLAIMED, EscalationStatus.ESCALATED}
+
+
+def batch_open(statuses: Iterable[ApprovalStatus]) -> bool:
+    """Whether a pause with approvals in `statuses` offers Approve all / Reject all (2+ pending)."""
+    return sum(status is ApprovalStatus.PENDING for status in statuses) >= BATCH_MIN_PENDING
 
 
 def tally(*, approvals: int, quorum: int, edited: bool) -> ApprovalEvent:

@@ -19,13 +19,19 @@ from asyncpg.pool import PoolConnectionProxy
 
 from bot import metrics
 from bot.approvals.digest import args_digest
+from bot.approvals.escalation import EscalationTarget, TargetKind
 from bot.approvals.lifecycle import (
+    ESCALATES_FROM,
     ApprovalEvent,
     ApprovalStatus,
+    EscalationEvent,
+    EscalationStatus,
     ReviewEvent,
     ReviewStatus,
     approval_after,
     approval_sources,
+    escalation_after,
+    escalation_sources,
     review_sources,
     tally,
 )
@@ -130,9 +136,12 @@ class ApprovalStore:
                     """
                     INSERT INTO approvals (id, review_id, position, thread_id, workspace_id,
                         tool_call_id, tool_name, description, proposed_args, requester_id,
-                        requester_name, current_args, current_digest, quorum, expires_at, source)
+                        requester_name, current_args, current_digest, quorum, expires_at, source,
+                        escalate_at, escalate_kind, escalate_to, escalation)
                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $9, $12, $13,
-                        CASE WHEN $14::int IS NULL THEN NULL ELSE now() + make_interval(secs => $14) END, $15)
+                        CASE WHEN $14::int IS NULL THEN NULL ELSE now() + make_interval(secs => $14) END, $15,
+                        CASE WHEN $16::int IS NULL THEN NULL ELSE now() + make_interval(secs => $16) END, $17, $18,
+                        CASE WHEN $16::int IS NULL THEN NULL ELSE $19 END)
                     """,
                     [
                         (
@@ -151,6 +160,7 @@ class ApprovalStore:
                             action.quorum,
                             action.expires_in_s,
                             source,
+                            *_escalation_columns(action),
                         )
                         for position, action in enumerate(actions)
                     ],
@@ -271,6 +281,81 @@ class ApprovalStore:
         """When the next pending approval expires, or None."""
         value: datetime | None = await self._pool.fetchval(
             "SELECT min(expires_at) FROM approvals WHERE status = 'pending' AND expires_at IS NOT NULL"
+        )
+        return value
+
+    async def claim_due_escalations(self, *, lease_s: float, limit: int = 50) -> list[ApprovalRecord]:
+        """Claim the escalations that are due on approvals still pending; each is claimed once.
+
+        One conditional update (`lifecycle.ESCALATION_TRANSITIONS`): a `waiting` escalation whose
+        time has come, or a `claimed` one whose lease ran out (the sweeper that claimed it died
+        before posting), on a pending approval, becomes `claimed` with a new lease;
+        `escalated_at` keeps the first claim's time. Rows another transaction holds (a vote in
+        progress) are skipped and looked at in the next sweep, so of two replicas sweeping at
+        once each escalation goes to exactly one, and a click is never kept waiting.
+
+        Args:
+            lease_s: seconds the claimer has to post the copies and `finish_escalation`.
+            limit: at most this many per call.
+
+        Returns:
+            The claimed approvals, as stored after the claim.
+        """
+        claimed = escalation_after(EscalationStatus.WAITING, EscalationEvent.CLAIM)
+        ids = await self._pool.fetch(_CLAIM_ESCALATIONS, claimed.value, lease_s, limit)
+        if not ids:
+            return []
+        rows = await self._pool.fetch(
+            f"{_SELECT} WHERE a.id = ANY($1::text[]) ORDER BY a.escalate_at", [row["id"] for row in ids]
+        )
+        return [_approval(row) for row in rows]
+
+    async def finish_escalation(self, approval_id: str, *, copies: int) -> ApprovalRecord | None:
+        """Record that a claimed escalation's copies are out, with its audit row, atomically.
+
+        Args:
+            approval_id: the approval.
+            copies: how many copies were posted (for the audit row).
+
+        Returns:
+            The approval as now stored, or None when it was not `claimed` (another sweeper
+            finished it after this one's lease ran out).
+        """
+        async with self._pool.acquire() as connection, connection.transaction():
+            updated = await connection.fetchval(
+                "UPDATE approvals SET escalation = $2, escalation_lease = NULL "
+                "WHERE id = $1 AND escalation = ANY($3::text[]) RETURNING true",
+                approval_id,
+                escalation_after(EscalationStatus.CLAIMED, EscalationEvent.POST).value,
+                escalation_sources(EscalationEvent.POST),
+            )
+            if not updated:
+                return None
+            row = _approval(_present(await connection.fetchrow(f"{_SELECT} WHERE a.id = $1", approval_id)))
+            target = row.escalate_to
+            await self._audit.record(
+                approval_entry(
+                    AuditKind.ESCALATION,
+                    row,
+                    "escalated",
+                    detail={
+                        "to": {"kind": target.kind.value, "id": target.subject_id} if target else None,
+                        "at": row.escalated_at.isoformat() if row.escalated_at else None,
+                        "copies": copies,
+                    },
+                ),
+                connection=connection,
+            )
+        return row
+
+    async def next_escalation(self) -> datetime | None:
+        """When the next escalation falls due (or a claim's lease runs out), or None."""
+        value: datetime | None = await self._pool.fetchval(
+            """
+            SELECT min(CASE WHEN escalation = $1 THEN escalation_lease ELSE escalate_at END) FROM approvals
+            WHERE status = 'pending' AND escalation IN ('waiting', 'claimed')
+            """,
+            EscalationStatus.CLAIMED.value,
         )
         return value
 
@@ -573,6 +658,33 @@ async def _claim_resume(connection: PoolConnectionProxy, review_id: uuid.UUID) -
     return bool(claimed)
 
 
+def _literals(values: Sequence[str]) -> str:
+    """SQL literals of lifecycle state names (fixed enum values, never input)."""
+    return ", ".join(f"'{value}'" for value in values)
+
+
+_CLAIMABLE = (
+    f"a.status IN ({_literals(sorted(status.value for status in ESCALATES_FROM))}) "
+    f"AND a.escalation IN ({_literals(escalation_sources(EscalationEvent.CLAIM))})"
+)
+"""The approvals an escalation may be claimed on, written as literals so that the partial index
+`approvals_escalating` serves the sweeper's query (a parameter would hide it from the planner)."""
+
+_CLAIM_ESCALATIONS = f"""
+WITH due AS (
+    SELECT a.id FROM approvals a
+    WHERE {_CLAIMABLE} AND a.escalate_at <= now() AND (a.escalation <> $1 OR a.escalation_lease <= now())
+    ORDER BY a.escalate_at LIMIT $3
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE approvals a SET escalation = $1, escalation_lease = now() + make_interval(secs => $2),
+    escalated_at = coalesce(a.escalated_at, now())
+FROM due
+WHERE a.id = due.id AND {_CLAIMABLE}
+RETURNING a.id
+"""  # noqa: S608 - built from lifecycle constants, no input
+"""Claim due escalations: `$1` the claimed state, `$2` the lease in seconds, `$3` at most how many."""
+
 _SELECT = """
 SELECT a.*, (
     SELECT array_agg(v.voter_name ORDER BY v.voted_at) FROM approval_votes v
@@ -638,4 +750,20 @@ def _approval(row: asyncpg.Record) -> ApprovalRecord:
         expires_at=row["expires_at"],
         source=row["source"],
         outcome_unknown=row["outcome_unknown"],
+        escalation=EscalationStatus(row["escalation"]) if row["escalation"] else None,
+        escalate_at=row["escalate_at"],
+        escalate_to=(
+            EscalationTarget(kind=TargetKind(row["escalate_kind"]), subject_id=row["escalate_to"])
+            if row["escalate_kind"]
+            else None
+        ),
+        escalated_at=row["escalated_at"],
     )
+
+
+def _escalation_columns(action: NewAction) -> tuple[int | None, str | None, str | None, str]:
+    """`escalate_at`'s seconds, `escalate_kind`, `escalate_to` and the initial state of a new approval."""
+    if action.escalates_in_s is None or action.escalate_to is None:
+        return None, None, None, EscalationStatus.WAITING.value
+    target = action.escalate_to
+    return action.escalates_in_s, target.kind.value, target.subject_id, EscalationStatus.WAITING.value

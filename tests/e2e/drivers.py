@@ -15,6 +15,7 @@ from typing import Any, ClassVar, Protocol
 from adapters.slack import blocks
 from countersign.server import BotServer
 from tests.e2e import conftest as c
+from tests.support import barriers
 from tests.support.barriers import GENEROUS_S
 
 
@@ -57,6 +58,16 @@ class Driver(Protocol):
     def card_text(self, card: CardHandle) -> str: ...
 
     async def settle(self) -> None: ...
+
+    async def copy_in_dm(self, who: str) -> CardHandle: ...
+
+    async def copy_in_channel(self, channel: str, *, count: int = 1) -> CardHandle: ...
+
+    async def approve_all(self, card: CardHandle, who: str, *, clicks: int = 1) -> str: ...
+
+    async def reject_all(self, card: CardHandle, who: str, reason: str) -> str: ...
+
+    def has_batch(self, card: CardHandle) -> bool: ...
 
 
 async def _settle(bot: BotServer) -> None:
@@ -106,6 +117,18 @@ class SlackDriver:
                 words.append(f"<#{o['channel']}>")
         elif sub in {"scope", "agent"}:
             words.append(o["kind"])
+        elif sub == "escalate":
+            words.append(o["tool"])
+            if o["after"] == "off":
+                words.append("off")
+            else:
+                words += ["after", o["after"], "to"]
+                if "user" in o:
+                    words.append(f"<@{self.user(o['user'])}>")
+                elif "group" in o:
+                    words.append(f"<!subteam^{o['group']}>")
+                else:
+                    words.append(f"<#{o['channel']}>")
         elif sub == "audit":
             if "tool" in o:
                 words.append(o["tool"])
@@ -269,6 +292,100 @@ class SlackDriver:
         """What the progress message says now (its last text, while it exists)."""
         updates = [u for u in self.slack.calls_to("chat.update") if u.args.get("ts") == handle.message]
         return str(updates[-1].args["text"]) if updates else ""
+
+    async def copy_in_dm(self, who: str) -> CardHandle:
+        """The copy of a card posted in `who`'s DMs (an escalation, or `cards dm`)."""
+        user = self.user(who)
+        await self.slack.wait_for(
+            "chat.postMessage", lambda a: a.get("channel") == user and bool(_slack_buttons(a.get("blocks")))
+        )
+        return self._copy(f"D{user}")
+
+    async def copy_in_channel(self, channel: str, *, count: int = 1) -> CardHandle:
+        """The `count`th card posted in `channel` (an escalation's copy there), once it is there."""
+        await self.slack.wait_for(
+            "chat.postMessage",
+            lambda a: a.get("channel") == channel and bool(_slack_buttons(a.get("blocks"))),
+            count=count,
+        )
+        return self._copy(channel)
+
+    def _copy(self, channel: str) -> CardHandle:
+        [message] = [m for m in self.slack.messages(channel) if _slack_buttons(m.get("blocks"))][-1:]
+        return CardHandle(_slack_buttons(message["blocks"])[0], message["ts"], channel, message.get("thread_ts"))
+
+    def _batch_block(self, card: CardHandle) -> dict[str, Any] | None:
+        message = self.slack.message(card.channel, card.message)
+        return next(
+            (
+                b
+                for b in message.get("blocks") or []
+                if b.get("type") == "actions" and b["elements"][0]["action_id"] == blocks.ACTION_APPROVE_ALL
+            ),
+            None,
+        )
+
+    def has_batch(self, card: CardHandle) -> bool:
+        """Whether the card shows Approve all / Reject all now."""
+        return self._batch_block(card) is not None
+
+    async def approve_all(self, card: CardHandle, who: str, *, clicks: int = 1) -> str:
+        """Click Approve all on a first card (`clicks` times at once); return what the clicker was told."""
+        block = self._batch_block(card)
+        assert block is not None, "no Approve all on this card"
+        before = self._private_count(who)
+        await asyncio.gather(
+            *(
+                self.events.block_actions(
+                    self.user(who),
+                    card.channel,
+                    card.message,
+                    blocks.ACTION_APPROVE_ALL,
+                    block["elements"][0]["value"],
+                    self.slack.new_trigger_id(),
+                    block_id=block["block_id"],
+                    thread_ts=card.thread,
+                )
+                for _ in range(clicks)
+            )
+        )
+        calls = await self.slack.wait_for(
+            "chat.postEphemeral", lambda a: a.get("user") == self.user(who), count=before + clicks
+        )
+        return "\n".join(str(call.args["text"]) for call in calls[before:])
+
+    async def reject_all(self, card: CardHandle, who: str, reason: str) -> str:
+        """Click Reject all, give the reason in its form; return what the form then shows (or its error)."""
+        block = self._batch_block(card)
+        assert block is not None, "no Reject all on this card"
+        before, told = len(self.slack.calls_to("views.open")), self._private_count(who)
+        await self.events.block_actions(
+            self.user(who),
+            card.channel,
+            card.message,
+            blocks.ACTION_REJECT_ALL,
+            block["elements"][1]["value"],
+            self.slack.new_trigger_id(),
+            block_id=block["block_id"],
+            thread_ts=card.thread,
+        )
+        await barriers.wait_until(
+            lambda: len(self.slack.calls_to("views.open")) > before or self._private_count(who) > told,
+            "the Reject all form, or a refusal",
+        )
+        if self._private_count(who) > told:  # refused before the form opened
+            return await self._private(who, told)
+        [*_, opened] = self.slack.calls_to("views.open")
+        reply = await self.events.view_submission(
+            self.user(who),
+            blocks.VIEW_REJECT_ALL,
+            opened.args["view"]["private_metadata"],
+            {blocks.REASON_BLOCK: {blocks.REASON_INPUT: reason}},
+        )
+        assert reply.json is not None, reply.body
+        if reply.json.get("response_action") == "errors":
+            return str(reply.json["errors"][blocks.REASON_BLOCK])
+        return "\n".join(str(b["text"]["text"]) for b in reply.json["view"]["blocks"])
 
     def card_text(self, card: CardHandle) -> str:
         updates = [u for u in self.slack.calls_to("chat.update") if u.args.get("ts") == card.message]
@@ -506,6 +623,69 @@ class DiscordDriver:
     def card_text(self, card: CardHandle) -> str:
         return json.dumps(self.api.message(card.message)["embeds"])
 
+    async def copy_in_dm(self, who: str) -> CardHandle:
+        """The copy of a card posted in `who`'s DMs (an escalation, or `cards dm`)."""
+        user = int(self.user(who))
+        posts = await self.api.wait_for_request(
+            "POST",
+            r"/channels/\d+/messages$",
+            lambda r: bool((r.json or {}).get("components")) and r.path.split("/")[2] == self.api.dm_channel_id(user),
+        )
+        return _discord_handle(posts[-1])
+
+    async def copy_in_channel(self, channel: str, *, count: int = 1) -> CardHandle:
+        """The `count`th card posted in `channel` (an escalation's copy there), once it is there."""
+        posts = await self.api.wait_for_request(
+            "POST",
+            rf"/channels/{channel}/messages$",
+            lambda r: bool((r.json or {}).get("components")),
+            count=count,
+        )
+        return _discord_handle(posts[count - 1])
+
+    def _batch_ids(self, card: CardHandle) -> list[str]:
+        message = self.api.message(card.message)
+        ids = [c["custom_id"] for row in message.get("components") or [] for c in row.get("components", [])]
+        return [i for i in ids if i.startswith("cs:all-")]
+
+    def has_batch(self, card: CardHandle) -> bool:
+        """Whether the card shows Approve all / Reject all now."""
+        return bool(self._batch_ids(card))
+
+    async def _click_batch(self, card: CardHandle, who: str, action: str):
+        [custom_id] = [i for i in self._batch_ids(card) if i.startswith(f"cs:all-{action}:")]
+        interaction = await self.api.click_button(
+            card.message,
+            custom_id,
+            int(self.user(who)),
+            guild_id=c.D_GUILD if card.channel == str(c.D_CHANNEL) else None,
+            channel_id=int(card.channel),
+        )
+        await self.api.wait_for_request("POST", rf"/interactions/{interaction.id}/[^/]+/callback")
+        return interaction, custom_id.split(":")[2]
+
+    async def approve_all(self, card: CardHandle, who: str, *, clicks: int = 1) -> str:
+        """Click Approve all on a first card (`clicks` times at once); return what the clicker was told."""
+        clicked = await asyncio.gather(*(self._click_batch(card, who, "approve") for _ in range(clicks)))
+        told = [str(f["content"]) for interaction, _ in clicked for f in await self._followups(interaction)]
+        return "\n".join(told)
+
+    async def reject_all(self, card: CardHandle, who: str, reason: str) -> str:
+        """Click Reject all, give the reason in its form; return what the clicker was told."""
+        interaction, review_id = await self._click_batch(card, who, "reject")
+        modal = [r for r in self.api.callbacks(interaction.id) if r.json and r.json.get("type") == 9]
+        if not modal:  # refused before the form: the answer is the interaction's own message
+            return "\n".join(str(r.json["data"]["content"]) for r in self.api.callbacks(interaction.id))
+        submitted = await self.api.submit_modal(
+            f"cs:reject-all-modal:{review_id}", int(self.user(who)), {"reason": reason}
+        )
+        await self.api.wait_for_request("POST", rf"/interactions/{submitted.id}/[^/]+/callback")
+        return "\n".join(str(f["content"]) for f in await self._followups(submitted))
+
+    async def _followups(self, interaction) -> list[dict[str, Any]]:
+        await self.api.wait_for_request("POST", rf"/webhooks/{c.D_APP}/{interaction.token}")
+        return self.api.followups(interaction.id)
+
     async def settle(self) -> None:
         await _settle(self.bot)
 
@@ -522,6 +702,11 @@ def is_discord_card(request: Any) -> bool:
 def is_discord_stop(request: Any) -> bool:
     """A posted status line offering Stop."""
     return any(i.startswith("cs:stop:") for i in discord_custom_ids(request.json))
+
+
+def _discord_handle(post: Any) -> CardHandle:
+    ids = [x["custom_id"] for row in post.json["components"] for x in row["components"]]
+    return CardHandle(ids[0].split(":")[2], post.response["id"], post.path.split("/")[2], None)
 
 
 async def wait_until(predicate, timeout: float = 30.0) -> None:
