@@ -301,8 +301,7 @@ class SlackSide:
         """Send the message as Slack would and wait for its answer only; return the ms until it was posted.
 
         The bot may still be busy with the turn's work after the answer (the hourglass, the last
-        checkpoint); `turn` waits for that too, this does not, so that several conversations can
-        run at once (`bench.throughput`).
+        checkpoint); `turn` waits for that too, this does not.
         """
         return await send_as_slack(self._events, self._stage, conversation, text, answer, self.name)
 

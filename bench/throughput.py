@@ -183,7 +183,7 @@ def side_kind(key: str, *, wait_pruning: bool) -> SideKind:
     if key in ("bare", "bare-uvloop"):
         loop = "uvloop" if key == "bare-uvloop" else "asyncio"
         return SideKind(
-            key, lambda stage, profile: bare_stack_process(stage, loop=loop, profile=profile), key == "bare"
+            key, lambda stage, profile: bare_stack_process(stage, loop=loop, profile=profile), profiled=key == "bare"
         )
     if key == "countersign":
         return SideKind(
