@@ -103,7 +103,7 @@ class WorkerBots:
 
     async def settle(self) -> None:
         """Wait until no worker runs a turn (their `/metrics` gauges)."""
-        await self.side.idle()
+        await self.side.settle()
 
     def stuck(self) -> list[str]:
         """The workers' tasks cannot be read from here; their log (stderr) says more."""

@@ -13,7 +13,7 @@ over HTTP to the local Gemini stand-in, which answers at once) and the same tool
 - **bare graph**, the reference: the seeds' ReAct graph (seed 000: `llm_call` with the system
   prompt and the *whole* history, LangGraph's prebuilt `ToolNode`, `should_continue`; state =
   `messages` with plain `add_messages` + `remaining_steps`) on one `AsyncPostgresSaver` over a
-  pool of 10, invoked with `ainvoke`. It is written here rather than taken from
+  pool of 10, invoked with `ainvoke` (`bench.seeds`). It is written there rather than taken from
   `bench.turns.bare_graph`, which compiles the bot's own review agent and so carries the bot's
   context window (and any later change to it).
 - **bare graph with a DeltaChannel** (`--delta` only): the same graph, whose `messages` is
@@ -80,21 +80,12 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import fmean, median
-from typing import Annotated, Any, Protocol, TypedDict
+from typing import Any, Protocol
 
 import asyncpg
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AnyMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
-from langchain_core.tools import BaseTool
-from langgraph.channels.delta import DeltaChannel
-from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
-from langgraph.graph import END, START, StateGraph
-from langgraph.graph.message import _messages_delta_reducer, add_messages
-from langgraph.graph.state import CompiledStateGraph
-from langgraph.managed import RemainingSteps
-from langgraph.prebuilt import ToolNode
 from langgraph.types import Overwrite
 from pydantic import ValidationError
 
@@ -117,13 +108,10 @@ from bench.harness import (
 from bench.meter import Bytes, PgMeter
 from bench.prior import HistoryWriter, Templates, exchange_sizes, question
 from bench.report import machine_lines
+from bench.seeds import SeedsGraph, open_seeds_stack
 from bot.agents.context_window import DEFAULT_CONTEXT_TOKENS
-from bot.agents.model import build_chat_model, call_options
-from bot.agents.prompts import STEP_LIMIT_MESSAGE, SYSTEM_PROMPT
 from bot.conversation import ConversationRef
 from bot.settings import AgentSettings, Settings
-from bot.storage.database import open_database
-from bot.tools.operator import build_registry
 from bot.turns import TurnRunner
 from countersign.server import BotServer
 from tests.e2e.conftest import ALICE, TEAM
@@ -133,83 +121,11 @@ from tests.standins.slack_events import SlackEventSender
 DEFAULT_PRIOR = (10, 100, 300)
 TEXT_ANSWER_PREFIX = "You said: "
 """The Gemini stand-in's script answers a plain message with `You said: <message>`."""
-SEEDS_STEPS_PER_TOOL_ROUND = 2
-"""Seed 000's step guard for the graph without a review node: `tool_node`, `llm_call`."""
 READS = 15
 """State reads timed per figure (the median is shown)."""
 DEFAULT_GROW = 49
 """Text turns for the prune check: 98 updates of `messages`, the deepest replay below the
 `DeltaChannel`'s default snapshot frequency (100) after the snapshot the seed leaves."""
-
-
-# --- the reference: the seeds' ReAct graph -------------------------------------------------
-
-
-class SeedsState(TypedDict):
-    """Seed 000's state: messages with `add_messages`, and the steps left."""
-
-    messages: Annotated[list[AnyMessage], add_messages]
-    remaining_steps: RemainingSteps
-
-
-class DeltaSeedsState(TypedDict):
-    """Seed 000's state with `messages` in a `DeltaChannel` (beta), LangGraph's documented way.
-
-    The channel stores only the writes of each step, plus a full snapshot every
-    `snapshot_frequency` (100) updates; a read replays the writes since the last snapshot.
-    """
-
-    messages: Annotated[list[AnyMessage], DeltaChannel(_messages_delta_reducer)]
-    remaining_steps: RemainingSteps
-
-
-SeedsGraph = CompiledStateGraph[SeedsState, None, SeedsState, SeedsState]
-AnySeedsState = SeedsState | DeltaSeedsState
-"""What the seeds graph's functions read. The two states have the same keys and value types, and
-a union is no class, so LangGraph takes no input schema from it (a `SeedsState` annotation would
-add its `add_messages` channel to the graph with `DeltaSeedsState`, which LangGraph refuses)."""
-
-
-def seeds_graph(
-    *,
-    model: BaseChatModel,
-    tools: Sequence[BaseTool],
-    checkpointer: BaseCheckpointSaver[Any],
-    system_prompt: str,
-    model_kwargs: dict[str, Any],
-    delta: bool = False,
-) -> SeedsGraph:
-    """Seed 000's ReAct graph: `llm_call` (system prompt + whole history) <-> `ToolNode`.
-
-    Args:
-        model: the chat model; `tools` and `model_kwargs` are bound to it.
-        tools: the tools the model may call.
-        checkpointer: where the state is kept.
-        system_prompt: prepended on every model call, never stored.
-        model_kwargs: call options bound with the tools.
-        delta: keep `messages` in a `DeltaChannel` (`DeltaSeedsState`) instead of `add_messages`.
-    """
-    bound = model.bind_tools(list(tools), **model_kwargs)
-
-    async def llm_call(state: AnySeedsState) -> dict[str, list[AnyMessage]]:
-        response = await bound.ainvoke([SystemMessage(content=system_prompt), *state["messages"]])
-        if not isinstance(response, AIMessage):
-            raise TypeError(f"the model answered with {type(response).__name__}")
-        if response.tool_calls and state["remaining_steps"] <= SEEDS_STEPS_PER_TOOL_ROUND:
-            response = AIMessage(id=response.id, content=STEP_LIMIT_MESSAGE)
-        return {"messages": [response]}
-
-    def should_continue(state: AnySeedsState) -> str:
-        last = state["messages"][-1]
-        return "tool_node" if isinstance(last, AIMessage) and last.tool_calls else END
-
-    graph = StateGraph(DeltaSeedsState if delta else SeedsState)
-    graph.add_node("llm_call", llm_call)
-    graph.add_node("tool_node", ToolNode(list(tools)))
-    graph.add_edge(START, "llm_call")
-    graph.add_conditional_edges("llm_call", should_continue, ["tool_node", END])
-    graph.add_edge("tool_node", "llm_call")
-    return graph.compile(checkpointer=checkpointer)
 
 
 # --- the two sides -------------------------------------------------------------------------
@@ -385,8 +301,7 @@ class SlackSide:
         """Send the message as Slack would and wait for its answer only; return the ms until it was posted.
 
         The bot may still be busy with the turn's work after the answer (the hourglass, the last
-        checkpoint); `turn` waits for that too, this does not, so that several conversations can
-        run at once (`bench.throughput`).
+        checkpoint); `turn` waits for that too, this does not.
         """
         return await send_as_slack(self._events, self._stage, conversation, text, answer, self.name)
 
@@ -553,34 +468,23 @@ class ContextSampler:
 
 @contextlib.asynccontextmanager
 async def bare_side(stage: Stage, *, delta: bool = False) -> AsyncIterator[BareSide]:
-    """The seeds' graph on a fresh database, with the bot's model client, tools and prompt.
+    """The seeds' graph on a fresh database, with the bot's model client, tools and prompt (`open_seeds_stack`).
 
     `delta`: its `messages` in a `DeltaChannel` (`DeltaSeedsState`).
     """
-    async with stage.database() as url, PgMeter.open(url) as meter:
-        settings: Settings = stage.settings(url)
-        model = build_chat_model(settings.gemini)
-        registry = build_registry(settings.tools, settings.agent.tools_module)
-        try:
-            async with open_database(settings.database, run_migrations=False) as database:
-                graph = seeds_graph(
-                    model=model,
-                    tools=registry.tools(),
-                    checkpointer=database.savers[0],
-                    system_prompt=settings.agent.system_prompt or SYSTEM_PROMPT,
-                    model_kwargs=call_options(settings.gemini),
-                    delta=delta,
-                )
-                yield BareSide(
-                    graph,
-                    meter,
-                    settings.agent.recursion_limit,
-                    name=DELTA_NAME if delta else BARE_NAME,
-                    saver=database.savers[0],
-                    url=url,
-                )
-        finally:
-            await model.aclose()
+    async with (
+        stage.database() as url,
+        PgMeter.open(url) as meter,
+        open_seeds_stack(stage.settings(url), delta=delta) as stack,
+    ):
+        yield BareSide(
+            stack.graph,
+            meter,
+            stack.recursion_limit,
+            name=DELTA_NAME if delta else BARE_NAME,
+            saver=stack.saver,
+            url=url,
+        )
 
 
 @contextlib.asynccontextmanager

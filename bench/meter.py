@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import Any
 
 import asyncpg
 import psutil
@@ -163,6 +164,14 @@ class PgMeter:
         # A process gone since the mark is lost (rare: pools keep their connections); a new one
         # counts whole.
         return sum(after - mark.cpu_s.get(pid, 0.0) for pid, after in cpu_after.items())
+
+    async def fetchval(self, sql: str) -> Any:
+        """The first value of `sql`'s first row, read on the meter's own connection.
+
+        That connection's backend is left out of every figure, so a benchmark can poll the
+        measured database here without being measured.
+        """
+        return await self._connection.fetchval(sql)
 
     async def stored(self, thread_id: str) -> Bytes:
         """All of `thread_id`'s rows, in LangGraph's tables and ours."""

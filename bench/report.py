@@ -160,9 +160,13 @@ def profile_lines(profiler: cProfile.Profile, top: int = 20) -> list[str]:
     return lines
 
 
-def own_time_by_package(profiler: cProfile.Profile) -> dict[str, float]:
+Profile = cProfile.Profile | pstats.Stats
+"""A finished profile: a profiler of this process, or stats loaded from a file (`pstats.Stats(path)`)."""
+
+
+def own_time_by_package(profile: Profile) -> dict[str, float]:
     """Seconds of own time (`tottime`) per package (`package_of`) in a finished profile."""
-    raw: dict[Any, Any] = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
+    raw: dict[Any, Any] = pstats.Stats().add(profile).stats  # type: ignore[attr-defined]
     by_package: dict[str, float] = {}
     for (filename, _, _), (_, _, own, _, _) in raw.items():
         name = package_of(filename)
@@ -170,10 +174,10 @@ def own_time_by_package(profiler: cProfile.Profile) -> dict[str, float]:
     return by_package
 
 
-def top_function_lines(profiler: cProfile.Profile, top: int) -> list[str]:
+def top_function_lines(profile: Profile, top: int) -> list[str]:
     """pstats' table of the `top` functions by own time, paths shortened."""
     buffer = io.StringIO()
-    pstats.Stats(profiler, stream=buffer).sort_stats("tottime").print_stats(top)
+    pstats.Stats(stream=buffer).add(profile).sort_stats("tottime").print_stats(top)
     text = buffer.getvalue()
     for prefix in (sys.prefix, sys.base_prefix):
         # site-packages first, then the rest of the prefix (the venv may sit in the repo).

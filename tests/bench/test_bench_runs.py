@@ -86,11 +86,21 @@ async def test_the_context_benchmark_prints_every_side_at_each_prior(pg_server):
         assert check in text, text[-3000:]
 
 
+# Four stacks start as child processes (one of them a supervisor with two workers), and
+# Countersign's blocks wait for its upkeep's pruning passes (10 s apart): about 45 s on an idle
+# 2-core machine, twice that beside other benchmarks.
+@pytest.mark.timeout(240)
 async def test_the_throughput_benchmark_prints_every_side_side_by_side(pg_server):
-    """A tiny run of `python -m bench.throughput` prints msg/s per block for every side (two workers too), the summary and the ratios."""
+    """A tiny run of `python -m bench.throughput` starts every side in its own process(es) and prints the
+    new-thread latency phase, msg/s per block, the side-by-side summary with the harness row, and the profile
+    of the bare stack's and Countersign's processes."""
     text = await run_bench(
         pg_server,
         "bench.throughput",
+        "--latency-turns",
+        "2",
+        "--latency-warmup",
+        "1",
         "--conversations",
         "3",
         "--messages",
@@ -98,23 +108,34 @@ async def test_the_throughput_benchmark_prints_every_side_side_by_side(pg_server
         "--concurrency",
         "2",
         "--blocks",
-        "2",
-        "--warmup",
         "1",
+        "--warmup",
+        "0",
         "--profile",
         "1",
     )
+    sides = ("bare stack", "bare stack on uvloop", "Countersign", "Countersign, 2 workers")
     for line in (
+        "A message in a new thread, one at a time",
         "Messages per second, per block",
         "Countersign / bare stack",
         "Countersign, 2 workers / bare stack",
+        "bare stack on uvloop / bare stack",
         "Side by side (reference: bare stack)",
-        "msg/s, median of 2 block(s)",
+        "msg/s, median of 1 block(s)",
         "latency p95 ms, all messages",
-        "CPU ms/msg, total",
+        "CPU ms/msg, the stack's processes",
+        "CPU ms/msg, harness (stand-ins, sender)",
         "own ms per message by package",
-        "Of which the harness, not the product",
+        "Countersign - bare stack",
+        "Top 25 functions by own CPU time",
     ):
         assert line in text, text[-3000:]
+    latency = text[text.index("A message in a new thread") :].splitlines()
+    for n, side in enumerate(sides, 2):
+        assert latency[n].lstrip().startswith(side), text[-3000:]
     table = text[text.index("Side by side") :].splitlines()
-    assert "bare stack" in table[1] and "Countersign" in table[1] and "2 workers" in table[1], text[-3000:]
+    for side in sides:
+        assert side in table[1], text[-3000:]
+    processes = next(line for line in table if line.lstrip().startswith("the stack's processes"))
+    assert processes.split()[-4:] == ["1", "1", "1", "3"], processes
