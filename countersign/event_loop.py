@@ -2,7 +2,7 @@
 
 uvloop (libuv under asyncio's API, by the authors of asyncpg) runs the bot's many small
 sockets, tasks and callbacks at a fraction of the default loop's CPU: with the real model client
-the whole Slack path cost about a fifth less CPU per message on it (docs/decisions/0025). Every
+the whole Slack path costs about a fifth less CPU per message on it (docs/decisions/0025). Every
 library the bot uses (aiohttp, asyncpg, psycopg, discord.py, slack-bolt) supports it.
 `COUNTERSIGN_EVENT_LOOP=asyncio` falls back to the standard loop (for a debugger, or a platform
 uvloop does not build on; uvloop is not installed on Windows).
