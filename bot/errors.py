@@ -165,6 +165,20 @@ class NotPermittedError(CountersignError):
         self.reason = reason
 
 
+class TrustRefusedError(CountersignError):
+    """An "Approve and trust" click that cannot make a trust grant; nothing was changed (issue 12).
+
+    Args:
+        reason: `not_offered` (no trust setting covers the tool here now, or the call has no
+            known requester), `quorum` (the call needs more than one approval now, so no single
+            click approves it) or `not_approve` (trust goes only with an approval).
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"trust refused: {reason}")
+        self.reason = reason
+
+
 class InvalidDecisionError(CountersignError):
     """A decision does not fit the pending action; nothing was changed and the card stays usable.
 

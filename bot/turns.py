@@ -36,8 +36,10 @@ from bot.agents.model_retry import ModelWait
 from bot.agents.no_answer import no_answer_reason
 from bot.agents.pool import AgentPool
 from bot.agents.review_agent import ReviewAgent
+from bot.approvals.config import WorkspaceConfig
 from bot.approvals.decisions import validate_decisions
 from bot.approvals.lifecycle import ApprovalStatus, ReviewStatus
+from bot.approvals.policy import REQUESTER_KEY, Requester
 from bot.approvals.records import ApprovalRecord, NewAction, ReviewRecord
 from bot.approvals.requests import action_requests
 from bot.cards import CardDesk
@@ -136,12 +138,19 @@ class TurnRunner:
         """
         return self._cards.platform(conversation)
 
-    def config(self, conversation: ConversationRef) -> RunnableConfig:
-        """The run config: the thread id and the step limit."""
-        return {
-            "configurable": {"thread_id": conversation.thread_id},
-            "recursion_limit": self._recursion_limit,
-        }
+    def config(self, conversation: ConversationRef, requester: str | None = None) -> RunnableConfig:
+        """The run config: the thread id, the step limit, and whose calls the run makes.
+
+        Args:
+            conversation: the conversation.
+            requester: the user id of the author of the message the run's calls come from
+                (`PolicyContext.from_config` reads it at any depth); None or "" for a read of
+                the state, or when nobody known asked (then no trust grant applies).
+        """
+        configurable: dict[str, Any] = {"thread_id": conversation.thread_id}
+        if requester:
+            configurable[REQUESTER_KEY] = Requester(requester)
+        return {"configurable": configurable, "recursion_limit": self._recursion_limit}
 
     async def graph_for(self, conversation: ConversationRef) -> ReviewAgent:
         """The graph that owns the conversation's checkpoint.
@@ -258,7 +267,13 @@ class TurnRunner:
                 continue
             if state.next and unanswered_tool_calls(messages):
                 log.warning("finishing an interrupted tool round (thread_id=%s)", conversation.thread_id)
-                await self.run(conversation, None, anchor=None, paused=state.interrupts)
+                await self.run(
+                    conversation,
+                    None,
+                    anchor=None,
+                    paused=state.interrupts,
+                    requester=_requester_id(messages, conversation),
+                )
                 continue
             return Settled(blocked=False, approvals=())
         state = await graph.aget_state(self.config(conversation))
@@ -309,7 +324,8 @@ class TurnRunner:
             # `next` alone misses a run cut short right after its input checkpoint: its start
             # task's writes are saved, so LangGraph lists it as a task but not as next.
             log.warning("finishing a run cut short (thread_id=%s)", conversation.thread_id)
-            await self.run(conversation, None, anchor=None)
+            messages: list[AnyMessage] = state.values.get("messages", [])
+            await self.run(conversation, None, anchor=None, requester=_requester_id(messages, conversation))
         else:
             log.warning("posting the undelivered outcome of a run (thread_id=%s)", conversation.thread_id)
             if await self._deliver(conversation, state.values, opened=set()):
@@ -324,6 +340,7 @@ class TurnRunner:
         paused: Sequence[Interrupt] = (),
         resumed: Sequence[Interrupt] = (),
         agent: AgentKind | None = None,
+        requester: str | None = None,
     ) -> RunOutcome:
         """Invoke the graph and deliver the outcome.
 
@@ -336,6 +353,8 @@ class TurnRunner:
             agent: the agent to run on, as `choose_agent` chose it for a conversation at
                 rest; the run's mark records it as the checkpoint's owner. None: the agent
                 that owns the checkpoint now (`graph_for`).
+            requester: the user id of whoever asked for the calls this run may make (the
+                author of the conversation's last human message; see `config`).
 
         The conversation is marked as running until the outcome is out (the answer or the
         cards posted, or a failure told); a crash, a cancelled run or a post that failed leaves
@@ -346,7 +365,7 @@ class TurnRunner:
         started = time.monotonic()
         metrics.TURNS_RUNNING.inc()
         try:
-            outcome = await self._run(conversation, graph_input, anchor, paused, resumed, agent)
+            outcome = await self._run(conversation, graph_input, anchor, paused, resumed, agent, requester)
         finally:
             metrics.TURNS_RUNNING.dec()
         label = "delivered" if outcome.delivered else "failed" if not outcome.finished else "undelivered"
@@ -361,6 +380,7 @@ class TurnRunner:
         paused: Sequence[Interrupt],
         resumed: Sequence[Interrupt],
         agent: AgentKind | None,
+        requester: str | None = None,
     ) -> RunOutcome:
         platform = self.platform(conversation)
         graph = (
@@ -374,7 +394,9 @@ class TurnRunner:
         result: dict[str, Any] | None = None
         try:
             async with platform.working(conversation, anchor) as progress:
-                result = await self._stream(conversation, graph, graph_input, progress, tracker, seen)
+                result = await self._stream(
+                    conversation, graph, graph_input, progress, tracker, seen, requester=requester
+                )
         except ModelError as exc:
             log.warning("model failed (thread_id=%s): %s", conversation.thread_id, exc)
             return await self._failed(conversation, ModelFailed.of(exc))
@@ -433,7 +455,9 @@ class TurnRunner:
         """
         author = {"user_id": requester.user_id, "name": requester.display_name}
         human = HumanMessage(content=text, additional_kwargs={_AUTHOR: author}, id=_human_id(anchor))
-        return await self.run(conversation, {"messages": [human]}, anchor=anchor, agent=agent)
+        return await self.run(
+            conversation, {"messages": [human]}, anchor=anchor, agent=agent, requester=requester.user_id
+        )
 
     async def message_in_state(self, conversation: ConversationRef, anchor: str) -> bool:
         """Whether the message with this platform id is in the conversation's checkpoint."""
@@ -469,10 +493,21 @@ class TurnRunner:
             resumed = [pending[review.interrupt_id] for review in ready]
             paused = [interrupt for interrupt in state.interrupts if interrupt not in resumed]
             outcome = await self.run(
-                conversation, Command(resume=values), anchor=anchor, paused=paused, resumed=resumed
+                conversation,
+                Command(resume=values),
+                anchor=anchor,
+                paused=paused,
+                resumed=resumed,
+                requester=_requester_id(state.values.get("messages", []), conversation),
             )
         elif state.next or state.tasks:
-            outcome = await self.run(conversation, None, anchor=anchor, paused=state.interrupts)
+            outcome = await self.run(
+                conversation,
+                None,
+                anchor=anchor,
+                paused=state.interrupts,
+                requester=_requester_id(state.values.get("messages", []), conversation),
+            )
         if outcome is not None:
             finished = outcome.finished
         after = await graph.aget_state(self.config(conversation))
@@ -515,6 +550,7 @@ class TurnRunner:
         if not actions:
             log.error("interrupt %s has no action requests (thread_id=%s)", interrupt.id, conversation.thread_id)
         requester = _author_of_last_request(messages, conversation) or _unknown_requester(conversation)
+        channel = conversation.channel_id
         _, rows = await self._approvals.open_review(
             thread_id=conversation.thread_id,
             workspace_id=conversation.workspace_id,
@@ -529,6 +565,7 @@ class TurnRunner:
                     description=action.description,
                     quorum=config.quorum(action.name),
                     expires_in_s=config.expiry_s(action.name),
+                    trust_offer_s=_trust_offer(config, action.name, channel, requester),
                 )
                 for action in actions
             ],
@@ -575,6 +612,8 @@ class TurnRunner:
         progress: Progress,
         tracker: DelegationTracker,
         seen: set[str],
+        *,
+        requester: str | None = None,
     ) -> dict[str, Any]:
         """Run the graph to its next stop; post each new pause's cards the moment it happens.
 
@@ -598,6 +637,7 @@ class TurnRunner:
             progress: the platform's indicator for this run.
             tracker: what the indicator shows.
             seen: ids of interrupts whose reviews exist; the ids of pauses opened here are added.
+            requester: whose calls the run makes (see `config`).
 
         Returns:
             The final state values, with `__interrupt__` listing every interrupt raised (what
@@ -609,7 +649,7 @@ class TurnRunner:
         feed = ProgressFeed(progress, conversation.thread_id)
         stream = graph.astream(
             cast(Any, graph_input),
-            self.config(conversation),
+            self.config(conversation, requester),
             stream_mode=["values", "custom"],
             version="v2",
             subgraphs=True,
@@ -736,6 +776,24 @@ def _author_of_last_request(messages: Sequence[AnyMessage], conversation: Conver
                 )
             return None
     return None
+
+
+def _requester_id(messages: Sequence[AnyMessage], conversation: ConversationRef) -> str | None:
+    """The user id of the author of the last human message, for a run that goes on from the state."""
+    author = _author_of_last_request(messages, conversation)
+    return author.user_id if author is not None else None
+
+
+def _trust_offer(config: WorkspaceConfig, tool_name: str, channel_id: str, requester: Actor) -> int | None:
+    """The trust a new card offers, in seconds (issue 12), or None.
+
+    Only where a trust setting covers the tool in the channel and one click could approve the
+    call (quorum 1), for a known requester (a grant is theirs alone).
+    """
+    setting = config.trust_for(tool_name, channel_id)
+    if setting is None or config.quorum(tool_name) != 1 or not requester.user_id:
+        return None
+    return setting.max_s
 
 
 def _unknown_requester(conversation: ConversationRef) -> Actor:

@@ -36,9 +36,11 @@ from bot.storage.inbox import Inbox
 from bot.storage.ledger import PostgresLedger
 from bot.storage.locks import ThreadLocks
 from bot.storage.retention_store import RetentionStore
+from bot.storage.trust_store import TrustStore
 from bot.storage.upkeep_store import UpkeepStore
 from bot.tools.operator import build_registry
 from bot.tools.registry import ToolRegistry
+from bot.trusting import TrustGate
 from bot.turns import TurnRunner
 
 log = logging.getLogger(__name__)
@@ -75,6 +77,7 @@ class Core:
     config: ConfigStore
     ledger: PostgresLedger
     agents: AgentPool
+    grants: TrustStore
 
 
 def assemble_core(
@@ -120,8 +123,10 @@ def assemble_core(
     approvals = ApprovalStore(database.pool, audit)
     config = ConfigStore(database.pool, audit)
     cards = CardDesk(approvals, config, platforms)
-    ledger = PostgresLedger(database.pool, approvals, on_outcome_unknown=cards.refresh)
+    ledger = PostgresLedger(database.pool, approvals, on_outcome_unknown=cards.refresh, audit=audit)
     policy = ConfiguredPolicy(registry, config.load, config.denied_in_any_workspace)
+    grants = TrustStore(database.pool, audit)
+    trust = TrustGate(grants=grants, config=config, registry=registry, directory_for=lambda name: platforms[name])
     tools = {tool.name: tool for tool in registry.tools()}
     specs = default_subagents(registry) if subagents is None else subagents
     compiled = [
@@ -133,6 +138,7 @@ def assemble_core(
             ledger=ledger,
             context_tokens=context_tokens,
             model_kwargs=model_kwargs,
+            trust=trust,
         )
         for spec in specs
     ]
@@ -148,6 +154,7 @@ def assemble_core(
                     system_prompt=system_prompt,
                     context_tokens=context_tokens,
                     model_kwargs=model_kwargs,
+                    trust=trust,
                 )
                 for saver in database.savers
             ],
@@ -188,6 +195,7 @@ def assemble_core(
     admin = AdminService(
         config=config,
         audit=audit,
+        grants=grants,
         registry=registry,
         directory_for=lambda name: platforms[name],
         default_agent=default_agent,
@@ -218,7 +226,14 @@ def assemble_core(
         housekeeping=housekeeping,
     )
     return Core(
-        service=service, admin=admin, approvals=approvals, audit=audit, config=config, ledger=ledger, agents=agents
+        service=service,
+        admin=admin,
+        approvals=approvals,
+        audit=audit,
+        config=config,
+        ledger=ledger,
+        agents=agents,
+        grants=grants,
     )
 
 

@@ -11,11 +11,12 @@ from collections.abc import Awaitable, Callable
 
 from adapters.admin_text import Markup, error_text, render
 from adapters.console.platform import ConsolePlatform
+from adapters.display import duration_words
 from bot.admin.parse import parse_command
 from bot.admin.service import AdminService
 from bot.approvals.decisions import Approve, Edit, EditedAction, Reject
 from bot.conversation import Actor, ConversationRef, IncomingMessage
-from bot.errors import CountersignError
+from bot.errors import CountersignError, TrustRefusedError
 from bot.ports import ApprovalCard
 from bot.service import Countersign
 
@@ -25,14 +26,22 @@ _QUIT = frozenset({"/quit", "/exit"})
 
 HELP = (
     "Type a message. Commands: /quit to leave; /countersign context [reset] shows (or clears) what "
-    "the model sees of this conversation. Approvals: a = approve, e = edit, r = reject."
+    "the model sees of this conversation; /countersign trust ... lets approvals trust a tool for a while. "
+    "Approvals: a = approve, t = approve and trust (when offered), e = edit, r = reject."
 )
 NO_COMMANDS = (
-    "!  The terminal knows only /quit and /countersign context [reset]. Admin settings (/countersign) "
-    "are made in Slack or Discord; the terminal runs the defaults. To send a message starting with /, "
-    "put a space before it."
+    "!  The terminal knows only /quit, /countersign context [reset] and /countersign trust. Other admin "
+    "settings (/countersign) are made in Slack or Discord; the terminal runs the defaults. To send a "
+    "message starting with /, put a space before it."
 )
-_CONTEXT_COMMAND = ("/countersign", "context")
+TRUST_REFUSED = {
+    "not_offered": "Trust is not enabled for this tool any more; answer a to approve it once.",
+    "quorum": "This call now needs more than one approval, so it cannot be trusted; answer a to approve it once.",
+    "not_approve": "Trust goes only with an approval.",
+}
+"""By `bot.errors.TrustRefusedError.reason`; nothing was changed and the call is asked again."""
+_COMMANDS = frozenset({("/countersign", "context"), ("/countersign", "trust")})
+"""The `/countersign` subcommands the terminal takes (the person at the terminal is its admin)."""
 
 CONSOLE_MARKUP = Markup(
     bold=lambda text: text,
@@ -127,7 +136,7 @@ class ConsoleChat:
                 continue
             if line.strip().startswith("/"):
                 # `/countersign show` typed here would otherwise go to the model as a message.
-                if not await self._context_command(line.strip()):
+                if not await self._admin_command(line.strip()):
                     self._write(NO_COMMANDS)
                 continue
             await self._service.handle_message(
@@ -137,12 +146,13 @@ class ConsoleChat:
             if not await self._decide_pending():
                 return
 
-    async def _context_command(self, line: str) -> bool:
-        """Run `/countersign context [reset]` on the terminal's conversation; False for other commands.
+    async def _admin_command(self, line: str) -> bool:
+        """Run `/countersign context [reset]` or `/countersign trust ...` here; False for other commands.
 
-        The person at the terminal runs the bot, so they count as its admin (`reset` included).
+        The person at the terminal runs the bot, so they count as its admin (`reset` and the
+        trust settings included).
         """
-        if self._admin is None or tuple(line.split()[:2]) != _CONTEXT_COMMAND:
+        if self._admin is None or tuple(line.split()[:2]) not in _COMMANDS:
             return False
         try:
             command = parse_command(line.split(maxsplit=1)[1])
@@ -175,14 +185,20 @@ class ConsoleChat:
         if approval.description:
             self._write(f"   why: {approval.description}")
         self._write("   args: " + json.dumps(approval.proposed_args, ensure_ascii=False))
+        offer = approval.trust_offer_s
+        question = (
+            f"   [a]pprove / [t]rust for {duration_words(offer)} / [e]dit / [r]eject? "
+            if offer
+            else "   [a]pprove / [e]dit / [r]eject? "
+        )
         while True:
-            answer = await self._read("   [a]pprove / [e]dit / [r]eject? ")
+            answer = await self._read(question)
             if answer is None or answer.strip() in _QUIT:
                 self._write("   The call waits; you are asked again next time.")
                 return False
             choice = answer.strip().lower()[:1]
             decision: Approve | Edit | Reject
-            if choice == "a":
+            if choice in ("a", "t") and (choice == "a" or offer):
                 decision = Approve()
             elif choice == "r":
                 reason = await self._read("   reason (optional): ")
@@ -199,10 +215,14 @@ class ConsoleChat:
                     continue
                 decision = Edit(edited_action=EditedAction(name=approval.tool_name, args=args))
             else:
-                self._write("!  Answer a, e or r (or /quit to leave; the call waits until next time).")
+                choices = "a, t, e or r" if offer else "a, e or r"
+                self._write(f"!  Answer {choices} (or /quit to leave; the call waits until next time).")
                 continue
             try:
-                await self._service.decide(approval.id, self._actor, decision)
+                await self._service.decide(approval.id, self._actor, decision, trust=choice == "t")
+            except TrustRefusedError as exc:
+                self._write("!  " + TRUST_REFUSED.get(exc.reason, TRUST_REFUSED["not_offered"]))
+                continue
             except CountersignError as exc:
                 self._write(f"!  {exc}")
                 continue

@@ -1,6 +1,7 @@
 """Persistent buttons: `DynamicItem`s whose `custom_id` names the approval.
 
-`cs:<action>:<approval id>` (43 characters; Discord allows 100). The classes are registered
+`cs:<action>:<approval id>` (43 characters; Discord allows 100); `trust` (Approve and trust,
+issue 12) is one more action on a card that offers it. The classes are registered
 once in `setup_hook` with `Client.add_dynamic_items`, so a click on any card, from before a
 restart or after any view timeout, is parsed from its `custom_id` and handled.
 """
@@ -13,29 +14,36 @@ from typing import TYPE_CHECKING, Any
 import discord
 
 from adapters.discord import messages as msg
+from adapters.display import duration_words
 
 if TYPE_CHECKING:
     from adapters.discord.interactions import InteractionHandler
 
 ACTIONS = ("approve", "edit", "reject")
-_LABELS = {"approve": msg.BUTTON_APPROVE, "edit": msg.BUTTON_EDIT, "reject": msg.BUTTON_REJECT}
+_LABELS = {
+    "approve": msg.BUTTON_APPROVE,
+    "trust": msg.BUTTON_TRUST,
+    "edit": msg.BUTTON_EDIT,
+    "reject": msg.BUTTON_REJECT,
+}
 _STYLES = {
     "approve": discord.ButtonStyle.success,
+    "trust": discord.ButtonStyle.primary,
     "edit": discord.ButtonStyle.secondary,
     "reject": discord.ButtonStyle.danger,
 }
 
 
-TEMPLATE = r"cs:(?P<action>approve|edit|reject):(?P<approval_id>[0-9a-f]{32})(?::(?P<version>[0-9a-f]{8}))?"
+TEMPLATE = r"cs:(?P<action>approve|trust|edit|reject):(?P<approval_id>[0-9a-f]{32})(?::(?P<version>[0-9a-f]{8}))?"
 """A card button's `custom_id`."""
 _TEMPLATE = re.compile(TEMPLATE)
 
 
 class ApprovalButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=TEMPLATE):
-    """One of Approve / Edit / Reject on a card.
+    """One of Approve / Approve and trust / Edit / Reject on a card.
 
     Args:
-        action: `approve`, `edit` or `reject`.
+        action: `approve`, `trust`, `edit` or `reject`.
         approval_id: the approval's id (32 hex characters).
         version: the version of the arguments the card shows (`ApprovalRecord.version`); an
             approval from a card drawn before an edit is refused. `cs:approve:<id>:<version>`
@@ -67,11 +75,21 @@ class ApprovalButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=TE
         await handler.on_button(interaction, self.action, self.approval_id, self.version)
 
 
-def card_view(approval_id: str, version: str | None = None) -> discord.ui.View:
-    """A view with the three buttons; stopped after sending, the registry dispatches clicks."""
+def card_view(approval_id: str, version: str | None = None, trust_s: int | None = None) -> discord.ui.View:
+    """A view with the card's buttons; stopped after sending, the registry dispatches clicks.
+
+    Args:
+        approval_id: the approval.
+        version: the arguments' version the card shows.
+        trust_s: the trust the card offers, in seconds: adds "Approve and trust for ..." after
+            Approve (issue 12); None: no such button.
+    """
     view = discord.ui.View(timeout=None)
     for action in ACTIONS:
         view.add_item(ApprovalButton(action, approval_id, version))
+        if action == "approve" and trust_s:
+            label = msg.BUTTON_TRUST.format(duration=duration_words(trust_s))
+            view.add_item(ApprovalButton("trust", approval_id, version, label=label))
     return view
 
 

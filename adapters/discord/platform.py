@@ -81,7 +81,7 @@ class DiscordPlatform:
             channel_id = int(target.channel_id)
         else:
             channel_id = target_channel_id(target.conversation)
-        view = card_view(card.approval.id, card.approval.version)
+        view = card_view(card.approval.id, card.approval.version, card.approval.trust_offer_s)
         message = await self._channel(channel_id).send(embed=card_embed(card), view=view, allowed_mentions=NO_PINGS)
         view.stop()  # clicks are dispatched by the DynamicItem registry, not this view
         return card_ref(channel_id, message.id)
@@ -90,7 +90,7 @@ class DiscordPlatform:
         """Edit the card in place; the buttons go once it is decided."""
         channel_id, message_id = _split_ref(card_ref)
         pending = card.approval.is_pending
-        view = card_view(card.approval.id, card.approval.version) if pending else None
+        view = card_view(card.approval.id, card.approval.version, card.approval.trust_offer_s) if pending else None
         await (
             self._channel(channel_id)
             .get_partial_message(message_id)
@@ -152,6 +152,30 @@ class DiscordPlatform:
             log.warning("could not fetch member %s of guild %s", actor.user_id, actor.workspace_id)
             return False
         return member.guild_permissions.manage_guild
+
+    async def member(self, workspace_id: str, user_id: str) -> Actor | None:
+        """The member with their Manage Server permission and roles, from the cache or REST; None in a DM or if gone.
+
+        Discord user ids are global; the standing is the guild's (`GET /guilds/{id}/members/{user}`
+        when the member is not cached, which needs no privileged intent).
+        """
+        if workspace_id == DM or not user_id.isdecimal():
+            return None
+        try:
+            guild = await known_guild(self._client, workspace_id)
+            if guild is None:
+                return None
+            found = guild.get_member(int(user_id)) or await guild.fetch_member(int(user_id))
+        except discord.NotFound:
+            return None
+        return Actor(
+            platform=self.name,
+            workspace_id=workspace_id,
+            user_id=str(found.id),
+            display_name=found.display_name,
+            is_admin=found.guild_permissions.manage_guild,
+            groups=frozenset(str(role.id) for role in found.roles),
+        )
 
     async def member_of(self, actor: Actor, group_ids: frozenset[str]) -> frozenset[str]:
         """The actor's roles among `group_ids` (the interaction carried the member's roles)."""

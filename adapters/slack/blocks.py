@@ -11,7 +11,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from adapters.display import reveal_invisible
+from adapters.display import duration_words, reveal_invisible
 from adapters.slack import messages as msg
 from adapters.slack.text import escape, to_mrkdwn
 from bot.approvals.lifecycle import ApprovalStatus
@@ -19,6 +19,8 @@ from bot.approvals.records import ApprovalRecord
 from bot.ports import ApprovalCard
 
 ACTION_APPROVE = "countersign_approve"
+ACTION_TRUST = "countersign_trust"
+"""Approve and trust (issue 12): shown only on a card that offers trust."""
 ACTION_EDIT = "countersign_edit"
 ACTION_REJECT = "countersign_reject"
 VIEW_EDIT = "countersign_edit_view"
@@ -70,7 +72,7 @@ def card_blocks(card: ApprovalCard) -> list[dict[str, Any]]:
     if pending and approval.current_args is not None and approval.current_args != approval.proposed_args:
         blocks.append(_args_section(msg.CARD_EDITED_ARGS_TITLE, approval.current_args))
     if pending:
-        blocks.append(_buttons(approval.id, approval.version))
+        blocks.append(_buttons(approval.id, approval.version, approval.trust_offer_s))
         return blocks
     if approval.status is ApprovalStatus.EDITED and approval.final_args is not None:
         blocks.append(_args_section(msg.CARD_FINAL_ARGS_TITLE, approval.final_args))
@@ -175,7 +177,7 @@ def version_of(block_id: str | None) -> str | None:
     return parts[2] if len(parts) == 3 and parts[0] == "countersign" else None
 
 
-def _buttons(approval_id: str, version: str) -> dict[str, Any]:
+def _buttons(approval_id: str, version: str, trust_s: int | None = None) -> dict[str, Any]:
     def button(text: str, action_id: str, style: str | None = None) -> dict[str, Any]:
         element: dict[str, Any] = {
             "type": "button",
@@ -194,6 +196,7 @@ def _buttons(approval_id: str, version: str) -> dict[str, Any]:
         "block_id": f"countersign_{approval_id}_{version}",
         "elements": [
             button(msg.BUTTON_APPROVE, ACTION_APPROVE, "primary"),
+            *([button(msg.BUTTON_TRUST.format(duration=duration_words(trust_s)), ACTION_TRUST)] if trust_s else []),
             button(msg.BUTTON_EDIT, ACTION_EDIT),
             button(msg.BUTTON_REJECT, ACTION_REJECT, "danger"),
         ],
@@ -218,6 +221,8 @@ def _args_section(title: str, args: dict[str, Any]) -> dict[str, Any]:
 
 def _decided_line(approval: ApprovalRecord) -> str:
     outcome = msg.CARD_OUTCOME_WORD[approval.status.value]
+    if approval.trust_id is not None and approval.trust_s:
+        outcome = msg.CARD_OUTCOME_TRUSTED.format(outcome=outcome, duration=duration_words(approval.trust_s))
     if approval.decided_by_id is None:
         return f"{outcome} · {when_token(approval.decided_at)}"
     return msg.CARD_DECIDED.format(outcome=outcome, user=approval.decided_by_id, when=when_token(approval.decided_at))
