@@ -136,7 +136,8 @@ def error_text(error: Exception, markup: Markup) -> str:
 def _help(page: HelpPage, markup: Markup) -> str:
     lines = [
         markup.bold("Countersign settings")
-        + " (help, show and context are for everyone; everything else, context reset too, is for admins):"
+        + " (help, show and context are for everyone; everything else, context reset too, is for admins,"
+        + " except that you may list and revoke the trusts you granted or that cover your calls):"
     ]
     lines += [f"• `/countersign {usage}`" for usage in markup.usage.values()]
     lines.append(markup.bold("Examples:"))

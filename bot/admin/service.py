@@ -2,8 +2,9 @@
 
 Only admins may change something or read the audit log (it shows arguments): the platform's
 workspace admins (Slack admins and owners, Discord Manage Server) and bot admins. `help`,
-`show` and `context` are for everyone. A refused or invalid command changes nothing; refusals
-are audited.
+`show` and `context` are for everyone; `trust list` and `trust revoke` also for the approver
+who granted a trust and the person it trusts, on that trust. A refused or invalid command changes
+nothing; refusals are audited.
 """
 
 from __future__ import annotations

@@ -241,3 +241,46 @@ async def test_the_discord_trust_survives_a_restart(db_url, gemini, target, disc
             await granted(driver, target)
         async with BotServer(settings) as second:
             await runs_without_a_card(DiscordDriver(second, discord_api), target, "post widget")
+
+
+async def test_discord_trust_group_is_typed_and_autocompletes_ids(discord_bot, discord_api, target):
+    """`/countersign trust` is a subcommand group; `revoke` offers the live trusts the typist may end, nobody else's."""
+    [command] = [x for x in discord_api.commands(c.D_GUILD) + discord_api.commands() if x["name"] == "countersign"]
+    [group] = [o for o in command["options"] if o["name"] == "trust"]
+    assert group["type"] == 2
+    subs = {s["name"]: {o["name"]: o for o in s.get("options", [])} for s in group["options"]}
+    assert set(subs) == {"set", "list", "revoke"}
+    assert subs["set"]["tool"]["autocomplete"] is True and subs["set"]["up-to"]["required"] is True
+    assert subs["set"]["channel"]["type"] == 7 and subs["revoke"]["id"]["autocomplete"] is True
+    driver = DiscordDriver(discord_bot, discord_api)
+    await trust(driver, "carol", "set", tool="http_request", up_to="30m")
+    await granted(driver, target)
+    [trust_id] = _TRUST_ID.findall(await trust(driver, "carol", "list"))
+
+    async def typed(who: str) -> list[dict[str, Any]]:
+        interaction = await discord_api.autocomplete(
+            "countersign",
+            int(driver.user(who)),
+            channel_id=c.D_CHANNEL,
+            options=[
+                {
+                    "type": 2,
+                    "name": "trust",
+                    "options": [
+                        {
+                            "type": 1,
+                            "name": "revoke",
+                            "options": [{"name": "id", "type": 3, "value": "", "focused": True}],
+                        }
+                    ],
+                }
+            ],
+        )
+        await discord_api.wait_for_request("POST", rf"/interactions/{interaction.id}/[^/]+/callback")
+        return discord_api.autocomplete_choices(interaction.id) or []
+
+    assert [choice["value"] for choice in await typed("carol")] == [trust_id]
+    assert [choice["value"] for choice in await typed("alice")] == [trust_id]  # her own calls
+    assert await typed("bob") == []
+    refused = await trust(driver, "carol", "set", tool="http_request", up_to="2d")
+    assert "from 1m to 1d" in refused and "Nothing was changed" in refused
