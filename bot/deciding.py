@@ -294,8 +294,8 @@ class Decider:
 
         Raises:
             TrustRefusedError: (audited) `not_approve`, `not_offered` (no enabled trust setting
-                for the tool in this channel now, or nobody known asked for the call) or
-                `quorum` (more than one approval needed now).
+                for the tool in this channel now, nobody known asked for the call, or the card
+                offered no trust) or `quorum` (more than one approval needed now).
         """
         if kind is VoteKind.REJECT:
             return None
@@ -307,9 +307,10 @@ class Decider:
             problem = "not_offered"
         elif quorum != 1:
             problem = "quorum"
+        elif approval.trust_offer_s is None:
+            problem = "not_offered"  # the card never showed the button: a forged or stale click
         else:
-            offered = approval.trust_offer_s or setting.max_s
-            return NewGrant(matching=setting.matching, duration_s=min(offered, setting.max_s))
+            return NewGrant(matching=setting.matching, duration_s=min(approval.trust_offer_s, setting.max_s))
         await self._refused(approval, actor, "trust_refused", problem, attempted="trust")
         raise TrustRefusedError(problem)
 

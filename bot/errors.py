@@ -169,9 +169,10 @@ class TrustRefusedError(CountersignError):
     """An "Approve and trust" click that cannot make a trust grant; nothing was changed (issue 12).
 
     Args:
-        reason: `not_offered` (no trust setting covers the tool here now, or the call has no
-            known requester), `quorum` (the call needs more than one approval now, so no single
-            click approves it) or `not_approve` (trust goes only with an approval).
+        reason: `not_offered` (no trust setting covers the tool here now, the call has no
+            known requester, or its card offered no trust), `quorum` (the call needs more than
+            one approval now, so no single click approves it) or `not_approve` (trust goes only
+            with an approval).
     """
 
     def __init__(self, reason: str) -> None:

@@ -284,3 +284,21 @@ async def test_discord_trust_group_is_typed_and_autocompletes_ids(discord_bot, d
     assert await typed("bob") == []
     refused = await trust(driver, "carol", "set", tool="http_request", up_to="2d")
     assert "from 1m to 1d" in refused and "Nothing was changed" in refused
+
+
+async def test_a_slack_trust_click_where_none_is_offered_is_refused_privately(bot, events, slack, target):
+    """A forged "Approve and trust" on a quorum-2 card: the clicker is told why; nothing is approved or trusted."""
+    driver = SlackDriver(bot, events, slack)
+    await trust(driver, "carol", "set", tool="http_request", up_to="30m")
+    await driver.command("carol", "quorum", tool="http_request", count=2)
+    await say(driver, "alice", "post widget")
+    [card] = await driver.cards()
+    before = driver._private_count("carol")
+    await driver._click(card, "carol", blocks.ACTION_TRUST)
+    told = await driver._private("carol", before)
+    assert "needs more than one approval" in told and "Nothing was changed" in told
+    await driver.settle()
+    assert bot.runtime is not None
+    assert await bot.runtime.database.pool.fetchval("SELECT count(*) FROM trust_grants") == 0
+    assert await bot.runtime.database.pool.fetchval("SELECT count(*) FROM approval_votes") == 0
+    assert target.requests == []

@@ -357,3 +357,19 @@ async def test_trust_holds_inside_a_subagent(db_url, registry, tool_log):
         [row] = await trusted_rows(h)
         assert row.actor_id == ADMIN
     assert sent(tool_log) == [("bob", "hi")] * 2
+
+
+async def test_a_card_that_offered_no_trust_cannot_be_trusted(db_url, registry, tool_log):
+    """A card opened before trust was set offers none; a (forged) trust click on it is refused and changes nothing."""
+    async with open_service(db_url, sender(), registry, RecordingPlatform(admins={ADMIN})) as h:
+        await ask(h, "send bob hi")
+        [card] = pending(h)
+        assert card.trust_offer_s is None
+        await admin(h, "trust send up-to 30m")
+        with pytest.raises(TrustRefusedError) as refused:
+            await h.service.decide(card.id, actor(ADMIN), Approve(), trust=True)
+        assert refused.value.reason == "not_offered"
+        assert (await h.approvals.get(card.id)).is_pending
+        await decide(h, card, ADMIN)  # a plain approval still works
+        assert await h.database.pool.fetchval("SELECT count(*) FROM trust_grants") == 0
+    assert sent(tool_log) == [("bob", "hi")]
