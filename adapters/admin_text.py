@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from adapters.stop_text import STOP_HELP, stop_error_text, stopped_text
 from bot.admin.parse import USAGE, CommandError
 from bot.admin.views import (
     AuditPage,
@@ -21,6 +22,7 @@ from bot.admin.views import (
     HelpPage,
     PolicyView,
     Reply,
+    StopRequested,
     ToolLine,
     TrustList,
     TrustRevoked,
@@ -28,6 +30,7 @@ from bot.admin.views import (
 from bot.agents.kind import AgentKind
 from bot.approvals.conditions import InvalidConditionError
 from bot.approvals.config import ApproverKind, ApproverRule, CardRouting, TrustSetting
+from bot.approvals.escalation import EscalationRule, EscalationTarget, TargetKind
 from bot.approvals.trust import TrustGrant
 from bot.conversation import ConversationRef
 from bot.errors import BusyReason, ConversationBusyError, NotPermittedError
@@ -68,10 +71,12 @@ HELP_EXAMPLES = (
     ("self-approval off", "requesters may not approve their own calls"),
     ("expiry 30m", "cards expire after 30 minutes"),
     ("cards channel #approvals", "post cards in one channel (or: here, dm)"),
+    ("escalate send_email after 30m to #oncall", "a card still undecided after 30 minutes is also posted there"),
     ("scope channel in #support", "one conversation per channel (or: thread)"),
     ("agent subagents in #ops", "the supervisor with subagents answers in #ops"),
     ("context", "this conversation's summary and window size"),
     ("context reset", "the model starts afresh in this conversation"),
+    ("stop", STOP_HELP),
     ("audit http_request limit 10", "recent decisions and changes"),
     (
         "trust http_request up-to 30m matching method,url",
@@ -93,6 +98,8 @@ def render(reply: Reply, markup: Markup) -> str:
         return _context(reply, markup)
     if isinstance(reply, ContextReset):
         return _context_reset(reply)
+    if isinstance(reply, StopRequested):
+        return stopped_text(reply)
     if isinstance(reply, TrustList):
         return _trust_list(reply, markup)
     if isinstance(reply, TrustRevoked):
@@ -102,6 +109,9 @@ def render(reply: Reply, markup: Markup) -> str:
 
 def error_text(error: Exception, markup: Markup) -> str:
     """The text of a refused command; nothing was changed."""
+    stop = stop_error_text(error, markup)
+    if stop is not None:
+        return stop
     if isinstance(error, NotPermittedError):
         if error.reason == "no_workspace":
             return "Settings belong to a workspace; run this command in a channel, not in a DM."
@@ -136,8 +146,9 @@ def error_text(error: Exception, markup: Markup) -> str:
 def _help(page: HelpPage, markup: Markup) -> str:
     lines = [
         markup.bold("Countersign settings")
-        + " (help, show and context are for everyone; everything else, context reset too, is for admins,"
-        + " except that you may list and revoke the trusts you granted or that cover your calls):"
+        + " (help, show and context are for everyone; stop for the person who asked and admins; everything "
+        "else, context reset too, is for admins, except that you may list and revoke the trusts you granted "
+        "or that cover your calls):"
     ]
     lines += [f"• `/countersign {usage}`" for usage in markup.usage.values()]
     lines.append(markup.bold("Examples:"))
@@ -193,6 +204,8 @@ def _tool_line(tool: ToolLine, view: PolicyView, markup: Markup) -> str:
         extras.append(f"approvers {_approvers(own, markup)}")
     if tool.trust is not None:
         extras.append(f"trust {_trust_words(tool.trust)}")
+    if tool.escalation is not None:
+        extras.append(f"escalates {_escalation_words(tool.escalation, markup)}")
     return text + ("".join(f" · {e}" for e in extras))
 
 
@@ -278,6 +291,8 @@ def _audit(page: AuditPage, markup: Markup) -> str:
             parts.append(f"`{source}` → `{entry.tool_name}`" if source else f"`{entry.tool_name}`")
         if entry.kind.value == "config" and entry.detail.get("channel_id"):
             parts.append("in " + markup.channel(str(entry.detail["channel_id"])))
+        if entry.kind.value == "escalation":
+            parts.append(_escalated_to(entry.detail.get("to"), markup))
         if entry.kind.value == "refused" and entry.detail.get("command"):
             parts.append(f"`/countersign {markup.escape(str(entry.detail['command']))}`")
         if entry.detail and entry.detail.get("trust_id"):
@@ -348,12 +363,38 @@ def _value(value: Any, markup: Markup) -> str:
         return "not set"
     if isinstance(value, ApproverRule):
         return _approvers((value,), markup)
+    if isinstance(value, EscalationRule):
+        return _escalation_words(value, markup)
     if isinstance(value, bool):
         return _on_off(value)
     if isinstance(value, dict) and "routing" in value:
         channel = value.get("channel_id")
         return str(value["routing"]) + (f" {markup.channel(channel)}" if channel else "")
     return markup.escape(str(value))
+
+
+def target_words(target: EscalationTarget, markup: Markup) -> str:
+    """An escalation target as the platform writes it (a mention of the user, group, role or channel)."""
+    names = {
+        TargetKind.USER: markup.user,
+        TargetKind.ROLE: markup.role,
+        TargetKind.GROUP: markup.group,
+        TargetKind.CHANNEL: markup.channel,
+    }
+    return names[target.kind](target.subject_id)
+
+
+def _escalated_to(target: Any, markup: Markup) -> str:
+    """The target of an escalation audit row (its `detail["to"]`) as "to <mention>", or "" without one."""
+    if not isinstance(target, dict) or target.get("kind") not in {kind.value for kind in TargetKind}:
+        return ""
+    return "to " + target_words(
+        EscalationTarget(kind=TargetKind(target["kind"]), subject_id=str(target.get("id"))), markup
+    )
+
+
+def _escalation_words(rule: EscalationRule, markup: Markup) -> str:
+    return f"after {_duration(rule.after_s)} to {target_words(rule.target, markup)}"
 
 
 def _expiry_value(value: Any) -> str:

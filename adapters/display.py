@@ -65,11 +65,20 @@ class ProgressWords:
     """When no subagent works or waits any more (the supervisor writes the answer)."""
     retrying: Mapping[ModelErrorKind, str]
     """A model call waits to be tried again, by why it failed; each with a `{wait}` slot."""
+    busy: str
+    """A run that delegated nothing and has gone on for a while (its indicator offers Stop)."""
+    stopping: str
+    """The turn was stopped and ends at its next step; with a `{name}` slot (who stopped it)."""
     joiner: str = " · "
 
 
 def progress_line(activity: Activity, words: ProgressWords, escape: Callable[[str], str]) -> str:
-    """The indicator's text for `activity`: who works, then who waits for a card, then a model retry."""
+    """The indicator's text for `activity`: who works, then who waits for a card, then a model retry.
+
+    Once the turn is stopped, only that: it ends at its next step.
+    """
+    if activity.stopping is not None:
+        return words.stopping.format(name=escape(activity.stopping))
     parts = []
     for names, one, many in (
         (activity.subagents, words.working_one, words.working_many),
@@ -82,12 +91,23 @@ def progress_line(activity: Activity, words: ProgressWords, escape: Callable[[st
         retry = activity.retrying
         sentence = words.retrying.get(retry.kind, words.retrying[ModelErrorKind.UNAVAILABLE])
         parts.append(sentence.format(wait=duration_words(retry.wait_s)))
-    return words.joiner.join(parts) if parts else words.agent
+    if parts:
+        return words.joiner.join(parts)
+    return words.agent if activity.delegated else words.busy
 
 
 def shows_something(activity: Activity) -> bool:
-    """Whether `activity` is worth a progress message of its own (a plain turn posts none)."""
-    return bool(activity.subagents or activity.waiting or activity.retrying)
+    """Whether `activity` is worth a progress message of its own (a quick plain turn posts none).
+
+    Subagents at work or waiting, a model retry, or a run that has gone on for a while (so
+    that its Stop button shows). A stop alone is not: it only updates a message shown already.
+    """
+    return bool(activity.subagents or activity.waiting or activity.retrying or activity.long_running)
+
+
+def offers_stop(activity: Activity) -> bool:
+    """Whether the indicator for `activity` carries a Stop button (a turn to name, not stopping yet)."""
+    return activity.turn_id is not None and activity.stopping is None
 
 
 def model_failed_text(

@@ -13,12 +13,15 @@ if TYPE_CHECKING:
 
 
 class AuditKind(StrEnum):
-    """The four kinds of audit rows (DESIGN.md "Approvals", issue 4)."""
+    """The kinds of audit rows (DESIGN.md "Approvals", issue 4; escalations, issue 12)."""
 
     DECISION = "decision"
     REFUSED = "refused"
     EXPIRY = "expiry"
     CONFIG = "config"
+    ESCALATION = "escalation"
+    """A card posted to its escalation target (when, to whom); decisions of that audience are
+    `decision` rows with `detail["via"] == "escalation"`."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -57,7 +60,7 @@ def approval_entry(
     The subagent that asked for the call, if any, is kept in `detail["source"]`.
 
     Args:
-        kind: decision, refused or expiry.
+        kind: decision, refused, expiry or escalation.
         approval: the approval concerned.
         outcome: see `AuditEntry.outcome`.
         actor: who acted; None for the system.

@@ -2,19 +2,24 @@
 
 Routing (`/countersign cards`): in the conversation (default), in one approvals channel, or in
 each approver's DMs; the conversation always learns where the cards went. A card that cannot be
-posted where it is routed falls back to the conversation (docs/decisions/0007).
+posted where it is routed falls back to the conversation (docs/decisions/0007). An escalated
+card gets more copies (`post_copies`, `bot.escalation`); every copy is redrawn on each change.
+The first card of a pause with two or more pending calls carries the pause's Approve all /
+Reject all (`BatchOffer`), and is redrawn when a sibling is decided.
 """
 
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from bot.approvals.config import ApproverKind, CardRouting, WorkspaceConfig
-from bot.approvals.records import ApprovalRecord, ReviewRecord
+from bot.approvals.lifecycle import batch_open
+from bot.approvals.records import ApprovalRecord, ReviewRecord, pause_version
 from bot.conversation import Actor, ConversationRef
-from bot.ports import ApprovalCard, CardsElsewhere, CardTarget, Notice, Platform
+from bot.ports import ApprovalCard, BatchOffer, CardsElsewhere, CardTarget, Notice, Platform
 from bot.storage.approval_store import ApprovalStore
 from bot.storage.config_store import ConfigStore
 
@@ -64,7 +69,7 @@ class CardDesk:
         for row in rows:
             if row.card_ref is not None or not row.is_pending:
                 continue
-            card = ApprovalCard(approval=row, position=row.position + 1, total=len(rows))
+            card = card_of(row, rows)
             targets = await _card_targets(platform, conversation, config, row)
             if targets[0].channel_id or targets[0].user_id:
                 # When no routed copy can be posted (a channel the bot cannot write in, DMs
@@ -106,18 +111,60 @@ class CardDesk:
             await self.post(conversation, config, rows)
 
     async def refresh(self, approval: ApprovalRecord) -> None:
-        """Redraw every copy of an approval's card from what is stored (after a decision)."""
+        """Redraw every copy of an approval's card from what is stored (after a decision).
+
+        The pause's first card is redrawn too while its Approve all / Reject all show (or
+        showed until this decision): they say how many calls wait, go once fewer than two do,
+        and carry the version of every call's arguments, which an edit of this one changed.
+        """
+        siblings = await self._approvals.approvals_of(approval.review_id)
+        await self._redraw(approval, siblings)
+        batch_shown = batch_open(row.status for row in siblings) or (
+            not approval.is_pending and any(row.is_pending for row in siblings)
+        )
+        if approval.position != 0 and batch_shown:
+            first = next((row for row in siblings if row.position == 0), None)
+            if first is not None:
+                await self._redraw(first, siblings)
+
+    async def _redraw(self, approval: ApprovalRecord, siblings: Sequence[ApprovalRecord]) -> None:
         conversation = ConversationRef.from_thread_id(approval.thread_id)
         refs = await self._approvals.card_refs(approval.id) or ([approval.card_ref] if approval.card_ref else [])
         if not refs:
             return
-        siblings = await self._approvals.approvals_of(approval.review_id)
-        card = ApprovalCard(approval=approval, position=approval.position + 1, total=len(siblings))
+        card = card_of(approval, siblings)
         for card_ref in refs:
             try:
                 await self.platform(conversation).update_card(conversation, card_ref, card)
             except Exception:
                 log.exception("could not update a card of approval %s (thread_id=%s)", approval.id, approval.thread_id)
+
+    async def post_copies(self, approval: ApprovalRecord, targets: Sequence[CardTarget]) -> int:
+        """Post more copies of a pending approval's card (an escalation); return how many went out.
+
+        Each copy is recorded (not as the primary one, which stays the card links point at), so
+        every later redraw reaches it and its buttons decide the same approval. A copy that
+        cannot be posted is logged and skipped.
+
+        Args:
+            approval: the approval, as stored now.
+            targets: where the copies go.
+        """
+        if not targets:
+            return 0
+        siblings = await self._approvals.approvals_of(approval.review_id)
+        card = card_of(approval, siblings)
+        platform = self.platform(targets[0].conversation)
+        posted = 0
+        for target in targets:
+            try:
+                card_ref = await platform.post_card(target, card)
+            except Exception:
+                log.exception("could not post a copy of approval %s (thread_id=%s)", approval.id, approval.thread_id)
+                continue
+            await self._approvals.add_card(approval.id, card_ref, primary=False)
+            posted += 1
+        return posted
 
     async def notify(self, conversation: ConversationRef, notice: Notice, *, recipient: Actor | None) -> bool:
         """Send a notice; return whether it went out (a platform failure is logged, not raised)."""
@@ -127,6 +174,22 @@ class CardDesk:
             log.exception("could not send %s (thread_id=%s)", type(notice).__name__, conversation.thread_id)
             return False
         return True
+
+
+def card_of(approval: ApprovalRecord, siblings: Sequence[ApprovalRecord]) -> ApprovalCard:
+    """The card of `approval`, one of the pause whose approvals are `siblings` (in any order).
+
+    The first card of a pause with two or more pending calls offers Approve all / Reject all
+    (`lifecycle.batch_open`).
+    """
+    batch = None
+    if approval.position == 0 and batch_open(row.status for row in siblings):
+        batch = BatchOffer(
+            review_id=uuid.UUID(approval.review_id).hex,
+            pending=sum(row.is_pending for row in siblings),
+            version=pause_version(siblings),
+        )
+    return ApprovalCard(approval=approval, position=approval.position + 1, total=len(siblings), batch=batch)
 
 
 async def _card_targets(

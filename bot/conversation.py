@@ -74,6 +74,9 @@ class Actor:
         is_admin: whether the platform says they administer the workspace; None when the
             adapter did not look it up (the core asks the platform port when it matters).
         groups: role or user-group ids, for approver rules.
+        channel_id: for a click, the channel of the clicked message as the platform's signed
+            payload names it (the person can see that channel); None when not known. A card
+            escalated to a channel may be decided by whoever clicks in that channel.
     """
 
     platform: str
@@ -82,6 +85,7 @@ class Actor:
     display_name: str
     is_admin: bool | None = None
     groups: frozenset[str] = field(default_factory=frozenset)
+    channel_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

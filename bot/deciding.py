@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from langchain_core.tools import BaseTool
 
 from bot import metrics
-from bot.approvals.authorization import Directory, ensure_may_decide
+from bot.approvals.authorization import Directory, Standing, ensure_may_decide
 from bot.approvals.config import WorkspaceConfig
 from bot.approvals.decisions import Approve, Edit, Reject, check_decision
 from bot.approvals.digest import args_digest
@@ -154,6 +154,46 @@ class Decider:
         await self._ensure_open_and_permitted(approval, actor, attempted, config)
         return approval
 
+    async def permits(self, approval: ApprovalRecord, actor: Actor, *, attempted: str) -> bool:
+        """Whether `actor` may take an `attempted` decision on this pending approval; nothing is audited.
+
+        For a batch's form: it opens when at least one call is open to the clicker (the
+        decisions themselves are checked, and refusals audited, one by one).
+        """
+        if not approval.is_pending:
+            return False
+        config = await self._load(approval)
+        try:
+            await ensure_may_decide(
+                actor,
+                requester_id=approval.requester_id,
+                workspace_id=approval.workspace_id,
+                tool_name=approval.tool_name,
+                decision_type=attempted,
+                config=config,
+                directory=self._directory_for(config.platform),
+                escalated_to=approval.escalated_audience,
+            )
+        except NotPermittedError:
+            return False
+        return True
+
+    async def unknown_pause(self, named: object, actor: Actor) -> None:
+        """Audit a batch click naming a pause that does not exist (a forged or stale button)."""
+        shown = _shown(named)
+        log.info("refused a batch decision on unknown pause %s for %s", shown, actor.user_id)
+        await self._audit.record(
+            AuditEntry(
+                kind=AuditKind.REFUSED,
+                workspace_id=actor.workspace_id,
+                outcome="unknown_approval",
+                actor_id=actor.user_id,
+                actor_name=actor.display_name,
+                reason="no such pause",
+                detail={"named": shown, "batch": True},
+            )
+        )
+
     async def decide(
         self,
         approval_id: str,
@@ -162,6 +202,7 @@ class Decider:
         *,
         seen_version: str | None = None,
         trust: bool = False,
+        batch: bool = False,
     ) -> DecideResult:
         """Validate, authorise and record one decision (see the module docstring).
 
@@ -175,6 +216,7 @@ class Decider:
             trust: "Approve and trust" (issue 12; with `Approve` only): the approval and a trust
                 grant are recorded together, or nothing is. The grant lasts what the card
                 offered, or less if the trust setting in force now allows less.
+            batch: the decision is one of an Approve all / Reject all (noted in the audit row).
 
         Raises:
             ApprovalNotFoundError: unknown id (audited).
@@ -197,7 +239,7 @@ class Decider:
                 await self._refused(approval, actor, "stale_card", "the arguments changed after the card was drawn")
                 raise StaleVoteError(approval_id)
             try:
-                return await self._decide_once(approval, actor, decision, trust=trust)
+                return await self._decide_once(approval, actor, decision, batch, trust=trust)
             except StaleVoteError:
                 if attempt:
                     raise
@@ -205,10 +247,16 @@ class Decider:
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _decide_once(
-        self, approval: ApprovalRecord, actor: Actor, parsed: Approve | Edit | Reject, *, trust: bool = False
+        self,
+        approval: ApprovalRecord,
+        actor: Actor,
+        parsed: Approve | Edit | Reject,
+        batch: bool,
+        *,
+        trust: bool = False,
     ) -> DecideResult:
         config = await self._load(approval)
-        await self._ensure_open_and_permitted(approval, actor, parsed.type, config)
+        standing = await self._ensure_open_and_permitted(approval, actor, parsed.type, config)
         under_vote = approval.args_under_vote
         try:
             checked = check_decision(
@@ -219,8 +267,13 @@ class Decider:
             raise
 
         kind, args, reason, quorum = await self._vote_for(approval, checked, config)
-        grant = await self._trust_for(approval, actor, checked, kind, quorum, config) if trust else None
-        audit = approval_entry(AuditKind.DECISION, approval, kind.value, actor=actor, detail={"quorum": quorum})
+        grant = await self._trust_for(approval, actor, checked, kind, quorum, config, standing) if trust else None
+        detail: dict[str, object] = {"quorum": quorum}
+        if standing is Standing.ESCALATION:
+            detail["via"] = "escalation"  # the escalation's audience, not an approver of the tool
+        if batch:
+            detail["batch"] = True
+        audit = approval_entry(AuditKind.DECISION, approval, kind.value, actor=actor, detail=detail)
         try:
             result = await self._approvals.vote(
                 approval.id,
@@ -286,6 +339,7 @@ class Decider:
         kind: VoteKind,
         quorum: int,
         config: WorkspaceConfig,
+        standing: Standing,
     ) -> NewGrant | None:
         """The grant an "Approve and trust" click asks for, checked against the configuration now.
 
@@ -320,7 +374,7 @@ class Decider:
 
     async def _ensure_open_and_permitted(
         self, approval: ApprovalRecord, actor: Actor, attempted: str, config: WorkspaceConfig
-    ) -> None:
+    ) -> Standing:
         if not approval.is_pending:
             await self._refused(approval, actor, "already_decided", f"already {approval.status.value}")
             raise AlreadyDecidedError(
@@ -330,7 +384,7 @@ class Decider:
                 decided_at=approval.decided_at,
             )
         try:
-            await ensure_may_decide(
+            return await ensure_may_decide(
                 actor,
                 requester_id=approval.requester_id,
                 workspace_id=approval.workspace_id,
@@ -338,6 +392,7 @@ class Decider:
                 decision_type=attempted,
                 config=config,
                 directory=self._directory_for(config.platform),
+                escalated_to=approval.escalated_audience,
             )
         except NotPermittedError as exc:
             await self._refused(approval, actor, "not_permitted", exc.reason, attempted=attempted)

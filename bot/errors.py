@@ -165,6 +165,19 @@ class NotPermittedError(CountersignError):
         self.reason = reason
 
 
+class StopNotPermittedError(NotPermittedError):
+    """The person may not stop this turn (not its requester, not an admin); nothing was changed.
+
+    Args:
+        reason: `other_workspace` or `not_requester_or_admin`.
+        requester_id: the turn's requester (who may stop it), when known.
+    """
+
+    def __init__(self, reason: str, *, requester_id: str | None = None) -> None:
+        super().__init__(reason)
+        self.requester_id = requester_id
+
+
 class TrustRefusedError(CountersignError):
     """An "Approve and trust" click that cannot make a trust grant; nothing was changed (issue 12).
 
@@ -231,3 +244,33 @@ class ConversationBusyError(CountersignError):
     def __init__(self, reason: BusyReason) -> None:
         super().__init__(f"conversation busy: {reason}")
         self.reason = reason
+
+
+class NothingToStopError(CountersignError):
+    """`stop` in a conversation where no turn runs or waits for a card; nothing was changed."""
+
+    def __init__(self) -> None:
+        super().__init__("nothing to stop")
+
+
+class TurnEndedError(CountersignError):
+    """A Stop button of a turn that has ended (or was never started); nothing was changed."""
+
+    def __init__(self) -> None:
+        super().__init__("that turn has ended")
+
+
+class AlreadyStoppedError(CountersignError):
+    """The turn was stopped before this request (a second click, a second person); nothing changed.
+
+    Args:
+        stopped_by_id: platform user id of whoever stopped it.
+        stopped_by_name: their display name.
+        stopped_at: when the stop was requested.
+    """
+
+    def __init__(self, *, stopped_by_id: str | None, stopped_by_name: str | None, stopped_at: datetime | None) -> None:
+        super().__init__(f"already stopped by {stopped_by_name or stopped_by_id or 'somebody'}")
+        self.stopped_by_id = stopped_by_id
+        self.stopped_by_name = stopped_by_name
+        self.stopped_at = stopped_at

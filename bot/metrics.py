@@ -46,10 +46,20 @@ APPROVALS_REQUESTED = Counter(
 )
 APPROVALS_DECIDED = Counter(
     "countersign_approvals_decided",
-    "Approvals decided by people, by outcome (approved, edited, rejected).",
+    "Approvals decided by people, by outcome (approved, edited, rejected, stopped: the turn was stopped).",
     ["tool", "outcome"],
 )
 APPROVALS_EXPIRED = Counter("countersign_approvals_expired", "Approvals that expired without a decision.", ["tool"])
+TURNS_STOPPED = Counter(
+    "countersign_turns_stopped",
+    "Turns stopped by a person (Stop), by what the turn was doing: running, or paused for a card.",
+    ["state"],
+)
+STOPS_REFUSED = Counter(
+    "countersign_stops_refused",
+    "Stop requests refused, by reason (not_permitted, already_stopped).",
+    ["reason"],
+)
 DECISIONS_REFUSED = Counter(
     "countersign_decisions_refused",
     "Clicks or commands refused before they became a decision, by reason (not_permitted, "

@@ -10,9 +10,26 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Protocol
 
+from bot.approvals.escalation import EscalationTarget
 from bot.approvals.records import ApprovalRecord
 from bot.conversation import Actor, ConversationRef
 from bot.errors import ModelError, ModelErrorKind, NoAnswerError, NoAnswerReason
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BatchOffer:
+    """*Approve all* / *Reject all*, on the first card of a pause with two or more pending calls.
+
+    Attributes:
+        review_id: the pause (its review id as 32 hex digits, which the buttons carry).
+        pending: how many calls of the pause wait for a decision.
+        version: the tag of the pause's arguments (`bot.approvals.records.pause_version`);
+            Approve all carries it, so a click on a card drawn before an edit is refused.
+    """
+
+    review_id: str
+    pending: int
+    version: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -20,14 +37,17 @@ class ApprovalCard:
     """Everything a card shows: the approval (pending or decided) and its place in the pause.
 
     Attributes:
-        approval: the stored approval; `status` says whether buttons are still shown.
+        approval: the stored approval; `status` says whether buttons are still shown, its
+            escalation fields whether (and to whom) it escalated.
         position: 1-based index among the pause's approvals.
         total: how many approvals the pause has.
+        batch: the pause's batch buttons, on its first card while two or more calls wait.
     """
 
     approval: ApprovalRecord
     position: int
     total: int
+    batch: BatchOffer | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -38,11 +58,15 @@ class CardTarget:
         conversation: the conversation the call belongs to.
         channel_id: post in this channel (an approvals channel) instead.
         user_id: post in this user's DMs instead.
+        escalated_to: set for a copy posted because the card escalated: the audience it was
+            escalated to, which a post in a channel mentions (on Discord a role is pinged, the
+            only way to reach its members without the privileged Server Members intent).
     """
 
     conversation: ConversationRef
     channel_id: str | None = None
     user_id: str | None = None
+    escalated_to: EscalationTarget | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -104,7 +128,20 @@ class TurnFailed:
     thread_id: str
 
 
-Notice = ReviewPending | ModelFailed | TurnFailed | CardsElsewhere | ApprovalExpired
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnStopped:
+    """The turn was stopped (issue 12, "Stop"): said in the conversation in place of an answer.
+
+    Attributes:
+        stopped_by_id: the platform user id of whoever stopped it.
+        stopped_by_name: their display name.
+    """
+
+    stopped_by_id: str
+    stopped_by_name: str
+
+
+Notice = ReviewPending | ModelFailed | TurnFailed | CardsElsewhere | ApprovalExpired | TurnStopped
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -135,6 +172,14 @@ class Activity:
         query: the started delegation's task.
         retrying: set when that is the news: a model call (the agent's or a subagent's) failed
             and is tried again after a wait of several seconds.
+        delegated: whether the run has delegated work to subagents (the supervisor then puts
+            the answer together when none works any more).
+        turn_id: the turn the run belongs to, which a Stop button on the indicator names
+            (issue 12, "Stop"); None: it cannot be stopped (a run older than turns).
+        long_running: the run has gone on for a while (`bot.turns.OFFER_STOP_AFTER_S`): worth
+            an indicator of its own, so that its Stop button shows; a quick answer gets none.
+        stopping: the name of whoever stopped the turn, once they did: the indicator says so
+            and offers no Stop button any more (it never appears for this alone).
     """
 
     subagents: tuple[str, ...] = ()
@@ -143,6 +188,10 @@ class Activity:
     continued: str | None = None
     query: str = ""
     retrying: ModelRetry | None = None
+    delegated: bool = False
+    turn_id: str | None = None
+    long_running: bool = False
+    stopping: str | None = None
 
 
 class Progress(Protocol):

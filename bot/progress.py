@@ -1,4 +1,4 @@
-"""What the progress indicator shows during a run: who works, who waits for a card, a model retry.
+"""What the progress indicator shows during a run: who works, who waits for a card, a model retry, Stop.
 
 `DelegationTracker` turns the run's stream (delegation events, interrupts, model waits) into
 `Activity` values; `ProgressFeed` hands them to the platform's `Progress` without holding up the run.
@@ -37,16 +37,33 @@ class DelegationTracker:
             run again only to find they still wait (LangGraph re-runs every interrupted task),
             which is no news.
         resumed: interrupts the run resumes; their delegations continue where they stopped.
+        turn_id: the run's turn, named by the indicator's Stop button (issue 12).
 
     Names stand for delegations: two delegations to one subagent are told apart only by count.
     """
 
-    def __init__(self, *, paused: Iterable[Interrupt] = (), resumed: Iterable[Interrupt] = ()) -> None:
+    def __init__(
+        self, *, paused: Iterable[Interrupt] = (), resumed: Iterable[Interrupt] = (), turn_id: str | None = None
+    ) -> None:
         self._known = {interrupt.id for interrupt in (*paused, *resumed)}
         self._working: dict[str, str] = {}
         self._waiting = [name for name in map(interrupt_source, paused) if name]
         self._continuing = [name for name in map(interrupt_source, resumed) if name]
         self._rechecking = list(self._waiting)
+        self._delegated = bool(self._waiting or self._continuing)
+        self._turn_id = turn_id
+        self._long = False
+        self._stopping: str | None = None
+
+    def on_long_run(self) -> Activity:
+        """The activity once the run has gone on for a while: an indicator with its Stop button."""
+        self._long = True
+        return self._activity()
+
+    def on_stop(self, name: str) -> Activity:
+        """The activity once the turn was stopped by `name` (the Stop button goes)."""
+        self._stopping = name or "someone"
+        return self._activity()
 
     def on_event(self, event: DelegationEvent) -> Activity | None:
         """The activity after a delegation started or reported; None when nothing changed."""
@@ -62,6 +79,7 @@ class DelegationTracker:
         if name in self._rechecking:
             self._rechecking.remove(name)
             return None
+        self._delegated = True
         self._working[event.call_id] = name
         return self._activity(started=name, query=event.query)
 
@@ -77,6 +95,7 @@ class DelegationTracker:
             if working == name:
                 del self._working[call_id]
                 break
+        self._delegated = True
         self._waiting.append(name)
         return self._activity()
 
@@ -99,6 +118,10 @@ class DelegationTracker:
             continued=continued,
             query=query,
             retrying=retrying,
+            delegated=self._delegated,
+            turn_id=self._turn_id,
+            long_running=self._long,
+            stopping=self._stopping,
         )
 
 

@@ -10,19 +10,24 @@ import asyncio
 import logging
 
 from bot import upkeep
+from bot.admin.views import StopRequested
 from bot.approvals.decisions import Approve, Edit, Reject
-from bot.approvals.records import ApprovalRecord, DecideResult
+from bot.approvals.records import ApprovalRecord, DecideResult, pause_version
+from bot.batch import BatchOutcome, decide_each, is_review_id
 from bot.conversation import Actor, ConversationRef, IncomingMessage
 from bot.deciding import Decider, is_approval_id
-from bot.errors import CountersignError
+from bot.errors import ApprovalNotFoundError, CountersignError, StaleVoteError
+from bot.escalation import EscalationSweeper
 from bot.expiry import ExpirySweeper
 from bot.housekeeping import Housekeeping
 from bot.log_context import about
 from bot.ports import ReviewPending, TurnFailed
+from bot.stopping import TurnStopper
 from bot.storage.approval_store import ApprovalStore
 from bot.storage.conversation_store import ConversationRow, ConversationStore
 from bot.storage.inbox import Inbox, inbox_key
 from bot.storage.locks import LockLostError, ThreadLocks
+from bot.storage.stop_store import StopRecorded
 from bot.storage.upkeep_store import UpkeepStore
 from bot.tasks import TaskTracker
 from bot.turns import TurnRunner
@@ -48,7 +53,9 @@ class Countersign:
         inbox: accepted messages until they are handled.
         upkeep_store: finds unfinished work for the upkeep.
         locks: per-thread mutual exclusion.
+        escalation: the escalation sweeper (started and stopped with the service).
         housekeeping: checkpoint pruning and retention, run by the upkeep (None: not run).
+        stopper: the Stop use case.
     """
 
     def __init__(
@@ -61,6 +68,8 @@ class Countersign:
         inbox: Inbox,
         upkeep_store: UpkeepStore,
         locks: ThreadLocks,
+        stopper: TurnStopper,
+        escalation: EscalationSweeper,
         housekeeping: Housekeeping | None = None,
     ) -> None:
         self._runner = runner
@@ -72,9 +81,13 @@ class Countersign:
         self._locks = locks
         self.tasks = TaskTracker()
         self.expiry = ExpirySweeper(approvals, decider.audit, self._after_expiry)
+        self.escalation = escalation
         self.housekeeping = housekeeping
         self.upkeep = upkeep.Upkeep(upkeep_store, inbox, self.tend, self.tasks, housekeeping=housekeeping)
         runner.on_new_expiry = self.expiry.wake
+        self._stopper = stopper
+        stopper.on_stopped = self._after_stop
+        runner.on_new_escalation = escalation.wake
         if housekeeping is not None:
             # Retention expires idle conversations' cards through the usual expiry path.
             housekeeping.on_cards_expiring = self.expiry.wake
@@ -347,14 +360,119 @@ class Countersign:
         self.tasks.spawn(self._after_decision(result), name=f"decided {result.approval.thread_id}")
         return result.approval
 
+    async def stop_turn(
+        self, actor: Actor, *, conversation: ConversationRef | None = None, turn_id: str | None = None
+    ) -> StopRequested:
+        """Stop a running turn: the one a Stop button names, or the active one of `conversation`.
+
+        The one entry point for Stop, for every adapter (`/countersign stop` goes through the
+        admin use case to the same `TurnStopper`). The turn ends at its next step; its waiting
+        cards are closed as stopped and redrawn, and their pauses resumed, in the background.
+
+        Args:
+            actor: the authenticated person who pressed Stop or typed it.
+            conversation: where `stop` was typed (ignored when `turn_id` is given).
+            turn_id: the turn a Stop button names.
+
+        Raises:
+            NothingToStopError, TurnEndedError, AlreadyStoppedError, NotPermittedError: see
+                `TurnStopper.stop`; nothing changed.
+        """
+        with about(conversation.thread_id if conversation is not None else None):
+            return await self._stopper.stop(actor, conversation=conversation, turn_id=turn_id)
+
+    async def decide_all(
+        self, review_id: str, actor: Actor, decision: Approve | Reject, *, seen_version: str | None = None
+    ) -> BatchOutcome:
+        """Approve all / Reject all: one decision per pending call of a pause, as single clicks take them.
+
+        See `bot.batch`. Each decision recorded is followed up like a single click's (its card
+        redrawn; the pause resumed by whichever decision was its last).
+
+        Args:
+            review_id: the pause the first card's batch button named (32 hex digits).
+            actor: the authenticated clicker.
+            decision: `Approve()` or `Reject(message=...)`, taken on every pending call.
+            seen_version: for Approve all, the tag of the pause's arguments on the clicked card
+                (`BatchOffer.version`).
+
+        Returns:
+            What happened to each call.
+
+        Raises:
+            ApprovalNotFoundError: no such pause (audited).
+            StaleVoteError: Approve all from a card drawn before an edit of one of the pause's
+                calls; nothing was decided (audited).
+        """
+        rows = await self._batch_rows(review_id, actor)
+        if isinstance(decision, Approve) and seen_version and seen_version != pause_version(rows):
+            first = next((row for row in rows if row.is_pending), rows[0])
+            await self._decider.refuse(
+                first.id, actor, outcome="stale_card", reason="a call's arguments changed after the card was drawn"
+            )
+            raise StaleVoteError(review_id)
+        with about(rows[0].thread_id):
+            outcome, results = await decide_each(self._decider, rows, actor, decision)
+        for result in results:
+            self.tasks.spawn(self._after_decision(result), name=f"decided {result.approval.thread_id}")
+        return outcome
+
+    async def check_batch(self, review_id: str, actor: Actor, *, attempted: str) -> list[ApprovalRecord]:
+        """Check, without deciding, that `actor` may take an `attempted` decision on some call of a pause.
+
+        Adapters call this before opening the Reject all form, so that someone who may decide
+        none of its calls is told at once (audited, as for a single card).
+
+        Returns:
+            The pause's pending approvals.
+
+        Raises:
+            ApprovalNotFoundError: no such pause (audited).
+            AlreadyDecidedError: nothing of the pause is pending any more.
+            NotPermittedError: the actor may decide none of its pending calls.
+        """
+        rows = await self._batch_rows(review_id, actor)
+        pending = [row for row in rows if row.is_pending]
+        for row in pending:
+            if await self._decider.permits(row, actor, attempted=attempted):
+                return pending
+        await self._decider.check((pending or rows)[0].id, actor, attempted=attempted)  # raises, audited
+        return pending  # pragma: no cover - `check` raised: nothing was open to this actor
+
+    async def pause(self, review_id: str) -> list[ApprovalRecord]:
+        """The approvals of the pause a batch button names, in order (an adapter placing a DM click).
+
+        Raises:
+            ApprovalNotFoundError: no such pause.
+        """
+        rows = await self._approvals.approvals_of(review_id) if is_review_id(review_id) else []
+        if not rows:
+            raise ApprovalNotFoundError(review_id if is_review_id(review_id) else "a pause")
+        return rows
+
+    async def _batch_rows(self, review_id: str, actor: Actor) -> list[ApprovalRecord]:
+        """The approvals of the pause a batch button names.
+
+        Raises:
+            ApprovalNotFoundError: no such pause (audited as a refusal of `actor`'s).
+        """
+        try:
+            return await self.pause(review_id)
+        except ApprovalNotFoundError:
+            await self._decider.unknown_pause(review_id, actor)
+            raise
+
     def start(self, *, upkeep_first_sweep: bool = False) -> None:
-        """Start background work: the expiry sweeper and the upkeep. Call once the platforms are registered.
+        """Start background work: the expiry and escalation sweepers, and the upkeep.
+
+        Call once the platforms are registered.
 
         Args:
             upkeep_first_sweep: the upkeep's first look takes all unfinished work at once (as
                 `recover` does); otherwise only what is due.
         """
         self.expiry.start()
+        self.escalation.start()
         self.upkeep.start(everything_first=upkeep_first_sweep)
 
     async def recover(self) -> None:
@@ -391,12 +509,39 @@ class Countersign:
         """
         await self.upkeep.stop()
         await self.expiry.stop()
+        await self.escalation.stop()
         await self.tasks.drain(grace_s)
+        await self._stopper.aclose()
 
     async def _after_expiry(self, result: DecideResult) -> None:
         approval = result.approval
         await self._runner.tell_expired(approval)
         self.tasks.spawn(self._after_decision(result), name=f"expired {approval.thread_id}")
+
+    def _after_stop(self, recorded: StopRecorded) -> None:
+        """Redraw the cards a stop closed and resume their pauses, in the background.
+
+        While the bot is stopping, the resume is left to the upkeep (the reviews are claimed
+        with a retry time, as after a decision).
+        """
+        if self.tasks.closing:
+            return
+        thread_id = recorded.turn.thread_id
+        self.tasks.spawn(self._finish_stop(recorded), name=f"stopped {thread_id}")
+
+    async def _finish_stop(self, recorded: StopRecorded) -> None:
+        """Redraw the closed cards (the resume waits for them at most `REDRAW_WAIT_S`), then resume."""
+        redraws = [asyncio.ensure_future(self._runner.refresh_card(approval)) for approval in recorded.closed]
+        try:
+            if recorded.claimed:
+                if redraws:
+                    await asyncio.wait(redraws, timeout=REDRAW_WAIT_S)
+                await self._resume(recorded.turn.thread_id)
+            if redraws:
+                await asyncio.gather(*redraws)
+        finally:
+            for redraw in redraws:
+                redraw.cancel()  # a no-op once it is done; else this task was cancelled (shutdown)
 
     async def _after_decision(self, result: DecideResult) -> None:
         """Redraw the card; when the review is complete, resume the thread.

@@ -328,13 +328,16 @@ class ServerSettings(BaseSettings):
     runs them under a supervisor sharing the port (countersign.workers)."""
     worker_index: int | None = Field(default=None, ge=0, validation_alias="COUNTERSIGN_WORKER_INDEX")
     """Set by the supervisor in each worker it starts (0-based); not for operators."""
+    event_loop: Literal["auto", "uvloop", "asyncio"] = Field(default="auto", validation_alias="COUNTERSIGN_EVENT_LOOP")
+    """The event loop of every `countersign` command: `auto` is uvloop where it is installed
+    (not on Windows), else asyncio's own (`countersign.event_loop`)."""
 
     @field_validator("log_level", mode="before")
     @classmethod
     def _upper_level(cls, value: object) -> object:
         return value.strip().upper() if isinstance(value, str) else value
 
-    @field_validator("log_format", mode="before")
+    @field_validator("log_format", "event_loop", mode="before")
     @classmethod
     def _lower_format(cls, value: object) -> object:
         return value.strip().lower() if isinstance(value, str) else value

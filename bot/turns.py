@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -36,6 +37,7 @@ from bot.agents.model_retry import ModelWait
 from bot.agents.no_answer import no_answer_reason
 from bot.agents.pool import AgentPool
 from bot.agents.review_agent import ReviewAgent
+from bot.agents.stop_signal import STOP_KEY, StopSignal, stopped_by
 from bot.approvals.config import WorkspaceConfig
 from bot.approvals.decisions import validate_decisions
 from bot.approvals.lifecycle import ApprovalStatus, ReviewStatus
@@ -45,11 +47,12 @@ from bot.approvals.requests import action_requests
 from bot.cards import CardDesk
 from bot.conversation import Actor, ConversationRef
 from bot.errors import InvalidDecisionError, ModelError, ModelErrorKind, NoAnswerReason
-from bot.ports import ApprovalExpired, ModelFailed, Notice, Platform, Progress, TurnFailed
+from bot.ports import ApprovalExpired, ModelFailed, Notice, Platform, Progress, TurnFailed, TurnStopped
 from bot.progress import DelegationTracker, ProgressFeed
+from bot.stop_watch import StopWatch
 from bot.storage.approval_store import ApprovalStore
 from bot.storage.config_store import ConfigStore
-from bot.storage.conversation_store import ConversationRow, ConversationStore, UnfinishedRun
+from bot.storage.conversation_store import ConversationRow, ConversationStore, Stopper, TurnStart, UnfinishedRun
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +67,10 @@ PAUSE_STORED_SLOW_S = 1.0
 """A look for a pause's checkpoint that takes longer than this is logged (the cards wait for it)."""
 _PAUSE_STORED_POLL_S = 0.02
 
+OFFER_STOP_AFTER_S = 2.0
+"""A run still going after this many seconds shows a progress indicator with a Stop button
+(issue 12): a quick answer gets none, so it costs no platform call (docs/decisions/0021)."""
+
 
 @dataclass(frozen=True, slots=True)
 class RunOutcome:
@@ -74,10 +81,14 @@ class RunOutcome:
         delivered: its outcome reached the conversation: the answer or the cards were posted,
             or the failure was told. When False, the conversation keeps its unfinished-run mark
             and the outcome is delivered later (`settle`, the upkeep).
+        stopped_by: who stopped the run's turn, when it was stopped (issue 12, "Stop").
+        paused: the run ended on a pause (its cards are out, or due).
     """
 
     finished: bool
     delivered: bool
+    stopped_by: Stopper | None = None
+    paused: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +116,9 @@ class TurnRunner:
         recursion_limit: LangGraph steps per invocation.
         config: the admin configuration (quorum, expiry, card routing, each channel's agent).
         default_agent: the agent of channels without their own setting (`COUNTERSIGN_AGENT`).
+        stops: hands each run its turn's stop signal (`bot.stop_watch`).
+        offer_stop_after_s: a run still going after this many seconds shows its indicator with
+            a Stop button.
     """
 
     def __init__(
@@ -117,10 +131,14 @@ class TurnRunner:
         tools: Mapping[str, BaseTool],
         recursion_limit: int,
         config: ConfigStore,
+        stops: StopWatch,
         default_agent: AgentKind = AgentKind.REACT,
+        offer_stop_after_s: float = OFFER_STOP_AFTER_S,
     ) -> None:
         self.on_new_expiry: Callable[[], None] | None = None
         """Called when a review with an expiry opens (wakes the expiry sweeper)."""
+        self.on_new_escalation: Callable[[], None] | None = None
+        """Called when a review with an escalation opens (wakes the escalation sweeper)."""
         self._agents = agents
         self._approvals = approvals
         self._conversations = conversations
@@ -129,6 +147,8 @@ class TurnRunner:
         self._recursion_limit = recursion_limit
         self._config = config
         self._default_agent = default_agent
+        self._stops = stops
+        self._offer_stop_after_s = offer_stop_after_s
 
     def platform(self, conversation: ConversationRef) -> Platform:
         """The adapter serving `conversation`.
@@ -206,11 +226,10 @@ class TurnRunner:
         Args:
             conversation: the conversation.
             row: its row as `ConversationStore.touch` returned it under the lock held now
-                (spares reading its agent and unfinished run once; a row `touch` created
-                means no checkpoint, so nothing to settle and no state to read); None: read
-                them.
+                (spares reading its agent and unfinished run once; a row `at_rest` has
+                nothing to settle, so no state is read); None: read them.
         """
-        if row is not None and row.created:
+        if row is not None and row.at_rest:
             return Settled(blocked=False, approvals=())
         graph = self._graph_of(conversation, row.agent) if row is not None else await self.graph_for(conversation)
         resumed = False
@@ -225,6 +244,11 @@ class TurnRunner:
                 for interrupt in missing:
                     await self.open_review(conversation, interrupt, messages)
                 if missing:
+                    # A turn stopped while this pause waited to be stored (a crash in between)
+                    # has its new cards closed at once; the next round resumes them.
+                    stopper = await self._stops.stopper_of(conversation.thread_id)
+                    if stopper is not None:
+                        await self._close_stopped_pauses(stopper, conversation)
                     continue
                 for review in live.values():
                     if review.status is ReviewStatus.PENDING:
@@ -238,7 +262,7 @@ class TurnRunner:
                     continue
                 if await self._cards_out(conversation):
                     # The run that paused here is delivered: its cards are out.
-                    await self._conversations.mark_delivered(conversation.thread_id)
+                    await self._conversations.mark_delivered(conversation.thread_id, settled=True)
                 pending = await self._approvals.pending_in_thread(conversation.thread_id)
                 if pending or claimed:
                     return Settled(blocked=True, approvals=tuple(pending))
@@ -275,6 +299,8 @@ class TurnRunner:
                     requester=_requester_id(messages, conversation),
                 )
                 continue
+            # At rest: the next message need not read the state (`ConversationRow.at_rest`).
+            await self._conversations.mark_settled(conversation.thread_id)
             return Settled(blocked=False, approvals=())
         state = await graph.aget_state(self.config(conversation))
         pending = await self._approvals.pending_in_thread(conversation.thread_id)
@@ -340,6 +366,7 @@ class TurnRunner:
         paused: Sequence[Interrupt] = (),
         resumed: Sequence[Interrupt] = (),
         agent: AgentKind | None = None,
+        turn: TurnStart | None = None,
         requester: str | None = None,
     ) -> RunOutcome:
         """Invoke the graph and deliver the outcome.
@@ -353,6 +380,8 @@ class TurnRunner:
             agent: the agent to run on, as `choose_agent` chose it for a conversation at
                 rest; the run's mark records it as the checkpoint's owner. None: the agent
                 that owns the checkpoint now (`graph_for`).
+            turn: the turn a new human message starts (`ask`); None: the run goes on with the
+                conversation's current turn.
             requester: the user id of whoever asked for the calls this run may make (the
                 author of the conversation's last human message; see `config`).
 
@@ -361,16 +390,38 @@ class TurnRunner:
         the mark, and `settle` (before the next message, or from the upkeep) delivers it.
         Model and graph failures become notices instead of exceptions: the thread stays usable.
         Counted in `bot.metrics` (runs under way, seconds by outcome).
+
+        The run gets its turn's stop signal (`bot.stop_watch`); a stopped turn ends at its next
+        step (`bot.agents.stop_signal`). A pause the run raised in the moment between a stop
+        recorded on another replica and this process learning of it is closed as stopped and
+        answered at once, so no card of a stopped turn stays open.
         """
         started = time.monotonic()
         metrics.TURNS_RUNNING.inc()
         try:
-            outcome = await self._run(conversation, graph_input, anchor, paused, resumed, agent, requester)
+            outcome = await self._run(conversation, graph_input, anchor, paused, resumed, agent, turn, requester)
         finally:
             metrics.TURNS_RUNNING.dec()
         label = "delivered" if outcome.delivered else "failed" if not outcome.finished else "undelivered"
+        if outcome.stopped_by is not None and outcome.delivered:
+            label = "stopped"
         metrics.TURN_SECONDS.labels(outcome=label).observe(time.monotonic() - started)
+        if outcome.stopped_by is not None and outcome.finished:
+            await self._answer_late_pauses(conversation, outcome.stopped_by)
         return outcome
+
+    async def _answer_late_pauses(self, conversation: ConversationRef, stopper: Stopper) -> None:
+        """Close the cards a stopped turn posted after its stop, and answer their pauses."""
+        if await self._close_stopped_pauses(stopper, conversation):
+            await self.resume(conversation, anchor=None)
+
+    async def _close_stopped_pauses(self, stopper: Stopper, conversation: ConversationRef) -> bool:
+        """Close a stopped turn's pending approvals and redraw their cards; True when a review is to resume."""
+        closed, claimed = await self._stops.close_late_pauses(conversation.thread_id, stopper)
+        for approval in closed:
+            log.info("approval %s closed: its turn was stopped (thread_id=%s)", approval.id, approval.thread_id)
+            await self._cards.refresh(approval)
+        return claimed
 
     async def _run(
         self,
@@ -380,6 +431,7 @@ class TurnRunner:
         paused: Sequence[Interrupt],
         resumed: Sequence[Interrupt],
         agent: AgentKind | None,
+        turn: TurnStart | None,
         requester: str | None = None,
     ) -> RunOutcome:
         platform = self.platform(conversation)
@@ -388,14 +440,43 @@ class TurnRunner:
             if agent is not None
             else await self.graph_for(conversation)
         )
-        tracker = DelegationTracker(paused=paused, resumed=resumed)
         seen = {interrupt.id for interrupt in (*paused, *resumed)}
-        await self._conversations.mark_running(conversation.thread_id, retry_in_s=RUN_WITHIN_S, agent=agent)
+        running = await self._conversations.mark_running(
+            conversation.thread_id, retry_in_s=RUN_WITHIN_S, agent=agent, turn=turn
+        )
+        tracker = DelegationTracker(paused=paused, resumed=resumed, turn_id=running.turn_id)
+        with self._stops.watching(running) as signal:
+            outcome = await self._run_watched(
+                conversation, graph, graph_input, anchor, platform, tracker, seen, signal, requester
+            )
+            if outcome.paused and not signal.is_set and running.turn_id is not None:
+                # A stop recorded on another replica before this run's pause was stored could
+                # not close its cards; look once now, so that they are closed below.
+                await self._stops.look(running.turn_id)
+        if signal.is_set:
+            stopper = Stopper(user_id=signal.stopped_by_id, display_name=signal.stopped_by)
+            return RunOutcome(
+                finished=outcome.finished, delivered=outcome.delivered, stopped_by=stopper, paused=outcome.paused
+            )
+        return outcome
+
+    async def _run_watched(
+        self,
+        conversation: ConversationRef,
+        graph: ReviewAgent,
+        graph_input: dict[str, Any] | Command[Any] | None,
+        anchor: str | None,
+        platform: Platform,
+        tracker: DelegationTracker,
+        seen: set[str],
+        signal: StopSignal,
+        requester: str | None = None,
+    ) -> RunOutcome:
         result: dict[str, Any] | None = None
         try:
             async with platform.working(conversation, anchor) as progress:
                 result = await self._stream(
-                    conversation, graph, graph_input, progress, tracker, seen, requester=requester
+                    conversation, graph, graph_input, progress, tracker, seen, signal, requester=requester
                 )
         except ModelError as exc:
             log.warning("model failed (thread_id=%s): %s", conversation.thread_id, exc)
@@ -418,13 +499,13 @@ class TurnRunner:
             log.exception("delivering the turn failed (thread_id=%s)", conversation.thread_id)
             return await self._failed(conversation, TurnFailed(thread_id=conversation.thread_id))
         if delivered:
-            await self._conversations.mark_delivered(conversation.thread_id)
+            await self._conversations.mark_delivered(conversation.thread_id, settled=True)
         else:
             log.error(
                 "the outcome of the run could not be posted; it is posted again later (thread_id=%s)",
                 conversation.thread_id,
             )
-        return RunOutcome(finished=True, delivered=delivered)
+        return RunOutcome(finished=True, delivered=delivered, paused=bool(result.get("__interrupt__")))
 
     async def _failed(self, conversation: ConversationRef, notice: Notice) -> RunOutcome:
         """Tell the conversation that its run failed; the outcome is out once it was told."""
@@ -444,6 +525,9 @@ class TurnRunner:
     ) -> RunOutcome:
         """Run a turn for a new human message; its author is stored with it (see `settle`).
 
+        The message starts a new turn (a new id): its author, or an admin, may stop it until
+        its outcome is out, cards and their resumes included (issue 12, "Stop").
+
         Args:
             conversation: the conversation.
             text: the message.
@@ -455,8 +539,11 @@ class TurnRunner:
         """
         author = {"user_id": requester.user_id, "name": requester.display_name}
         human = HumanMessage(content=text, additional_kwargs={_AUTHOR: author}, id=_human_id(anchor))
+        turn = TurnStart(
+            turn_id=uuid.uuid4().hex, requester_id=requester.user_id, requester_name=requester.display_name
+        )
         return await self.run(
-            conversation, {"messages": [human]}, anchor=anchor, agent=agent, requester=requester.user_id
+            conversation, {"messages": [human]}, anchor=anchor, agent=agent, turn=turn, requester=requester.user_id
         )
 
     async def message_in_state(self, conversation: ConversationRef, anchor: str) -> bool:
@@ -542,8 +629,9 @@ class TurnRunner:
         The approvals are keyed from the interrupt's action requests (`tool_call_id`,
         `source`). The requester is the author of the conversation's last human message, the
         one the calls came from, at whatever depth they were made; when it was not stored,
-        nobody is the requester and admins decide. Quorum and expiry are taken from the
-        configuration at this moment and stored with each approval.
+        nobody is the requester and admins decide. Quorum, expiry and escalation are taken from
+        the configuration at this moment and stored with each approval: a later change of the
+        settings does not rewrite cards already waiting.
         """
         config = await self._config.load(conversation.platform, conversation.workspace_id)
         actions = action_requests(interrupt.value)
@@ -566,12 +654,15 @@ class TurnRunner:
                     quorum=config.quorum(action.name),
                     expires_in_s=config.expiry_s(action.name),
                     trust_offer_s=_trust_offer(config, action.name, channel, requester),
+                    **_escalation_of(config, action.name),
                 )
                 for action in actions
             ],
         )
         if any(row.expires_at is not None and row.is_pending for row in rows) and self.on_new_expiry is not None:
             self.on_new_expiry()
+        if any(row.escalation is not None and row.is_pending for row in rows) and self.on_new_escalation is not None:
+            self.on_new_escalation()
         return await self._cards.post(conversation, config, rows)
 
     async def refresh_card(self, approval: ApprovalRecord) -> None:
@@ -612,6 +703,7 @@ class TurnRunner:
         progress: Progress,
         tracker: DelegationTracker,
         seen: set[str],
+        signal: StopSignal,
         *,
         requester: str | None = None,
     ) -> dict[str, Any]:
@@ -637,6 +729,9 @@ class TurnRunner:
             progress: the platform's indicator for this run.
             tracker: what the indicator shows.
             seen: ids of interrupts whose reviews exist; the ids of pauses opened here are added.
+            signal: the run's stop, handed to every node in the run config (`STOP_KEY`); the
+                indicator says so once it is set during the run. A run still going after
+                `offer_stop_after_s` shows an indicator with a Stop button.
             requester: whose calls the run makes (see `config`).
 
         Returns:
@@ -647,13 +742,23 @@ class TurnRunner:
         raised: dict[str, Interrupt] = {}
         unstored: set[str] = set()
         feed = ProgressFeed(progress, conversation.thread_id)
+        config = self.config(conversation, requester)
+        config["configurable"][STOP_KEY] = signal
         stream = graph.astream(
             cast(Any, graph_input),
-            self.config(conversation, requester),
+            config,
             stream_mode=["values", "custom"],
             version="v2",
             subgraphs=True,
         )
+        offer = asyncio.get_running_loop().call_later(
+            self._offer_stop_after_s, lambda: feed.show(tracker.on_long_run())
+        )
+
+        def show_stopping() -> None:
+            feed.show(tracker.on_stop(signal.stopped_by))
+
+        signal.add_listener(show_stopping)  # a stop during the run shows on the indicator
         try:
             async for part in stream:
                 chunk = cast(Mapping[str, Any], part)
@@ -675,6 +780,8 @@ class TurnRunner:
                 elif chunk["type"] == "custom" and isinstance(chunk["data"], ModelWait):
                     feed.show(tracker.on_model_wait(chunk["data"]))
         finally:
+            offer.cancel()
+            signal.remove_listener(show_stopping)
             await feed.close()
         return {**latest, "__interrupt__": list(raised.values())} if raised else latest
 
@@ -736,6 +843,11 @@ class TurnRunner:
                     await self.open_review(conversation, interrupt, messages)
             return await self._cards_out(conversation)
         answer = messages[-1] if messages else None
+        stopper = stopped_by(answer)
+        if stopper is not None:
+            # A stopped turn: the conversation is told who stopped it, in place of an answer.
+            stopped = TurnStopped(stopped_by_id=stopper["user_id"], stopped_by_name=stopper["name"])
+            return await self.notify(conversation, stopped, recipient=None)
         text = answer.text if isinstance(answer, AIMessage) else ""
         if not text.strip():
             # Silence would leave the asker guessing whether anything was done (a delegation
@@ -755,6 +867,14 @@ class TurnRunner:
         """Whether every pending approval of the thread has a posted card."""
         pending = await self._approvals.pending_in_thread(conversation.thread_id)
         return all(approval.card_ref is not None for approval in pending)
+
+
+def _escalation_of(config: WorkspaceConfig, tool_name: str) -> dict[str, Any]:
+    """`NewAction`'s escalation fields for a call of `tool_name` (none without an escalation)."""
+    rule = config.escalation(tool_name)
+    if rule is None:
+        return {}
+    return {"escalates_in_s": rule.after_s, "escalate_to": rule.target}
 
 
 def _human_id(anchor: str | None) -> str | None:

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from bot.errors import ConfigurationError, DatabaseUnavailableError
 from bot.settings import Settings
+from countersign import event_loop
 from countersign.logs import configure_logging
 from countersign.signals import cancel_on_signals
 
@@ -57,7 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     configure_logging(settings.server.log_level, settings.server.log_format)
     try:
-        asyncio.run(_dispatch(args.command, settings))
+        event_loop.run(_dispatch(args.command, settings), settings.server.event_loop)
     except (ConfigurationError, DatabaseUnavailableError) as exc:
         print(f"countersign: {exc}", file=sys.stderr)
         return 2

@@ -23,10 +23,13 @@ from bot.approvals.policy import ConfiguredPolicy
 from bot.cards import CardDesk
 from bot.contexts import ContextKeeper
 from bot.deciding import Decider
+from bot.escalation import EscalationSweeper
 from bot.housekeeping import Housekeeping
 from bot.ports import Platform
 from bot.service import Countersign
 from bot.settings import Settings
+from bot.stop_watch import StopWatch
+from bot.stopping import TurnStopper
 from bot.storage.approval_store import ApprovalStore
 from bot.storage.audit_store import AuditStore
 from bot.storage.config_store import ConfigStore
@@ -36,6 +39,7 @@ from bot.storage.inbox import Inbox
 from bot.storage.ledger import PostgresLedger
 from bot.storage.locks import ThreadLocks
 from bot.storage.retention_store import RetentionStore
+from bot.storage.stop_store import StopStore
 from bot.storage.trust_store import TrustStore
 from bot.storage.upkeep_store import UpkeepStore
 from bot.tools.operator import build_registry
@@ -174,6 +178,8 @@ def assemble_core(
     conversations = ConversationStore(database.pool)
     inbox = Inbox(database.pool)
     locks = ThreadLocks(database.lock_pool)
+    stop_store = StopStore(database.pool, approvals, audit)
+    stop_watch = StopWatch(stop_store)
     runner = TurnRunner(
         agents=agents,
         approvals=approvals,
@@ -182,7 +188,11 @@ def assemble_core(
         tools=tools,
         recursion_limit=recursion_limit,
         config=config,
+        stops=stop_watch,
         default_agent=default_agent,
+    )
+    stopper = TurnStopper(
+        store=stop_store, watch=stop_watch, config=config, audit=audit, directory_for=lambda name: platforms[name]
     )
     decider = Decider(
         approvals=approvals,
@@ -208,6 +218,7 @@ def assemble_core(
             locks=locks,
             budget_tokens=context_tokens,
         ),
+        stops=stopper,
     )
     housekeeping = Housekeeping(
         RetentionStore(database.pool, database.pruning_saver),
@@ -223,6 +234,8 @@ def assemble_core(
         inbox=inbox,
         upkeep_store=UpkeepStore(database.pool),
         locks=locks,
+        stopper=stopper,
+        escalation=EscalationSweeper(approvals, config, cards),
         housekeeping=housekeeping,
     )
     return Core(

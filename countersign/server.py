@@ -23,6 +23,7 @@ from adapters.console.chat import StdinLines
 from bot import metrics
 from bot.errors import ConfigurationError
 from bot.settings import Settings
+from countersign.event_loop import running_loop_name, settle_heap
 from countersign.runtime import Runtime, check_configuration, open_runtime
 from countersign.signals import cancel_on_signals
 
@@ -96,11 +97,13 @@ async def serve(settings: Settings) -> None:
     try:
         async with BotServer(settings) as server:
             started = True
+            settle_heap()
             log.info(
-                "Countersign is running on %s:%s (%s)",
+                "Countersign is running on %s:%s (%s; %s)",
                 settings.server.host,
                 server.port,
                 server.describe(),
+                running_loop_name(),
             )
             await stop.wait()
             log.info("stopping: no new work; letting in-flight turns reach a checkpoint")
@@ -248,10 +251,16 @@ class BotServer:
 async def chat(settings: Settings) -> None:
     """`countersign chat`: the core in the terminal.
 
-    Ctrl-C, SIGTERM or a closed terminal (SIGHUP) end it cleanly: the embedded PostgreSQL is
-    stopped.
+    Ctrl-C while the bot works stops its turn (`ConsoleChat.interrupt`); Ctrl-C otherwise (or
+    a second one), SIGTERM or a closed terminal (SIGHUP) end it cleanly: the embedded
+    PostgreSQL is stopped.
     """
-    stopping = cancel_on_signals(signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    console: ConsoleChat | None = None
+
+    def stops_the_turn(sig: signal.Signals) -> bool:
+        return sig is signal.SIGINT and console is not None and console.interrupt()
+
+    stopping = cancel_on_signals(signal.SIGINT, signal.SIGTERM, signal.SIGHUP, first=stops_the_turn)
     try:
         async with open_runtime(settings) as runtime:
             platform = ConsolePlatform(write=lambda line: print(line, flush=True))
@@ -260,8 +269,10 @@ async def chat(settings: Settings) -> None:
             await runtime.service.recover()
             lines = StdinLines()
             try:
-                await ConsoleChat(runtime.service, platform, read=lines.read, admin=runtime.admin).run()
+                console = ConsoleChat(runtime.service, platform, read=lines.read, admin=runtime.admin)
+                await console.run()
             finally:
+                console = None
                 lines.close()
     except asyncio.CancelledError:
         if not stopping.is_set():

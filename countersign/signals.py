@@ -10,26 +10,35 @@ from __future__ import annotations
 
 import asyncio
 import signal
+from collections.abc import Callable
 
 
-def cancel_on_signals(*signals: signal.Signals) -> asyncio.Event:
+def cancel_on_signals(*signals: signal.Signals, first: Callable[[signal.Signals], bool] | None = None) -> asyncio.Event:
     """Cancel the current task on any of `signals`; the returned event says one arrived.
 
-    The handlers stay until the event loop closes (`asyncio.run` removes them then), so a
+    The handlers stay until the command's event loop closes (`countersign.event_loop.run`), so a
     signal during clean-up cancels nothing twice: the task is cancelled once, and the
     clean-up it runs (closing pools, stopping the embedded server) goes on.
+
+    Args:
+        signals: the signals that cancel.
+        first: asked first about each signal; when it answers True, the signal was taken for
+            something else and cancels nothing (`countersign chat`: Ctrl-C while the bot works
+            stops its turn instead).
     """
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     arrived = asyncio.Event()
 
-    def cancel() -> None:
+    def cancel(sig: signal.Signals) -> None:
         if arrived.is_set():
+            return
+        if first is not None and first(sig):
             return
         arrived.set()
         if task is not None:
             task.cancel()
 
     for sig in signals:
-        loop.add_signal_handler(sig, cancel)
+        loop.add_signal_handler(sig, cancel, sig)
     return arrived

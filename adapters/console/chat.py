@@ -27,12 +27,14 @@ _QUIT = frozenset({"/quit", "/exit"})
 HELP = (
     "Type a message. Commands: /quit to leave; /countersign context [reset] shows (or clears) what "
     "the model sees of this conversation; /countersign trust ... lets approvals trust a tool for a while. "
-    "Approvals: a = approve, t = approve and trust (when offered), e = edit, r = reject."
+    "Approvals: a = approve, t = approve and trust (when offered), e = edit, r = reject. "
+    "Ctrl-C while the bot works stops its turn (Ctrl-C again leaves); so does /countersign stop at an "
+    "approval prompt."
 )
 NO_COMMANDS = (
-    "!  The terminal knows only /quit, /countersign context [reset] and /countersign trust. Other admin "
-    "settings (/countersign) are made in Slack or Discord; the terminal runs the defaults. To send a "
-    "message starting with /, put a space before it."
+    "!  The terminal knows only /quit, /countersign context [reset], /countersign trust and /countersign "
+    "stop. Other admin settings (/countersign) are made in Slack or Discord; the terminal runs the "
+    "defaults. To send a message starting with /, put a space before it."
 )
 TRUST_REFUSED = {
     "not_offered": "Trust is not enabled for this tool any more; answer a to approve it once.",
@@ -40,8 +42,9 @@ TRUST_REFUSED = {
     "not_approve": "Trust goes only with an approval.",
 }
 """By `bot.errors.TrustRefusedError.reason`; nothing was changed and the call is asked again."""
-_COMMANDS = frozenset({("/countersign", "context"), ("/countersign", "trust")})
+_COMMANDS = frozenset({("/countersign", "context"), ("/countersign", "trust"), ("/countersign", "stop")})
 """The `/countersign` subcommands the terminal takes (the person at the terminal is its admin)."""
+_STOP_COMMAND = ("/countersign", "stop")
 
 CONSOLE_MARKUP = Markup(
     bold=lambda text: text,
@@ -91,6 +94,12 @@ class StdinLines:
 class ConsoleChat:
     """The terminal loop.
 
+    Stop (issue 12): the person at the terminal is its admin, so they may stop any turn. While
+    the bot works the chat reads no line (its output would mix with the prompt), so the
+    terminal's way is Ctrl-C (`interrupt`, wired by `countersign chat`): the first one during a
+    turn stops the turn, a second one (or one at a prompt) leaves, as before. At an approval
+    prompt, `/countersign stop` stops the waiting turn (its cards close as stopped).
+
     Args:
         service: the core.
         platform: the console port (registered with the core under `console`).
@@ -117,6 +126,43 @@ class ConsoleChat:
         user = getpass.getuser() or "operator"
         self._actor = Actor(platform="console", workspace_id="local", user_id=user, display_name=user, is_admin=True)
         self._conversation = ConversationRef(platform="console", workspace_id="local", channel_id=conversation_id)
+        self._busy = False
+        self._interrupted = False
+
+    def interrupt(self) -> bool:
+        """Ctrl-C: stop the running turn, if the bot is at work and this is the turn's first Ctrl-C.
+
+        Returns:
+            True when it stops the turn (the chat goes on); False when the caller should leave
+            (nothing runs, or the turn was already being stopped).
+        """
+        if not self._busy or self._interrupted:
+            return False
+        self._interrupted = True
+        self._service.tasks.spawn(self._stop(quiet=True), name="stop from the terminal")
+        return True
+
+    async def _stop(self, *, quiet: bool = False) -> None:
+        """Stop the terminal conversation's turn; say how it went (`quiet`: only when refused).
+
+        A stop recorded while a run is under way is shown by the run itself ("… stopping").
+        """
+        try:
+            reply = await self._service.stop_turn(self._actor, conversation=self._conversation)
+        except CountersignError as exc:
+            self._write("!  " + error_text(exc, CONSOLE_MARKUP))
+            return
+        if not quiet:
+            self._write("   " + render(reply, CONSOLE_MARKUP))
+
+    async def _working(self, work: Awaitable[object]) -> None:
+        """Await `work` and every task it started (the turn, its resume); Ctrl-C then stops the turn."""
+        self._busy, self._interrupted = True, False
+        try:
+            await work
+            await self._service.tasks.join()
+        finally:
+            self._busy = False
 
     async def run(self) -> None:
         """Chat until /quit or end of input; cards left waiting by an earlier run come first."""
@@ -139,15 +185,16 @@ class ConsoleChat:
                 if not await self._admin_command(line.strip()):
                     self._write(NO_COMMANDS)
                 continue
-            await self._service.handle_message(
-                IncomingMessage(actor=self._actor, conversation=self._conversation, text=line.strip())
+            await self._working(
+                self._service.handle_message(
+                    IncomingMessage(actor=self._actor, conversation=self._conversation, text=line.strip())
+                )
             )
-            await self._service.tasks.join()
             if not await self._decide_pending():
                 return
 
     async def _admin_command(self, line: str) -> bool:
-        """Run `/countersign context [reset]` or `/countersign trust ...` here; False for other commands.
+        """Run `/countersign context [reset]`, `trust ...` or `stop` here; False for other commands.
 
         The person at the terminal runs the bot, so they count as its admin (`reset` and the
         trust settings included).
@@ -166,12 +213,18 @@ class ConsoleChat:
         return True
 
     async def _decide_pending(self) -> bool:
-        """Ask about each waiting card; False when the person left (/quit or end of input)."""
+        """Ask about each waiting card; False when the person left (/quit or end of input).
+
+        A card decided meanwhile (its turn was stopped, it expired) is not asked about.
+        """
         while self._platform.pending:
             card = self._platform.pending.pop(0)
+            if not (await self._service.approval(card.approval.id)).is_pending:
+                continue
+            self._busy, self._interrupted = False, False
             if not await self._prompt(card):
                 return False
-            await self._service.tasks.join()
+            await self._working(asyncio.sleep(0))
         return True
 
     async def _prompt(self, card: ApprovalCard) -> bool:
@@ -196,6 +249,9 @@ class ConsoleChat:
             if answer is None or answer.strip() in _QUIT:
                 self._write("   The call waits; you are asked again next time.")
                 return False
+            if tuple(answer.split()[:2]) == _STOP_COMMAND:
+                await self._stop()
+                return True
             choice = answer.strip().lower()[:1]
             decision: Approve | Edit | Reject
             if choice in ("a", "t") and (choice == "a" or offer):

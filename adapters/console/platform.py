@@ -19,9 +19,15 @@ from bot.ports import (
     ModelFailed,
     Notice,
     ReviewPending,
+    TurnStopped,
 )
 
 Write = Callable[[str], None]
+
+STOPPED = "■  Stopped by {name}."
+"""Printed in place of an answer when the turn was stopped (Ctrl-C or `/countersign stop`)."""
+STOPPING = "   … stopping (asked by {name}); Ctrl-C again leaves"
+"""Printed when the running turn was stopped; it ends at its next step."""
 
 OUTCOME_UNKNOWN = "The bot stopped while this call ran. It was not run again; it may or may not have taken effect."
 
@@ -100,6 +106,8 @@ class ConsolePlatform:
             self.write(f"!  A tool call is waiting for your decision first: {tools}")
         elif isinstance(notice, ModelFailed):
             self.write("!  " + model_failed_text(notice, by_kind=_NOTICES, no_answer=_NO_ANSWER, busy_for=_BUSY_FOR))
+        elif isinstance(notice, TurnStopped):
+            self.write(STOPPED.format(name=notice.stopped_by_name or notice.stopped_by_id))
         else:
             self.write(f"!  Something went wrong; see the log (conversation {notice.thread_id}).")
 
@@ -129,19 +137,23 @@ class ConsolePlatform:
 
 
 class _Progress:
-    """One line per delegation that starts, and one when it continues after a decision."""
+    """One line per delegation that starts, one when it continues after a decision, one for a stop."""
 
     def __init__(self, write: Write) -> None:
         self._write = write
+        self._stopping = False
 
     async def show(self, activity: Activity) -> None:
-        """Print a delegation that starts or continues after a decision, and a model retry; nothing else."""
+        """Print a delegation that starts or continues after a decision, a model retry, a stop; nothing else."""
         if activity.started is not None:
             query = " ".join(activity.query.split())
             query = query if len(query) <= 100 else query[:99] + "…"
             self._write(f"   … {activity.started} is working: {query}")
         elif activity.continued is not None:
             self._write(f"   … {activity.continued} continues after the decision")
+        elif activity.stopping is not None and not self._stopping:
+            self._stopping = True
+            self._write(STOPPING.format(name=activity.stopping))
         elif activity.retrying is not None:
             why = _RETRYING.get(activity.retrying.kind, _RETRYING[ModelErrorKind.UNAVAILABLE])
             self._write("   … " + why.format(wait=duration_words(activity.retrying.wait_s)))

@@ -1,9 +1,11 @@
-"""Persistent buttons: `DynamicItem`s whose `custom_id` names the approval.
+"""Persistent buttons: `DynamicItem`s whose `custom_id` names the approval, the pause or the turn to stop.
 
-`cs:<action>:<approval id>` (43 characters; Discord allows 100); `trust` (Approve and trust,
-issue 12) is one more action on a card that offers it. The classes are registered
-once in `setup_hook` with `Client.add_dynamic_items`, so a click on any card, from before a
-restart or after any view timeout, is parsed from its `custom_id` and handled.
+`cs:<action>:<approval id>` (43 characters; Discord allows 100; `trust`, Approve and trust, is
+one more action on a card that offers it), on a pause's first card
+`cs:all-<approve|reject>:<review id>:<version>` (59), and `cs:stop:<turn id>` (40) on a status
+line while the agent works (issue 12). The classes are registered once in `setup_hook` with
+`Client.add_dynamic_items`, so a click on any card or status line, from before a restart or
+after any view timeout, is parsed from its `custom_id` and handled.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import discord
 
 from adapters.discord import messages as msg
 from adapters.display import duration_words
+from bot.ports import BatchOffer
 
 if TYPE_CHECKING:
     from adapters.discord.interactions import InteractionHandler
@@ -37,6 +40,9 @@ _STYLES = {
 TEMPLATE = r"cs:(?P<action>approve|trust|edit|reject):(?P<approval_id>[0-9a-f]{32})(?::(?P<version>[0-9a-f]{8}))?"
 """A card button's `custom_id`."""
 _TEMPLATE = re.compile(TEMPLATE)
+STOP_TEMPLATE = r"cs:stop:(?P<turn_id>[0-9a-f]{32})"
+"""A Stop button's `custom_id`: the turn it stops (`bot.stopping`)."""
+_STOP_TEMPLATE = re.compile(STOP_TEMPLATE)
 
 
 class ApprovalButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=TEMPLATE):
@@ -75,21 +81,114 @@ class ApprovalButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=TE
         await handler.on_button(interaction, self.action, self.approval_id, self.version)
 
 
-def card_view(approval_id: str, version: str | None = None, trust_s: int | None = None) -> discord.ui.View:
-    """A view with the card's buttons; stopped after sending, the registry dispatches clicks.
+class StopButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=STOP_TEMPLATE):
+    """Stop on the status line of a running turn; only the turn id is on the button.
+
+    Args:
+        turn_id: the turn (32 hex characters); who may stop it is checked when it is clicked.
+    """
+
+    def __init__(self, turn_id: str) -> None:
+        super().__init__(
+            discord.ui.Button(label=msg.BUTTON_STOP, style=discord.ButtonStyle.danger, custom_id=f"cs:stop:{turn_id}")
+        )
+        self.turn_id = turn_id
+
+    @classmethod
+    async def from_custom_id(
+        cls,
+        interaction: discord.Interaction[Any],
+        item: discord.ui.Item[Any],
+        match: re.Match[str],
+        /,
+    ) -> StopButton:
+        """Rebuild the button from a clicked `custom_id`."""
+        return cls(match["turn_id"])
+
+    async def callback(self, interaction: discord.Interaction[Any]) -> None:
+        """Hand the click to the client's interaction handler."""
+        handler: InteractionHandler = interaction.client.interactions
+        await handler.on_stop(interaction, self.turn_id)
+
+
+BATCH_TEMPLATE = r"cs:all-(?P<action>approve|reject):(?P<review_id>[0-9a-f]{32})(?::(?P<version>[0-9a-f]{8}))?"
+"""A batch button's `custom_id` (Approve all / Reject all on a pause's first card)."""
+_BATCH_TEMPLATE = re.compile(BATCH_TEMPLATE)
+_BATCH_LABELS = {"approve": msg.BUTTON_APPROVE_ALL, "reject": msg.BUTTON_REJECT_ALL}
+
+
+class BatchButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=BATCH_TEMPLATE):
+    """Approve all or Reject all, on the second row of a pause's first card.
+
+    Args:
+        action: `approve` or `reject`.
+        review_id: the pause (its review id, 32 hex characters).
+        version: the pause's arguments' version (`BatchOffer.version`); Approve all from a card
+            drawn before an edit is refused.
+        pending: how many calls wait (shown on the label).
+    """
+
+    def __init__(self, action: str, review_id: str, version: str | None = None, *, pending: int = 0) -> None:
+        custom_id = f"cs:all-{action}:{review_id}" + (f":{version}" if version else "")
+        label = _BATCH_LABELS[action].format(count=pending) if pending else _BATCH_LABELS[action].format(count="")
+        super().__init__(discord.ui.Button(label=label.strip(), style=_STYLES[action], custom_id=custom_id, row=1))
+        self.action = action
+        self.review_id = review_id
+        self.version = version
+
+    @classmethod
+    async def from_custom_id(
+        cls,
+        interaction: discord.Interaction[Any],
+        item: discord.ui.Item[Any],
+        match: re.Match[str],
+        /,
+    ) -> BatchButton:
+        """Rebuild the button from a clicked `custom_id` (no state but the ids)."""
+        return cls(match["action"], match["review_id"], match["version"])
+
+    async def callback(self, interaction: discord.Interaction[Any]) -> None:
+        """Hand the click to the client's interaction handler."""
+        handler: InteractionHandler = interaction.client.interactions
+        await handler.on_batch(interaction, self.action, self.review_id, self.version)
+
+
+def stop_view(turn_id: str) -> discord.ui.View:
+    """A view with the Stop button; stopped after sending, the registry dispatches clicks."""
+    view = discord.ui.View(timeout=None)
+    view.add_item(StopButton(turn_id))
+    return view
+
+
+def card_view(
+    approval_id: str,
+    version: str | None = None,
+    *,
+    pending: bool = True,
+    batch: BatchOffer | None = None,
+    trust_s: int | None = None,
+) -> discord.ui.View:
+    """A card's buttons; stopped after sending, the registry dispatches clicks.
 
     Args:
         approval_id: the approval.
-        version: the arguments' version the card shows.
+        version: the version of its arguments.
+        pending: whether the card's own Approve / Edit / Reject are shown.
+        batch: Approve all / Reject all for its pause, on a second row.
         trust_s: the trust the card offers, in seconds: adds "Approve and trust for ..." after
-            Approve (issue 12); None: no such button.
+            Approve (issue 12), on the first row (four buttons of Discord's five); None: no
+            such button.
     """
     view = discord.ui.View(timeout=None)
-    for action in ACTIONS:
-        view.add_item(ApprovalButton(action, approval_id, version))
-        if action == "approve" and trust_s:
-            label = msg.BUTTON_TRUST.format(duration=duration_words(trust_s))
-            view.add_item(ApprovalButton("trust", approval_id, version, label=label))
+    if pending:
+        for action in ACTIONS:
+            view.add_item(ApprovalButton(action, approval_id, version))
+            if action == "approve" and trust_s:
+                label = msg.BUTTON_TRUST.format(duration=duration_words(trust_s))
+                view.add_item(ApprovalButton("trust", approval_id, version, label=label))
+    if batch is not None:
+        for action in ("approve", "reject"):
+            view.add_item(BatchButton(action, batch.review_id, batch.version, pending=batch.pending))
     return view
 
 
@@ -105,10 +204,15 @@ def parse_button_id(custom_id: str) -> re.Match[str] | None:
     return _TEMPLATE.fullmatch(custom_id)
 
 
-def dispatched_to_a_button(interaction: discord.Interaction[Any]) -> bool:
-    """Whether discord.py hands this component interaction to `ApprovalButton`.
+def parse_batch_id(custom_id: str) -> re.Match[str] | None:
+    """The parts of a batch button's `custom_id` (`action`, `review_id`, `version`), else None."""
+    return _BATCH_TEMPLATE.fullmatch(custom_id)
 
-    It does only for a button whose `custom_id` fits the template and which the clicked
+
+def dispatched_to_a_button(interaction: discord.Interaction[Any]) -> bool:
+    """Whether discord.py hands this component interaction to one of our buttons (card, batch, Stop).
+
+    It does only for a button whose `custom_id` fits a template and which the clicked
     message shows (`ViewStore.schedule_dynamic_item_call` looks the item up on the message);
     anything else it drops without a word, and Discord then tells the clicker "This
     interaction failed".
@@ -117,7 +221,11 @@ def dispatched_to_a_button(interaction: discord.Interaction[Any]) -> bool:
     custom_id = data.get("custom_id")
     if data.get("component_type") != discord.ComponentType.button.value or not isinstance(custom_id, str):
         return False
-    if parse_button_id(custom_id) is None or interaction.message is None:
+    if (
+        parse_button_id(custom_id) is None
+        and parse_batch_id(custom_id) is None
+        and _STOP_TEMPLATE.fullmatch(custom_id) is None
+    ) or interaction.message is None:
         return False
     return custom_id in _custom_ids(interaction.message.components)
 

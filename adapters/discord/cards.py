@@ -15,7 +15,8 @@ import discord
 
 from adapters.discord import messages as msg
 from adapters.display import duration_words, reveal_invisible
-from bot.approvals.lifecycle import ApprovalStatus
+from bot.approvals.escalation import EscalationTarget, TargetKind
+from bot.approvals.lifecycle import ApprovalStatus, EscalationStatus
 from bot.approvals.records import ApprovalRecord
 from bot.ports import ApprovalCard
 
@@ -28,6 +29,7 @@ _COLOURS = {
     ApprovalStatus.EDITED: discord.Colour.green(),
     ApprovalStatus.REJECTED: discord.Colour.red(),
     ApprovalStatus.EXPIRED: discord.Colour.dark_grey(),
+    ApprovalStatus.STOPPED: discord.Colour.dark_grey(),
 }
 
 
@@ -75,6 +77,9 @@ def _card_embed(card: ApprovalCard, args_chars: int) -> discord.Embed:
         names = f" ({', '.join(approval.votes)})" if approval.votes else ""
         tally = msg.CARD_TALLY.format(count=len(approval.votes), quorum=approval.quorum, names=names)
         embed.add_field(name=msg.FIELD_TALLY, value=_clip(tally, FIELD_CHARS), inline=False)
+    escalated = _escalated_line(approval)
+    if escalated:
+        embed.add_field(name=msg.FIELD_ESCALATED, value=escalated, inline=False)
     if not pending:
         embed.add_field(name=msg.FIELD_DECIDED, value=decided_line(approval), inline=False)
         if approval.status is ApprovalStatus.EDITED and approval.final_args is not None:
@@ -90,6 +95,28 @@ def _card_embed(card: ApprovalCard, args_chars: int) -> discord.Embed:
         if approval.outcome_unknown:
             embed.add_field(name=msg.FIELD_OUTCOME_UNKNOWN, value=msg.OUTCOME_UNKNOWN, inline=False)
     return embed
+
+
+def target_mention(target: EscalationTarget) -> str:
+    """An escalation target as Discord writes it: a user, role or channel mention."""
+    if target.kind is TargetKind.USER:
+        return f"<@{target.subject_id}>"
+    if target.kind is TargetKind.ROLE:
+        return f"<@&{target.subject_id}>"
+    if target.kind is TargetKind.CHANNEL:
+        return f"<#{target.subject_id}>"
+    return f"group {target.subject_id}"  # a Slack user group; Discord has none
+
+
+def _escalated_line(approval: ApprovalRecord) -> str | None:
+    """The escalation line ("to X <time>") once the card escalated (claimed or posted), else None."""
+    if approval.escalate_to is None or approval.escalated_at is None:
+        return None
+    if approval.escalation not in {EscalationStatus.CLAIMED, EscalationStatus.ESCALATED}:
+        return None
+    return msg.CARD_ESCALATED.format(
+        target=target_mention(approval.escalate_to), ts=int(approval.escalated_at.timestamp())
+    )
 
 
 def decided_line(approval: ApprovalRecord) -> str:

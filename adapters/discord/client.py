@@ -10,7 +10,7 @@ import discord
 from discord import app_commands
 
 from adapters.discord import messages as msg
-from adapters.discord.buttons import ApprovalButton
+from adapters.discord.buttons import ApprovalButton, BatchButton, StopButton
 from adapters.discord.commands import build_command_group, on_command_error
 from adapters.discord.conversations import author_actor, scoped_conversation, strip_bot_mention
 from adapters.discord.counted_http import count_failures
@@ -146,7 +146,7 @@ class CountersignClient(discord.AutoShardedClient):
 
     async def setup_hook(self) -> None:
         """Register the persistent buttons and publish `/countersign`, before the gateway connects."""
-        self.add_dynamic_items(ApprovalButton)
+        self.add_dynamic_items(ApprovalButton, BatchButton, StopButton)
         await self.tree.sync()
 
     async def on_message(self, message: discord.Message) -> None:
@@ -180,7 +180,7 @@ class CountersignClient(discord.AutoShardedClient):
             await message.reply(msg.SHUTTING_DOWN, mention_author=False, allowed_mentions=NO_PINGS)
 
     async def on_interaction(self, interaction: discord.Interaction[Any]) -> None:
-        """Modal submissions, and clicks discord.py drops (card buttons go to `ApprovalButton`)."""
+        """Modal submissions, and clicks discord.py drops (card buttons go to `ApprovalButton` and `BatchButton`)."""
         if interaction.type is discord.InteractionType.modal_submit:
             await self.interactions.on_modal_submit(interaction)
         elif interaction.type is discord.InteractionType.component:

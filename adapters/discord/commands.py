@@ -41,11 +41,13 @@ from bot.admin.commands import (
     Show,
     ShowAudit,
     ShowContext,
+    StopTurn,
 )
-from bot.admin.parse import CommandError, parse_duration, parse_matching, parse_trust_duration
+from bot.admin.parse import CommandError, escalation, parse_duration, parse_matching, parse_trust_duration
 from bot.admin.service import AdminService
 from bot.agents.kind import AgentKind
 from bot.approvals.config import ApproverKind, CardRouting, ConversationScope
+from bot.approvals.escalation import EscalationTarget, TargetKind
 from bot.approvals.mode import Mode
 from bot.errors import CountersignError
 
@@ -72,9 +74,11 @@ DISCORD_MARKUP = Markup(
         "self-approval": "self-approval state:on|off [tool]",
         "expiry": "expiry duration:<90s, 30m, 4h, 2d or off> [tool]",
         "cards": "cards where:here|dm|channel [channel]",
+        "escalate": "escalate tool:<tool> after:<duration like 30m, or off> [user] [role] [channel]",
         "scope": "scope kind:channel|thread [channel]",
         "agent": "agent kind:react|subagents|default [channel]",
         "context": "context [reset:True]",
+        "stop": "stop",
         "audit": "audit [tool] [user] [limit]",
         "trust": (
             "trust set tool:<tool> up-to:<30m, 4h, off or default> [matching:<arg,...>] [channel] | "
@@ -92,10 +96,18 @@ DISCORD_MARKUP = Markup(
         ("self-approval state:off", "requesters may not approve their own calls"),
         ("expiry duration:30m", "cards expire after 30 minutes"),
         ("cards where:channel channel:#approvals", "post cards in one channel (or: here, dm)"),
+        (
+            "escalate tool:send_email after:30m role:@Ops",
+            "a card still undecided after 30 minutes is posted again, mentioning @Ops, who may then decide it",
+        ),
         ("scope kind:channel channel:#support", "one conversation per channel (or: thread)"),
         ("agent kind:subagents channel:#ops", "the supervisor with subagents answers in #ops"),
         ("context", "this conversation's summary and window size (typed in a thread: the thread's)"),
         ("context reset:True", "the model starts afresh in this conversation"),
+        (
+            "stop",
+            "stop the bot's running turn here (typed in a thread: the thread's); or press Stop on its status line",
+        ),
         ("audit tool:http_request limit:10", "recent decisions and changes"),
         (
             "trust set tool:http_request up-to:30m matching:method,url",
@@ -274,6 +286,38 @@ def build_command_group(admin: AdminService, tool_names: list[str]) -> app_comma
         target = str(channel.id) if channel is not None and routing is CardRouting.CHANNEL else None
         await run(interaction, SetCards(routing=routing, channel_id=target))
 
+    @group.command(name="escalate", description="Post a card still undecided after a while to someone else too")
+    @app_commands.describe(
+        tool="The tool",
+        after="How long a card waits before it escalates: 90s, 30m, 4h, 2d; or off to stop escalating",
+        user="Escalate to this person (a card in their DMs)",
+        role="Escalate to this role (a card in the conversation, mentioning it)",
+        channel="Escalate to this channel (a card there; whoever clicks there may decide)",
+    )
+    @app_commands.autocomplete(tool=tools)
+    async def escalate(
+        interaction: Interaction,
+        tool: str,
+        after: str,
+        user: discord.User | None = None,
+        role: discord.Role | None = None,
+        channel: discord.abc.GuildChannel | discord.Thread | None = None,
+    ) -> None:
+        given = [
+            EscalationTarget(kind=kind, subject_id=str(value.id))
+            for kind, value in ((TargetKind.USER, user), (TargetKind.ROLE, role), (TargetKind.CHANNEL, channel))
+            if value is not None
+        ]
+        if len(given) > 1:
+            await run(interaction, problem="give at most one of `user`, `role` or `channel`")
+            return
+        try:
+            command = escalation(tool, after, given[0] if given else None)
+        except CommandError as exc:
+            await run(interaction, problem=exc.message)
+            return
+        await run(interaction, command)
+
     @group.command(name="scope", description="One conversation per channel, or per thread (ticket)")
     async def scope(
         interaction: Interaction,
@@ -302,6 +346,10 @@ def build_command_group(admin: AdminService, tool_names: list[str]) -> app_comma
     @app_commands.describe(reset="Start the model's view of this conversation afresh (admins)")
     async def context(interaction: Interaction, reset: bool = False) -> None:
         await run(interaction, ResetContext() if reset else ShowContext())
+
+    @group.command(name="stop", description="Stop the bot's running turn in this conversation (who asked, or admins)")
+    async def stop(interaction: Interaction) -> None:
+        await run(interaction, StopTurn())
 
     @group.command(name="audit", description="Recent decisions, refusals, expiries and changes")
     @app_commands.autocomplete(tool=tools)

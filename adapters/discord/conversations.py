@@ -72,7 +72,9 @@ def clicker_actor(interaction: discord.Interaction[Any]) -> Actor:
     """The person behind an interaction, with their Manage Server permission (none in a DM).
 
     `interaction.permissions` are the member's resolved permissions as Discord computed them
-    for the payload; Manage Server is a guild-wide permission, so it shows there as is.
+    for the payload; Manage Server is a guild-wide permission, so it shows there as is. The
+    channel is the one the interaction happened in (a card escalated to a channel may be
+    decided by whoever clicks there).
     """
     guild_id = interaction.guild_id
     return Actor(
@@ -82,6 +84,7 @@ def clicker_actor(interaction: discord.Interaction[Any]) -> Actor:
         display_name=interaction.user.display_name,
         is_admin=bool(guild_id) and interaction.permissions.manage_guild,
         groups=frozenset(str(role.id) for role in getattr(interaction.user, "roles", ())),
+        channel_id=str(interaction.channel_id) if interaction.channel_id is not None else None,
     )
 
 

@@ -13,22 +13,30 @@ from typing import Any
 
 import discord
 
+from adapters.admin_text import error_text as admin_error_text
+from adapters.admin_text import render
+from adapters.batch_text import batch_summary
+from adapters.chunking import split_message
 from adapters.decision_errors import parse_edited_args
 from adapters.discord import messages as msg
 from adapters.discord.buttons import dispatched_to_a_button, edit_again_view, parse_button_id
 from adapters.discord.cards import args_json
+from adapters.discord.commands import DISCORD_MARKUP
 from adapters.discord.conversations import DM, clicker_actor, member_actor
-from adapters.discord.errors import error_text
+from adapters.discord.errors import error_text, when
 from adapters.discord.modals import (
     ARGS_INPUT,
     REASON_INPUT,
     TEXT_INPUT_CHARS,
     edit_modal,
     parse_modal_id,
+    reject_all_modal,
     reject_modal,
     submitted_values,
 )
+from adapters.discord.platform import MESSAGE_CHARS
 from bot.approvals.decisions import Approve, Edit, EditedAction, Reject
+from bot.batch import BatchOutcome
 from bot.conversation import Actor
 from bot.errors import CountersignError, InvalidDecisionError
 from bot.service import Countersign
@@ -80,6 +88,37 @@ class InteractionHandler:
             return
         await interaction.response.send_modal(edit_modal(approval_id, prefill))
 
+    async def on_stop(self, interaction: Interaction, turn_id: str) -> None:
+        """Stop pressed on a status line: stop the turn it names; the clicker is told privately."""
+        await interaction.response.defer(ephemeral=True, thinking=False)
+        try:
+            reply = await self._service.stop_turn(clicker_actor(interaction), turn_id=turn_id)
+            text = render(reply, DISCORD_MARKUP)
+        except Exception as exc:
+            _log_unexpected(exc)
+            text = admin_error_text(exc, DISCORD_MARKUP)
+        await interaction.followup.send(text, ephemeral=True, allowed_mentions=discord.AllowedMentions.none())
+
+    async def on_batch(self, interaction: Interaction, action: str, review_id: str, version: str | None) -> None:
+        """Approve all or Reject all pressed on a pause's first card."""
+        if action == "approve":
+            await interaction.response.defer()
+            try:
+                actor = await self._batch_actor(interaction, review_id)
+                outcome = await self._service.decide_all(review_id, actor, Approve(), seen_version=version)
+            except Exception as exc:
+                await self._refuse_followup(interaction, exc)
+                return
+            await self._tell_batch(interaction, outcome)
+            return
+        try:
+            actor = await self._batch_actor(interaction, review_id)
+            await self._service.check_batch(review_id, actor, attempted="reject")
+        except Exception as exc:
+            await self._refuse_now(interaction, exc)
+            return
+        await interaction.response.send_modal(reject_all_modal(review_id))
+
     async def on_component(self, interaction: Interaction) -> None:
         """A click discord.py does not hand to a card button: refused in words, audited if it names an approval.
 
@@ -115,6 +154,9 @@ class InteractionHandler:
             return
         kind, approval_id = parsed
         values = submitted_values(data)
+        if kind == "reject-all":
+            await self._reject_all(interaction, approval_id, values.get(REASON_INPUT, "").strip() or None)
+            return
         if kind == "reject":
             reason = values.get(REASON_INPUT, "").strip() or None
             await self._decide(interaction, approval_id, reason=reason)
@@ -148,6 +190,33 @@ class InteractionHandler:
             await interaction.followup.send(text, ephemeral=True, view=view)
         except Exception as exc:
             await self._refuse_followup(interaction, exc)
+
+    async def _reject_all(self, interaction: Interaction, review_id: str, reason: str | None) -> None:
+        """Record the Reject all a modal submitted, then tell the clicker what happened to each call."""
+        await interaction.response.defer(ephemeral=True, thinking=False)
+        try:
+            actor = await self._batch_actor(interaction, review_id)
+            outcome = await self._service.decide_all(review_id, actor, Reject(message=reason))
+        except Exception as exc:
+            await self._refuse_followup(interaction, exc)
+            return
+        await self._tell_batch(interaction, outcome)
+
+    async def _tell_batch(self, interaction: Interaction, outcome: BatchOutcome) -> None:
+        text = batch_summary(outcome, msg, when)
+        for chunk in split_message(text, MESSAGE_CHARS):
+            await interaction.followup.send(chunk, ephemeral=True, allowed_mentions=discord.AllowedMentions.none())
+
+    async def _batch_actor(self, interaction: Interaction, review_id: str) -> Actor:
+        """The clicker of a batch button; in a DM, as a member of the pause's guild (see `_actor`).
+
+        Raises:
+            ApprovalNotFoundError: for a DM click naming no pause.
+        """
+        if interaction.guild_id is not None:
+            return clicker_actor(interaction)
+        first = (await self._service.pause(review_id))[0]
+        return await self._actor(interaction, first.id)
 
     async def _actor(self, interaction: Interaction, approval_id: str) -> Actor:
         """The clicker; for a click in a DM on a guild's card (cards routed to DMs), as that guild's member.

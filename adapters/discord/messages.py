@@ -11,12 +11,14 @@ CARD_TITLE = {
     "edited": "✏️ Approved with edits",
     "rejected": "🚫 Rejected",
     "expired": "⌛ Expired",
+    "stopped": "⏹️ Stopped",
 }
 CARD_OUTCOME_WORD = {
     "approved": "Approved",
     "edited": "Edited and approved",
     "rejected": "Rejected",
     "expired": "Expired",
+    "stopped": "Stopped",
 }
 FIELD_TOOL = "Tool"
 FIELD_SUBAGENT_TOOL = "{subagent} wants to call"
@@ -29,6 +31,11 @@ FIELD_DECIDED = "Decision"
 FIELD_OUTCOME_UNKNOWN = "⚠️ Outcome unknown"
 OUTCOME_UNKNOWN = "The bot stopped while this call ran. It was not run again; it may or may not have taken effect."
 FIELD_REASON = "Reason"
+FIELD_ESCALATED = "↗️ Escalated"
+CARD_ESCALATED = "to {target} <t:{ts}:f>"
+"""The field on every copy of a card that escalated (`/countersign escalate`)."""
+ESCALATED_PING = "{mention} this card was escalated to you: it waits for a decision."
+"""The message of an escalated copy posted in a conversation: it pings the role (or user)."""
 CARD_POSITION = "{position} of {total}"
 CARD_TRUNCATED = "…{hidden} more characters not shown; Edit shows everything."
 CARD_DECIDED = "{outcome} by <@{user}> <t:{ts}:f>"
@@ -42,6 +49,20 @@ BUTTON_TRUST = "Approve and trust for {duration}"
 BUTTON_EDIT = "Edit"
 BUTTON_EDIT_AGAIN = "Edit again"
 BUTTON_REJECT = "Reject"
+BUTTON_STOP = "Stop"
+"""The button on the status line that stops the running turn (issue 12)."""
+BUTTON_APPROVE_ALL = "Approve all {count}"
+BUTTON_REJECT_ALL = "Reject all {count}"
+REJECT_ALL_TITLE = "Reject all calls"
+REJECT_ALL_LABEL = "Reason (optional)"
+REJECT_ALL_DESCRIPTION = "Each waiting call you may decide is rejected; the agent reads your reason."
+BATCH_CALL = "`{tool}` (call {position})"
+BATCH_APPROVED = "✅ Approved: {calls}."
+BATCH_REJECTED = "🚫 Rejected: {calls}."
+BATCH_VOTED = "Your approval is recorded for {calls}; they run once enough people approved them."
+BATCH_LEFT = "Left pending: {call}. {why}"
+BATCH_SKIPPED = "Already decided before your click: {calls}."
+BATCH_NOTHING = "Nothing in this request was left to decide. Nothing was changed."
 
 EDIT_TITLE = "Edit tool call"
 EDIT_LABEL = "Arguments (JSON object)"
@@ -109,6 +130,8 @@ TURN_FAILED = (
 CARDS_IN_CHANNEL = "Approval needed for {tools}: the card is in <#{channel}>."
 CARDS_IN_DMS = "Approval needed for {tools}: the card was sent to the approvers by direct message."
 EXPIRED_NOTICE = "<@{user}> your request to run `{tool}` expired without a decision, so it did not run."
+STOPPED_NOTICE = "⏹️ Stopped by <@{user}>."
+"""Said in the conversation in place of an answer when a turn was stopped (pings nobody)."""
 FIELD_TALLY = "Approvals"
 CARD_TALLY = "{count} of {quorum}{names}"
 FIELD_EDITED_ARGS = "Edited arguments, waiting for approvals"
@@ -147,6 +170,8 @@ PROGRESS = ProgressWords(
         ModelErrorKind.BUSY: "⏳ The model is rate limited; trying again in {wait}…",
         ModelErrorKind.UNAVAILABLE: "⏳ The model did not answer; trying again in {wait}…",
     },
+    busy="⏳ Working on it…",
+    stopping="⏹️ Stopping (asked by {name})…",
 )
-"""The status line, edited in place while subagents work or a model call
-waits to be retried, deleted when the turn ends."""
+"""The status line, edited in place while subagents work, a model call waits to be retried, or
+a turn goes on for a while (with a Stop button), deleted when the turn ends."""

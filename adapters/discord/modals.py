@@ -3,7 +3,7 @@
 Submissions are read from the raw interaction data in `on_interaction`, not through a
 `Modal.on_submit` callback: discord.py keeps sent modals in memory, so after a restart it would
 drop the submission of a modal opened before it. The modal's own `custom_id`
-(`cs:edit-modal:<approval id>`) carries all the state needed.
+(`cs:edit-modal:<approval id>`, `cs:reject-all-modal:<review id>`) carries all the state needed.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ TEXT_INPUT_CHARS = 4000
 REASON_CHARS = 2000
 ARGS_INPUT = "args"
 REASON_INPUT = "reason"
-_MODAL_ID = re.compile(r"cs:(?P<kind>edit|reject)-modal:(?P<approval_id>[0-9a-f]{32})")
+_MODAL_ID = re.compile(r"cs:(?P<kind>edit|reject|reject-all)-modal:(?P<subject_id>[0-9a-f]{32})")
 
 
 class _Form(discord.ui.Modal):
@@ -66,10 +66,28 @@ def reject_modal(approval_id: str) -> discord.ui.Modal:
     return form
 
 
+def reject_all_modal(review_id: str) -> discord.ui.Modal:
+    """The Reject all modal: one optional reason for every call of the pause the clicker may reject."""
+    form = _Form(title=msg.REJECT_ALL_TITLE, custom_id=f"cs:reject-all-modal:{review_id}", timeout=None)
+    form.add_item(
+        discord.ui.Label(
+            text=msg.REJECT_ALL_LABEL,
+            description=msg.REJECT_ALL_DESCRIPTION,
+            component=discord.ui.TextInput(
+                custom_id=REASON_INPUT,
+                style=discord.TextStyle.paragraph,
+                required=False,
+                max_length=REASON_CHARS,
+            ),
+        )
+    )
+    return form
+
+
 def parse_modal_id(custom_id: str) -> tuple[str, str] | None:
-    """`(kind, approval_id)` for one of our modals, else None."""
+    """`(kind, id)` for one of our modals (`edit` / `reject`: an approval id; `reject-all`: a review id), else None."""
     match = _MODAL_ID.fullmatch(custom_id)
-    return (match["kind"], match["approval_id"]) if match else None
+    return (match["kind"], match["subject_id"]) if match else None
 
 
 def submitted_values(data: Mapping[str, Any]) -> dict[str, str]:

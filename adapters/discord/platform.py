@@ -11,10 +11,11 @@ import discord
 from adapters import model_messages as model_msg
 from adapters.chunking import split_message
 from adapters.discord import messages as msg
-from adapters.discord.buttons import card_view
-from adapters.discord.cards import card_embed
+from adapters.discord.buttons import card_view, stop_view
+from adapters.discord.cards import card_embed, target_mention
 from adapters.discord.conversations import DM, known_guild, target_channel_id
-from adapters.display import model_failed_text, progress_line, shows_something
+from adapters.display import model_failed_text, offers_stop, progress_line, shows_something
+from bot.approvals.escalation import TargetKind
 from bot.conversation import Actor, ConversationRef
 from bot.ports import (
     Activity,
@@ -26,6 +27,7 @@ from bot.ports import (
     Notice,
     ReviewPending,
     TurnFailed,
+    TurnStopped,
 )
 
 log = logging.getLogger(__name__)
@@ -71,6 +73,10 @@ class DiscordPlatform:
     async def post_card(self, target: CardTarget, card: ApprovalCard) -> str:
         """Post the embed with its buttons in the conversation, a channel or a DM.
 
+        An escalated copy posted in the conversation pings the role (or user) it escalated to,
+        and nobody else: a role's members cannot be listed without the privileged Server
+        Members intent, so the ping is how they learn of it.
+
         Returns:
             `<channel id>/<message id>`.
         """
@@ -81,16 +87,40 @@ class DiscordPlatform:
             channel_id = int(target.channel_id)
         else:
             channel_id = target_channel_id(target.conversation)
-        view = card_view(card.approval.id, card.approval.version, card.approval.trust_offer_s)
-        message = await self._channel(channel_id).send(embed=card_embed(card), view=view, allowed_mentions=NO_PINGS)
+        content, mentions = None, NO_PINGS
+        escalated = target.escalated_to
+        if escalated is not None and target.user_id is None and target.channel_id is None:
+            if escalated.kind is TargetKind.ROLE:
+                mentions = discord.AllowedMentions(
+                    everyone=False, users=False, roles=[discord.Object(int(escalated.subject_id))]
+                )
+            elif escalated.kind is TargetKind.USER:
+                mentions = discord.AllowedMentions(
+                    everyone=False, roles=False, users=[discord.Object(int(escalated.subject_id))]
+                )
+            content = msg.ESCALATED_PING.format(mention=target_mention(escalated))
+        view = card_view(card.approval.id, card.approval.version, batch=card.batch, trust_s=card.approval.trust_offer_s)
+        message = await self._channel(channel_id).send(
+            content, embed=card_embed(card), view=view, allowed_mentions=mentions
+        )
         view.stop()  # clicks are dispatched by the DynamicItem registry, not this view
         return card_ref(channel_id, message.id)
 
     async def update_card(self, conversation: ConversationRef, card_ref: str, card: ApprovalCard) -> None:
-        """Edit the card in place; the buttons go once it is decided."""
+        """Edit the card in place; its buttons go once decided, the batch buttons once fewer than two calls wait."""
         channel_id, message_id = _split_ref(card_ref)
         pending = card.approval.is_pending
-        view = card_view(card.approval.id, card.approval.version, card.approval.trust_offer_s) if pending else None
+        view = (
+            card_view(
+                card.approval.id,
+                card.approval.version,
+                pending=pending,
+                batch=card.batch,
+                trust_s=card.approval.trust_offer_s,
+            )
+            if pending or card.batch is not None
+            else None
+        )
         await (
             self._channel(channel_id)
             .get_partial_message(message_id)
@@ -218,13 +248,18 @@ class DiscordPlatform:
             return msg.CARDS_IN_CHANNEL.format(tools=tools, channel=notice.channel_id)
         if isinstance(notice, ApprovalExpired):
             return msg.EXPIRED_NOTICE.format(user=notice.approval.requester_id, tool=notice.approval.tool_name)
+        if isinstance(notice, TurnStopped):
+            return msg.STOPPED_NOTICE.format(user=notice.stopped_by_id)
         raise TypeError(f"unknown notice {notice!r}")
 
 
 class DiscordProgress:
     """A short status line saying which subagents work, edited in place and deleted at the end.
 
-    Nothing is posted until a subagent starts, so a plain ReAct turn shows only typing.
+    Nothing is posted until a subagent starts, a model call waits to be retried, or the run has
+    gone on for a while (`bot.turns.OFFER_STOP_AFTER_S`), so a quick plain turn shows only
+    typing. While the turn can be stopped, the line carries a persistent Stop button naming it
+    (`buttons.StopButton`); once stopped, it says so, without the button.
 
     Args:
         channel: where the conversation is (the thread, for a ticket).
@@ -233,23 +268,30 @@ class DiscordProgress:
     def __init__(self, channel: discord.abc.Messageable) -> None:
         self._channel = channel
         self._message: discord.Message | None = None
-        self._text = ""
+        self._shown: tuple[str, str | None] = ("", None)
 
     async def show(self, activity: Activity) -> None:
         """Post or edit the status line; a failure is logged, never raised."""
         if self._message is None and not shows_something(activity):
-            return  # nothing to say yet: a plain turn shows only typing
+            return  # nothing to say yet: a quick plain turn shows only typing
         text = progress_line(activity, msg.PROGRESS, str)
-        if text == self._text:
+        shown = (text, activity.turn_id if offers_stop(activity) else None)
+        if shown == self._shown:
             return
+        view = stop_view(shown[1]) if shown[1] is not None else None
         try:
             if self._message is None:
-                self._message = await self._channel.send(text, allowed_mentions=NO_PINGS)
+                self._message = await self._channel.send(
+                    text, view=view or discord.utils.MISSING, allowed_mentions=NO_PINGS
+                )
             else:
-                await self._message.edit(content=text, allowed_mentions=NO_PINGS)
-            self._text = text
+                await self._message.edit(content=text, view=view, allowed_mentions=NO_PINGS)
+            self._shown = shown
         except discord.HTTPException as exc:
             log.info("could not show progress: %s", exc)
+        finally:
+            if view is not None:
+                view.stop()  # clicks are dispatched by the DynamicItem registry, not this view
 
     async def clear(self) -> None:
         """Delete the status line (the answer follows)."""

@@ -14,17 +14,24 @@ from typing import Any
 from adapters.display import duration_words, reveal_invisible
 from adapters.slack import messages as msg
 from adapters.slack.text import escape, to_mrkdwn
-from bot.approvals.lifecycle import ApprovalStatus
+from bot.approvals.escalation import EscalationTarget, TargetKind
+from bot.approvals.lifecycle import ApprovalStatus, EscalationStatus
 from bot.approvals.records import ApprovalRecord
-from bot.ports import ApprovalCard
+from bot.ports import ApprovalCard, BatchOffer
 
 ACTION_APPROVE = "countersign_approve"
 ACTION_TRUST = "countersign_trust"
 """Approve and trust (issue 12): shown only on a card that offers trust."""
 ACTION_EDIT = "countersign_edit"
 ACTION_REJECT = "countersign_reject"
+ACTION_STOP = "countersign_stop"
+"""The progress message's Stop button; its `value` is the turn id (issue 12)."""
+STOP_BLOCK = "countersign_stop"
+ACTION_APPROVE_ALL = "countersign_approve_all"
+ACTION_REJECT_ALL = "countersign_reject_all"
 VIEW_EDIT = "countersign_edit_view"
 VIEW_REJECT = "countersign_reject_view"
+VIEW_REJECT_ALL = "countersign_reject_all_view"
 EDIT_BLOCK = "args"
 EDIT_INPUT = "json"
 REASON_BLOCK = "reason"
@@ -71,9 +78,12 @@ def card_blocks(card: ApprovalCard) -> list[dict[str, Any]]:
     ]
     if pending and approval.current_args is not None and approval.current_args != approval.proposed_args:
         blocks.append(_args_section(msg.CARD_EDITED_ARGS_TITLE, approval.current_args))
+    escalated = _escalated_line(approval)
+    if escalated:
+        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": escalated}]})
     if pending:
         blocks.append(_buttons(approval.id, approval.version, approval.trust_offer_s))
-        return blocks
+        return blocks + _batch_blocks(card.batch)
     if approval.status is ApprovalStatus.EDITED and approval.final_args is not None:
         blocks.append(_args_section(msg.CARD_FINAL_ARGS_TITLE, approval.final_args))
     if approval.reason:
@@ -89,7 +99,7 @@ def card_blocks(card: ApprovalCard) -> list[dict[str, Any]]:
     blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": _decided_line(approval)}]})
     if approval.outcome_unknown:
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": msg.CARD_OUTCOME_UNKNOWN}})
-    return blocks
+    return blocks + _batch_blocks(card.batch)
 
 
 def card_text(card: ApprovalCard) -> str:
@@ -104,17 +114,74 @@ def card_text(card: ApprovalCard) -> str:
     return f"{msg.CARD_HEADER[approval.status.value]}: {escape(approval.tool_name)}"
 
 
-def edit_modal(approval: ApprovalRecord, prefill: str) -> dict[str, Any]:
+def progress_blocks(text: str, stop_turn_id: str | None) -> list[dict[str, Any]]:
+    """The progress message: its line, and a Stop button naming the turn when one is offered.
+
+    The button is the section's accessory (not an actions block, which cards use), and carries
+    only the turn id; who may stop it is checked when it is clicked.
+    """
+    section: dict[str, Any] = {"type": "section", "block_id": STOP_BLOCK, "text": {"type": "mrkdwn", "text": text}}
+    if stop_turn_id is not None:
+        section["accessory"] = {
+            "type": "button",
+            "action_id": ACTION_STOP,
+            "value": stop_turn_id,
+            "style": "danger",
+            "text": {"type": "plain_text", "text": msg.BUTTON_STOP},
+        }
+    return [section]
+
+
+def target_mention(target: EscalationTarget) -> str:
+    """An escalation target as Slack writes it: a user, user group or channel mention."""
+    if target.kind is TargetKind.USER:
+        return f"<@{target.subject_id}>"
+    if target.kind is TargetKind.GROUP:
+        return f"<!subteam^{target.subject_id}>"
+    if target.kind is TargetKind.CHANNEL:
+        return f"<#{target.subject_id}>"
+    return escape(f"role {target.subject_id}")  # a Discord role; Slack has none
+
+
+def _escalated_line(approval: ApprovalRecord) -> str | None:
+    """The escalation line ("Escalated to X · when") once the card escalated (claimed or posted), else None."""
+    if approval.escalate_to is None or approval.escalated_at is None:
+        return None
+    if approval.escalation not in {EscalationStatus.CLAIMED, EscalationStatus.ESCALATED}:
+        return None
+    return msg.CARD_ESCALATED.format(
+        target=target_mention(approval.escalate_to), when=when_token(approval.escalated_at)
+    )
+
+
+def form_metadata(subject_id: str, clicked_in: str | None) -> str:
+    """A modal's `private_metadata`: what it decides, and the channel of the click that opened it.
+
+    A view submission names no channel, and a card escalated to a channel may be decided by
+    whoever clicks there; the channel of the click travels with the form. Slack keeps a view's
+    `private_metadata` on its side and signs the submission, so nobody can change it.
+    """
+    return f"{subject_id}|{clicked_in}" if clicked_in else subject_id
+
+
+def parse_form_metadata(metadata: str) -> tuple[str, str | None]:
+    """`(subject id, channel of the click or None)` from `form_metadata`'s text."""
+    subject, _, clicked_in = metadata.partition("|")
+    return subject, clicked_in or None
+
+
+def edit_modal(approval: ApprovalRecord, prefill: str, *, clicked_in: str | None = None) -> dict[str, Any]:
     """The Edit modal, prefilled with the current arguments as JSON.
 
     Args:
         approval: the pending approval (its id travels in `private_metadata`).
         prefill: the JSON text; callers check it fits `INPUT_CHARS` first.
+        clicked_in: the channel of the Edit click (see `form_metadata`).
     """
     return {
         "type": "modal",
         "callback_id": VIEW_EDIT,
-        "private_metadata": approval.id,
+        "private_metadata": form_metadata(approval.id, clicked_in),
         "title": {"type": "plain_text", "text": msg.EDIT_TITLE},
         "submit": {"type": "plain_text", "text": msg.EDIT_SUBMIT},
         "close": {"type": "plain_text", "text": msg.CANCEL},
@@ -142,12 +209,12 @@ def edit_modal(approval: ApprovalRecord, prefill: str) -> dict[str, Any]:
     }
 
 
-def reject_modal(approval: ApprovalRecord) -> dict[str, Any]:
-    """The Reject modal with an optional reason."""
+def reject_modal(approval: ApprovalRecord, *, clicked_in: str | None = None) -> dict[str, Any]:
+    """The Reject modal with an optional reason (`clicked_in`: the channel of the click, see `form_metadata`)."""
     return {
         "type": "modal",
         "callback_id": VIEW_REJECT,
-        "private_metadata": approval.id,
+        "private_metadata": form_metadata(approval.id, clicked_in),
         "title": {"type": "plain_text", "text": msg.REJECT_TITLE},
         "submit": {"type": "plain_text", "text": msg.REJECT_SUBMIT},
         "close": {"type": "plain_text", "text": msg.CANCEL},
@@ -167,6 +234,51 @@ def reject_modal(approval: ApprovalRecord) -> dict[str, Any]:
             },
         ],
     }
+
+
+def reject_all_modal(batch: BatchOffer, *, clicked_in: str | None = None) -> dict[str, Any]:
+    """The Reject all modal: one optional reason for every call of the pause the clicker may reject."""
+    return {
+        "type": "modal",
+        "callback_id": VIEW_REJECT_ALL,
+        "private_metadata": form_metadata(batch.review_id, clicked_in),
+        "title": {"type": "plain_text", "text": msg.REJECT_ALL_TITLE},
+        "submit": {"type": "plain_text", "text": msg.REJECT_ALL_SUBMIT},
+        "close": {"type": "plain_text", "text": msg.CANCEL},
+        "blocks": [
+            {"type": "section", "text": {"type": "mrkdwn", "text": msg.REJECT_ALL_INTRO.format(count=batch.pending)}},
+            {
+                "type": "input",
+                "block_id": REASON_BLOCK,
+                "optional": True,
+                "label": {"type": "plain_text", "text": msg.REJECT_LABEL},
+                "element": {
+                    "type": "plain_text_input",
+                    "action_id": REASON_INPUT,
+                    "multiline": True,
+                    "max_length": REASON_CHARS,
+                },
+            },
+        ],
+    }
+
+
+def batch_done_view(summary: str) -> dict[str, Any]:
+    """What the Reject all modal shows once submitted: what was rejected, left and skipped."""
+    return {
+        "type": "modal",
+        "title": {"type": "plain_text", "text": msg.BATCH_DONE_TITLE},
+        "close": {"type": "plain_text", "text": msg.CLOSE},
+        "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": _clip(summary, SECTION_CHARS)}}],
+    }
+
+
+def batch_version_of(block_id: str | None) -> str | None:
+    """The pause's version a first card's batch block was drawn for (see `_batch_blocks`); None if not one."""
+    if block_id is None:
+        return None
+    parts = block_id.split("_")
+    return parts[2] if len(parts) == 3 and parts[0] == "countersignall" else None
 
 
 def version_of(block_id: str | None) -> str | None:
@@ -201,6 +313,35 @@ def _buttons(approval_id: str, version: str, trust_s: int | None = None) -> dict
             button(msg.BUTTON_REJECT, ACTION_REJECT, "danger"),
         ],
     }
+
+
+def _batch_blocks(batch: BatchOffer | None) -> list[dict[str, Any]]:
+    """Approve all / Reject all with a line saying what they do; none without a batch offer."""
+    if batch is None:
+        return []
+
+    def button(text: str, action_id: str, style: str) -> dict[str, Any]:
+        return {
+            "type": "button",
+            "text": {"type": "plain_text", "text": text.format(count=batch.pending)},
+            "action_id": action_id,
+            "value": batch.review_id,
+            "style": style,
+        }
+
+    return [
+        {"type": "section", "text": {"type": "mrkdwn", "text": msg.BATCH_LINE.format(count=batch.pending)}},
+        {
+            "type": "actions",
+            # The value names the pause; the block id its arguments' version, so an Approve all
+            # from a card drawn before an edit cannot approve arguments nobody looked at.
+            "block_id": f"countersignall_{batch.review_id}_{batch.version}",
+            "elements": [
+                button(msg.BUTTON_APPROVE_ALL, ACTION_APPROVE_ALL, "primary"),
+                button(msg.BUTTON_REJECT_ALL, ACTION_REJECT_ALL, "danger"),
+            ],
+        },
+    ]
 
 
 def _args_section(title: str, args: dict[str, Any]) -> dict[str, Any]:

@@ -2,10 +2,11 @@
 
 Acknowledged at once; the reply is ephemeral, through the command's `response_url`.
 
-`context` is about a conversation, found as for a message (`adapters.slack.listeners`): a DM,
-or a channel with `scope channel`, is one conversation; in a channel with a conversation per
-thread, the thread is named by its link (`adapters.slack.thread_links`), since a slash
-command's payload never says which thread it was typed in.
+`context` and `stop` are about a conversation, found as for a message
+(`adapters.slack.listeners`): a DM, or a channel with `scope channel`, is one conversation; in
+a channel with a conversation per thread, the thread is named by its link
+(`adapters.slack.thread_links`), since a slash command's payload never says which thread it
+was typed in. (A turn's Stop button, on its progress message, needs no link.)
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from adapters.slack.blocks import when_token
 from adapters.slack.platform import UserDirectory
 from adapters.slack.text import MESSAGE_CHARS, escape, plain_text, split_message
 from adapters.slack.thread_links import ThreadLinkError, take_thread_link, thread_of_link
-from bot.admin.commands import IN_A_CONVERSATION
+from bot.admin.commands import IN_A_CONVERSATION, SUBCOMMANDS
 from bot.admin.parse import USAGE, parse_command
 from bot.admin.service import AdminService
 from bot.approvals.config import ConversationScope
@@ -42,12 +43,16 @@ SLACK_MARKUP = Markup(
     when=lambda moment: when_token(moment) if isinstance(moment, datetime) else "",
     escape=escape,
     admins_are="workspace admins and owners",
-    usage={**USAGE, "context": "context [reset] [<link to the thread>]"},
+    usage={**USAGE, "context": "context [reset] [<link to the thread>]", "stop": "stop [<link to the thread>]"},
     examples=(
         *HELP_EXAMPLES,
         (
             "context https://<workspace>.slack.com/archives/C…/p…",
             "the same for a thread, by the link of one of its messages (Slack does not tell a command its thread)",
+        ),
+        (
+            "stop https://<workspace>.slack.com/archives/C…/p…",
+            "stop the bot's running turn in that thread (or press Stop on its progress message)",
         ),
     ),
 )
@@ -88,7 +93,10 @@ class SlackCommands:
             parsed = parse_command(words, condition_text=plain_text)
             conversation = await self._conversation(command, link) if isinstance(parsed, IN_A_CONVERSATION) else None
             if isinstance(parsed, IN_A_CONVERSATION) and conversation is None:
-                text = msg.CONTEXT_NEEDS_LINK
+                command_word = SUBCOMMANDS[type(parsed)].split()[0]
+                text = msg.CONTEXT_NEEDS_LINK.format(
+                    command=command_word, also=msg.CONTEXT_NEEDS_LINK_ALSO.get(command_word, "")
+                )
             else:
                 reply = await self._admin.execute(actor, parsed, here=command["channel_id"], conversation=conversation)
                 text = render(reply, SLACK_MARKUP)
@@ -103,7 +111,7 @@ class SlackCommands:
             await respond(text=chunk, response_type="ephemeral", replace_original=False)
 
     async def _conversation(self, command: dict[str, Any], link: str | None) -> ConversationRef | None:
-        """The conversation a `context` command is about; None when a thread must be named.
+        """The conversation a `context` or `stop` command is about; None when a thread must be named.
 
         A link is checked wherever it is given (a link into another channel is refused even
         where none is needed). In a DM without a link, the DM's own conversation; with one, the

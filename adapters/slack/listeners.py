@@ -11,22 +11,28 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltContext
 
+from adapters.admin_text import error_text as admin_error_text
+from adapters.admin_text import render
+from adapters.batch_text import batch_summary
 from adapters.decision_errors import parse_edited_args
 from adapters.display import is_blank
 from adapters.slack import blocks
 from adapters.slack import messages as msg
+from adapters.slack.commands import SLACK_MARKUP
 from adapters.slack.errors import error_text
 from adapters.slack.platform import SlackPlatform, UserDirectory
-from adapters.slack.text import plain_text
+from adapters.slack.text import escape, plain_text
 from bot.admin.service import AdminService
 from bot.approvals.config import ConversationScope
 from bot.approvals.decisions import Approve, Edit, EditedAction, Reject
 from bot.conversation import Actor, ConversationRef, IncomingMessage
 from bot.errors import CountersignError
+from bot.ports import BatchOffer
 from bot.service import Countersign
 
 log = logging.getLogger(__name__)
@@ -72,8 +78,12 @@ class SlackListeners:
         app.action(blocks.ACTION_TRUST)(self.on_trust)
         app.action(blocks.ACTION_EDIT)(self.on_edit)
         app.action(blocks.ACTION_REJECT)(self.on_reject)
+        app.action(blocks.ACTION_STOP)(self.on_stop)
+        app.action(blocks.ACTION_APPROVE_ALL)(self.on_approve_all)
+        app.action(blocks.ACTION_REJECT_ALL)(self.on_reject_all)
         app.view(blocks.VIEW_EDIT)(self.on_edit_submitted)
         app.view(blocks.VIEW_REJECT)(self.on_reject_submitted)
+        app.view(blocks.VIEW_REJECT_ALL)(self.on_reject_all_submitted)
 
     # --- messages ------------------------------------------------------------------------
     #
@@ -224,7 +234,7 @@ class SlackListeners:
         if len(prefill) > blocks.INPUT_CHARS:
             await self._refuse_text(body, msg.EDIT_TOO_LONG.format(length=len(prefill), limit=blocks.INPUT_CHARS))
             return
-        modal = blocks.edit_modal(approval, prefill)
+        modal = blocks.edit_modal(approval, prefill, clicked_in=actor.channel_id)
         await context.client.views_open(trigger_id=_text_at(body, "trigger_id"), view=modal)
 
     async def on_reject(
@@ -242,7 +252,59 @@ class SlackListeners:
         except Exception as exc:
             await self._refuse(body, exc)
             return
-        await context.client.views_open(trigger_id=_text_at(body, "trigger_id"), view=blocks.reject_modal(approval))
+        modal = blocks.reject_modal(approval, clicked_in=actor.channel_id)
+        await context.client.views_open(trigger_id=_text_at(body, "trigger_id"), view=modal)
+
+    async def on_approve_all(self, ack: AsyncAck, body: dict[str, Any], action: dict[str, Any]) -> None:
+        """Approve all: each pending call of the pause, as its own Approve would; the clicker reads what happened."""
+        await ack()
+        actor = await self._clicker(body)
+        if actor is None:
+            return
+        try:
+            outcome = await self._service.decide_all(
+                _text_at(action, "value", empty=True) or "",
+                actor,
+                Approve(),
+                seen_version=blocks.batch_version_of(_text_at(action, "block_id")),
+            )
+        except Exception as exc:
+            await self._refuse(body, exc)
+            return
+        await self._refuse_text(body, batch_summary(outcome, msg, blocks.when_token, escape))
+
+    async def on_reject_all(
+        self, ack: AsyncAck, body: dict[str, Any], action: dict[str, Any], context: AsyncBoltContext
+    ) -> None:
+        """Reject all: check the clicker may reject some call of the pause, then ask for one optional reason."""
+        await ack()
+        actor = await self._clicker(body)
+        if actor is None:
+            return
+        review_id = _text_at(action, "value", empty=True) or ""
+        try:
+            pending = await self._service.check_batch(review_id, actor, attempted="reject")
+        except Exception as exc:
+            await self._refuse(body, exc)
+            return
+        batch = BatchOffer(review_id=review_id, pending=len(pending), version="")
+        modal = blocks.reject_all_modal(batch, clicked_in=actor.channel_id)
+        await context.client.views_open(trigger_id=_text_at(body, "trigger_id"), view=modal)
+
+    async def on_stop(self, ack: AsyncAck, body: dict[str, Any], action: dict[str, Any]) -> None:
+        """Stop on a progress message: stop the turn it names; the clicker is told privately how it went."""
+        await ack()
+        actor = await self._clicker(body)
+        if actor is None:
+            return
+        try:
+            reply = await self._service.stop_turn(actor, turn_id=_text_at(action, "value", empty=True) or "")
+        except Exception as exc:
+            if not isinstance(exc, CountersignError):
+                log.error("handling a Stop click failed", exc_info=exc)
+            await self._refuse_text(body, admin_error_text(exc, SLACK_MARKUP))
+            return
+        await self._refuse_text(body, render(reply, SLACK_MARKUP))
 
     # --- modals --------------------------------------------------------------------------
 
@@ -256,7 +318,8 @@ class SlackListeners:
         if actor is None:
             await ack(response_action="errors", errors={blocks.EDIT_BLOCK: msg.DECISION_FAILED})
             return
-        approval_id = _text_at(view, "private_metadata", empty=True) or ""
+        approval_id, clicked_in = blocks.parse_form_metadata(_text_at(view, "private_metadata", empty=True) or "")
+        actor = replace(actor, channel_id=clicked_in)
         try:
             approval = await self._service.approval(approval_id, actor=actor)
             edit = Edit(edited_action=EditedAction(name=approval.tool_name, args=args))
@@ -275,7 +338,8 @@ class SlackListeners:
         if actor is None:
             await ack(response_action="errors", errors={blocks.REASON_BLOCK: msg.DECISION_FAILED})
             return
-        approval_id = _text_at(view, "private_metadata", empty=True) or ""
+        approval_id, clicked_in = blocks.parse_form_metadata(_text_at(view, "private_metadata", empty=True) or "")
+        actor = replace(actor, channel_id=clicked_in)
         try:
             await self._service.decide(approval_id, actor, Reject(message=reason))
         except Exception as exc:
@@ -285,13 +349,34 @@ class SlackListeners:
             return
         await ack()
 
+    async def on_reject_all_submitted(self, ack: AsyncAck, body: dict[str, Any], view: dict[str, Any]) -> None:
+        """The Reject all reason (optional): each call is decided before the modal shows what happened."""
+        reason = (_input_value(view, blocks.REASON_BLOCK, blocks.REASON_INPUT) or "").strip() or None
+        actor = await self._clicker(body)
+        if actor is None:
+            await ack(response_action="errors", errors={blocks.REASON_BLOCK: msg.DECISION_FAILED})
+            return
+        review_id, clicked_in = blocks.parse_form_metadata(_text_at(view, "private_metadata", empty=True) or "")
+        try:
+            outcome = await self._service.decide_all(
+                review_id, replace(actor, channel_id=clicked_in), Reject(message=reason)
+            )
+        except Exception as exc:
+            if not isinstance(exc, CountersignError):
+                log.exception("reject all of pause %s failed", review_id[:40])
+            await ack(response_action="errors", errors={blocks.REASON_BLOCK: _clip(error_text(exc))})
+            return
+        summary = batch_summary(outcome, msg, blocks.when_token, escape)
+        await ack(response_action="update", view=blocks.batch_done_view(summary))
+
     # --- helpers -------------------------------------------------------------------------
 
     async def _clicker(self, body: dict[str, Any]) -> Actor | None:
         """The authenticated clicker: ids from the signed payload, the name from users.info.
 
-        None (and a warning) for a payload naming no user or no workspace: there is nobody
-        to decide anything for, or to tell.
+        The channel of the clicked message is the payload's too (a card escalated to a
+        channel may be decided by whoever clicks there). None (and a warning) for a payload
+        naming no user or no workspace: there is nobody to decide anything for, or to tell.
         """
         user_id = _text_at(body, "user", "id")
         team = _text_at(body, "team", "id") or _text_at(body, "user", "team_id")
@@ -299,7 +384,10 @@ class SlackListeners:
             log.warning("ignored a Slack interaction that names no user or workspace (%s)", _kind_of(body))
             return None
         user = await self._users.get(team, user_id)
-        return Actor(platform=PLATFORM, workspace_id=team, user_id=user_id, display_name=user.display_name)
+        channel = _text_at(body, "channel", "id") or _text_at(body, "container", "channel_id")
+        return Actor(
+            platform=PLATFORM, workspace_id=team, user_id=user_id, display_name=user.display_name, channel_id=channel
+        )
 
     async def _refuse(self, body: dict[str, Any], error: Exception) -> None:
         if not isinstance(error, CountersignError):

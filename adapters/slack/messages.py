@@ -15,6 +15,7 @@ CARD_HEADER = {
     "edited": ":pencil2: Approved with edits",
     "rejected": ":no_entry_sign: Rejected",
     "expired": ":hourglass: Expired",
+    "stopped": ":black_square_for_stop: Stopped",
 }
 CARD_TOOL_LINE = "*Tool:* `{tool}`{position}"
 CARD_SUBAGENT_LINE = "*{subagent}* wants to call `{tool}`{position}"
@@ -31,11 +32,16 @@ CARD_REASON = "*Reason:* {reason}"
 CARD_OUTCOME_UNKNOWN = (
     ":warning: The bot stopped while this call ran. It was not run again; it may or may not have taken effect."
 )
+CARD_ESCALATED = ":arrow_upper_right: Escalated to {target} · {when}"
+"""The line on every copy of a card that escalated (`/countersign escalate`)."""
+CARD_ESCALATED_TEXT = "{mention} This card was escalated to you: {card}"
+"""The notification text of an escalated copy posted in a channel, naming its audience."""
 CARD_OUTCOME_WORD = {
     "approved": "Approved",
     "edited": "Edited and approved",
     "rejected": "Rejected",
     "expired": "Expired",
+    "stopped": "Stopped",
 }
 
 BUTTON_APPROVE = "Approve"
@@ -45,6 +51,31 @@ BUTTON_EDIT = "Edit"
 BUTTON_REJECT = "Reject"
 CARD_OUTCOME_TRUSTED = "{outcome} and trusted for {duration}"
 """The outcome on a card whose approver chose "Approve and trust": "Approved and trusted for 30 minutes"."""
+BUTTON_STOP = "Stop"
+"""The button on the progress message that stops the running turn (issue 12)."""
+
+BUTTON_APPROVE_ALL = "Approve all {count}"
+BUTTON_REJECT_ALL = "Reject all {count}"
+BATCH_LINE = (
+    "*{count} calls of this request wait for a decision.* *Approve all* and *Reject all* decide each one "
+    "you may decide, as its own buttons would; the others stay pending."
+)
+"""Above the batch buttons on the first card of a pause with two or more pending calls."""
+REJECT_ALL_TITLE = "Reject all calls"
+REJECT_ALL_SUBMIT = "Reject all"
+REJECT_ALL_INTRO = (
+    "Each of the {count} waiting calls of this request that you may decide is rejected. The agent is told, "
+    "with your reason if you give one."
+)
+BATCH_DONE_TITLE = "Reject all"
+CLOSE = "Close"
+BATCH_CALL = "`{tool}` (call {position})"
+BATCH_APPROVED = ":white_check_mark: Approved: {calls}."
+BATCH_REJECTED = ":no_entry_sign: Rejected: {calls}."
+BATCH_VOTED = "Your approval is recorded for {calls}; they run once enough people approved them."
+BATCH_LEFT = "Left pending: {call}. {why}"
+BATCH_SKIPPED = "Already decided before your click: {calls}."
+BATCH_NOTHING = "Nothing in this request was left to decide. Nothing was changed."
 
 EDIT_TITLE = "Edit tool call"
 EDIT_SUBMIT = "Approve edit"
@@ -92,6 +123,8 @@ TURN_FAILED = (
 CARDS_IN_CHANNEL = "Approval needed for {tools}: the card is in <#{channel}>{link}."
 CARDS_IN_DMS = "Approval needed for {tools}: the card was sent to the approvers by direct message."
 EXPIRED_NOTICE = "Your request to run `{tool}` expired without a decision, so it did not run."
+STOPPED_NOTICE = ":black_square_for_stop: Stopped by <@{user}>."
+"""Said in the conversation in place of an answer when a turn was stopped."""
 CARD_TALLY = "*Approvals:* {count} of {quorum}{names}"
 ALREADY_VOTED = "You already approved this; each person counts once, so it now needs other approvers."
 STALE_VOTE = "The arguments changed while you clicked; look at the card again."
@@ -117,9 +150,10 @@ EMPTY_MENTION = "Hi! Mention me with a question or a task, and I'll get to work.
 CONTEXT_NEEDS_LINK = (
     "Slack does not tell a slash command which thread it was typed in, and in this channel each thread "
     "is a conversation of its own. Name the thread with its link: on the thread's first message (or any "
-    "reply) choose *Copy link*, then send `/countersign context <link>` "
-    "(or `/countersign context reset <link>`)."
+    "reply) choose *Copy link*, then send `/countersign {command} <link>`{also}."
 )
+CONTEXT_NEEDS_LINK_ALSO = {"context": " (or `/countersign context reset <link>`)"}
+"""`CONTEXT_NEEDS_LINK`'s aside, by the command it answers (`context`, `stop`)."""
 CONTEXT_LINK_PROBLEMS = {
     "not_a_message": "That is not a link to a Slack message. Use *Copy link* on a message of the thread.",
     "other_workspace": "That link points into another Slack workspace; name a thread of this channel.",
@@ -142,6 +176,8 @@ PROGRESS = ProgressWords(
         ModelErrorKind.BUSY: ":hourglass_flowing_sand: _The model is rate limited; trying again in {wait}…_",
         ModelErrorKind.UNAVAILABLE: ":hourglass_flowing_sand: _The model did not answer; trying again in {wait}…_",
     },
+    busy=":hourglass_flowing_sand: _Working on it…_",
+    stopping=":black_square_for_stop: _Stopping (asked by {name})…_",
 )
-"""The progress message, updated in place while subagents work or a model call
-waits to be retried, deleted when the turn ends."""
+"""The progress message, updated in place while subagents work, a model call waits to be
+retried, or a turn goes on for a while (with a Stop button), deleted when the turn ends."""

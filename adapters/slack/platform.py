@@ -14,9 +14,9 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters import model_messages as model_msg
-from adapters.display import model_failed_text, progress_line, shows_something
+from adapters.display import model_failed_text, offers_stop, progress_line, shows_something
 from adapters.slack import messages as msg
-from adapters.slack.blocks import card_blocks, card_text
+from adapters.slack.blocks import card_blocks, card_text, progress_blocks, target_mention
 from adapters.slack.text import escape, split_message, to_mrkdwn
 from adapters.slack.workspaces import WorkspaceClients
 from bot.conversation import Actor, ConversationRef
@@ -30,6 +30,7 @@ from bot.ports import (
     Notice,
     ReviewPending,
     TurnFailed,
+    TurnStopped,
 )
 
 log = logging.getLogger(__name__)
@@ -151,14 +152,18 @@ class SlackPlatform:
         """Post the card in the conversation, an approvals channel or a DM; return `<channel>/<ts>`.
 
         Posting to a user id delivers to the user's DM with the app (Slack's chat.postMessage).
+        An escalated copy posted in a conversation names the user or group it escalated to in
+        its notification text.
         """
         conversation = target.conversation
         channel = target.user_id or target.channel_id or conversation.channel_id
         thread = conversation.thread if channel == conversation.channel_id else None
+        text = card_text(card)
+        escalated = target.escalated_to
+        if escalated is not None and target.user_id is None and target.channel_id is None:
+            text = msg.CARD_ESCALATED_TEXT.format(mention=target_mention(escalated), card=text)
         client = await self._clients.client(conversation.workspace_id)
-        response = await client.chat_postMessage(
-            channel=channel, thread_ts=thread, text=card_text(card), blocks=card_blocks(card)
-        )
+        response = await client.chat_postMessage(channel=channel, thread_ts=thread, text=text, blocks=card_blocks(card))
         return card_ref(str(response["channel"]), str(response["ts"]))
 
     async def update_card(self, conversation: ConversationRef, card_ref: str, card: ApprovalCard) -> None:
@@ -300,6 +305,8 @@ class SlackPlatform:
             return msg.CARDS_IN_CHANNEL.format(tools=tools, channel=notice.channel_id, link=link)
         if isinstance(notice, ApprovalExpired):
             return msg.EXPIRED_NOTICE.format(tool=escape(notice.approval.tool_name))
+        if isinstance(notice, TurnStopped):
+            return msg.STOPPED_NOTICE.format(user=escape(notice.stopped_by_id))
         raise TypeError(f"unknown notice {notice!r}")
 
     async def _permalink(self, conversation: ConversationRef, ref: str | None) -> str | None:
@@ -316,10 +323,13 @@ class SlackPlatform:
 
 
 class SlackProgress:
-    """A progress message in the conversation saying which subagents work.
+    """A progress message in the conversation saying which subagents work, with a Stop button.
 
-    Posted when the first subagent starts, updated in place (`chat.update`), deleted when the
-    turn ends (`chat.delete`), so it never stays in the thread. A plain ReAct turn posts none.
+    Posted when the first subagent starts, a model call waits to be retried, or the run has
+    gone on for a while (`bot.turns.OFFER_STOP_AFTER_S`); updated in place (`chat.update`),
+    deleted when the turn ends (`chat.delete`), so it never stays in the thread. A quick plain
+    turn posts none. While the turn can be stopped the message carries a Stop button naming
+    it (`blocks.progress_blocks`); once stopped, it says so, without the button.
 
     Args:
         client: the Web API client.
@@ -335,26 +345,28 @@ class SlackProgress:
         self._conversation = conversation
         self._ts: str | None = None
         self._channel: str | None = None
-        self._text = ""
+        self._shown: tuple[str, str | None] = ("", None)
 
     async def show(self, activity: Activity) -> None:
         """Post or update the progress message; a failure is logged, never raised."""
         if self._ts is None and not shows_something(activity):
-            return  # nothing to say yet: a plain turn shows only the reaction
+            return  # nothing to say yet: a quick plain turn shows only the reaction
         text = progress_line(activity, msg.PROGRESS, escape)
-        if text == self._text:
+        shown = (text, activity.turn_id if offers_stop(activity) else None)
+        if shown == self._shown:
             return
+        blocks = progress_blocks(*shown)
         try:
             if self._ts is None:
                 response = await self._client.chat_postMessage(
-                    channel=self._conversation.channel_id, thread_ts=self._conversation.thread, text=text
+                    channel=self._conversation.channel_id, thread_ts=self._conversation.thread, text=text, blocks=blocks
                 )
                 self._ts, self._channel = str(response["ts"]), str(response["channel"])
             else:
                 await self._client.chat_update(
-                    channel=self._channel or self._conversation.channel_id, ts=self._ts, text=text
+                    channel=self._channel or self._conversation.channel_id, ts=self._ts, text=text, blocks=blocks
                 )
-            self._text = text
+            self._shown = shown
         except SlackApiError as exc:
             log.info("could not show progress: %s", exc.response.get("error"))
         except Exception as exc:  # a connection error or a timeout: progress is decoration

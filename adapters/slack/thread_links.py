@@ -1,8 +1,8 @@
-"""Slack message links in `/countersign context [reset] [<link>]`: which thread a command is about.
+"""Slack message links in `/countersign context [reset] [<link>]` and `stop [<link>]`: which thread.
 
 A slash command's payload names its workspace and channel but never a thread: Slack sends no
 `thread_ts` for commands, even when one is typed in a thread. In a channel whose conversations
-are per thread (the default), `context` therefore takes the thread's link, as *Copy link*
+are per thread (the default), `context` and `stop` therefore take the thread's link, as *Copy link*
 gives it: `https://<workspace>.slack.com/archives/<channel>/p<ts without the dot>` for a
 message, with `?thread_ts=<root ts>&cid=<channel>` for a reply. With the manifest's
 `should_escape`, it arrives as a link token (`<https://...>` or `<https://...|label>`), its `&`
@@ -22,7 +22,7 @@ from urllib.parse import parse_qs, urlsplit
 from adapters.slack.text import unescape
 from bot.errors import CountersignError
 
-_CONTEXT = re.compile(r"\s*context(?=\s|$)", re.IGNORECASE)
+_CONTEXT = re.compile(r"\s*(?:context|stop)(?=\s|$)", re.IGNORECASE)
 _LINK_TOKEN = re.compile(r"<(https?://[^|>\s]+)(?:\|[^>]*)?>|(?<!\S)(https?://\S+)")
 """A link token (`<url>` or `<url|label>`), or a bare URL (escaping off, or typed without one)."""
 _ARCHIVES = re.compile(r"/archives/([A-Z0-9]+)/p(\d{7,20})/?")
@@ -50,10 +50,10 @@ class ThreadLinkError(CountersignError):
 
 
 def take_thread_link(text: str) -> tuple[str, str | None]:
-    """Split the link off a `context` command's text; any other command's text is left as it is.
+    """Split the link off a `context` or `stop` command's text; any other command's text is left as it is.
 
-    Only `context` takes a link: elsewhere a link is part of what was typed (a `policy`
-    condition may well hold one).
+    Only `context` and `stop` take a link: elsewhere a link is part of what was typed (a
+    `policy` condition may well hold one).
 
     Args:
         text: the slash command's text as Slack sent it.

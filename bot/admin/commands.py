@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from bot.agents.kind import AgentKind
 from bot.approvals.config import ApproverKind, CardRouting, ConversationScope
+from bot.approvals.escalation import EscalationTarget
 from bot.approvals.mode import Mode
 
 
@@ -90,6 +91,21 @@ class SetCards:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SetEscalation:
+    """`escalate <tool> after <duration> to <target>`, or `escalate <tool> off`.
+
+    Attributes:
+        tool: the tool whose undecided cards escalate.
+        after_s: seconds from the moment a review opens; None for `off` (remove it).
+        target: where the card goes; None exactly when `after_s` is None.
+    """
+
+    tool: str
+    after_s: int | None
+    target: EscalationTarget | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SetScope:
     """`scope channel|thread [in #channel]`."""
 
@@ -122,6 +138,15 @@ class ShowContext:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ResetContext:
     """`context reset`: start the model's view of this conversation afresh (admins)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StopTurn:
+    """`stop`: stop the running turn of this conversation (its requester or an admin; issue 12).
+
+    The conversation is where the command was typed (on Slack a link may name the thread), as
+    for `context`.
+    """
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -174,10 +199,12 @@ Command = (
     | SetSelfApproval
     | SetExpiry
     | SetCards
+    | SetEscalation
     | SetScope
     | SetAgent
     | ShowContext
     | ResetContext
+    | StopTurn
     | ShowAudit
     | SetTrust
     | ListTrust
@@ -190,7 +217,7 @@ READ_ONLY = (Help, Show, ShowContext)
 A_PARTY_MAY = (ListTrust, RevokeTrust)
 """Commands a trust grant's parties may use on it (its approver and its requester); admins on every grant."""
 
-IN_A_CONVERSATION = (ShowContext, ResetContext)
+IN_A_CONVERSATION = (ShowContext, ResetContext, StopTurn)
 """Commands about the conversation they are typed in (`AdminService.execute` needs it)."""
 
 SUBCOMMANDS: dict[type, str] = {
@@ -203,10 +230,12 @@ SUBCOMMANDS: dict[type, str] = {
     SetSelfApproval: "self-approval",
     SetExpiry: "expiry",
     SetCards: "cards",
+    SetEscalation: "escalate",
     SetScope: "scope",
     SetAgent: "agent",
     ShowContext: "context",
     ResetContext: "context reset",
+    StopTurn: "stop",
     ShowAudit: "audit",
     SetTrust: "trust",
     ListTrust: "trust list",

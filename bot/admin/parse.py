@@ -4,6 +4,8 @@ Slack sends the words after the command; with "Escape channels, users, and links
 manifest), people, channels and user groups arrive as `<@U123|name>`, `<#C123|name>` and
 `<!subteam^S123|@name>`. A Discord role mention (`<@&123>`) is accepted too. Everything after
 the first `when` is the condition, taken as written (optionally wrapped in double quotes).
+Discord's typed options meet the same checks through the helpers here (`parse_duration`,
+`escalation`), so both platforms refuse the same things in the same words.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from bot.admin.commands import (
     RevokeTrust,
     SetAgent,
     SetCards,
+    SetEscalation,
     SetExpiry,
     SetPolicy,
     SetQuorum,
@@ -31,9 +34,11 @@ from bot.admin.commands import (
     Show,
     ShowAudit,
     ShowContext,
+    StopTurn,
 )
 from bot.agents.kind import AgentKind
 from bot.approvals.config import ApproverKind, CardRouting, ConversationScope
+from bot.approvals.escalation import EscalationTarget, TargetKind
 from bot.approvals.mode import Mode
 from bot.approvals.trust import MAX_TRUST_S, MIN_TRUST_S
 from bot.errors import CountersignError
@@ -41,6 +46,8 @@ from bot.errors import CountersignError
 MAX_QUORUM = 10
 MIN_EXPIRY_S = 10
 MAX_EXPIRY_S = 30 * 24 * 3600
+MIN_ESCALATION_S = 10
+MAX_ESCALATION_S = 30 * 24 * 3600
 MAX_AUDIT_LIMIT = 100
 
 _USER = re.compile(r"<@([UW][A-Z0-9]+)(?:\|[^>]*)?>|<@!?(\d+)>")
@@ -62,9 +69,11 @@ USAGE = {
     "self-approval": "self-approval on|off [for <tool>]",
     "expiry": "expiry <duration like 90s, 30m, 4h, 2d>|off [for <tool>]",
     "cards": "cards here|dm|channel <#channel>",
+    "escalate": "escalate <tool> after <duration like 30m> to <@user|@group|@role|#channel>, or escalate <tool> off",
     "scope": "scope channel|thread [in #channel]",
     "agent": "agent react|subagents|default [in #channel]",
     "context": "context [reset]",
+    "stop": "stop",
     "audit": "audit [tool] [@user] [limit n]",
     "trust": (
         "trust <tool> up-to <duration> [matching <arg>,...] [in #channel] | trust <tool> off|default "
@@ -150,16 +159,66 @@ def parse_command(text: str, *, condition_text: Callable[[str], str] | None = No
     return command
 
 
-def parse_duration(text: str) -> int:
+def parse_duration(text: str, *, what: str = "expiry") -> int:
     """`90s`, `30m`, `4h`, `2d` (or combinations like `1h30m`) in seconds.
 
+    Args:
+        text: the duration as typed.
+        what: the subcommand it is for (`expiry` or `escalate`), for its bounds (10 seconds to
+            30 days for both) and its usage line.
+
     Raises:
-        CommandError: for anything else, or outside 10 seconds to 30 days.
+        CommandError: for anything else, or outside the bounds.
     """
-    seconds = _seconds(text, USAGE["expiry"])
-    if not MIN_EXPIRY_S <= seconds <= MAX_EXPIRY_S:
-        raise CommandError("an expiry must be between 10s and 30d", USAGE["expiry"])
+    usage = USAGE[what]
+    seconds = _seconds(text, usage)
+    if what == "escalate":
+        if not MIN_ESCALATION_S <= seconds <= MAX_ESCALATION_S:
+            raise CommandError("an escalation delay must be between 10s and 30d", usage)
+    elif not MIN_EXPIRY_S <= seconds <= MAX_EXPIRY_S:
+        raise CommandError("an expiry must be between 10s and 30d", usage)
     return seconds
+
+
+def escalation(tool: str, after: str, target: EscalationTarget | None) -> SetEscalation:
+    """`escalate <tool> after <duration> to <target>`, or `escalate <tool> off`, from its parts.
+
+    Used by the text parser and by Discord's typed options alike.
+
+    Args:
+        tool: the tool name as typed (checked against the registry when executed).
+        after: a duration (`parse_duration`), or `off`.
+        target: where the card goes; must be given with a duration and not with `off`.
+
+    Raises:
+        CommandError: a bad duration, a duration without a target, or `off` with one.
+    """
+    usage = USAGE["escalate"]
+    if after.strip().lower() == "off":
+        if target is not None:
+            raise CommandError("`escalate <tool> off` takes no target", usage)
+        return SetEscalation(tool=tool, after_s=None)
+    seconds = parse_duration(after, what="escalate")
+    if target is None:
+        raise CommandError("say where the card goes: `to` @someone, @group, @role or #channel", usage)
+    return SetEscalation(tool=tool, after_s=seconds, target=target)
+
+
+def escalation_target(token: str, usage: str) -> EscalationTarget:
+    """The target in a mention: a user, a Slack user group, a Discord role or a channel.
+
+    Raises:
+        CommandError: when `token` is none of these.
+    """
+    if _CHANNEL.fullmatch(token):
+        return EscalationTarget(kind=TargetKind.CHANNEL, subject_id=channel_id(token, usage))
+    for kind, pattern in ((TargetKind.GROUP, _GROUP), (TargetKind.ROLE, _ROLE)):
+        match = pattern.fullmatch(token)
+        if match:
+            return EscalationTarget(kind=kind, subject_id=match.group(1))
+    if _USER.fullmatch(token):
+        return EscalationTarget(kind=TargetKind.USER, subject_id=user_id(token, usage))
+    raise CommandError(f"`{token}` is not a person, group, role or channel; name it as @someone or #channel", usage)
 
 
 def parse_trust_duration(text: str) -> int:
@@ -313,6 +372,23 @@ def _cards(words: _Words, condition: str | None) -> Command:
     return SetCards(routing=CardRouting(where))
 
 
+def _escalate(words: _Words, condition: str | None) -> Command:
+    tool = words.take("a tool name")
+    word = words.take("`after <duration>` or `off`")
+    if word.lower() == "off":
+        return escalation(tool, "off", None)
+    if word.lower() != "after":
+        raise CommandError(f"expected `after <duration>` or `off`, got `{word}`", words.usage)
+    duration = words.take("a duration like 30m")
+    if not words.words:
+        return escalation(tool, duration, None)
+    to = words.take("to")
+    if to.lower() != "to":
+        raise CommandError(f"expected `to <@user|@group|@role|#channel>`, got `{to}`", words.usage)
+    target = escalation_target(words.take("who or where (@user, @group, @role or #channel)"), words.usage)
+    return escalation(tool, duration, target)
+
+
 def _scope(words: _Words, condition: str | None) -> Command:
     kind = words.take("channel or thread").lower()
     if kind not in {"channel", "thread"}:
@@ -337,6 +413,10 @@ def _context(words: _Words, condition: str | None) -> Command:
     if action != "reset":
         raise CommandError(f"expected reset or nothing, got `{action}`", words.usage)
     return ResetContext()
+
+
+def _stop(words: _Words, condition: str | None) -> Command:
+    return StopTurn()
 
 
 def _audit(words: _Words, condition: str | None) -> Command:
@@ -396,9 +476,11 @@ _PARSERS = {
     "self-approval": _self_approval,
     "expiry": _expiry,
     "cards": _cards,
+    "escalate": _escalate,
     "scope": _scope,
     "agent": _agent,
     "context": _context,
+    "stop": _stop,
     "audit": _audit,
     "trust": _trust,
 }

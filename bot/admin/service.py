@@ -2,9 +2,9 @@
 
 Only admins may change something or read the audit log (it shows arguments): the platform's
 workspace admins (Slack admins and owners, Discord Manage Server) and bot admins. `help`,
-`show` and `context` are for everyone; `trust list` and `trust revoke` also for the approver
-who granted a trust and the person it trusts, on that trust. A refused or invalid command changes
-nothing; refusals are audited.
+`show` and `context` are for everyone; `stop` for the requester of the running turn and
+admins; `trust list` and `trust revoke` also for the approver who granted a trust and the person
+it trusts, on that trust. A refused or invalid command changes nothing; refusals are audited.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from bot.admin.commands import (
     RevokeTrust,
     SetAgent,
     SetCards,
+    SetEscalation,
     SetExpiry,
     SetPolicy,
     SetQuorum,
@@ -39,6 +40,7 @@ from bot.admin.commands import (
     Show,
     ShowAudit,
     ShowContext,
+    StopTurn,
 )
 from bot.admin.parse import CommandError
 from bot.admin.views import (
@@ -49,6 +51,7 @@ from bot.admin.views import (
     HelpPage,
     PolicyView,
     Reply,
+    StopRequested,
     ToolLine,
     TrustLine,
     TrustList,
@@ -58,6 +61,7 @@ from bot.agents.kind import AgentKind
 from bot.approvals.authorization import Directory, is_workspace_admin
 from bot.approvals.conditions import compile_condition, sample_arguments, strip_quotes
 from bot.approvals.config import ALL, ApproverRule, ConversationScope, SettingKey, TrustSetting, WorkspaceConfig
+from bot.approvals.escalation import EscalationRule
 from bot.approvals.mode import Mode
 from bot.approvals.trust import TrustGrant, still_fits
 from bot.audit import AuditEntry, AuditKind
@@ -87,6 +91,18 @@ class ContextPort(Protocol):
         ...
 
 
+class StopPort(Protocol):
+    """Stopping a conversation's running turn, as `stop` needs it (`bot.stopping.TurnStopper`)."""
+
+    async def stop(self, actor: Actor, *, conversation: ConversationRef | None = None) -> StopRequested:
+        """Stop the active turn of `conversation` for `actor` (its requester or an admin).
+
+        Raises:
+            NothingToStopError, AlreadyStoppedError, NotPermittedError: nothing was changed.
+        """
+        ...
+
+
 class AdminService:
     """The admin use case.
 
@@ -99,6 +115,7 @@ class AdminService:
         default_agent: the agent of channels without a setting (`COUNTERSIGN_AGENT`), for `show`.
         subagents: the configured subagents' names, for `show`.
         contexts: the conversations' graph state, for `context` (None: `context` is refused).
+        stops: stops a conversation's running turn, for `stop` (None: `stop` is refused).
     """
 
     def __init__(
@@ -112,6 +129,7 @@ class AdminService:
         default_agent: AgentKind = AgentKind.REACT,
         subagents: tuple[str, ...] = (),
         contexts: ContextPort | None = None,
+        stops: StopPort | None = None,
     ) -> None:
         self._config = config
         self._audit = audit
@@ -121,6 +139,7 @@ class AdminService:
         self._default_agent = default_agent
         self._subagents = subagents
         self._contexts = contexts
+        self._stops = stops
 
     async def execute(
         self,
@@ -143,8 +162,10 @@ class AdminService:
             NotPermittedError: `not_an_admin` (audited), `no_workspace` (a setting in a
                 Discord DM), `dm_reset` (`context reset` in a Discord DM, where nobody is an
                 admin) or `not_a_party` (`trust revoke` of a grant by someone who is neither
-                an admin nor its approver or requester; audited).
+                an admin nor its approver or requester; audited); for `stop`,
+                `not_requester_or_admin` or `other_workspace` (audited).
             ConversationBusyError: `context reset` while a card waits or a turn runs (audited).
+            NothingToStopError, AlreadyStoppedError: `stop` with nothing running, or twice.
             CommandError: an unknown tool, an invalid condition, a setting that cannot work,
                 `context` without a conversation, a trust id that names no live grant here.
         """
@@ -156,6 +177,11 @@ class AdminService:
         if isinstance(command, ShowContext):
             contexts, about = self._context_of(conversation)
             return await contexts.describe(about)
+        if isinstance(command, StopTurn):
+            # The requester may stop their own turn; the stopper checks who may (and audits).
+            if conversation is None or self._stops is None:
+                raise CommandError("`stop` is not available here")
+            return await self._stops.stop(actor, conversation=conversation)
         if actor.workspace_id == DM_WORKSPACE:
             raise NotPermittedError("dm_reset" if isinstance(command, ResetContext) else "no_workspace")
         admin = await is_workspace_admin(actor, config, self._directory_for(actor.platform))
@@ -226,6 +252,8 @@ class AdminService:
             # "off" for one tool must beat a workspace-wide expiry, so it is stored as 0 (never).
             value = command.seconds if command.seconds is not None else (0 if tool else None)
             return await self._set(actor, SettingKey.EXPIRY_S, value, tool=tool)
+        if isinstance(command, SetEscalation):
+            return await self._set_escalation(actor, command)
         if isinstance(command, SetCards):
             routing = {"routing": command.routing.value, "channel_id": command.channel_id}
             return await self._set(actor, SettingKey.CARDS, routing)
@@ -237,6 +265,16 @@ class AdminService:
         if isinstance(command, SetTrust):
             return await self._set_trust(actor, command)
         raise CommandError(f"unsupported command {type(command).__name__}")  # pragma: no cover
+
+    async def _set_escalation(self, actor: Actor, command: SetEscalation) -> Changed:
+        tool = self._tool(command.tool).name
+        wanted = None
+        if command.after_s is not None and command.target is not None:
+            wanted = EscalationRule(tool_name=tool, after_s=command.after_s, target=command.target)
+        before, after = await self._config.set_escalation(actor, tool, wanted)
+        return Changed(
+            setting="escalation", tool=tool, channel_id=None, before=before, after=after, changed=before != after
+        )
 
     async def _set(
         self, actor: Actor, key: SettingKey, value: object, *, tool: str = ALL, channel: str = ALL
@@ -385,6 +423,7 @@ class AdminService:
                     expiry_s=config.expiry_s(spec.name),
                     approvers=config.approvers_for(spec.name),
                     trust=config.trust_for(spec.name, channel),
+                    escalation=config.escalation(spec.name),
                 )
             )
         return PolicyView(

@@ -7,6 +7,7 @@ from typing import Any
 
 from bot.agents.kind import AgentKind
 from bot.approvals.config import ApproverRule, CardsSetting, ConversationScope, TrustSetting
+from bot.approvals.escalation import EscalationRule
 from bot.approvals.mode import Mode
 from bot.approvals.trust import TrustGrant
 from bot.audit import AuditEntry
@@ -31,6 +32,8 @@ class ToolLine:
     """Empty: the default (the requester and the workspace's admins)."""
     trust: TrustSetting | None = None
     """The trust setting in force for the tool there (issue 12); None: cards offer no trust."""
+    escalation: EscalationRule | None = None
+    """Where the tool's undecided cards escalate, and after how long (`/countersign escalate`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -128,6 +131,24 @@ class ContextReset:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class StopRequested:
+    """`stop`, or a Stop button: the turn was stopped (issue 12); it ends at its next step.
+
+    Attributes:
+        thread_id: the conversation.
+        requester_id: who started the turn (None: unknown).
+        paused: the turn was waiting for cards (some of its calls, at least), which are now closed
+            as stopped.
+        cards_closed: how many waiting cards were closed.
+    """
+
+    thread_id: str
+    requester_id: str | None
+    paused: bool
+    cards_closed: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class HelpPage:
     """`help`: the subcommands and the registered tools."""
 
@@ -171,4 +192,6 @@ class TrustRevoked:
     grant: TrustGrant
 
 
-Reply = PolicyView | Changed | AuditPage | HelpPage | ContextView | ContextReset | TrustList | TrustRevoked
+Reply = (
+    PolicyView | Changed | AuditPage | HelpPage | ContextView | ContextReset | StopRequested | TrustList | TrustRevoked
+)

@@ -31,6 +31,7 @@ from bot.agents import prompts
 from bot.agents.no_answer import no_answer_reason
 from bot.agents.review_agent import ReviewAgent
 from bot.agents.state import AgentState
+from bot.agents.stop_signal import stop_signal
 from bot.agents.subagent_specs import SubagentSpec
 from bot.approvals.mode import Mode
 from bot.approvals.policy import PolicyContext
@@ -133,8 +134,10 @@ def make_delegate(subagents: Mapping[str, Subagent]) -> Any:
 
     The node never raises for what the subagent did: an unknown name, a missing `query`, a
     model failure inside the subagent and a report without text all become the text of the
-    delegation's `ToolMessage`. `GraphInterrupt` from the subagent's review gate is not caught:
-    it pauses the whole conversation.
+    delegation's `ToolMessage`; so does a stopped turn (`bot.agents.stop_signal`), which starts
+    no delegation. A subagent already running stops at its own next step and reports so.
+    `GraphInterrupt` from the subagent's review gate is not caught: it pauses the whole
+    conversation.
     """
 
     async def delegate(task: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
@@ -150,6 +153,11 @@ def make_delegate(subagents: Mapping[str, Subagent]) -> Any:
         query = args.get("query") if isinstance(args, dict) else None
         if not isinstance(query, str) or not query.strip() or set(args) - {"query"}:
             return _answer(call, prompts.INVALID_DELEGATION.format(name=name), error=True)
+        signal = stop_signal(config)
+        if signal is not None and signal.is_set:
+            # No new delegation (its model calls) once the turn is stopped; a delegation paused
+            # for a card is answered here too, without running its subagent again.
+            return _answer(call, prompts.STOPPED_CALL.format(name=signal.stopped_by or "someone"), error=True)
         write = get_stream_writer()
         write(DelegationEvent(subagent=name, call_id=call_id, started=True, query=query))
         try:

@@ -16,8 +16,9 @@ from bot.agents.history import call_ids, with_canonical_args, with_unique_call_i
 from bot.agents.model_errors import to_model_error
 from bot.agents.no_answer import ASK_AGAIN, gemini_says, no_answer_reason
 from bot.agents.nodes import Node
-from bot.agents.prompts import ASK_AGAIN_NOTES, STEP_LIMIT_MESSAGE
+from bot.agents.prompts import ASK_AGAIN_NOTES, STEP_LIMIT_MESSAGE, STOPPED_ANSWER
 from bot.agents.state import AgentState
+from bot.agents.stop_signal import StopSignal, stop_signal, stopped_answer, unless_stopped
 from bot.approvals.mode import Mode
 from bot.approvals.policy import PolicyContext, ReviewPolicy
 from bot.approvals.trust import TrustCheck
@@ -79,6 +80,10 @@ def make_llm_call(
     asking again can help (a malformed function call, an empty reply), the model is asked once
     more, with a note saying what went wrong appended to the system prompt (issue 9, finding 1).
 
+    Stop (`bot.agents.stop_signal`): once the run's turn is stopped, no model call is made and
+    the answer is the closing "Stopped by <name>." message; a model call (or a summary) under
+    way when the stop arrives is abandoned.
+
     Raises (from the node):
         bot.errors.ModelError: the model failed after its bounded retries.
         bot.errors.NoAnswerError: the model gave no answer, also when asked once more.
@@ -106,6 +111,16 @@ def make_llm_call(
         return response
 
     async def llm_call(state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        signal = stop_signal(config)
+        stopped, update = await unless_stopped(signal, _call(state, config))
+        if stopped or update is None:
+            # No model call once the turn is stopped; one under way is abandoned (no side
+            # effects). The closing message records, for the model, who stopped the turn.
+            closing = stopped_answer(signal or StopSignal(), STOPPED_ANSWER.format(name=_stopper(signal)))
+            return {"messages": [closing], "review_plan": {}}
+        return update
+
+    async def _call(state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         scale = state.get("token_scale") or 1.0
         fitted = await context.fit(
             state["messages"],
@@ -179,6 +194,10 @@ def _results_so_far(messages: Sequence[BaseMessage]) -> str:
         text = text if len(text) <= RESULT_CHARS else text[: RESULT_CHARS - 1] + "…"
         lines.append(f"{number}. {result.name or 'a tool'}: {text}")
     return " Results so far: " + " ".join(lines)
+
+
+def _stopper(signal: StopSignal | None) -> str:
+    return (signal.stopped_by if signal is not None else "") or "someone"
 
 
 def _input_tokens(response: AIMessage) -> int | None:

@@ -69,6 +69,16 @@ TRUST_ENDED = (
     "will then wait for approval."
 )
 """Answer for a call a trust grant covered when planned but no longer covers when it would run (issue 12)."""
+STOPPED_ANSWER = "Stopped by {name}."
+"""The closing message of a stopped turn (issue 12, "Stop"): the model's history records that
+the user stopped it, so the next message continues from there (`bot.agents.stop_signal`)."""
+STOPPED_CALL = "Not run: {name} stopped this turn before the call ran."
+"""The result of every call a stopped turn leaves unanswered (a reviewed one, a waiting one)."""
+CANCELLED_CALL = (
+    "Cancelled: {name} stopped this turn while the call ran, so it may or may not have taken effect. "
+    "Tell the user and ask before trying again."
+)
+"""The result of a cancellable tool that a stop cut short (`bot.tools.registry.CANCELLABLE`)."""
 
 SUPERVISOR_INSTRUCTIONS = """\
 

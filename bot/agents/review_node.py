@@ -17,9 +17,10 @@ from langchain_core.tools import BaseTool
 from langgraph.types import Command, Send, interrupt
 
 from bot.agents import prompts
-from bot.agents.history import last_tool_call_message
+from bot.agents.history import answers_after, last_tool_call_message
 from bot.agents.nodes import Node
 from bot.agents.state import AgentState
+from bot.agents.stop_signal import StopSignal, stop_signal
 from bot.approvals.decisions import Approve, Edit, Reject, check_decision, parse_decision
 from bot.approvals.mode import Mode
 from bot.approvals.records import SYSTEM_REASONS
@@ -58,13 +59,21 @@ def make_human_review(
     directions (seed 001): a call that needs no review is approved; a reviewed call with no
     (or an unusable) decision is rejected, because running an unapproved action may not be
     undoable. An edit keeps the call id and replaces the AI message by id.
+
+    Once the run's turn is stopped (`bot.agents.stop_signal`), the gate raises no interrupt and
+    runs nothing: every call of the answer gets a "not run: stopped" result.
     """
 
     async def human_review(state: AgentState, config: RunnableConfig) -> Command[Any]:
         found = last_tool_call_message(state["messages"])
         if found is None:
             return Command(goto="llm_call")
-        _, ai = found
+        index, ai = found
+        signal = stop_signal(config)
+        if signal is not None and signal.is_set:
+            # A stopped turn opens no card: every call is answered as stopped (also on the
+            # resume that answers a pause the stop closed), and `llm_call` closes the turn.
+            return _stopped(ai, answers_after(state["messages"], index), signal)
         plan = state.get("review_plan") or {}
         trusted = state.get("trusted") or {}
         modes = [Mode(plan.get(str(call["id"]), Mode.REVIEW.value)) for call in ai.tool_calls]
@@ -79,6 +88,8 @@ def make_human_review(
         outcomes: dict[str, Approve | Edit | str] = {}
         if reviewed:
             response = interrupt(build_review_request(reviewed, tools, _why(ai, state, source), source=source))
+            if signal is not None and signal.is_set:
+                return _stopped(ai, answers_after(state["messages"], index), signal)
             outcomes = _outcomes_by_call(response, reviewed, tools)
 
         calls: list[ToolCall] = []
@@ -162,6 +173,13 @@ def _reject_text(decision: Reject) -> str:
     if reason in SYSTEM_REASONS:  # an expiry or a policy denial: no reviewer said it
         return prompts.REJECTED_BY_COUNTERSIGN.format(reason=reason)
     return prompts.REJECTED_BY_REVIEWER.format(reason=reason)
+
+
+def _stopped(ai: AIMessage, answered: Mapping[str, ToolMessage], signal: StopSignal) -> Command[Any]:
+    """The gate's answer once the turn is stopped: every unanswered call did not run, in call order."""
+    text = prompts.STOPPED_CALL.format(name=signal.stopped_by or "someone")
+    update = [_rejection(call, text) for call in ai.tool_calls if str(call["id"]) not in answered]
+    return Command(update={"messages": update}, goto="llm_call")
 
 
 def _rejection(call: ToolCall, text: str) -> ToolMessage:

@@ -20,6 +20,7 @@ from bot.agents import prompts
 from bot.agents.history import answers_after, last_tool_call_message
 from bot.agents.nodes import Node
 from bot.agents.state import AgentState
+from bot.agents.stop_signal import StopSignal, is_cancellable, stop_signal, unless_stopped
 from bot.approvals.mode import Mode
 from bot.approvals.policy import PolicyContext, ReviewPolicy
 from bot.approvals.trust import TrustCheck
@@ -51,6 +52,10 @@ def make_tool_node(
             to call again for a card; a covering grant is claimed through the ledger, which
             checks it once more with the claim. Without it, such a call does not run.
 
+    Once the run's turn is stopped (`bot.agents.stop_signal`), no further call starts: each
+    gets a "not run: stopped" result; a call already running is let finish, or cancelled when
+    its tool declared it may be (see `run_tool`).
+
     Every failure becomes an error `ToolMessage` the model can read (seed 000 lists three
     kinds; unlike the template, an exception inside a tool is caught too, and logged):
     an unknown tool, arguments the tool's schema refuses, and an exception in the tool.
@@ -70,10 +75,15 @@ def make_tool_node(
         waited = any(
             plan.get(str(call["id"])) != Mode.AUTO.value and str(call["id"]) not in trusted for call in ai.tool_calls
         )
+        signal = stop_signal(config)
         results: dict[str, ToolMessage] = {}
         for call in ai.tool_calls:
             call_id = str(call["id"])
             if call_id in answered:
+                continue
+            if signal is not None and signal.is_set:
+                # No new tool call once the turn is stopped.
+                results[call_id] = _error(call, prompts.STOPPED_CALL.format(name=signal.stopped_by or "someone"))
                 continue
             if policy is not None and waited and plan.get(call_id) == Mode.AUTO.value:
                 refusal = await _refusal_now(call, policy, context)
@@ -82,9 +92,9 @@ def make_tool_node(
                     continue
             reviewed = plan.get(call_id, Mode.REVIEW.value) == Mode.REVIEW.value
             if reviewed and call_id in trusted:
-                results[call_id] = await _run_trusted(call, tools, ledger, thread_id, trust, context)
+                results[call_id] = await _run_trusted(call, tools, ledger, thread_id, trust, context, signal)
                 continue
-            results[call_id] = await run_tool(call, tools, ledger, thread_id, reviewed=reviewed)
+            results[call_id] = await run_tool(call, tools, ledger, thread_id, reviewed=reviewed, signal=signal)
         return {"messages": _in_call_order(ai, answered, results)}
 
     return tool_node
@@ -98,6 +108,7 @@ async def run_tool(
     *,
     reviewed: bool,
     trust: TrustUse | None = None,
+    signal: StopSignal | None = None,
 ) -> ToolMessage:
     """Run one call and return its result; never raises for a tool's own failure.
 
@@ -109,6 +120,10 @@ async def run_tool(
         reviewed: whether the policy needs review for this call; the ledger then runs it only
             with a stored approval of exactly these arguments, or under `trust`.
         trust: the trust grant a reviewed call without a card runs under (issue 12).
+        signal: the run's stop; a tool that declared itself cancellable
+            (`bot.tools.registry.CANCELLABLE`) is cancelled when the turn is stopped while
+            it runs, and its result says so (recorded like any result, and the call's card,
+            if it had one, says it may or may not have taken effect); any other tool finishes.
     """
     name = call["name"]
     call_id = str(call["id"])
@@ -137,10 +152,21 @@ async def run_tool(
         return _error(call, prompts.ALREADY_STARTED_MESSAGE)
     if claim is Claim.NOT_APPROVED:
         return _error(call, prompts.NOT_APPROVED_MESSAGE)
-    result = await _invoke(call, tool)
+    cut_short = False
+    if is_cancellable(tool):
+        cut_short, finished = await unless_stopped(signal, _invoke(call, tool))
+        stopper = signal.stopped_by if signal is not None else ""
+        result = finished or _error(call, prompts.CANCELLED_CALL.format(name=stopper or "someone"))
+        if cut_short:
+            log.info("%s cancelled by a stop (tool_call_id=%s thread_id=%s)", name, call_id, thread_id)
+    else:
+        result = await _invoke(call, tool)
     try:
         await ledger.record(
-            thread_id=thread_id, tool_call_id=call_id, result=ToolResult(content=result.content, status=result.status)
+            thread_id=thread_id,
+            tool_call_id=call_id,
+            result=ToolResult(content=result.content, status=result.status),
+            cut_short=cut_short,
         )
     except Exception:
         # The result still reaches the checkpoint; only a crash before that would lose it.
@@ -170,6 +196,7 @@ async def _run_trusted(
     thread_id: str,
     trust: TrustCheck | None,
     context: PolicyContext,
+    signal: StopSignal | None = None,
 ) -> ToolMessage:
     """Run a call a trust grant covered when planned, if a grant still covers it now (issue 12).
 
@@ -178,15 +205,15 @@ async def _run_trusted(
     ended does not run; if it ran before an interruption, its recorded result stands.
     """
     grant = await trust.covering(call, context) if trust is not None else None
+    call_id = str(call["id"])
     if grant is None:
-        call_id = str(call["id"])
         stored = await ledger.recorded(thread_id=thread_id, tool_call_id=call_id)
         if stored is not None:
             return ToolMessage(content=stored.content, tool_call_id=call_id, name=call["name"], status=stored.status)
         log.info("trust no longer covers %s; not run (tool_call_id=%s thread_id=%s)", call["name"], call_id, thread_id)
         return _error(call, prompts.TRUST_ENDED.format(name=call["name"]))
     use = TrustUse(grant_id=grant.id, requester_id=context.requester_id)
-    return await run_tool(call, tools, ledger, thread_id, reviewed=True, trust=use)
+    return await run_tool(call, tools, ledger, thread_id, reviewed=True, trust=use, signal=signal)
 
 
 async def _refusal_now(call: ToolCall, policy: ReviewPolicy, context: PolicyContext) -> ToolMessage | None:

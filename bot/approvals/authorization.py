@@ -7,15 +7,30 @@
   (Discord) and user groups (Slack), and the requester as above, may decide.
 - Without a list: the requester and the workspace's admins (the platform's admins and the
   bot admins added with `/countersign admins add`).
+- Once a card escalated (`/countersign escalate`, issue 12), its target is one more approver of
+  that call only: the user, members of the role or user group, or whoever clicks in the
+  channel. The requester and self-approval rules above still come first.
 """
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Protocol
 
 from bot.approvals.config import ApproverKind, WorkspaceConfig
+from bot.approvals.escalation import EscalationTarget, TargetKind
 from bot.conversation import Actor
 from bot.errors import NotPermittedError
+
+
+class Standing(StrEnum):
+    """Why someone may decide an approval (the first rule that lets them)."""
+
+    REQUESTER = "requester"
+    APPROVER = "approver"
+    ADMIN = "admin"
+    ESCALATION = "escalation"
+    """Only as the target of the card's escalation (audited as such)."""
 
 
 class Directory(Protocol):
@@ -61,7 +76,8 @@ async def ensure_may_decide(
     decision_type: str,
     config: WorkspaceConfig,
     directory: Directory,
-) -> None:
+    escalated_to: EscalationTarget | None = None,
+) -> Standing:
     """Raise unless `actor` may take a decision of `decision_type` on this approval.
 
     Args:
@@ -72,6 +88,11 @@ async def ensure_may_decide(
         decision_type: `approve`, `edit` or `reject` (`open_form` counts as approve).
         config: the workspace's configuration.
         directory: the platform's admin and membership lookups.
+        escalated_to: the target of this approval's escalation once it escalated
+            (`ApprovalRecord.escalated_audience`), an extra approver of this call; None before.
+
+    Returns:
+        Why they may (the escalation only when no other rule lets them).
 
     Raises:
         NotPermittedError: with reason `other_workspace`, `self_approval_off`,
@@ -82,16 +103,35 @@ async def ensure_may_decide(
     is_requester = actor.user_id == requester_id
     if is_requester:
         if decision_type == "reject" or config.self_approval(tool_name):
-            return
+            return Standing.REQUESTER
         raise NotPermittedError("self_approval_off")
     approvers = config.approvers_for(tool_name)
     if not approvers:
         if await is_workspace_admin(actor, config, directory):
-            return
+            return Standing.ADMIN
+        if escalated_to is not None and await in_audience(actor, escalated_to, directory):
+            return Standing.ESCALATION
         raise NotPermittedError("not_requester_or_admin")
     if any(a.kind is ApproverKind.USER and a.subject_id == actor.user_id for a in approvers):
-        return
+        return Standing.APPROVER
     groups = frozenset(a.subject_id for a in approvers if a.kind is not ApproverKind.USER)
     if groups and (actor.groups & groups or await directory.member_of(actor, groups)):
-        return
+        return Standing.APPROVER
+    if escalated_to is not None and await in_audience(actor, escalated_to, directory):
+        return Standing.ESCALATION
     raise NotPermittedError("not_an_approver")
+
+
+async def in_audience(actor: Actor, target: EscalationTarget, directory: Directory) -> bool:
+    """Whether `actor` is the audience of an escalation to `target`.
+
+    A user is themselves; a role (Discord) or user group (Slack) counts its members, as approver
+    lists do; a channel counts whoever clicked in it (`Actor.channel_id`, from the platform's
+    signed payload: only someone who can see the channel can click there).
+    """
+    if target.kind is TargetKind.USER:
+        return actor.user_id == target.subject_id
+    if target.kind is TargetKind.CHANNEL:
+        return actor.channel_id is not None and actor.channel_id == target.subject_id
+    wanted = frozenset({target.subject_id})
+    return bool(actor.groups & wanted or await directory.member_of(actor, wanted))

@@ -12,6 +12,7 @@ from enum import StrEnum
 from typing import Any
 
 from bot.agents.kind import AgentKind
+from bot.approvals.escalation import EscalationRule
 from bot.approvals.mode import Mode
 
 ALL = ""
@@ -122,6 +123,7 @@ class WorkspaceConfig:
         admins: bot admins' user ids (besides the platform's own admins).
         settings: scalar values keyed by `(channel_id, tool_name, key)`.
         trust: trust settings keyed by `(channel_id, tool_name)` (issue 12).
+        escalations: each tool's escalation, by tool name.
     """
 
     platform: str
@@ -131,6 +133,7 @@ class WorkspaceConfig:
     admins: frozenset[str] = frozenset()
     settings: dict[tuple[str, str, str], Any] = field(default_factory=dict)
     trust: dict[tuple[str, str], TrustSetting] = field(default_factory=dict)
+    escalations: dict[str, EscalationRule] = field(default_factory=dict)
 
     def rule_for(self, tool_name: str, channel_id: str) -> ToolRule | None:
         """The channel's rule for the tool, else the workspace's, else None (built-in)."""
@@ -169,6 +172,10 @@ class WorkspaceConfig:
         """Seconds a card waits before it expires; None (or 0) means never."""
         value = self._tool_setting(tool_name, SettingKey.EXPIRY_S)
         return int(value) if value else None
+
+    def escalation(self, tool_name: str) -> EscalationRule | None:
+        """The tool's escalation (`/countersign escalate`), or None."""
+        return self.escalations.get(tool_name)
 
     def cards(self) -> CardsSetting:
         """Where cards go (workspace-wide)."""

@@ -16,6 +16,8 @@ Approval (one reviewed tool call)::
     PENDING --approve_edit> EDITED      the quorum approved edited arguments
     PENDING --reject------> REJECTED    one reject decides (also a policy denial)
     PENDING --expire------> EXPIRED     nobody decided in time
+    PENDING --stop--------> STOPPED     the requester or an admin stopped the turn the call
+                                        belongs to (issue 12, "Stop"): it never runs
 
 Review (one interrupt)::
 
@@ -26,6 +28,25 @@ Review (one interrupt)::
 `open -> votes -> decided or expired -> resuming -> done` is the path of a review whose
 approvals collect votes. Deciding the last approval and claiming the resume happen in one
 transaction, so a review is never decided without somebody owning its resume.
+
+A stop closes every pending approval of the stopped turn with STOP, in one transaction that
+locks the reviews first (the order a vote takes), so of a Stop and an Approve racing on one
+card exactly one moves it; the stop then claims each review it left without a pending
+approval, like a last decision does, and the resume answers every call of the turn as
+stopped (docs/decisions/0021).
+
+Escalation (a pending approval whose tool has `/countersign escalate`; docs/decisions/0023)::
+
+    WAITING --claim--> CLAIMED     due, and the approval still PENDING: one sweeper posts it
+    CLAIMED --claim--> CLAIMED     the claim's lease ran out (its sweeper died): another posts it
+    CLAIMED --post---> ESCALATED   its copies are out
+
+An approval that is decided or expired first is never claimed (`ESCALATES_FROM`). From the
+claim on, the escalation's target may decide the approval (`escalation_admits`).
+
+Batch: a pause whose approvals include at least `BATCH_MIN_PENDING` pending ones offers
+*Approve all* / *Reject all* on its first card (`batch_open`); each call is still decided by
+its own vote.
 
 Trust grant (issue 12: one approver's "Approve and trust" on one card)::
 
@@ -56,6 +77,7 @@ class ApprovalStatus(StrEnum):
     EDITED = "edited"
     REJECTED = "rejected"
     EXPIRED = "expired"
+    STOPPED = "stopped"
 
 
 class ReviewStatus(StrEnum):
@@ -74,6 +96,7 @@ class ApprovalEvent(StrEnum):
     APPROVE_EDIT = "approve_edit"
     REJECT = "reject"
     EXPIRE = "expire"
+    STOP = "stop"
 
 
 class ReviewEvent(StrEnum):
@@ -105,11 +128,13 @@ APPROVAL_TRANSITIONS: Mapping[ApprovalStatus, Mapping[ApprovalEvent, ApprovalSta
         ApprovalEvent.APPROVE_EDIT: ApprovalStatus.EDITED,
         ApprovalEvent.REJECT: ApprovalStatus.REJECTED,
         ApprovalEvent.EXPIRE: ApprovalStatus.EXPIRED,
+        ApprovalEvent.STOP: ApprovalStatus.STOPPED,
     },
     ApprovalStatus.APPROVED: {},
     ApprovalStatus.EDITED: {},
     ApprovalStatus.REJECTED: {},
     ApprovalStatus.EXPIRED: {},
+    ApprovalStatus.STOPPED: {},
 }
 """state -> event -> new state; an event missing for a state does not fit it."""
 
@@ -127,6 +152,39 @@ TRUST_TRANSITIONS: Mapping[TrustStatus, Mapping[TrustEvent, TrustStatus]] = {
 
 DECIDED = frozenset(s for s in ApprovalStatus if not APPROVAL_TRANSITIONS[s])
 """Final approval states."""
+
+
+class EscalationStatus(StrEnum):
+    """Where an approval's escalation stands (None on the approval: no escalation)."""
+
+    WAITING = "waiting"
+    CLAIMED = "claimed"
+    ESCALATED = "escalated"
+
+
+class EscalationEvent(StrEnum):
+    """What can happen to an escalation."""
+
+    CLAIM = "claim"
+    POST = "post"
+
+
+ESCALATION_TRANSITIONS: Mapping[EscalationStatus, Mapping[EscalationEvent, EscalationStatus]] = {
+    EscalationStatus.WAITING: {EscalationEvent.CLAIM: EscalationStatus.CLAIMED},
+    EscalationStatus.CLAIMED: {
+        # Again only once the claim's lease ran out (the store's update says so).
+        EscalationEvent.CLAIM: EscalationStatus.CLAIMED,
+        EscalationEvent.POST: EscalationStatus.ESCALATED,
+    },
+    EscalationStatus.ESCALATED: {},
+}
+"""state -> event -> new state for an approval's escalation."""
+
+ESCALATES_FROM = frozenset({ApprovalStatus.PENDING})
+"""The approval states an escalation may be claimed in: a decided or expired card never escalates."""
+
+BATCH_MIN_PENDING = 2
+"""Pending calls a pause needs for its first card to offer Approve all / Reject all."""
 
 
 class LifecycleError(CountersignError):
@@ -199,6 +257,37 @@ def approval_sources(event: ApprovalEvent) -> list[str]:
 def review_sources(event: ReviewEvent) -> list[str]:
     """The review states `event` may leave (for the store's conditional update)."""
     return [state.value for state, moves in REVIEW_TRANSITIONS.items() if event in moves]
+
+
+def escalation_after(state: EscalationStatus, event: EscalationEvent) -> EscalationStatus:
+    """The escalation's state after `event`.
+
+    Raises:
+        LifecycleError: when `event` does not fit `state` (e.g. a second post).
+    """
+    try:
+        return ESCALATION_TRANSITIONS[state][event]
+    except KeyError:
+        raise LifecycleError(state.value, event.value) from None
+
+
+def escalation_sources(event: EscalationEvent) -> list[str]:
+    """The escalation states `event` may leave (for the store's conditional update)."""
+    return [state.value for state, moves in ESCALATION_TRANSITIONS.items() if event in moves]
+
+
+def escalation_admits(approval: ApprovalStatus, escalation: EscalationStatus | None) -> bool:
+    """Whether an escalation's target may now decide the approval (as an extra approver of it).
+
+    From the claim on: the escalation is due and its copies are being, or were, posted. The
+    approval must still be pending (a decided one is decided for everyone).
+    """
+    return approval is ApprovalStatus.PENDING and escalation in {EscalationStatus.CLAIMED, EscalationStatus.ESCALATED}
+
+
+def batch_open(statuses: Iterable[ApprovalStatus]) -> bool:
+    """Whether a pause with approvals in `statuses` offers Approve all / Reject all (2+ pending)."""
+    return sum(status is ApprovalStatus.PENDING for status in statuses) >= BATCH_MIN_PENDING
 
 
 def tally(*, approvals: int, quorum: int, edited: bool) -> ApprovalEvent:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from bot.approvals.digest import args_digest
-from bot.approvals.lifecycle import ApprovalStatus, ReviewStatus
+from bot.approvals.escalation import EscalationTarget
+from bot.approvals.lifecycle import ApprovalStatus, EscalationStatus, ReviewStatus, escalation_admits
 
 VERSION_CHARS = 8
 EXPIRED_REASON = "expired without a decision"
@@ -17,7 +20,9 @@ DENIED_BY_POLICY = "denied by policy: the tool may not be used here"
 NO_LONGER_CONFIGURED = "not run: the tool, or the subagent that asked for it, is no longer configured"
 """The reason recorded when a card is approved after its tool or subagent was removed from the
 configuration (a restart with another tools module or subagents file): the call cannot run."""
-SYSTEM_REASONS = frozenset({EXPIRED_REASON, DENIED_BY_POLICY, NO_LONGER_CONFIGURED})
+STOPPED_REASON = "not run: the turn was stopped before this call ran"
+"""The reject reason a stopped approval resumes with (the graph answers its call as stopped)."""
+SYSTEM_REASONS = frozenset({EXPIRED_REASON, DENIED_BY_POLICY, NO_LONGER_CONFIGURED, STOPPED_REASON})
 """Reject reasons Countersign writes itself (no reviewer chose them); see `review_node`."""
 
 
@@ -31,6 +36,8 @@ class NewAction:
         expires_in_s: seconds until the card expires; None for never.
         trust_offer_s: the trust the card offers ("Approve and trust for ..."), in seconds;
             None for none (issue 12).
+        escalates_in_s: seconds until the card escalates to `escalate_to`; None for never.
+        escalate_to: where it escalates (given exactly when `escalates_in_s` is).
     """
 
     tool_call_id: str | None
@@ -40,6 +47,8 @@ class NewAction:
     quorum: int = 1
     expires_in_s: int | None = None
     trust_offer_s: int | None = None
+    escalates_in_s: int | None = None
+    escalate_to: EscalationTarget | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -104,6 +113,14 @@ class ApprovalRecord:
     """How long that grant was made for, in seconds."""
     trusted_until: datetime | None = None
     """When that grant ends (or ended: it may have been revoked since)."""
+    escalation: EscalationStatus | None = None
+    """Where its escalation stands; None when its tool had none when the review opened."""
+    escalate_at: datetime | None = None
+    """When it escalates (if still pending then)."""
+    escalate_to: EscalationTarget | None = None
+    """Who it escalates to: once escalated, an extra approver of this call (not of the tool)."""
+    escalated_at: datetime | None = None
+    """When it escalated (cards say so); None before."""
 
     @property
     def version(self) -> str:
@@ -125,6 +142,11 @@ class ApprovalRecord:
         """Whether no decision has been recorded."""
         return self.status is ApprovalStatus.PENDING
 
+    @property
+    def escalated_audience(self) -> EscalationTarget | None:
+        """The escalation target that may decide this call now, or None (`lifecycle.escalation_admits`)."""
+        return self.escalate_to if escalation_admits(self.status, self.escalation) else None
+
     def resume_decision(self) -> dict[str, Any]:
         """This approval's decision in the HITL resume shape (pending counts as reject).
 
@@ -141,7 +163,20 @@ class ApprovalRecord:
             }
         if self.status is ApprovalStatus.EXPIRED:
             return {"type": "reject", "message": self.reason or EXPIRED_REASON}
+        if self.status is ApprovalStatus.STOPPED:
+            return {"type": "reject", "message": STOPPED_REASON}
         return {"type": "reject", "message": self.reason}
+
+
+def pause_version(approvals: Sequence[ApprovalRecord]) -> str:
+    """A short tag of every call's arguments under vote in one pause, drawn on Approve all.
+
+    Like `ApprovalRecord.version` for one card: an Approve all clicked on a first card drawn
+    before an edit of any call of the pause names an older tag and is refused, so nobody
+    approves, in a batch, arguments they were not shown. Decisions do not change it.
+    """
+    joined = "|".join(f"{approval.id}:{approval.version}" for approval in sorted(approvals, key=lambda a: a.position))
+    return hashlib.sha256(joined.encode()).hexdigest()[:VERSION_CHARS]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

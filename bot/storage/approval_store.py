@@ -19,13 +19,19 @@ from asyncpg.pool import PoolConnectionProxy
 
 from bot import metrics
 from bot.approvals.digest import args_digest
+from bot.approvals.escalation import EscalationTarget, TargetKind
 from bot.approvals.lifecycle import (
+    ESCALATES_FROM,
     ApprovalEvent,
     ApprovalStatus,
+    EscalationEvent,
+    EscalationStatus,
     ReviewEvent,
     ReviewStatus,
     approval_after,
     approval_sources,
+    escalation_after,
+    escalation_sources,
     grants_trust,
     review_sources,
     tally,
@@ -42,6 +48,7 @@ from bot.errors import (
     TrustRefusedError,
 )
 from bot.storage.audit_store import AuditStore
+from bot.storage.conversation_store import Stopper
 from bot.storage.trust_store import insert_grant
 from bot.tools.canonical import canonical_values
 
@@ -139,9 +146,11 @@ class ApprovalStore:
                     INSERT INTO approvals (id, review_id, position, thread_id, workspace_id,
                         tool_call_id, tool_name, description, proposed_args, requester_id,
                         requester_name, current_args, current_digest, quorum, expires_at, source,
-                        trust_offer_s)
+                        trust_offer_s, escalate_at, escalate_kind, escalate_to, escalation)
                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $9, $12, $13,
-                        CASE WHEN $14::int IS NULL THEN NULL ELSE now() + make_interval(secs => $14) END, $15, $16)
+                        CASE WHEN $14::int IS NULL THEN NULL ELSE now() + make_interval(secs => $14) END, $15, $16,
+                        CASE WHEN $17::int IS NULL THEN NULL ELSE now() + make_interval(secs => $17) END, $18, $19,
+                        CASE WHEN $17::int IS NULL THEN NULL ELSE $20 END)
                     """,
                     [
                         (
@@ -161,6 +170,7 @@ class ApprovalStore:
                             action.expires_in_s,
                             source,
                             action.trust_offer_s,
+                            *_escalation_columns(action),
                         )
                         for position, action in enumerate(actions)
                     ],
@@ -281,6 +291,81 @@ class ApprovalStore:
         """When the next pending approval expires, or None."""
         value: datetime | None = await self._pool.fetchval(
             "SELECT min(expires_at) FROM approvals WHERE status = 'pending' AND expires_at IS NOT NULL"
+        )
+        return value
+
+    async def claim_due_escalations(self, *, lease_s: float, limit: int = 50) -> list[ApprovalRecord]:
+        """Claim the escalations that are due on approvals still pending; each is claimed once.
+
+        One conditional update (`lifecycle.ESCALATION_TRANSITIONS`): a `waiting` escalation whose
+        time has come, or a `claimed` one whose lease ran out (the sweeper that claimed it died
+        before posting), on a pending approval, becomes `claimed` with a new lease;
+        `escalated_at` keeps the first claim's time. Rows another transaction holds (a vote in
+        progress) are skipped and looked at in the next sweep, so of two replicas sweeping at
+        once each escalation goes to exactly one, and a click is never kept waiting.
+
+        Args:
+            lease_s: seconds the claimer has to post the copies and `finish_escalation`.
+            limit: at most this many per call.
+
+        Returns:
+            The claimed approvals, as stored after the claim.
+        """
+        claimed = escalation_after(EscalationStatus.WAITING, EscalationEvent.CLAIM)
+        ids = await self._pool.fetch(_CLAIM_ESCALATIONS, claimed.value, lease_s, limit)
+        if not ids:
+            return []
+        rows = await self._pool.fetch(
+            f"{_SELECT} WHERE a.id = ANY($1::text[]) ORDER BY a.escalate_at", [row["id"] for row in ids]
+        )
+        return [_approval(row) for row in rows]
+
+    async def finish_escalation(self, approval_id: str, *, copies: int) -> ApprovalRecord | None:
+        """Record that a claimed escalation's copies are out, with its audit row, atomically.
+
+        Args:
+            approval_id: the approval.
+            copies: how many copies were posted (for the audit row).
+
+        Returns:
+            The approval as now stored, or None when it was not `claimed` (another sweeper
+            finished it after this one's lease ran out).
+        """
+        async with self._pool.acquire() as connection, connection.transaction():
+            updated = await connection.fetchval(
+                "UPDATE approvals SET escalation = $2, escalation_lease = NULL "
+                "WHERE id = $1 AND escalation = ANY($3::text[]) RETURNING true",
+                approval_id,
+                escalation_after(EscalationStatus.CLAIMED, EscalationEvent.POST).value,
+                escalation_sources(EscalationEvent.POST),
+            )
+            if not updated:
+                return None
+            row = _approval(_present(await connection.fetchrow(f"{_SELECT} WHERE a.id = $1", approval_id)))
+            target = row.escalate_to
+            await self._audit.record(
+                approval_entry(
+                    AuditKind.ESCALATION,
+                    row,
+                    "escalated",
+                    detail={
+                        "to": {"kind": target.kind.value, "id": target.subject_id} if target else None,
+                        "at": row.escalated_at.isoformat() if row.escalated_at else None,
+                        "copies": copies,
+                    },
+                ),
+                connection=connection,
+            )
+        return row
+
+    async def next_escalation(self) -> datetime | None:
+        """When the next escalation falls due (or a claim's lease runs out), or None."""
+        value: datetime | None = await self._pool.fetchval(
+            """
+            SELECT min(CASE WHEN escalation = $1 THEN escalation_lease ELSE escalate_at END) FROM approvals
+            WHERE status = 'pending' AND escalation IN ('waiting', 'claimed')
+            """,
+            EscalationStatus.CLAIMED.value,
         )
         return value
 
@@ -456,6 +541,74 @@ class ApprovalStore:
         await _count_as_activity(connection, current.thread_id)
         return DecideResult(approval=_approval(_present(row)), review_complete=claimed, decided=True)
 
+    async def lock_open_reviews(self, connection: PoolConnectionProxy, thread_id: str) -> None:
+        """Lock the thread's pending and resuming reviews, in id order, in the caller's transaction.
+
+        A stop takes these locks first, as a vote and an expiry take their review's lock first,
+        so a stop racing a decision on the same card waits for it (or it for the stop) instead of
+        deadlocking, and of the two exactly one moves the approval.
+        """
+        await connection.execute(
+            "SELECT 1 FROM reviews WHERE thread_id = $1 AND status = ANY($2::text[]) ORDER BY id FOR UPDATE",
+            thread_id,
+            [ReviewStatus.PENDING.value, ReviewStatus.RESUMING.value],
+        )
+
+    async def stop_pending(
+        self, connection: PoolConnectionProxy, thread_id: str, *, stopper: Stopper
+    ) -> tuple[list[ApprovalRecord], bool]:
+        """Close every pending approval of the thread as stopped, in the caller's transaction.
+
+        Call with the thread's open reviews locked (`lock_open_reviews`). Each approval moves
+        with the `stop` transition's conditional update and gets a `decision` audit row with
+        the outcome `stopped`; each review left without a pending approval is claimed for
+        resuming, as by a last decision. Counted in `bot.metrics` by the caller, once the
+        transaction committed (`metrics.approval_closed`).
+
+        Args:
+            connection: the caller's connection, inside its transaction.
+            thread_id: the conversation whose turn stops.
+            stopper: who stopped it (the approvals' decider).
+
+        Returns:
+            The approvals closed, as now stored, and whether a review was claimed for resuming
+            (the resume then answers the stopped calls).
+        """
+        rows = await connection.fetch(
+            f"{_SELECT} WHERE a.thread_id = $1 AND a.status = $2 ORDER BY a.created_at, a.position",
+            thread_id,
+            ApprovalStatus.PENDING.value,
+        )
+        closed: list[ApprovalRecord] = []
+        reviews: dict[str, None] = {}
+        for row in rows:
+            current = _approval(row)
+            updated = await connection.fetchval(
+                """
+                UPDATE approvals SET status = $2, decided_by_id = $3, decided_by_name = $4, decided_at = now()
+                WHERE id = $1 AND status = ANY($5::text[])
+                RETURNING true
+                """,
+                current.id,
+                approval_after(current.status, ApprovalEvent.STOP).value,
+                stopper.user_id,
+                stopper.display_name,
+                approval_sources(ApprovalEvent.STOP),
+            )
+            if not updated:  # pragma: no cover - the review lock makes `current` the latest
+                continue
+            now = _approval(_present(await connection.fetchrow(f"{_SELECT} WHERE a.id = $1", current.id)))
+            entry = approval_entry(AuditKind.DECISION, now, now.status.value)
+            await self._audit.record(
+                replace(entry, actor_id=stopper.user_id, actor_name=stopper.display_name), connection=connection
+            )
+            closed.append(now)
+            reviews[now.review_id] = None
+        claimed = False
+        for review_id in reviews:
+            claimed = await _claim_resume(connection, uuid.UUID(review_id)) or claimed
+        return closed, claimed
+
     async def gate(self, thread_id: str, tool_call_id: str) -> tuple[ApprovalStatus, str | None] | None:
         """The review state of a tool call: (status, approved digest), or None if never reviewed."""
         row = await self._pool.fetchrow(
@@ -529,6 +682,33 @@ async def _claim_resume(connection: PoolConnectionProxy, review_id: uuid.UUID) -
     )
     return bool(claimed)
 
+
+def _literals(values: Sequence[str]) -> str:
+    """SQL literals of lifecycle state names (fixed enum values, never input)."""
+    return ", ".join(f"'{value}'" for value in values)
+
+
+_CLAIMABLE = (
+    f"a.status IN ({_literals(sorted(status.value for status in ESCALATES_FROM))}) "
+    f"AND a.escalation IN ({_literals(escalation_sources(EscalationEvent.CLAIM))})"
+)
+"""The approvals an escalation may be claimed on, written as literals so that the partial index
+`approvals_escalating` serves the sweeper's query (a parameter would hide it from the planner)."""
+
+_CLAIM_ESCALATIONS = f"""
+WITH due AS (
+    SELECT a.id FROM approvals a
+    WHERE {_CLAIMABLE} AND a.escalate_at <= now() AND (a.escalation <> $1 OR a.escalation_lease <= now())
+    ORDER BY a.escalate_at LIMIT $3
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE approvals a SET escalation = $1, escalation_lease = now() + make_interval(secs => $2),
+    escalated_at = coalesce(a.escalated_at, now())
+FROM due
+WHERE a.id = due.id AND {_CLAIMABLE}
+RETURNING a.id
+"""  # noqa: S608 - built from lifecycle constants, no input
+"""Claim due escalations: `$1` the claimed state, `$2` the lease in seconds, `$3` at most how many."""
 
 _SELECT = """
 SELECT a.*, (
@@ -604,4 +784,20 @@ def _approval(row: asyncpg.Record) -> ApprovalRecord:
             else None
         ),
         trusted_until=row["trusted_until"],
+        escalation=EscalationStatus(row["escalation"]) if row["escalation"] else None,
+        escalate_at=row["escalate_at"],
+        escalate_to=(
+            EscalationTarget(kind=TargetKind(row["escalate_kind"]), subject_id=row["escalate_to"])
+            if row["escalate_kind"]
+            else None
+        ),
+        escalated_at=row["escalated_at"],
     )
+
+
+def _escalation_columns(action: NewAction) -> tuple[int | None, str | None, str | None, str]:
+    """`escalate_at`'s seconds, `escalate_kind`, `escalate_to` and the initial state of a new approval."""
+    if action.escalates_in_s is None or action.escalate_to is None:
+        return None, None, None, EscalationStatus.WAITING.value
+    target = action.escalate_to
+    return action.escalates_in_s, target.kind.value, target.subject_id, EscalationStatus.WAITING.value

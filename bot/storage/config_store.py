@@ -17,6 +17,7 @@ from bot.approvals.config import (
     TrustSetting,
     WorkspaceConfig,
 )
+from bot.approvals.escalation import EscalationRule, EscalationTarget, TargetKind
 from bot.approvals.mode import Mode
 from bot.audit import AuditEntry, AuditKind
 from bot.conversation import Actor
@@ -61,7 +62,9 @@ class ConfigStore:
               (SELECT coalesce(jsonb_agg(s), '[]') FROM settings s
                 WHERE platform = $1 AND workspace_id = $2) AS settings,
               (SELECT coalesce(jsonb_agg(t), '[]') FROM trust_settings t
-                WHERE platform = $1 AND workspace_id = $2) AS trust
+                WHERE platform = $1 AND workspace_id = $2) AS trust,
+              (SELECT coalesce(jsonb_agg(e), '[]') FROM escalations e
+                WHERE platform = $1 AND workspace_id = $2) AS escalations
             """,
             platform,
             workspace_id,
@@ -89,6 +92,7 @@ class ConfigStore:
             admins=frozenset(row["admins"]),
             settings={(r["channel_id"], r["tool_name"], r["key"]): r["value"] for r in settings},
             trust={(r["channel_id"], r["tool_name"]): _trust(r) for r in row["trust"]},
+            escalations={r["tool_name"]: _escalation(r) for r in row["escalations"]},
         )
 
     async def set_rule(
@@ -300,6 +304,50 @@ class ConfigStore:
             )
         return before, after
 
+    async def set_escalation(
+        self, actor: Actor, tool_name: str, rule: EscalationRule | None
+    ) -> tuple[EscalationRule | None, EscalationRule | None]:
+        """Set (or with `rule=None`, remove) a tool's escalation; return (before, after).
+
+        Setting what is already there writes nothing and records no change (before == after).
+        Cards already waiting keep the escalation they were opened with.
+        """
+        key = (actor.platform, actor.workspace_id, tool_name)
+        async with self._pool.acquire() as connection, connection.transaction():
+            old = await connection.fetchrow(
+                "SELECT * FROM escalations WHERE platform = $1 AND workspace_id = $2 AND tool_name = $3 FOR UPDATE",
+                *key,
+            )
+            before = _escalation(old) if old else None
+            if before == rule:
+                return before, rule  # nothing to change or audit
+            if rule is None:
+                await connection.execute(
+                    "DELETE FROM escalations WHERE platform = $1 AND workspace_id = $2 AND tool_name = $3", *key
+                )
+            else:
+                await connection.execute(
+                    """INSERT INTO escalations (platform, workspace_id, tool_name, after_s, target_kind, target_id,
+                         updated_by)
+                       VALUES ($1, $2, $3, $4, $5, $6, $7)
+                       ON CONFLICT (platform, workspace_id, tool_name) DO UPDATE
+                       SET after_s = $4, target_kind = $5, target_id = $6, updated_by = $7, updated_at = now()""",
+                    *key,
+                    rule.after_s,
+                    rule.target.kind.value,
+                    rule.target.subject_id,
+                    actor.user_id,
+                )
+            await self._audit_change(
+                connection,
+                actor,
+                setting="escalation",
+                tool_name=tool_name,
+                before=_escalation_json(before),
+                after=_escalation_json(rule),
+            )
+        return before, rule
+
     async def _audit_change(
         self,
         connection: PoolConnectionProxy,
@@ -361,3 +409,18 @@ def _rule_json(rule: ToolRule | None) -> dict[str, Any] | None:
     if rule is None:
         return None
     return {"mode": rule.mode.value, "condition": rule.condition}
+
+
+def _escalation(row: Any) -> EscalationRule:
+    """An `escalations` row (a record, or the object `jsonb_agg` made of one)."""
+    return EscalationRule(
+        tool_name=row["tool_name"],
+        after_s=int(row["after_s"]),
+        target=EscalationTarget(kind=TargetKind(row["target_kind"]), subject_id=row["target_id"]),
+    )
+
+
+def _escalation_json(rule: EscalationRule | None) -> dict[str, Any] | None:
+    if rule is None:
+        return None
+    return {"after_s": rule.after_s, "to": {"kind": rule.target.kind.value, "id": rule.target.subject_id}}

@@ -23,8 +23,10 @@ class ConversationStore:
     async def touch(self, conversation: ConversationRef) -> ConversationRow:
         """Record that the conversation is active now (created on first use); return its row.
 
-        The row spares the reads that `TurnRunner.settle` and `choose_agent` would make next;
-        it says whether this call created the row, for a conversation that has no checkpoint yet.
+        The row spares the reads that `TurnRunner.settle` and `choose_agent` would make next:
+        whether this call created the row (a conversation that has no checkpoint yet), and
+        whether its last run's outcome is out with no review left open (a conversation at rest,
+        whose checkpoint holds no pause).
 
         A message and a decision (`ApprovalStore.vote`) make a conversation active; runs the
         bot starts by itself do not, so that retention (`bot.housekeeping`) counts idle days
@@ -35,7 +37,8 @@ class ConversationStore:
             INSERT INTO conversations (thread_id, platform, workspace_id, channel_id, thread)
             VALUES ($1, $2, $3, $4, $5)
             ON CONFLICT (thread_id) DO UPDATE SET last_active_at = now()
-            RETURNING agent, running_since IS NOT NULL AS running, run_from, xmax = 0 AS created
+            RETURNING agent, running_since IS NOT NULL AS running, run_from, xmax = 0 AS created, settled,
+                EXISTS (SELECT 1 FROM reviews r WHERE r.thread_id = $1 AND r.status <> 'done') AS reviews_open
             """,
             conversation.thread_id,
             conversation.platform,
@@ -49,6 +52,8 @@ class ConversationStore:
             agent=AgentKind(row["agent"]) if row["agent"] else None,
             unfinished=UnfinishedRun(from_checkpoint=row["run_from"]) if row["running"] else None,
             created=bool(row["created"]),
+            reviews_open=bool(row["reviews_open"]),
+            settled=bool(row["settled"]),
         )
 
     async def prune_soon(self, thread_id: str) -> None:
@@ -64,12 +69,21 @@ class ConversationStore:
         value = await self._pool.fetchval("SELECT agent FROM conversations WHERE thread_id = $1", thread_id)
         return AgentKind(value) if value else None
 
-    async def mark_running(self, thread_id: str, *, retry_in_s: float, agent: AgentKind | None = None) -> None:
+    async def mark_running(
+        self,
+        thread_id: str,
+        *,
+        retry_in_s: float,
+        agent: AgentKind | None = None,
+        turn: TurnStart | None = None,
+    ) -> RunningTurn:
         """A run of the conversation's graph starts: its outcome is due (see `mark_delivered`).
 
         Records the newest top-level checkpoint (LangGraph's `checkpoints` table, namespace
         `''`) as where the run started, unless an earlier run's outcome is still due, and that
         the conversation has checkpoints to prune once the run is over (`bot.housekeeping`).
+        A new human message's run starts a new turn here too (its id and requester, no stop),
+        in the same statement, so a turn costs no round trip of its own.
 
         Args:
             thread_id: the conversation.
@@ -79,8 +93,14 @@ class ConversationStore:
             agent: the agent whose graph the run runs on, recorded as the owner of the
                 conversation's checkpoint (`agent_of`); None: unchanged. Only a conversation
                 at rest changes hands (`TurnRunner.choose_agent`).
+            turn: the turn a new human message starts; None: the run goes on with the current
+                turn (a resume, unfinished work).
+
+        Returns:
+            The turn the run belongs to, with the stop requested for it, if any (a resume of
+            a stopped turn starts stopped).
         """
-        await self._pool.execute(
+        row = await self._pool.fetchrow(
             """
             UPDATE conversations SET
                 run_from = CASE WHEN running_since IS NULL THEN (
@@ -88,22 +108,54 @@ class ConversationStore:
                     ORDER BY checkpoint_id DESC LIMIT 1
                 ) ELSE run_from END,
                 running_since = coalesce(running_since, now()),
+                settled = false,
                 prune_due = true,
                 retry_at = greatest(retry_at, now() + make_interval(secs => $2)),
-                agent = coalesce($3, agent)
+                agent = coalesce($3, agent),
+                turn_id = coalesce($4::text, turn_id),
+                turn_requester_id = CASE WHEN $4::text IS NULL THEN turn_requester_id ELSE $5 END,
+                turn_requester_name = CASE WHEN $4::text IS NULL THEN turn_requester_name ELSE $6 END,
+                stop_requested_at = CASE WHEN $4::text IS NULL THEN stop_requested_at END,
+                stopped_by_id = CASE WHEN $4::text IS NULL THEN stopped_by_id END,
+                stopped_by_name = CASE WHEN $4::text IS NULL THEN stopped_by_name END
             WHERE thread_id = $1
+            RETURNING turn_id, stop_requested_at IS NOT NULL AS stopped, stopped_by_id, stopped_by_name
             """,
             thread_id,
             retry_in_s,
             agent.value if agent is not None else None,
+            turn.turn_id if turn is not None else None,
+            turn.requester_id if turn is not None else None,
+            turn.requester_name if turn is not None else None,
+        )
+        if row is None:
+            return RunningTurn(turn_id=None)
+        stopper = (
+            Stopper(user_id=row["stopped_by_id"] or "", display_name=row["stopped_by_name"] or "")
+            if row["stopped"]
+            else None
+        )
+        return RunningTurn(turn_id=row["turn_id"], stopped_by=stopper)
+
+    async def mark_delivered(self, thread_id: str, *, settled: bool = False) -> None:
+        """The last run's outcome is out (answer, cards, or a failure the conversation was told of).
+
+        Args:
+            thread_id: the conversation.
+            settled: the run reached its end or its pauses (not a failure told instead), so its
+                graph state is at rest (see `ConversationRow.at_rest`).
+        """
+        await self._pool.execute(
+            "UPDATE conversations SET running_since = NULL, run_from = NULL, attempts = 0, retry_at = NULL, "
+            "settled = $2 WHERE thread_id = $1 AND running_since IS NOT NULL",
+            thread_id,
+            settled,
         )
 
-    async def mark_delivered(self, thread_id: str) -> None:
-        """The last run's outcome is out (answer, cards, or a failure the conversation was told of)."""
+    async def mark_settled(self, thread_id: str) -> None:
+        """`TurnRunner.settle` found the conversation at rest (no run due, no pause): it is settled."""
         await self._pool.execute(
-            "UPDATE conversations SET running_since = NULL, run_from = NULL, attempts = 0, retry_at = NULL "
-            "WHERE thread_id = $1 AND running_since IS NOT NULL",
-            thread_id,
+            "UPDATE conversations SET settled = true WHERE thread_id = $1 AND running_since IS NULL", thread_id
         )
 
     async def unfinished_run(self, thread_id: str) -> UnfinishedRun | None:
@@ -124,11 +176,69 @@ class ConversationRow:
         created: `touch` created the row, so the conversation has no checkpoint yet: rows
             are created by a conversation's first message, before any run of its graph, and
             retention deletes a conversation's checkpoints and its row in one transaction.
+        reviews_open: a review of the conversation is not done (pending, or claimed for
+            resuming).
+        settled: its last run reached its end or its pauses and its outcome went out, or
+            `settle` found it at rest since (`mark_delivered(settled=True)`, `mark_settled`).
     """
 
     agent: AgentKind | None
     unfinished: UnfinishedRun | None
     created: bool = False
+    reviews_open: bool = False
+    settled: bool = False
+
+    @property
+    def at_rest(self) -> bool:
+        """Nothing is left to settle: no checkpoint yet, or a settled state with no run due and no review open.
+
+        A run unmarks `settled` before its first step and sets it only when it reached its end
+        or its pauses and the answer or the cards are out; a failed run (told, not finished)
+        leaves it unset, as does a crash. A pause's review is done only once its interrupt is
+        no longer pending. So a settled conversation with no unfinished run and no open review
+        holds no pause, no unposted card, no claimed review and no run cut short, and its
+        checkpoint need not be read to know it (docs/decisions/0014). Read under the
+        conversation's lock, which every run holds; a click can only claim a review that is
+        open.
+        """
+        return self.created or (self.settled and self.unfinished is None and not self.reviews_open)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnStart:
+    """A turn a new human message starts (`TurnRunner.ask`).
+
+    Attributes:
+        turn_id: a new random id (a Stop button names it).
+        requester_id: the message's author, who may stop the turn.
+        requester_name: their display name.
+    """
+
+    turn_id: str
+    requester_id: str
+    requester_name: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Stopper:
+    """Who stopped a turn, as recorded with the stop."""
+
+    user_id: str
+    display_name: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunningTurn:
+    """The turn a run belongs to, as `ConversationStore.mark_running` found it.
+
+    Attributes:
+        turn_id: the turn's id; None for a conversation whose last message came before turns
+            were recorded (such a run cannot be stopped).
+        stopped_by: who stopped the turn, when a stop was requested for it.
+    """
+
+    turn_id: str | None
+    stopped_by: Stopper | None = None
 
 
 @dataclass(frozen=True, slots=True)

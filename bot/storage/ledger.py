@@ -31,8 +31,9 @@ class PostgresLedger:
         pool: the asyncpg pool.
         approvals: where a reviewed call's approved digest is read.
         on_outcome_unknown: called with the approval of a decided call found started before
-            (cut short by a crash or a stop), once it is marked `outcome_unknown`, so that its
-            card can say so (the service redraws it). A failure there is logged.
+            (cut short by a crash or a shutdown), or cancelled by a Stop while it ran, once it
+            is marked `outcome_unknown`, so that its card can say so (the service redraws it).
+            A failure there is logged.
         audit: where a run under a trust grant is recorded ("trusted by", issue 12); without
             it, no call runs under a grant.
     """
@@ -172,14 +173,16 @@ class PostgresLedger:
         log.info("%s runs under trust %s (tool_call_id=%s thread_id=%s)", tool_name, grant.id, tool_call_id, thread_id)
         return Claim.GRANTED
 
-    async def record(self, *, thread_id: str, tool_call_id: str, result: ToolResult) -> None:
-        """See `ToolRunLedger.record`."""
+    async def record(self, *, thread_id: str, tool_call_id: str, result: ToolResult, cut_short: bool = False) -> None:
+        """See `ToolRunLedger.record`; a call cut short by a stop marks its approval's outcome unknown."""
         await self._pool.execute(
             "UPDATE tool_runs SET finished_at = now(), result = $3 WHERE thread_id = $1 AND tool_call_id = $2",
             thread_id,
             tool_call_id,
             {"content": result.content, "status": result.status},
         )
+        if cut_short:
+            await self._outcome_unknown(thread_id, tool_call_id)
 
     async def recorded(self, *, thread_id: str, tool_call_id: str) -> ToolResult | None:
         """See `ToolRunLedger.recorded`."""

@@ -43,7 +43,7 @@ from bot.errors import ConfigurationError, InvalidArgumentsError
 from bot.settings import ToolSettings
 from bot.tools.canonical import CANONICAL_ARGS
 from bot.tools.http_url import DEFAULT_PORTS, canonical_http_request_args, canonical_url, normalize_method
-from bot.tools.registry import ARGS_CHECK
+from bot.tools.registry import ARGS_CHECK, CANCELLABLE
 
 log = logging.getLogger(__name__)
 
@@ -484,5 +484,7 @@ def make_http_request_tool(settings: ToolSettings, *, transport: httpx.AsyncBase
         name="http_request",
         description=description,
         args_schema=_HttpRequestArgs,
-        metadata={ARGS_CHECK: refusal, CANONICAL_ARGS: canonical_http_request_args},
+        # A stop may cancel a request under way: the server sees a closed connection, and the
+        # model reads that the outcome is unknown (bot.agents.stop_signal).
+        metadata={ARGS_CHECK: refusal, CANONICAL_ARGS: canonical_http_request_args, CANCELLABLE: True},
     )

@@ -82,8 +82,17 @@ class ToolRunLedger(Protocol):
         """
         ...
 
-    async def record(self, *, thread_id: str, tool_call_id: str, result: ToolResult) -> None:
-        """Record the result of a granted call that ran to its end (an error result included)."""
+    async def record(self, *, thread_id: str, tool_call_id: str, result: ToolResult, cut_short: bool = False) -> None:
+        """Record the result of a granted call that ran to its end (an error result included).
+
+        Args:
+            thread_id: the conversation.
+            tool_call_id: the call.
+            result: what the model reads of it.
+            cut_short: a stop cancelled the tool while it ran (`bot.agents.stop_signal`): the
+                result says so, and whether the call took effect is unknown (a decided call's
+                card says so too).
+        """
         ...
 
     async def recorded(self, *, thread_id: str, tool_call_id: str) -> ToolResult | None:
@@ -132,7 +141,7 @@ class InMemoryLedger:
         self._claimed.add(key)
         return Claim.GRANTED
 
-    async def record(self, *, thread_id: str, tool_call_id: str, result: ToolResult) -> None:
+    async def record(self, *, thread_id: str, tool_call_id: str, result: ToolResult, cut_short: bool = False) -> None:
         """See `ToolRunLedger.record`."""
         self._results[(thread_id, tool_call_id)] = result
 

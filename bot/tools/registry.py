@@ -18,6 +18,16 @@ An edit is refused with that problem before it is recorded (e.g. `http_request` 
 is not allowed), so an approver learns at once instead of the model reading the refusal later.
 """
 
+CANCELLABLE = "countersign_cancellable"
+"""Key in a tool's `metadata`: True when a Stop may cancel the tool while it runs.
+
+Declare it (with `ToolSpec(cancellable=True)`) for tools whose work may be cut off at any
+moment without leaving something worse than a failed call: an HTTP request (the server sees a
+closed connection). A tool without it is let finish when its turn is stopped, and its result
+is kept (`bot.agents.stop_signal`). A cancelled call's result tells the model that it may or
+may not have taken effect.
+"""
+
 ReviewCondition = Callable[[Mapping[str, Any]], bool]
 """`args -> needs review?`; an exception counts as True (fail closed)."""
 
@@ -38,6 +48,8 @@ class ToolSpec:
             the tool's `metadata` under `CANONICAL_ARGS`, where every part of the bot that
             holds only the tool (the graph's nodes, subagents, edits) finds it; a tool that
             already carries one there (the built-in `http_request`) needs none here.
+        cancellable: a Stop may cancel the tool while it runs (see `CANCELLABLE`); stored in
+            the tool's `metadata`. Default False: a running call finishes.
 
     Raises:
         ValueError: when `canonical` is given for a tool that already carries another one.
@@ -49,8 +61,11 @@ class ToolSpec:
     review_when_text: str | None = None
     """`review_when` in words, for `/countersign show` (e.g. "the method is not GET or HEAD")."""
     canonical: CanonicalForm | None = None
+    cancellable: bool = False
 
     def __post_init__(self) -> None:
+        if self.cancellable:
+            self.tool.metadata = {**(self.tool.metadata or {}), CANCELLABLE: True}
         if self.canonical is None:
             return
         metadata = dict(self.tool.metadata or {})

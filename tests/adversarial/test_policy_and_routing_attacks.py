@@ -15,7 +15,7 @@ from tests.adversarial.conftest import ModelRules
 from tests.adversarial.slack_support import card_ready, ephemerals_to, has_buttons, posted_texts, slash_countersign
 from tests.e2e import conftest as c
 from tests.e2e.conftest import ALICE, CAROL, CHANNEL
-from tests.e2e.drivers import DiscordDriver, SlackDriver
+from tests.e2e.drivers import DiscordDriver, SlackDriver, is_discord_card
 from tests.e2e.test_discord_flow import _buttons
 from tests.e2e.test_slack_flow import click, settle, wait_answer
 from tests.standins.gemini import call, parts
@@ -82,7 +82,7 @@ async def test_a_discord_policy_set_on_a_thread_applies_in_that_thread(discord_b
     await discord_api.wait_for_request("POST", rf"/channels/{c.D_THREAD}/messages$")  # a card or the answer
     await driver.settle()
     cards = discord_api.requests_to("POST", r"/channels/\d+/messages$")
-    with_buttons = [r for r in cards if (r.json or {}).get("components")]
+    with_buttons = [r for r in cards if is_discord_card(r)]
     assert with_buttons == [], "a tool denied in this thread got an approval card instead"
 
 
@@ -408,10 +408,6 @@ async def test_a_server_wide_deny_is_not_bypassed_by_dming_the_bot(discord_bot, 
         "POST", rf"/channels/{channel}/messages$", lambda r: str((r.json or {}).get("content", "")).startswith("Result")
     )
     await driver.settle()
-    cards = [
-        r
-        for r in discord_api.requests_to("POST", rf"/channels/{channel}/messages$")
-        if (r.json or {}).get("components")
-    ]
+    cards = [r for r in discord_api.requests_to("POST", rf"/channels/{channel}/messages$") if is_discord_card(r)]
     assert cards == [] and target.requests == []
     assert "Rejected by policy" in answer[-1].json["content"]

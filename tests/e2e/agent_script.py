@@ -1,6 +1,8 @@
 """The Gemini stand-in's script for end-to-end tests: a small, predictable agent.
 
 - "post <name>" -> a gated `http_request` POST to the target with `{"name": <name>}`.
+- "batch <name>" -> that POST and a `calculator` call (`2+2`) in one answer: one pause of two
+  calls when the calculator is reviewed too (`policy calculator review`).
 - "get" -> an ungated GET.
 - "long" -> a 5,000-character answer; "shout" -> an answer trying to ping everyone.
 - after a function response -> "Result: <the response as JSON>" (so tests can read what the
@@ -11,7 +13,7 @@ from __future__ import annotations
 
 import json
 
-from tests.standins.gemini import GeminiReply, GeminiRequest, ScriptedResponder, call, text
+from tests.standins.gemini import GeminiReply, GeminiRequest, ScriptedResponder, call, calls, text
 
 LONG_ANSWER = ("All work and no play makes the bot a dull bot. " * 110).strip()
 SHOUT = "<!channel> <!here> <!everyone> <@U999> read this & <https://evil.example|click>"
@@ -28,6 +30,9 @@ def agent_script(target_url: str) -> ScriptedResponder:
         words = said.split()
         if words[:1] == ["post"] and len(words) > 1:
             return call("http_request", {"method": "POST", "url": target_url, "body": {"name": words[1]}})
+        if words[:1] == ["batch"] and len(words) > 1:
+            post = {"method": "POST", "url": target_url, "body": {"name": words[1]}}
+            return calls([("http_request", post), ("calculator", {"expression": "2+2"})])
         if words[:1] == ["get"]:
             return call("http_request", {"method": "GET", "url": target_url})
         if said == "long":

@@ -15,11 +15,23 @@ from typing import Any, ClassVar, Protocol
 from adapters.slack import blocks
 from countersign.server import BotServer
 from tests.e2e import conftest as c
+from tests.support import barriers
+from tests.support.barriers import GENEROUS_S
 
 
 @dataclass(frozen=True)
 class CardHandle:
     approval_id: str
+    message: str
+    channel: str
+    thread: str | None
+
+
+@dataclass(frozen=True)
+class StopHandle:
+    """A progress message with a Stop button: the turn it names, and where it is."""
+
+    turn_id: str
     message: str
     channel: str
     thread: str | None
@@ -46,6 +58,16 @@ class Driver(Protocol):
     def card_text(self, card: CardHandle) -> str: ...
 
     async def settle(self) -> None: ...
+
+    async def copy_in_dm(self, who: str) -> CardHandle: ...
+
+    async def copy_in_channel(self, channel: str, *, count: int = 1) -> CardHandle: ...
+
+    async def approve_all(self, card: CardHandle, who: str, *, clicks: int = 1) -> str: ...
+
+    async def reject_all(self, card: CardHandle, who: str, reason: str) -> str: ...
+
+    def has_batch(self, card: CardHandle) -> bool: ...
 
 
 async def _settle(bot: BotServer) -> None:
@@ -95,6 +117,18 @@ class SlackDriver:
                 words.append(f"<#{o['channel']}>")
         elif sub in {"scope", "agent"}:
             words.append(o["kind"])
+        elif sub == "escalate":
+            words.append(o["tool"])
+            if o["after"] == "off":
+                words.append("off")
+            else:
+                words += ["after", o["after"], "to"]
+                if "user" in o:
+                    words.append(f"<@{self.user(o['user'])}>")
+                elif "group" in o:
+                    words.append(f"<!subteam^{o['group']}>")
+                else:
+                    words.append(f"<#{o['channel']}>")
         elif sub == "audit":
             if "tool" in o:
                 words.append(o["tool"])
@@ -116,6 +150,11 @@ class SlackDriver:
     async def ask(self, who: str, text: str) -> None:
         delivery = await self.events.app_mention(c.CHANNEL, self.user(who), f"<@UBOT> {text}")
         self._thread = delivery.ts
+
+    async def say(self, who: str, text: str) -> None:
+        """A reply in the thread of the last `ask`: the same conversation, no mention needed."""
+        assert self._thread is not None
+        await self.events.message(c.CHANNEL, self.user(who), text, thread_ts=self._thread)
 
     async def cards(self, count: int = 1) -> list[CardHandle]:
         await self.slack.wait_for("chat.postMessage", lambda a: _slack_buttons(a.get("blocks")), count=count)
@@ -193,6 +232,161 @@ class SlackDriver:
         )
         return str(calls[count - 1].args["text"])
 
+    async def approve_racing(self, card: CardHandle, who: str) -> str | None:
+        """Click Approve; return the private reply if one comes before the card is redrawn, else None."""
+        before, updates = self._private_count(who), self._updates(card)
+        await self._click(card, who, blocks.ACTION_APPROVE)
+        await wait_until(lambda: self._private_count(who) > before or self._updates(card) > updates, GENEROUS_S)
+        await _settle(self.bot)
+        if self._private_count(who) > before:
+            return await self._private(who, before)
+        return None
+
+    def card_has_buttons(self, card: CardHandle) -> bool:
+        """Whether the card still shows its buttons."""
+        return bool(_slack_buttons(self.slack.message(card.channel, card.message).get("blocks")))
+
+    async def stop_offered(self, count: int = 1) -> StopHandle:
+        """Wait for the `count`th progress message offering Stop (a run going on for a while)."""
+        *_, call = await self.slack.wait_for(
+            "chat.postMessage", lambda a: _slack_stop(a.get("blocks")) is not None, count=count
+        )
+        turn_id = _slack_stop(call.args.get("blocks"))
+        assert turn_id is not None
+        return StopHandle(turn_id, str(call.response["ts"]), str(call.args["channel"]), call.args.get("thread_ts"))
+
+    async def stop(self, handle: StopHandle, who: str) -> str:
+        """Click Stop on the progress message; return the private reply."""
+        before = self._private_count(who)
+        await self.events.block_actions(
+            self.user(who),
+            handle.channel,
+            handle.message,
+            blocks.ACTION_STOP,
+            handle.turn_id,
+            self.slack.new_trigger_id(),
+            block_id=blocks.STOP_BLOCK,
+            thread_ts=handle.thread,
+        )
+        return await self._private(who, before)
+
+    async def stop_command(self, who: str) -> str:
+        """`/countersign stop` for the conversation of the last `ask` (its thread named by its link)."""
+        assert self._thread is not None
+        link = f"<https://{self.events.team_domain}.slack.com/archives/{c.CHANNEL}/p{self._thread.replace('.', '')}>"
+        url = self.slack.new_response_url(c.CHANNEL, user=self.user(who))
+        before = len(self.slack.calls_to("response_url"))
+        delivery = await self.events.slash_command("/countersign", f"stop {link}", self.user(who), c.CHANNEL, url)
+        assert delivery.status == 200
+        calls = await self.slack.wait_for("response_url", count=before + 1)
+        return str(calls[-1].args.get("text", ""))
+
+    async def stopped_notice(self, count: int = 1) -> str:
+        """Wait for the `count`th line saying who stopped a turn, posted in the conversation."""
+        *_, call = await self.slack.wait_for(
+            "chat.postMessage", lambda a: "Stopped by" in str(a.get("text", "")), count=count
+        )
+        return str(call.args["text"])
+
+    def progress_text(self, handle: StopHandle) -> str:
+        """What the progress message says now (its last text, while it exists)."""
+        updates = [u for u in self.slack.calls_to("chat.update") if u.args.get("ts") == handle.message]
+        return str(updates[-1].args["text"]) if updates else ""
+
+    async def copy_in_dm(self, who: str) -> CardHandle:
+        """The copy of a card posted in `who`'s DMs (an escalation, or `cards dm`)."""
+        user = self.user(who)
+        await self.slack.wait_for(
+            "chat.postMessage", lambda a: a.get("channel") == user and bool(_slack_buttons(a.get("blocks")))
+        )
+        return self._copy(f"D{user}")
+
+    async def copy_in_channel(self, channel: str, *, count: int = 1) -> CardHandle:
+        """The `count`th card posted in `channel` (an escalation's copy there), once it is there."""
+        await self.slack.wait_for(
+            "chat.postMessage",
+            lambda a: a.get("channel") == channel and bool(_slack_buttons(a.get("blocks"))),
+            count=count,
+        )
+        return self._copy(channel)
+
+    def _copy(self, channel: str) -> CardHandle:
+        [message] = [m for m in self.slack.messages(channel) if _slack_buttons(m.get("blocks"))][-1:]
+        return CardHandle(_slack_buttons(message["blocks"])[0], message["ts"], channel, message.get("thread_ts"))
+
+    def _batch_block(self, card: CardHandle) -> dict[str, Any] | None:
+        message = self.slack.message(card.channel, card.message)
+        return next(
+            (
+                b
+                for b in message.get("blocks") or []
+                if b.get("type") == "actions" and b["elements"][0]["action_id"] == blocks.ACTION_APPROVE_ALL
+            ),
+            None,
+        )
+
+    def has_batch(self, card: CardHandle) -> bool:
+        """Whether the card shows Approve all / Reject all now."""
+        return self._batch_block(card) is not None
+
+    async def approve_all(self, card: CardHandle, who: str, *, clicks: int = 1) -> str:
+        """Click Approve all on a first card (`clicks` times at once); return what the clicker was told."""
+        block = self._batch_block(card)
+        assert block is not None, "no Approve all on this card"
+        before = self._private_count(who)
+        await asyncio.gather(
+            *(
+                self.events.block_actions(
+                    self.user(who),
+                    card.channel,
+                    card.message,
+                    blocks.ACTION_APPROVE_ALL,
+                    block["elements"][0]["value"],
+                    self.slack.new_trigger_id(),
+                    block_id=block["block_id"],
+                    thread_ts=card.thread,
+                )
+                for _ in range(clicks)
+            )
+        )
+        calls = await self.slack.wait_for(
+            "chat.postEphemeral", lambda a: a.get("user") == self.user(who), count=before + clicks
+        )
+        return "\n".join(str(call.args["text"]) for call in calls[before:])
+
+    async def reject_all(self, card: CardHandle, who: str, reason: str) -> str:
+        """Click Reject all, give the reason in its form; return what the form then shows (or its error)."""
+        block = self._batch_block(card)
+        assert block is not None, "no Reject all on this card"
+        before, told = len(self.slack.calls_to("views.open")), self._private_count(who)
+        await self.events.block_actions(
+            self.user(who),
+            card.channel,
+            card.message,
+            blocks.ACTION_REJECT_ALL,
+            block["elements"][1]["value"],
+            self.slack.new_trigger_id(),
+            block_id=block["block_id"],
+            thread_ts=card.thread,
+        )
+        await barriers.wait_until(
+            lambda: len(self.slack.calls_to("views.open")) > before or self._private_count(who) > told,
+            "the Reject all form, or a refusal",
+        )
+        if self._private_count(who) > told:  # refused before the form opened
+            return await self._private(who, told)
+        [*_, opened] = self.slack.calls_to("views.open")
+        reply = await self.events.view_submission(
+            self.user(who),
+            blocks.VIEW_REJECT_ALL,
+            opened.args["view"]["private_metadata"],
+            {blocks.REASON_BLOCK: {blocks.REASON_INPUT: reason}},
+        )
+        assert reply.json is not None, reply.body
+        if reply.json.get("response_action") == "errors":
+            return str(reply.json["errors"][blocks.REASON_BLOCK])
+        return "\n".join(str(b["text"]["text"]) for b in reply.json["view"]["blocks"])
+
     def card_text(self, card: CardHandle) -> str:
         updates = [u for u in self.slack.calls_to("chat.update") if u.args.get("ts") == card.message]
         source = (
@@ -212,6 +406,15 @@ class SlackDriver:
 
 def _slack_buttons(message_blocks: Any) -> list[str]:
     return [e["value"] for b in message_blocks or [] if b.get("type") == "actions" for e in b["elements"]]
+
+
+def _slack_stop(message_blocks: Any) -> str | None:
+    """The turn id a progress message's Stop button names, if it has one."""
+    for block in message_blocks or []:
+        accessory = block.get("accessory") or {}
+        if accessory.get("action_id") == blocks.ACTION_STOP:
+            return str(accessory["value"])
+    return None
 
 
 class DiscordDriver:
@@ -300,10 +503,12 @@ class DiscordDriver:
             c.D_CHANNEL, int(self.user(who)), f"<@{c.D_BOT}> {text}", mentions=[c.D_BOT], guild_id=c.D_GUILD
         )
 
+    async def say(self, who: str, text: str) -> None:
+        """Another message in the same conversation (the channel's: it needs the mention there)."""
+        await self.ask(who, text)
+
     async def cards(self, count: int = 1) -> list[CardHandle]:
-        posts = await self.api.wait_for_request(
-            "POST", r"/channels/\d+/messages$", lambda r: bool((r.json or {}).get("components")), count=count
-        )
+        posts = await self.api.wait_for_request("POST", r"/channels/\d+/messages$", is_discord_card, count=count)
         handles = []
         for post in posts:
             ids = [x["custom_id"] for row in post.json["components"] for x in row["components"]]
@@ -365,11 +570,143 @@ class DiscordDriver:
         )
         return str(posts[count - 1].json["content"])
 
+    async def approve_racing(self, card: CardHandle, who: str) -> str | None:
+        """Click Approve; return the private reply if one comes before the card is redrawn, else None."""
+        before = self._patches(card)
+        interaction = await self._click(card, who, "approve")
+        await wait_until(lambda: bool(self.api.followups(interaction.id)) or self._patches(card) > before, GENEROUS_S)
+        await _settle(self.bot)
+        replies = self.api.followups(interaction.id)
+        return str(replies[-1]["content"]) if replies else None
+
+    def card_has_buttons(self, card: CardHandle) -> bool:
+        """Whether the card still shows its buttons."""
+        return bool(discord_custom_ids(self.api.message(card.message)))
+
+    async def stop_offered(self, count: int = 1) -> StopHandle:
+        """Wait for the `count`th status line offering Stop (a run going on for a while)."""
+        *_, post = await self.api.wait_for_request("POST", r"/channels/\d+/messages$", is_discord_stop, count=count)
+        turn_id = discord_custom_ids(post.json)[0].split(":")[2]
+        return StopHandle(turn_id, str(post.response["id"]), post.path.split("/")[2], None)
+
+    async def stop(self, handle: StopHandle, who: str) -> str:
+        """Click Stop on the status line; return the private reply."""
+        interaction = await self.api.click_button(
+            handle.message,
+            f"cs:stop:{handle.turn_id}",
+            int(self.user(who)),
+            guild_id=c.D_GUILD,
+            channel_id=int(handle.channel),
+        )
+        await self.api.wait_for_request("POST", rf"/interactions/{interaction.id}/[^/]+/callback")
+        return await self._followup(interaction)
+
+    async def stop_command(self, who: str) -> str:
+        """`/countersign stop` in the channel of the last `ask` (the channel is the conversation)."""
+        return await self.command(who, "stop")
+
+    async def stopped_notice(self, count: int = 1) -> str:
+        """Wait for the `count`th line saying who stopped a turn, posted in the conversation."""
+        *_, post = await self.api.wait_for_request(
+            "POST",
+            r"/channels/\d+/messages$",
+            lambda r: "Stopped by" in str((r.json or {}).get("content", "")),
+            count=count,
+        )
+        return str(post.json["content"])
+
+    def progress_text(self, handle: StopHandle) -> str:
+        """What the status line says now (its last text, while it exists)."""
+        edits = self.api.requests_to("PATCH", rf"/channels/{handle.channel}/messages/{handle.message}")
+        return str((edits[-1].json or {}).get("content", "")) if edits else ""
+
     def card_text(self, card: CardHandle) -> str:
         return json.dumps(self.api.message(card.message)["embeds"])
 
+    async def copy_in_dm(self, who: str) -> CardHandle:
+        """The copy of a card posted in `who`'s DMs (an escalation, or `cards dm`)."""
+        user = int(self.user(who))
+        posts = await self.api.wait_for_request(
+            "POST",
+            r"/channels/\d+/messages$",
+            lambda r: bool((r.json or {}).get("components")) and r.path.split("/")[2] == self.api.dm_channel_id(user),
+        )
+        return _discord_handle(posts[-1])
+
+    async def copy_in_channel(self, channel: str, *, count: int = 1) -> CardHandle:
+        """The `count`th card posted in `channel` (an escalation's copy there), once it is there."""
+        posts = await self.api.wait_for_request(
+            "POST",
+            rf"/channels/{channel}/messages$",
+            lambda r: bool((r.json or {}).get("components")),
+            count=count,
+        )
+        return _discord_handle(posts[count - 1])
+
+    def _batch_ids(self, card: CardHandle) -> list[str]:
+        message = self.api.message(card.message)
+        ids = [c["custom_id"] for row in message.get("components") or [] for c in row.get("components", [])]
+        return [i for i in ids if i.startswith("cs:all-")]
+
+    def has_batch(self, card: CardHandle) -> bool:
+        """Whether the card shows Approve all / Reject all now."""
+        return bool(self._batch_ids(card))
+
+    async def _click_batch(self, card: CardHandle, who: str, action: str):
+        [custom_id] = [i for i in self._batch_ids(card) if i.startswith(f"cs:all-{action}:")]
+        interaction = await self.api.click_button(
+            card.message,
+            custom_id,
+            int(self.user(who)),
+            guild_id=c.D_GUILD if card.channel == str(c.D_CHANNEL) else None,
+            channel_id=int(card.channel),
+        )
+        await self.api.wait_for_request("POST", rf"/interactions/{interaction.id}/[^/]+/callback")
+        return interaction, custom_id.split(":")[2]
+
+    async def approve_all(self, card: CardHandle, who: str, *, clicks: int = 1) -> str:
+        """Click Approve all on a first card (`clicks` times at once); return what the clicker was told."""
+        clicked = await asyncio.gather(*(self._click_batch(card, who, "approve") for _ in range(clicks)))
+        told = [str(f["content"]) for interaction, _ in clicked for f in await self._followups(interaction)]
+        return "\n".join(told)
+
+    async def reject_all(self, card: CardHandle, who: str, reason: str) -> str:
+        """Click Reject all, give the reason in its form; return what the clicker was told."""
+        interaction, review_id = await self._click_batch(card, who, "reject")
+        modal = [r for r in self.api.callbacks(interaction.id) if r.json and r.json.get("type") == 9]
+        if not modal:  # refused before the form: the answer is the interaction's own message
+            return "\n".join(str(r.json["data"]["content"]) for r in self.api.callbacks(interaction.id))
+        submitted = await self.api.submit_modal(
+            f"cs:reject-all-modal:{review_id}", int(self.user(who)), {"reason": reason}
+        )
+        await self.api.wait_for_request("POST", rf"/interactions/{submitted.id}/[^/]+/callback")
+        return "\n".join(str(f["content"]) for f in await self._followups(submitted))
+
+    async def _followups(self, interaction) -> list[dict[str, Any]]:
+        await self.api.wait_for_request("POST", rf"/webhooks/{c.D_APP}/{interaction.token}")
+        return self.api.followups(interaction.id)
+
     async def settle(self) -> None:
         await _settle(self.bot)
+
+
+def discord_custom_ids(message: Any) -> list[str]:
+    return [x["custom_id"] for row in (message or {}).get("components") or [] for x in row.get("components", [])]
+
+
+def is_discord_card(request: Any) -> bool:
+    """A posted card: a message whose buttons are a card's (not a status line's Stop)."""
+    return any(i.startswith(("cs:approve:", "cs:edit:", "cs:reject:")) for i in discord_custom_ids(request.json))
+
+
+def is_discord_stop(request: Any) -> bool:
+    """A posted status line offering Stop."""
+    return any(i.startswith("cs:stop:") for i in discord_custom_ids(request.json))
+
+
+def _discord_handle(post: Any) -> CardHandle:
+    ids = [x["custom_id"] for row in post.json["components"] for x in row["components"]]
+    return CardHandle(ids[0].split(":")[2], post.response["id"], post.path.split("/")[2], None)
 
 
 async def wait_until(predicate, timeout: float = 30.0) -> None:

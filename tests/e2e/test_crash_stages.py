@@ -30,6 +30,7 @@ import pytest
 from adapters.slack import blocks
 from tests.e2e.agent_script import agent_script
 from tests.e2e.conftest import ALICE, CHANNEL, D_ALICE, D_APP, D_BOT, SIGNING_SECRET, TEAM
+from tests.e2e.drivers import is_discord_card
 from tests.e2e.test_discord_flow import current_custom_id
 from tests.e2e.test_discord_shards import CHANNEL_1, GUILD_1, START_S, answers, sharded_api, start_two_workers
 from tests.e2e.test_process import bot_env
@@ -417,9 +418,7 @@ async def test_kill_9_of_a_discord_worker_before_the_pause_is_stored(db_url, mod
         return [
             r
             for r in api.requests
-            if r.method == "POST"
-            and r.path.endswith(f"/channels/{CHANNEL_1}/messages")
-            and (r.json or {}).get("components")
+            if r.method == "POST" and r.path.endswith(f"/channels/{CHANNEL_1}/messages") and is_discord_card(r)
         ]
 
     try:

@@ -23,6 +23,7 @@ from tests.e2e.conftest import (
     D_THREAD,
     make_discord_settings,
 )
+from tests.e2e.drivers import is_discord_card
 
 pytestmark = pytest.mark.e2e
 
@@ -47,12 +48,8 @@ async def mention(api, user: int, text: str, channel: int = D_CHANNEL) -> dict[s
 
 
 async def wait_card(api, channel: int = D_CHANNEL, count: int = 1) -> list[Card]:
-    posts = await api.wait_for_request(
-        "POST",
-        MESSAGES.format(channel=channel),
-        lambda r: bool((r.json or {}).get("components")),
-        count=count,
-    )
+    # A status line's Stop button is a component too: only a card's buttons make a card.
+    posts = await api.wait_for_request("POST", MESSAGES.format(channel=channel), is_discord_card, count=count)
     cards = []
     for post in posts:
         ids = _buttons(post.json)

@@ -20,6 +20,7 @@ import httpx
 import pytest
 
 from tests.e2e.conftest import D_ALICE, D_APP, D_BOT, D_GUILD, D_OWNER, DISCORD_TOKEN, PLATFORM_DEADLINE_S
+from tests.e2e.drivers import is_discord_card
 from tests.e2e.test_discord_flow import Card, current_custom_id
 from tests.e2e.test_workers import worker_pids
 from tests.support.barriers import wait_until, wait_until_async
@@ -98,9 +99,7 @@ async def answers(api, channel: int | str, starts: str) -> list[str]:
 
 
 async def card_in(api, channel: int) -> Card:
-    [post] = await api.wait_for_request(
-        "POST", rf"/channels/{channel}/messages$", lambda r: bool((r.json or {}).get("components")), timeout=60
-    )
+    [post] = await api.wait_for_request("POST", rf"/channels/{channel}/messages$", is_discord_card, timeout=60)
     ids = [c["custom_id"] for row in post.json["components"] for c in row["components"]]
     return Card(channel, post.response["id"], ids[0].split(":")[2], ids)
 

@@ -17,7 +17,7 @@ from adapters.slack import blocks
 from adapters.slack import messages as slack_msg
 from countersign.server import BotServer
 from tests.e2e.conftest import ALICE, CAROL, CHANNEL, D_ALICE, D_BOT, D_CHANNEL, D_GUILD
-from tests.e2e.drivers import DiscordDriver
+from tests.e2e.drivers import DiscordDriver, is_discord_card
 from tests.e2e.subagents_script import get_query, post_query, role, subagents_script
 from tests.e2e.test_discord_flow import Card as DiscordCard
 from tests.e2e.test_discord_flow import click as discord_click
@@ -227,9 +227,7 @@ def assert_discord_progress_cleared(discord_api: Any, subagent: str) -> None:
 
 async def discord_card(discord_api: Any) -> DiscordCard:
     """Wait for the one approval card in #general."""
-    await discord_api.wait_for_request(
-        "POST", discord_messages_path(), lambda r: bool((r.json or {}).get("components")), timeout=WAIT
-    )
+    await discord_api.wait_for_request("POST", discord_messages_path(), is_discord_card, timeout=WAIT)
     [card] = await discord_wait_card(discord_api)
     return card
 
@@ -268,7 +266,7 @@ async def test_discord_a_get_delegation_runs_without_a_card(discord_bot, discord
     await settle(discord_bot)
     assert [r.method for r in target.requests] == ["GET"]
     assert answer.startswith("Result: researcher reported: Report: ")
-    assert not any((r.json or {}).get("components") for r in discord_api.requests_to("POST", discord_messages_path()))
+    assert not any(is_discord_card(r) for r in discord_api.requests_to("POST", discord_messages_path()))
     assert_discord_progress_cleared(discord_api, "researcher")
 
 

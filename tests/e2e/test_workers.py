@@ -44,8 +44,13 @@ def worker_pids(bot: BotProcess) -> dict[int, list[int]]:
 
 @asynccontextmanager
 async def sender_on(port: int, worker: str) -> AsyncIterator[SlackEventSender]:
-    """A sender whose one kept-alive connection is served by `worker` (new connections until one is)."""
-    for _ in range(200):
+    """A sender whose one kept-alive connection is served by `worker` (new connections until one is).
+
+    A worker the supervisor has started may not listen yet on a busy machine (every connection
+    then reaches its sibling), so this tries for up to a minute.
+    """
+    deadline = asyncio.get_running_loop().time() + 60
+    while asyncio.get_running_loop().time() < deadline:
         sender = SlackEventSender(f"http://127.0.0.1:{port}/slack/events", SIGNING_SECRET, team_id=TEAM)
         await sender.__aenter__()
         probe = await sender.url_verification()
@@ -56,7 +61,7 @@ async def sender_on(port: int, worker: str) -> AsyncIterator[SlackEventSender]:
                 await sender.aclose()
             return
         await sender.aclose()
-    raise AssertionError(f"no connection reached worker {worker} in 200 tries")
+    raise AssertionError(f"no connection reached worker {worker} within a minute")
 
 
 async def metric(port: int, name: str) -> float:

@@ -179,3 +179,146 @@ async def test_context_and_its_reset_in_the_terminal(db_url):
     assert "The model's view is empty (new, or reset)" in text
     assert "expected reset or nothing, got `clear`" in text
     assert [m.text for m in model.prompts[-1][1:]] == ["again"]
+
+
+class _StopTools:
+    """`fetch` (auto, cancellable, runs until released) and `send` (review), recording what happens."""
+
+    def __init__(self) -> None:
+        self.events: list[str] = []
+        self.running = asyncio.Event()
+
+    def registry(self):
+        from langchain_core.tools import tool
+
+        from bot.approvals.mode import Mode
+        from bot.tools.registry import ToolRegistry, ToolSpec
+
+        @tool
+        async def fetch(url: str) -> str:
+            """Fetch a page (slow; a stop may cancel it)."""
+            self.running.set()
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                self.events.append("fetch cancelled")
+                raise
+            return "never"
+
+        @tool
+        async def send(to: str, body: str) -> str:
+            """Send a message to someone."""
+            self.events.append(f"send {to}")
+            return f"sent to {to}"
+
+        return ToolRegistry(
+            [
+                ToolSpec(tool=fetch, default_mode=Mode.AUTO, cancellable=True),
+                ToolSpec(tool=send, default_mode=Mode.REVIEW),
+            ]
+        )
+
+
+async def test_ctrl_c_while_the_bot_works_stops_its_turn_and_the_chat_goes_on(db_url):
+    """The first Ctrl-C during a turn stops it (the running fetch is cancelled); the chat answers the next line."""
+    tools = _StopTools()
+    model = ScriptedChatModel(
+        replies=[calls(tool_call("fetch", {"url": "https://example.test"})), AIMessage("you said: hello")]
+    )
+    out: list[str] = []
+    platform = ConsolePlatform(write=out.append)
+    lines: asyncio.Queue[str | None] = asyncio.Queue()
+    for line in ("fetch it", "hello", "/quit"):
+        lines.put_nowait(line)
+
+    async def read(prompt: str) -> str | None:
+        return await lines.get()
+
+    async with open_service(db_url, model, tools.registry(), platform) as h:
+        chat = ConsoleChat(h.service, platform, read=read, admin=h.admin)
+        assert chat.interrupt() is False  # nothing runs yet: Ctrl-C leaves, as before
+        running = asyncio.create_task(chat.run())
+        await asyncio.wait_for(tools.running.wait(), 60)
+        assert chat.interrupt() is True  # the turn's first Ctrl-C stops it
+        assert chat.interrupt() is False  # a second one leaves
+        await asyncio.wait_for(running, 60)
+    text = "\n".join(out)
+    assert tools.events == ["fetch cancelled"]
+    assert "■  Stopped by" in text and "bot> you said: hello" in text
+    assert text.index("■  Stopped by") < text.index("bot> you said: hello")
+    assert "Cancelled:" in str(model.prompts[-1]) and "Stopped by" in str(model.prompts[-1])
+
+
+async def test_countersign_stop_at_an_approval_prompt_closes_the_card(db_url):
+    """`/countersign stop` instead of a/e/r: the card closes as stopped, nothing runs, the next message is answered."""
+    tools = _StopTools()
+    model = ScriptedChatModel(
+        replies=[calls(tool_call("send", {"to": "bob", "body": "hi"})), AIMessage("you said: next")]
+    )
+    out: list[str] = []
+    platform = ConsolePlatform(write=out.append)
+    lines = ["/countersign stop", "send hi to bob", "/countersign stop", "next", "/quit"]
+    async with open_service(db_url, model, tools.registry(), platform) as h:
+        await ConsoleChat(h.service, platform, read=reader(lines), admin=h.admin).run()
+        pending = await h.service.pending_approvals(conversation_of_the_terminal())
+    text = "\n".join(out)
+    assert tools.events == [] and pending == []
+    assert "Nothing to stop: the bot is not working on anything in this conversation." in text
+    assert "Stopped. 1 card waiting for a decision was closed as stopped" in text
+    assert "send: stopped by" in text and "■  Stopped by" in text and "bot> you said: next" in text
+
+
+def conversation_of_the_terminal():
+    from bot.conversation import ConversationRef
+
+    return ConversationRef(platform="console", workspace_id="local", channel_id="terminal")
+
+
+@pytest.mark.e2e
+async def test_ctrl_c_in_a_real_terminal_session_stops_the_turn(db_url, tmp_path):
+    """`countersign chat`: SIGINT while an ungated GET runs stops the turn; the chat goes on, /quit leaves."""
+    import signal
+
+    async with (
+        HttpTarget() as target,
+        GeminiStandIn(agent_script(target.url()), api_key="k") as gemini,
+    ):
+        env = base_env(
+            GOOGLE_API_KEY="k",
+            GEMINI_BASE_URL=gemini.base_url,
+            DATABASE_URL=db_url,
+            HTTP_REQUEST_ALLOWED_HOSTS=target.host,
+            LOG_LEVEL="WARNING",
+        )
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "countersign.cli",
+            "chat",
+            env=env,
+            cwd=tmp_path,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        assert proc.stdin is not None and proc.stdout is not None
+        try:
+            target.gate.arm()
+            proc.stdin.write(b"get\n")
+            await proc.stdin.drain()
+            await target.gate.wait_arrived()
+            proc.send_signal(signal.SIGINT)
+            seen = b""
+            while b"Stopped by" not in seen:
+                line = await asyncio.wait_for(proc.stdout.readline(), 60)
+                assert line, f"the chat ended before saying it stopped: {seen.decode()}"
+                seen += line
+            target.gate.release()
+            _, err = await asyncio.wait_for(proc.communicate(b"/quit\n"), timeout=60)
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+    assert proc.returncode == 0, err.decode()
+    assert "stopping (asked by" in seen.decode()
+    assert len(gemini.requests) == 1  # no model call after the stop

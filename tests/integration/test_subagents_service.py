@@ -299,13 +299,17 @@ async def test_a_card_shows_while_a_sibling_delegation_still_works(db_url, regis
 
 
 async def test_a_review_left_done_with_its_pause_pending_is_resumed(db_url, registry, tool_log):
-    """A review marked done while its interrupt still waits (an older version did that) does not block the thread forever."""
+    """A review marked done while its interrupt still waits (an older version did that) does not block the thread forever.
+
+    Such a conversation comes from before migration 0012, so it is not `settled` and its next
+    message settles it the long way."""
     async with open_service(db_url, team(to_alpha), registry, subagents=SPECS, default_agent=AgentKind.SUBAGENTS) as h:
         await h.service.handle_message(message("bob"))
         [card] = pending(h)
         entry = approval_entry(AuditKind.DECISION, card, "approve", actor=actor("alice"))
         await h.approvals.vote(card.id, actor=actor("alice"), kind=VoteKind.APPROVE, quorum=1, audit=entry)
         await h.database.pool.execute("UPDATE reviews SET status = 'done' WHERE id = $1::uuid", card.review_id)
+        await h.database.pool.execute("UPDATE conversations SET settled = false")  # as migration 0012 leaves it
         await h.service.handle_message(message("hello?"))
         await h.service.tasks.join()
         [fresh] = await h.approvals.pending_in_thread(conversation().thread_id)

@@ -2168,6 +2168,10 @@ class DiscordStandIn:
         stored = self._message(message_id)
         return {**copy.deepcopy(stored.data), "allowed_mentions": stored.allowed_mentions}
 
+    def dm_channel_id(self, user: UserRef) -> str | None:
+        """The id of the DM channel between the bot and ``user``, once it was opened (None before)."""
+        return self._dm_channels.get(str(self._user(user)["id"]))
+
     def followups(self, interaction_id: Snowflake) -> list[JSON]:
         """Messages sent through the interaction's webhook (``POST /webhooks/{app}/{token}``)."""
         interaction = self._interactions.get(_sid(interaction_id))

@@ -17,6 +17,7 @@ import hashlib
 import hmac
 import itertools
 import json
+import random
 import re
 import secrets
 import string
@@ -28,7 +29,7 @@ from types import TracebackType
 from typing import Any, Literal, Self
 from urllib.parse import urlencode
 
-import httpx
+import aiohttp
 
 __all__ = ["Delivery", "SlackEventSender"]
 
@@ -120,12 +121,12 @@ class SlackEventSender:
         self.team_domain = team_domain
         self.enterprise_id = enterprise_id
         self._timeout = timeout
-        self._client: httpx.AsyncClient | None = None
+        self._client: aiohttp.ClientSession | None = None
         self._ids = itertools.count(1)
         self._last_ts_us = 0
 
     async def __aenter__(self) -> Self:
-        self._client = httpx.AsyncClient(timeout=self._timeout)
+        self._client = self._session()
         return self
 
     async def __aexit__(
@@ -139,7 +140,7 @@ class SlackEventSender:
     async def aclose(self) -> None:
         """Close the shared HTTP client, if one is open."""
         if self._client is not None:
-            await self._client.aclose()
+            await self._client.close()
             self._client = None
 
     # ------------------------------------------------------------------ signing
@@ -170,17 +171,27 @@ class SlackEventSender:
         """
         sent = dict(headers or {})
         if self._client is not None:
-            response = await self._client.post(self.url, content=body, headers=sent)
-        else:
-            async with httpx.AsyncClient(timeout=self._timeout) as client:
-                response = await client.post(self.url, content=body, headers=sent)
-        return Delivery(
-            status=response.status_code,
-            body=response.text,
-            headers=dict(response.headers),
-            request_body=body,
-            request_headers=sent,
+            return await self._post(self._client, body, sent)
+        async with self._session() as client:
+            return await self._post(client, body, sent)
+
+    def _session(self) -> aiohttp.ClientSession:
+        # aiohttp, not httpx: under a few hundred requests a second httpx's pool (a scan of every
+        # connection per request) cost more CPU than the app it sends to (bench.throughput).
+        return aiohttp.ClientSession(
+            timeout=aiohttp.ClientTimeout(total=self._timeout), skip_auto_headers=("Accept-Encoding",)
         )
+
+    async def _post(self, client: aiohttp.ClientSession, body: bytes, sent: dict[str, str]) -> Delivery:
+        async with client.post(self.url, data=body, headers=sent) as response:
+            text = await response.text()
+            return Delivery(
+                status=response.status,
+                body=text,
+                headers={name.lower(): value for name, value in response.headers.items()},  # as httpx gave them
+                request_body=body,
+                request_headers=sent,
+            )
 
     # ------------------------------------------------------------------- events
 
@@ -652,7 +663,7 @@ class SlackEventSender:
         return f"https://hooks.slack.com/actions/{self.team_id}/{next(self._ids)}/{secrets.token_urlsafe(18)}"
 
     def _event_id(self) -> str:
-        suffix = "".join(secrets.choice(_ID_ALPHABET) for _ in range(8))
+        suffix = "".join(random.choices(_ID_ALPHABET, k=8))  # unique by the counter; the suffix only looks like Slack's
         return f"Ev{next(self._ids):02d}{suffix}"
 
     def _next_ts(self) -> str:

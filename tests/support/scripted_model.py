@@ -41,6 +41,8 @@ class ScriptedChatModel(BaseChatModel):
     script: Script | None = None
     delay_s: float = 0.0
     """Seconds each async call takes (to make overlapping runs observable)."""
+    gate: Any = None
+    """A `tests.support.gate.Gate`: an armed gate holds the next async call until it is released."""
     active: int = 0
     max_active: int = 0
     prompts: list[list[BaseMessage]] = Field(default_factory=list)
@@ -80,6 +82,8 @@ class ScriptedChatModel(BaseChatModel):
         self.max_active = max(self.max_active, self.active)
         try:
             await asyncio.sleep(self.delay_s)
+            if self.gate is not None:
+                await self.gate.passing()
             return self._next(messages)
         finally:
             self.active -= 1

@@ -185,3 +185,14 @@ def test_a_nul_character_is_refused_before_anything_is_parsed(text):
     """PostgreSQL text cannot hold U+0000: the command is refused in words, not failed at the database."""
     with pytest.raises(CommandError, match="NUL character"):
         parse_command(text)
+
+
+def test_stop_parses_alone_and_refuses_anything_after_it():
+    """`stop` is StopTurn (the conversation comes from where it is typed); words after it are refused."""
+    from bot.admin.commands import StopTurn
+
+    assert parse_command("stop") == StopTurn() == parse_command("  STOP ")
+    with pytest.raises(CommandError) as info:
+        parse_command("stop now")
+    assert (info.value.message, info.value.usage) == ("unexpected `now`", "stop")
+    assert error_text(info.value, SLACK_MARKUP).endswith("Usage: `/countersign stop [<link to the thread>]`")

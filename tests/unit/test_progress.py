@@ -21,12 +21,14 @@ def test_a_turn_with_two_delegations_one_of_which_pauses():
     """Both start, operator pauses (waiting), researcher reports: the indicator follows each step."""
     tracker = DelegationTracker()
     assert tracker.on_event(event("researcher", "c1", started=True)) == Activity(
-        subagents=("researcher",), started="researcher", query="task for researcher"
+        subagents=("researcher",), started="researcher", query="task for researcher", delegated=True
     )
     assert tracker.on_event(event("operator", "c2", started=True)).subagents == ("researcher", "operator")
-    assert tracker.on_interrupt(pause("i-op", "operator")) == Activity(subagents=("researcher",), waiting=("operator",))
+    assert tracker.on_interrupt(pause("i-op", "operator")) == Activity(
+        subagents=("researcher",), waiting=("operator",), delegated=True
+    )
     assert tracker.on_interrupt(pause("i-op", "operator")) is None  # the same pause seen again
-    assert tracker.on_event(event("researcher", "c1", started=False)) == Activity(waiting=("operator",))
+    assert tracker.on_event(event("researcher", "c1", started=False)) == Activity(waiting=("operator",), delegated=True)
 
 
 def test_a_resume_continues_one_delegation_and_keeps_the_other_waiting():
@@ -35,8 +37,8 @@ def test_a_resume_continues_one_delegation_and_keeps_the_other_waiting():
     assert tracker.on_event(event("beta", "c3", started=True)) is None
     assert tracker.on_interrupt(pause("i-beta", "beta")) is None
     continued = tracker.on_event(event("operator", "c2", started=True))
-    assert continued == Activity(subagents=("operator",), waiting=("beta",), continued="operator")
-    assert tracker.on_event(event("operator", "c2", started=False)) == Activity(waiting=("beta",))
+    assert continued == Activity(subagents=("operator",), waiting=("beta",), continued="operator", delegated=True)
+    assert tracker.on_event(event("operator", "c2", started=False)) == Activity(waiting=("beta",), delegated=True)
 
 
 def test_a_top_level_pause_says_nothing_about_subagents():
@@ -53,7 +55,8 @@ def test_the_words_name_who_works_and_who_waits():
     assert line == (
         ":hourglass_flowing_sand: _researcher (2 tasks) are working…_ · :raised_hand: _operator waits for approval_"
     )
-    assert progress_line(Activity(), msg.PROGRESS, str) == msg.PROGRESS.agent
+    assert progress_line(Activity(delegated=True), msg.PROGRESS, str) == msg.PROGRESS.agent
+    assert progress_line(Activity(long_running=True), msg.PROGRESS, str) == msg.PROGRESS.busy
 
 
 def test_a_model_wait_is_shown_beside_who_works_and_then_cleared():
@@ -71,7 +74,7 @@ def test_a_model_wait_is_shown_beside_who_works_and_then_cleared():
         ":hourglass_flowing_sand: _researcher is working…_ · "
         ":hourglass_flowing_sand: _The model is rate limited; trying again in 40 seconds…_"
     )
-    assert tracker.on_event(event("researcher", "c1", started=False)) == Activity()
+    assert tracker.on_event(event("researcher", "c1", started=False)) == Activity(delegated=True)
 
 
 def test_a_plain_turn_shows_a_progress_message_only_for_a_model_wait():
@@ -82,3 +85,21 @@ def test_a_plain_turn_shows_a_progress_message_only_for_a_model_wait():
 
     assert not shows_something(Activity())
     assert shows_something(Activity(retrying=ModelRetry(kind=ModelErrorKind.UNAVAILABLE, wait_s=8.0)))
+
+
+def test_a_long_run_offers_stop_and_a_stop_takes_the_button_away():
+    """After a while the indicator shows (with the turn to stop); once stopped it says who stopped it, without Stop."""
+    from adapters.display import offers_stop, progress_line, shows_something
+    from adapters.slack import messages as msg
+
+    tracker = DelegationTracker(turn_id="t" * 32)
+    long = tracker.on_long_run()
+    assert shows_something(long) and offers_stop(long) and long.turn_id == "t" * 32
+    assert progress_line(long, msg.PROGRESS, str) == msg.PROGRESS.busy
+    stopping = tracker.on_stop("alice")
+    assert not offers_stop(stopping) and stopping.long_running
+    assert progress_line(stopping, msg.PROGRESS, str) == ":black_square_for_stop: _Stopping (asked by alice)…_"
+    # A stop alone is no reason to post an indicator (a quick turn keeps its zero platform calls).
+    assert not shows_something(DelegationTracker(turn_id="t" * 32).on_stop("alice"))
+    # A run older than turns names none: no button.
+    assert not offers_stop(DelegationTracker().on_long_run())

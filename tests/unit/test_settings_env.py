@@ -62,6 +62,7 @@ ENV_NAMES = (
     "SHUTDOWN_GRACE_S",
     "COUNTERSIGN_WORKERS",
     "COUNTERSIGN_WORKER_INDEX",
+    "COUNTERSIGN_EVENT_LOOP",
     "COUNTERSIGN_CONTEXT_TOKENS",
     "COUNTERSIGN_HISTORY_WINDOW",
     "COUNTERSIGN_RETENTION_DAYS",
@@ -390,3 +391,12 @@ def test_partial_or_mixed_slack_oauth_settings_name_the_problem(clean_env, env, 
     slack = SlackSettings()
     assert slack.enabled is False
     assert slack.problem is not None and problem in slack.problem and "\n" not in slack.problem
+
+
+def test_the_event_loop_setting_is_read_case_insensitively(clean_env):
+    """COUNTERSIGN_EVENT_LOOP=AsyncIO selects asyncio's loop; an unknown name is refused."""
+    clean_env.setenv("COUNTERSIGN_EVENT_LOOP", " AsyncIO ")
+    assert ServerSettings().event_loop == "asyncio"
+    clean_env.setenv("COUNTERSIGN_EVENT_LOOP", "trio")
+    with pytest.raises(ValueError, match="COUNTERSIGN_EVENT_LOOP"):
+        ServerSettings()

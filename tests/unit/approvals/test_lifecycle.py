@@ -26,7 +26,13 @@ from bot.approvals.lifecycle import (
 )
 from bot.errors import CountersignError
 
-FINAL = (ApprovalStatus.APPROVED, ApprovalStatus.EDITED, ApprovalStatus.REJECTED, ApprovalStatus.EXPIRED)
+FINAL = (
+    ApprovalStatus.APPROVED,
+    ApprovalStatus.EDITED,
+    ApprovalStatus.REJECTED,
+    ApprovalStatus.EXPIRED,
+    ApprovalStatus.STOPPED,
+)
 
 # --- approvals: every allowed move, every refused one -----------------------------------------
 
@@ -39,6 +45,7 @@ FINAL = (ApprovalStatus.APPROVED, ApprovalStatus.EDITED, ApprovalStatus.REJECTED
         (ApprovalEvent.APPROVE_EDIT, ApprovalStatus.EDITED),
         (ApprovalEvent.REJECT, ApprovalStatus.REJECTED),
         (ApprovalEvent.EXPIRE, ApprovalStatus.EXPIRED),
+        (ApprovalEvent.STOP, ApprovalStatus.STOPPED),
     ],
 )
 def test_a_pending_approval_moves_as_the_table_says(event, after):
@@ -47,7 +54,7 @@ def test_a_pending_approval_moves_as_the_table_says(event, after):
 
 
 def test_the_approval_table_is_exactly_the_documented_one():
-    """Only PENDING has moves (five of them); each decided state has none."""
+    """Only PENDING has moves (six of them); each decided state has none."""
     assert set(APPROVAL_TRANSITIONS) == set(ApprovalStatus)
     assert dict(APPROVAL_TRANSITIONS[ApprovalStatus.PENDING]) == {
         ApprovalEvent.VOTE: ApprovalStatus.PENDING,
@@ -55,6 +62,7 @@ def test_the_approval_table_is_exactly_the_documented_one():
         ApprovalEvent.APPROVE_EDIT: ApprovalStatus.EDITED,
         ApprovalEvent.REJECT: ApprovalStatus.REJECTED,
         ApprovalEvent.EXPIRE: ApprovalStatus.EXPIRED,
+        ApprovalEvent.STOP: ApprovalStatus.STOPPED,
     }
     assert all(not APPROVAL_TRANSITIONS[s] for s in FINAL)
 
@@ -120,6 +128,7 @@ def test_review_events_leave_one_state_each():
         ([ApprovalStatus.APPROVED], True),
         ([ApprovalStatus.EXPIRED, ApprovalStatus.EXPIRED], True),
         ([ApprovalStatus.EXPIRED, ApprovalStatus.APPROVED, ApprovalStatus.EDITED, ApprovalStatus.REJECTED], True),
+        ([ApprovalStatus.STOPPED, ApprovalStatus.APPROVED], True),  # a stop after one of two decisions
         ([ApprovalStatus.PENDING], False),
         ([ApprovalStatus.APPROVED, ApprovalStatus.PENDING], False),
         ([ApprovalStatus.EXPIRED, ApprovalStatus.PENDING], False),
@@ -168,7 +177,7 @@ def test_tally_always_gives_an_event_a_pending_approval_accepts(approvals, quoru
     after = approval_after(ApprovalStatus.PENDING, event)
     decided = approvals >= max(quorum, 1)
     assert (after in DECIDED) is decided
-    assert after is not ApprovalStatus.REJECTED and after is not ApprovalStatus.EXPIRED
+    assert after not in (ApprovalStatus.REJECTED, ApprovalStatus.EXPIRED, ApprovalStatus.STOPPED)
     if decided:
         assert after is (ApprovalStatus.EDITED if edited else ApprovalStatus.APPROVED)
 
@@ -193,3 +202,37 @@ def test_a_quorum_of_two_walks_vote_then_approve_then_refuses_a_third():
         approval_after(state, tally(approvals=3, quorum=2, edited=False))
     with pytest.raises(LifecycleError):
         approval_after(state, ApprovalEvent.EXPIRE)  # an expiry after the decision changes nothing
+
+
+# --- a stop ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("votes_before", [0, 1, 2])
+def test_a_stop_closes_a_pending_approval_whatever_its_votes(votes_before):
+    """A stop moves a pending approval (with or without quorum votes) to STOPPED, a final state."""
+    state = ApprovalStatus.PENDING
+    for count in range(1, votes_before + 1):
+        state = approval_after(state, tally(approvals=count, quorum=3, edited=False))
+    assert approval_after(state, ApprovalEvent.STOP) is ApprovalStatus.STOPPED
+    assert ApprovalStatus.STOPPED in DECIDED
+    assert approval_sources(ApprovalEvent.STOP) == [ApprovalStatus.PENDING.value]
+
+
+@pytest.mark.parametrize("decided", [ApprovalEvent.APPROVE, ApprovalEvent.REJECT, ApprovalEvent.EXPIRE])
+def test_a_stop_and_a_decision_on_one_card_move_it_once(decided):
+    """Whichever of a stop and a decision comes second does not fit: a card is decided or stopped, never both."""
+    first = approval_after(ApprovalStatus.PENDING, decided)
+    with pytest.raises(LifecycleError):
+        approval_after(first, ApprovalEvent.STOP)
+    stopped = approval_after(ApprovalStatus.PENDING, ApprovalEvent.STOP)
+    with pytest.raises(LifecycleError) as raised:
+        approval_after(stopped, decided)
+    assert raised.value.state == "stopped"
+    with pytest.raises(LifecycleError):
+        approval_after(stopped, ApprovalEvent.STOP)  # a second stop moves nothing either
+
+
+def test_a_review_whose_last_pending_approval_was_stopped_is_claimed_for_its_resume():
+    """A stopped approval counts as decided: its review may be claimed, so the resume answers the call."""
+    assert review_claimable([ApprovalStatus.STOPPED]) is True
+    assert review_claimable([ApprovalStatus.STOPPED, ApprovalStatus.STOPPED, ApprovalStatus.APPROVED]) is True

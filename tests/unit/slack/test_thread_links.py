@@ -73,3 +73,18 @@ def test_links_elsewhere_are_refused(url, problem):
     with pytest.raises(ThreadLinkError) as refused:
         thread_of_link(url, channel_id="C1", team_domain="acme")
     assert refused.value.problem is problem
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (f"stop <{ROOT}>", ("stop", ROOT)),
+        (f"Stop <{REPLY.replace('&', '&amp;')}|a reply>", ("Stop", REPLY.replace("&", "&amp;"))),
+        ("stop", ("stop", None)),
+    ],
+)
+def test_the_link_is_taken_out_of_a_stop_command(text, expected):
+    """`stop` names its thread the way `context` does."""
+    rest, link = take_thread_link(text)
+    assert (" ".join(rest.split()), link) == expected
+    assert take_thread_link(f"stops <{ROOT}>") == (f"stops <{ROOT}>", None)

@@ -1,0 +1,54 @@
+"""What an Approve all / Reject all did, in the clicker's words, for every adapter.
+
+The sentences live in each adapter's `messages` module (CONVENTIONS.md item 15); this module
+only puts them together, so Slack and Discord report a batch alike: what was decided, what
+waits for more approvers, what was left pending and why (the sentence a single click would
+have got), and what was decided before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from types import ModuleType
+
+from adapters.decision_errors import decision_error_text
+from bot.approvals.lifecycle import ApprovalStatus
+from bot.approvals.records import ApprovalRecord
+from bot.batch import BatchOutcome
+
+
+def batch_summary(
+    outcome: BatchOutcome, msg: ModuleType, when: Callable[[datetime], str], escape: Callable[[str], str] = str
+) -> str:
+    """The clicker's private answer to a batch, one line per kind of result.
+
+    Args:
+        outcome: what the batch did.
+        msg: the adapter's messages module (`BATCH_*`).
+        when: how the platform writes a moment (for "already decided" refusals).
+        escape: how the platform escapes a tool name.
+    """
+
+    def calls(rows: Iterable[ApprovalRecord]) -> str:
+        return ", ".join(_call(row, msg, escape) for row in rows)
+
+    lines = []
+    approved = [row for row in outcome.decided if row.status in (ApprovalStatus.APPROVED, ApprovalStatus.EDITED)]
+    rejected = [row for row in outcome.decided if row.status is ApprovalStatus.REJECTED]
+    if approved:
+        lines.append(str(msg.BATCH_APPROVED.format(calls=calls(approved))))
+    if rejected:
+        lines.append(str(msg.BATCH_REJECTED.format(calls=calls(rejected))))
+    if outcome.voted:
+        lines.append(str(msg.BATCH_VOTED.format(calls=calls(outcome.voted))))
+    for left in outcome.left:
+        why = decision_error_text(left.error, msg, when)
+        lines.append(str(msg.BATCH_LEFT.format(call=_call(left.approval, msg, escape), why=why)))
+    if outcome.skipped:
+        lines.append(str(msg.BATCH_SKIPPED.format(calls=calls(outcome.skipped))))
+    return "\n".join(lines) or str(msg.BATCH_NOTHING)
+
+
+def _call(row: ApprovalRecord, msg: ModuleType, escape: Callable[[str], str]) -> str:
+    return str(msg.BATCH_CALL.format(tool=escape(row.tool_name), position=row.position + 1))

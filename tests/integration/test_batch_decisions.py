@@ -1,0 +1,191 @@
+"""Approve all / Reject all on a real PostgreSQL: one decision per call, through the single-click path."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from langchain_core.messages import AIMessage, ToolMessage
+
+from bot.admin.parse import parse_command
+from bot.admin.service import AdminService
+from bot.approvals.decisions import Approve, Edit, EditedAction, Reject
+from bot.approvals.lifecycle import ApprovalStatus, ReviewStatus
+from bot.approvals.records import pause_version
+from bot.audit import AuditKind
+from bot.errors import AlreadyDecidedError, AlreadyVotedError, ApprovalNotFoundError, NotPermittedError, StaleVoteError
+from tests.support.barriers import wait_until
+from tests.support.recording_platform import RecordingPlatform
+from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
+from tests.support.service import WORKSPACE, actor, message, open_service
+
+ADMIN = "boss"
+
+
+def two_calls() -> AIMessage:
+    return calls(tool_call("send", {"to": "bob", "body": "hi"}), tool_call("lookup", {"query": "weather"}))
+
+
+async def configure(h, registry, *texts: str) -> None:
+    service = AdminService(config=h.config, audit=h.audit, registry=registry, directory_for=lambda name: h.platform)
+    for text in texts:
+        await service.execute(actor(ADMIN), parse_command(text), here="C1")
+
+
+async def pause_of_two(h, registry, *settings: str):
+    """`lookup` reviewed too, then a message whose answer calls `send` and `lookup`: one pause, two cards."""
+    await configure(h, registry, "policy lookup review", *settings)
+    await h.service.handle_message(message("do both", user="alice"))
+    await wait_until(lambda: len(h.platform.cards) == 2, "two cards")
+    rows = await h.approvals.pending_in_thread(next(iter(h.platform.cards.values())).approval.thread_id)
+    assert [row.tool_name for row in rows] == ["send", "lookup"]
+    return rows
+
+
+def first_card(h, rows):
+    return next(card for card in h.platform.cards.values() if card.approval.id == rows[0].id)
+
+
+async def test_only_the_first_card_offers_the_batch_and_it_goes_when_one_call_is_left(db_url, registry):
+    """Two pending calls: the first card carries Approve all (2); once one is decided, the batch is gone."""
+    model = ScriptedChatModel(replies=[two_calls(), AIMessage("done")])
+    async with open_service(db_url, model, registry, RecordingPlatform(admins={ADMIN})) as h:
+        rows = await pause_of_two(h, registry)
+        first = first_card(h, rows)
+        assert first.batch is not None and first.batch.pending == 2
+        assert first.batch.version == pause_version(rows) and len(first.batch.review_id) == 32
+        assert [c.batch for c in h.platform.cards.values() if c.approval.id == rows[1].id] == [None]
+        await h.service.decide(rows[1].id, actor("alice"), Approve())
+        await h.service.tasks.join()
+        assert first_card(h, rows).batch is None and first_card(h, rows).approval.is_pending
+        await h.service.decide(rows[0].id, actor("alice"), Approve())
+        await wait_until(lambda: bool(h.platform.answers), "the answer")
+
+
+async def test_approve_all_decides_what_the_clicker_may_and_leaves_the_rest(db_url, registry, tool_log):
+    """An admin's Approve all: `send` approved, `lookup` (only dave approves it) left pending and said why; dave finishes."""
+    model = ScriptedChatModel(replies=[two_calls(), AIMessage("both ran")])
+    async with open_service(db_url, model, registry, RecordingPlatform(admins={ADMIN})) as h:
+        rows = await pause_of_two(h, registry, "approvers add <@UDAVE> for lookup")
+        batch = first_card(h, rows).batch
+        outcome = await h.service.decide_all(batch.review_id, actor(ADMIN), Approve(), seen_version=batch.version)
+        assert [row.id for row in outcome.decided] == [rows[0].id]
+        assert outcome.decided[0].status is ApprovalStatus.APPROVED and outcome.decided[0].decided_by_id == ADMIN
+        [left] = outcome.left
+        assert left.approval.id == rows[1].id and isinstance(left.error, NotPermittedError)
+        assert left.error.reason == "not_an_approver"
+        assert outcome.voted == () and outcome.skipped == ()
+        await h.service.tasks.join()
+        assert tool_log.calls == [] and h.platform.answers == []  # the pause waits for lookup
+        assert (await h.approvals.review(rows[0].review_id)).status is ReviewStatus.PENDING
+        await h.service.decide(rows[1].id, actor("UDAVE"), Approve())
+        await wait_until(lambda: bool(h.platform.answers), "the answer")
+        await h.service.tasks.join()
+        audit = await h.audit.recent(WORKSPACE, limit=50)
+    assert [name for name, _ in tool_log.calls] == ["send", "lookup"]
+    assert h.platform.answers[-1][1] == "both ran"
+    decisions = [e for e in audit if e.kind is AuditKind.DECISION]
+    assert {(e.actor_id, e.detail.get("batch")) for e in decisions} == {(ADMIN, True), ("UDAVE", None)}
+    assert any(e.kind is AuditKind.REFUSED and e.actor_id == ADMIN and e.reason == "not_an_approver" for e in audit)
+
+
+async def test_reject_all_rejects_each_call_with_one_reason_and_resumes_once(db_url, registry, tool_log):
+    """Reject all by the requester: both calls rejected with the reason; the model reads it for each; one resume."""
+    model = ScriptedChatModel(replies=[two_calls(), AIMessage("ok, not doing it")])
+    async with open_service(db_url, model, registry, RecordingPlatform(admins={ADMIN})) as h:
+        rows = await pause_of_two(h, registry)
+        review_id = first_card(h, rows).batch.review_id
+        assert [row.id for row in await h.service.check_batch(review_id, actor("alice"), attempted="reject")] == [
+            row.id for row in rows
+        ]
+        outcome = await h.service.decide_all(review_id, actor("alice"), Reject(message="wrong day"))
+        await wait_until(lambda: bool(h.platform.answers), "the answer")
+        await h.service.tasks.join()
+    assert [row.status for row in outcome.decided] == [ApprovalStatus.REJECTED, ApprovalStatus.REJECTED]
+    assert tool_log.calls == []
+    results = [str(m.content) for m in model.prompts[-1] if isinstance(m, ToolMessage)]
+    assert results == ["Rejected by a reviewer: wrong day", "Rejected by a reviewer: wrong day"]
+    assert len(h.platform.answers) == 1
+
+
+async def test_a_double_click_on_approve_all_decides_nothing_twice(db_url, registry, tool_log):
+    """Two Approve all at once: each call is decided once, the other click skips it; tools run once, one answer."""
+    model = ScriptedChatModel(replies=[two_calls(), AIMessage("ran once")])
+    async with open_service(db_url, model, registry, RecordingPlatform(admins={ADMIN})) as h:
+        rows = await pause_of_two(h, registry)
+        batch = first_card(h, rows).batch
+        first, second = await asyncio.gather(
+            h.service.decide_all(batch.review_id, actor("alice"), Approve(), seen_version=batch.version),
+            h.service.decide_all(batch.review_id, actor("alice"), Approve(), seen_version=batch.version),
+        )
+        await wait_until(lambda: bool(h.platform.answers), "the answer")
+        await h.service.tasks.join()
+        again = await h.service.decide_all(batch.review_id, actor("alice"), Approve(), seen_version=batch.version)
+        decisions = await h.database.pool.fetchval("SELECT count(*) FROM audit_log WHERE kind = 'decision'")
+    decided = [row.id for row in first.decided + second.decided]
+    assert sorted(decided) == sorted(row.id for row in rows)
+    assert sorted(row.id for row in first.skipped + second.skipped) == sorted(row.id for row in rows)
+    assert first.left == () and second.left == ()
+    assert [row.id for row in again.skipped] == [row.id for row in rows] and again.decided == ()
+    assert decisions == 2 and [name for name, _ in tool_log.calls] == ["send", "lookup"]
+    assert len(h.platform.answers) == 1
+
+
+async def test_approve_all_from_a_card_drawn_before_an_edit_is_refused(db_url, registry, tool_log):
+    """An edit of the second call changes the pause's version: an Approve all naming the old one decides nothing."""
+    model = ScriptedChatModel(replies=[two_calls(), AIMessage("done")])
+    async with open_service(db_url, model, registry, RecordingPlatform(admins={ADMIN})) as h:
+        await configure(h, registry, "quorum lookup 2")
+        rows = await pause_of_two(h, registry)
+        batch = first_card(h, rows).batch
+        edit = Edit(edited_action=EditedAction(name="lookup", args={"query": "tides"}))
+        await h.service.decide(rows[1].id, actor(ADMIN), edit)  # one of two approvals: still pending
+        with pytest.raises(StaleVoteError):
+            await h.service.decide_all(batch.review_id, actor("alice"), Approve(), seen_version=batch.version)
+        assert all(row.is_pending for row in await h.approvals.approvals_of(rows[0].review_id))
+        await h.service.tasks.join()
+        fresh = first_card(h, rows).batch
+        assert fresh.version != batch.version
+        outcome = await h.service.decide_all(fresh.review_id, actor("alice"), Approve(), seen_version=fresh.version)
+        await wait_until(lambda: bool(h.platform.answers), "the answer")
+        await h.service.tasks.join()
+    assert [row.tool_name for row in outcome.decided] == ["send", "lookup"]
+    assert ("lookup", {"query": "tides"}) in tool_log.calls
+
+
+async def test_approve_all_counts_as_one_vote_below_a_quorum(db_url, registry):
+    """Quorum 2 for send: Approve all records alice's vote (voted) and decides lookup; a second Approve all is refused as a repeat."""
+    model = ScriptedChatModel(replies=[two_calls(), AIMessage("done")])
+    async with open_service(db_url, model, registry, RecordingPlatform(admins={ADMIN})) as h:
+        rows = await pause_of_two(h, registry, "quorum send 2")
+        batch = first_card(h, rows).batch
+        outcome = await h.service.decide_all(batch.review_id, actor("alice"), Approve(), seen_version=batch.version)
+        assert [row.id for row in outcome.voted] == [rows[0].id] and [row.id for row in outcome.decided] == [rows[1].id]
+        repeat = await h.service.decide_all(batch.review_id, actor("alice"), Approve())
+        [left] = repeat.left
+        assert isinstance(left.error, AlreadyVotedError) and [r.id for r in repeat.skipped] == [rows[1].id]
+        await h.service.decide(rows[0].id, actor(ADMIN), Approve())
+        await wait_until(lambda: bool(h.platform.answers), "the answer")
+        await h.service.tasks.join()
+
+
+async def test_unknown_or_finished_pauses_are_refused_in_words(db_url, registry):
+    """A made-up pause id is not found (audited); a Reject all on a pause with nothing pending says it was decided."""
+    model = ScriptedChatModel(replies=[two_calls(), AIMessage("done")])
+    async with open_service(db_url, model, registry, RecordingPlatform(admins={ADMIN})) as h:
+        rows = await pause_of_two(h, registry)
+        for bogus in ("0" * 32, "not a pause", ""):
+            with pytest.raises(ApprovalNotFoundError):
+                await h.service.decide_all(bogus, actor("alice"), Approve())
+        with pytest.raises(NotPermittedError):
+            await h.service.check_batch(first_card(h, rows).batch.review_id, actor("nobody"), attempted="reject")
+        review_id = first_card(h, rows).batch.review_id
+        await h.service.decide_all(review_id, actor("alice"), Approve())
+        await wait_until(lambda: bool(h.platform.answers), "the answer")
+        await h.service.tasks.join()
+        with pytest.raises(AlreadyDecidedError):
+            await h.service.check_batch(review_id, actor("alice"), attempted="reject")
+        unknown = await h.database.pool.fetchval(
+            "SELECT count(*) FROM audit_log WHERE outcome = 'unknown_approval' AND reason = 'no such pause'"
+        )
+    assert unknown == 3
