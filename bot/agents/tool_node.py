@@ -152,6 +152,9 @@ async def run_tool(
         return _error(call, prompts.ALREADY_STARTED_MESSAGE)
     if claim is Claim.NOT_APPROVED:
         return _error(call, prompts.NOT_APPROVED_MESSAGE)
+    if claim is Claim.STOPPED:
+        stopper = signal.stopped_by if signal is not None else ""
+        return _error(call, prompts.STOPPED_CALL.format(name=stopper or "someone"))
     cut_short = False
     if is_cancellable(tool):
         cut_short, finished = await unless_stopped(signal, _invoke(call, tool))
@@ -202,7 +205,11 @@ async def _run_trusted(
 
     The check is made again here because time may have passed since the plan (the call waited
     beside another call's card, or the run was resumed after a fault). A call whose trust
-    ended does not run; if it ran before an interruption, its recorded result stands.
+    ended does not run; if it ran before an interruption, its recorded result stands. The
+    check asks the platform about the approver, which takes a moment, and the run's stop signal
+    may reach this replica up to a second after the stop: the ledger's claim refuses a call of
+    a turn whose stop is recorded (`Claim.STOPPED`), so a stop that came meanwhile still keeps
+    the call from starting.
     """
     grant = await trust.covering(call, context) if trust is not None else None
     call_id = str(call["id"])

@@ -113,15 +113,25 @@ class PostgresLedger:
 
         One transaction: the grant is read live and locked against a revoke in flight
         (`live_grant_locked`); a call claimed before is never run again (FINISHED or
-        ALREADY_STARTED, as for any call); otherwise the grant must be of this conversation,
-        tool and requester and bind exactly the values of `args` (the same canonical arguments
-        and digest an approval binds, decision 0010), and the claim and its audit row
-        ("trusted", by the grant's approver) are written together.
+        ALREADY_STARTED, as for any call); a call of a turn whose stop is recorded does not
+        start (STOPPED: the stop's transaction and this claim are ordered by the conversation's
+        row, so a trusted call is claimed before a stop or not at all, although decision 0021's
+        signal may reach this replica up to a second later); otherwise the grant must be of this
+        conversation, tool and requester and bind exactly the values of `args` (the same
+        canonical arguments and digest an approval binds, decision 0010), and the claim and its
+        audit row ("trusted", by the grant's approver) are written together.
         """
         if self._audit is None:
             log.error("refusing to run %s under trust: no audit log (tool_call_id=%s)", tool_name, tool_call_id)
             return Claim.NOT_APPROVED
         async with self._pool.acquire() as connection, connection.transaction():
+            # The conversation's row first (the order a stop and the retention sweep take):
+            # KEY SHARE makes a stop's `FOR UPDATE` wait for this claim, and this claim see a
+            # stop committed before it, while the run's own updates of the row go on.
+            stopped = await connection.fetchval(
+                "SELECT stop_requested_at IS NOT NULL FROM conversations WHERE thread_id = $1 FOR KEY SHARE",
+                thread_id,
+            )
             grant = await live_grant_locked(connection, trust.grant_id)
             before = await connection.fetchval(
                 "SELECT result IS NOT NULL FROM tool_runs WHERE thread_id = $1 AND tool_call_id = $2",
@@ -130,6 +140,15 @@ class PostgresLedger:
             )
             if before is not None:  # claimed before (a re-run after a crash): never run twice
                 return Claim.FINISHED if before else Claim.ALREADY_STARTED
+            if stopped:  # nobody approved this call itself: a stopped turn starts no trusted call
+                log.info(
+                    "not running %s under trust %s: the turn was stopped (tool_call_id=%s thread_id=%s)",
+                    tool_name,
+                    trust.grant_id,
+                    tool_call_id,
+                    thread_id,
+                )
+                return Claim.STOPPED
             if (
                 grant is None
                 or grant.thread_id != thread_id

@@ -34,6 +34,10 @@ class Claim(StrEnum):
     """Ran to its end before; its recorded result (`ToolRunLedger.recorded`) stands."""
     NOT_APPROVED = "not_approved"
     """Reviewed, but not approved for exactly these arguments."""
+    STOPPED = "stopped"
+    """A call under a trust grant, in a conversation whose turn was stopped (issue 12): nobody
+    approved this call itself, so a recorded stop keeps it from starting whatever the run has
+    heard of the stop yet."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -78,7 +82,8 @@ class ToolRunLedger(Protocol):
             GRANTED the first time for `(thread_id, tool_call_id)` when the call may run;
             after that FINISHED once its result is recorded, else ALREADY_STARTED; NOT_APPROVED
             when its review (or its trust grant) does not cover `args`, or a reviewed call has
-            neither a stored decision nor a trust grant.
+            neither a stored decision nor a trust grant; STOPPED for a call under a trust grant
+            once the conversation's turn is stopped.
         """
         ...
 

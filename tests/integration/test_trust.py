@@ -8,6 +8,7 @@ trust" and checks which later calls run without a card.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass, field
 
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
@@ -20,7 +21,9 @@ from bot.agents.subagent_specs import SubagentSpec
 from bot.approvals.decisions import Approve, Reject
 from bot.approvals.lifecycle import ApprovalStatus
 from bot.audit import AuditKind
+from bot.conversation import Actor
 from bot.errors import AlreadyDecidedError, NotPermittedError, TrustRefusedError
+from bot.tools.ledger import Claim, TrustUse
 from tests.support.recording_platform import RecordingPlatform
 from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
 from tests.support.service import WORKSPACE, actor, conversation, message, open_service
@@ -373,3 +376,76 @@ async def test_a_card_that_offered_no_trust_cannot_be_trusted(db_url, registry, 
         await decide(h, card, ADMIN)  # a plain approval still works
         assert await h.database.pool.fetchval("SELECT count(*) FROM trust_grants") == 0
     assert sent(tool_log) == [("bob", "hi")]
+
+
+@dataclass
+class HeldPlatform(RecordingPlatform):
+    """A platform whose `member` lookup (the trust check asks it about the approver) can be held once."""
+
+    hold_after: int | None = None
+    """Lookups to let by before holding one; None: hold none."""
+    held: asyncio.Event = field(default_factory=asyncio.Event)
+    go_on: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def member(self, workspace_id: str, user_id: str) -> Actor | None:
+        if self.hold_after == 0:
+            self.hold_after = None
+            self.held.set()
+            await self.go_on.wait()
+        elif self.hold_after is not None:
+            self.hold_after -= 1
+        return await super().member(workspace_id, user_id)
+
+
+async def test_a_stop_recorded_elsewhere_keeps_a_trusted_call_from_starting(db_url, registry, tool_log):
+    """Stop beside Trust: a turn stopped (on another replica) while its trusted call was being checked runs nothing.
+
+    Replica A plans the call as covered (`llm_call`), then checks the grant again right before
+    it runs (`tool_node`); the stop is recorded on replica B while A asks the platform about the
+    approver, and A's check goes on at once, before A's own watch can have heard of the stop.
+    The ledger's claim reads the stop with the claim: the call does not start, its result says
+    the turn was stopped, and no `trusted` run is audited.
+    """
+    platform = HeldPlatform(admins={ADMIN})
+    async with (
+        open_service(db_url, sender(), registry, platform) as a,
+        open_service(db_url, sender(), registry, RecordingPlatform(admins={ADMIN})) as b,
+    ):
+        await admin(a, "trust send up-to 30m")
+        await granted(a, who=ADMIN)
+        platform.hold_after = 1  # llm_call's check passes; the one right before the run is held
+        a.service.submit_message(message("send bob hi"))
+        await asyncio.wait_for(platform.held.wait(), 60)
+        await b.service.stop_turn(actor("alice"), conversation=conversation())
+        platform.go_on.set()
+        await a.service.tasks.join()
+        assert pending(a) == []
+        assert await trusted_rows(a) == []
+        state = await a.graph(conversation()).aget_state({"configurable": {"thread_id": conversation().thread_id}})
+        [*_, result] = [m for m in state.values["messages"] if isinstance(m, ToolMessage)]
+        assert result.status == "error" and "stopped this turn before the call ran" in result.text
+    assert sent(tool_log) == [("bob", "hi")]  # the granted card's call only
+
+
+async def test_the_claim_of_a_trusted_call_reads_the_stop(db_url, registry, tool_log):
+    """The ledger: a trusted call of a stopped turn is not claimed; one claimed before the stop keeps its answer."""
+    async with open_service(db_url, sender(), registry, RecordingPlatform(admins={ADMIN})) as h:
+        await admin(h, "trust send up-to 30m")
+        await granted(h, who=ADMIN)
+        grant_id = await h.database.pool.fetchval("SELECT id FROM trust_grants")
+        call = {
+            "thread_id": conversation().thread_id,
+            "tool_name": "send",
+            "args": {"to": "bob", "body": "hi"},
+            "reviewed": True,
+            "trust": TrustUse(grant_id=grant_id, requester_id="alice"),
+        }
+        assert await h.ledger.claim(tool_call_id="before", **call) is Claim.GRANTED
+        await h.database.pool.execute(
+            "UPDATE conversations SET stop_requested_at = now(), stopped_by_id = 'alice', stopped_by_name = 'alice' "
+            "WHERE thread_id = $1",
+            conversation().thread_id,
+        )
+        assert await h.ledger.claim(tool_call_id="after", **call) is Claim.STOPPED
+        assert await h.ledger.claim(tool_call_id="before", **call) is Claim.ALREADY_STARTED  # never run twice
+        assert len(await trusted_rows(h)) == 1
