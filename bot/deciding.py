@@ -349,7 +349,9 @@ class Decider:
         Raises:
             TrustRefusedError: (audited) `not_approve`, `not_offered` (no enabled trust setting
                 for the tool in this channel now, nobody known asked for the call, or the card
-                offered no trust) or `quorum` (more than one approval needed now).
+                offered no trust), `quorum` (more than one approval needed now) or `escalation`
+                (the clicker may decide this call only as its escalation's audience: an approver
+                of this one call, never of the tool's later calls, which a grant would cover).
         """
         if kind is VoteKind.REJECT:
             return None
@@ -363,6 +365,8 @@ class Decider:
             problem = "quorum"
         elif approval.trust_offer_s is None:
             problem = "not_offered"  # the card never showed the button: a forged or stale click
+        elif standing is Standing.ESCALATION:
+            problem = "escalation"  # an approver of this call only: a grant would cover nothing
         else:
             return NewGrant(matching=setting.matching, duration_s=min(approval.trust_offer_s, setting.max_s))
         await self._refused(approval, actor, "trust_refused", problem, attempted="trust")

@@ -184,8 +184,9 @@ class TrustRefusedError(CountersignError):
     Args:
         reason: `not_offered` (no trust setting covers the tool here now, the call has no
             known requester, or its card offered no trust), `quorum` (the call needs more than
-            one approval now, so no single click approves it) or `not_approve` (trust goes only
-            with an approval).
+            one approval now, so no single click approves it), `not_approve` (trust goes only
+            with an approval) or `escalation` (the clicker may decide the call only because its
+            card escalated to them, which never covers the tool's later calls).
     """
 
     def __init__(self, reason: str) -> None:

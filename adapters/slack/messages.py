@@ -141,6 +141,10 @@ TRUST_REFUSED = {
         "it once instead."
     ),
     "not_approve": "Trust goes only with an approval. Nothing was changed.",
+    "escalation": (
+        "This card was escalated to you, which lets you decide this call but not the tool's later ones, so you "
+        "cannot trust it. Nothing was changed; approve it once instead."
+    ),
 }
 """By `bot.errors.TrustRefusedError.reason` (issue 12)."""
 VOTE_RECORDED = "Your approval is recorded ({count} of {quorum}); the call runs once {quorum} people approved it."

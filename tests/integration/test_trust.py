@@ -19,11 +19,12 @@ from bot.admin.views import Changed, PolicyView, TrustList, TrustRevoked
 from bot.agents import prompts
 from bot.agents.subagent_specs import SubagentSpec
 from bot.approvals.decisions import Approve, Reject
-from bot.approvals.lifecycle import ApprovalStatus
+from bot.approvals.lifecycle import ApprovalStatus, EscalationStatus
 from bot.audit import AuditKind
 from bot.conversation import Actor
 from bot.errors import AlreadyDecidedError, NotPermittedError, TrustRefusedError
 from bot.tools.ledger import Claim, TrustUse
+from tests.support.barriers import wait_until_async
 from tests.support.recording_platform import RecordingPlatform
 from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
 from tests.support.service import WORKSPACE, actor, conversation, message, open_service
@@ -449,3 +450,31 @@ async def test_the_claim_of_a_trusted_call_reads_the_stop(db_url, registry, tool
         assert await h.ledger.claim(tool_call_id="after", **call) is Claim.STOPPED
         assert await h.ledger.claim(tool_call_id="before", **call) is Claim.ALREADY_STARTED  # never run twice
         assert len(await trusted_rows(h)) == 1
+
+
+async def test_the_audience_of_an_escalated_card_cannot_trust_it(db_url, registry, tool_log):
+    """Trust beside escalation: dave may decide the escalated card, but not trust the tool; nothing changes on refusal."""
+    async with open_service(db_url, sender(), registry, RecordingPlatform(admins={ADMIN})) as h:
+        await admin(h, "trust send up-to 30m")
+        await admin(h, "escalate send after 10m to <@UDAVE>")
+        await ask(h, "send bob hi")
+        [card] = pending(h)
+        assert card.trust_offer_s == 1800 and card.escalation is EscalationStatus.WAITING
+        await h.database.pool.execute("UPDATE approvals SET escalate_at = now() - interval '1 second'")
+        h.service.escalation.wake()
+        await wait_until_async(lambda: _escalated(h, card.id), "the card escalated to dave", timeout=60)
+        with pytest.raises(TrustRefusedError) as refused:
+            await h.service.decide(card.id, actor("UDAVE"), Approve(), trust=True)
+        assert refused.value.reason == "escalation"
+        assert (await h.approvals.get(card.id)).is_pending
+        decided = await decide(h, card, "UDAVE")
+        assert decided.status is ApprovalStatus.APPROVED and decided.trust_id is None
+        assert await h.database.pool.fetchval("SELECT count(*) FROM trust_grants") == 0
+        audit = await h.audit.recent(WORKSPACE, limit=100)
+        assert any(e.outcome == "trust_refused" and e.actor_id == "UDAVE" for e in audit)
+    assert sent(tool_log) == [("bob", "hi")]
+
+
+async def _escalated(h, approval_id: str) -> bool:
+    stored = await h.approvals.get(approval_id)
+    return stored is not None and stored.escalation is EscalationStatus.ESCALATED

@@ -6,9 +6,18 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from adapters.decision_errors import decision_error_text
+from adapters.discord import messages as discord_messages
 from adapters.discord.buttons import card_view, parse_button_id
 from adapters.discord.cards import decided_line
-from adapters.slack.blocks import ACTION_APPROVE, ACTION_EDIT, ACTION_REJECT, ACTION_TRUST, card_blocks
+from adapters.slack import messages as slack_messages
+from adapters.slack.blocks import (
+    ACTION_APPROVE,
+    ACTION_EDIT,
+    ACTION_REJECT,
+    ACTION_TRUST,
+    card_blocks,
+)
 from bot.admin.commands import ListTrust, RevokeTrust, SetTrust
 from bot.admin.parse import CommandError, parse_command
 from bot.approvals.config import TrustSetting, WorkspaceConfig
@@ -24,6 +33,7 @@ from bot.approvals.lifecycle import (
 )
 from bot.approvals.records import ApprovalRecord
 from bot.approvals.trust import TrustGrant, at_least_as_narrow, key_digest, still_fits, trust_key
+from bot.errors import TrustRefusedError
 from bot.ports import ApprovalCard
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -233,3 +243,11 @@ async def test_the_discord_trust_button_names_only_the_approval_and_the_action()
     match = parse_button_id(ids[1])
     assert match is not None and match["action"] == "trust" and match["approval_id"] == "a" * 32
     assert len(card_view("a" * 32, "0123abcd").children) == 3
+
+
+@pytest.mark.parametrize("reason", ["not_offered", "quorum", "not_approve", "escalation"])
+def test_every_trust_refusal_has_its_own_sentence_on_both_platforms(reason: str) -> None:
+    """A refused "Approve and trust" tells the clicker why, in Slack's and Discord's words (no fallback)."""
+    for msg in (slack_messages, discord_messages):
+        assert reason in msg.TRUST_REFUSED
+        assert decision_error_text(TrustRefusedError(reason), msg, str) == msg.TRUST_REFUSED[reason]
