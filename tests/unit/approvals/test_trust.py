@@ -8,13 +8,15 @@ import pytest
 
 from adapters.decision_errors import decision_error_text
 from adapters.discord import messages as discord_messages
-from adapters.discord.buttons import card_view, parse_button_id
+from adapters.discord.buttons import card_view, parse_batch_id, parse_button_id
 from adapters.discord.cards import decided_line
 from adapters.slack import messages as slack_messages
 from adapters.slack.blocks import (
     ACTION_APPROVE,
+    ACTION_APPROVE_ALL,
     ACTION_EDIT,
     ACTION_REJECT,
+    ACTION_REJECT_ALL,
     ACTION_TRUST,
     card_blocks,
 )
@@ -34,7 +36,7 @@ from bot.approvals.lifecycle import (
 from bot.approvals.records import ApprovalRecord
 from bot.approvals.trust import TrustGrant, at_least_as_narrow, key_digest, still_fits, trust_key
 from bot.errors import TrustRefusedError
-from bot.ports import ApprovalCard
+from bot.ports import ApprovalCard, BatchOffer
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
@@ -251,3 +253,25 @@ def test_every_trust_refusal_has_its_own_sentence_on_both_platforms(reason: str)
     for msg in (slack_messages, discord_messages):
         assert reason in msg.TRUST_REFUSED
         assert decision_error_text(TrustRefusedError(reason), msg, str) == msg.TRUST_REFUSED[reason]
+
+
+async def test_a_first_card_offers_trust_and_the_batch_together():
+    """Approve / Approve and trust / Edit / Reject, then Approve all / Reject all: each with its own fixed id.
+
+    Discord: four buttons on the first row (of five) and the batch on the second; every
+    `custom_id` parses back to its own button class. Slack: the card's actions block and the
+    batch's, with distinct action ids.
+    """
+    batch = BatchOffer(review_id="b" * 32, pending=2, version="89abcdef")
+    view = card_view("a" * 32, "0123abcd", batch=batch, trust_s=1800)
+    rows = [[str(c["custom_id"]) for c in row["components"]] for row in view.to_components()]
+    assert [len(row) for row in rows] == [4, 2]
+    assert [parse_button_id(i)["action"] for i in rows[0]] == ["approve", "trust", "edit", "reject"]  # type: ignore[index]
+    assert [parse_batch_id(i)["action"] for i in rows[1]] == ["approve", "reject"]  # type: ignore[index]
+    record = approval(trust_offer_s=1800)
+    rendered = card_blocks(ApprovalCard(approval=record, position=1, total=2, batch=batch))
+    actions = [[e["action_id"] for e in b["elements"]] for b in rendered if b["type"] == "actions"]
+    assert actions == [
+        [ACTION_APPROVE, ACTION_TRUST, ACTION_EDIT, ACTION_REJECT],
+        [ACTION_APPROVE_ALL, ACTION_REJECT_ALL],
+    ]
