@@ -28,12 +28,11 @@ from contextlib import aclosing
 from pathlib import Path
 from typing import Any
 
-import httpx
 import psutil
 
 from adapters.slack import blocks
 from tests.standins.slack_api import SlackApiStandIn
-from tests.standins.slack_events import Delivery, SlackEventSender
+from tests.standins.slack_events import SEND_ERRORS, Delivery, SlackEventSender
 from tests.support.bot_process import BotProcess, free_port
 
 WAIT_S = 90.0
@@ -151,7 +150,7 @@ class Cluster:
                         retry_num=attempt or None,
                         retry_reason="http_error" if attempt else None,
                     )
-                except httpx.TransportError:
+                except SEND_ERRORS:
                     attempt += 1
                     continue
                 attempt += 1
@@ -179,7 +178,7 @@ class Cluster:
             async for index, events in senders:
                 try:
                     delivery = await events.event(event, ts=ts, event_id=event_id, retry_num=attempt or None)
-                except httpx.TransportError:
+                except SEND_ERRORS:
                     attempt += 1
                     continue
                 attempt += 1
@@ -227,7 +226,7 @@ class Cluster:
             async for index, events in senders:
                 try:
                     delivery = await request(events)
-                except httpx.TransportError:
+                except SEND_ERRORS:
                     continue
                 self._answered(index, delivery)
                 return delivery
@@ -481,7 +480,7 @@ class Workers(Cluster):
             await sender.__aenter__()
             try:
                 probe = await sender.url_verification()
-            except httpx.TransportError:
+            except SEND_ERRORS:
                 await sender.aclose()
                 continue
             if probe.status == 200 and probe.headers.get(WORKER_HEADER) == str(index):
