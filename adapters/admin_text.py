@@ -24,11 +24,15 @@ from bot.admin.views import (
     Reply,
     StopRequested,
     ToolLine,
+    TrustList,
+    TrustRevoked,
 )
 from bot.agents.kind import AgentKind
 from bot.approvals.conditions import InvalidConditionError
-from bot.approvals.config import ApproverKind, ApproverRule, CardRouting
+from bot.approvals.config import ApproverKind, ApproverRule, CardRouting, TrustSetting
 from bot.approvals.escalation import EscalationRule, EscalationTarget, TargetKind
+from bot.approvals.trust import TrustGrant
+from bot.conversation import ConversationRef
 from bot.errors import BusyReason, ConversationBusyError, NotPermittedError
 
 _ARGS_CHARS = 160
@@ -74,6 +78,11 @@ HELP_EXAMPLES = (
     ("context reset", "the model starts afresh in this conversation"),
     ("stop", STOP_HELP),
     ("audit http_request limit 10", "recent decisions and changes"),
+    (
+        "trust http_request up-to 30m matching method,url",
+        "cards offer “Approve and trust for 30 minutes”: the same request by the same person runs without a card",
+    ),
+    ("trust list", "live trusts (`trust revoke <id>` ends one)"),
 )
 
 
@@ -91,6 +100,10 @@ def render(reply: Reply, markup: Markup) -> str:
         return _context_reset(reply)
     if isinstance(reply, StopRequested):
         return stopped_text(reply)
+    if isinstance(reply, TrustList):
+        return _trust_list(reply, markup)
+    if isinstance(reply, TrustRevoked):
+        return _trust_revoked(reply.grant, markup)
     return _changed(reply, markup)
 
 
@@ -104,6 +117,11 @@ def error_text(error: Exception, markup: Markup) -> str:
             return "Settings belong to a workspace; run this command in a channel, not in a DM."
         if error.reason == "dm_reset":
             return "Only admins can reset a conversation, and a DM belongs to no server, so none can here."
+        if error.reason == "not_a_party":
+            return (
+                "Only admins, the approver who granted a trust and the person it trusts can end it. "
+                "Nothing was changed."
+            )
         return f"Only admins can do that: {markup.admins_are}, and bot admins. Nothing was changed."
     if isinstance(error, ConversationBusyError):
         if error.reason is BusyReason.REVIEW_PENDING:
@@ -129,7 +147,8 @@ def _help(page: HelpPage, markup: Markup) -> str:
     lines = [
         markup.bold("Countersign settings")
         + " (help, show and context are for everyone; stop for the person who asked and admins; everything "
-        "else, context reset too, is for admins):"
+        "else, context reset too, is for admins, except that you may list and revoke the trusts you granted "
+        "or that cover your calls):"
     ]
     lines += [f"• `/countersign {usage}`" for usage in markup.usage.values()]
     lines.append(markup.bold("Examples:"))
@@ -183,6 +202,8 @@ def _tool_line(tool: ToolLine, view: PolicyView, markup: Markup) -> str:
     own = tuple(a for a in tool.approvers if a.tool_name)
     if own:
         extras.append(f"approvers {_approvers(own, markup)}")
+    if tool.trust is not None:
+        extras.append(f"trust {_trust_words(tool.trust)}")
     if tool.escalation is not None:
         extras.append(f"escalates {_escalation_words(tool.escalation, markup)}")
     return text + ("".join(f" · {e}" for e in extras))
@@ -248,6 +269,8 @@ def _changed(change: Changed, markup: Markup) -> str:
         return f"Nothing to change: {subject} is already like that."
     if change.setting == "expiry_s":
         before, after = _expiry_value(change.before), _expiry_value(change.after)
+    elif change.setting == "trust":
+        before, after = _trust_value(change.before), _trust_value(change.after)
     elif change.setting == "admins":
         before, after = (markup.user(v) if v else "not set" for v in (change.before, change.after))
     else:
@@ -272,6 +295,8 @@ def _audit(page: AuditPage, markup: Markup) -> str:
             parts.append(_escalated_to(entry.detail.get("to"), markup))
         if entry.kind.value == "refused" and entry.detail.get("command"):
             parts.append(f"`/countersign {markup.escape(str(entry.detail['command']))}`")
+        if entry.detail and entry.detail.get("trust_id"):
+            parts.append(f"trust `{markup.escape(str(entry.detail['trust_id']))}`")
         args = entry.final_args if entry.final_args is not None else entry.proposed_args
         if args is not None:
             parts.append(f"`{markup.escape(_short(args))}`")
@@ -283,6 +308,49 @@ def _audit(page: AuditPage, markup: Markup) -> str:
             )
         lines.append("• " + " · ".join(p for p in parts if p))
     return "\n".join(lines)
+
+
+def _trust_value(value: Any) -> str:
+    return _trust_words(value) if isinstance(value, TrustSetting) else "not set"
+
+
+def _trust_words(setting: TrustSetting) -> str:
+    """`up to 30m, matching `url``, `up to 30m, the same arguments`, or `off`."""
+    if not setting.enabled:
+        return "off"
+    bound = "matching " + ",".join(f"`{n}`" for n in setting.matching) if setting.matching else "the same arguments"
+    return f"up to {_duration(setting.max_s)}, {bound}"
+
+
+def _trust_list(page: TrustList, markup: Markup) -> str:
+    where = f" in {markup.channel(page.channel_id)}" if page.channel_id else ""
+    if not page.grants:
+        whose = "" if page.everyone else " that you granted or that cover your calls"
+        return f"No live trusts{whose}{where}."
+    whose = "" if page.everyone else " (those you granted or that cover your calls)"
+    lines = [markup.bold(f"Live trusts{where}{whose}, soonest to end first:")]
+    for line in page.grants:
+        text = "• " + _trust_line(line.grant, markup)
+        if not line.applies:
+            text += " · not applied now: the trust setting changed"
+        lines.append(text)
+    lines.append("`/countersign trust revoke <id>` ends one at once.")
+    return "\n".join(lines)
+
+
+def _trust_line(grant: TrustGrant, markup: Markup) -> str:
+    thread = ConversationRef.from_thread_id(grant.thread_id).thread
+    place = ("a thread in " if thread else "") + markup.channel(grant.channel_id)
+    bound = "matching" if grant.matching else "the same arguments"
+    return (
+        f"`{grant.id}` · `{grant.tool_name}` for {markup.user(grant.requester_id)} in {place} · {bound} "
+        f"`{markup.escape(_short(grant.matched))}` · by {markup.user(grant.granted_by_id)} "
+        f"until {markup.when(grant.expires_at)}"
+    )
+
+
+def _trust_revoked(grant: TrustGrant, markup: Markup) -> str:
+    return f"Revoked trust {_trust_line(grant, markup)}. Later calls get a card again. Recorded in the audit log."
 
 
 def _approvers(rules: tuple[ApproverRule, ...], markup: Markup) -> str:

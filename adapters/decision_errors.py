@@ -19,6 +19,7 @@ from bot.errors import (
     InvalidDecisionError,
     NotPermittedError,
     StaleVoteError,
+    TrustRefusedError,
 )
 from bot.service import ShuttingDownError
 
@@ -48,6 +49,8 @@ def decision_error_text(error: Exception, msg: ModuleType, when: Callable[[datet
         return str(msg.ALREADY_VOTED)
     if isinstance(error, StaleVoteError):
         return str(msg.STALE_VOTE)
+    if isinstance(error, TrustRefusedError):
+        return str(msg.TRUST_REFUSED.get(error.reason, msg.TRUST_REFUSED["not_offered"]))
     if isinstance(error, ApprovalNotFoundError):
         return str(msg.UNKNOWN_APPROVAL)
     if isinstance(error, InvalidDecisionError):

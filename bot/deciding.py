@@ -22,6 +22,7 @@ from bot.approvals.digest import args_digest
 from bot.approvals.mode import Mode
 from bot.approvals.policy import effective_mode
 from bot.approvals.records import DENIED_BY_POLICY, NO_LONGER_CONFIGURED, ApprovalRecord, DecideResult
+from bot.approvals.trust import NewGrant
 from bot.audit import AuditEntry, AuditKind, approval_entry
 from bot.conversation import DM_WORKSPACE, Actor, ConversationRef, storable_text
 from bot.errors import (
@@ -31,6 +32,7 @@ from bot.errors import (
     InvalidDecisionError,
     NotPermittedError,
     StaleVoteError,
+    TrustRefusedError,
 )
 from bot.storage.approval_store import ApprovalStore, VoteKind
 from bot.storage.audit_store import AuditStore
@@ -199,6 +201,7 @@ class Decider:
         decision: Approve | Edit | Reject,
         *,
         seen_version: str | None = None,
+        trust: bool = False,
         batch: bool = False,
     ) -> DecideResult:
         """Validate, authorise and record one decision (see the module docstring).
@@ -210,6 +213,9 @@ class Decider:
             seen_version: the arguments' version on the card that was clicked
                 (`ApprovalRecord.version`); an approval from a card drawn before an edit is
                 refused with `StaleVoteError`.
+            trust: "Approve and trust" (issue 12; with `Approve` only): the approval and a trust
+                grant are recorded together, or nothing is. The grant lasts what the card
+                offered, or less if the trust setting in force now allows less.
             batch: the decision is one of an Approve all / Reject all (noted in the audit row).
 
         Raises:
@@ -218,6 +224,9 @@ class Decider:
             AlreadyVotedError: this person already approved these arguments.
             NotPermittedError: the actor may not decide it; nothing changed.
             InvalidDecisionError: the decision does not fit the action; the card stays usable.
+            TrustRefusedError: trust was asked where no single click may grant it now (no
+                trust setting covers the tool here, or it needs more than one approval);
+                audited, nothing changed, the card stays usable.
         """
         for attempt in range(2):
             approval = await self.approval(approval_id, actor=actor)
@@ -230,7 +239,7 @@ class Decider:
                 await self._refused(approval, actor, "stale_card", "the arguments changed after the card was drawn")
                 raise StaleVoteError(approval_id)
             try:
-                return await self._decide_once(approval, actor, decision, batch)
+                return await self._decide_once(approval, actor, decision, batch, trust=trust)
             except StaleVoteError:
                 if attempt:
                     raise
@@ -238,7 +247,13 @@ class Decider:
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _decide_once(
-        self, approval: ApprovalRecord, actor: Actor, parsed: Approve | Edit | Reject, batch: bool
+        self,
+        approval: ApprovalRecord,
+        actor: Actor,
+        parsed: Approve | Edit | Reject,
+        batch: bool,
+        *,
+        trust: bool = False,
     ) -> DecideResult:
         config = await self._load(approval)
         standing = await self._ensure_open_and_permitted(approval, actor, parsed.type, config)
@@ -252,6 +267,7 @@ class Decider:
             raise
 
         kind, args, reason, quorum = await self._vote_for(approval, checked, config)
+        grant = await self._trust_for(approval, actor, checked, kind, quorum, config, standing) if trust else None
         detail: dict[str, object] = {"quorum": quorum}
         if standing is Standing.ESCALATION:
             detail["via"] = "escalation"  # the escalation's audience, not an approver of the tool
@@ -268,7 +284,11 @@ class Decider:
                 args=args if kind is VoteKind.EDIT else None,
                 expected_digest=args_digest(under_vote) if kind is VoteKind.APPROVE else None,
                 reason=reason,
+                trust=grant,
             )
+        except TrustRefusedError as exc:
+            await self._refused(approval, actor, "trust_refused", exc.reason, attempted="trust")
+            raise
         except AlreadyDecidedError as exc:
             await self._refused(approval, actor, "already_decided", f"already {exc.outcome}")
             raise
@@ -310,6 +330,47 @@ class Decider:
             return VoteKind.REJECT, None, DENIED_BY_POLICY, 1
         quorum = 1 if mode is Mode.AUTO else config.quorum(approval.tool_name)
         return (VoteKind.EDIT if isinstance(decision, Edit) else VoteKind.APPROVE), args, None, quorum
+
+    async def _trust_for(
+        self,
+        approval: ApprovalRecord,
+        actor: Actor,
+        decision: Approve | Edit | Reject,
+        kind: VoteKind,
+        quorum: int,
+        config: WorkspaceConfig,
+        standing: Standing,
+    ) -> NewGrant | None:
+        """The grant an "Approve and trust" click asks for, checked against the configuration now.
+
+        A click that records a rejection (the tool is now denied, or no longer configured)
+        makes no grant; the rejection is recorded as a plain Approve's would be.
+
+        Raises:
+            TrustRefusedError: (audited) `not_approve`, `not_offered` (no enabled trust setting
+                for the tool in this channel now, nobody known asked for the call, or the card
+                offered no trust), `quorum` (more than one approval needed now) or `escalation`
+                (the clicker may decide this call only as its escalation's audience: an approver
+                of this one call, never of the tool's later calls, which a grant would cover).
+        """
+        if kind is VoteKind.REJECT:
+            return None
+        channel = ConversationRef.from_thread_id(approval.thread_id).channel_id
+        setting = config.trust_for(approval.tool_name, channel)
+        if not isinstance(decision, Approve):
+            problem = "not_approve"
+        elif setting is None or not approval.requester_id:
+            problem = "not_offered"
+        elif quorum != 1:
+            problem = "quorum"
+        elif approval.trust_offer_s is None:
+            problem = "not_offered"  # the card never showed the button: a forged or stale click
+        elif standing is Standing.ESCALATION:
+            problem = "escalation"  # an approver of this call only: a grant would cover nothing
+        else:
+            return NewGrant(matching=setting.matching, duration_s=min(approval.trust_offer_s, setting.max_s))
+        await self._refused(approval, actor, "trust_refused", problem, attempted="trust")
+        raise TrustRefusedError(problem)
 
     async def _load(self, approval: ApprovalRecord) -> WorkspaceConfig:
         platform = ConversationRef.from_thread_id(approval.thread_id).platform

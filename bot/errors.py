@@ -178,6 +178,22 @@ class StopNotPermittedError(NotPermittedError):
         self.requester_id = requester_id
 
 
+class TrustRefusedError(CountersignError):
+    """An "Approve and trust" click that cannot make a trust grant; nothing was changed (issue 12).
+
+    Args:
+        reason: `not_offered` (no trust setting covers the tool here now, the call has no
+            known requester, or its card offered no trust), `quorum` (the call needs more than
+            one approval now, so no single click approves it), `not_approve` (trust goes only
+            with an approval) or `escalation` (the clicker may decide the call only because its
+            card escalated to them, which never covers the tool's later calls).
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"trust refused: {reason}")
+        self.reason = reason
+
+
 class InvalidDecisionError(CountersignError):
     """A decision does not fit the pending action; nothing was changed and the card stays usable.
 

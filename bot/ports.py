@@ -249,6 +249,16 @@ class Platform(Protocol):
         """Which of `group_ids` (Discord roles, Slack user groups) `actor` belongs to."""
         ...
 
+    async def member(self, workspace_id: str, user_id: str) -> Actor | None:
+        """A person as a member of the workspace now, without an interaction of theirs.
+
+        For judging whether the approver of a trust grant could still approve a call (issue
+        12): the admin flag and groups where the platform gives them (Discord: Manage Server
+        and roles, fetched; Slack: the admin flag; user groups are asked with `member_of`).
+        None when the person is not (or no longer) a member.
+        """
+        ...
+
     async def group_members(self, workspace_id: str, group_id: str) -> frozenset[str]:
         """The user ids in a group (a Slack user group, a Discord role), for routing cards to DMs.
 

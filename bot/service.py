@@ -306,7 +306,13 @@ class Countersign:
         return await self._decider.check(approval_id, actor, attempted=attempted)
 
     async def decide(
-        self, approval_id: str, actor: Actor, decision: Approve | Edit | Reject, *, seen_version: str | None = None
+        self,
+        approval_id: str,
+        actor: Actor,
+        decision: Approve | Edit | Reject,
+        *,
+        seen_version: str | None = None,
+        trust: bool = False,
     ) -> ApprovalRecord:
         """Validate, authorise and record one decision; resume the graph once all are in.
 
@@ -318,6 +324,8 @@ class Countersign:
             decision: `Approve()`, `Edit(edited_action=EditedAction(name=<the approval's
                 tool>, args=...))` or `Reject(message=...)` (`bot.approvals.decisions`).
             seen_version: the version tag on the clicked card (see `ApprovalRecord.version`).
+            trust: "Approve and trust" (with `Approve`): the approval also makes a trust grant,
+                in the same transaction (issue 12; see `Decider.decide`).
 
         Returns:
             The approval as now stored; still pending when a quorum waits for more approvals.
@@ -332,14 +340,21 @@ class Countersign:
             NotPermittedError: the actor may not decide it; nothing changed.
             InvalidDecisionError: the decision does not fit the action; nothing changed and
                 the card stays usable.
+            TrustRefusedError: trust cannot be granted on this card now; nothing changed and
+                the card stays usable.
         """
         with about(approval_id=approval_id if is_approval_id(approval_id) else None):
-            return await self._decide(approval_id, actor, decision, seen_version)
+            return await self._decide(approval_id, actor, decision, seen_version, trust)
 
     async def _decide(
-        self, approval_id: str, actor: Actor, decision: Approve | Edit | Reject, seen_version: str | None
+        self,
+        approval_id: str,
+        actor: Actor,
+        decision: Approve | Edit | Reject,
+        seen_version: str | None,
+        trust: bool = False,
     ) -> ApprovalRecord:
-        result = await self._decider.decide(approval_id, actor, decision, seen_version=seen_version)
+        result = await self._decider.decide(approval_id, actor, decision, seen_version=seen_version, trust=trust)
         # The card and the resume happen after the caller has its answer: an adapter must
         # acknowledge the platform within seconds (Slack and Discord: 3 s).
         self.tasks.spawn(self._after_decision(result), name=f"decided {result.approval.thread_id}")

@@ -41,6 +41,7 @@ from bot.agents.stop_signal import STOP_KEY, StopSignal, stopped_by
 from bot.approvals.config import WorkspaceConfig
 from bot.approvals.decisions import validate_decisions
 from bot.approvals.lifecycle import ApprovalStatus, ReviewStatus
+from bot.approvals.policy import REQUESTER_KEY, Requester
 from bot.approvals.records import ApprovalRecord, NewAction, ReviewRecord
 from bot.approvals.requests import action_requests
 from bot.cards import CardDesk
@@ -157,12 +158,19 @@ class TurnRunner:
         """
         return self._cards.platform(conversation)
 
-    def config(self, conversation: ConversationRef) -> RunnableConfig:
-        """The run config: the thread id and the step limit."""
-        return {
-            "configurable": {"thread_id": conversation.thread_id},
-            "recursion_limit": self._recursion_limit,
-        }
+    def config(self, conversation: ConversationRef, requester: str | None = None) -> RunnableConfig:
+        """The run config: the thread id, the step limit, and whose calls the run makes.
+
+        Args:
+            conversation: the conversation.
+            requester: the user id of the author of the message the run's calls come from
+                (`PolicyContext.from_config` reads it at any depth); None or "" for a read of
+                the state, or when nobody known asked (then no trust grant applies).
+        """
+        configurable: dict[str, Any] = {"thread_id": conversation.thread_id}
+        if requester:
+            configurable[REQUESTER_KEY] = Requester(requester)
+        return {"configurable": configurable, "recursion_limit": self._recursion_limit}
 
     async def graph_for(self, conversation: ConversationRef) -> ReviewAgent:
         """The graph that owns the conversation's checkpoint.
@@ -283,7 +291,13 @@ class TurnRunner:
                 continue
             if state.next and unanswered_tool_calls(messages):
                 log.warning("finishing an interrupted tool round (thread_id=%s)", conversation.thread_id)
-                await self.run(conversation, None, anchor=None, paused=state.interrupts)
+                await self.run(
+                    conversation,
+                    None,
+                    anchor=None,
+                    paused=state.interrupts,
+                    requester=_requester_id(messages, conversation),
+                )
                 continue
             # At rest: the next message need not read the state (`ConversationRow.at_rest`).
             await self._conversations.mark_settled(conversation.thread_id)
@@ -336,7 +350,8 @@ class TurnRunner:
             # `next` alone misses a run cut short right after its input checkpoint: its start
             # task's writes are saved, so LangGraph lists it as a task but not as next.
             log.warning("finishing a run cut short (thread_id=%s)", conversation.thread_id)
-            await self.run(conversation, None, anchor=None)
+            messages: list[AnyMessage] = state.values.get("messages", [])
+            await self.run(conversation, None, anchor=None, requester=_requester_id(messages, conversation))
         else:
             log.warning("posting the undelivered outcome of a run (thread_id=%s)", conversation.thread_id)
             if await self._deliver(conversation, state.values, opened=set()):
@@ -352,6 +367,7 @@ class TurnRunner:
         resumed: Sequence[Interrupt] = (),
         agent: AgentKind | None = None,
         turn: TurnStart | None = None,
+        requester: str | None = None,
     ) -> RunOutcome:
         """Invoke the graph and deliver the outcome.
 
@@ -366,6 +382,8 @@ class TurnRunner:
                 that owns the checkpoint now (`graph_for`).
             turn: the turn a new human message starts (`ask`); None: the run goes on with the
                 conversation's current turn.
+            requester: the user id of whoever asked for the calls this run may make (the
+                author of the conversation's last human message; see `config`).
 
         The conversation is marked as running until the outcome is out (the answer or the
         cards posted, or a failure told); a crash, a cancelled run or a post that failed leaves
@@ -381,7 +399,7 @@ class TurnRunner:
         started = time.monotonic()
         metrics.TURNS_RUNNING.inc()
         try:
-            outcome = await self._run(conversation, graph_input, anchor, paused, resumed, agent, turn)
+            outcome = await self._run(conversation, graph_input, anchor, paused, resumed, agent, turn, requester)
         finally:
             metrics.TURNS_RUNNING.dec()
         label = "delivered" if outcome.delivered else "failed" if not outcome.finished else "undelivered"
@@ -414,6 +432,7 @@ class TurnRunner:
         resumed: Sequence[Interrupt],
         agent: AgentKind | None,
         turn: TurnStart | None,
+        requester: str | None = None,
     ) -> RunOutcome:
         platform = self.platform(conversation)
         graph = (
@@ -427,7 +446,9 @@ class TurnRunner:
         )
         tracker = DelegationTracker(paused=paused, resumed=resumed, turn_id=running.turn_id)
         with self._stops.watching(running) as signal:
-            outcome = await self._run_watched(conversation, graph, graph_input, anchor, platform, tracker, seen, signal)
+            outcome = await self._run_watched(
+                conversation, graph, graph_input, anchor, platform, tracker, seen, signal, requester
+            )
             if outcome.paused and not signal.is_set and running.turn_id is not None:
                 # A stop recorded on another replica before this run's pause was stored could
                 # not close its cards; look once now, so that they are closed below.
@@ -449,11 +470,14 @@ class TurnRunner:
         tracker: DelegationTracker,
         seen: set[str],
         signal: StopSignal,
+        requester: str | None = None,
     ) -> RunOutcome:
         result: dict[str, Any] | None = None
         try:
             async with platform.working(conversation, anchor) as progress:
-                result = await self._stream(conversation, graph, graph_input, progress, tracker, seen, signal)
+                result = await self._stream(
+                    conversation, graph, graph_input, progress, tracker, seen, signal, requester=requester
+                )
         except ModelError as exc:
             log.warning("model failed (thread_id=%s): %s", conversation.thread_id, exc)
             return await self._failed(conversation, ModelFailed.of(exc))
@@ -518,7 +542,9 @@ class TurnRunner:
         turn = TurnStart(
             turn_id=uuid.uuid4().hex, requester_id=requester.user_id, requester_name=requester.display_name
         )
-        return await self.run(conversation, {"messages": [human]}, anchor=anchor, agent=agent, turn=turn)
+        return await self.run(
+            conversation, {"messages": [human]}, anchor=anchor, agent=agent, turn=turn, requester=requester.user_id
+        )
 
     async def message_in_state(self, conversation: ConversationRef, anchor: str) -> bool:
         """Whether the message with this platform id is in the conversation's checkpoint."""
@@ -554,10 +580,21 @@ class TurnRunner:
             resumed = [pending[review.interrupt_id] for review in ready]
             paused = [interrupt for interrupt in state.interrupts if interrupt not in resumed]
             outcome = await self.run(
-                conversation, Command(resume=values), anchor=anchor, paused=paused, resumed=resumed
+                conversation,
+                Command(resume=values),
+                anchor=anchor,
+                paused=paused,
+                resumed=resumed,
+                requester=_requester_id(state.values.get("messages", []), conversation),
             )
         elif state.next or state.tasks:
-            outcome = await self.run(conversation, None, anchor=anchor, paused=state.interrupts)
+            outcome = await self.run(
+                conversation,
+                None,
+                anchor=anchor,
+                paused=state.interrupts,
+                requester=_requester_id(state.values.get("messages", []), conversation),
+            )
         if outcome is not None:
             finished = outcome.finished
         after = await graph.aget_state(self.config(conversation))
@@ -601,6 +638,7 @@ class TurnRunner:
         if not actions:
             log.error("interrupt %s has no action requests (thread_id=%s)", interrupt.id, conversation.thread_id)
         requester = _author_of_last_request(messages, conversation) or _unknown_requester(conversation)
+        channel = conversation.channel_id
         _, rows = await self._approvals.open_review(
             thread_id=conversation.thread_id,
             workspace_id=conversation.workspace_id,
@@ -615,6 +653,7 @@ class TurnRunner:
                     description=action.description,
                     quorum=config.quorum(action.name),
                     expires_in_s=config.expiry_s(action.name),
+                    trust_offer_s=_trust_offer(config, action.name, channel, requester),
                     **_escalation_of(config, action.name),
                 )
                 for action in actions
@@ -665,6 +704,8 @@ class TurnRunner:
         tracker: DelegationTracker,
         seen: set[str],
         signal: StopSignal,
+        *,
+        requester: str | None = None,
     ) -> dict[str, Any]:
         """Run the graph to its next stop; post each new pause's cards the moment it happens.
 
@@ -691,6 +732,7 @@ class TurnRunner:
             signal: the run's stop, handed to every node in the run config (`STOP_KEY`); the
                 indicator says so once it is set during the run. A run still going after
                 `offer_stop_after_s` shows an indicator with a Stop button.
+            requester: whose calls the run makes (see `config`).
 
         Returns:
             The final state values, with `__interrupt__` listing every interrupt raised (what
@@ -700,7 +742,7 @@ class TurnRunner:
         raised: dict[str, Interrupt] = {}
         unstored: set[str] = set()
         feed = ProgressFeed(progress, conversation.thread_id)
-        config = self.config(conversation)
+        config = self.config(conversation, requester)
         config["configurable"][STOP_KEY] = signal
         stream = graph.astream(
             cast(Any, graph_input),
@@ -854,6 +896,24 @@ def _author_of_last_request(messages: Sequence[AnyMessage], conversation: Conver
                 )
             return None
     return None
+
+
+def _requester_id(messages: Sequence[AnyMessage], conversation: ConversationRef) -> str | None:
+    """The user id of the author of the last human message, for a run that goes on from the state."""
+    author = _author_of_last_request(messages, conversation)
+    return author.user_id if author is not None else None
+
+
+def _trust_offer(config: WorkspaceConfig, tool_name: str, channel_id: str, requester: Actor) -> int | None:
+    """The trust a new card offers, in seconds (issue 12), or None.
+
+    Only where a trust setting covers the tool in the channel and one click could approve the
+    call (quorum 1), for a known requester (a grant is theirs alone).
+    """
+    setting = config.trust_for(tool_name, channel_id)
+    if setting is None or config.quorum(tool_name) != 1 or not requester.user_id:
+        return None
+    return setting.max_s
 
 
 def _unknown_requester(conversation: ConversationRef) -> Actor:

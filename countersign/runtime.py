@@ -40,9 +40,11 @@ from bot.storage.ledger import PostgresLedger
 from bot.storage.locks import ThreadLocks
 from bot.storage.retention_store import RetentionStore
 from bot.storage.stop_store import StopStore
+from bot.storage.trust_store import TrustStore
 from bot.storage.upkeep_store import UpkeepStore
 from bot.tools.operator import build_registry
 from bot.tools.registry import ToolRegistry
+from bot.trusting import TrustGate
 from bot.turns import TurnRunner
 
 log = logging.getLogger(__name__)
@@ -79,6 +81,7 @@ class Core:
     config: ConfigStore
     ledger: PostgresLedger
     agents: AgentPool
+    grants: TrustStore
 
 
 def assemble_core(
@@ -124,8 +127,10 @@ def assemble_core(
     approvals = ApprovalStore(database.pool, audit)
     config = ConfigStore(database.pool, audit)
     cards = CardDesk(approvals, config, platforms)
-    ledger = PostgresLedger(database.pool, approvals, on_outcome_unknown=cards.refresh)
+    ledger = PostgresLedger(database.pool, approvals, on_outcome_unknown=cards.refresh, audit=audit)
     policy = ConfiguredPolicy(registry, config.load, config.denied_in_any_workspace)
+    grants = TrustStore(database.pool, audit)
+    trust = TrustGate(grants=grants, config=config, registry=registry, directory_for=lambda name: platforms[name])
     tools = {tool.name: tool for tool in registry.tools()}
     specs = default_subagents(registry) if subagents is None else subagents
     compiled = [
@@ -137,6 +142,7 @@ def assemble_core(
             ledger=ledger,
             context_tokens=context_tokens,
             model_kwargs=model_kwargs,
+            trust=trust,
         )
         for spec in specs
     ]
@@ -152,6 +158,7 @@ def assemble_core(
                     system_prompt=system_prompt,
                     context_tokens=context_tokens,
                     model_kwargs=model_kwargs,
+                    trust=trust,
                 )
                 for saver in database.savers
             ],
@@ -198,6 +205,7 @@ def assemble_core(
     admin = AdminService(
         config=config,
         audit=audit,
+        grants=grants,
         registry=registry,
         directory_for=lambda name: platforms[name],
         default_agent=default_agent,
@@ -231,7 +239,14 @@ def assemble_core(
         housekeeping=housekeeping,
     )
     return Core(
-        service=service, admin=admin, approvals=approvals, audit=audit, config=config, ledger=ledger, agents=agents
+        service=service,
+        admin=admin,
+        approvals=approvals,
+        audit=audit,
+        config=config,
+        ledger=ledger,
+        agents=agents,
+        grants=grants,
     )
 
 

@@ -11,11 +11,12 @@ from collections.abc import Awaitable, Callable
 
 from adapters.admin_text import Markup, error_text, render
 from adapters.console.platform import ConsolePlatform
+from adapters.display import duration_words
 from bot.admin.parse import parse_command
 from bot.admin.service import AdminService
 from bot.approvals.decisions import Approve, Edit, EditedAction, Reject
 from bot.conversation import Actor, ConversationRef, IncomingMessage
-from bot.errors import CountersignError
+from bot.errors import CountersignError, TrustRefusedError
 from bot.ports import ApprovalCard
 from bot.service import Countersign
 
@@ -25,16 +26,24 @@ _QUIT = frozenset({"/quit", "/exit"})
 
 HELP = (
     "Type a message. Commands: /quit to leave; /countersign context [reset] shows (or clears) what "
-    "the model sees of this conversation. Approvals: a = approve, e = edit, r = reject. "
+    "the model sees of this conversation; /countersign trust ... lets approvals trust a tool for a while. "
+    "Approvals: a = approve, t = approve and trust (when offered), e = edit, r = reject. "
     "Ctrl-C while the bot works stops its turn (Ctrl-C again leaves); so does /countersign stop at an "
     "approval prompt."
 )
 NO_COMMANDS = (
-    "!  The terminal knows only /quit, /countersign context [reset] and /countersign stop. Admin settings "
-    "(/countersign) are made in Slack or Discord; the terminal runs the defaults. To send a message "
-    "starting with /, put a space before it."
+    "!  The terminal knows only /quit, /countersign context [reset], /countersign trust and /countersign "
+    "stop. Other admin settings (/countersign) are made in Slack or Discord; the terminal runs the "
+    "defaults. To send a message starting with /, put a space before it."
 )
-_COMMANDS = frozenset({("/countersign", "context"), ("/countersign", "stop")})
+TRUST_REFUSED = {
+    "not_offered": "Trust is not enabled for this tool any more; answer a to approve it once.",
+    "quorum": "This call now needs more than one approval, so it cannot be trusted; answer a to approve it once.",
+    "not_approve": "Trust goes only with an approval.",
+}
+"""By `bot.errors.TrustRefusedError.reason`; nothing was changed and the call is asked again."""
+_COMMANDS = frozenset({("/countersign", "context"), ("/countersign", "trust"), ("/countersign", "stop")})
+"""The `/countersign` subcommands the terminal takes (the person at the terminal is its admin)."""
 _STOP_COMMAND = ("/countersign", "stop")
 
 CONSOLE_MARKUP = Markup(
@@ -185,9 +194,10 @@ class ConsoleChat:
                 return
 
     async def _admin_command(self, line: str) -> bool:
-        """Run `/countersign context [reset]` or `stop` on the terminal's conversation; False for others.
+        """Run `/countersign context [reset]`, `trust ...` or `stop` here; False for other commands.
 
-        The person at the terminal runs the bot, so they count as its admin (`reset` included).
+        The person at the terminal runs the bot, so they count as its admin (`reset` and the
+        trust settings included).
         """
         if self._admin is None or tuple(line.split()[:2]) not in _COMMANDS:
             return False
@@ -228,8 +238,14 @@ class ConsoleChat:
         if approval.description:
             self._write(f"   why: {approval.description}")
         self._write("   args: " + json.dumps(approval.proposed_args, ensure_ascii=False))
+        offer = approval.trust_offer_s
+        question = (
+            f"   [a]pprove / [t]rust for {duration_words(offer)} / [e]dit / [r]eject? "
+            if offer
+            else "   [a]pprove / [e]dit / [r]eject? "
+        )
         while True:
-            answer = await self._read("   [a]pprove / [e]dit / [r]eject? ")
+            answer = await self._read(question)
             if answer is None or answer.strip() in _QUIT:
                 self._write("   The call waits; you are asked again next time.")
                 return False
@@ -238,7 +254,7 @@ class ConsoleChat:
                 return True
             choice = answer.strip().lower()[:1]
             decision: Approve | Edit | Reject
-            if choice == "a":
+            if choice in ("a", "t") and (choice == "a" or offer):
                 decision = Approve()
             elif choice == "r":
                 reason = await self._read("   reason (optional): ")
@@ -255,10 +271,14 @@ class ConsoleChat:
                     continue
                 decision = Edit(edited_action=EditedAction(name=approval.tool_name, args=args))
             else:
-                self._write("!  Answer a, e or r (or /quit to leave; the call waits until next time).")
+                choices = "a, t, e or r" if offer else "a, e or r"
+                self._write(f"!  Answer {choices} (or /quit to leave; the call waits until next time).")
                 continue
             try:
-                await self._service.decide(approval.id, self._actor, decision)
+                await self._service.decide(approval.id, self._actor, decision, trust=choice == "t")
+            except TrustRefusedError as exc:
+                self._write("!  " + TRUST_REFUSED.get(exc.reason, TRUST_REFUSED["not_offered"]))
+                continue
             except CountersignError as exc:
                 self._write(f"!  {exc}")
                 continue

@@ -84,6 +84,8 @@ class ConsolePlatform:
             return
         who = f"{approval.source}'s {approval.tool_name}" if approval.source else approval.tool_name
         line = f"   {who}: {approval.status.value}"
+        if approval.trust_id is not None and approval.trust_s:
+            line += f" and trusted for {duration_words(approval.trust_s)}"
         if approval.decided_by_name:
             line += f" by {approval.decided_by_name}"
         if approval.status is ApprovalStatus.EDITED:
@@ -118,6 +120,12 @@ class ConsolePlatform:
     async def is_admin(self, actor: Actor) -> bool:
         """The person at the terminal runs the bot: they administer it."""
         return True
+
+    async def member(self, workspace_id: str, user_id: str) -> Actor | None:
+        """The person at the terminal: they administer it."""
+        return Actor(
+            platform=self.name, workspace_id=workspace_id, user_id=user_id, display_name=user_id, is_admin=True
+        )
 
     async def member_of(self, actor: Actor, group_ids: frozenset[str]) -> frozenset[str]:
         """A terminal has no roles or groups."""

@@ -1,6 +1,7 @@
 """Persistent buttons: `DynamicItem`s whose `custom_id` names the approval, the pause or the turn to stop.
 
-`cs:<action>:<approval id>` (43 characters; Discord allows 100), on a pause's first card
+`cs:<action>:<approval id>` (43 characters; Discord allows 100; `trust`, Approve and trust, is
+one more action on a card that offers it), on a pause's first card
 `cs:all-<approve|reject>:<review id>:<version>` (59), and `cs:stop:<turn id>` (40) on a status
 line while the agent works (issue 12). The classes are registered once in `setup_hook` with
 `Client.add_dynamic_items`, so a click on any card or status line, from before a restart or
@@ -15,21 +16,28 @@ from typing import TYPE_CHECKING, Any
 import discord
 
 from adapters.discord import messages as msg
+from adapters.display import duration_words
 from bot.ports import BatchOffer
 
 if TYPE_CHECKING:
     from adapters.discord.interactions import InteractionHandler
 
 ACTIONS = ("approve", "edit", "reject")
-_LABELS = {"approve": msg.BUTTON_APPROVE, "edit": msg.BUTTON_EDIT, "reject": msg.BUTTON_REJECT}
+_LABELS = {
+    "approve": msg.BUTTON_APPROVE,
+    "trust": msg.BUTTON_TRUST,
+    "edit": msg.BUTTON_EDIT,
+    "reject": msg.BUTTON_REJECT,
+}
 _STYLES = {
     "approve": discord.ButtonStyle.success,
+    "trust": discord.ButtonStyle.primary,
     "edit": discord.ButtonStyle.secondary,
     "reject": discord.ButtonStyle.danger,
 }
 
 
-TEMPLATE = r"cs:(?P<action>approve|edit|reject):(?P<approval_id>[0-9a-f]{32})(?::(?P<version>[0-9a-f]{8}))?"
+TEMPLATE = r"cs:(?P<action>approve|trust|edit|reject):(?P<approval_id>[0-9a-f]{32})(?::(?P<version>[0-9a-f]{8}))?"
 """A card button's `custom_id`."""
 _TEMPLATE = re.compile(TEMPLATE)
 STOP_TEMPLATE = r"cs:stop:(?P<turn_id>[0-9a-f]{32})"
@@ -38,10 +46,10 @@ _STOP_TEMPLATE = re.compile(STOP_TEMPLATE)
 
 
 class ApprovalButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=TEMPLATE):
-    """One of Approve / Edit / Reject on a card.
+    """One of Approve / Approve and trust / Edit / Reject on a card.
 
     Args:
-        action: `approve`, `edit` or `reject`.
+        action: `approve`, `trust`, `edit` or `reject`.
         approval_id: the approval's id (32 hex characters).
         version: the version of the arguments the card shows (`ApprovalRecord.version`); an
             approval from a card drawn before an edit is refused. `cs:approve:<id>:<version>`
@@ -153,7 +161,12 @@ def stop_view(turn_id: str) -> discord.ui.View:
 
 
 def card_view(
-    approval_id: str, version: str | None = None, *, pending: bool = True, batch: BatchOffer | None = None
+    approval_id: str,
+    version: str | None = None,
+    *,
+    pending: bool = True,
+    batch: BatchOffer | None = None,
+    trust_s: int | None = None,
 ) -> discord.ui.View:
     """A card's buttons; stopped after sending, the registry dispatches clicks.
 
@@ -162,11 +175,17 @@ def card_view(
         version: the version of its arguments.
         pending: whether the card's own Approve / Edit / Reject are shown.
         batch: Approve all / Reject all for its pause, on a second row.
+        trust_s: the trust the card offers, in seconds: adds "Approve and trust for ..." after
+            Approve (issue 12), on the first row (four buttons of Discord's five); None: no
+            such button.
     """
     view = discord.ui.View(timeout=None)
     if pending:
         for action in ACTIONS:
             view.add_item(ApprovalButton(action, approval_id, version))
+            if action == "approve" and trust_s:
+                label = msg.BUTTON_TRUST.format(duration=duration_words(trust_s))
+                view.add_item(ApprovalButton("trust", approval_id, version, label=label))
     if batch is not None:
         for action in ("approve", "reject"):
             view.add_item(BatchButton(action, batch.review_id, batch.version, pending=batch.pending))

@@ -14,7 +14,7 @@ from typing import Any
 import discord
 
 from adapters.discord import messages as msg
-from adapters.display import reveal_invisible
+from adapters.display import duration_words, reveal_invisible
 from bot.approvals.escalation import EscalationTarget, TargetKind
 from bot.approvals.lifecycle import ApprovalStatus, EscalationStatus
 from bot.approvals.records import ApprovalRecord
@@ -120,8 +120,13 @@ def _escalated_line(approval: ApprovalRecord) -> str | None:
 
 
 def decided_line(approval: ApprovalRecord) -> str:
-    """The decision line: "Approved by @x <timestamp>" (shown in each reader's time zone)."""
+    """The decision line: "Approved by @x <timestamp>" (shown in each reader's time zone).
+
+    A card approved with "Approve and trust" says so: "Approved and trusted for 30 minutes by @x".
+    """
     outcome = msg.CARD_OUTCOME_WORD[approval.status.value]
+    if approval.trust_id is not None and approval.trust_s:
+        outcome = msg.CARD_OUTCOME_TRUSTED.format(outcome=outcome, duration=duration_words(approval.trust_s))
     ts = int(approval.decided_at.timestamp()) if approval.decided_at else 0
     if approval.decided_by_id is None:
         return msg.CARD_DECIDED_NOBODY.format(outcome=outcome, ts=ts)

@@ -8,6 +8,7 @@ interaction is deferred first, so a slow database never misses Discord's 3 secon
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Collection
 from datetime import datetime
 from typing import Any, Literal
@@ -26,7 +27,9 @@ from bot.admin.commands import (
     ChangeApprovers,
     Command,
     Help,
+    ListTrust,
     ResetContext,
+    RevokeTrust,
     SetAgent,
     SetCards,
     SetExpiry,
@@ -34,12 +37,13 @@ from bot.admin.commands import (
     SetQuorum,
     SetScope,
     SetSelfApproval,
+    SetTrust,
     Show,
     ShowAudit,
     ShowContext,
     StopTurn,
 )
-from bot.admin.parse import CommandError, escalation, parse_duration
+from bot.admin.parse import CommandError, escalation, parse_duration, parse_matching, parse_trust_duration
 from bot.admin.service import AdminService
 from bot.agents.kind import AgentKind
 from bot.approvals.config import ApproverKind, CardRouting, ConversationScope
@@ -76,6 +80,10 @@ DISCORD_MARKUP = Markup(
         "context": "context [reset:True]",
         "stop": "stop",
         "audit": "audit [tool] [user] [limit]",
+        "trust": (
+            "trust set tool:<tool> up-to:<30m, 4h, off or default> [matching:<arg,...>] [channel] | "
+            "trust list [channel] | trust revoke id:<id>"
+        ),
     },
     examples=(
         ("show", "the effective policy here"),
@@ -101,6 +109,11 @@ DISCORD_MARKUP = Markup(
             "stop the bot's running turn here (typed in a thread: the thread's); or press Stop on its status line",
         ),
         ("audit tool:http_request limit:10", "recent decisions and changes"),
+        (
+            "trust set tool:http_request up-to:30m matching:method,url",
+            "cards offer “Approve and trust for 30 minutes”: the same request by the same person runs without a card",
+        ),
+        ("trust list", "live trusts (`trust revoke` ends one)"),
     ),
 )
 _MODES = {"auto": Mode.AUTO, "review": Mode.REVIEW, "deny": Mode.DENY, "default": None}
@@ -347,6 +360,64 @@ def build_command_group(admin: AdminService, tool_names: list[str]) -> app_comma
         limit: app_commands.Range[int, 1, 100] = 20,
     ) -> None:
         await run(interaction, ShowAudit(tool=tool, user_id=str(user.id) if user else None, limit=limit))
+
+    trust = _CheckedGroup(
+        name="trust", description="Let cards offer “Approve and trust” for a while; list and end trusts", parent=group
+    )
+
+    async def trust_ids(interaction: Interaction, current: str) -> list[app_commands.Choice[str]]:
+        grants = await admin.visible_trusts(clicker_actor(interaction))
+        return [
+            app_commands.Choice(name=f"{g.id} · {g.tool_name} · by {g.granted_by_name}"[:100], value=g.id)
+            for g in grants
+            if current.lower() in g.id or current.lower() in g.tool_name.lower()
+        ][:25]
+
+    @trust.command(name="set", description="Let a tool's cards offer “Approve and trust” for at most this long")
+    @app_commands.rename(up_to="up-to")
+    @app_commands.describe(
+        tool="The tool",
+        up_to="The longest a trust lasts (1m to 1d, e.g. 30m); off: never here; default: as the server says",
+        matching="The arguments whose values a trust binds, e.g. method,url (default: every argument)",
+        channel="Only in this channel (default: the whole server)",
+    )
+    @app_commands.autocomplete(tool=tools)
+    async def trust_set(
+        interaction: Interaction,
+        tool: str,
+        up_to: str,
+        matching: str | None = None,
+        channel: discord.abc.GuildChannel | discord.Thread | None = None,
+    ) -> None:
+        word = up_to.strip().lower()
+        try:
+            seconds = {"off": 0, "default": None}[word] if word in ("off", "default") else parse_trust_duration(up_to)
+            names = parse_matching(matching) if matching is not None else ()
+        except CommandError as exc:
+            await run(interaction, problem=exc.message)
+            return
+        if names and not seconds:
+            await run(interaction, problem="`matching` goes only with a duration")
+            return
+        where = _settings_channel(channel) if channel else None
+        await run(interaction, SetTrust(tool=tool, up_to_s=seconds, matching=names, channel_id=where))
+
+    @trust.command(name="list", description="Live trusts (admins: all; others: those they granted or that cover them)")
+    async def trust_list(
+        interaction: Interaction, channel: discord.abc.GuildChannel | discord.Thread | None = None
+    ) -> None:
+        await run(interaction, ListTrust(channel_id=_settings_channel(channel) if channel else None))
+
+    @trust.command(name="revoke", description="End a live trust now")
+    @app_commands.rename(grant="id")
+    @app_commands.describe(grant="The trust's id, as trust list shows it")
+    @app_commands.autocomplete(grant=trust_ids)
+    async def trust_revoke(interaction: Interaction, grant: str) -> None:
+        grant_id = grant.strip().lower()
+        if not re.fullmatch(r"[0-9a-f]{8}", grant_id):
+            await run(interaction, problem=f"`{grant[:40]}` is not a trust id; `trust list` shows them")
+            return
+        await run(interaction, RevokeTrust(grant_id=grant_id))
 
     return group
 

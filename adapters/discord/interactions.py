@@ -57,12 +57,14 @@ class InteractionHandler:
         self._service = service
 
     async def on_button(self, interaction: Interaction, action: str, approval_id: str, version: str | None) -> None:
-        """Approve, Edit or Reject pressed on a card."""
-        if action == "approve":
+        """Approve, Approve and trust, Edit or Reject pressed on a card."""
+        if action in ("approve", "trust"):
             await interaction.response.defer()
             try:
                 actor = await self._actor(interaction, approval_id)
-                approval = await self._service.decide(approval_id, actor, Approve(), seen_version=version)
+                approval = await self._service.decide(
+                    approval_id, actor, Approve(), seen_version=version, trust=action == "trust"
+                )
             except Exception as exc:
                 await self._refuse_followup(interaction, exc)
                 return

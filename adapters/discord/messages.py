@@ -39,9 +39,13 @@ ESCALATED_PING = "{mention} this card was escalated to you: it waits for a decis
 CARD_POSITION = "{position} of {total}"
 CARD_TRUNCATED = "…{hidden} more characters not shown; Edit shows everything."
 CARD_DECIDED = "{outcome} by <@{user}> <t:{ts}:f>"
+CARD_OUTCOME_TRUSTED = "{outcome} and trusted for {duration}"
+"""The outcome on a card whose approver chose "Approve and trust": "Approved and trusted for 30 minutes"."""
 CARD_DECIDED_NOBODY = "{outcome} <t:{ts}:f>"
 
 BUTTON_APPROVE = "Approve"
+BUTTON_TRUST = "Approve and trust for {duration}"
+"""The card's trust button (issue 12); Discord allows 80 characters of label."""
 BUTTON_EDIT = "Edit"
 BUTTON_EDIT_AGAIN = "Edit again"
 BUTTON_REJECT = "Reject"
@@ -137,6 +141,21 @@ REFUSED_SELF_APPROVAL = (
     "You asked for this call, and self-approval is off for this tool, so someone else must approve it."
 )
 REFUSED_NOT_AN_APPROVER = "You can't decide this approval: you are not on the approvers list for this tool."
+TRUST_REFUSED = {
+    "not_offered": (
+        "Trust is not enabled for this tool here any more, so nothing was changed. You can still approve the call once."
+    ),
+    "quorum": (
+        "This call now needs more than one approval, so one click cannot trust it. Nothing was changed; approve "
+        "it once instead."
+    ),
+    "not_approve": "Trust goes only with an approval. Nothing was changed.",
+    "escalation": (
+        "This card was escalated to you, which lets you decide this call but not the tool's later ones, so you "
+        "cannot trust it. Nothing was changed; approve it once instead."
+    ),
+}
+"""By `bot.errors.TrustRefusedError.reason` (issue 12)."""
 VOTE_RECORDED = "Your approval is recorded ({count} of {quorum}); the call runs once {quorum} people approved it."
 SHUTTING_DOWN = "I'm restarting right now; please send your message again in a moment."
 EMPTY_MENTION = "Hi! Mention me with a question or a task, and I'll get to work."

@@ -99,7 +99,7 @@ class DiscordPlatform:
                     everyone=False, roles=False, users=[discord.Object(int(escalated.subject_id))]
                 )
             content = msg.ESCALATED_PING.format(mention=target_mention(escalated))
-        view = card_view(card.approval.id, card.approval.version, batch=card.batch)
+        view = card_view(card.approval.id, card.approval.version, batch=card.batch, trust_s=card.approval.trust_offer_s)
         message = await self._channel(channel_id).send(
             content, embed=card_embed(card), view=view, allowed_mentions=mentions
         )
@@ -111,7 +111,13 @@ class DiscordPlatform:
         channel_id, message_id = _split_ref(card_ref)
         pending = card.approval.is_pending
         view = (
-            card_view(card.approval.id, card.approval.version, pending=pending, batch=card.batch)
+            card_view(
+                card.approval.id,
+                card.approval.version,
+                pending=pending,
+                batch=card.batch,
+                trust_s=card.approval.trust_offer_s,
+            )
             if pending or card.batch is not None
             else None
         )
@@ -176,6 +182,30 @@ class DiscordPlatform:
             log.warning("could not fetch member %s of guild %s", actor.user_id, actor.workspace_id)
             return False
         return member.guild_permissions.manage_guild
+
+    async def member(self, workspace_id: str, user_id: str) -> Actor | None:
+        """The member with their Manage Server permission and roles, from the cache or REST; None in a DM or if gone.
+
+        Discord user ids are global; the standing is the guild's (`GET /guilds/{id}/members/{user}`
+        when the member is not cached, which needs no privileged intent).
+        """
+        if workspace_id == DM or not user_id.isdecimal():
+            return None
+        try:
+            guild = await known_guild(self._client, workspace_id)
+            if guild is None:
+                return None
+            found = guild.get_member(int(user_id)) or await guild.fetch_member(int(user_id))
+        except discord.NotFound:
+            return None
+        return Actor(
+            platform=self.name,
+            workspace_id=workspace_id,
+            user_id=str(found.id),
+            display_name=found.display_name,
+            is_admin=found.guild_permissions.manage_guild,
+            groups=frozenset(str(role.id) for role in found.roles),
+        )
 
     async def member_of(self, actor: Actor, group_ids: frozenset[str]) -> frozenset[str]:
         """The actor's roles among `group_ids` (the interaction carried the member's roles)."""

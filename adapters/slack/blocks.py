@@ -11,7 +11,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from adapters.display import reveal_invisible
+from adapters.display import duration_words, reveal_invisible
 from adapters.slack import messages as msg
 from adapters.slack.text import escape, to_mrkdwn
 from bot.approvals.escalation import EscalationTarget, TargetKind
@@ -20,6 +20,8 @@ from bot.approvals.records import ApprovalRecord
 from bot.ports import ApprovalCard, BatchOffer
 
 ACTION_APPROVE = "countersign_approve"
+ACTION_TRUST = "countersign_trust"
+"""Approve and trust (issue 12): shown only on a card that offers trust."""
 ACTION_EDIT = "countersign_edit"
 ACTION_REJECT = "countersign_reject"
 ACTION_STOP = "countersign_stop"
@@ -80,7 +82,7 @@ def card_blocks(card: ApprovalCard) -> list[dict[str, Any]]:
     if escalated:
         blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": escalated}]})
     if pending:
-        blocks.append(_buttons(approval.id, approval.version))
+        blocks.append(_buttons(approval.id, approval.version, approval.trust_offer_s))
         return blocks + _batch_blocks(card.batch)
     if approval.status is ApprovalStatus.EDITED and approval.final_args is not None:
         blocks.append(_args_section(msg.CARD_FINAL_ARGS_TITLE, approval.final_args))
@@ -287,7 +289,7 @@ def version_of(block_id: str | None) -> str | None:
     return parts[2] if len(parts) == 3 and parts[0] == "countersign" else None
 
 
-def _buttons(approval_id: str, version: str) -> dict[str, Any]:
+def _buttons(approval_id: str, version: str, trust_s: int | None = None) -> dict[str, Any]:
     def button(text: str, action_id: str, style: str | None = None) -> dict[str, Any]:
         element: dict[str, Any] = {
             "type": "button",
@@ -306,6 +308,7 @@ def _buttons(approval_id: str, version: str) -> dict[str, Any]:
         "block_id": f"countersign_{approval_id}_{version}",
         "elements": [
             button(msg.BUTTON_APPROVE, ACTION_APPROVE, "primary"),
+            *([button(msg.BUTTON_TRUST.format(duration=duration_words(trust_s)), ACTION_TRUST)] if trust_s else []),
             button(msg.BUTTON_EDIT, ACTION_EDIT),
             button(msg.BUTTON_REJECT, ACTION_REJECT, "danger"),
         ],
@@ -359,6 +362,8 @@ def _args_section(title: str, args: dict[str, Any]) -> dict[str, Any]:
 
 def _decided_line(approval: ApprovalRecord) -> str:
     outcome = msg.CARD_OUTCOME_WORD[approval.status.value]
+    if approval.trust_id is not None and approval.trust_s:
+        outcome = msg.CARD_OUTCOME_TRUSTED.format(outcome=outcome, duration=duration_words(approval.trust_s))
     if approval.decided_by_id is None:
         return f"{outcome} · {when_token(approval.decided_at)}"
     return msg.CARD_DECIDED.format(outcome=outcome, user=approval.decided_by_id, when=when_token(approval.decided_at))

@@ -75,6 +75,7 @@ class SlackListeners:
         app.event("app_mention", middleware=[self.accept_mention])(self.start_turn)
         app.event("message", middleware=[self.accept_message])(self.start_turn)
         app.action(blocks.ACTION_APPROVE)(self.on_approve)
+        app.action(blocks.ACTION_TRUST)(self.on_trust)
         app.action(blocks.ACTION_EDIT)(self.on_edit)
         app.action(blocks.ACTION_REJECT)(self.on_reject)
         app.action(blocks.ACTION_STOP)(self.on_stop)
@@ -188,6 +189,13 @@ class SlackListeners:
 
     async def on_approve(self, ack: AsyncAck, body: dict[str, Any], action: dict[str, Any]) -> None:
         """Approve: record the decision; a refusal is told to the clicker only."""
+        await self._approve(ack, body, action, trust=False)
+
+    async def on_trust(self, ack: AsyncAck, body: dict[str, Any], action: dict[str, Any]) -> None:
+        """Approve and trust (issue 12): the approval and its trust grant, or a refusal to the clicker only."""
+        await self._approve(ack, body, action, trust=True)
+
+    async def _approve(self, ack: AsyncAck, body: dict[str, Any], action: dict[str, Any], *, trust: bool) -> None:
         await ack()
         actor = await self._clicker(body)
         if actor is None:
@@ -198,6 +206,7 @@ class SlackListeners:
                 actor,
                 Approve(),
                 seen_version=blocks.version_of(_text_at(action, "block_id")),
+                trust=trust,
             )
         except Exception as exc:
             await self._refuse(body, exc)

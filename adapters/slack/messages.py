@@ -45,8 +45,12 @@ CARD_OUTCOME_WORD = {
 }
 
 BUTTON_APPROVE = "Approve"
+BUTTON_TRUST = "Approve and trust for {duration}"
+"""The card's trust button (issue 12); Slack allows 75 characters of button text."""
 BUTTON_EDIT = "Edit"
 BUTTON_REJECT = "Reject"
+CARD_OUTCOME_TRUSTED = "{outcome} and trusted for {duration}"
+"""The outcome on a card whose approver chose "Approve and trust": "Approved and trusted for 30 minutes"."""
 BUTTON_STOP = "Stop"
 """The button on the progress message that stops the running turn (issue 12)."""
 
@@ -128,6 +132,21 @@ REFUSED_SELF_APPROVAL = (
     "You asked for this call, and self-approval is off for this tool, so someone else must approve it."
 )
 REFUSED_NOT_AN_APPROVER = "You can't decide this approval: you are not on the approvers list for this tool."
+TRUST_REFUSED = {
+    "not_offered": (
+        "Trust is not enabled for this tool here any more, so nothing was changed. You can still approve the call once."
+    ),
+    "quorum": (
+        "This call now needs more than one approval, so one click cannot trust it. Nothing was changed; approve "
+        "it once instead."
+    ),
+    "not_approve": "Trust goes only with an approval. Nothing was changed.",
+    "escalation": (
+        "This card was escalated to you, which lets you decide this call but not the tool's later ones, so you "
+        "cannot trust it. Nothing was changed; approve it once instead."
+    ),
+}
+"""By `bot.errors.TrustRefusedError.reason` (issue 12)."""
 VOTE_RECORDED = "Your approval is recorded ({count} of {quorum}); the call runs once {quorum} people approved it."
 SHUTTING_DOWN = "I'm restarting right now; please send your message again in a moment."
 EMPTY_MENTION = "Hi! Mention me with a question or a task, and I'll get to work."

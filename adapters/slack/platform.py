@@ -45,6 +45,8 @@ class SlackUser:
     user_id: str
     display_name: str
     is_admin: bool
+    active: bool = True
+    """False for a deactivated account (`deleted` in Slack's user object)."""
 
 
 class UserDirectory:
@@ -96,6 +98,7 @@ class UserDirectory:
             user_id=user_id,
             display_name=str(name),
             is_admin=bool(data.get("is_admin") or data.get("is_owner") or data.get("is_primary_owner")),
+            active=not data.get("deleted"),
         )
         self._cache[(team_id, user_id)] = (time.monotonic() + _USER_TTL_S, user)
         return user
@@ -224,6 +227,22 @@ class SlackPlatform:
     async def is_admin(self, actor: Actor) -> bool:
         """Workspace admin or owner, per `users.info`."""
         return (await self._users.get(actor.workspace_id, actor.user_id)).is_admin
+
+    async def member(self, workspace_id: str, user_id: str) -> Actor | None:
+        """The user with their admin flag (`users.info`, cached like every lookup); None once deactivated.
+
+        User groups are not listed here: `member_of` asks Slack for the groups that matter.
+        """
+        user = await self._users.get(workspace_id, user_id)
+        if not user.active:
+            return None
+        return Actor(
+            platform=self.name,
+            workspace_id=workspace_id,
+            user_id=user_id,
+            display_name=user.display_name,
+            is_admin=user.is_admin,
+        )
 
     async def member_of(self, actor: Actor, group_ids: frozenset[str]) -> frozenset[str]:
         """The user groups among `group_ids` that list the actor (`usergroups.users.list`)."""

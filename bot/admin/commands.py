@@ -150,6 +150,37 @@ class StopTurn:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SetTrust:
+    """`trust <tool> up-to <duration> [matching <arg>,...] [in #channel]`, `trust <tool> off|default [in #channel]`.
+
+    Attributes:
+        up_to_s: the longest a trust grant may last, in seconds; 0 for `off` (no trust here,
+            also where the workspace allows it); None for `default` (remove this level's
+            setting: a channel follows the workspace again).
+        matching: the arguments whose values a grant binds; empty: every argument.
+    """
+
+    tool: str
+    up_to_s: int | None
+    matching: tuple[str, ...] = ()
+    channel_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListTrust:
+    """`trust list [in #channel]`: live trust grants (admins see all; others those they granted or asked for)."""
+
+    channel_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RevokeTrust:
+    """`trust revoke <id>`: end a live trust grant now (admins, its approver, its requester)."""
+
+    grant_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ShowAudit:
     """`audit [tool] [user] [limit n]`."""
 
@@ -175,10 +206,16 @@ Command = (
     | ResetContext
     | StopTurn
     | ShowAudit
+    | SetTrust
+    | ListTrust
+    | RevokeTrust
 )
 
 READ_ONLY = (Help, Show, ShowContext)
 """Commands anyone may use; everything else (including `audit`, which shows arguments) is for admins."""
+
+A_PARTY_MAY = (ListTrust, RevokeTrust)
+"""Commands a trust grant's parties may use on it (its approver and its requester); admins on every grant."""
 
 IN_A_CONVERSATION = (ShowContext, ResetContext, StopTurn)
 """Commands about the conversation they are typed in (`AdminService.execute` needs it)."""
@@ -200,5 +237,8 @@ SUBCOMMANDS: dict[type, str] = {
     ResetContext: "context reset",
     StopTurn: "stop",
     ShowAudit: "audit",
+    SetTrust: "trust",
+    ListTrust: "trust list",
+    RevokeTrust: "trust revoke",
 }
 """Each command's subcommand words, as people type them (audit rows name refused commands by them)."""

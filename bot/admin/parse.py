@@ -19,7 +19,9 @@ from bot.admin.commands import (
     ChangeApprovers,
     Command,
     Help,
+    ListTrust,
     ResetContext,
+    RevokeTrust,
     SetAgent,
     SetCards,
     SetEscalation,
@@ -28,6 +30,7 @@ from bot.admin.commands import (
     SetQuorum,
     SetScope,
     SetSelfApproval,
+    SetTrust,
     Show,
     ShowAudit,
     ShowContext,
@@ -37,6 +40,7 @@ from bot.agents.kind import AgentKind
 from bot.approvals.config import ApproverKind, CardRouting, ConversationScope
 from bot.approvals.escalation import EscalationTarget, TargetKind
 from bot.approvals.mode import Mode
+from bot.approvals.trust import MAX_TRUST_S, MIN_TRUST_S
 from bot.errors import CountersignError
 
 MAX_QUORUM = 10
@@ -51,6 +55,8 @@ _ROLE = re.compile(r"<@&(\d+)>")
 _GROUP = re.compile(r"<!subteam\^([A-Z0-9]+)(?:\|[^>]*)?>")
 _CHANNEL = re.compile(r"<#([A-Z0-9]+|\d+)(?:\|[^>]*)?>")
 _DURATION = re.compile(r"(\d+)\s*([smhd])")
+_ARGUMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+_TRUST_ID = re.compile(r"[0-9a-f]{8}")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 USAGE = {
@@ -69,6 +75,10 @@ USAGE = {
     "context": "context [reset]",
     "stop": "stop",
     "audit": "audit [tool] [@user] [limit n]",
+    "trust": (
+        "trust <tool> up-to <duration> [matching <arg>,...] [in #channel] | trust <tool> off|default "
+        "[in #channel] | trust list [in #channel] | trust revoke <id>"
+    ),
 }
 
 
@@ -161,11 +171,7 @@ def parse_duration(text: str, *, what: str = "expiry") -> int:
         CommandError: for anything else, or outside the bounds.
     """
     usage = USAGE[what]
-    cleaned = text.strip().lower()
-    parts = _DURATION.findall(cleaned)
-    if not parts or "".join(f"{n}{u}" for n, u in parts) != cleaned.replace(" ", ""):
-        raise CommandError(f"`{text}` is not a duration; use e.g. 90s, 30m, 4h or 2d", usage)
-    seconds = sum(int(number) * _UNITS[unit] for number, unit in parts)
+    seconds = _seconds(text, usage)
     if what == "escalate":
         if not MIN_ESCALATION_S <= seconds <= MAX_ESCALATION_S:
             raise CommandError("an escalation delay must be between 10s and 30d", usage)
@@ -213,6 +219,43 @@ def escalation_target(token: str, usage: str) -> EscalationTarget:
     if _USER.fullmatch(token):
         return EscalationTarget(kind=TargetKind.USER, subject_id=user_id(token, usage))
     raise CommandError(f"`{token}` is not a person, group, role or channel; name it as @someone or #channel", usage)
+
+
+def parse_trust_duration(text: str) -> int:
+    """A trust's `up-to`, like `30m` or `4h`, in seconds.
+
+    Raises:
+        CommandError: for anything that is not a duration, or outside one minute to one day
+            (`bot.approvals.trust.MIN_TRUST_S`, `MAX_TRUST_S`).
+    """
+    seconds = _seconds(text, USAGE["trust"])
+    if not MIN_TRUST_S <= seconds <= MAX_TRUST_S:
+        raise CommandError(
+            "a trust lasts from 1m to 1d (for longer, change the policy: `policy <tool> auto when ...`)",
+            USAGE["trust"],
+        )
+    return seconds
+
+
+def parse_matching(text: str) -> tuple[str, ...]:
+    """Argument names after `matching`: `url` or `method,url` (spaces after commas allowed).
+
+    Raises:
+        CommandError: for an empty name or one that could not be an argument name.
+    """
+    names = tuple(name.strip() for name in text.split(","))
+    for name in names:
+        if not _ARGUMENT.fullmatch(name):
+            raise CommandError(f"`{name}` is not an argument name; write e.g. matching method,url", USAGE["trust"])
+    return tuple(dict.fromkeys(names))
+
+
+def _seconds(text: str, usage: str) -> int:
+    cleaned = text.strip().lower()
+    parts = _DURATION.findall(cleaned)
+    if not parts or "".join(f"{n}{u}" for n, u in parts) != cleaned.replace(" ", ""):
+        raise CommandError(f"`{text}` is not a duration; use e.g. 90s, 30m, 4h or 2d", usage)
+    return sum(int(number) * _UNITS[unit] for number, unit in parts)
 
 
 def channel_id(token: str, usage: str) -> str:
@@ -395,6 +438,34 @@ def _audit(words: _Words, condition: str | None) -> Command:
     return ShowAudit(tool=tool, user_id=user, limit=limit)
 
 
+def _trust(words: _Words, condition: str | None) -> Command:
+    first = words.take("a tool name, list or revoke")
+    if first.lower() == "list":
+        where = words.take_optional("in")
+        return ListTrust(channel_id=channel_id(where, words.usage) if where else None)
+    if first.lower() == "revoke":
+        grant_id = words.take("the trust's id (see `trust list`)").lower()
+        if not _TRUST_ID.fullmatch(grant_id):
+            raise CommandError(f"`{grant_id}` is not a trust id; `trust list` shows them", words.usage)
+        return RevokeTrust(grant_id=grant_id)
+    where = words.take_optional("in")
+    channel = channel_id(where, words.usage) if where else None
+    action = words.take("up-to <duration>, off or default").lower()
+    if action in {"off", "default"}:
+        return SetTrust(tool=first, up_to_s=0 if action == "off" else None, channel_id=channel)
+    if action != "up-to":
+        raise CommandError(f"expected up-to, off or default, got `{action}`", words.usage)
+    seconds = parse_trust_duration(words.take("a duration like 30m"))
+    matching: tuple[str, ...] = ()
+    if words.words and words.words[0].lower() == "matching":
+        words.take("matching")
+        names = words.take("argument names, e.g. matching method,url")
+        while names.endswith(",") and words.words:  # `matching method, url`
+            names += words.take("")
+        matching = parse_matching(names)
+    return SetTrust(tool=first, up_to_s=seconds, matching=matching, channel_id=channel)
+
+
 _PARSERS = {
     "help": _help,
     "show": _show,
@@ -411,4 +482,5 @@ _PARSERS = {
     "context": _context,
     "stop": _stop,
     "audit": _audit,
+    "trust": _trust,
 }

@@ -3,7 +3,8 @@
 Only admins may change something or read the audit log (it shows arguments): the platform's
 workspace admins (Slack admins and owners, Discord Manage Server) and bot admins. `help`,
 `show` and `context` are for everyone; `stop` for the requester of the running turn and
-admins. A refused or invalid command changes nothing; refusals are audited.
+admins; `trust list` and `trust revoke` also for the approver who granted a trust and the person
+it trusts, on that trust. A refused or invalid command changes nothing; refusals are audited.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from langchain_core.utils.json_schema import dereference_refs
 from pydantic import BaseModel
 
 from bot.admin.commands import (
+    A_PARTY_MAY,
     IN_A_CONVERSATION,
     READ_ONLY,
     SUBCOMMANDS,
@@ -23,7 +25,9 @@ from bot.admin.commands import (
     ChangeApprovers,
     Command,
     Help,
+    ListTrust,
     ResetContext,
+    RevokeTrust,
     SetAgent,
     SetCards,
     SetEscalation,
@@ -32,6 +36,7 @@ from bot.admin.commands import (
     SetQuorum,
     SetScope,
     SetSelfApproval,
+    SetTrust,
     Show,
     ShowAudit,
     ShowContext,
@@ -48,18 +53,23 @@ from bot.admin.views import (
     Reply,
     StopRequested,
     ToolLine,
+    TrustLine,
+    TrustList,
+    TrustRevoked,
 )
 from bot.agents.kind import AgentKind
 from bot.approvals.authorization import Directory, is_workspace_admin
 from bot.approvals.conditions import compile_condition, sample_arguments, strip_quotes
-from bot.approvals.config import ALL, ApproverRule, ConversationScope, SettingKey, WorkspaceConfig
+from bot.approvals.config import ALL, ApproverRule, ConversationScope, SettingKey, TrustSetting, WorkspaceConfig
 from bot.approvals.escalation import EscalationRule
 from bot.approvals.mode import Mode
+from bot.approvals.trust import TrustGrant, still_fits
 from bot.audit import AuditEntry, AuditKind
 from bot.conversation import DM_WORKSPACE, Actor, ConversationRef
 from bot.errors import ConversationBusyError, NotPermittedError
 from bot.storage.audit_store import AuditStore
 from bot.storage.config_store import ConfigStore
+from bot.storage.trust_store import TrustStore
 from bot.tools.registry import ToolRegistry, ToolSpec
 
 log = logging.getLogger(__name__)
@@ -99,6 +109,7 @@ class AdminService:
     Args:
         config: the configuration tables.
         audit: the audit log.
+        grants: the trust grants (`trust list`, `trust revoke`; None: those are refused).
         registry: the tools (names, arguments and built-in defaults).
         directory_for: the platform directory (who is an admin) by platform name.
         default_agent: the agent of channels without a setting (`COUNTERSIGN_AGENT`), for `show`.
@@ -114,6 +125,7 @@ class AdminService:
         audit: AuditStore,
         registry: ToolRegistry,
         directory_for: Callable[[str], Directory],
+        grants: TrustStore | None = None,
         default_agent: AgentKind = AgentKind.REACT,
         subagents: tuple[str, ...] = (),
         contexts: ContextPort | None = None,
@@ -121,6 +133,7 @@ class AdminService:
     ) -> None:
         self._config = config
         self._audit = audit
+        self._grants = grants
         self._registry = registry
         self._directory_for = directory_for
         self._default_agent = default_agent
@@ -147,12 +160,14 @@ class AdminService:
 
         Raises:
             NotPermittedError: `not_an_admin` (audited), `no_workspace` (a setting in a
-                Discord DM) or `dm_reset` (`context reset` in a Discord DM, where nobody is an
-                admin); for `stop`, `not_requester_or_admin` or `other_workspace` (audited).
+                Discord DM), `dm_reset` (`context reset` in a Discord DM, where nobody is an
+                admin) or `not_a_party` (`trust revoke` of a grant by someone who is neither
+                an admin nor its approver or requester; audited); for `stop`,
+                `not_requester_or_admin` or `other_workspace` (audited).
             ConversationBusyError: `context reset` while a card waits or a turn runs (audited).
             NothingToStopError, AlreadyStoppedError: `stop` with nothing running, or twice.
             CommandError: an unknown tool, an invalid condition, a setting that cannot work,
-                `context` without a conversation.
+                `context` without a conversation, a trust id that names no live grant here.
         """
         config = await self._config.load(actor.platform, actor.workspace_id)
         if isinstance(command, Help):
@@ -169,7 +184,10 @@ class AdminService:
             return await self._stops.stop(actor, conversation=conversation)
         if actor.workspace_id == DM_WORKSPACE:
             raise NotPermittedError("dm_reset" if isinstance(command, ResetContext) else "no_workspace")
-        if not await is_workspace_admin(actor, config, self._directory_for(actor.platform)):
+        admin = await is_workspace_admin(actor, config, self._directory_for(actor.platform))
+        if isinstance(command, A_PARTY_MAY):
+            return await self._trust_grants(actor, command, config, admin=admin)
+        if not admin:
             thread_id = conversation.thread_id if isinstance(command, IN_A_CONVERSATION) and conversation else None
             await self._refused(actor, command, thread_id=thread_id)
             raise NotPermittedError("not_an_admin")
@@ -244,6 +262,8 @@ class AdminService:
         if isinstance(command, SetAgent):
             agent = command.agent.value if command.agent is not None else None
             return await self._set(actor, SettingKey.AGENT, agent, channel=command.channel_id or ALL)
+        if isinstance(command, SetTrust):
+            return await self._set_trust(actor, command)
         raise CommandError(f"unsupported command {type(command).__name__}")  # pragma: no cover
 
     async def _set_escalation(self, actor: Actor, command: SetEscalation) -> Changed:
@@ -268,6 +288,68 @@ class AdminService:
             after=after,
             changed=before != after,
         )
+
+    async def _set_trust(self, actor: Actor, command: SetTrust) -> Changed:
+        """`trust <tool> up-to|off|default`: the setting checked against the tool, then saved and audited.
+
+        `off` in a channel is stored (it beats a workspace-wide setting); `off` for the
+        workspace, and `default` anywhere, remove the setting at that level.
+        """
+        spec = self._tool(command.tool)
+        arguments = _arguments(spec)
+        unknown = [name for name in command.matching if name not in arguments]
+        if unknown:
+            raise CommandError(
+                f"`{spec.name}` has no argument {', '.join(f'`{n}`' for n in unknown)}; "
+                f"its arguments are {', '.join(f'`{n}`' for n in arguments)}"
+            )
+        channel = command.channel_id or ALL
+        setting = None
+        if command.up_to_s is not None and (command.up_to_s > 0 or channel):
+            setting = TrustSetting(
+                tool_name=spec.name, max_s=command.up_to_s, matching=command.matching, channel_id=channel
+            )
+        before, after = await self._config.set_trust(actor, channel_id=channel, tool_name=spec.name, setting=setting)
+        return Changed(
+            setting="trust",
+            tool=spec.name,
+            channel_id=command.channel_id,
+            before=before,
+            after=after,
+            changed=before != after,
+        )
+
+    async def _trust_grants(
+        self, actor: Actor, command: ListTrust | RevokeTrust, config: WorkspaceConfig, *, admin: bool
+    ) -> TrustList | TrustRevoked:
+        """`trust list` and `trust revoke`: admins on every grant, others on their own.
+
+        A grant's own are its approver and its requester: showing or ending it never lets them
+        do more than before (a revoke only narrows).
+        """
+        if self._grants is None:
+            raise CommandError("trust is not available here")
+        if isinstance(command, ListTrust):
+            grants, now = await self._grants.live_in(actor.platform, actor.workspace_id, channel_id=command.channel_id)
+            lines = tuple(
+                TrustLine(grant=g, applies=still_fits(g, config.trust_for(g.tool_name, g.channel_id), now))
+                for g in grants
+                if admin or actor.user_id in (g.granted_by_id, g.requester_id)
+            )
+            return TrustList(grants=lines, channel_id=command.channel_id, everyone=admin)
+        grant = await self._grants.get(command.grant_id)
+        if grant is None or (grant.platform, grant.workspace_id) != (actor.platform, actor.workspace_id):
+            raise CommandError(f"no trust `{command.grant_id}` here; `trust list` shows the live ones")
+        if not admin and actor.user_id not in (grant.granted_by_id, grant.requester_id):
+            await self._refused(actor, command, outcome="not_a_party", thread_id=grant.thread_id)
+            raise NotPermittedError("not_a_party")
+        revoked = await self._grants.revoke(grant.id, actor)
+        if revoked is None:  # not live: revoked before (perhaps just now, by someone else) or expired
+            after = await self._grants.get(grant.id)
+            ended = "was revoked already" if after is not None and after.revoked_at is not None else "has expired"
+            raise CommandError(f"trust `{grant.id}` {ended}; nothing to revoke")
+        log.info("trust %s revoked by %s (thread_id=%s)", revoked.id, actor.user_id, revoked.thread_id)
+        return TrustRevoked(grant=revoked)
 
     def _context_of(self, conversation: ConversationRef | None) -> tuple[ContextPort, ConversationRef]:
         if conversation is None or self._contexts is None:
@@ -302,6 +384,15 @@ class AdminService:
             )
         return reset
 
+    async def visible_trusts(self, actor: Actor) -> list[TrustGrant]:
+        """The live trust grants `actor` may list and revoke (for autocomplete): all for an admin, else their own."""
+        if self._grants is None or actor.workspace_id == DM_WORKSPACE:
+            return []
+        config = await self._config.load(actor.platform, actor.workspace_id)
+        admin = await is_workspace_admin(actor, config, self._directory_for(actor.platform))
+        grants, _ = await self._grants.live_in(actor.platform, actor.workspace_id)
+        return [g for g in grants if admin or actor.user_id in (g.granted_by_id, g.requester_id)]
+
     def tool_names(self) -> list[str]:
         """The registered tools' names (for autocomplete)."""
         return self._registry.names()
@@ -331,6 +422,7 @@ class AdminService:
                     self_approval=config.self_approval(spec.name),
                     expiry_s=config.expiry_s(spec.name),
                     approvers=config.approvers_for(spec.name),
+                    trust=config.trust_for(spec.name, channel),
                     escalation=config.escalation(spec.name),
                 )
             )

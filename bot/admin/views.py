@@ -6,9 +6,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.agents.kind import AgentKind
-from bot.approvals.config import ApproverRule, CardsSetting, ConversationScope
+from bot.approvals.config import ApproverRule, CardsSetting, ConversationScope, TrustSetting
 from bot.approvals.escalation import EscalationRule
 from bot.approvals.mode import Mode
+from bot.approvals.trust import TrustGrant
 from bot.audit import AuditEntry
 
 
@@ -29,6 +30,8 @@ class ToolLine:
     expiry_s: int | None
     approvers: tuple[ApproverRule, ...]
     """Empty: the default (the requester and the workspace's admins)."""
+    trust: TrustSetting | None = None
+    """The trust setting in force for the tool there (issue 12); None: cards offer no trust."""
     escalation: EscalationRule | None = None
     """Where the tool's undecided cards escalate, and after how long (`/countersign escalate`)."""
 
@@ -152,4 +155,43 @@ class HelpPage:
     tools: tuple[str, ...]
 
 
-Reply = PolicyView | Changed | AuditPage | HelpPage | ContextView | ContextReset | StopRequested
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TrustLine:
+    """One live trust grant in `trust list`.
+
+    Attributes:
+        grant: the grant.
+        applies: whether the setting in force now still lets it cover calls (False after an
+            admin narrowed or removed the setting: it stays live but covers nothing).
+    """
+
+    grant: TrustGrant
+    applies: bool = True
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TrustList:
+    """`trust list`: live trust grants, soonest to end first.
+
+    Attributes:
+        grants: the grants shown.
+        channel_id: the channel asked about, or None for the whole workspace.
+        everyone: True for an admin (every grant); False: only the asker's own (granted by
+            them, or covering their calls).
+    """
+
+    grants: tuple[TrustLine, ...]
+    channel_id: str | None
+    everyone: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TrustRevoked:
+    """`trust revoke`: the grant as it was ended (recorded in the audit log)."""
+
+    grant: TrustGrant
+
+
+Reply = (
+    PolicyView | Changed | AuditPage | HelpPage | ContextView | ContextReset | StopRequested | TrustList | TrustRevoked
+)

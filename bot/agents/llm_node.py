@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.language_models import LanguageModelInput
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolCall, ToolMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool
 
@@ -19,7 +19,9 @@ from bot.agents.nodes import Node
 from bot.agents.prompts import ASK_AGAIN_NOTES, STEP_LIMIT_MESSAGE, STOPPED_ANSWER
 from bot.agents.state import AgentState
 from bot.agents.stop_signal import StopSignal, stop_signal, stopped_answer, unless_stopped
+from bot.approvals.mode import Mode
 from bot.approvals.policy import PolicyContext, ReviewPolicy
+from bot.approvals.trust import TrustCheck
 from bot.errors import NoAnswerError
 
 log = logging.getLogger(__name__)
@@ -39,6 +41,7 @@ def make_llm_call(
     closing_instruction: str | None = None,
     fresh_call_ids: bool = False,
     tools: Mapping[str, BaseTool] | None = None,
+    trust: TrustCheck | None = None,
 ) -> LlmNode:
     """Build the `llm_call` node.
 
@@ -64,6 +67,9 @@ def make_llm_call(
         tools: the tools by name, whose canonical forms are applied to the calls before the
             policy sees them (`bot.agents.history.with_canonical_args`); without it, only
             `bot.tools.canonical.canonical_values`.
+        trust: asked, for each call the plan sends to review and only for those, whether a
+            live trust grant covers it (issue 12); covered calls are stored in `trusted` and
+            get no card. None: no trust applies.
 
     The step guard (seed 000): a tool call is replaced by `STEP_LIMIT_MESSAGE` when
     `remaining_steps <= steps_per_tool_round`, because the round it starts would leave the
@@ -132,9 +138,13 @@ def make_llm_call(
         capped = max_tool_rounds is not None and rounds >= max_tool_rounds
         if response.tool_calls and (state["remaining_steps"] <= steps_per_tool_round or capped):
             response = await _closing_answer(response, messages, config)
-        where = PolicyContext.from_thread_id(str(config.get("configurable", {}).get("thread_id", "")))
+        where = PolicyContext.from_config(config)
         plan = {str(call["id"]): (await policy.mode_for(call, where)).value for call in response.tool_calls}
         update: dict[str, Any] = {"messages": [*fitted.removed, response], "review_plan": plan}
+        if trust is not None:
+            reviewed = [call for call in response.tool_calls if plan[str(call["id"])] == Mode.REVIEW.value]
+            if reviewed or state.get("trusted"):
+                update["trusted"] = await _trusted(reviewed, trust, where)
         if fitted.removed:
             update["summary"] = fitted.summary
         if measured is not None:
@@ -156,6 +166,17 @@ def make_llm_call(
         return AIMessage(id=response.id, content=step_limit_message)
 
     return llm_call
+
+
+async def _trusted(calls: Sequence[ToolCall], trust: TrustCheck, where: PolicyContext) -> dict[str, str]:
+    """The calls a live trust grant covers, by call id, with the grant's id (checked one by one)."""
+    covered: dict[str, str] = {}
+    for call in calls:
+        grant = await trust.covering(call, where)
+        if grant is not None:
+            log.info("%s is covered by trust %s: no card (thread_id=%s)", call["name"], grant.id, where.thread_id)
+            covered[str(call["id"])] = grant.id
+    return covered
 
 
 RESULT_CHARS = 300

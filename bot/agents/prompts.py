@@ -63,6 +63,12 @@ POLICY_CHANGED_NEEDS_REVIEW = (
     "and {name} now needs approval. Call it again if it is still needed."
 )
 
+TRUST_ENDED = (
+    "Not run: the trust that let {name} run without an approval card no longer covers this call "
+    "(it expired or was revoked, or the policy changed). Call it again if it is still needed; it "
+    "will then wait for approval."
+)
+"""Answer for a call a trust grant covered when planned but no longer covers when it would run (issue 12)."""
 STOPPED_ANSWER = "Stopped by {name}."
 """The closing message of a stopped turn (issue 12, "Stop"): the model's history records that
 the user stopped it, so the next message continues from there (`bot.agents.stop_signal`)."""

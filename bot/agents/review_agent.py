@@ -26,6 +26,7 @@ from bot.agents.state import AgentState
 from bot.agents.tool_node import make_tool_node
 from bot.approvals.mode import Mode
 from bot.approvals.policy import PolicyContext, ReviewPolicy
+from bot.approvals.trust import TrustCheck
 from bot.tools.ledger import ToolRunLedger
 
 STEPS_PER_TOOL_ROUND = 3
@@ -47,6 +48,7 @@ def build_review_agent(
     system_prompt: str = SYSTEM_PROMPT,
     context_tokens: int = DEFAULT_CONTEXT_TOKENS,
     model_kwargs: dict[str, Any] | None = None,
+    trust: TrustCheck | None = None,
 ) -> ReviewAgent:
     """Compile the review agent (the top-level ReAct graph of a conversation).
 
@@ -60,6 +62,8 @@ def build_review_agent(
         context_tokens: tokens of history sent per model call; older turns are folded into a
             running summary (`bot.agents.context_window`).
         model_kwargs: extra call options bound with the tools (e.g. HTTP retry options).
+        trust: finds the trust grant that lets a reviewed call run without a card (issue 12);
+            None: every reviewed call gets a card.
 
     Raises:
         ValueError: when the policy names a tool that is not in `tools`, so a typo shows at
@@ -76,6 +80,7 @@ def build_review_agent(
         system_prompt=system_prompt,
         context_tokens=context_tokens,
         model_kwargs=model_kwargs,
+        trust=trust,
     )
     return graph.compile(checkpointer=checkpointer)
 
@@ -93,6 +98,7 @@ def react_graph(
     max_tool_rounds: int | None = None,
     step_limit_message: str = STEP_LIMIT_MESSAGE,
     closing_instruction: str | None = None,
+    trust: TrustCheck | None = None,
 ) -> StateGraph[AgentState, None, AgentState, AgentState]:
     """The uncompiled ReAct graph with the review gate, shared by the agent and subagents.
 
@@ -111,6 +117,8 @@ def react_graph(
         max_tool_rounds: the hard cap on tool rounds (`bot.agents.llm_node.make_llm_call`).
         step_limit_message: what replaces a tool call when a guard fires.
         closing_instruction: asks for a final text when a guard fires (subagents).
+        trust: the trust check, asked by `llm_call` for calls the policy sends to review and by
+            `tool_node` again before such a call runs (issue 12); the same at every depth.
     """
     by_name = {tool.name: tool for tool in tools}
     policy = OwnToolsPolicy(policy, by_name)
@@ -131,10 +139,11 @@ def react_graph(
             closing_instruction=closing_instruction,
             fresh_call_ids=source is not None,
             tools=by_name,
+            trust=trust,
         ),
     )
     graph.add_node("human_review", make_human_review(by_name, source=source), destinations=("tool_node", "llm_call"))
-    graph.add_node("tool_node", make_tool_node(by_name, ledger, policy))
+    graph.add_node("tool_node", make_tool_node(by_name, ledger, policy, trust))
     graph.add_edge(START, "llm_call")
     graph.add_conditional_edges("llm_call", should_continue, ["human_review", END])
     graph.add_edge("tool_node", "llm_call")

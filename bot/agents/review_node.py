@@ -50,7 +50,10 @@ def make_human_review(
         tool_round: where the calls that may run go next.
 
     Each call's mode comes from the state's `review_plan`, written by `llm_call`; a call
-    missing from it (a checkpoint from before the plan existed) needs review (fail closed).
+    missing from it (a checkpoint from before the plan existed) needs review (fail closed). A
+    reviewed call that `llm_call` found covered by a trust grant (`trusted`, fixed with the plan
+    so that a re-run on resume pairs the decisions with the same calls) is let through to the
+    tool node, which checks the grant again.
 
     The node pairs decisions with reviewed calls by position. Two defaults point in opposite
     directions (seed 001): a call that needs no review is approved; a reviewed call with no
@@ -72,8 +75,15 @@ def make_human_review(
             # resume that answers a pause the stop closed), and `llm_call` closes the turn.
             return _stopped(ai, answers_after(state["messages"], index), signal)
         plan = state.get("review_plan") or {}
+        trusted = state.get("trusted") or {}
         modes = [Mode(plan.get(str(call["id"]), Mode.REVIEW.value)) for call in ai.tool_calls]
-        reviewed = [call for call, mode in zip(ai.tool_calls, modes, strict=True) if mode is Mode.REVIEW]
+        # Calls a trust grant covered when the plan was made get no card; the tool node checks
+        # the grant again before each runs (issue 12).
+        reviewed = [
+            call
+            for call, mode in zip(ai.tool_calls, modes, strict=True)
+            if mode is Mode.REVIEW and str(call["id"]) not in trusted
+        ]
 
         outcomes: dict[str, Approve | Edit | str] = {}
         if reviewed:
@@ -88,7 +98,7 @@ def make_human_review(
         for call, mode in zip(ai.tool_calls, modes, strict=True):
             if mode is Mode.DENY:
                 answers.append(_rejection(call, prompts.REJECTED_BY_POLICY.format(name=call["name"])))
-            elif mode is Mode.REVIEW:
+            elif mode is Mode.REVIEW and str(call["id"]) not in trusted:
                 outcome = outcomes[str(call["id"])]
                 if isinstance(outcome, str):
                     answers.append(_rejection(call, outcome))

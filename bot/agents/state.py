@@ -23,6 +23,11 @@ class AgentState(TypedDict):
     decided by `llm_call` when the message arrives. `human_review` reads it instead of asking
     the policy again, because it re-runs on resume and a policy changed in between must not
     change which calls the decisions belong to."""
+    trusted: NotRequired[dict[str, str]]
+    """The calls of the last AI message planned `review` that a live trust grant covered when
+    the message arrived (`call id -> grant id`, issue 12), decided by `llm_call` with the plan:
+    `human_review` opens no card for them, and `tool_node` checks the grant again before each
+    runs. Absent or empty: none."""
     tool_rounds: NotRequired[int]
     """Tool rounds started so far, counted only by graphs with a hard cap (subagents; see
     `make_llm_call`). LangGraph gives every invocation, and so every resume, a fresh

@@ -36,6 +36,7 @@ from bot.agents.review_node import make_human_review
 from bot.agents.state import AgentState
 from bot.agents.subagent_specs import SubagentSpec
 from bot.approvals.policy import ReviewPolicy
+from bot.approvals.trust import TrustCheck
 from bot.tools.ledger import ToolRunLedger
 
 
@@ -58,6 +59,7 @@ def build_subagent(
     ledger: ToolRunLedger,
     context_tokens: int = DEFAULT_CONTEXT_TOKENS,
     model_kwargs: dict[str, Any] | None = None,
+    trust: TrustCheck | None = None,
 ) -> Subagent:
     """Compile one subagent.
 
@@ -69,6 +71,7 @@ def build_subagent(
         ledger: the same ledger as everywhere, so the approved-digest check covers its calls.
         context_tokens: tokens of history sent per model call (a delegation is never cut).
         model_kwargs: call options bound with the tools.
+        trust: the same trust check as everywhere (issue 12): a grant covers a call at any depth.
 
     The graph has no checkpointer of its own (LangGraph's default for a subgraph: it inherits
     the parent's per invocation), which is what lets it interrupt and resume inside the
@@ -86,6 +89,7 @@ def build_subagent(
         max_tool_rounds=max_tool_rounds(spec.step_limit),
         step_limit_message=prompts.SUBAGENT_STEP_LIMIT,
         closing_instruction=prompts.SUBAGENT_CLOSING,
+        trust=trust,
     )
     return Subagent(spec=spec, graph=graph.compile(name=spec.name))
 

@@ -23,7 +23,8 @@ from bot.agents.state import AgentState
 from bot.agents.stop_signal import StopSignal, is_cancellable, stop_signal, unless_stopped
 from bot.approvals.mode import Mode
 from bot.approvals.policy import PolicyContext, ReviewPolicy
-from bot.tools.ledger import Claim, ToolResult, ToolRunLedger
+from bot.approvals.trust import TrustCheck
+from bot.tools.ledger import Claim, ToolResult, ToolRunLedger, TrustUse
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +32,10 @@ ToolNode = Node[dict[str, Any]]
 
 
 def make_tool_node(
-    tools: Mapping[str, BaseTool], ledger: ToolRunLedger, policy: ReviewPolicy | None = None
+    tools: Mapping[str, BaseTool],
+    ledger: ToolRunLedger,
+    policy: ReviewPolicy | None = None,
+    trust: TrustCheck | None = None,
 ) -> ToolNode:
     """Build the `tool_node` node.
 
@@ -42,6 +46,11 @@ def make_tool_node(
             passed, and an admin may have changed the policy) is checked again before it
             runs: now denied, it is answered as rejected by policy; now needing review, the
             model is told to call it again. Reviewed calls were re-checked when decided.
+        trust: checks again, right before it runs, a reviewed call that `llm_call` found
+            covered by a trust grant (`trusted`, issue 12): a grant that no longer covers it
+            (expired, revoked, a policy or approver change) runs nothing and the model is told
+            to call again for a card; a covering grant is claimed through the ledger, which
+            checks it once more with the claim. Without it, such a call does not run.
 
     Once the run's turn is stopped (`bot.agents.stop_signal`), no further call starts: each
     gets a "not run: stopped" result; a call already running is let finish, or cancelled when
@@ -61,7 +70,11 @@ def make_tool_node(
         answered = answers_after(messages, index)
         thread_id = str(config.get("configurable", {}).get("thread_id", ""))
         plan = state.get("review_plan") or {}
-        waited = any(plan.get(str(call["id"])) != Mode.AUTO.value for call in ai.tool_calls)
+        trusted = state.get("trusted") or {}
+        context = PolicyContext.from_config(config)
+        waited = any(
+            plan.get(str(call["id"])) != Mode.AUTO.value and str(call["id"]) not in trusted for call in ai.tool_calls
+        )
         signal = stop_signal(config)
         results: dict[str, ToolMessage] = {}
         for call in ai.tool_calls:
@@ -73,11 +86,14 @@ def make_tool_node(
                 results[call_id] = _error(call, prompts.STOPPED_CALL.format(name=signal.stopped_by or "someone"))
                 continue
             if policy is not None and waited and plan.get(call_id) == Mode.AUTO.value:
-                refusal = await _refusal_now(call, policy, PolicyContext.from_thread_id(thread_id))
+                refusal = await _refusal_now(call, policy, context)
                 if refusal is not None:
                     results[call_id] = refusal
                     continue
             reviewed = plan.get(call_id, Mode.REVIEW.value) == Mode.REVIEW.value
+            if reviewed and call_id in trusted:
+                results[call_id] = await _run_trusted(call, tools, ledger, thread_id, trust, context, signal)
+                continue
             results[call_id] = await run_tool(call, tools, ledger, thread_id, reviewed=reviewed, signal=signal)
         return {"messages": _in_call_order(ai, answered, results)}
 
@@ -91,6 +107,7 @@ async def run_tool(
     thread_id: str,
     *,
     reviewed: bool,
+    trust: TrustUse | None = None,
     signal: StopSignal | None = None,
 ) -> ToolMessage:
     """Run one call and return its result; never raises for a tool's own failure.
@@ -100,8 +117,9 @@ async def run_tool(
         tools: registered tools by name.
         ledger: claims the call first (see `bot.tools.ledger`).
         thread_id: the conversation.
-        reviewed: whether the review gate held this call for a decision; the ledger then runs
-            it only with a stored approval of exactly these arguments.
+        reviewed: whether the policy needs review for this call; the ledger then runs it only
+            with a stored approval of exactly these arguments, or under `trust`.
+        trust: the trust grant a reviewed call without a card runs under (issue 12).
         signal: the run's stop; a tool that declared itself cancellable
             (`bot.tools.registry.CANCELLABLE`) is cancelled when the turn is stopped while
             it runs, and its result says so (recorded like any result, and the call's card,
@@ -117,7 +135,12 @@ async def run_tool(
     if problem is not None:
         return _error(call, f"Error: invalid arguments for {name}: {problem}. Fix them and try again.")
     claim = await ledger.claim(
-        thread_id=thread_id, tool_call_id=call_id, tool_name=name, args=call.get("args") or {}, reviewed=reviewed
+        thread_id=thread_id,
+        tool_call_id=call_id,
+        tool_name=name,
+        args=call.get("args") or {},
+        reviewed=reviewed,
+        trust=trust,
     )
     if claim is Claim.FINISHED:
         stored = await ledger.recorded(thread_id=thread_id, tool_call_id=call_id)
@@ -129,6 +152,9 @@ async def run_tool(
         return _error(call, prompts.ALREADY_STARTED_MESSAGE)
     if claim is Claim.NOT_APPROVED:
         return _error(call, prompts.NOT_APPROVED_MESSAGE)
+    if claim is Claim.STOPPED:
+        stopper = signal.stopped_by if signal is not None else ""
+        return _error(call, prompts.STOPPED_CALL.format(name=stopper or "someone"))
     cut_short = False
     if is_cancellable(tool):
         cut_short, finished = await unless_stopped(signal, _invoke(call, tool))
@@ -164,6 +190,37 @@ async def _invoke(call: ToolCall, tool: BaseTool) -> ToolMessage:
             output.name = name
         return output
     return ToolMessage(content=str(output), tool_call_id=call_id, name=name)
+
+
+async def _run_trusted(
+    call: ToolCall,
+    tools: Mapping[str, BaseTool],
+    ledger: ToolRunLedger,
+    thread_id: str,
+    trust: TrustCheck | None,
+    context: PolicyContext,
+    signal: StopSignal | None = None,
+) -> ToolMessage:
+    """Run a call a trust grant covered when planned, if a grant still covers it now (issue 12).
+
+    The check is made again here because time may have passed since the plan (the call waited
+    beside another call's card, or the run was resumed after a fault). A call whose trust
+    ended does not run; if it ran before an interruption, its recorded result stands. The
+    check asks the platform about the approver, which takes a moment, and the run's stop signal
+    may reach this replica up to a second after the stop: the ledger's claim refuses a call of
+    a turn whose stop is recorded (`Claim.STOPPED`), so a stop that came meanwhile still keeps
+    the call from starting.
+    """
+    grant = await trust.covering(call, context) if trust is not None else None
+    call_id = str(call["id"])
+    if grant is None:
+        stored = await ledger.recorded(thread_id=thread_id, tool_call_id=call_id)
+        if stored is not None:
+            return ToolMessage(content=stored.content, tool_call_id=call_id, name=call["name"], status=stored.status)
+        log.info("trust no longer covers %s; not run (tool_call_id=%s thread_id=%s)", call["name"], call_id, thread_id)
+        return _error(call, prompts.TRUST_ENDED.format(name=call["name"]))
+    use = TrustUse(grant_id=grant.id, requester_id=context.requester_id)
+    return await run_tool(call, tools, ledger, thread_id, reviewed=True, trust=use, signal=signal)
 
 
 async def _refusal_now(call: ToolCall, policy: ReviewPolicy, context: PolicyContext) -> ToolMessage | None:

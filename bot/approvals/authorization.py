@@ -45,6 +45,21 @@ class Directory(Protocol):
         ...
 
 
+class MemberDirectory(Directory, Protocol):
+    """A `Directory` that can also look a person up without an interaction of theirs (issue 12).
+
+    A trust grant is used when its approver is not there to click: whether they could still
+    approve the call is judged from their standing now, as the platform tells it.
+    """
+
+    async def member(self, workspace_id: str, user_id: str) -> Actor | None:
+        """The person as a member of the workspace now, or None when they are not (or no longer).
+
+        The admin flag and groups are filled in where the platform gives them.
+        """
+        ...
+
+
 async def is_workspace_admin(actor: Actor, config: WorkspaceConfig, directory: Directory) -> bool:
     """A bot admin, or an admin by the platform's own rules."""
     if actor.user_id in config.admins:

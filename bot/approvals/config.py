@@ -72,6 +72,31 @@ class ToolRule:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class TrustSetting:
+    """An admin's trust setting for one tool, workspace-wide (`channel_id` "") or in one channel.
+
+    Attributes:
+        tool_name: the tool.
+        max_s: the longest a grant may last, in seconds; 0 in a channel: no trust there, even
+            when the workspace allows it.
+        matching: the argument names whose values a grant binds; empty: every argument.
+        channel_id: the channel, or "" for the workspace.
+        updated_by: who set it.
+    """
+
+    tool_name: str
+    max_s: int
+    matching: tuple[str, ...] = ()
+    channel_id: str = ALL
+    updated_by: str = ""
+
+    @property
+    def enabled(self) -> bool:
+        """Whether a card may offer trust under this setting (False: switched off here)."""
+        return self.max_s > 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ApproverRule:
     """One approver entry, for every tool (`tool_name` = "") or one tool."""
 
@@ -97,6 +122,7 @@ class WorkspaceConfig:
         approvers: approver entries.
         admins: bot admins' user ids (besides the platform's own admins).
         settings: scalar values keyed by `(channel_id, tool_name, key)`.
+        trust: trust settings keyed by `(channel_id, tool_name)` (issue 12).
         escalations: each tool's escalation, by tool name.
     """
 
@@ -106,11 +132,20 @@ class WorkspaceConfig:
     approvers: tuple[ApproverRule, ...] = ()
     admins: frozenset[str] = frozenset()
     settings: dict[tuple[str, str, str], Any] = field(default_factory=dict)
+    trust: dict[tuple[str, str], TrustSetting] = field(default_factory=dict)
     escalations: dict[str, EscalationRule] = field(default_factory=dict)
 
     def rule_for(self, tool_name: str, channel_id: str) -> ToolRule | None:
         """The channel's rule for the tool, else the workspace's, else None (built-in)."""
         return self.rules.get((channel_id, tool_name)) or self.rules.get((ALL, tool_name))
+
+    def trust_for(self, tool_name: str, channel_id: str) -> TrustSetting | None:
+        """The trust setting in force for the tool in the channel: the channel's, else the workspace's.
+
+        None when there is none, or when the channel switched a workspace-wide one off.
+        """
+        setting = self.trust.get((channel_id, tool_name)) or self.trust.get((ALL, tool_name))
+        return setting if setting is not None and setting.enabled else None
 
     def approvers_for(self, tool_name: str) -> tuple[ApproverRule, ...]:
         """The tool's own approver list if it has one, else the workspace-wide list."""

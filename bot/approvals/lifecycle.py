@@ -47,11 +47,23 @@ claim on, the escalation's target may decide the approval (`escalation_admits`).
 Batch: a pause whose approvals include at least `BATCH_MIN_PENDING` pending ones offers
 *Approve all* / *Reject all* on its first card (`batch_open`); each call is still decided by
 its own vote.
+
+Trust grant (issue 12: one approver's "Approve and trust" on one card)::
+
+    (none)  --approve, trusted--> LIVE   made in the transaction of the vote that decided the
+                                         approval alone (`grants_trust`), at most once per card
+    LIVE    --revoke-------------> REVOKED
+    LIVE    --expire-------------> EXPIRED   by time alone: nothing is written
+
+A grant covers later calls only while LIVE; everything else it takes to cover one (same tool,
+conversation, requester and matched arguments, and an approver who could still approve the
+call alone) is checked at the moment of the call (`bot.trusting`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from datetime import datetime
 from enum import StrEnum
 
 from bot.errors import CountersignError
@@ -94,6 +106,21 @@ class ReviewEvent(StrEnum):
     FINISH = "finish"
 
 
+class TrustStatus(StrEnum):
+    """Where a trust grant stands; only LIVE covers calls, and both others are final."""
+
+    LIVE = "live"
+    EXPIRED = "expired"
+    REVOKED = "revoked"
+
+
+class TrustEvent(StrEnum):
+    """What can happen to a trust grant."""
+
+    REVOKE = "revoke"
+    EXPIRE = "expire"
+
+
 APPROVAL_TRANSITIONS: Mapping[ApprovalStatus, Mapping[ApprovalEvent, ApprovalStatus]] = {
     ApprovalStatus.PENDING: {
         ApprovalEvent.VOTE: ApprovalStatus.PENDING,
@@ -115,6 +142,12 @@ REVIEW_TRANSITIONS: Mapping[ReviewStatus, Mapping[ReviewEvent, ReviewStatus]] = 
     ReviewStatus.PENDING: {ReviewEvent.CLAIM: ReviewStatus.RESUMING},
     ReviewStatus.RESUMING: {ReviewEvent.FINISH: ReviewStatus.DONE},
     ReviewStatus.DONE: {},
+}
+
+TRUST_TRANSITIONS: Mapping[TrustStatus, Mapping[TrustEvent, TrustStatus]] = {
+    TrustStatus.LIVE: {TrustEvent.REVOKE: TrustStatus.REVOKED, TrustEvent.EXPIRE: TrustStatus.EXPIRED},
+    TrustStatus.EXPIRED: {},
+    TrustStatus.REVOKED: {},
 }
 
 DECIDED = frozenset(s for s in ApprovalStatus if not APPROVAL_TRANSITIONS[s])
@@ -185,6 +218,35 @@ def review_after(state: ReviewStatus, event: ReviewEvent) -> ReviewStatus:
         return REVIEW_TRANSITIONS[state][event]
     except KeyError:
         raise LifecycleError(state.value, event.value) from None
+
+
+def trust_after(state: TrustStatus, event: TrustEvent) -> TrustStatus:
+    """The grant's state after `event`.
+
+    Raises:
+        LifecycleError: when `event` does not fit `state` (e.g. revoking a revoked grant).
+    """
+    try:
+        return TRUST_TRANSITIONS[state][event]
+    except KeyError:
+        raise LifecycleError(state.value, event.value) from None
+
+
+def trust_status(*, expires_at: datetime, revoked_at: datetime | None, now: datetime) -> TrustStatus:
+    """A grant's state at `now` (the database's clock): revoked, else expired once `expires_at` is reached."""
+    if revoked_at is not None:
+        return TrustStatus.REVOKED
+    return TrustStatus.EXPIRED if now >= expires_at else TrustStatus.LIVE
+
+
+def grants_trust(event: ApprovalEvent, quorum: int) -> bool:
+    """Whether a vote that caused `event` may also make a trust grant (issue 12).
+
+    Only a click that itself approved the call, alone: the vote decided the approval as
+    approved (or approved with edits) and the tool needs one approval. A vote below a quorum,
+    a rejection and an expiry never grant trust, so trust never widens what one person may do.
+    """
+    return event in (ApprovalEvent.APPROVE, ApprovalEvent.APPROVE_EDIT) and quorum == 1
 
 
 def approval_sources(event: ApprovalEvent) -> list[str]:

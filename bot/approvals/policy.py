@@ -35,24 +35,62 @@ log = logging.getLogger(__name__)
 ConfigLoader = Callable[[str, str], Awaitable[WorkspaceConfig]]
 """`(platform, workspace_id) -> WorkspaceConfig`."""
 
+REQUESTER_KEY = "countersign_requester"
+"""The run config's `configurable` key holding the run's `Requester` (see `PolicyContext.from_config`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Requester:
+    """Who asked for the run's calls: the author of the conversation's last human message.
+
+    Put in the run config by `bot.turns.TurnRunner`, so that the graph's nodes at any depth (a
+    subagent's history holds only its query) know whose calls they gate. An object rather
+    than a string: LangGraph copies a run config's plain string values into the metadata of
+    every checkpoint, which need not carry it.
+    """
+
+    user_id: str
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PolicyContext:
-    """Where a call is being made."""
+    """Where a call is being made, and for whom.
+
+    Attributes:
+        requester_id: the user whose message led to the call ("" when unknown: nothing the
+            requester alone could allow, such as a trust grant, applies).
+    """
 
     thread_id: str
     platform: str
     workspace_id: str
     channel_id: str
+    requester_id: str = ""
 
     @classmethod
-    def from_thread_id(cls, thread_id: str) -> PolicyContext:
+    def from_thread_id(cls, thread_id: str, *, requester_id: str = "") -> PolicyContext:
         """The context of a Countersign thread id (an unparsable id gets empty fields)."""
         try:
             ref = ConversationRef.from_thread_id(thread_id)
         except ValueError:
-            return cls(thread_id=thread_id, platform="", workspace_id="", channel_id="")
-        return cls(thread_id=thread_id, platform=ref.platform, workspace_id=ref.workspace_id, channel_id=ref.channel_id)
+            return cls(thread_id=thread_id, platform="", workspace_id="", channel_id="", requester_id=requester_id)
+        return cls(
+            thread_id=thread_id,
+            platform=ref.platform,
+            workspace_id=ref.workspace_id,
+            channel_id=ref.channel_id,
+            requester_id=requester_id,
+        )
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> PolicyContext:
+        """The context of a node's run config: its `thread_id` and its `Requester`, if any."""
+        configurable = config.get("configurable") or {}
+        requester = configurable.get(REQUESTER_KEY)
+        return cls.from_thread_id(
+            str(configurable.get("thread_id", "")),
+            requester_id=requester.user_id if isinstance(requester, Requester) else "",
+        )
 
 
 class ReviewPolicy(Protocol):

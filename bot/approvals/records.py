@@ -34,6 +34,8 @@ class NewAction:
         tool_call_id: from the action request (see `bot.approvals.requests`).
         quorum: distinct approvals needed, from the configuration when the review opens.
         expires_in_s: seconds until the card expires; None for never.
+        trust_offer_s: the trust the card offers ("Approve and trust for ..."), in seconds;
+            None for none (issue 12).
         escalates_in_s: seconds until the card escalates to `escalate_to`; None for never.
         escalate_to: where it escalates (given exactly when `escalates_in_s` is).
     """
@@ -44,6 +46,7 @@ class NewAction:
     description: str
     quorum: int = 1
     expires_in_s: int | None = None
+    trust_offer_s: int | None = None
     escalates_in_s: int | None = None
     escalate_to: EscalationTarget | None = None
 
@@ -101,6 +104,15 @@ class ApprovalRecord:
     outcome_unknown: bool = False
     """The call was approved and started, and the bot stopped before it finished: it is not run
     again, and whether it took effect is unknown (cards say so; see `bot.tools.ledger`)."""
+    trust_offer_s: int | None = None
+    """The trust the card offers while pending, in seconds (None: no "Approve and trust" button);
+    fixed when the card opens, like `quorum`."""
+    trust_id: str | None = None
+    """The trust grant this card's approval made, if its approver chose "Approve and trust"."""
+    trust_s: int | None = None
+    """How long that grant was made for, in seconds."""
+    trusted_until: datetime | None = None
+    """When that grant ends (or ended: it may have been revoked since)."""
     escalation: EscalationStatus | None = None
     """Where its escalation stands; None when its tool had none when the review opened."""
     escalate_at: datetime | None = None

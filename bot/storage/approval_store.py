@@ -32,15 +32,24 @@ from bot.approvals.lifecycle import (
     approval_sources,
     escalation_after,
     escalation_sources,
+    grants_trust,
     review_sources,
     tally,
 )
 from bot.approvals.records import EXPIRED_REASON, ApprovalRecord, DecideResult, NewAction, ReviewRecord
+from bot.approvals.trust import NewGrant
 from bot.audit import AuditEntry, AuditKind, approval_entry
 from bot.conversation import Actor
-from bot.errors import AlreadyDecidedError, AlreadyVotedError, ApprovalNotFoundError, StaleVoteError
+from bot.errors import (
+    AlreadyDecidedError,
+    AlreadyVotedError,
+    ApprovalNotFoundError,
+    StaleVoteError,
+    TrustRefusedError,
+)
 from bot.storage.audit_store import AuditStore
 from bot.storage.conversation_store import Stopper
+from bot.storage.trust_store import insert_grant
 from bot.tools.canonical import canonical_values
 
 RESUME_WITHIN_S = 30.0
@@ -137,11 +146,11 @@ class ApprovalStore:
                     INSERT INTO approvals (id, review_id, position, thread_id, workspace_id,
                         tool_call_id, tool_name, description, proposed_args, requester_id,
                         requester_name, current_args, current_digest, quorum, expires_at, source,
-                        escalate_at, escalate_kind, escalate_to, escalation)
+                        trust_offer_s, escalate_at, escalate_kind, escalate_to, escalation)
                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $9, $12, $13,
-                        CASE WHEN $14::int IS NULL THEN NULL ELSE now() + make_interval(secs => $14) END, $15,
-                        CASE WHEN $16::int IS NULL THEN NULL ELSE now() + make_interval(secs => $16) END, $17, $18,
-                        CASE WHEN $16::int IS NULL THEN NULL ELSE $19 END)
+                        CASE WHEN $14::int IS NULL THEN NULL ELSE now() + make_interval(secs => $14) END, $15, $16,
+                        CASE WHEN $17::int IS NULL THEN NULL ELSE now() + make_interval(secs => $17) END, $18, $19,
+                        CASE WHEN $17::int IS NULL THEN NULL ELSE $20 END)
                     """,
                     [
                         (
@@ -160,6 +169,7 @@ class ApprovalStore:
                             action.quorum,
                             action.expires_in_s,
                             source,
+                            action.trust_offer_s,
                             *_escalation_columns(action),
                         )
                         for position, action in enumerate(actions)
@@ -371,6 +381,7 @@ class ApprovalStore:
         args: dict[str, Any] | None = None,
         expected_digest: str | None = None,
         reason: str | None = None,
+        trust: NewGrant | None = None,
     ) -> DecideResult:
         """Record one vote exactly once, with its audit row, atomically.
 
@@ -396,12 +407,18 @@ class ApprovalStore:
             expected_digest: for an approve, the digest of the arguments the caller checked
                 the policy for; a concurrent edit makes the vote stale.
             reason: for a reject.
+            trust: for an approve, the trust grant to make with it ("Approve and trust",
+                issue 12): made in this transaction only when this vote decides the approval
+                alone (`bot.approvals.lifecycle.grants_trust`), binding the arguments it
+                approves, with its own audit row.
 
         Raises:
             ApprovalNotFoundError: no such approval.
             AlreadyDecidedError: decided before, or past its expiry time; nothing changed.
             AlreadyVotedError: this person already approved these arguments.
             StaleVoteError: the arguments changed since the caller read them; retry.
+            TrustRefusedError: `trust` was asked, but this vote would not decide the approval
+                alone (`quorum`); nothing changed.
         """
         async with self._pool.acquire() as connection, connection.transaction():
             review_id = await connection.fetchval("SELECT review_id FROM approvals WHERE id = $1", approval_id)
@@ -464,8 +481,12 @@ class ApprovalStore:
                 digest,
             )
             event = tally(approvals=count, quorum=quorum, edited=digest != args_digest(current.proposed_args))
+            if trust is not None and (kind is not VoteKind.APPROVE or not grants_trust(event, quorum)):
+                raise TrustRefusedError("quorum")  # rolls the vote back: nothing changed
             if event is not ApprovalEvent.VOTE:
-                return await self._finish(connection, current, actor, event, under_vote, digest, None, quorum, audit)
+                return await self._finish(
+                    connection, current, actor, event, under_vote, digest, None, quorum, audit, trust=trust
+                )
             await connection.execute("UPDATE approvals SET quorum = $2 WHERE id = $1", approval_id, quorum)
             await self._audit.record(
                 replace(audit, outcome="vote", final_args=under_vote, detail={**audit.detail, "votes": count}),
@@ -486,6 +507,8 @@ class ApprovalStore:
         reason: str | None,
         quorum: int,
         audit: AuditEntry,
+        *,
+        trust: NewGrant | None = None,
     ) -> DecideResult:
         status = approval_after(current.status, event)
         updated = await connection.fetchval(
@@ -511,6 +534,8 @@ class ApprovalStore:
         await self._audit.record(
             replace(audit, outcome=status.value, final_args=final_args, reason=reason), connection=connection
         )
+        if trust is not None and final_args is not None:
+            await insert_grant(connection, self._audit, current, trust, args=final_args, actor=actor)
         claimed = await _claim_resume(connection, uuid.UUID(current.review_id))
         row = await connection.fetchrow(f"{_SELECT} WHERE a.id = $1", current.id)
         await _count_as_activity(connection, current.thread_id)
@@ -689,10 +714,11 @@ _SELECT = """
 SELECT a.*, (
     SELECT array_agg(v.voter_name ORDER BY v.voted_at) FROM approval_votes v
     WHERE v.approval_id = a.id AND v.args_digest = a.current_digest
-) AS votes
-FROM approvals a
+) AS votes, g.id AS trust_id, g.granted_at AS trust_granted_at, g.expires_at AS trusted_until
+FROM approvals a LEFT JOIN trust_grants g ON g.approval_id = a.id
 """
-"""Approvals with the names of those who approved the current arguments."""
+"""Approvals with the names of those who approved the current arguments, and the trust grant
+their approval made, if any (at most one: `trust_grants.approval_id` is unique)."""
 
 
 def _present(row: asyncpg.Record | None) -> asyncpg.Record:
@@ -750,6 +776,14 @@ def _approval(row: asyncpg.Record) -> ApprovalRecord:
         expires_at=row["expires_at"],
         source=row["source"],
         outcome_unknown=row["outcome_unknown"],
+        trust_offer_s=row["trust_offer_s"],
+        trust_id=row["trust_id"],
+        trust_s=(
+            round((row["trusted_until"] - row["trust_granted_at"]).total_seconds())
+            if row["trust_id"] is not None
+            else None
+        ),
+        trusted_until=row["trusted_until"],
         escalation=EscalationStatus(row["escalation"]) if row["escalation"] else None,
         escalate_at=row["escalate_at"],
         escalate_to=(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import asyncpg
@@ -13,6 +14,7 @@ from bot.approvals.config import (
     ApproverRule,
     SettingKey,
     ToolRule,
+    TrustSetting,
     WorkspaceConfig,
 )
 from bot.approvals.escalation import EscalationRule, EscalationTarget, TargetKind
@@ -59,6 +61,8 @@ class ConfigStore:
                 WHERE platform = $1 AND workspace_id = $2) AS admins,
               (SELECT coalesce(jsonb_agg(s), '[]') FROM settings s
                 WHERE platform = $1 AND workspace_id = $2) AS settings,
+              (SELECT coalesce(jsonb_agg(t), '[]') FROM trust_settings t
+                WHERE platform = $1 AND workspace_id = $2) AS trust,
               (SELECT coalesce(jsonb_agg(e), '[]') FROM escalations e
                 WHERE platform = $1 AND workspace_id = $2) AS escalations
             """,
@@ -87,6 +91,7 @@ class ConfigStore:
             ),
             admins=frozenset(row["admins"]),
             settings={(r["channel_id"], r["tool_name"], r["key"]): r["value"] for r in settings},
+            trust={(r["channel_id"], r["tool_name"]): _trust(r) for r in row["trust"]},
             escalations={r["tool_name"]: _escalation(r) for r in row["escalations"]},
         )
 
@@ -248,6 +253,57 @@ class ConfigStore:
             )
         return before, value
 
+    async def set_trust(
+        self, actor: Actor, *, channel_id: str, tool_name: str, setting: TrustSetting | None
+    ) -> tuple[TrustSetting | None, TrustSetting | None]:
+        """Set (or with `setting=None`, remove) a tool's trust setting here; return (before, after).
+
+        Setting what is already there writes nothing and records no change (before == after).
+        Live grants are not touched: each call checks them against the setting in force then
+        (`bot.approvals.trust.still_fits`), so a narrower setting narrows them at once.
+        """
+        key = (actor.platform, actor.workspace_id, channel_id, tool_name)
+        async with self._pool.acquire() as connection, connection.transaction():
+            old = await connection.fetchrow(
+                """SELECT * FROM trust_settings
+                   WHERE platform = $1 AND workspace_id = $2 AND channel_id = $3 AND tool_name = $4
+                   FOR UPDATE""",
+                *key,
+            )
+            before = _trust(old) if old is not None else None
+            if _trust_json(before) == _trust_json(setting):
+                return before, before  # nothing to change or audit
+            if setting is None:
+                await connection.execute(
+                    """DELETE FROM trust_settings
+                       WHERE platform = $1 AND workspace_id = $2 AND channel_id = $3 AND tool_name = $4""",
+                    *key,
+                )
+                after = None
+            else:
+                await connection.execute(
+                    """INSERT INTO trust_settings (platform, workspace_id, channel_id, tool_name, max_s, matching,
+                                                   updated_by)
+                       VALUES ($1, $2, $3, $4, $5, $6, $7)
+                       ON CONFLICT (platform, workspace_id, channel_id, tool_name) DO UPDATE
+                       SET max_s = $5, matching = $6, updated_by = $7, updated_at = now()""",
+                    *key,
+                    setting.max_s,
+                    list(setting.matching),
+                    actor.user_id,
+                )
+                after = replace(setting, channel_id=channel_id, tool_name=tool_name, updated_by=actor.user_id)
+            await self._audit_change(
+                connection,
+                actor,
+                setting="trust",
+                tool_name=tool_name,
+                channel_id=channel_id,
+                before=_trust_json(before),
+                after=_trust_json(after),
+            )
+        return before, after
+
     async def set_escalation(
         self, actor: Actor, tool_name: str, rule: EscalationRule | None
     ) -> tuple[EscalationRule | None, EscalationRule | None]:
@@ -330,6 +386,23 @@ def _rule(row: asyncpg.Record) -> ToolRule:
         channel_id=row["channel_id"],
         updated_by=row["updated_by"],
     )
+
+
+def _trust(row: Any) -> TrustSetting:
+    """A trust setting from a `trust_settings` row (a record, or its JSON from `load`)."""
+    return TrustSetting(
+        tool_name=row["tool_name"],
+        max_s=int(row["max_s"]),
+        matching=tuple(row["matching"] or ()),
+        channel_id=row["channel_id"],
+        updated_by=row["updated_by"],
+    )
+
+
+def _trust_json(setting: TrustSetting | None) -> dict[str, Any] | None:
+    if setting is None:
+        return None
+    return {"up_to_s": setting.max_s, "matching": list(setting.matching)}
 
 
 def _rule_json(rule: ToolRule | None) -> dict[str, Any] | None:

@@ -11,8 +11,12 @@ import asyncpg
 from bot.approvals.digest import args_digest
 from bot.approvals.lifecycle import ApprovalStatus
 from bot.approvals.records import ApprovalRecord
+from bot.approvals.trust import key_digest
+from bot.audit import AuditEntry, AuditKind
 from bot.storage.approval_store import ApprovalStore
-from bot.tools.ledger import Claim, ToolResult
+from bot.storage.audit_store import AuditStore
+from bot.storage.trust_store import live_grant_locked
+from bot.tools.ledger import Claim, ToolResult, TrustUse
 
 log = logging.getLogger(__name__)
 
@@ -30,24 +34,42 @@ class PostgresLedger:
             (cut short by a crash or a shutdown), or cancelled by a Stop while it ran, once it
             is marked `outcome_unknown`, so that its card can say so (the service redraws it).
             A failure there is logged.
+        audit: where a run under a trust grant is recorded ("trusted by", issue 12); without
+            it, no call runs under a grant.
     """
 
     def __init__(
-        self, pool: asyncpg.Pool, approvals: ApprovalStore, on_outcome_unknown: OnOutcomeUnknown | None = None
+        self,
+        pool: asyncpg.Pool,
+        approvals: ApprovalStore,
+        on_outcome_unknown: OnOutcomeUnknown | None = None,
+        *,
+        audit: AuditStore | None = None,
     ) -> None:
         self._pool = pool
         self._approvals = approvals
+        self._audit = audit
         self.on_outcome_unknown = on_outcome_unknown
 
     async def claim(
-        self, *, thread_id: str, tool_call_id: str, tool_name: str, args: Mapping[str, Any], reviewed: bool
+        self,
+        *,
+        thread_id: str,
+        tool_call_id: str,
+        tool_name: str,
+        args: Mapping[str, Any],
+        reviewed: bool,
+        trust: TrustUse | None = None,
     ) -> Claim:
         """GRANTED once per call, and for a reviewed call only with its approved arguments.
 
         A stored approval is checked whatever `reviewed` says (a call someone decided on runs
-        only as decided); a `reviewed` call without one is refused (see `bot.tools.ledger`).
+        only as decided); a `reviewed` call without one is refused (see `bot.tools.ledger`),
+        unless it names a trust grant (`_claim_trusted`).
         """
         gate = await self._approvals.gate(thread_id, tool_call_id)
+        if gate is None and reviewed and trust is not None:
+            return await self._claim_trusted(thread_id, tool_call_id, tool_name, args, trust)
         if gate is None and reviewed:
             log.error(
                 "refusing to run %s: it was held for review but no decision is stored (tool_call_id=%s thread_id=%s)",
@@ -83,6 +105,92 @@ class PostgresLedger:
         if gate is not None:
             await self._outcome_unknown(thread_id, tool_call_id)
         return Claim.ALREADY_STARTED
+
+    async def _claim_trusted(
+        self, thread_id: str, tool_call_id: str, tool_name: str, args: Mapping[str, Any], trust: TrustUse
+    ) -> Claim:
+        """Claim a reviewed call under a trust grant: the grant's own digest check, then the claim.
+
+        One transaction: the grant is read live and locked against a revoke in flight
+        (`live_grant_locked`); a call claimed before is never run again (FINISHED or
+        ALREADY_STARTED, as for any call); a call of a turn whose stop is recorded does not
+        start (STOPPED: the stop's transaction and this claim are ordered by the conversation's
+        row, so a trusted call is claimed before a stop or not at all, although decision 0021's
+        signal may reach this replica up to a second later); otherwise the grant must be of this
+        conversation, tool and requester and bind exactly the values of `args` (the same
+        canonical arguments and digest an approval binds, decision 0010), and the claim and its
+        audit row ("trusted", by the grant's approver) are written together.
+        """
+        if self._audit is None:
+            log.error("refusing to run %s under trust: no audit log (tool_call_id=%s)", tool_name, tool_call_id)
+            return Claim.NOT_APPROVED
+        async with self._pool.acquire() as connection, connection.transaction():
+            # The conversation's row first (the order a stop and the retention sweep take):
+            # KEY SHARE makes a stop's `FOR UPDATE` wait for this claim, and this claim see a
+            # stop committed before it, while the run's own updates of the row go on.
+            stopped = await connection.fetchval(
+                "SELECT stop_requested_at IS NOT NULL FROM conversations WHERE thread_id = $1 FOR KEY SHARE",
+                thread_id,
+            )
+            grant = await live_grant_locked(connection, trust.grant_id)
+            before = await connection.fetchval(
+                "SELECT result IS NOT NULL FROM tool_runs WHERE thread_id = $1 AND tool_call_id = $2",
+                thread_id,
+                tool_call_id,
+            )
+            if before is not None:  # claimed before (a re-run after a crash): never run twice
+                return Claim.FINISHED if before else Claim.ALREADY_STARTED
+            if stopped:  # nobody approved this call itself: a stopped turn starts no trusted call
+                log.info(
+                    "not running %s under trust %s: the turn was stopped (tool_call_id=%s thread_id=%s)",
+                    tool_name,
+                    trust.grant_id,
+                    tool_call_id,
+                    thread_id,
+                )
+                return Claim.STOPPED
+            if (
+                grant is None
+                or grant.thread_id != thread_id
+                or grant.tool_name != tool_name
+                or grant.requester_id != trust.requester_id
+                or key_digest(args, grant.matching) != grant.matched_digest
+            ):
+                log.error(
+                    "refusing to run %s: trust %s does not cover it now (tool_call_id=%s thread_id=%s)",
+                    tool_name,
+                    trust.grant_id,
+                    tool_call_id,
+                    thread_id,
+                )
+                return Claim.NOT_APPROVED
+            claimed = await connection.fetchval(
+                """INSERT INTO tool_runs (thread_id, tool_call_id, tool_name, trust_grant_id) VALUES ($1, $2, $3, $4)
+                   ON CONFLICT DO NOTHING RETURNING true""",
+                thread_id,
+                tool_call_id,
+                tool_name,
+                grant.id,
+            )
+            if not claimed:  # pragma: no cover - the thread lock admits one runner; a race claims once
+                return Claim.ALREADY_STARTED
+            await self._audit.record(
+                AuditEntry(
+                    kind=AuditKind.DECISION,
+                    workspace_id=grant.workspace_id,
+                    thread_id=thread_id,
+                    approval_id=grant.approval_id,
+                    tool_name=tool_name,
+                    actor_id=grant.granted_by_id,
+                    actor_name=grant.granted_by_name,
+                    outcome="trusted",
+                    proposed_args=dict(args),
+                    detail={"trust_id": grant.id, "tool_call_id": tool_call_id, "requester_id": grant.requester_id},
+                ),
+                connection=connection,
+            )
+        log.info("%s runs under trust %s (tool_call_id=%s thread_id=%s)", tool_name, grant.id, tool_call_id, thread_id)
+        return Claim.GRANTED
 
     async def record(self, *, thread_id: str, tool_call_id: str, result: ToolResult, cut_short: bool = False) -> None:
         """See `ToolRunLedger.record`; a call cut short by a stop marks its approval's outcome unknown."""

@@ -55,6 +55,7 @@ _DELETE_CONVERSATION = (
     # Ours, children first (foreign keys).
     "DELETE FROM approval_votes WHERE approval_id IN (SELECT id FROM approvals WHERE thread_id = $1)",
     "DELETE FROM approval_cards WHERE approval_id IN (SELECT id FROM approvals WHERE thread_id = $1)",
+    "DELETE FROM trust_grants WHERE thread_id = $1",
     "DELETE FROM approvals WHERE thread_id = $1",
     "DELETE FROM reviews WHERE thread_id = $1",
     "DELETE FROM tool_runs WHERE thread_id = $1",

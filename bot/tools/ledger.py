@@ -6,7 +6,9 @@ claim and answer the model instead of repeating a side effect (DESIGN.md: "no to
 twice"). A call that went through review runs only if its approval is decided and the digest
 of the arguments about to run equals the approved digest (issue 4), at any depth: the tool
 node of a subagent claims through the same ledger (issue 8). A call its gate reviewed but for
-which no approval is stored is refused: nothing decided it.
+which no approval is stored is refused: nothing decided it, unless it runs under a trust grant
+(issue 12), which the claim checks the same way: live, and binding exactly the values of the
+arguments about to run.
 
 A call that ran to its end has its result recorded (`record`), so a node re-run after a crash
 answers with that result (`Claim.FINISHED`) instead of "outcome unknown": the result is durable
@@ -32,13 +34,37 @@ class Claim(StrEnum):
     """Ran to its end before; its recorded result (`ToolRunLedger.recorded`) stands."""
     NOT_APPROVED = "not_approved"
     """Reviewed, but not approved for exactly these arguments."""
+    STOPPED = "stopped"
+    """A call under a trust grant, in a conversation whose turn was stopped (issue 12): nobody
+    approved this call itself, so a recorded stop keeps it from starting whatever the run has
+    heard of the stop yet."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TrustUse:
+    """A reviewed call about to run without a card, under a trust grant (issue 12).
+
+    Attributes:
+        grant_id: the grant that covered the call when it was checked.
+        requester_id: whose call it is (the grant must be theirs).
+    """
+
+    grant_id: str
+    requester_id: str
 
 
 class ToolRunLedger(Protocol):
     """Records which tool calls have started."""
 
     async def claim(
-        self, *, thread_id: str, tool_call_id: str, tool_name: str, args: Mapping[str, Any], reviewed: bool
+        self,
+        *,
+        thread_id: str,
+        tool_call_id: str,
+        tool_name: str,
+        args: Mapping[str, Any],
+        reviewed: bool,
+        trust: TrustUse | None = None,
     ) -> Claim:
         """Claim a call before running it.
 
@@ -47,12 +73,17 @@ class ToolRunLedger(Protocol):
             tool_call_id: the call's id, unique in the thread.
             tool_name: for the record.
             args: the arguments about to run.
-            reviewed: whether the call's review gate stopped it for a decision.
+            reviewed: whether the call's policy needs review.
+            trust: for a reviewed call with no card, the trust grant it runs under; the call
+                runs only if the grant is live and binds exactly these arguments' values at
+                the moment of the claim, and the run is audited as trusted by its approver.
 
         Returns:
             GRANTED the first time for `(thread_id, tool_call_id)` when the call may run;
             after that FINISHED once its result is recorded, else ALREADY_STARTED; NOT_APPROVED
-            when its review does not cover `args` (or a reviewed call has no stored decision).
+            when its review (or its trust grant) does not cover `args`, or a reviewed call has
+            neither a stored decision nor a trust grant; STOPPED for a call under a trust grant
+            once the conversation's turn is stopped.
         """
         ...
 
@@ -99,9 +130,16 @@ class InMemoryLedger:
         self._results: dict[tuple[str, str], ToolResult] = {}
 
     async def claim(
-        self, *, thread_id: str, tool_call_id: str, tool_name: str, args: Mapping[str, Any], reviewed: bool
+        self,
+        *,
+        thread_id: str,
+        tool_call_id: str,
+        tool_name: str,
+        args: Mapping[str, Any],
+        reviewed: bool,
+        trust: TrustUse | None = None,
     ) -> Claim:
-        """See `ToolRunLedger.claim`."""
+        """See `ToolRunLedger.claim` (neither `reviewed` nor `trust` is checked here)."""
         key = (thread_id, tool_call_id)
         if key in self._claimed:
             return Claim.FINISHED if key in self._results else Claim.ALREADY_STARTED

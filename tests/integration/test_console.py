@@ -79,6 +79,34 @@ async def test_quit_at_the_approval_prompt_leaves_and_the_call_waits(db_url):
     assert await read("next") == "this line is never read"
 
 
+async def test_trust_at_the_prompt_lets_the_same_call_run_without_asking(db_url):
+    """`/countersign trust` typed here; the prompt offers [t]rust; the same call then runs without a prompt."""
+    log = ToolLog()
+    send = {"to": "bob", "body": "hi"}
+    model = ScriptedChatModel(
+        replies=[calls(tool_call("send", send)), AIMessage("sent"), calls(tool_call("send", send)), AIMessage("again")]
+    )
+    out: list[str] = []
+    prompts: list[str] = []
+    lines = ["/countersign trust send up-to 30m", "send", "x", "t", "send again", "/countersign trust list", "/quit"]
+    read = reader(lines)
+
+    async def asked(prompt: str) -> str | None:
+        prompts.append(prompt)
+        return await read(prompt)
+
+    platform = ConsolePlatform(write=out.append)
+    async with open_service(db_url, model, make_test_registry(log), platform) as h:
+        await ConsoleChat(h.service, platform, read=asked, admin=h.admin).run()
+    text = "\n".join(out)
+    assert log.calls == [("send", {**send, "urgent": False})] * 2
+    assert "Updated trust for `send`: up to 30m, the same arguments" in text
+    assert [p for p in prompts if "rust" in p] == ["   [a]pprove / [t]rust for 30 minutes / [e]dit / [r]eject? "] * 2
+    assert "Answer a, t, e or r" in text
+    assert "approved and trusted for 30 minutes by" in text and "bot> again" in text
+    assert "Live trusts" in text and "`send` for" in text
+
+
 @pytest.mark.e2e
 async def test_countersign_chat_in_a_real_terminal_session(db_url, tmp_path):
     """`countersign chat` with the Gemini stand-in: a gated POST is approved at the prompt and runs once."""

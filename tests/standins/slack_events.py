@@ -31,7 +31,7 @@ from urllib.parse import urlencode
 
 import aiohttp
 
-__all__ = ["Delivery", "SlackEventSender"]
+__all__ = ["SEND_ERRORS", "Delivery", "SlackEventSender"]
 
 Payload = dict[str, Any]
 ChannelType = Literal["channel", "im", "group", "mpim"]
@@ -40,6 +40,12 @@ ChannelType = Literal["channel", "im", "group", "mpim"]
 _STALE_SECONDS = 10 * 60
 _MENTION = re.compile(r"<@([UW][A-Z0-9]+)(?:\|[^>]*)?>")
 _ID_ALPHABET = string.ascii_uppercase + string.digits
+
+
+SEND_ERRORS: tuple[type[BaseException], ...] = (aiohttp.ClientError, TimeoutError)
+"""What a send raises when the app cannot be reached, drops the connection or does not answer in
+time (a killed replica, a worker restarting): aiohttp's client errors and its total timeout. The
+sender used httpx before, whose `TransportError` covered the same cases."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

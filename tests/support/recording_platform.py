@@ -57,6 +57,20 @@ class RecordingPlatform:
     async def is_admin(self, actor: Actor) -> bool:
         return actor.user_id in self.admins
 
+    gone: set[str] = field(default_factory=set)
+    """Users who are no longer members (`member` answers None)."""
+
+    async def member(self, workspace_id: str, user_id: str) -> Actor | None:
+        if user_id in self.gone:
+            return None
+        return Actor(
+            platform=self.name,
+            workspace_id=workspace_id,
+            user_id=user_id,
+            display_name=user_id,
+            is_admin=user_id in self.admins,
+        )
+
     async def member_of(self, actor: Actor, group_ids: frozenset[str]) -> frozenset[str]:
         return frozenset(g for g in group_ids if actor.user_id in self.groups.get(g, set()))
 

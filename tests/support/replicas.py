@@ -28,17 +28,12 @@ from contextlib import aclosing
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import psutil
 
 from adapters.slack import blocks
 from tests.standins.slack_api import SlackApiStandIn
-from tests.standins.slack_events import Delivery, SlackEventSender
+from tests.standins.slack_events import SEND_ERRORS, Delivery, SlackEventSender
 from tests.support.bot_process import BotProcess, free_port
-
-UNREACHABLE = (aiohttp.ClientConnectionError, TimeoutError)
-"""What `SlackEventSender` (aiohttp) raises when a bot cannot be reached or does not answer in time:
-refused, reset or dropped connections, and timeouts. The request then goes to another bot."""
 
 WAIT_S = 90.0
 """Seconds to wait for anything that goes through a replica, PostgreSQL and the stand-ins."""
@@ -155,7 +150,7 @@ class Cluster:
                         retry_num=attempt or None,
                         retry_reason="http_error" if attempt else None,
                     )
-                except UNREACHABLE:
+                except SEND_ERRORS:  # the bot cannot be reached: the request goes to another
                     attempt += 1
                     continue
                 attempt += 1
@@ -183,7 +178,7 @@ class Cluster:
             async for index, events in senders:
                 try:
                     delivery = await events.event(event, ts=ts, event_id=event_id, retry_num=attempt or None)
-                except UNREACHABLE:
+                except SEND_ERRORS:  # the bot cannot be reached: the request goes to another
                     attempt += 1
                     continue
                 attempt += 1
@@ -231,7 +226,7 @@ class Cluster:
             async for index, events in senders:
                 try:
                     delivery = await request(events)
-                except UNREACHABLE:
+                except SEND_ERRORS:  # the bot cannot be reached: the request goes to another
                     continue
                 self._answered(index, delivery)
                 return delivery
@@ -485,7 +480,7 @@ class Workers(Cluster):
             await sender.__aenter__()
             try:
                 probe = await sender.url_verification()
-            except UNREACHABLE:
+            except SEND_ERRORS:  # the bot cannot be reached: the request goes to another
                 await sender.aclose()
                 continue
             if probe.status == 200 and probe.headers.get(WORKER_HEADER) == str(index):

@@ -23,6 +23,7 @@ from bot.storage.audit_store import AuditStore
 from bot.storage.config_store import ConfigStore
 from bot.storage.database import Database, open_database
 from bot.storage.ledger import PostgresLedger
+from bot.storage.trust_store import TrustStore
 from bot.tools.registry import ToolRegistry
 from countersign.runtime import assemble_core
 from tests.support.recording_platform import RecordingPlatform
@@ -42,6 +43,8 @@ class Harness:
     config: ConfigStore
     admin: AdminService
     """The `/countersign` use case as `countersign run` wires it (default agent, subagent names)."""
+    grants: TrustStore | None = None
+    """The trust grants table (issue 12)."""
 
     def graph(self, conversation: ConversationRef, kind: AgentKind = AgentKind.REACT) -> ReviewAgent:
         return self.agents.for_thread(conversation.thread_id, kind)
@@ -120,6 +123,7 @@ async def open_service(
                 core.ledger,
                 core.config,
                 core.admin,
+                core.grants,
             )
         finally:
             await service.aclose(5)
