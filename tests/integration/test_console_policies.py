@@ -525,7 +525,6 @@ async def test_trying_a_policy_in_a_real_countersign_chat(db_url, tmp_path):
         out, err = await asyncio.wait_for(proc.communicate("\n".join(lines).encode() + b"\n"), timeout=120)
     assert proc.returncode == 0, err.decode()
     text = out.decode()
-    print(text)
     assert [r.json for r in target.requests] == [{"name": "widget"}, {"name": "gadget"}, {"name": "gizmo"}]
     assert "/as <name> acts as a pretend teammate" in text
     assert "Your approval is recorded (1 of 2)" in text and "approvals: 1 of 2 (@" in text
