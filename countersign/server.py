@@ -263,11 +263,11 @@ async def chat(settings: Settings) -> None:
     stopping = cancel_on_signals(signal.SIGINT, signal.SIGTERM, signal.SIGHUP, first=stops_the_turn)
     try:
         async with open_runtime(settings) as runtime:
-            platform = ConsolePlatform(write=lambda line: print(line, flush=True))
+            lines = StdinLines()
+            platform = ConsolePlatform(write=lines.write)
             runtime.platforms[platform.name] = platform
             runtime.service.start()
             await runtime.service.recover()
-            lines = StdinLines()
             try:
                 console = ConsoleChat(runtime.service, platform, read=lines.read, admin=runtime.admin)
                 await console.run()

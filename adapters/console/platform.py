@@ -1,15 +1,27 @@
-"""The core's `Platform` port for a terminal: printing, and cards queued for prompting."""
+"""The core's `Platform` port for a terminal: printing, and cards kept for the prompt.
+
+Every card is asked at the terminal's prompt, wherever `/countersign cards` routes it: the
+port remembers where each copy "went" (an approvals channel, approvers' DMs, an escalation's
+audience) so that the prompt can say so. Copies of one approval share one card reference (its
+id), so each redraw prints one line.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
+from adapters.admin_text import target_words
+from adapters.console import messages as msg
+from adapters.console.people import CONSOLE_MARKUP, operator_name
 from adapters.display import duration_words, model_failed_text
+from bot.approvals.escalation import TargetKind
 from bot.approvals.lifecycle import ApprovalStatus
+from bot.approvals.records import ApprovalRecord
 from bot.conversation import Actor, ConversationRef
-from bot.errors import ModelErrorKind, NoAnswerReason
+from bot.errors import ModelErrorKind
 from bot.ports import (
     Activity,
     ApprovalCard,
@@ -24,107 +36,107 @@ from bot.ports import (
 
 Write = Callable[[str], None]
 
-STOPPED = "■  Stopped by {name}."
-"""Printed in place of an answer when the turn was stopped (Ctrl-C or `/countersign stop`)."""
-STOPPING = "   … stopping (asked by {name}); Ctrl-C again leaves"
-"""Printed when the running turn was stopped; it ends at its next step."""
-
-OUTCOME_UNKNOWN = "The bot stopped while this call ran. It was not run again; it may or may not have taken effect."
-
-_NOTICES = {
-    ModelErrorKind.BUSY: "The model is busy (rate limited). Your message is kept; try again soon.",
-    ModelErrorKind.UNAVAILABLE: "The model is not reachable. Your message is kept; try again soon.",
-    ModelErrorKind.REJECTED: "The model refused the request; see the log for details.",
-    ModelErrorKind.AUTH: "The model service refused the API key; check GOOGLE_API_KEY.",
-    ModelErrorKind.NOT_FOUND: "The model does not exist; check GEMINI_MODEL.",
-    ModelErrorKind.TOOLS_REFUSED: "The model service refused the tool definitions; see the log for details.",
-}
-_RETRYING = {
-    ModelErrorKind.BUSY: "the model is rate limited; trying again in {wait}",
-    ModelErrorKind.UNAVAILABLE: "the model did not answer; trying again in {wait}",
-}
-_BUSY_FOR = "The model is rate limited; Google asks to wait about {wait}. Your message is kept."
-_NO_ANSWER = {
-    NoAnswerReason.BLOCKED: "The model gave no answer: Gemini blocked the request (safety filters). Try rephrasing.",
-    NoAnswerReason.SAFETY: "The model gave no answer: Gemini withheld the reply (safety filters). Try rephrasing.",
-    NoAnswerReason.RECITATION: "The model gave no answer: the reply resembled published text. Ask differently.",
-    NoAnswerReason.MAX_TOKENS: "The model gave no answer: it hit its output limit. Ask for less at once.",
-    NoAnswerReason.MALFORMED_CALL: "The model gave no answer: its tool call could not be read. Try again.",
-    NoAnswerReason.EMPTY: "The model gave no answer: its reply was empty. Try again or rephrase.",
-    NoAnswerReason.OTHER: "The model gave no answer, and Gemini did not say why. Try again.",
-}
-
 
 class ConsolePlatform:
-    """Prints what the core says; remembers cards until the chat loop prompts for them.
+    """Prints what the core says; remembers cards until the chat's prompt has them decided.
 
     Args:
         write: where text goes (a line at a time).
+        operator: the person at the terminal, its admin (default: the OS user).
+
+    Attributes:
+        waiting: approval id -> where its card's copies went, in the order the cards came; the
+            chat asks them in that order and forgets each once it is decided.
+        changed: set whenever a card is redrawn, posted again or expires, so that a prompt
+            waiting for an answer can look at its card's state again.
     """
 
     name = "console"
 
-    def __init__(self, write: Write) -> None:
+    def __init__(self, write: Write, *, operator: str | None = None) -> None:
         self.write = write
-        self.pending: list[ApprovalCard] = []
+        self.operator = operator or operator_name()
+        self.waiting: dict[str, list[CardTarget]] = {}
+        self.changed = asyncio.Event()
+
+    def requeue(self, approval_id: str) -> None:
+        """Ask about this card again after the others (a vote left it waiting for more approvals)."""
+        self.waiting[approval_id] = self.waiting.pop(approval_id, [])
+
+    def forget(self, approval_id: str) -> None:
+        """The card is decided (or gone): do not ask about it again."""
+        self.waiting.pop(approval_id, None)
 
     async def post_answer(self, conversation: ConversationRef, text: str) -> None:
         """Print the answer."""
-        self.write(f"bot> {text}")
+        self.write(msg.ANSWER.format(text=text))
 
     async def post_card(self, target: CardTarget, card: ApprovalCard) -> str:
-        """Queue the card for a prompt; the card ref is the approval id."""
-        self.pending.append(card)
-        return card.approval.id
+        """Keep the card for the prompt, noting where it went; the card ref is the approval id."""
+        approval = card.approval
+        self.waiting.setdefault(approval.id, []).append(target)
+        if target.escalated_to is not None:
+            self.write(_escalated(card, target))
+        self.changed.set()
+        return approval.id
 
     async def update_card(self, conversation: ConversationRef, card_ref: str, card: ApprovalCard) -> None:
-        """Print the outcome of a decided card."""
+        """Print the outcome of a decided card (a card still waiting is asked again by the prompt)."""
+        self.changed.set()
         approval = card.approval
         if approval.status is ApprovalStatus.PENDING:
             return
-        who = f"{approval.source}'s {approval.tool_name}" if approval.source else approval.tool_name
-        line = f"   {who}: {approval.status.value}"
+        line = msg.OUTCOME.format(call=_call(approval), status=approval.status.value)
         if approval.trust_id is not None and approval.trust_s:
-            line += f" and trusted for {duration_words(approval.trust_s)}"
-        if approval.decided_by_name:
-            line += f" by {approval.decided_by_name}"
+            line += msg.OUTCOME_TRUSTED.format(duration=duration_words(approval.trust_s))
+        if approval.decided_by_id:
+            line += msg.OUTCOME_BY.format(name=CONSOLE_MARKUP.user(approval.decided_by_id))
         if approval.status is ApprovalStatus.EDITED:
-            line += f" with {json.dumps(approval.final_args, ensure_ascii=False)}"
+            line += msg.OUTCOME_WITH.format(args=json.dumps(approval.final_args, ensure_ascii=False))
         if approval.reason:
-            line += f" ({approval.reason})"
+            line += msg.OUTCOME_REASON.format(reason=approval.reason)
         if approval.outcome_unknown:
-            line += " - " + OUTCOME_UNKNOWN
+            line += msg.OUTCOME_UNKNOWN
         self.write(line)
 
     async def notify(self, conversation: ConversationRef, notice: Notice, *, recipient: Actor | None) -> None:
         """Print a notice."""
-        if isinstance(notice, CardsElsewhere | ApprovalExpired):
-            self.write("!  " + _elsewhere_or_expired(notice))
-            return
-        if isinstance(notice, ReviewPending):
-            tools = ", ".join(a.tool_name for a in notice.approvals) or "a call being worked on"
-            self.write(f"!  A tool call is waiting for your decision first: {tools}")
+        if isinstance(notice, CardsElsewhere):
+            places = CONSOLE_MARKUP.channel(notice.channel_id) if notice.channel_id else msg.APPROVERS_DMS
+            tools = ", ".join(dict.fromkeys(a.tool_name for a in notice.approvals))
+            self.write(msg.CARDS_ELSEWHERE.format(tools=tools, places=places))
+        elif isinstance(notice, ApprovalExpired):
+            self.changed.set()
+            self.write(msg.EXPIRED.format(tool=notice.approval.tool_name))
+        elif isinstance(notice, ReviewPending):
+            tools = ", ".join(a.tool_name for a in notice.approvals) or msg.REVIEW_BUSY
+            self.write(msg.REVIEW_PENDING.format(tools=tools))
         elif isinstance(notice, ModelFailed):
-            self.write("!  " + model_failed_text(notice, by_kind=_NOTICES, no_answer=_NO_ANSWER, busy_for=_BUSY_FOR))
+            text = model_failed_text(notice, by_kind=msg.NOTICES, no_answer=msg.NO_ANSWER, busy_for=msg.BUSY_FOR)
+            self.write(msg.MODEL_FAILED.format(text=text))
         elif isinstance(notice, TurnStopped):
-            self.write(STOPPED.format(name=notice.stopped_by_name or notice.stopped_by_id))
+            self.write(msg.STOPPED.format(name=CONSOLE_MARKUP.user(notice.stopped_by_id or notice.stopped_by_name)))
         else:
-            self.write(f"!  Something went wrong; see the log (conversation {notice.thread_id}).")
+            self.write(msg.TURN_FAILED.format(thread_id=notice.thread_id))
 
     @asynccontextmanager
     async def working(self, conversation: ConversationRef, anchor: str | None) -> AsyncIterator[_Progress]:
         """Print a short line when the agent starts, and one per delegation."""
-        self.write("   …")
+        self.write(msg.WORKING)
         yield _Progress(self.write)
 
     async def is_admin(self, actor: Actor) -> bool:
-        """The person at the terminal runs the bot: they administer it."""
-        return True
+        """Only the person at the terminal administers it (pretend people through bot admins only)."""
+        return actor.user_id == self.operator
 
     async def member(self, workspace_id: str, user_id: str) -> Actor | None:
-        """The person at the terminal: they administer it."""
+        """Anyone named at the terminal is a member; only its operator is an admin."""
         return Actor(
-            platform=self.name, workspace_id=workspace_id, user_id=user_id, display_name=user_id, is_admin=True
+            platform=self.name,
+            workspace_id=workspace_id,
+            user_id=user_id,
+            display_name=user_id,
+            is_admin=user_id == self.operator,
         )
 
     async def member_of(self, actor: Actor, group_ids: frozenset[str]) -> frozenset[str]:
@@ -134,6 +146,40 @@ class ConsolePlatform:
     async def group_members(self, workspace_id: str, group_id: str) -> frozenset[str]:
         """A terminal has no groups."""
         return frozenset()
+
+
+def where_it_went(targets: list[CardTarget]) -> list[str]:
+    """Where a card's routed copies went, in words (`#approvals`, `@bob's DMs`); none for the conversation.
+
+    Escalated copies are left out: the prompt names the escalation on its own line.
+    """
+    places = []
+    for target in targets:
+        if target.escalated_to is not None:
+            continue
+        if target.channel_id:
+            places.append(CONSOLE_MARKUP.channel(target.channel_id))
+        elif target.user_id:
+            places.append(msg.CARD_DMS.format(user=CONSOLE_MARKUP.user(target.user_id)))
+    return list(dict.fromkeys(places))
+
+
+def _call(approval: ApprovalRecord) -> str:
+    if approval.source:
+        return msg.SUBAGENT_CALL.format(subagent=approval.source, tool=approval.tool_name)
+    return approval.tool_name
+
+
+def _escalated(card: ApprovalCard, target: CardTarget) -> str:
+    audience = target.escalated_to
+    where = {"call": _call(card.approval), "position": card.position, "total": card.total}
+    if audience is None:  # not an escalated copy (the caller checks)
+        return ""
+    if audience.kind is TargetKind.USER:
+        return msg.ESCALATED_TO_USER.format(name=audience.subject_id, **where)
+    if audience.kind is TargetKind.CHANNEL:
+        return msg.ESCALATED_TO_CHANNEL.format(name=audience.subject_id, **where)
+    return msg.ESCALATED_TO_OTHER.format(target=target_words(audience, CONSOLE_MARKUP), **where)
 
 
 class _Progress:
@@ -148,18 +194,12 @@ class _Progress:
         if activity.started is not None:
             query = " ".join(activity.query.split())
             query = query if len(query) <= 100 else query[:99] + "…"
-            self._write(f"   … {activity.started} is working: {query}")
+            self._write(msg.DELEGATION_STARTED.format(name=activity.started, query=query))
         elif activity.continued is not None:
-            self._write(f"   … {activity.continued} continues after the decision")
+            self._write(msg.DELEGATION_CONTINUES.format(name=activity.continued))
         elif activity.stopping is not None and not self._stopping:
             self._stopping = True
-            self._write(STOPPING.format(name=activity.stopping))
+            self._write(msg.STOPPING.format(name=activity.stopping))
         elif activity.retrying is not None:
-            why = _RETRYING.get(activity.retrying.kind, _RETRYING[ModelErrorKind.UNAVAILABLE])
-            self._write("   … " + why.format(wait=duration_words(activity.retrying.wait_s)))
-
-
-def _elsewhere_or_expired(notice: CardsElsewhere | ApprovalExpired) -> str:
-    if isinstance(notice, ApprovalExpired):
-        return f"The request to run {notice.approval.tool_name} expired without a decision."
-    return "Approval cards were posted outside this terminal."
+            why = msg.RETRYING.get(activity.retrying.kind, msg.RETRYING[ModelErrorKind.UNAVAILABLE])
+            self._write(msg.RETRY.format(why=why.format(wait=duration_words(activity.retrying.wait_s))))

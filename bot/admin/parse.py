@@ -4,6 +4,9 @@ Slack sends the words after the command; with "Escape channels, users, and links
 manifest), people, channels and user groups arrive as `<@U123|name>`, `<#C123|name>` and
 `<!subteam^S123|@name>`. A Discord role mention (`<@&123>`) is accepted too. Everything after
 the first `when` is the condition, taken as written (optionally wrapped in double quotes).
+These are `CHAT_MENTIONS`; an adapter whose people are written otherwise (the terminal's
+`@name` and `#name`) passes its own `Mentions` to `parse_command`, which matches mention
+tokens with them and nothing else.
 Discord's typed options meet the same checks through the helpers here (`parse_duration`,
 `escalation`), so both platforms refuse the same things in the same words.
 """
@@ -59,6 +62,33 @@ _ARGUMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 _TRUST_ID = re.compile(r"[0-9a-f]{8}")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Mentions:
+    """How command text names people, user groups, roles and channels on one platform.
+
+    Each pattern must match a whole word; the id is its first group that matched. A kind
+    without a pattern (None) is never recognised: such a word is taken for a person, and
+    refused if it is not one.
+    """
+
+    user: re.Pattern[str]
+    channel: re.Pattern[str]
+    group: re.Pattern[str] | None = None
+    role: re.Pattern[str] | None = None
+
+    def match(self, kind: str, token: str) -> str | None:
+        """The id in `token` when it is a mention of `kind` (`user`, `channel`, `group`, `role`), else None."""
+        pattern: re.Pattern[str] | None = getattr(self, kind)
+        found = pattern.fullmatch(token) if pattern is not None else None
+        if found is None:
+            return None
+        return next(group for group in found.groups() if group is not None)
+
+
+CHAT_MENTIONS = Mentions(user=_USER, channel=_CHANNEL, group=_GROUP, role=_ROLE)
+"""Slack's escaped mentions and Discord's mention tokens: what `/countersign` text holds on both."""
+
 USAGE = {
     "help": "help",
     "show": "show [in #channel]",
@@ -100,6 +130,7 @@ class CommandError(CountersignError):
 class _Words:
     words: list[str]
     usage: str
+    mentions: Mentions = CHAT_MENTIONS
 
     def take(self, what: str) -> str:
         if not self.words:
@@ -126,7 +157,12 @@ _NUMBER = re.compile(r"[0-9]{1,6}")
 """A whole number in ASCII digits (`str.isdigit` also takes ², which `int` refuses)."""
 
 
-def parse_command(text: str, *, condition_text: Callable[[str], str] | None = None) -> Command:
+def parse_command(
+    text: str,
+    *,
+    condition_text: Callable[[str], str] | None = None,
+    mentions: Mentions = CHAT_MENTIONS,
+) -> Command:
     """Parse the text after `/countersign`.
 
     Args:
@@ -135,6 +171,8 @@ def parse_command(text: str, *, condition_text: Callable[[str], str] | None = No
         condition_text: turns the part after `when` into what the admin typed (Slack sends
             `&`, `<`, `>` escaped and URLs as `<https://...>` link tokens); the rest is never
             decoded, so a typed `<#C1>` (sent as `&lt;#C1&gt;`) is not taken for a mention.
+        mentions: how people, groups, roles and channels are written (the terminal's differ
+            from Slack's and Discord's); the condition is never matched against them.
 
     Raises:
         CommandError: naming what is wrong and showing the subcommand's usage; also for a NUL
@@ -151,7 +189,7 @@ def parse_command(text: str, *, condition_text: Callable[[str], str] | None = No
     name = words.pop(0).lower()
     if name not in USAGE:
         raise CommandError(f"unknown subcommand `{name}`; try `help`")
-    rest = _Words(words, USAGE[name])
+    rest = _Words(words, USAGE[name], mentions)
     if condition is not None and name != "policy":
         raise CommandError("`when` only goes with `policy`", rest.usage)
     command = _PARSERS[name](rest, condition)
@@ -204,20 +242,16 @@ def escalation(tool: str, after: str, target: EscalationTarget | None) -> SetEsc
     return SetEscalation(tool=tool, after_s=seconds, target=target)
 
 
-def escalation_target(token: str, usage: str) -> EscalationTarget:
+def escalation_target(token: str, usage: str, mentions: Mentions = CHAT_MENTIONS) -> EscalationTarget:
     """The target in a mention: a user, a Slack user group, a Discord role or a channel.
 
     Raises:
         CommandError: when `token` is none of these.
     """
-    if _CHANNEL.fullmatch(token):
-        return EscalationTarget(kind=TargetKind.CHANNEL, subject_id=channel_id(token, usage))
-    for kind, pattern in ((TargetKind.GROUP, _GROUP), (TargetKind.ROLE, _ROLE)):
-        match = pattern.fullmatch(token)
-        if match:
-            return EscalationTarget(kind=kind, subject_id=match.group(1))
-    if _USER.fullmatch(token):
-        return EscalationTarget(kind=TargetKind.USER, subject_id=user_id(token, usage))
+    for kind in (TargetKind.CHANNEL, TargetKind.GROUP, TargetKind.ROLE, TargetKind.USER):
+        subject = mentions.match(kind.value, token)
+        if subject is not None:
+            return EscalationTarget(kind=kind, subject_id=subject)
     raise CommandError(f"`{token}` is not a person, group, role or channel; name it as @someone or #channel", usage)
 
 
@@ -258,28 +292,36 @@ def _seconds(text: str, usage: str) -> int:
     return sum(int(number) * _UNITS[unit] for number, unit in parts)
 
 
-def channel_id(token: str, usage: str) -> str:
+def channel_id(token: str, usage: str, mentions: Mentions = CHAT_MENTIONS) -> str:
     """The id in a channel mention.
 
     Raises:
         CommandError: when `token` is not a channel mention.
     """
-    match = _CHANNEL.fullmatch(token)
-    if match is None:
+    found = mentions.match("channel", token)
+    if found is None:
         raise CommandError(f"`{token}` is not a channel; name it as #channel", usage)
-    return match.group(1)
+    return found
 
 
-def user_id(token: str, usage: str) -> str:
+def user_id(token: str, usage: str, mentions: Mentions = CHAT_MENTIONS) -> str:
     """The id in a user mention.
 
     Raises:
         CommandError: when `token` is not a user mention.
     """
-    match = _USER.fullmatch(token)
-    if match is None:
+    found = mentions.match("user", token)
+    if found is None:
         raise CommandError(f"`{token}` is not a person; name them as @someone", usage)
-    return match.group(1) or match.group(2)
+    return found
+
+
+def _channel(token: str, words: _Words) -> str:
+    return channel_id(token, words.usage, words.mentions)
+
+
+def _user(token: str, words: _Words) -> str:
+    return user_id(token, words.usage, words.mentions)
 
 
 def _split_condition(text: str) -> tuple[str, str | None]:
@@ -292,12 +334,12 @@ def _split_condition(text: str) -> tuple[str, str | None]:
     return text[: match.start()], condition
 
 
-def _subject(token: str, usage: str) -> tuple[ApproverKind, str]:
-    for kind, pattern in ((ApproverKind.GROUP, _GROUP), (ApproverKind.ROLE, _ROLE)):
-        match = pattern.fullmatch(token)
-        if match:
-            return kind, match.group(1)
-    return ApproverKind.USER, user_id(token, usage)
+def _subject(token: str, words: _Words) -> tuple[ApproverKind, str]:
+    for kind in (ApproverKind.GROUP, ApproverKind.ROLE):
+        subject = words.mentions.match(kind.value, token)
+        if subject is not None:
+            return kind, subject
+    return ApproverKind.USER, _user(token, words)
 
 
 def _add_or_remove(words: _Words) -> bool:
@@ -313,7 +355,7 @@ def _help(words: _Words, condition: str | None) -> Command:
 
 def _show(words: _Words, condition: str | None) -> Command:
     where = words.take_optional("in")
-    return Show(channel_id=channel_id(where, words.usage) if where else None)
+    return Show(channel_id=_channel(where, words) if where else None)
 
 
 def _policy(words: _Words, condition: str | None) -> Command:
@@ -326,20 +368,18 @@ def _policy(words: _Words, condition: str | None) -> Command:
     mode = modes[word]
     if condition is not None and mode is not Mode.REVIEW:
         raise CommandError("a `when` condition only goes with `review`", words.usage)
-    return SetPolicy(
-        tool=tool, mode=mode, channel_id=channel_id(where, words.usage) if where else None, condition=condition
-    )
+    return SetPolicy(tool=tool, mode=mode, channel_id=_channel(where, words) if where else None, condition=condition)
 
 
 def _approvers(words: _Words, condition: str | None) -> Command:
     add = _add_or_remove(words)
-    kind, subject = _subject(words.take("who (@user, @group or @role)"), words.usage)
+    kind, subject = _subject(words.take("who (@user, @group or @role)"), words)
     return ChangeApprovers(add=add, kind=kind, subject_id=subject, tool=words.take_optional("for"))
 
 
 def _admins(words: _Words, condition: str | None) -> Command:
     add = _add_or_remove(words)
-    return ChangeAdmins(add=add, user_id=user_id(words.take("who (@user)"), words.usage))
+    return ChangeAdmins(add=add, user_id=_user(words.take("who (@user)"), words))
 
 
 def _quorum(words: _Words, condition: str | None) -> Command:
@@ -368,7 +408,7 @@ def _cards(words: _Words, condition: str | None) -> Command:
     if where not in {"here", "dm", "channel"}:
         raise CommandError(f"expected here, dm or channel, got `{where}`", words.usage)
     if where == "channel":
-        return SetCards(routing=CardRouting.CHANNEL, channel_id=channel_id(words.take("#channel"), words.usage))
+        return SetCards(routing=CardRouting.CHANNEL, channel_id=_channel(words.take("#channel"), words))
     return SetCards(routing=CardRouting(where))
 
 
@@ -385,7 +425,9 @@ def _escalate(words: _Words, condition: str | None) -> Command:
     to = words.take("to")
     if to.lower() != "to":
         raise CommandError(f"expected `to <@user|@group|@role|#channel>`, got `{to}`", words.usage)
-    target = escalation_target(words.take("who or where (@user, @group, @role or #channel)"), words.usage)
+    target = escalation_target(
+        words.take("who or where (@user, @group, @role or #channel)"), words.usage, words.mentions
+    )
     return escalation(tool, duration, target)
 
 
@@ -394,7 +436,7 @@ def _scope(words: _Words, condition: str | None) -> Command:
     if kind not in {"channel", "thread"}:
         raise CommandError(f"expected channel or thread, got `{kind}`", words.usage)
     where = words.take_optional("in")
-    return SetScope(scope=ConversationScope(kind), channel_id=channel_id(where, words.usage) if where else None)
+    return SetScope(scope=ConversationScope(kind), channel_id=_channel(where, words) if where else None)
 
 
 def _agent(words: _Words, condition: str | None) -> Command:
@@ -403,7 +445,7 @@ def _agent(words: _Words, condition: str | None) -> Command:
         raise CommandError(f"expected react, subagents or default, got `{kind}`", words.usage)
     where = words.take_optional("in")
     agent = None if kind == "default" else AgentKind(kind)
-    return SetAgent(agent=agent, channel_id=channel_id(where, words.usage) if where else None)
+    return SetAgent(agent=agent, channel_id=_channel(where, words) if where else None)
 
 
 def _context(words: _Words, condition: str | None) -> Command:
@@ -429,8 +471,8 @@ def _audit(words: _Words, condition: str | None) -> Command:
     tool = user = None
     while words.words:
         word = words.take("")
-        if _USER.fullmatch(word):
-            user = user_id(word, words.usage)
+        if words.mentions.match("user", word) is not None:
+            user = _user(word, words)
         elif tool is None:
             tool = word
         else:
@@ -442,14 +484,14 @@ def _trust(words: _Words, condition: str | None) -> Command:
     first = words.take("a tool name, list or revoke")
     if first.lower() == "list":
         where = words.take_optional("in")
-        return ListTrust(channel_id=channel_id(where, words.usage) if where else None)
+        return ListTrust(channel_id=_channel(where, words) if where else None)
     if first.lower() == "revoke":
         grant_id = words.take("the trust's id (see `trust list`)").lower()
         if not _TRUST_ID.fullmatch(grant_id):
             raise CommandError(f"`{grant_id}` is not a trust id; `trust list` shows them", words.usage)
         return RevokeTrust(grant_id=grant_id)
     where = words.take_optional("in")
-    channel = channel_id(where, words.usage) if where else None
+    channel = _channel(where, words) if where else None
     action = words.take("up-to <duration>, off or default").lower()
     if action in {"off", "default"}:
         return SetTrust(tool=first, up_to_s=0 if action == "off" else None, channel_id=channel)

@@ -150,14 +150,16 @@ async def test_the_subagents_agent_in_the_terminal(db_url):
     async with open_service(
         db_url, model, make_test_registry(log), platform, subagents=SPECS, default_agent=AgentKind.SUBAGENTS
     ) as h:
-        await ConsoleChat(h.service, platform, read=reader(["/countersign show", "bob", "a", "/quit"])).run()
+        await ConsoleChat(
+            h.service, platform, read=reader(["/countersign show", "bob", "a", "/quit"]), admin=h.admin
+        ).run()
     text = "\n".join(out)
     assert log.calls == [("send", {"to": "bob", "body": "alpha", "urgent": False})]
     assert text.count("… alpha is working: bob") == 1 and text.count("… alpha continues after the decision") == 1
     assert "alpha wants to call send (1 of 1), asked by" in text
     assert "bot> answer: alpha reports: sent to bob" in text
     assert "alpha's send: approved by" in text
-    assert "The terminal knows only /quit" in text and "countersign show" not in str(model.prompts)
+    assert "Effective policy for #terminal" in text and "countersign show" not in str(model.prompts)
 
 
 async def test_context_and_its_reset_in_the_terminal(db_url):

@@ -1,0 +1,190 @@
+"""Every sentence the terminal shows (CONVENTIONS.md item 15).
+
+Lines follow one layout: `bot> ` for answers, `?  ` for a card to decide, `!  ` for a refusal
+or a problem (nothing was changed), `↑  ` for an escalation, `■  ` for a stop, and three spaces
+for everything else. `adapters.decision_errors` and `adapters.batch_text` choose among the
+decision and batch sentences here, as they do for Slack's and Discord's.
+"""
+
+from __future__ import annotations
+
+from bot.errors import ModelErrorKind, NoAnswerReason
+
+# The chat and its commands ----------------------------------------------------------------
+
+HELP = (
+    "Type a message; /quit (or Ctrl-D) leaves. /countersign <subcommand> changes the policy here "
+    "(/countersign help lists them; you are the admin). /as <name> acts as a pretend teammate "
+    "(their messages, their decisions), /as alone is you again; /help shows this. "
+    "Ctrl-C while the bot works stops its turn (Ctrl-C again leaves)."
+)
+"""The start-up line and `/help`."""
+PROMPT = "{name}> "
+"""The message prompt; `you> ` for the person at the terminal."""
+YOU = "you"
+NOT_A_COMMAND = (
+    "!  The terminal knows /countersign ..., /as [name], /help and /quit, not `{command}`. "
+    "To send a message starting with /, put a space before it."
+)
+NO_ADMIN = "!  /countersign is not available in this chat."
+AS_SOMEONE = (
+    "   You are now {name}: what you type and decide is {name}'s. {name} is not an admin unless "
+    "`/countersign admins add @{name}` made them one. /as alone is you again."
+)
+AS_YOURSELF = "   You are yourself again ({name}, the admin here)."
+NOT_A_NAME = "!  `{text}` is not a name: use letters, digits and . _ - (at most 64), like /as bob."
+COMMAND_FAILED = "!  Something went wrong; nothing was changed. Run with LOG_LEVEL=DEBUG to see why."
+
+TERMINAL_HELP = (
+    "In the terminal: people are @name and channels #name; this conversation is #terminal in the one "
+    "workspace `local`. /as <name> pretends to be someone (they are not admins unless `admins add` "
+    "made them); user groups and roles are not pretended here. Cards are always asked at the prompt: "
+    "with `cards dm` or `cards channel #x` the setting is stored and the prompt says where the card "
+    "went; an answer to a card posted in (or escalated to) a channel counts as a click in that channel. "
+    "`scope` is stored, but the terminal has one conversation without threads."
+)
+"""Added below `help`'s list of subcommands."""
+CARDS_NOTE = "   In the terminal cards are still asked at the prompt, which says where the card went."
+SCOPE_NOTE = "   The terminal has one conversation (#terminal) without threads: the scope changes nothing here."
+
+USAGE = {
+    "approvers": "approvers add|remove <@name> [for <tool>]",
+    "escalate": "escalate <tool> after <duration like 30m> to <@name|#channel>, or escalate <tool> off",
+}
+"""The usage lines the terminal spells differently (no user groups or roles to name)."""
+
+HELP_EXAMPLES = (
+    ("show", "the effective policy here"),
+    ("policy http_request review when args.method != 'GET'", "review only non-GET requests"),
+    ("policy calculator deny in #terminal", "switch a tool off in this conversation only"),
+    ("approvers add @alice for http_request", "who may approve (then /as alice to be her)"),
+    ("admins add @bob", "make a pretend teammate a bot admin"),
+    ("quorum http_request 2", "two different people must approve (/as bob for the second)"),
+    ("self-approval off", "requesters may not approve their own calls"),
+    ("expiry 30m", "cards expire after 30 minutes"),
+    ("escalate http_request after 10m to @carol", "a card still waiting after 10 minutes goes to carol too"),
+    ("trust http_request up-to 30m matching method,url", "the prompt offers [t]rust for 30 minutes"),
+    ("context", "this conversation's summary and window size"),
+    ("audit limit 10", "recent decisions and changes"),
+)
+
+# The approval prompt -------------------------------------------------------------------------
+
+CARD_TOOL = "?  {tool} wants to run ({position} of {total}), asked by {requester}"
+CARD_SUBAGENT = "?  {subagent} wants to call {tool} ({position} of {total}), asked by {requester}"
+CARD_WHY = "   why: {why}"
+CARD_ARGS = "   args: {args}"
+CARD_TALLY = "   approvals: {count} of {quorum}{names}"
+CARD_WENT = "   the card went to {places}"
+CARD_DMS = "{user}'s DMs"
+CARD_ESCALATED = "   escalated to {target}, who may decide it too"
+CARD_EXPIRES = "   expires in {duration} without a decision"
+CHOICE_APPROVE = "[a]pprove"
+CHOICE_TRUST = "[t]rust for {duration}"
+CHOICE_EDIT = "[e]dit"
+CHOICE_REJECT = "[r]eject"
+CHOICE_APPROVE_ALL = "[A]pprove all {count}"
+CHOICE_REJECT_ALL = "[R]eject all {count}"
+QUESTION = "   {who}{choices}? "
+QUESTION_AS = "as {name}: "
+"""Before the choices when you act as someone else."""
+ANSWER_WITH = "!  Answer {choices} (or /quit to leave; the call waits until next time)."
+LEFT_WAITING = "   The call waits; you are asked again next time."
+ASK_REASON = "   reason (optional): "
+ASK_ARGS = "   new args as JSON: "
+EDIT_NOT_JSON = "!  Not valid JSON: {problem}. Try again."
+EDIT_NOT_OBJECT = '!  The arguments must be a JSON object, like {"name": "value"}. Try again.'
+
+# Decisions (the names `adapters.decision_errors` and `adapters.batch_text` use) -------------
+
+VOTE_RECORDED = "   Your approval is recorded ({count} of {quorum}); the call runs once {quorum} people approved it."
+REFUSED_NOT_PERMITTED = (
+    "You can't decide this: only the person who asked, the person at the terminal and bot admins can "
+    "(/as someone who may)."
+)
+REFUSED_OTHER_WORKSPACE = "You can't decide this approval: it belongs to another workspace."
+REFUSED_SELF_APPROVAL = (
+    "You asked for this call, and self-approval is off for this tool, so someone else must approve it."
+)
+REFUSED_NOT_AN_APPROVER = "You can't decide this: you are not on the approvers list for this tool."
+ALREADY_DECIDED = "This was already {outcome} by @{user}{when}. Nothing was changed."
+ALREADY_DECIDED_NOBODY = "This was already {outcome}. Nothing was changed."
+ALREADY_VOTED = "You already approved this; each person counts once, so it now needs someone else (/as ...)."
+STALE_VOTE = "The arguments changed meanwhile; look at the card again."
+UNKNOWN_APPROVAL = "This approval is gone. Nothing was changed."
+INVALID_DECISION = "That decision was refused: {problem}"
+DECISION_FAILED = "Something went wrong while recording your decision; nothing was changed. Please try again."
+SHUTTING_DOWN = "The bot is stopping; nothing was changed."
+TRUST_REFUSED = {
+    "not_offered": "Trust is not enabled for this tool any more; answer a to approve it once.",
+    "quorum": "This call now needs more than one approval, so it cannot be trusted; answer a to approve it once.",
+    "not_approve": "Trust goes only with an approval.",
+    "escalation": (
+        "The card was escalated to you, which lets you decide this call but not the tool's later ones, "
+        "so you cannot trust it; answer a to approve it once."
+    ),
+}
+"""By `bot.errors.TrustRefusedError.reason`; nothing was changed and the call is asked again."""
+
+BATCH_CALL = "{tool} ({position})"
+BATCH_APPROVED = "   Approved: {calls}."
+BATCH_REJECTED = "   Rejected: {calls}."
+BATCH_VOTED = "   Your approval is recorded for {calls}; they run once enough people approved them."
+BATCH_LEFT = "!  Left pending: {call}. {why}"
+BATCH_SKIPPED = "   Already decided before: {calls}."
+BATCH_NOTHING = "!  Nothing in this request was left to decide. Nothing was changed."
+
+# What the core tells the terminal (`ConsolePlatform`) -----------------------------------------
+
+ANSWER = "bot> {text}"
+WORKING = "   …"
+DELEGATION_STARTED = "   … {name} is working: {query}"
+DELEGATION_CONTINUES = "   … {name} continues after the decision"
+STOPPED = "■  Stopped by {name}."
+"""Printed in place of an answer when the turn was stopped (Ctrl-C or `/countersign stop`)."""
+STOPPING = "   … stopping (asked by {name}); Ctrl-C again leaves"
+"""Printed when the running turn was stopped; it ends at its next step."""
+RETRY = "   … {why}"
+OUTCOME = "   {call}: {status}"
+OUTCOME_TRUSTED = " and trusted for {duration}"
+OUTCOME_BY = " by {name}"
+OUTCOME_WITH = " with {args}"
+OUTCOME_REASON = " ({reason})"
+OUTCOME_UNKNOWN = " - The bot stopped while this call ran. It was not run again; it may or may not have taken effect."
+SUBAGENT_CALL = "{subagent}'s {tool}"
+ESCALATED_TO_USER = "↑  {call} ({position} of {total}) was escalated to @{name}, who may decide it now (/as {name})."
+ESCALATED_TO_CHANNEL = (
+    "↑  {call} ({position} of {total}) was escalated to #{name}: whoever answers it there (at this prompt) "
+    "may decide it now."
+)
+ESCALATED_TO_OTHER = "↑  {call} ({position} of {total}) was escalated to {target}."
+CARDS_ELSEWHERE = "   The card for {tools} went to {places}; the terminal asks it here all the same."
+APPROVERS_DMS = "the approvers' DMs"
+EXPIRED = "!  The request to run {tool} expired without a decision."
+REVIEW_PENDING = "!  A tool call is waiting for your decision first: {tools}"
+REVIEW_BUSY = "a call being worked on"
+TURN_FAILED = "!  Something went wrong; see the log (conversation {thread_id})."
+MODEL_FAILED = "!  {text}"
+
+NOTICES = {
+    ModelErrorKind.BUSY: "The model is busy (rate limited). Your message is kept; try again soon.",
+    ModelErrorKind.UNAVAILABLE: "The model is not reachable. Your message is kept; try again soon.",
+    ModelErrorKind.REJECTED: "The model refused the request; see the log for details.",
+    ModelErrorKind.AUTH: "The model service refused the API key; check GOOGLE_API_KEY.",
+    ModelErrorKind.NOT_FOUND: "The model does not exist; check GEMINI_MODEL.",
+    ModelErrorKind.TOOLS_REFUSED: "The model service refused the tool definitions; see the log for details.",
+}
+RETRYING = {
+    ModelErrorKind.BUSY: "the model is rate limited; trying again in {wait}",
+    ModelErrorKind.UNAVAILABLE: "the model did not answer; trying again in {wait}",
+}
+BUSY_FOR = "The model is rate limited; Google asks to wait about {wait}. Your message is kept."
+NO_ANSWER = {
+    NoAnswerReason.BLOCKED: "The model gave no answer: Gemini blocked the request (safety filters). Try rephrasing.",
+    NoAnswerReason.SAFETY: "The model gave no answer: Gemini withheld the reply (safety filters). Try rephrasing.",
+    NoAnswerReason.RECITATION: "The model gave no answer: the reply resembled published text. Ask differently.",
+    NoAnswerReason.MAX_TOKENS: "The model gave no answer: it hit its output limit. Ask for less at once.",
+    NoAnswerReason.MALFORMED_CALL: "The model gave no answer: its tool call could not be read. Try again.",
+    NoAnswerReason.EMPTY: "The model gave no answer: its reply was empty. Try again or rephrase.",
+    NoAnswerReason.OTHER: "The model gave no answer, and Gemini did not say why. Try again.",
+}

@@ -1,0 +1,273 @@
+"""The approval prompt: one waiting card, asked until it is decided, as its stored state says.
+
+Each time a card is asked the prompt reads it (and its pause) from the core again, so a vote
+below the quorum, a refusal, an escalation, a decision made elsewhere or an expiry all show as
+they are: a card still waiting is asked again, one that is not is left. While the prompt waits
+for an answer it also watches the card (`ConsolePlatform.changed`): a card that expires or is
+decided meanwhile ends the wait. The answer may also be `/as <name>` or a `/countersign`
+command, after which the same card is asked again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from enum import Enum
+
+from adapters.admin_text import target_words
+from adapters.batch_text import batch_summary
+from adapters.console import messages as msg
+from adapters.console.commands import QUIT, ConsoleCommands
+from adapters.console.people import CONSOLE_MARKUP, Session
+from adapters.console.platform import ConsolePlatform, where_it_went
+from adapters.decision_errors import decision_error_text, parse_edited_args
+from adapters.display import duration_words
+from bot.approvals.decisions import Approve, Edit, EditedAction, Reject
+from bot.approvals.escalation import TargetKind
+from bot.approvals.records import ApprovalRecord, pause_version
+from bot.conversation import Actor
+from bot.errors import ApprovalNotFoundError, CountersignError
+from bot.service import Countersign
+
+log = logging.getLogger(__name__)
+
+Read = Callable[[str], Awaitable[str | None]]
+"""Shows a prompt and returns the next line (None at the end of input).
+
+The card prompt may cancel a read when its card is decided or expires meanwhile; a reader must
+then keep the line it did not hand out for the next read (`chat.StdinLines` does)."""
+Write = Callable[[str], None]
+
+
+class Asked(Enum):
+    """How asking about one card ended."""
+
+    DONE = "done"
+    """It is decided (here, elsewhere, by a stop) or expired: do not ask again."""
+    AGAIN = "again"
+    """It still waits (a vote below its quorum): ask again after the other waiting cards."""
+    QUIT = "quit"
+    """The person left (`/quit`, end of input); the card waits until next time."""
+
+
+_SETTLED = object()
+"""What `_answer` returns when the card stopped waiting before a line came."""
+
+
+def when(moment: datetime) -> str:
+    """A moment in a refusal ("already approved by @bob at 14:02")."""
+    return f" at {moment.astimezone():%H:%M}"
+
+
+class CardPrompt:
+    """Asks about waiting cards at the terminal.
+
+    Args:
+        service: the core.
+        platform: the console port (where cards went; card changes while waiting).
+        session: who answers (`/as` changes it).
+        commands: runs `/as` and `/countersign` typed at the prompt.
+        read: the line reader.
+        write: where text goes.
+    """
+
+    def __init__(
+        self,
+        service: Countersign,
+        platform: ConsolePlatform,
+        session: Session,
+        commands: ConsoleCommands,
+        *,
+        read: Read,
+        write: Write,
+    ) -> None:
+        self._service = service
+        self._platform = platform
+        self._session = session
+        self._commands = commands
+        self._read = read
+        self._write = write
+
+    async def ask(self, approval_id: str) -> Asked:
+        """Ask about one card until it is decided or waits for more approvals, or the person leaves."""
+        shown: str | None = None
+        decided = False
+        while True:
+            pause = await self._pause(approval_id)
+            approval = next((row for row in pause if row.id == approval_id), None)
+            if approval is None or not approval.is_pending:
+                return Asked.DONE
+            if decided:
+                return Asked.AGAIN  # a vote: it waits for others; the other cards come first
+            if shown != approval.version:
+                self._show(approval, pause)
+                shown = approval.version
+            pending = [row for row in pause if row.is_pending]
+            answer = await self._answer(self._question(approval, len(pending)), approval_id)
+            if answer is _SETTLED:
+                return Asked.DONE
+            if not isinstance(answer, str) or answer.strip().lower() in QUIT:
+                self._write(msg.LEFT_WAITING)
+                return Asked.QUIT
+            text = answer.strip()
+            if text.startswith("/"):
+                await self._commands.run(text)
+                continue
+            decided = await self._decide(text, approval, pause, batch=len(pending) >= 2)
+
+    async def _pause(self, approval_id: str) -> list[ApprovalRecord]:
+        """The card's pause as stored now (empty when the approval is gone)."""
+        try:
+            approval = await self._service.approval(approval_id)
+            return await self._service.pause(uuid.UUID(approval.review_id).hex)
+        except ApprovalNotFoundError:
+            return []
+
+    def _show(self, approval: ApprovalRecord, pause: list[ApprovalRecord]) -> None:
+        """Print the card: who wants what, why, the arguments under vote, votes, where it went."""
+        where = {
+            "tool": approval.tool_name,
+            "position": approval.position + 1,
+            "total": len(pause),
+            "requester": CONSOLE_MARKUP.user(approval.requester_id),
+        }
+        if approval.source:
+            self._write(msg.CARD_SUBAGENT.format(subagent=approval.source, **where))
+        else:
+            self._write(msg.CARD_TOOL.format(**where))
+        if approval.description:
+            self._write(msg.CARD_WHY.format(why=approval.description))
+        self._write(msg.CARD_ARGS.format(args=json.dumps(approval.args_under_vote, ensure_ascii=False)))
+        if approval.quorum > 1:
+            names = ", ".join(CONSOLE_MARKUP.user(name) for name in approval.votes)
+            tally = {"count": len(approval.votes), "quorum": approval.quorum, "names": f" ({names})" if names else ""}
+            self._write(msg.CARD_TALLY.format(**tally))
+        places = where_it_went(self._platform.waiting.get(approval.id, []))
+        if places:
+            self._write(msg.CARD_WENT.format(places=", ".join(places)))
+        audience = approval.escalated_audience
+        if audience is not None:
+            self._write(msg.CARD_ESCALATED.format(target=target_words(audience, CONSOLE_MARKUP)))
+        if approval.expires_at is not None:
+            left = (approval.expires_at - datetime.now(UTC)).total_seconds()
+            if left > 0:
+                self._write(msg.CARD_EXPIRES.format(duration=duration_words(left)))
+
+    def _question(self, approval: ApprovalRecord, pending: int) -> str:
+        """`   [a]pprove / [e]dit / [r]eject? `, with trust and the batch where they apply."""
+        choices = [msg.CHOICE_APPROVE]
+        if approval.trust_offer_s:
+            choices.append(msg.CHOICE_TRUST.format(duration=duration_words(approval.trust_offer_s)))
+        choices += [msg.CHOICE_EDIT, msg.CHOICE_REJECT]
+        if pending >= 2:
+            choices += [msg.CHOICE_APPROVE_ALL.format(count=pending), msg.CHOICE_REJECT_ALL.format(count=pending)]
+        who = msg.QUESTION_AS.format(name=self._session.name) if self._session.pretending else ""
+        return msg.QUESTION.format(who=who, choices=" / ".join(choices))
+
+    async def _answer(self, question: str, approval_id: str) -> str | object | None:
+        """The next line, or `_SETTLED` when the card is decided or expires before it comes."""
+        self._platform.changed.clear()
+        reading: asyncio.Future[str | None] = asyncio.ensure_future(self._read(question))
+        changed: asyncio.Task[bool] | None = None
+        try:
+            while True:
+                changed = asyncio.ensure_future(self._platform.changed.wait())
+                done, _ = await asyncio.wait((reading, changed), return_when=asyncio.FIRST_COMPLETED)
+                if reading in done:
+                    return reading.result()
+                self._platform.changed.clear()
+                if not await self._still_waiting(approval_id):
+                    return _SETTLED
+        finally:
+            reading.cancel()
+            if changed is not None:
+                changed.cancel()
+
+    async def _still_waiting(self, approval_id: str) -> bool:
+        try:
+            return (await self._service.approval(approval_id)).is_pending
+        except ApprovalNotFoundError:
+            return False
+
+    async def _decide(self, text: str, approval: ApprovalRecord, pause: list[ApprovalRecord], *, batch: bool) -> bool:
+        """Take the decision `text` names; True when one was recorded (False: ask again)."""
+        if batch and (text == "A" or text.lower() == "approve all"):
+            return await self._decide_all(approval, pause, Approve())
+        if batch and (text == "R" or text.lower() == "reject all"):
+            reason = await self._read(msg.ASK_REASON)
+            return await self._decide_all(approval, pause, Reject(message=(reason or "").strip() or None))
+        choice = text.lower()[:1]
+        decision: Approve | Edit | Reject
+        if choice == "a" or (choice == "t" and approval.trust_offer_s):
+            decision = Approve()
+        elif choice == "r":
+            reason = await self._read(msg.ASK_REASON)
+            decision = Reject(message=(reason or "").strip() or None)
+        elif choice == "e":
+            args, problem = parse_edited_args(await self._read(msg.ASK_ARGS) or "", msg)
+            if args is None:
+                self._write(problem or msg.EDIT_NOT_OBJECT)
+                return False
+            decision = Edit(edited_action=EditedAction(name=approval.tool_name, args=args))
+        else:
+            self._write(msg.ANSWER_WITH.format(choices=_letters(approval, batch=batch)))
+            return False
+        try:
+            stored = await self._service.decide(
+                approval.id,
+                self._actor(approval),
+                decision,
+                seen_version=approval.version if isinstance(decision, Approve) else None,
+                trust=choice == "t",
+            )
+        except Exception as exc:
+            self._refused(exc)
+            return False
+        if stored.is_pending:
+            self._write(msg.VOTE_RECORDED.format(count=len(stored.votes), quorum=stored.quorum))
+        return True
+
+    async def _decide_all(
+        self, approval: ApprovalRecord, pause: list[ApprovalRecord], decision: Approve | Reject
+    ) -> bool:
+        """Approve all / Reject all: `Countersign.decide_all` on the card's pause, as seen at the prompt."""
+        version = pause_version(pause) if isinstance(decision, Approve) else None
+        try:
+            outcome = await self._service.decide_all(
+                uuid.UUID(approval.review_id).hex, self._actor(approval), decision, seen_version=version
+            )
+        except Exception as exc:
+            self._refused(exc)
+            return False
+        self._write(batch_summary(outcome, msg, when))
+        return True
+
+    def _actor(self, approval: ApprovalRecord) -> Actor:
+        """Who answers, clicking where the card is: in a channel it was posted in or escalated to, else here."""
+        channel = None
+        audience = approval.escalated_audience
+        if audience is not None and audience.kind is TargetKind.CHANNEL:
+            channel = audience.subject_id
+        else:
+            routed = [t.channel_id for t in self._platform.waiting.get(approval.id, []) if t.channel_id]
+            channel = routed[0] if routed else None
+        return self._session.actor(channel_id=channel)
+
+    def _refused(self, error: Exception) -> None:
+        """A refused decision as one `!  ` line (never a traceback)."""
+        if not isinstance(error, CountersignError):
+            log.warning("a decision at the terminal failed: %s: %s", type(error).__name__, error)
+            log.debug("a decision at the terminal failed", exc_info=error)
+        self._write("!  " + decision_error_text(error, msg, when))
+
+
+def _letters(approval: ApprovalRecord, *, batch: bool) -> str:
+    """The answers the prompt takes, in words: `a, e or r`, `a, t, e, r, A or R`."""
+    letters = ["a", "t", "e", "r"] if approval.trust_offer_s else ["a", "e", "r"]
+    if batch:
+        letters += ["A", "R"]
+    return ", ".join(letters[:-1]) + " or " + letters[-1]
