@@ -370,6 +370,16 @@ class ApprovalStore:
         )
         return value
 
+    async def still_escalating(self, approval_id: str) -> ApprovalRecord | None:
+        """The approval as stored now, if the escalation claimed on it may still go out; else None.
+
+        A claim does not hold the approval: a decision, a stop or the expiry time may come after
+        it (a vote locks the review, not the approval, until it writes), so the claimer reads it
+        again right before posting the copies, with the claim's own conditions.
+        """
+        row = await self._pool.fetchrow(f"{_SELECT} WHERE a.id = $1 AND {_CLAIMABLE}", approval_id)
+        return _approval(row) if row is not None else None
+
     @_counted
     async def vote(
         self,

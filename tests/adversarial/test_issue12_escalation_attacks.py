@@ -22,6 +22,7 @@ from tests.adversarial.slack_support import ephemerals_to, sender
 from tests.e2e import conftest as c
 from tests.e2e.drivers import SlackDriver
 from tests.support.barriers import GENEROUS_S, wait_until
+from tests.support.gate import Gate
 
 pytestmark = pytest.mark.e2e
 
@@ -60,6 +61,42 @@ def _posts_to(slack, channel: str) -> list[Any]:
 
 async def _escalation_rows(bot: BotServer) -> list[dict[str, Any]]:
     return await _rows(bot, "SELECT * FROM audit_log WHERE kind = 'escalation' ORDER BY id")
+
+
+@pytest.mark.parametrize("closed_by", ["approve", "stop"])
+async def test_a_card_closed_after_the_claim_but_before_the_copies_gets_none(bot, events, slack, target, closed_by):
+    """The sweeper has claimed the card and asks Slack for the group's members; meanwhile alice approves it (or stops
+    the turn). The group must get no copy with live buttons, and the audit log no `escalated` row for a card decided
+    before anything was posted (decision 0023: "nothing is posted when the approval was decided after the claim")."""
+    driver = SlackDriver(bot, events, slack)
+    reply = await driver.command("carol", "escalate", tool="http_request", after="10s", group="SOPS")
+    assert "Updated escalation" in reply, reply
+    await driver.ask("alice", "post widget")
+    [card] = await driver.cards()
+    await driver.settle()
+    await _quiet(bot)
+    members = slack.gates["usergroups.users.list"] = Gate()
+    members.arm()
+    await _due(bot)
+    sweeping = asyncio.create_task(_runtime(bot).service.escalation.sweep())
+    await members.wait_arrived(GENEROUS_S)  # claimed; the copies are not out yet
+    [row] = await _rows(bot, "SELECT status, escalation FROM approvals")
+    assert row == {"status": "pending", "escalation": "claimed"}
+    if closed_by == "approve":
+        await driver.approve(card, "alice")
+        await driver.answer()
+    else:
+        assert (await driver.stop_command("alice")).startswith("Stopped. 1 card")
+        await driver.stopped_notice()
+    members.release()
+    assert await asyncio.wait_for(sweeping, GENEROUS_S) == 1  # it did claim one
+    await driver.settle()
+    assert _posts_to(slack, "UERIN") == [], "a closed card was escalated"
+    assert await _escalation_rows(bot) == []
+    [row] = await _rows(bot, "SELECT status FROM approvals")
+    assert row["status"] == ("approved" if closed_by == "approve" else "stopped")
+    assert len(target.requests) == (1 if closed_by == "approve" else 0)
+    assert not driver.card_has_buttons(card)
 
 
 async def test_a_card_past_its_expiry_is_never_escalated_even_before_the_expiry_sweep(bot, events, slack, target):
