@@ -80,17 +80,28 @@ class EscalationSweeper(DueSweeper):
     async def escalate(self, approval: ApprovalRecord) -> bool:
         """Post a claimed escalation's copies, record it, redraw every copy; return whether it was recorded.
 
-        Nothing is posted when the approval was decided after the claim (its card already
-        says so). When nothing could be posted at all, the claim stays; its lease runs out and
-        the escalation is tried again.
+        Nothing is posted when the approval was decided, stopped or past its expiry time after
+        the claim (its card already says so, or will): the approval is read again right before
+        the copies go out (`ApprovalStore.still_escalating`), since the claim does not hold it
+        and finding the target's members can take a platform call. When nothing could be
+        posted at all, the claim stays; its lease runs out and the escalation is tried again.
         """
         target = approval.escalate_to
-        if not approval.is_pending or target is None:
+        if target is None:
             return False
         conversation = ConversationRef.from_thread_id(approval.thread_id)
         platform = self._cards.platform(conversation)
         config = await self._config.load(conversation.platform, conversation.workspace_id)
         targets = await _targets(platform, conversation, config, approval, target)
+        current = await self._approvals.still_escalating(approval.id)
+        if current is None:
+            log.info(
+                "approval %s was decided or expired after its escalation was claimed; no copies (thread_id=%s)",
+                approval.id,
+                approval.thread_id,
+            )
+            return False
+        approval = current
         copies = await self._cards.post_copies(approval, targets)
         if copies == 0:
             # Nobody reachable where the target is: the conversation gets the copy, naming them.

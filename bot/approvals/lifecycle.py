@@ -41,8 +41,10 @@ Escalation (a pending approval whose tool has `/countersign escalate`; docs/deci
     CLAIMED --claim--> CLAIMED     the claim's lease ran out (its sweeper died): another posts it
     CLAIMED --post---> ESCALATED   its copies are out
 
-An approval that is decided or expired first is never claimed (`ESCALATES_FROM`). From the
-claim on, the escalation's target may decide the approval (`escalation_admits`).
+An approval that is decided or expired first is never claimed (`ESCALATES_FROM`; the store
+also skips one past its expiry time that the expiry sweep has not recorded yet), and one decided
+after its claim gets no copies (the claimer reads it again before posting). From the claim on,
+the escalation's target may decide the approval (`escalation_admits`).
 
 Batch: a pause whose approvals include at least `BATCH_MIN_PENDING` pending ones offers
 *Approve all* / *Reject all* on its first card (`batch_open`); each call is still decided by

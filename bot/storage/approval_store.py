@@ -299,7 +299,8 @@ class ApprovalStore:
 
         One conditional update (`lifecycle.ESCALATION_TRANSITIONS`): a `waiting` escalation whose
         time has come, or a `claimed` one whose lease ran out (the sweeper that claimed it died
-        before posting), on a pending approval, becomes `claimed` with a new lease;
+        before posting), on a pending approval not past its expiry time (`_CLAIMABLE`), becomes
+        `claimed` with a new lease;
         `escalated_at` keeps the first claim's time. Rows another transaction holds (a vote in
         progress) are skipped and looked at in the next sweep, so of two replicas sweeping at
         once each escalation goes to exactly one, and a click is never kept waiting.
@@ -361,13 +362,23 @@ class ApprovalStore:
     async def next_escalation(self) -> datetime | None:
         """When the next escalation falls due (or a claim's lease runs out), or None."""
         value: datetime | None = await self._pool.fetchval(
-            """
-            SELECT min(CASE WHEN escalation = $1 THEN escalation_lease ELSE escalate_at END) FROM approvals
-            WHERE status = 'pending' AND escalation IN ('waiting', 'claimed')
-            """,
+            f"""
+            SELECT min(CASE WHEN a.escalation = $1 THEN a.escalation_lease ELSE a.escalate_at END) FROM approvals a
+            WHERE {_CLAIMABLE}
+            """,  # noqa: S608 - built from lifecycle constants, no input
             EscalationStatus.CLAIMED.value,
         )
         return value
+
+    async def still_escalating(self, approval_id: str) -> ApprovalRecord | None:
+        """The approval as stored now, if the escalation claimed on it may still go out; else None.
+
+        A claim does not hold the approval: a decision, a stop or the expiry time may come after
+        it (a vote locks the review, not the approval, until it writes), so the claimer reads it
+        again right before posting the copies, with the claim's own conditions.
+        """
+        row = await self._pool.fetchrow(f"{_SELECT} WHERE a.id = $1 AND {_CLAIMABLE}", approval_id)
+        return _approval(row) if row is not None else None
 
     @_counted
     async def vote(
@@ -690,10 +701,13 @@ def _literals(values: Sequence[str]) -> str:
 
 _CLAIMABLE = (
     f"a.status IN ({_literals(sorted(status.value for status in ESCALATES_FROM))}) "
-    f"AND a.escalation IN ({_literals(escalation_sources(EscalationEvent.CLAIM))})"
+    f"AND a.escalation IN ({_literals(escalation_sources(EscalationEvent.CLAIM))}) "
+    "AND (a.expires_at IS NULL OR a.expires_at > now())"
 )
 """The approvals an escalation may be claimed on, written as literals so that the partial index
-`approvals_escalating` serves the sweeper's query (a parameter would hide it from the planner)."""
+`approvals_escalating` serves the sweeper's query (a parameter would hide it from the planner).
+A pending approval past its expiry time is expired already (a vote on it is refused; the expiry
+sweep, here or on another replica, records it any moment): it is not claimable either."""
 
 _CLAIM_ESCALATIONS = f"""
 WITH due AS (
