@@ -285,7 +285,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--stall-timeout", type=float, default=10.0, help="seconds to wait for a burst's answers")
     parser.add_argument(
         "--click-workers",
-        type=int,
+        type=_worker_count,
         nargs="*",
         default=[1, 2],
         help="also click against `countersign run --workers N` in child processes, for each N (none: skip)",
@@ -296,6 +296,21 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="cProfile an extra Slack text series (CPU time) and print it",
     )
     return parser.parse_args(argv)
+
+
+def _worker_count(text: str) -> int:
+    """A `--click-workers` value: a whole number of workers, 1 to 64 (what `--workers` takes).
+
+    Raises:
+        argparse.ArgumentTypeError: anything else (argparse prints it and exits with status 2).
+    """
+    try:
+        count = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of workers: {text!r}") from None
+    if not 1 <= count <= 64:
+        raise argparse.ArgumentTypeError(f"a number of workers is 1 to 64, not {count} (give no value to skip)")
+    return count
 
 
 def turn_lines(results: TurnResults) -> list[str]:
