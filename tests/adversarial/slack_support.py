@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from countersign.server import BotServer
 from tests.e2e.conftest import CAROL, CHANNEL, SIGNING_SECRET
@@ -12,6 +13,17 @@ from tests.standins.slack_events import SlackEventSender
 
 BROADCASTS = ("<!channel>", "<!here>", "<!everyone>", "<@U999>", "<https://evil.example|")
 """Control sequences that would ping or disguise a link if they reached Slack unescaped."""
+
+
+def runtime_of(bot: BotServer) -> Any:
+    """The started bot's runtime (its service, database and sweepers)."""
+    assert bot.runtime is not None
+    return bot.runtime
+
+
+async def db_rows(bot: BotServer, sql: str, *args: object) -> list[dict[str, Any]]:
+    """Rows of a query on the bot's own pool, as dicts."""
+    return [dict(row) for row in await runtime_of(bot).database.pool.fetch(sql, *args)]
 
 
 def has_buttons(slack: SlackApiStandIn, card: Card) -> bool:

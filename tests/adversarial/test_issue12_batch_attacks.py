@@ -12,13 +12,12 @@ Connect channel, say) decides nothing, trusts nothing and stops nothing.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import pytest
 
 from adapters.slack import blocks
 from countersign.server import BotServer
-from tests.adversarial.slack_support import ephemerals_to
+from tests.adversarial.slack_support import db_rows, ephemerals_to, runtime_of
 from tests.e2e import conftest as c
 from tests.e2e.drivers import CardHandle, SlackDriver
 from tests.support.barriers import wait_until_async
@@ -26,20 +25,11 @@ from tests.support.barriers import wait_until_async
 pytestmark = pytest.mark.e2e
 
 
-def _runtime(bot: BotServer) -> Any:
-    assert bot.runtime is not None
-    return bot.runtime
-
-
-async def _rows(bot: BotServer, sql: str, *args: object) -> list[dict[str, Any]]:
-    return [dict(row) for row in await _runtime(bot).database.pool.fetch(sql, *args)]
-
-
 async def _idle(bot: BotServer, thread_id: str) -> None:
     """Wait until the conversation's turn is over: nothing pending, every pause done, no run under way."""
 
     async def over() -> bool:
-        pool = _runtime(bot).database.pool
+        pool = runtime_of(bot).database.pool
         busy = await pool.fetchval(
             """SELECT (SELECT count(*) FROM approvals WHERE thread_id = $1 AND status = 'pending')
                     + (SELECT count(*) FROM reviews WHERE thread_id = $1 AND status <> 'done')
@@ -49,7 +39,7 @@ async def _idle(bot: BotServer, thread_id: str) -> None:
         return busy == 0
 
     await wait_until_async(over, f"the turn of {thread_id} ending")
-    await _runtime(bot).service.tasks.join()
+    await runtime_of(bot).service.tasks.join()
 
 
 async def _pause(driver: SlackDriver, bot: BotServer, name: str, cards_before: int) -> tuple[CardHandle, str]:
@@ -58,7 +48,7 @@ async def _pause(driver: SlackDriver, bot: BotServer, name: str, cards_before: i
     first, _ = (await driver.cards(count=cards_before + 2))[-2:]
     await driver.settle()
     assert driver.has_batch(first)
-    [row] = await _rows(bot, "SELECT thread_id FROM approvals WHERE id = $1", first.approval_id)
+    [row] = await db_rows(bot, "SELECT thread_id FROM approvals WHERE id = $1", first.approval_id)
     return first, str(row["thread_id"])
 
 
@@ -75,10 +65,10 @@ async def test_approve_all_racing_a_stop_decides_each_call_once_and_a_stopped_tu
         first, thread_id = await _pause(driver, bot, f"w{round_}", cards_before=2 * round_)
         told, stop = await asyncio.gather(driver.approve_all(first, "alice"), driver.stop_command("carol"))
         await _idle(bot, thread_id)
-        rows = await _rows(bot, "SELECT id, status FROM approvals WHERE thread_id = $1 ORDER BY position", thread_id)
+        rows = await db_rows(bot, "SELECT id, status FROM approvals WHERE thread_id = $1 ORDER BY position", thread_id)
         statuses = [row["status"] for row in rows]
         assert set(statuses) <= {"approved", "stopped"}, statuses
-        decisions = await _rows(
+        decisions = await db_rows(
             bot,
             "SELECT approval_id, outcome FROM audit_log WHERE kind = 'decision' AND approval_id IS NOT NULL "
             "AND thread_id = $1",
@@ -87,7 +77,7 @@ async def test_approve_all_racing_a_stop_decides_each_call_once_and_a_stopped_tu
         assert sorted((d["approval_id"], d["outcome"]) for d in decisions) == sorted(
             (row["id"], row["status"]) for row in rows
         ), "a call decided twice, or decided without its audit row"
-        runs = await _rows(bot, "SELECT tool_name FROM tool_runs WHERE thread_id = $1", thread_id)
+        runs = await db_rows(bot, "SELECT tool_name FROM tool_runs WHERE thread_id = $1", thread_id)
         if "stopped" in statuses:
             assert runs == [], f"a stopped turn ran {runs} (statuses {statuses})"
             assert stop.startswith("Stopped."), stop
@@ -134,9 +124,9 @@ async def test_approve_all_from_a_card_drawn_before_a_call_was_decided_decides_o
     await _idle(bot, thread_id)
     assert '"name": "calculator"' in answer and '"name": "http_request"' in answer, answer
     assert len(target.requests) == 1
-    runs = await _rows(bot, "SELECT tool_name FROM tool_runs WHERE thread_id = $1 ORDER BY tool_name", thread_id)
+    runs = await db_rows(bot, "SELECT tool_name FROM tool_runs WHERE thread_id = $1 ORDER BY tool_name", thread_id)
     assert [r["tool_name"] for r in runs] == ["calculator", "http_request"]
-    decisions = await _rows(
+    decisions = await db_rows(
         bot, "SELECT actor_id, outcome FROM audit_log WHERE kind = 'decision' AND thread_id = $1 ORDER BY id", thread_id
     )
     assert [(d["actor_id"], d["outcome"]) for d in decisions] == [(c.BOB, "approved"), (c.ALICE, "approved")]
@@ -156,7 +146,7 @@ async def test_a_click_from_another_workspace_decides_trusts_and_stops_nothing(b
     first, thread_id = await _pause(driver, bot, "widget", cards_before=0)
     block = driver._batch_block(first)
     assert block is not None
-    [turn] = await _rows(bot, "SELECT turn_id FROM conversations WHERE thread_id = $1", thread_id)
+    [turn] = await db_rows(bot, "SELECT turn_id FROM conversations WHERE thread_id = $1", thread_id)
     clicks = [
         (blocks.ACTION_APPROVE_ALL, block["elements"][0]["value"], block["block_id"]),
         (blocks.ACTION_REJECT_ALL, block["elements"][1]["value"], block["block_id"]),
@@ -184,13 +174,13 @@ async def test_a_click_from_another_workspace_decides_trusts_and_stops_nothing(b
     assert len(told) == 4, told
     assert not any(t.startswith(("✅", ":white_check_mark:", "Stopped", "Stopping")) for t in told), told
     assert slack.calls_to("views.open") == [], "the Reject all form opened for another workspace"
-    statuses = await _rows(bot, "SELECT status FROM approvals WHERE thread_id = $1", thread_id)
+    statuses = await db_rows(bot, "SELECT status FROM approvals WHERE thread_id = $1", thread_id)
     assert [s["status"] for s in statuses] == ["pending", "pending"]
-    assert await _rows(bot, "SELECT voter_id FROM approval_votes") == []
-    assert await _rows(bot, "SELECT id FROM trust_grants") == []
-    [turn_now] = await _rows(bot, "SELECT stop_requested_at FROM conversations WHERE thread_id = $1", thread_id)
+    assert await db_rows(bot, "SELECT voter_id FROM approval_votes") == []
+    assert await db_rows(bot, "SELECT id FROM trust_grants") == []
+    [turn_now] = await db_rows(bot, "SELECT stop_requested_at FROM conversations WHERE thread_id = $1", thread_id)
     assert turn_now["stop_requested_at"] is None
-    refused = await _rows(bot, "SELECT actor_id, reason FROM audit_log WHERE kind = 'refused' ORDER BY id")
+    refused = await db_rows(bot, "SELECT actor_id, reason FROM audit_log WHERE kind = 'refused' ORDER BY id")
     assert refused and {r["actor_id"] for r in refused} == {"UMALLORY"}
     assert {r["reason"] for r in refused} == {"other_workspace"}, refused
     assert target.requests == []

@@ -18,7 +18,7 @@ import pytest
 
 from adapters.slack import messages as msg
 from countersign.server import BotServer
-from tests.adversarial.slack_support import ephemerals_to, sender
+from tests.adversarial.slack_support import db_rows, ephemerals_to, runtime_of, sender
 from tests.e2e import conftest as c
 from tests.e2e.drivers import SlackDriver
 from tests.support.barriers import GENEROUS_S, wait_until
@@ -29,25 +29,16 @@ pytestmark = pytest.mark.e2e
 ERIN_DM = "DUERIN"
 
 
-def _runtime(bot: BotServer) -> Any:
-    assert bot.runtime is not None
-    return bot.runtime
-
-
 async def _quiet(*bots: BotServer) -> None:
     """Stop the bots' own escalation loops: the test sweeps, at the moment it chooses."""
     for bot in bots:
-        await _runtime(bot).service.escalation.stop()
+        await runtime_of(bot).service.escalation.stop()
 
 
 async def _due(bot: BotServer) -> None:
-    await _runtime(bot).database.pool.execute(
+    await runtime_of(bot).database.pool.execute(
         "UPDATE approvals SET escalate_at = now() - interval '1 second' WHERE escalate_at IS NOT NULL"
     )
-
-
-async def _rows(bot: BotServer, sql: str, *args: object) -> list[dict[str, Any]]:
-    return [dict(row) for row in await _runtime(bot).database.pool.fetch(sql, *args)]
 
 
 def _posts_to(slack, channel: str) -> list[Any]:
@@ -60,7 +51,7 @@ def _posts_to(slack, channel: str) -> list[Any]:
 
 
 async def _escalation_rows(bot: BotServer) -> list[dict[str, Any]]:
-    return await _rows(bot, "SELECT * FROM audit_log WHERE kind = 'escalation' ORDER BY id")
+    return await db_rows(bot, "SELECT * FROM audit_log WHERE kind = 'escalation' ORDER BY id")
 
 
 @pytest.mark.parametrize("closed_by", ["approve", "stop"])
@@ -78,9 +69,9 @@ async def test_a_card_closed_after_the_claim_but_before_the_copies_gets_none(bot
     members = slack.gates["usergroups.users.list"] = Gate()
     members.arm()
     await _due(bot)
-    sweeping = asyncio.create_task(_runtime(bot).service.escalation.sweep())
+    sweeping = asyncio.create_task(runtime_of(bot).service.escalation.sweep())
     await members.wait_arrived(GENEROUS_S)  # claimed; the copies are not out yet
-    [row] = await _rows(bot, "SELECT status, escalation FROM approvals")
+    [row] = await db_rows(bot, "SELECT status, escalation FROM approvals")
     assert row == {"status": "pending", "escalation": "claimed"}
     if closed_by == "approve":
         await driver.approve(card, "alice")
@@ -93,7 +84,7 @@ async def test_a_card_closed_after_the_claim_but_before_the_copies_gets_none(bot
     await driver.settle()
     assert _posts_to(slack, "UERIN") == [], "a closed card was escalated"
     assert await _escalation_rows(bot) == []
-    [row] = await _rows(bot, "SELECT status FROM approvals")
+    [row] = await db_rows(bot, "SELECT status FROM approvals")
     assert row["status"] == ("approved" if closed_by == "approve" else "stopped")
     assert len(target.requests) == (1 if closed_by == "approve" else 0)
     assert not driver.card_has_buttons(card)
@@ -109,7 +100,7 @@ async def test_a_card_past_its_expiry_is_never_escalated_even_before_the_expiry_
     await driver.ask("alice", "post widget")
     [card] = await driver.cards()
     await driver.settle()
-    runtime = _runtime(bot)
+    runtime = runtime_of(bot)
     await _quiet(bot)
     await runtime.service.expiry.stop()
     await runtime.database.pool.execute(
@@ -122,7 +113,7 @@ async def test_a_card_past_its_expiry_is_never_escalated_even_before_the_expiry_
     await wait_until(lambda: "Expired" in driver.card_text(card), "the card expired", GENEROUS_S)
     await driver.settle()
     assert _posts_to(slack, "UERIN") == [] and await _escalation_rows(bot) == []
-    [row] = await _rows(bot, "SELECT status, escalation FROM approvals")
+    [row] = await db_rows(bot, "SELECT status, escalation FROM approvals")
     assert row == {"status": "expired", "escalation": "waiting"}
     assert target.requests == []
 
@@ -139,14 +130,14 @@ async def test_an_unreachable_target_gets_its_copy_in_the_conversation_and_may_d
     slack.forbid_channel(ERIN_DM)
     slack.forbid_channel(c.CHANNEL)  # not even the conversation can be written in, for now
     await _due(bot)
-    assert await _runtime(bot).service.escalation.sweep() == 1
+    assert await runtime_of(bot).service.escalation.sweep() == 1
     assert await _escalation_rows(bot) == []  # nothing went out: not escalated (yet)
-    [row] = await _rows(bot, "SELECT escalation FROM approvals")
+    [row] = await db_rows(bot, "SELECT escalation FROM approvals")
     assert row["escalation"] == "claimed"
-    assert await _runtime(bot).service.escalation.sweep() == 0  # the lease holds it
+    assert await runtime_of(bot).service.escalation.sweep() == 0  # the lease holds it
     slack._forbidden.discard(c.CHANNEL)
-    await _runtime(bot).database.pool.execute("UPDATE approvals SET escalation_lease = now() - interval '1 second'")
-    assert await _runtime(bot).service.escalation.sweep() == 1
+    await runtime_of(bot).database.pool.execute("UPDATE approvals SET escalation_lease = now() - interval '1 second'")
+    assert await runtime_of(bot).service.escalation.sweep() == 1
     copy = await driver.copy_in_channel(c.CHANNEL, count=2)
     assert copy.approval_id == card.approval_id and copy.message != card.message
     [posted] = [p for p in _posts_to(slack, c.CHANNEL) if p.response.get("ts") == copy.message]
@@ -158,7 +149,7 @@ async def test_an_unreachable_target_gets_its_copy_in_the_conversation_and_may_d
     await driver.answer()
     await driver.settle()
     assert len(target.requests) == 1
-    [decided] = await _rows(bot, "SELECT * FROM audit_log WHERE kind = 'decision' ORDER BY id")
+    [decided] = await db_rows(bot, "SELECT * FROM audit_log WHERE kind = 'decision' ORDER BY id")
     assert decided["actor_id"] == "UERIN" and decided["detail"]["via"] == "escalation"
 
 
@@ -172,13 +163,13 @@ async def test_two_replicas_sweeping_at_once_post_one_copy(settings, slack, targ
         await driver.settle()
         await _quiet(one, two)
         await _due(one)
-        swept = await asyncio.gather(*(_runtime(bot).service.escalation.sweep() for bot in (one, two, one, two)))
+        swept = await asyncio.gather(*(runtime_of(bot).service.escalation.sweep() for bot in (one, two, one, two)))
         assert sum(swept) == 1
         copy = await driver.copy_in_dm("erin")
         await driver.approve(copy, "erin")
         await driver.answer()
         await driver.settle()
-        await _runtime(two).service.tasks.join()
+        await runtime_of(two).service.tasks.join()
         assert len(_posts_to(slack, "UERIN")) == 1 and len(await _escalation_rows(one)) == 1
         assert copy.approval_id == card.approval_id
     assert len(target.requests) == 1
@@ -200,17 +191,17 @@ async def test_the_channel_audience_decides_only_its_own_calls_of_a_pause(bot, e
     assert "Left pending: `http_request` (call 1)" in told and "Left pending: `calculator` (call 2)" in told, told
     await _quiet(bot)
     await _due(bot)
-    assert await _runtime(bot).service.escalation.sweep() == 1
+    assert await runtime_of(bot).service.escalation.sweep() == 1
     copy = await driver.copy_in_channel("CAPPROVALS")
     assert copy.approval_id == first.approval_id and driver.has_batch(copy)
     told = await driver.approve_all(copy, "bob")
     assert "Approved: `http_request` (call 1)" in told, told
     assert "Left pending: `calculator` (call 2)" in told, told
     await driver.settle()
-    rows = await _rows(bot, "SELECT status FROM approvals ORDER BY position")
+    rows = await db_rows(bot, "SELECT status FROM approvals ORDER BY position")
     assert [r["status"] for r in rows] == ["approved", "pending"]
-    [decided] = await _rows(bot, "SELECT * FROM audit_log WHERE kind = 'decision' ORDER BY id")
+    [decided] = await db_rows(bot, "SELECT * FROM audit_log WHERE kind = 'decision' ORDER BY id")
     assert decided["actor_id"] == c.BOB and decided["detail"]["via"] == "escalation" and decided["detail"]["batch"]
     assert target.requests == []  # the pause waits for its second call
     assert not any("trust" in t.lower() for t in ephemerals_to(slack, c.BOB))
-    assert await _rows(bot, "SELECT id FROM trust_grants") == []
+    assert await db_rows(bot, "SELECT id FROM trust_grants") == []

@@ -12,13 +12,13 @@ not, and waits for a card).
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import pytest
 
 from adapters.slack import blocks
 from countersign.server import BotServer
 from tests.adversarial.conftest import ModelRules
+from tests.adversarial.slack_support import db_rows, runtime_of
 from tests.e2e import conftest as c
 from tests.e2e.drivers import SlackDriver
 from tests.standins.gemini import call
@@ -26,15 +26,6 @@ from tests.support.barriers import wait_until_async
 from tests.support.http_target import HttpTarget
 
 pytestmark = pytest.mark.e2e
-
-
-def _runtime(bot: BotServer) -> Any:
-    assert bot.runtime is not None
-    return bot.runtime
-
-
-async def _rows(bot: BotServer, sql: str, *args: object) -> list[dict[str, Any]]:
-    return [dict(row) for row in await _runtime(bot).database.pool.fetch(sql, *args)]
 
 
 async def _allow_trust(driver: SlackDriver) -> None:
@@ -49,7 +40,7 @@ async def _idle(bot: BotServer) -> None:
     """Wait until no turn is at work anywhere: nothing pending, every pause done, no run under way."""
 
     async def over() -> bool:
-        busy = await _runtime(bot).database.pool.fetchval(
+        busy = await runtime_of(bot).database.pool.fetchval(
             """SELECT (SELECT count(*) FROM approvals WHERE status = 'pending')
                     + (SELECT count(*) FROM reviews WHERE status <> 'done')
                     + (SELECT count(*) FROM conversations WHERE running_since IS NOT NULL)"""
@@ -57,7 +48,7 @@ async def _idle(bot: BotServer) -> None:
         return busy == 0
 
     await wait_until_async(over, "every turn ending")
-    await _runtime(bot).service.tasks.join()
+    await runtime_of(bot).service.tasks.join()
 
 
 async def test_a_trust_click_that_loses_to_a_stop_grants_nothing(bot, events, slack, target):
@@ -74,21 +65,21 @@ async def test_a_trust_click_that_loses_to_a_stop_grants_nothing(bot, events, sl
         runs_before = len(target.requests)
         _, stop = await asyncio.gather(driver._click(card, "alice", blocks.ACTION_TRUST), driver.stop_command("carol"))
         await _idle(bot)
-        [row] = await _rows(bot, "SELECT status FROM approvals WHERE id = $1", card.approval_id)
-        grants = await _rows(bot, "SELECT id FROM trust_grants WHERE approval_id = $1", card.approval_id)
-        granted = await _rows(
+        [row] = await db_rows(bot, "SELECT status FROM approvals WHERE id = $1", card.approval_id)
+        grants = await db_rows(bot, "SELECT id FROM trust_grants WHERE approval_id = $1", card.approval_id)
+        granted = await db_rows(
             bot,
             "SELECT id FROM audit_log WHERE approval_id = $1 AND outcome = 'trust_granted'",
             card.approval_id,
         )
-        decisions = await _rows(
+        decisions = await db_rows(
             bot, "SELECT outcome FROM audit_log WHERE kind = 'decision' AND approval_id = $1", card.approval_id
         )
         assert [d["outcome"] for d in decisions if d["outcome"] != "trust_granted"] == [row["status"]], decisions
         if row["status"] == "stopped":
             assert grants == [] and granted == [], (grants, granted)
             assert (
-                await _rows(bot, "SELECT voter_id FROM approval_votes WHERE approval_id = $1", card.approval_id) == []
+                await db_rows(bot, "SELECT voter_id FROM approval_votes WHERE approval_id = $1", card.approval_id) == []
             )
             assert len(target.requests) == runs_before
             assert stop.startswith("Stopped. 1 card"), stop
@@ -128,7 +119,7 @@ async def test_a_grant_covers_the_same_request_however_spelled_and_nothing_that_
     await slack.wait_for("chat.update", lambda a: a.get("ts") == card.message, count=updates + 1)
     await driver.answer()
     await _idle(bot)
-    [grant] = await _rows(bot, "SELECT matched FROM trust_grants")
+    [grant] = await db_rows(bot, "SELECT matched FROM trust_grants")
     assert len(target.requests) == 1
 
     await driver.say("alice", "respelled")
@@ -138,7 +129,7 @@ async def test_a_grant_covers_the_same_request_however_spelled_and_nothing_that_
     sent = target.requests[-1]
     assert (sent.method, sent.path, sent.json) == ("POST", "/things", {"name": "widget"})
     assert len(await driver.cards()) == 1
-    [trusted] = await _rows(bot, "SELECT proposed_args FROM audit_log WHERE outcome = 'trusted'")
+    [trusted] = await db_rows(bot, "SELECT proposed_args FROM audit_log WHERE outcome = 'trusted'")
     assert trusted["proposed_args"] == grant["matched"]  # the request that ran is, to the letter, the one trusted
 
     for number, said in enumerate(alike, start=2):
@@ -149,4 +140,4 @@ async def test_a_grant_covers_the_same_request_however_spelled_and_nothing_that_
         assert (await driver.stop_command("alice")).startswith("Stopped. 1 card"), said
         await _idle(bot)
     assert len(target.requests) == 2
-    assert len(await _rows(bot, "SELECT id FROM audit_log WHERE outcome = 'trusted'")) == 1
+    assert len(await db_rows(bot, "SELECT id FROM audit_log WHERE outcome = 'trusted'")) == 1

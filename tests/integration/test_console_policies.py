@@ -348,7 +348,8 @@ async def test_escalation_to_a_pretend_person_who_then_decides(db_url, registry,
     )
     async with open_service(db_url, model, registry, console(out)) as h:
         running = asyncio.create_task(chat(h, terminal).run())
-        await wait_until(lambda: len(terminal.questions()) == 3 and terminal.lines.empty(), "carol's prompt")
+        # bob is refused (asked again), types /as carol (asked again), carol is refused: the fourth question waits.
+        await wait_until(lambda: len(terminal.questions()) == 4 and terminal.lines.empty(), "carol's prompt")
         await _due_now(db_url, "escalate_at")
         h.service.escalation.wake()
         await wait_until(lambda: any("escalated" in line for line in out), "the escalation")
