@@ -24,7 +24,7 @@ from adapters.slack import blocks
 from tests.e2e.conftest import ALICE, CHANNEL, SIGNING_SECRET, TEAM
 from tests.e2e.test_process import bot_env
 from tests.e2e.test_slack_flow import click, wait_answer, wait_card
-from tests.standins.slack_events import SlackEventSender
+from tests.standins.slack_events import SEND_ERRORS, SlackEventSender
 from tests.support.barriers import wait_until, wait_until_async
 from tests.support.bot_process import BotProcess, free_port
 
@@ -47,13 +47,21 @@ async def sender_on(port: int, worker: str) -> AsyncIterator[SlackEventSender]:
     """A sender whose one kept-alive connection is served by `worker` (new connections until one is).
 
     A worker the supervisor has started may not listen yet on a busy machine (every connection
-    then reaches its sibling), so this tries for up to a minute.
+    then reaches its sibling), and a connection made while a killed worker's socket leaves the
+    port's SO_REUSEPORT group can be refused or reset, so this tries for up to a minute.
     """
     deadline = asyncio.get_running_loop().time() + 60
     while asyncio.get_running_loop().time() < deadline:
         sender = SlackEventSender(f"http://127.0.0.1:{port}/slack/events", SIGNING_SECRET, team_id=TEAM)
         await sender.__aenter__()
-        probe = await sender.url_verification()
+        try:
+            probe = await sender.url_verification()
+        except BaseException as exc:
+            await sender.aclose()  # an unclosed session would fail a later test with a ResourceWarning
+            if not isinstance(exc, SEND_ERRORS):
+                raise
+            await asyncio.sleep(0.1)  # a poll interval, not a wait for an event
+            continue
         if probe.headers.get(WORKER.lower()) == worker:
             try:
                 yield sender
