@@ -144,7 +144,16 @@ class DiscordAdapter:
         return self.client.gateway_connected and not self.client.is_closed()
 
     async def close(self) -> None:
-        """Disconnect from the gateway and close the HTTP session."""
+        """Disconnect from the gateway and close the HTTP session.
+
+        Closed while it still starts (a stop during the start), the shards' launch is cancelled
+        first: discord.py launches shards one after another, and a shard whose turn came after
+        the client closed would fail to connect on the closed session and log a traceback.
+        """
+        if self._connection is not None and not self.client.is_ready():
+            self._connection.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._connection
         await self.client.close()
         if self._connection is not None:
             # discord.py's `launch_shard` retries a failed connection every 5 s forever, closed
