@@ -9,6 +9,7 @@ seen at work (`people`, `commands`, `prompt`).
 from __future__ import annotations
 
 import asyncio
+import re
 import sys
 import threading
 from collections.abc import Awaitable
@@ -24,7 +25,21 @@ from bot.conversation import IncomingMessage
 from bot.errors import CountersignError
 from bot.service import Countersign
 
-__all__ = ["ConsoleChat", "Read", "StdinLines"]
+__all__ = ["ConsoleChat", "Read", "StdinLines", "printable"]
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+"""C0 and C1 control characters but newline and tab (escape sequences start with ESC, 0x1b)."""
+
+
+def printable(text: str) -> str:
+    r"""`text` with control characters but newline and tab written as `\xNN` escapes.
+
+    A terminal acts on them (ESC starts sequences that move the cursor, set the window title,
+    or on some terminals write files); the text the bot prints comes partly from the model and
+    the tools, so from outside the team.
+    """
+    return _CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
 
 
 class StdinLines:
@@ -57,14 +72,20 @@ class StdinLines:
         line = await self._lines.get()
         self._prompt_open = False
         self._ended = line is None
+        if line is None:
+            print(flush=True)  # Ctrl-D echoes no newline: what follows starts on a line of its own
         return line
 
     def write(self, text: str) -> None:
-        """Print `text` on a line of its own (after a prompt still waiting for its answer, below it)."""
+        """Print `text` on a line of its own (after a prompt still waiting for its answer, below it).
+
+        Control characters are shown escaped (`printable`): what the bot prints includes the
+        model's words and what tools fetched, which must not drive the terminal.
+        """
         if self._prompt_open:
             print()
             self._prompt_open = False
-        print(text, flush=True)
+        print(printable(text), flush=True)
 
     def close(self) -> None:
         """Nothing to release: the reader thread ends with stdin or with the process."""

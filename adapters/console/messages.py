@@ -28,7 +28,7 @@ NOT_A_COMMAND = (
 )
 NO_ADMIN = "!  /countersign is not available in this chat."
 AS_SOMEONE = (
-    "   You are now {name}: what you type and decide is {name}'s. {name} is not an admin unless "
+    "   You are now {name}: what you type and decide is {name}'s. {name} is an admin only if "
     "`/countersign admins add @{name}` made them one. /as alone is you again."
 )
 AS_YOURSELF = "   You are yourself again ({name}, the admin here)."
@@ -91,6 +91,7 @@ QUESTION_AS = "as {name}: "
 ANSWER_WITH = "!  Answer {choices} (or /quit to leave; the call waits until next time)."
 LEFT_WAITING = "   The call waits; you are asked again next time."
 ASK_REASON = "   reason (optional): "
+REASON_IS_A_COMMAND = "!  Not rejected: `{line}` is a command, not a reason. The call still waits."
 ASK_ARGS = "   new args as JSON: "
 EDIT_NOT_JSON = "!  Not valid JSON: {problem}. Try again."
 EDIT_NOT_OBJECT = '!  The arguments must be a JSON object, like {"name": "value"}. Try again.'

@@ -21,7 +21,7 @@ from enum import Enum
 from adapters.admin_text import target_words
 from adapters.batch_text import batch_summary
 from adapters.console import messages as msg
-from adapters.console.commands import QUIT, ConsoleCommands
+from adapters.console.commands import QUIT, ConsoleCommands, is_command
 from adapters.console.people import CONSOLE_MARKUP, Session
 from adapters.console.platform import ConsolePlatform, where_it_went
 from adapters.decision_errors import decision_error_text, parse_edited_args
@@ -193,20 +193,39 @@ class CardPrompt:
         except ApprovalNotFoundError:
             return False
 
+    async def _reason(self) -> str | None:
+        """Ask for a rejection's reason: the text ('' for none), or None when the line is no reason.
+
+        The end of input, or a line that is a command (`/quit`, `/as bob`, `/countersign stop`),
+        rejects nothing: the card is asked again, where a command works and the end of input
+        leaves (the call waits), so a reflex `/quit` is never sent to the model as a reason.
+        """
+        line = await self._read(msg.ASK_REASON)
+        if line is None:
+            return None
+        if is_command(line):
+            self._write(msg.REASON_IS_A_COMMAND.format(line=line.strip()))
+            return None
+        return line.strip()
+
     async def _decide(self, text: str, approval: ApprovalRecord, pause: list[ApprovalRecord], *, batch: bool) -> bool:
         """Take the decision `text` names; True when one was recorded (False: ask again)."""
         if batch and (text == "A" or text.lower() == "approve all"):
             return await self._decide_all(approval, pause, Approve())
         if batch and (text == "R" or text.lower() == "reject all"):
-            reason = await self._read(msg.ASK_REASON)
-            return await self._decide_all(approval, pause, Reject(message=(reason or "").strip() or None))
+            reason = await self._reason()
+            if reason is None:
+                return False
+            return await self._decide_all(approval, pause, Reject(message=reason or None))
         choice = text.lower()[:1]
         decision: Approve | Edit | Reject
         if choice == "a" or (choice == "t" and approval.trust_offer_s):
             decision = Approve()
         elif choice == "r":
-            reason = await self._read(msg.ASK_REASON)
-            decision = Reject(message=(reason or "").strip() or None)
+            reason = await self._reason()
+            if reason is None:
+                return False
+            decision = Reject(message=reason or None)
         elif choice == "e":
             args, problem = parse_edited_args(await self._read(msg.ASK_ARGS) or "", msg)
             if args is None:

@@ -109,7 +109,9 @@ async def test_trust_at_the_prompt_lets_the_same_call_run_without_asking(db_url)
 
 @pytest.mark.e2e
 async def test_countersign_chat_in_a_real_terminal_session(db_url, tmp_path):
-    """`countersign chat` with the Gemini stand-in: a gated POST is approved at the prompt and runs once."""
+    """`countersign chat` with the Gemini stand-in: a gated POST is approved at the prompt and runs once; text the
+    model sends back with control characters (a terminal title sequence, a bell) is printed escaped, and `/quit` typed
+    as a rejection's reason rejects nothing."""
     async with (
         HttpTarget() as target,
         GeminiStandIn(agent_script(target.url()), api_key="k") as gemini,
@@ -132,9 +134,14 @@ async def test_countersign_chat_in_a_real_terminal_session(db_url, tmp_path):
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
         )
-        out, err = await asyncio.wait_for(proc.communicate(b"post widget\na\n/quit\n"), timeout=60)
+        typed = b"post widget\na\nhi \x1b]0;pwned\x07 there\npost gadget\nr\n/quit\n/quit\n"
+        out, err = await asyncio.wait_for(proc.communicate(typed), timeout=60)
     assert proc.returncode == 0, err.decode()
     text = out.decode()
+    assert "\x1b" not in text and "\x07" not in text
+    assert "bot> You said: hi \\x1b]0;pwned\\x07 there" in text
+    assert "!  Not rejected: `/quit` is a command, not a reason. The call still waits." in text
+    assert "rejected by" not in text and "The call waits; you are asked again next time." in text
     assert "http_request wants to run" in text
     assert "approved by" in text
     assert "bot> Result:" in text and "widget" in text
