@@ -483,7 +483,8 @@ async def _due_now(db_url: str, column: str) -> None:
 
 @pytest.mark.e2e
 async def test_trying_a_policy_in_a_real_countersign_chat(db_url, tmp_path):
-    """`countersign chat`: quorum 2 decided by the operator and a pretend bob, then trust at the prompt, reused."""
+    """`countersign chat`, the README's example session: quorum 2 decided by the operator and a pretend bob (an
+    approver of the tool, not an admin: his settings change is refused), then trust at the prompt, reused."""
     async with (
         HttpTarget() as target,
         GeminiStandIn(agent_script(target.url()), api_key="k") as gemini,
@@ -508,11 +509,12 @@ async def test_trying_a_policy_in_a_real_countersign_chat(db_url, tmp_path):
         )
         lines = [
             "/countersign quorum http_request 2",
-            "/countersign admins add @bob",
+            "/countersign approvers add @bob for http_request",
             "post widget",
             "a",
             "/as bob",
             "a",
+            "/countersign quorum http_request 1",
             "/as",
             "/countersign quorum http_request 1",
             "/countersign trust http_request up-to 30m matching method,url",
@@ -535,5 +537,6 @@ async def test_trying_a_policy_in_a_real_countersign_chat(db_url, tmp_path):
     assert text.count("http_request wants to run") == 3  # widget before and after the first vote, gadget
     assert "!  That did not work: unknown subcommand `frobnicate`" in text
     assert "http_request`: review when" in text and "trust up to 30m, matching `method`,`url`" in text
-    assert "Bot admins: @bob" in text
+    assert "Updated approvers for `http_request`: @bob (was: not set)" in text
+    assert "!  Only admins can do that: the person at the terminal, and bot admins. Nothing was changed." in text
     assert "Traceback" not in text + err.decode()
