@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from tests.adversarial.hostile import pauses_and_turns
 from tests.e2e.conftest import D_ALICE, D_APP, D_BOT, D_THREAD
 from tests.e2e.test_discord_flow import Card, click, mention, settle, wait_answer, wait_card
 
@@ -24,6 +25,10 @@ class Cards:
     pending: Card
     foreign: Card
     decided: Card
+    pauses: dict[str, str]
+    """Review id (a batch button's) by `NAMED` name."""
+    turns: dict[str, str]
+    """Turn id (a Stop button's) of the card's conversation by `NAMED` name; the decided card's has ended."""
 
 
 @pytest.fixture(name="discord_api")
@@ -56,7 +61,10 @@ async def cards_fixture(discord_bot, discord_api, target) -> Cards:
     await discord_api.send_message(D_CHANNEL2, D_ZED, f"<@{D_BOT}> post gizmo", mentions=[D_BOT], guild_id=D_GUILD2)
     [foreign] = await wait_card(discord_api, channel=D_CHANNEL2)
     await settle(discord_bot)
-    return Cards(pending=pending, foreign=foreign, decided=decided)
+    pauses, turns = await pauses_and_turns(
+        discord_bot, {"pending": pending.approval_id, "foreign": foreign.approval_id, "decided": decided.approval_id}
+    )
+    return Cards(pending=pending, foreign=foreign, decided=decided, pauses=pauses, turns=turns)
 
 
 async def answer_of(api, interaction) -> tuple[int, list[dict[str, Any]]]:

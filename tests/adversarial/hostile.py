@@ -8,6 +8,7 @@ whitespace of every kind, plus plain random text; `huge` repeats a piece up to a
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -265,3 +266,37 @@ def check_command_reply(reply: str, before: tuple[Any, ...], after: tuple[Any, .
         assert after == before, reply
     elif after[:-1] != before[:-1]:
         assert after[-1] > before[-1], f"a change without a config audit row: {reply}"
+
+
+async def world(bot) -> dict[str, Any]:
+    """What a refused interaction must leave as it was: every approval's status, the trust grants,
+    the conversations' turns and stop columns, and the tool runs."""
+    pool = bot.runtime.database.pool
+    approvals = await pool.fetch("SELECT id, status, decided_by_id FROM approvals ORDER BY id")
+    grants = await pool.fetch("SELECT * FROM trust_grants ORDER BY 1")
+    stops = await pool.fetch(
+        "SELECT thread_id, turn_id, stop_requested_at, stopped_by_id, stopped_by_name FROM conversations "
+        "ORDER BY thread_id"
+    )
+    runs = await pool.fetchval("SELECT count(*) FROM tool_runs")
+    return {
+        "approvals": [tuple(r) for r in approvals],
+        "trust_grants": [tuple(r) for r in grants],
+        "stops": [tuple(r) for r in stops],
+        "tool_runs": runs,
+    }
+
+
+async def pauses_and_turns(bot, approvals: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """By name, the pause (review id as the batch buttons carry it) and the turn id (as a Stop button carries
+    it) of each named approval's conversation; an ended turn that kept no id gets a made-up one."""
+    pauses: dict[str, str] = {}
+    turns: dict[str, str] = {}
+    for name, approval_id in approvals.items():
+        row = await bot.runtime.database.pool.fetchrow(
+            "SELECT a.review_id, c.turn_id FROM approvals a JOIN conversations c USING (thread_id) WHERE a.id = $1",
+            approval_id,
+        )
+        pauses[name] = row["review_id"].hex
+        turns[name] = row["turn_id"] or hashlib.sha256(name.encode()).hexdigest()[:32]
+    return pauses, turns

@@ -9,8 +9,10 @@ from urllib.parse import urlencode
 
 import pytest
 
+from adapters import stop_text
 from adapters.slack import blocks
 from adapters.slack import messages as msg
+from tests.adversarial.hostile import pauses_and_turns
 from tests.adversarial.slack_support import card_ready, has_buttons, sender
 from tests.e2e.conftest import ALICE, CHANNEL
 from tests.e2e.test_slack_flow import Card, click, settle, wait_answer
@@ -19,11 +21,20 @@ MALLORY = "UMALLORY"
 """A member of team T2 (no admin rights anywhere)."""
 ZED = "UZED"
 """T2's requester."""
-OUR_ACTIONS = (blocks.ACTION_APPROVE, blocks.ACTION_EDIT, blocks.ACTION_REJECT)
-OUR_VIEWS = (blocks.VIEW_EDIT, blocks.VIEW_REJECT)
+CARD_ACTIONS = (blocks.ACTION_APPROVE, blocks.ACTION_TRUST, blocks.ACTION_EDIT, blocks.ACTION_REJECT)
+"""The buttons of one card: their value is an approval id."""
+BATCH_ACTIONS = (blocks.ACTION_APPROVE_ALL, blocks.ACTION_REJECT_ALL)
+"""The batch buttons of a pause's first card (issue 12): their value is a review (pause) id."""
+OUR_ACTIONS = (*CARD_ACTIONS, *BATCH_ACTIONS, blocks.ACTION_STOP)
+"""Every button the bot draws; Stop (on the progress message) names a turn id."""
+OUR_VIEWS = (blocks.VIEW_EDIT, blocks.VIEW_REJECT, blocks.VIEW_REJECT_ALL)
 NAMED = ("pending", "foreign", "decided")
 """Placeholders for the approvals the fixture makes: this team's pending card, team T2's pending
-card, and one of this team's that is decided."""
+card, and one of this team's that is decided. `<name>-pause` and `<name>-turn` stand for the
+pause (review id, a batch button's value) and the conversation's turn id (a Stop button's value)
+of the same card; `decided-turn` has ended."""
+NAMED_PAUSES = tuple(f"{name}-pause" for name in NAMED)
+NAMED_TURNS = tuple(f"{name}-turn" for name in NAMED)
 UNKNOWN_ID = "0123456789abcdef0123456789abcdef"
 REFUSALS = {
     msg.REFUSED_NOT_PERMITTED,
@@ -31,7 +42,24 @@ REFUSALS = {
     msg.UNKNOWN_APPROVAL,
     msg.REFUSED_NOT_AN_APPROVER,
     msg.REFUSED_SELF_APPROVAL,
+    *msg.TRUST_REFUSED.values(),
+    msg.BATCH_NOTHING,
+    msg.STALE_VOTE,
+    stop_text.TURN_ENDED,
+    stop_text.REFUSED_OTHER_WORKSPACE,
 }
+REFUSAL_STARTS = (
+    "This was already",  # msg.ALREADY_DECIDED
+    "You can't stop this turn: only",  # stop_text.REFUSED, naming the requester
+    "This turn was already stopped",  # stop_text.ALREADY_STOPPED
+    "Left pending: ",  # a batch whose calls the clicker may not decide (msg.BATCH_LEFT)
+    "Already decided before your click",  # msg.BATCH_SKIPPED
+)
+
+
+def is_refusal(note: str) -> bool:
+    """Whether an ephemeral note is one of the bot's refusals (a sentence saying nothing changed)."""
+    return note in REFUSALS or note.startswith(REFUSAL_STARTS)
 
 
 @dataclass
@@ -40,6 +68,10 @@ class Cards:
     mention_ts: str
     foreign: Card
     decided: Card
+    pauses: dict[str, str]
+    """Review id (32 hex digits) by `NAMED` name."""
+    turns: dict[str, str]
+    """Turn id of the card's conversation by `NAMED` name (the decided card's turn has ended)."""
 
 
 @pytest.fixture(name="cards")
@@ -61,7 +93,10 @@ async def cards_fixture(bot, events, slack, target) -> Cards:
     approve = next(b for b in foreign_blocks if b.get("type") == "actions")["elements"][0]
     foreign = Card("C2", posted[0].response["ts"], posted[0].args.get("thread_ts"), approve["value"], foreign_blocks)
     await settle(bot)
-    return Cards(pending=pending, mention_ts=mention.ts, foreign=foreign, decided=decided)
+    pauses, turns = await pauses_and_turns(
+        bot, {"pending": pending.approval_id, "foreign": foreign.approval_id, "decided": decided.approval_id}
+    )
+    return Cards(pending=pending, mention_ts=mention.ts, foreign=foreign, decided=decided, pauses=pauses, turns=turns)
 
 
 def named_value(choice: object, cards: Cards) -> object:
@@ -76,6 +111,10 @@ def named_value(choice: object, cards: Cards) -> object:
     }
     if isinstance(choice, str) and choice in ids:
         return ids[choice]
+    if isinstance(choice, str) and choice in NAMED_PAUSES:
+        return cards.pauses[choice.removesuffix("-pause")]
+    if isinstance(choice, str) and choice in NAMED_TURNS:
+        return cards.turns[choice.removesuffix("-turn")]
     return special.get(choice, choice) if isinstance(choice, str) else choice
 
 

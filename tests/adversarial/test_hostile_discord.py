@@ -3,7 +3,9 @@
 Discord sends valid UTF-8 only, so no text here holds a lone surrogate (discord.py parses the
 gateway with orjson, which refuses one). Messages go through the gateway as Discord shapes them; clicks and modal submissions are sent
 with `DiscordStandIn.forge_interaction`, which, unlike Discord, sends any `custom_id` on any
-message as any member, with any component shapes. Every interaction must be answered (an
+message as any member, with any component shapes: the card buttons (`cs:approve|trust|edit|
+reject:`), the batch buttons (`cs:all-approve|all-reject:<pause>`), Stop (`cs:stop:<turn>`) and
+the Edit, Reject and Reject all forms. Every interaction must be answered (an
 unanswered one shows "This interaction failed"), privately, in words, with nothing decided
 that should not be, every refusal that names an approval audited, and the card still usable.
 """
@@ -40,6 +42,7 @@ from tests.adversarial.hostile import (
     hostile_text,
     looks_like_a_trace,
     message_text,
+    world,
 )
 from tests.e2e.conftest import D_ALICE, D_BOB, D_BOT, D_CAROL, D_CHANNEL, D_ERIN, D_GUILD
 from tests.e2e.test_discord_flow import _buttons, click, settle, wait_answer
@@ -50,7 +53,10 @@ pytestmark = pytest.mark.e2e
 _SCRIPTED = ("post", "get", "long", "shout")
 _BOT_MENTION = re.compile(rf"<@!?{D_BOT}>")
 BUTTON, SELECT = 2, 3
-BUTTON_ID = re.compile(r"cs:(approve|edit|reject):[0-9a-f]{32}(:[0-9a-f]{8})?")
+BUTTON_ID = re.compile(r"cs:(approve|trust|edit|reject):[0-9a-f]{32}(:[0-9a-f]{8})?")
+"""A card button's custom_id: a click on one is refused and audited (the approval it names, or an unknown one)."""
+OTHER_BUTTON_ID = re.compile(r"cs:(all-approve|all-reject):[0-9a-f]{32}(:[0-9a-f]{8})?|cs:stop:[0-9a-f]{32}")
+"""A batch or Stop button's custom_id (issue 12): refused, audited at most once (a live pause or turn)."""
 
 
 def _not_scripted(text: str) -> str:
@@ -140,14 +146,24 @@ def forged_clicks(draw: st.DrawFn) -> dict[str, Any]:
     return {
         "message": draw(st.sampled_from(["pending", "decided"])),
         "id_kind": id_kind,
-        "action": draw(st.sampled_from(["approve", "edit", "reject"])),
+        "action": draw(st.sampled_from(["approve", "trust", "edit", "reject", "all-approve", "all-reject", "stop"])),
         "named": draw(st.sampled_from([*NAMED, "unknown"])),
         "version": draw(st.one_of(st.none(), st.just("deadbeef"))),
         "malformed": draw(
             st.one_of(
                 hostile_text(max_atoms=3, surrogates=False),
                 st.sampled_from(
-                    ["cs:approve:", "cs:approve:" + "g" * 32, "cs:approve:" + UNKNOWN_ID + "x", "cs:" * 40]
+                    [
+                        "cs:approve:",
+                        "cs:approve:" + "g" * 32,
+                        "cs:approve:" + UNKNOWN_ID + "x",
+                        "cs:" * 40,
+                        "cs:trust:" + UNKNOWN_ID.upper(),
+                        "cs:stop:",
+                        "cs:stop:" + UNKNOWN_ID + ":00000000",
+                        "cs:all-approve:" + "z" * 32,
+                        "cs:all-stop:" + UNKNOWN_ID,
+                    ]
                 ),
             )
         ),
@@ -170,8 +186,17 @@ def _custom_id(click: dict[str, Any], cards: Cards) -> str:
         shown = _buttons_of(cards, click["message"])
         return next((c for c in shown if c.startswith(f"cs:{click['action']}:")), shown[0] if shown else "cs:none")
     if click["id_kind"] == "named":
-        approval = UNKNOWN_ID if click["named"] == "unknown" else _on_card(cards, click["named"]).approval_id
-        return f"cs:{click['action']}:{approval}" + (f":{click['version']}" if click["version"] else "")
+        action = click["action"]
+        if click["named"] == "unknown":
+            named = UNKNOWN_ID
+        elif action == "stop":
+            named = cards.turns[click["named"]]
+        elif action.startswith("all-"):
+            named = cards.pauses[click["named"]]
+        else:
+            named = _on_card(cards, click["named"]).approval_id
+        version = f":{click['version']}" if click["version"] and action != "stop" else ""
+        return f"cs:{action}:{named}{version}"
     return click["malformed"]
 
 
@@ -218,6 +243,66 @@ def _buttons_of(cards: Cards, name: str) -> list[str]:
         "who": "erin",
     }
 )
+@example(
+    click={
+        "message": "pending",
+        "id_kind": "named",
+        "action": "trust",
+        "named": "foreign",
+        "version": None,
+        "malformed": "",
+        "component_type": BUTTON,
+        "who": "bob",
+    }
+)
+@example(
+    click={
+        "message": "pending",
+        "id_kind": "named",
+        "action": "all-approve",
+        "named": "foreign",
+        "version": "deadbeef",
+        "malformed": "",
+        "component_type": BUTTON,
+        "who": "bob",
+    }
+)
+@example(
+    click={
+        "message": "pending",
+        "id_kind": "named",
+        "action": "all-reject",
+        "named": "pending",
+        "version": None,
+        "malformed": "",
+        "component_type": BUTTON,
+        "who": "erin",
+    }
+)
+@example(
+    click={
+        "message": "pending",
+        "id_kind": "named",
+        "action": "stop",
+        "named": "pending",
+        "version": None,
+        "malformed": "",
+        "component_type": BUTTON,
+        "who": "carol-without-rights",
+    }
+)
+@example(
+    click={
+        "message": "pending",
+        "id_kind": "named",
+        "action": "stop",
+        "named": "decided",
+        "version": None,
+        "malformed": "",
+        "component_type": BUTTON,
+        "who": "bob",
+    }
+)
 async def test_property_a_forged_or_unpermitted_click_is_answered_audited_and_changes_nothing(
     discord_bot, discord_api, target, cards, click
 ):
@@ -225,11 +310,7 @@ async def test_property_a_forged_or_unpermitted_click_is_answered_audited_and_ch
     user, permissions = PEOPLE[click["who"]]
     custom_id = _custom_id(click, cards)
     card = _on_card(cards, click["message"])
-    statuses, audit, runs = (
-        await approval_statuses(discord_bot, cards),
-        await audit_rows(discord_bot),
-        len(target.requests),
-    )
+    before, audit, runs = await world(discord_bot), await audit_rows(discord_bot), len(target.requests)
     interaction = await discord_api.forge_interaction(
         "component",
         {"custom_id": custom_id, "component_type": click["component_type"]},
@@ -243,7 +324,7 @@ async def test_property_a_forged_or_unpermitted_click_is_answered_audited_and_ch
     assert kind in (4, 6), kind  # never a form: nobody here may decide
     assert shown and all(m["flags"] & EPHEMERAL for m in shown), shown
     assert not any(looks_like_a_trace(str(m.get("content"))) for m in shown), shown
-    assert (await approval_statuses(discord_bot, cards), len(target.requests)) == (statuses, runs)
+    assert (await world(discord_bot), len(target.requests)) == (before, runs)
     if BUTTON_ID.fullmatch(custom_id):  # the clicker is answered first, the refusal audited next
         await _audited(discord_bot, len(audit) + 1)
     new_rows = (await audit_rows(discord_bot))[len(audit) :]
@@ -253,6 +334,8 @@ async def test_property_a_forged_or_unpermitted_click_is_answered_audited_and_ch
         assert row["actor_id"] == str(user)
         named = custom_id.split(":")[2]
         assert row["approval_id"] == named or (row["outcome"] == "unknown_approval" and named == UNKNOWN_ID), row
+    elif OTHER_BUTTON_ID.fullmatch(custom_id):
+        assert len(new_rows) <= 1 and all(row["actor_id"] == str(user) for row in new_rows), new_rows
     else:
         assert new_rows == []
     assert _buttons(discord_api.message(cards.pending.message_id))
@@ -260,8 +343,15 @@ async def test_property_a_forged_or_unpermitted_click_is_answered_audited_and_ch
 
 async def test_after_forged_clicks_the_requester_still_decides(discord_bot, discord_api, target, cards):
     """A burst of forged clicks by others; then alice approves her card and it runs once."""
-    for action in ("approve", "edit", "reject"):
-        for approval in (cards.foreign.approval_id, cards.decided.approval_id, UNKNOWN_ID, cards.pending.approval_id):
+    for action in ("approve", "trust", "edit", "reject", "all-approve", "all-reject", "stop"):
+        for approval in (
+            cards.foreign.approval_id,
+            cards.decided.approval_id,
+            UNKNOWN_ID,
+            cards.pending.approval_id,
+            cards.pauses["pending"],
+            cards.turns["pending"],
+        ):
             interaction = await discord_api.forge_interaction(
                 "component",
                 {"custom_id": f"cs:{action}:{approval}:00000000", "component_type": BUTTON},
@@ -276,6 +366,41 @@ async def test_after_forged_clicks_the_requester_still_decides(discord_bot, disc
     await wait_answer(discord_api)
     await settle(discord_bot)
     assert len(target.requests) == before + 1
+
+
+async def test_the_requesters_own_clicks_that_cannot_apply_change_nothing(discord_bot, discord_api, target, cards):
+    """Issue 12's buttons, forged by alice (who may decide her card) where they cannot apply: Approve and trust on her
+    card, which offers no trust, Stop naming an ended or unknown turn, Approve all and Reject all on a decided pause.
+    Her card shows none of these buttons, so each is refused as a button the message does not show (before any
+    decision is tried), privately; nothing is decided, trusted, stopped or run, and she still approves her card."""
+    clicks = [
+        f"cs:trust:{cards.pending.approval_id}",
+        f"cs:stop:{cards.turns['decided']}",
+        f"cs:stop:{UNKNOWN_ID}",
+        f"cs:all-approve:{cards.pauses['decided']}",
+        f"cs:all-reject:{cards.pauses['decided']}",
+    ]
+    for custom_id in clicks:
+        answer = msg.UNKNOWN_BUTTON
+        before, audit, runs = await world(discord_bot), await audit_rows(discord_bot), len(target.requests)
+        interaction = await discord_api.forge_interaction(
+            "component",
+            {"custom_id": custom_id, "component_type": BUTTON},
+            D_ALICE,
+            channel_id=D_CHANNEL,
+            message_id=cards.pending.message_id,
+        )
+        kind, shown = await answer_of(discord_api, interaction)
+        await settle(discord_bot)
+        assert kind in (4, 6), (custom_id, kind)
+        assert [m["flags"] & EPHEMERAL for m in shown] == [EPHEMERAL], shown
+        assert str(shown[0].get("content")).startswith(answer), (custom_id, shown)
+        assert (await world(discord_bot), len(target.requests)) == (before, runs), custom_id
+        assert all(row["kind"] == "refused" for row in (await audit_rows(discord_bot))[len(audit) :]), custom_id
+    await click(discord_api, cards.pending, D_ALICE, "approve")
+    await wait_answer(discord_api)
+    await settle(discord_bot)
+    assert len(target.requests) == runs + 1
 
 
 # --- modal submissions ---------------------------------------------------------------------
@@ -297,14 +422,14 @@ def _form_components(input_id: str, value: Any, shape: str) -> Any:
 @st.composite
 def forged_forms(draw: st.DrawFn) -> dict[str, Any]:
     """A modal submission: which modal id, typed what, in what shape, by whom."""
-    kind = draw(st.sampled_from(["edit", "edit", "reject", "malformed"]))
+    kind = draw(st.sampled_from(["edit", "edit", "reject", "reject-all", "malformed"]))
     who = draw(st.sampled_from(["alice", "bob", "carol-without-rights"] if kind == "edit" else sorted(PEOPLE)))
     return {
         "kind": kind,
         "named": draw(st.sampled_from([*NAMED, "unknown"])) if who != "alice" else "pending",
         "malformed": draw(st.one_of(hostile_text(max_atoms=3, surrogates=False), st.just("cs:edit-modal:" + "z" * 32))),
         "value": draw(st.one_of(edit_form_text(surrogates=False), st.integers(), st.none()))
-        if kind != "reject"
+        if kind not in ("reject", "reject-all")
         else draw(hostile_text(surrogates=False)),
         "shape": draw(st.sampled_from(["label", "label", "row", "flat", "not-a-list", "junk"])),
         "who": who,
@@ -335,6 +460,9 @@ def forged_forms(draw: st.DrawFn) -> dict[str, Any]:
     }
 )
 @example(form={"kind": "reject", "named": "foreign", "malformed": "", "value": "mine", "shape": "label", "who": "bob"})
+@example(  # issue 12: Reject all of another server's pause
+    form={"kind": "reject-all", "named": "foreign", "malformed": "", "value": "no", "shape": "label", "who": "bob"}
+)
 @example(
     form={
         "kind": "malformed",
@@ -353,14 +481,15 @@ async def test_property_a_forged_or_broken_form_is_answered_and_changes_nothing(
         user, permissions = D_ALICE, None
     else:
         user, permissions = PEOPLE[form["who"]]
-    approval = UNKNOWN_ID if form["named"] == "unknown" else _on_card(cards, form["named"]).approval_id
-    custom_id = form["malformed"] if form["kind"] == "malformed" else f"cs:{form['kind']}-modal:{approval}"
-    input_id = "reason" if form["kind"] == "reject" else "args"
-    statuses, audit, runs = (
-        await approval_statuses(discord_bot, cards),
-        await audit_rows(discord_bot),
-        len(target.requests),
-    )
+    if form["named"] == "unknown":
+        subject = UNKNOWN_ID
+    elif form["kind"] == "reject-all":  # names a pause
+        subject = cards.pauses[form["named"]]
+    else:
+        subject = _on_card(cards, form["named"]).approval_id
+    custom_id = form["malformed"] if form["kind"] == "malformed" else f"cs:{form['kind']}-modal:{subject}"
+    input_id = "reason" if form["kind"] in ("reject", "reject-all") else "args"
+    before, audit, runs = await world(discord_bot), await audit_rows(discord_bot), len(target.requests)
     interaction = await discord_api.forge_interaction(
         "modal_submit",
         {"custom_id": custom_id, "components": _form_components(input_id, form["value"], form["shape"])},
@@ -374,7 +503,7 @@ async def test_property_a_forged_or_broken_form_is_answered_and_changes_nothing(
     assert kind in (4, 5, 6), kind
     assert shown and all(m["flags"] & EPHEMERAL for m in shown), shown
     assert not any(looks_like_a_trace(str(m.get("content"))) or m.get("content") == msg.DECISION_FAILED for m in shown)
-    assert (await approval_statuses(discord_bot, cards), len(target.requests)) == (statuses, runs)
+    assert (await world(discord_bot), len(target.requests)) == (before, runs)
     assert all(row["kind"] == "refused" for row in (await audit_rows(discord_bot))[len(audit) :])
 
 

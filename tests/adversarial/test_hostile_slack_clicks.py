@@ -3,9 +3,12 @@
 Each example posts a properly signed `block_actions` or `view_submission` payload built from a
 valid one and then bent: wrong types, missing fields, huge values, unknown action ids and
 callback ids, values that name another workspace's approval, a decided one, or none at all.
-The bot must answer HTTP without a 5xx, tell a clicker it can name in words (never a trace),
-audit every refusal that names an approval (and every unknown id), change nothing, and still
-let the requester decide the card afterwards.
+Every button the bot draws is clicked: Approve, Approve and trust, Edit, Reject, the batch
+buttons (Approve all, Reject all: their value names a pause) and Stop (its value names a turn:
+a live one, an ended one, another workspace's, or none). The bot must answer HTTP without a
+5xx, tell a clicker it can name in words (never a trace), audit every refusal that names an
+approval (and every unknown id), change nothing (no decision, trust grant, stop or tool run),
+and still let the requester decide the card afterwards.
 """
 
 from __future__ import annotations
@@ -17,14 +20,18 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from adapters import stop_text
 from adapters.slack import blocks
 from adapters.slack import messages as msg
-from tests.adversarial.hostile import E2E_SETTINGS, hostile_text, looks_like_a_trace
+from tests.adversarial.hostile import E2E_SETTINGS, hostile_text, looks_like_a_trace, world
 from tests.adversarial.slack_hostile import (
+    BATCH_ACTIONS,
+    CARD_ACTIONS,
     MALLORY,
     NAMED,
+    NAMED_PAUSES,
+    NAMED_TURNS,
     OUR_ACTIONS,
-    REFUSALS,
     UNKNOWN_ID,
     ZED,
     Cards,
@@ -32,12 +39,13 @@ from tests.adversarial.slack_hostile import (
     audit_rows,
     cards_fixture,  # noqa: F401 - the `cards` fixture, found by pytest by name
     errors_logged,
+    is_refusal,
     named_value,
     post_form,
     still_decidable,
 )
 from tests.adversarial.slack_support import ephemerals_to, has_buttons
-from tests.e2e.conftest import BOB, TEAM
+from tests.e2e.conftest import ALICE, BOB, TEAM
 from tests.e2e.test_slack_flow import settle
 from tests.support.barriers import bolt_listeners_done
 
@@ -47,6 +55,7 @@ pytestmark = pytest.mark.e2e
 
 odd_values = st.one_of(
     st.sampled_from(NAMED),
+    st.sampled_from(NAMED_PAUSES + NAMED_TURNS),
     st.sampled_from(["unknown", "pending-upper", "pending-padded", "pending-long", "empty"]),
     hostile_text(max_atoms=4),
     st.integers(),
@@ -60,10 +69,16 @@ odd_strings = st.one_of(hostile_text(max_atoms=3), st.integers(), st.none(), st.
 
 @st.composite
 def clicks(draw: st.DrawFn) -> dict[str, Any]:
-    """The parts of a button click; `value` may be a placeholder (see `NAMED`)."""
+    """The parts of a button click; `value` may be a placeholder (see `NAMED`).
+
+    Half the time the value is one of the kind the button carries (an approval id for a card's
+    buttons, a pause for the batch buttons, a turn for Stop), so that forged values are tried
+    more often than values of the wrong kind."""
+    action_id = draw(st.one_of(st.sampled_from(OUR_ACTIONS), hostile_text(max_atoms=3)))
+    fitting = NAMED_PAUSES if action_id in BATCH_ACTIONS else NAMED_TURNS if action_id == blocks.ACTION_STOP else NAMED
     return {
-        "action_id": draw(st.one_of(st.sampled_from(OUR_ACTIONS), hostile_text(max_atoms=3))),
-        "value": draw(odd_values),
+        "action_id": action_id,
+        "value": draw(st.one_of(st.sampled_from(fitting), odd_values)),
         "who": draw(st.sampled_from([(BOB, TEAM), (MALLORY, "T2"), (MALLORY, TEAM), (ZED, TEAM)])),
         "block_id": draw(st.one_of(st.just("b"), odd_strings, st.just("countersign_x_deadbeef"))),
         "drop": draw(st.sets(st.sampled_from(["channel", "container", "message", "team", "trigger_id"]))),
@@ -160,20 +175,71 @@ def _click_payload(parts: dict[str, Any], cards: Cards) -> dict[str, Any]:
         "bend": None,
     }
 )
+@example(  # issue 12: Approve and trust on another workspace's card
+    parts={
+        "action_id": blocks.ACTION_TRUST,
+        "value": "foreign",
+        "who": (BOB, TEAM),
+        "block_id": "b",
+        "drop": set(),
+        "bend": None,
+    }
+)
+@example(  # Approve all on another workspace's pause
+    parts={
+        "action_id": blocks.ACTION_APPROVE_ALL,
+        "value": "foreign-pause",
+        "who": (BOB, TEAM),
+        "block_id": "countersign_x_deadbeef",
+        "drop": set(),
+        "bend": None,
+    }
+)
+@example(  # Reject all on this workspace's pause, by someone who may not decide it
+    parts={
+        "action_id": blocks.ACTION_REJECT_ALL,
+        "value": "pending-pause",
+        "who": (ZED, TEAM),
+        "block_id": "b",
+        "drop": set(),
+        "bend": None,
+    }
+)
+@example(  # Stop of a live turn of another workspace, and of an ended turn
+    parts={
+        "action_id": blocks.ACTION_STOP,
+        "value": "pending-turn",
+        "who": (MALLORY, "T2"),
+        "block_id": "b",
+        "drop": set(),
+        "bend": None,
+    }
+)
+@example(
+    parts={
+        "action_id": blocks.ACTION_STOP,
+        "value": "decided-turn",
+        "who": (BOB, TEAM),
+        "block_id": None,
+        "drop": set(),
+        "bend": None,
+    }
+)
 async def test_property_a_bent_or_forged_click_changes_nothing_and_is_answered(
     bot, events, slack, target, cards, caplog, parts
 ):
-    """Any signed click (odd types, missing fields, foreign or unknown ids): no 5xx, a sentence to the clicker, audited, nothing decided."""
+    """Any signed click (odd types, missing fields, foreign or unknown ids; any of our buttons, the batch and Stop
+    buttons too): no 5xx, a sentence to the clicker, audited, nothing decided, trusted, stopped or run."""
     payload = _click_payload(parts, cards)
     user, team = parts["who"]
-    statuses, audit, runs = await approval_statuses(bot, cards), await audit_rows(bot), len(target.requests)
+    before, audit, runs = await world(bot), await audit_rows(bot), len(target.requests)
     notes, logged, sent = len(ephemerals_to(slack, user)), len(caplog.records), len(slack.calls)
     delivery = await post_form(events, payload)
     await bolt_listeners_done()
     await settle(bot)
     assert delivery.status in (200, 400, 404), (delivery.status, delivery.body)
     assert errors_logged(caplog, logged) == []
-    assert (await approval_statuses(bot, cards), len(target.requests)) == (statuses, runs)
+    assert (await world(bot), len(target.requests)) == (before, runs)
     new_rows = (await audit_rows(bot))[len(audit) :]
     assert [row for row in new_rows if row["kind"] != "refused"] == []
     assert not any(looks_like_a_trace(json.dumps(call.args, default=str)) for call in slack.calls[sent:])
@@ -181,19 +247,25 @@ async def test_property_a_bent_or_forged_click_changes_nothing_and_is_answered(
     ours = parts["action_id"] in OUR_ACTIONS and parts["bend"] not in ("actions-empty", "actions-odd")
     named_user = parts["bend"] not in ("user-not-object", "user-id-number", "no-user-id")
     if ours and named_user:
-        # Refused in words, and audited as a refusal of this person.
-        [row] = new_rows
-        named = {getattr(cards, name).approval_id: name for name in NAMED}.get(row["approval_id"])
-        # A row about an approval is in the approval's workspace and names a clicker of another
-        # workspace in its detail; a row about no known approval is in the clicker's workspace.
-        approval_workspace = {"foreign": "T2", "pending": TEAM, "decided": TEAM}.get(named or "")
-        assert (row["actor_id"], row["workspace_id"]) == (user, approval_workspace or team), row
-        detail = row["detail"] if isinstance(row["detail"], dict) else json.loads(row["detail"] or "{}")
-        assert detail.get("actor_workspace_id") == (team if approval_workspace not in (None, team) else None), row
-        assert named == parts["value"] or row["outcome"] == "unknown_approval", row
+        assert all(row["actor_id"] == user for row in new_rows), new_rows
+        if parts["action_id"] in CARD_ACTIONS:
+            # Refused in words, and audited as a refusal of this person.
+            [row] = new_rows
+            named = {getattr(cards, name).approval_id: name for name in NAMED}.get(row["approval_id"])
+            # A row about an approval is in the approval's workspace and names a clicker of another
+            # workspace in its detail; a row about no known approval is in the clicker's workspace.
+            approval_workspace = {"foreign": "T2", "pending": TEAM, "decided": TEAM}.get(named or "")
+            assert (row["actor_id"], row["workspace_id"]) == (user, approval_workspace or team), row
+            detail = row["detail"] if isinstance(row["detail"], dict) else json.loads(row["detail"] or "{}")
+            assert detail.get("actor_workspace_id") == (team if approval_workspace not in (None, team) else None), row
+            assert named == parts["value"] or row["outcome"] == "unknown_approval", row
+        else:
+            # A batch refuses each call of the pause (one here) or names an unknown pause; a Stop of a
+            # live turn is refused and audited, of an ended or unknown turn only answered.
+            assert len(new_rows) <= 1, new_rows
         if "channel" not in parts["drop"] or "container" not in parts["drop"]:
             [note] = ephemerals_to(slack, user)[notes:]
-            assert note in REFUSALS or note.startswith("This was already"), note
+            assert is_refusal(note), note
     else:
         assert new_rows == [] and len(ephemerals_to(slack, user)) == notes
 
@@ -243,3 +315,29 @@ async def test_forged_slack_clicks_are_refused_and_audited(bot, events, slack, t
     assert await approval_statuses(bot, cards) == statuses and has_buttons(slack, cards.pending)
     assert ephemerals_to(slack, BOB)[-1] == msg.UNKNOWN_APPROVAL
     assert ephemerals_to(slack, MALLORY)[-1] == msg.REFUSED_OTHER_WORKSPACE
+
+
+async def test_the_requesters_own_clicks_that_cannot_apply_change_nothing(bot, events, slack, target, cards):
+    """Issue 12's buttons, clicked by the one person who may decide the card, where they cannot apply: Approve and
+    trust on a card that offers no trust, Stop naming an ended or unknown turn, Approve all and Reject all on a pause
+    already decided. Each is answered privately in words, and nothing is decided, trusted, stopped or run."""
+    clicks = [
+        (blocks.ACTION_TRUST, cards.pending.approval_id, msg.TRUST_REFUSED["not_offered"]),
+        (blocks.ACTION_STOP, cards.turns["decided"], stop_text.TURN_ENDED),
+        (blocks.ACTION_STOP, UNKNOWN_ID, stop_text.TURN_ENDED),
+        (blocks.ACTION_APPROVE_ALL, cards.pauses["decided"], "Already decided before your click"),
+        (blocks.ACTION_REJECT_ALL, cards.pauses["decided"], "This was already"),
+    ]
+    for action, value, answer in clicks:
+        before, audit, runs = await world(bot), await audit_rows(bot), len(target.requests)
+        notes = len(ephemerals_to(slack, ALICE))
+        parts = {"action_id": action, "value": value, "who": (ALICE, TEAM), "block_id": "b", "drop": set()}
+        assert (await post_form(events, _click_payload({**parts, "bend": None}, cards))).status == 200
+        await bolt_listeners_done()
+        await settle(bot)
+        assert (await world(bot), len(target.requests)) == (before, runs), action
+        assert all(row["kind"] == "refused" for row in (await audit_rows(bot))[len(audit) :]), action
+        [note] = ephemerals_to(slack, ALICE)[notes:]
+        assert note.startswith(answer) and is_refusal(note), (action, note)
+        assert slack.calls_to("views.open") == []
+    await still_decidable(bot, events, slack, target, cards)

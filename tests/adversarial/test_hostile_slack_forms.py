@@ -19,10 +19,15 @@ from tests.adversarial.hostile import (
     edit_form_text,
     hostile_text,
     looks_like_a_trace,
+    world,
 )
 from tests.adversarial.slack_hostile import (
     MALLORY,
+    NAMED,
+    NAMED_PAUSES,
+    OUR_VIEWS,
     UNKNOWN_ID,
+    ZED,
     Cards,
     approval_statuses,
     audit_rows,
@@ -128,10 +133,66 @@ async def test_property_no_edit_form_breaks_or_decides_anything_it_should_not(
     assert has_buttons(slack, cards.pending)
 
 
+@st.composite
+def reject_all_forms(draw: st.DrawFn) -> dict[str, Any]:
+    """A Reject all form (issue 12) as submitted: any reason, naming this or another pause, or anything, by
+    someone who may decide none of the calls it names."""
+    return {
+        "reason": draw(st.one_of(hostile_text(max_atoms=4), st.integers(), st.none())),
+        "metadata": draw(
+            st.one_of(
+                st.sampled_from([*NAMED_PAUSES, *NAMED_PAUSES, *NAMED, "unknown", "empty"]),
+                hostile_text(max_atoms=3),
+                st.integers(),
+                st.none(),
+            )
+        ),
+        "who": draw(st.sampled_from([(BOB, TEAM), (MALLORY, "T2"), (MALLORY, TEAM), (ZED, TEAM)])),
+    }
+
+
+@pytest.mark.timeout(300)
+@E2E_SETTINGS
+@given(form=reject_all_forms())
+@example(form={"reason": "no", "metadata": "foreign-pause", "who": (BOB, TEAM)})
+@example(form={"reason": "\x00\ud800", "metadata": "pending-pause", "who": (MALLORY, "T2")})
+@example(form={"reason": None, "metadata": "decided-pause", "who": (ZED, TEAM)})
+async def test_property_no_reject_all_form_by_a_stranger_decides_anything(
+    bot, events, slack, target, cards, caplog, form
+):
+    """Any Reject all submission by someone who may decide none of its calls (another workspace's pause, an unknown
+    or decided one, odd metadata and reasons): 200, errors or a summary in the form without a trace, only refusals
+    audited, nothing decided, trusted, stopped or run, no error logged."""
+    user, team = form["who"]
+    values = _typed(blocks.REASON_BLOCK, blocks.REASON_INPUT, form["reason"])
+    payload = _submission(blocks.VIEW_REJECT_ALL, named_value(form["metadata"], cards), values, user, team)
+    before, audit, runs, logged = await world(bot), await audit_rows(bot), len(target.requests), len(caplog.records)
+    delivery = await post_form(events, payload)
+    await bolt_listeners_done()
+    await settle(bot)
+    assert delivery.status == 200, delivery.body
+    assert delivery.json["response_action"] in ("errors", "update"), delivery.body
+    shown = json.dumps(delivery.json)
+    assert not looks_like_a_trace(shown) and msg.DECISION_FAILED not in shown, shown
+    assert (await world(bot), len(target.requests)) == (before, runs)
+    new_rows = (await audit_rows(bot))[len(audit) :]
+    assert all(row["kind"] == "refused" and row["actor_id"] == user for row in new_rows), new_rows
+    assert errors_logged(caplog, logged) == []
+    assert has_buttons(slack, cards.pending)
+
+
 async def test_many_bent_forms_leave_the_card_decidable(bot, events, slack, target, cards):
     """After odd Edit and Reject forms by strangers, the requester still approves; it runs once."""
-    for callback in (blocks.VIEW_EDIT, blocks.VIEW_REJECT, "countersign_other_view"):
-        for metadata in (cards.pending.approval_id, cards.foreign.approval_id, UNKNOWN_ID, "", None):
+    for callback in (*OUR_VIEWS, "countersign_other_view"):
+        for metadata in (
+            cards.pending.approval_id,
+            cards.foreign.approval_id,
+            cards.pauses["pending"],
+            cards.pauses["foreign"],
+            UNKNOWN_ID,
+            "",
+            None,
+        ):
             values = {
                 **_typed(blocks.EDIT_BLOCK, blocks.EDIT_INPUT, "{}"),
                 **_typed(blocks.REASON_BLOCK, blocks.REASON_INPUT, "x"),
