@@ -181,6 +181,30 @@ async def _audited(bot, rows: int) -> None:
     await wait_until_async(there, f"{rows} audit rows")
 
 
+def _forged(
+    action: str,
+    id_kind: str,
+    *,
+    named: str,
+    who: str,
+    message: str = "pending",
+    version: str | None = None,
+    malformed: str = "",
+    component_type: int = BUTTON,
+) -> dict[str, Any]:
+    """An explicit example of `forged_clicks()` (same keys), with its usual values as defaults."""
+    return {
+        "message": message,
+        "id_kind": id_kind,
+        "action": action,
+        "named": named,
+        "version": version,
+        "malformed": malformed,
+        "component_type": component_type,
+        "who": who,
+    }
+
+
 def _custom_id(click: dict[str, Any], cards: Cards) -> str:
     if click["id_kind"] == "shown":
         shown = _buttons_of(cards, click["message"])
@@ -207,102 +231,14 @@ def _buttons_of(cards: Cards, name: str) -> list[str]:
 @pytest.mark.timeout(300)
 @E2E_SETTINGS
 @given(click=forged_clicks())
-@example(
-    click={
-        "message": "pending",
-        "id_kind": "named",
-        "action": "approve",
-        "named": "foreign",
-        "version": None,
-        "malformed": "",
-        "component_type": BUTTON,
-        "who": "bob",
-    }
-)
-@example(
-    click={
-        "message": "pending",
-        "id_kind": "shown",
-        "action": "approve",
-        "named": "pending",
-        "version": None,
-        "malformed": "",
-        "component_type": BUTTON,
-        "who": "carol-without-rights",
-    }
-)
-@example(
-    click={
-        "message": "pending",
-        "id_kind": "malformed",
-        "action": "approve",
-        "named": "pending",
-        "version": None,
-        "malformed": "cs:approve:" + "g" * 32,
-        "component_type": BUTTON,
-        "who": "erin",
-    }
-)
-@example(
-    click={
-        "message": "pending",
-        "id_kind": "named",
-        "action": "trust",
-        "named": "foreign",
-        "version": None,
-        "malformed": "",
-        "component_type": BUTTON,
-        "who": "bob",
-    }
-)
-@example(
-    click={
-        "message": "pending",
-        "id_kind": "named",
-        "action": "all-approve",
-        "named": "foreign",
-        "version": "deadbeef",
-        "malformed": "",
-        "component_type": BUTTON,
-        "who": "bob",
-    }
-)
-@example(
-    click={
-        "message": "pending",
-        "id_kind": "named",
-        "action": "all-reject",
-        "named": "pending",
-        "version": None,
-        "malformed": "",
-        "component_type": BUTTON,
-        "who": "erin",
-    }
-)
-@example(
-    click={
-        "message": "pending",
-        "id_kind": "named",
-        "action": "stop",
-        "named": "pending",
-        "version": None,
-        "malformed": "",
-        "component_type": BUTTON,
-        "who": "carol-without-rights",
-    }
-)
-@example(
-    click={
-        "message": "pending",
-        "id_kind": "named",
-        "action": "stop",
-        "named": "decided",
-        "version": None,
-        "malformed": "",
-        "component_type": BUTTON,
-        "who": "bob",
-    }
-)
+@example(click=_forged("approve", "named", named="foreign", who="bob"))
+@example(click=_forged("approve", "shown", named="pending", who="carol-without-rights"))
+@example(click=_forged("approve", "malformed", named="pending", who="erin", malformed="cs:approve:" + "g" * 32))
+@example(click=_forged("trust", "named", named="foreign", who="bob"))
+@example(click=_forged("all-approve", "named", named="foreign", who="bob", version="deadbeef"))
+@example(click=_forged("all-reject", "named", named="pending", who="erin"))
+@example(click=_forged("stop", "named", named="pending", who="carol-without-rights"))
+@example(click=_forged("stop", "named", named="decided", who="bob"))
 async def test_property_a_forged_or_unpermitted_click_is_answered_audited_and_changes_nothing(
     discord_bot, discord_api, target, cards, click
 ):

@@ -132,39 +132,17 @@ def _click_payload(parts: dict[str, Any], cards: Cards) -> dict[str, Any]:
 # --- the properties -----------------------------------------------------------------------
 
 
+def _drawn(action_id: str, value: object, who: tuple[str, str], *, block_id: str | None = "b") -> dict[str, Any]:
+    """An explicit example of `clicks()`: the button, its value, the clicker and team, nothing dropped or bent."""
+    return {"action_id": action_id, "value": value, "who": who, "block_id": block_id, "drop": set(), "bend": None}
+
+
 @pytest.mark.timeout(300)
 @E2E_SETTINGS
 @given(parts=clicks())
-@example(
-    parts={
-        "action_id": blocks.ACTION_APPROVE,
-        "value": "pending",
-        "who": (MALLORY, "T2"),
-        "block_id": "b",
-        "drop": set(),
-        "bend": None,
-    }
-)
-@example(
-    parts={
-        "action_id": blocks.ACTION_APPROVE,
-        "value": "foreign",
-        "who": (BOB, TEAM),
-        "block_id": "b",
-        "drop": set(),
-        "bend": None,
-    }
-)
-@example(
-    parts={
-        "action_id": blocks.ACTION_EDIT,
-        "value": 7,
-        "who": (BOB, TEAM),
-        "block_id": None,
-        "drop": set(),
-        "bend": None,
-    }
-)
+@example(parts=_drawn(blocks.ACTION_APPROVE, "pending", (MALLORY, "T2")))
+@example(parts=_drawn(blocks.ACTION_APPROVE, "foreign", (BOB, TEAM)))
+@example(parts=_drawn(blocks.ACTION_EDIT, 7, (BOB, TEAM), block_id=None))
 @example(
     parts={
         "action_id": blocks.ACTION_REJECT,
@@ -175,56 +153,15 @@ def _click_payload(parts: dict[str, Any], cards: Cards) -> dict[str, Any]:
         "bend": None,
     }
 )
-@example(  # issue 12: Approve and trust on another workspace's card
-    parts={
-        "action_id": blocks.ACTION_TRUST,
-        "value": "foreign",
-        "who": (BOB, TEAM),
-        "block_id": "b",
-        "drop": set(),
-        "bend": None,
-    }
-)
-@example(  # Approve all on another workspace's pause
-    parts={
-        "action_id": blocks.ACTION_APPROVE_ALL,
-        "value": "foreign-pause",
-        "who": (BOB, TEAM),
-        "block_id": "countersign_x_deadbeef",
-        "drop": set(),
-        "bend": None,
-    }
-)
-@example(  # Reject all on this workspace's pause, by someone who may not decide it
-    parts={
-        "action_id": blocks.ACTION_REJECT_ALL,
-        "value": "pending-pause",
-        "who": (ZED, TEAM),
-        "block_id": "b",
-        "drop": set(),
-        "bend": None,
-    }
-)
-@example(  # Stop of a live turn of another workspace, and of an ended turn
-    parts={
-        "action_id": blocks.ACTION_STOP,
-        "value": "pending-turn",
-        "who": (MALLORY, "T2"),
-        "block_id": "b",
-        "drop": set(),
-        "bend": None,
-    }
-)
-@example(
-    parts={
-        "action_id": blocks.ACTION_STOP,
-        "value": "decided-turn",
-        "who": (BOB, TEAM),
-        "block_id": None,
-        "drop": set(),
-        "bend": None,
-    }
-)
+# issue 12: Approve and trust on another workspace's card
+@example(parts=_drawn(blocks.ACTION_TRUST, "foreign", (BOB, TEAM)))
+# Approve all on another workspace's pause
+@example(parts=_drawn(blocks.ACTION_APPROVE_ALL, "foreign-pause", (BOB, TEAM), block_id="countersign_x_deadbeef"))
+# Reject all on this workspace's pause, by someone who may not decide it
+@example(parts=_drawn(blocks.ACTION_REJECT_ALL, "pending-pause", (ZED, TEAM)))
+# Stop of a live turn of another workspace, and of an ended turn
+@example(parts=_drawn(blocks.ACTION_STOP, "pending-turn", (MALLORY, "T2")))
+@example(parts=_drawn(blocks.ACTION_STOP, "decided-turn", (BOB, TEAM), block_id=None))
 async def test_property_a_bent_or_forged_click_changes_nothing_and_is_answered(
     bot, events, slack, target, cards, caplog, parts
 ):
