@@ -19,7 +19,7 @@ from tests.e2e.conftest import ALICE, BOT_TOKEN, CHANNEL, SIGNING_SECRET, TEAM
 from tests.e2e.test_slack_flow import click, wait_answer, wait_card
 from tests.standins.slack_events import SlackEventSender
 from tests.support.barriers import wait_until
-from tests.support.bot_process import BotProcess, base_env, free_port
+from tests.support.bot_process import BotProcess, base_env, free_port, run_chat
 
 pytestmark = pytest.mark.e2e
 
@@ -364,22 +364,6 @@ async def _stopped(pid: int) -> None:
     await wait_until(gone, f"PostgreSQL (pid {pid}) stopping")
 
 
-async def _chat(env: dict[str, str], cwd, stdin: bytes) -> tuple[int, str, str]:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "countersign.cli",
-        "chat",
-        env=env,
-        cwd=cwd,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(proc.communicate(stdin), timeout=90)
-    return proc.returncode or 0, out.decode(), err.decode()
-
-
 async def test_chat_shows_a_card_left_waiting_by_an_earlier_run(db_url, gemini, target, tmp_path):
     """A chat that ended at an approval prompt shows that approval again next time; approving it runs the call."""
     env = base_env(
@@ -389,10 +373,10 @@ async def test_chat_shows_a_card_left_waiting_by_an_earlier_run(db_url, gemini, 
         HTTP_REQUEST_ALLOWED_HOSTS=target.host,
         LOG_LEVEL="WARNING",
     )
-    code, out, err = await _chat(env, tmp_path, b"post widget\n")
+    code, out, err = await run_chat(env, tmp_path, b"post widget\n")
     assert code == 0, err
     assert "http_request wants to run" in out and target.requests == []
-    code, out, err = await _chat(env, tmp_path, b"a\n/quit\n")
+    code, out, err = await run_chat(env, tmp_path, b"a\n/quit\n")
     assert code == 0, err
     assert "http_request wants to run" in out and "approved by" in out
     assert [r.json for r in target.requests] == [{"name": "widget"}]

@@ -13,7 +13,7 @@ from bot.agents.kind import AgentKind
 from tests.e2e.agent_script import agent_script
 from tests.integration.test_subagents_service import SPECS, team, to_alpha
 from tests.standins.gemini import GeminiStandIn
-from tests.support.bot_process import base_env
+from tests.support.bot_process import base_env, run_chat
 from tests.support.http_target import HttpTarget
 from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
 from tests.support.service import open_service
@@ -123,21 +123,9 @@ async def test_countersign_chat_in_a_real_terminal_session(db_url, tmp_path):
             HTTP_REQUEST_ALLOWED_HOSTS=target.host,
             LOG_LEVEL="WARNING",
         )
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "countersign.cli",
-            "chat",
-            env=env,
-            cwd=tmp_path,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
         typed = b"post widget\na\nhi \x1b]0;pwned\x07 there\npost gadget\nr\n/quit\n/quit\n"
-        out, err = await asyncio.wait_for(proc.communicate(typed), timeout=60)
-    assert proc.returncode == 0, err.decode()
-    text = out.decode()
+        code, text, err = await run_chat(env, tmp_path, typed, timeout=60)
+    assert code == 0, err
     assert "\x1b" not in text and "\x07" not in text
     assert "bot> You said: hi \\x1b]0;pwned\\x07 there" in text
     assert "!  Not rejected: `/quit` is a command, not a reason. The call still waits." in text

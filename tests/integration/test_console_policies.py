@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import sys
 from datetime import UTC, datetime, timedelta
 
 import asyncpg
@@ -22,7 +21,7 @@ from bot.conversation import Actor, ConversationRef
 from tests.e2e.agent_script import agent_script
 from tests.standins.gemini import GeminiStandIn
 from tests.support.barriers import wait_until
-from tests.support.bot_process import base_env
+from tests.support.bot_process import base_env, run_chat
 from tests.support.http_target import HttpTarget
 from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
 from tests.support.service import open_service
@@ -496,17 +495,6 @@ async def test_trying_a_policy_in_a_real_countersign_chat(db_url, tmp_path):
             HTTP_REQUEST_ALLOWED_HOSTS=target.host,
             LOG_LEVEL="WARNING",
         )
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "countersign.cli",
-            "chat",
-            env=env,
-            cwd=tmp_path,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
         lines = [
             "/countersign quorum http_request 2",
             "/countersign approvers add @bob for http_request",
@@ -525,9 +513,8 @@ async def test_trying_a_policy_in_a_real_countersign_chat(db_url, tmp_path):
             "/countersign show",
             "/quit",
         ]
-        out, err = await asyncio.wait_for(proc.communicate("\n".join(lines).encode() + b"\n"), timeout=120)
-    assert proc.returncode == 0, err.decode()
-    text = out.decode()
+        code, text, err = await run_chat(env, tmp_path, "\n".join(lines).encode() + b"\n")
+    assert code == 0, err
     assert [r.json for r in target.requests] == [{"name": "widget"}, {"name": "gadget"}, {"name": "gizmo"}]
     assert "/as <name> acts as a pretend teammate" in text
     assert "Your approval is recorded (1 of 2)" in text and "approvals: 1 of 2 (@" in text
@@ -539,4 +526,4 @@ async def test_trying_a_policy_in_a_real_countersign_chat(db_url, tmp_path):
     assert "http_request`: review when" in text and "trust up to 30m, matching `method`,`url`" in text
     assert "Updated approvers for `http_request`: @bob (was: not set)" in text
     assert "!  Only admins can do that: the person at the terminal, and bot admins. Nothing was changed." in text
-    assert "Traceback" not in text + err.decode()
+    assert "Traceback" not in text + err

@@ -98,3 +98,24 @@ class BotProcess:
         if self._reader is not None:
             await self._reader
         return code
+
+
+async def run_chat(env: dict[str, str], cwd: Path, stdin: bytes, *, timeout: float = 120) -> tuple[int, str, str]:
+    """Run `countersign chat` with `stdin` typed into it until it exits; its status, stdout and stderr.
+
+    Raises:
+        TimeoutError: it did not exit within `timeout` seconds (it is left to the test's cleanup).
+    """
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "countersign.cli",
+        "chat",
+        env=env,
+        cwd=cwd,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(stdin), timeout=timeout)
+    return proc.returncode or 0, out.decode(), err.decode()
