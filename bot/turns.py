@@ -26,9 +26,11 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.errors import GraphRecursionError
+from langgraph.graph import END
 from langgraph.types import Command, Interrupt, StateSnapshot
 
 from bot import metrics
+from bot.agents.checkpointing import STEP_BUDGET_KEY, StepBudget
 from bot.agents.context_window import AUTHOR_KEY
 from bot.agents.delegation import DelegationEvent
 from bot.agents.history import unanswered_tool_calls
@@ -36,7 +38,8 @@ from bot.agents.kind import AgentKind
 from bot.agents.model_retry import ModelWait
 from bot.agents.no_answer import no_answer_reason
 from bot.agents.pool import AgentPool
-from bot.agents.review_agent import ReviewAgent
+from bot.agents.review_agent import ReviewAgent, should_continue
+from bot.agents.state import AgentState
 from bot.agents.stop_signal import STOP_KEY, StopSignal, stopped_by
 from bot.approvals.config import WorkspaceConfig
 from bot.approvals.decisions import validate_decisions
@@ -722,6 +725,12 @@ class TurnRunner:
         stream includes subgraphs, so that a subagent's model waits (`ModelWait`) are shown
         too; only the conversation's own state (namespace `()`) counts as the run's state.
 
+        The graph's checkpointing (`bot.agents.checkpointing`) decides the rest: an agent whose
+        runs store their pauses only at exit (the ReAct agent, `durability="exit"`) gets its
+        cards from `_deliver` once the invocation is over (its pause ends the run anyway), and
+        an agent that stops before some nodes to store its checkpoint there is invoked again at
+        once, as the same run, with the steps the run has left (`StepBudget`).
+
         Args:
             conversation: the conversation.
             graph: its graph.
@@ -742,15 +751,12 @@ class TurnRunner:
         raised: dict[str, Interrupt] = {}
         unstored: set[str] = set()
         feed = ProgressFeed(progress, conversation.thread_id)
+        plan = self._agents.checkpointing_of(graph)
+        budget = StepBudget(self._recursion_limit)
         config = self.config(conversation, requester)
         config["configurable"][STOP_KEY] = signal
-        stream = graph.astream(
-            cast(Any, graph_input),
-            config,
-            stream_mode=["values", "custom"],
-            version="v2",
-            subgraphs=True,
-        )
+        if plan.stored_before:
+            config["configurable"][STEP_BUDGET_KEY] = budget
         offer = asyncio.get_running_loop().call_later(
             self._offer_stop_after_s, lambda: feed.show(tracker.on_long_run())
         )
@@ -760,25 +766,43 @@ class TurnRunner:
 
         signal.add_listener(show_stopping)  # a stop during the run shows on the indicator
         try:
-            async for part in stream:
-                chunk = cast(Mapping[str, Any], part)
-                if chunk["type"] == "values" and not chunk.get("ns"):
-                    latest = dict(chunk["data"])
-                    for interrupt in chunk.get("interrupts") or ():
-                        raised.setdefault(interrupt.id, interrupt)
-                        if interrupt.id in seen or interrupt.id in unstored:
-                            continue  # paused before this run, and raised again
-                        if not await self._pause_stored(conversation, graph, interrupt):
-                            unstored.add(interrupt.id)  # `_deliver` opens it once the run is over
-                            continue
-                        seen.add(interrupt.id)
-                        # A new pause: its cards now, not when the step (and the run) ends.
-                        await self.open_review(conversation, interrupt, latest.get("messages", []))
-                        feed.show(tracker.on_interrupt(interrupt))
-                elif chunk["type"] == "custom" and isinstance(chunk["data"], DelegationEvent):
-                    feed.show(tracker.on_event(chunk["data"]))
-                elif chunk["type"] == "custom" and isinstance(chunk["data"], ModelWait):
-                    feed.show(tracker.on_model_wait(chunk["data"]))
+            for invocation in range(self._recursion_limit + 1):
+                raised_here = len(raised)
+                stream = graph.astream(
+                    cast(Any, graph_input if invocation == 0 else None),
+                    {**config, "recursion_limit": budget.limit if invocation == 0 else budget.next_limit()},
+                    stream_mode=["values", "custom"],
+                    version="v2",
+                    subgraphs=True,
+                    durability=plan.durability,
+                    interrupt_before=list(plan.stored_before) or None,
+                )
+                async for part in stream:
+                    chunk = cast(Mapping[str, Any], part)
+                    if chunk["type"] == "values" and not chunk.get("ns"):
+                        latest = dict(chunk["data"])
+                        for interrupt in chunk.get("interrupts") or ():
+                            raised.setdefault(interrupt.id, interrupt)
+                            if interrupt.id in seen or interrupt.id in unstored:
+                                continue  # paused before this run, and raised again
+                            if plan.stores_pauses_at_exit or not await self._pause_stored(
+                                conversation, graph, interrupt
+                            ):
+                                unstored.add(interrupt.id)  # `_deliver` opens it once the run is over
+                                continue
+                            seen.add(interrupt.id)
+                            # A new pause: its cards now, not when the step (and the run) ends.
+                            await self.open_review(conversation, interrupt, latest.get("messages", []))
+                            feed.show(tracker.on_interrupt(interrupt))
+                    elif chunk["type"] == "custom" and isinstance(chunk["data"], DelegationEvent):
+                        feed.show(tracker.on_event(chunk["data"]))
+                    elif chunk["type"] == "custom" and isinstance(chunk["data"], ModelWait):
+                        feed.show(tracker.on_model_wait(chunk["data"]))
+                if not plan.stored_before or len(raised) > raised_here or not _calls_waiting(latest):
+                    break
+                # Stopped before `human_review`, the model's calls stored: go on at once.
+            else:
+                raise GraphRecursionError(f"more than {self._recursion_limit} invocations in one run")
         finally:
             offer.cancel()
             signal.remove_listener(show_stopping)
@@ -867,6 +891,11 @@ class TurnRunner:
         """Whether every pending approval of the thread has a posted card."""
         pending = await self._approvals.pending_in_thread(conversation.thread_id)
         return all(approval.card_ref is not None for approval in pending)
+
+
+def _calls_waiting(values: Mapping[str, Any]) -> bool:
+    """Whether the graph would go on to `human_review` from `values` (its last message has calls)."""
+    return should_continue(cast(AgentState, {"messages": values.get("messages", [])})) != END
 
 
 def _escalation_of(config: WorkspaceConfig, tool_name: str) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolC
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool
 
+from bot.agents.checkpointing import step_budget
 from bot.agents.context_window import ContextWindow, measured_scale, tool_tokens
 from bot.agents.history import call_ids, with_canonical_args, with_unique_call_ids, without_nul
 from bot.agents.model_errors import to_model_error
@@ -74,7 +75,9 @@ def make_llm_call(
     The step guard (seed 000): a tool call is replaced by `STEP_LIMIT_MESSAGE` when
     `remaining_steps <= steps_per_tool_round`, because the round it starts would leave the
     next `llm_call` without a step and the turn would end in `GraphRecursionError`. `<=`, not
-    `<`, matters for odd limits (seed 000's table for `recursion_limit` 7).
+    `<`, matters for odd limits (seed 000's table for `recursion_limit` 7). A run made of
+    chained invocations carries a `StepBudget` in its config (`bot.agents.checkpointing`); the
+    node reports its step to it, so the next invocation gets the steps this one left.
 
     An answer with neither text nor a tool call (`bot.agents.no_answer`) is never stored. When
     asking again can help (a malformed function call, an empty reply), the model is asked once
@@ -111,6 +114,9 @@ def make_llm_call(
         return response
 
     async def llm_call(state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        budget = step_budget(config)
+        if budget is not None:  # a run made of chained invocations (`bot.agents.checkpointing`)
+            budget.observe(int((config.get("metadata") or {})["langgraph_step"]), state["remaining_steps"])
         signal = stop_signal(config)
         stopped, update = await unless_stopped(signal, _call(state, config))
         if stopped or update is None:

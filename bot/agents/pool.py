@@ -10,6 +10,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Mapping, Sequence
 
+from bot.agents.checkpointing import Checkpointing, checkpointing
 from bot.agents.kind import AgentKind
 from bot.agents.review_agent import ReviewAgent
 
@@ -30,11 +31,20 @@ class AgentPool:
         if len({len(compiled) for compiled in graphs.values()}) != 1:
             raise ValueError("every agent needs one graph per saver")
         self._graphs = {kind: list(compiled) for kind, compiled in graphs.items()}
+        self._kinds = {id(graph): kind for kind, compiled in graphs.items() for graph in compiled}
 
     @property
     def kinds(self) -> frozenset[AgentKind]:
         """The agents this pool can run."""
         return frozenset(self._graphs)
+
+    def checkpointing_of(self, graph: ReviewAgent) -> Checkpointing:
+        """How runs of `graph` (one of this pool's) store their checkpoints.
+
+        Raises:
+            KeyError: when `graph` is not one of this pool's graphs.
+        """
+        return checkpointing(self._kinds[id(graph)])
 
     def for_thread(self, thread_id: str, kind: AgentKind = AgentKind.REACT) -> ReviewAgent:
         """The graph of `kind` for `thread_id` (the saver is stable for the process's lifetime).

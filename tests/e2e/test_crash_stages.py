@@ -161,6 +161,49 @@ async def test_kill_9_at_a_stage_of_a_turn(stage, db_url, model, slack, target, 
     assert "Traceback" not in replicas.stderr()
 
 
+async def test_kill_9_while_an_unreviewed_call_runs(db_url, model, slack, target, tmp_path):
+    """SIGKILL while an ungated GET runs, a new process: the GET is not made again, the model is told, and the thread goes on.
+
+    The ReAct agent writes its checkpoint only when a run stops (docs/decisions/0027): it stops
+    before `human_review` once the model asked for calls, so the call's id is stored before the
+    call runs, and the new process finishes the round under that id, which the ledger knows as
+    started (a call under a new id, from asking the model again, would run twice).
+    """
+    _, gemini = model
+    replicas = Replicas(
+        lambda port: bot_env(gemini, slack, target, port, DATABASE_URL=db_url),
+        tmp_path,
+        signing_secret=SIGNING_SECRET,
+        team_id=TEAM,
+        count=1,
+    )
+    await replicas.start()
+    try:
+        target.gate.arm()
+        thread = await replicas.mention(CHANNEL, ALICE, "<@UBOT> get")
+        await target.gate.wait_arrived(WAIT_S)
+        await replicas.kill(0)
+        target.gate.release()
+        await replicas.start(0)
+
+        def answered() -> bool:
+            return any(text.startswith("Result: ") for text in bot_texts(slack, CHANNEL, thread, BOT_USER))
+
+        await wait_until(slack, answered, "answer", replicas)
+        await replicas.reply(CHANNEL, ALICE, "ping", thread)
+        await wait_until(
+            slack, lambda: "You said: ping" in bot_texts(slack, CHANNEL, thread, BOT_USER), "next answer", replicas
+        )
+    finally:
+        target.gate.release()
+        codes = await replicas.stop()
+    assert codes == [0], replicas.stderr()
+    assert [r.method for r in target.requests] == ["GET"]  # at most once
+    [answer] = [t for t in bot_texts(slack, CHANNEL, thread, BOT_USER) if t.startswith("Result: ")]
+    assert "interruption" in answer  # the agent was told the outcome is unknown
+    assert not cards_in(slack, CHANNEL, thread)
+
+
 async def test_kill_9_after_the_acknowledgement_before_the_turn(db_url, model, slack, target, tmp_path):
     """Slack got its 200, then the process died before the turn began: the message was claimed first, and is answered."""
     _, gemini = model
@@ -244,22 +287,31 @@ async def statement_waits(connection: asyncpg.Connection, statement: str) -> boo
     return bool(waiting)
 
 
-async def lose_waiting(connection: asyncpg.Connection, statement: str) -> None:
-    """End the server sessions of the killed process that wait to run `statement`: it is never run.
+async def waiting_backends(connection: asyncpg.Connection, statement: str) -> list[int]:
+    """The server sessions whose statement starting with `statement` waits for a lock."""
+    rows = await connection.fetch(
+        "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1", f"%{statement}%"
+    )
+    return [row["pid"] for row in rows]
+
+
+async def lose_waiting(connection: asyncpg.Connection, backends: list[int]) -> None:
+    """End the killed process's server sessions `backends` (from `waiting_backends`): their statements never run.
 
     PostgreSQL notices a dead client only when it next reads from it, so a statement waiting for
     a lock would still run once the lock is released; a crash before the statement reached the
-    server loses it, as this does.
+    server loses it, as this does. Only the sessions found before the kill are ended: a new
+    process (a restarted worker) may be waiting on the same lock by now.
     """
-    await connection.execute(
-        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1",
-        f"%{statement}%",
-    )
-    await eventually(lambda: _no_longer_waits(connection, statement), f"{statement} ended")
+    assert backends, "no waiting statement of the killed process"
+    await connection.execute("SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) AS pid", backends)
 
+    async def gone() -> bool:
+        return not await connection.fetchval(
+            "SELECT count(*) FROM pg_stat_activity WHERE pid = ANY($1::int[])", backends
+        )
 
-async def _no_longer_waits(connection: asyncpg.Connection, statement: str) -> bool:
-    return not await statement_waits(connection, statement)
+    await eventually(gone, "the killed process's waiting statements ended")
 
 
 @pytest.mark.parametrize("window", CARD_WINDOWS)
@@ -309,8 +361,9 @@ async def test_kill_9_while_the_turn_that_posted_the_card_finishes(window, db_ur
                 await blocker.execute(locked, f"slack:{TEAM}:{CHANNEL}:{thread}")
                 post.release()
                 await eventually(lambda: statement_waits(watcher, statement), f"{statement} waiting for its row")
+                backends = await waiting_backends(watcher, statement)
                 await replicas.kill(0)
-                await lose_waiting(watcher, statement)
+                await lose_waiting(watcher, backends)
                 await holding.rollback()
             finally:
                 await blocker.close()
@@ -339,15 +392,17 @@ async def test_kill_9_while_the_turn_that_posted_the_card_finishes(window, db_ur
     assert "Traceback" not in replicas.stderr()
 
 
-async def test_kill_9_after_the_card_before_the_pause_is_stored(db_url, model, slack, target, tmp_path):
-    """SIGKILL while the checkpoint of the model's decision (and of the pause) is still being written.
+async def test_kill_9_while_the_decision_is_being_stored(db_url, model, slack, target, tmp_path):
+    """SIGKILL while the checkpoint of the model's decision is still being written.
 
-    LangGraph writes checkpoints in the background (`durability="async"`) and streams the pause
-    before it is stored. The test holds the checkpoint's write (a lock on `checkpoints`) after
-    the model decided; a card posted meanwhile would name a pause that the process's death
-    loses. After a new process: every card names one approval, Approve on the first runs the
-    call once and is answered within `ANSWER_WITHIN_S`, no card is posted after the click, and
-    a click on the last copy is told it is already decided.
+    The ReAct agent's run writes its checkpoint when it stops (`durability="exit"`, stopping
+    before `human_review` once the model asked for calls; docs/decisions/0027), and opens no
+    review before that write is done: a card posted for a decision that the process's death
+    loses would name a pause that never comes back. The test holds the write (a lock on
+    `checkpoints`) after the model decided and checks that no review is open meanwhile. After a
+    new process (the message is asked again): every card names one approval, Approve on the
+    first runs the call once and is answered within `ANSWER_WITHIN_S`, no card is posted after
+    the click, and a click on the last copy is told it is already decided.
     """
     gated, gemini = model
     replicas = Replicas(
@@ -357,7 +412,6 @@ async def test_kill_9_after_the_card_before_the_pause_is_stored(db_url, model, s
         team_id=TEAM,
         count=1,
     )
-    post = slack.gates.setdefault("chat.postMessage", Gate())
     watcher = await asyncpg.connect(db_url)
     blocker = await asyncpg.connect(db_url)
     await replicas.start()
@@ -368,19 +422,12 @@ async def test_kill_9_after_the_card_before_the_pause_is_stored(db_url, model, s
         holding = blocker.transaction()
         await holding.start()
         await blocker.execute("LOCK TABLE checkpoints IN SHARE MODE")
-        post.arm()
         gated.before_call.release()
         await eventually(lambda: statement_waits(watcher, "INSERT INTO checkpoints ("), "a checkpoint write waiting")
-
-        async def card_or_wait() -> bool:
-            return post.arrived.is_set() or "is not stored yet; its cards wait for it" in replicas.stderr()
-
-        await eventually(card_or_wait, "the card's post, or the bot waiting for its pause to be stored")
-        post.release()
-        if post.arrived.is_set():  # the card went out before its pause was stored
-            await card_recorded(db_url)
+        assert await watcher.fetchval("SELECT count(*) FROM approvals") == 0, "a review opened before its checkpoint"
+        backends = await waiting_backends(watcher, "INSERT INTO checkpoints (")
         await replicas.kill(0)
-        await lose_waiting(watcher, "INSERT INTO checkpoints (")
+        await lose_waiting(watcher, backends)
         await holding.rollback()
         await replicas.start(0)
         await wait_until(slack, lambda: bool(cards_in(slack, CHANNEL, thread)), "card", replicas)
@@ -389,7 +436,6 @@ async def test_kill_9_after_the_card_before_the_pause_is_stored(db_url, model, s
         assert len({card.approval_id for card in cards}) == 1, f"{len(cards)} cards name different approvals"
         await approve_answered_once(replicas, slack, thread, cards)
     finally:
-        post.release()
         gated.before_call.release()
         await blocker.close()
         await watcher.close()
@@ -400,10 +446,12 @@ async def test_kill_9_after_the_card_before_the_pause_is_stored(db_url, model, s
     assert "Traceback" not in replicas.stderr()
 
 
-async def test_kill_9_of_a_discord_worker_before_the_pause_is_stored(db_url, model, sharded_api, target, tmp_path):
-    """`--workers 2` with Discord: the worker of the guild's shard dies while the pause's checkpoint is written.
+async def test_kill_9_of_a_discord_worker_while_the_decision_is_being_stored(
+    db_url, model, sharded_api, target, tmp_path
+):
+    """`--workers 2` with Discord: the worker of the guild's shard dies while the decision's checkpoint is written.
 
-    As `test_kill_9_after_the_card_before_the_pause_is_stored`, where the report came from:
+    As `test_kill_9_while_the_decision_is_being_stored`, where the report came from:
     the supervisor restarts the worker, its shard identifies again, and Approve on the card
     runs the call once, is answered within `ANSWER_WITHIN_S`, posts no second card, and a
     second click is told who decided.
@@ -430,16 +478,12 @@ async def test_kill_9_of_a_discord_worker_before_the_pause_is_stored(db_url, mod
         await blocker.execute("LOCK TABLE checkpoints IN SHARE MODE")
         gated.before_call.release()
         await eventually(lambda: statement_waits(watcher, "INSERT INTO checkpoints ("), "a checkpoint write waiting")
-
-        async def card_or_wait() -> bool:
-            recorded = await watcher.fetchval("SELECT count(*) FROM approvals WHERE card_ref IS NOT NULL")
-            return bool(recorded) or b"is not stored yet; its cards wait for it" in bot.stderr
-
-        await eventually(card_or_wait, "the card recorded, or the worker waiting for its pause to be stored")
+        assert await watcher.fetchval("SELECT count(*) FROM approvals") == 0, "a review opened before its checkpoint"
+        backends = await waiting_backends(watcher, "INSERT INTO checkpoints (")
         [victim] = worker_pids(bot)[1]
         os.kill(victim, signal.SIGKILL)
         await wait_for_condition(lambda: len(worker_pids(bot)[1]) == 2, "worker 1 restarted", timeout=START_S)
-        await lose_waiting(watcher, "INSERT INTO checkpoints (")
+        await lose_waiting(watcher, backends)
         await holding.rollback()
         await wait_for_condition(
             lambda: api.ready_shards().get(1) not in (None, sessions[1]), "shard 1 identified again", timeout=START_S

@@ -26,6 +26,7 @@ from bot.approvals.records import NO_LONGER_CONFIGURED
 from bot.audit import AuditKind, approval_entry
 from bot.ports import ApprovalExpired, ReviewPending
 from bot.storage.approval_store import VoteKind
+from bot.turns import TurnRunner
 from tests.support.recording_platform import RecordingPlatform
 from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
 from tests.support.service import WORKSPACE, actor, conversation, message, open_service
@@ -453,3 +454,31 @@ async def test_a_policy_naming_a_subagent_says_it_is_not_a_tool(db_url, registry
             await h.admin.execute(actor(ADMIN), SetPolicy(tool="alpha", mode=Mode.REVIEW), here="C1")
         audit = await h.audit.recent(WORKSPACE)
     assert not [e for e in audit if e.kind is AuditKind.CONFIG]
+
+
+async def test_a_pause_not_stored_in_time_gets_its_card_at_the_end_of_the_run(db_url, registry, tool_log, monkeypatch):
+    """The supervisor's checkpoint never showed a subagent's pause during the run: its card is posted once the run is over, and works.
+
+    The supervisor writes its checkpoints in the background (`durability="async"`), so the
+    runner looks for each pause in the checkpoint before opening its review (`_pause_stored`);
+    one never seen there in time is opened by the run's end.
+    """
+    looked: list[str] = []
+
+    async def never_stored(self, conversation, graph, interrupt) -> bool:
+        looked.append(interrupt.id)
+        return False
+
+    monkeypatch.setattr(TurnRunner, "_pause_stored", never_stored)
+    model = team(to_alpha)
+    async with open_service(db_url, model, registry, subagents=SPECS, default_agent=AgentKind.SUBAGENTS) as h:
+        await h.service.handle_message(message("bob", user="alice", message_id="14.1"))
+        [card] = pending(h)
+        assert looked and not await h.database.pool.fetchval(
+            "SELECT running_since IS NOT NULL FROM conversations WHERE thread_id = $1", conversation().thread_id
+        )  # the card is the run's delivered outcome
+        await h.service.decide(card.id, actor("alice"), Approve())
+        await h.service.tasks.join()
+    assert len(h.platform.cards) == 1
+    assert tool_log.calls == [("send", {"to": "bob", "body": "alpha", "urgent": False})]
+    assert h.platform.answers[-1][1] == "answer: alpha reports: sent to bob"

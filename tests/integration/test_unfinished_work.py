@@ -29,7 +29,6 @@ from bot.ports import ReviewPending, TurnFailed
 from bot.storage.approval_store import VoteKind
 from bot.storage.inbox import Inbox, inbox_key
 from bot.tools.registry import ToolRegistry, ToolSpec
-from bot.turns import TurnRunner
 from bot.upkeep import MAX_ATTEMPTS
 from tests.support.postgres import own_embedded, restart_embedded
 from tests.support.recording_platform import RecordingPlatform
@@ -455,22 +454,3 @@ async def test_a_vote_whose_redraw_died_is_shown_after_a_restart(db_url, registr
         await restarted.service.recover()
     [shown] = restarted.platform.updates
     assert shown.approval.id == card.approval.id and shown.approval.votes == ("alice",)
-
-
-async def test_a_pause_not_stored_in_time_gets_its_card_at_the_end_of_the_run(db_url, registry, tool_log, monkeypatch):
-    """The checkpoint never showed the pause during the run: its card is posted once the run is over, and works."""
-
-    async def never_stored(self, conversation, graph, interrupt) -> bool:
-        return False
-
-    monkeypatch.setattr(TurnRunner, "_pause_stored", never_stored)
-    model = ScriptedChatModel(replies=[calls(tool_call("send", {"to": "bob", "body": "hi"})), AIMessage("sent")])
-    async with open_service(db_url, model, registry) as h:
-        await h.service.handle_message(message("send bob hi", message_id="14.1"))
-        [card] = h.platform.cards.values()
-        assert not await unfinished(h, conversation())  # the card is the run's delivered outcome
-        await h.service.decide(card.approval.id, actor("alice"), Approve())
-        await h.service.tasks.join()
-    assert len(h.platform.cards) == 1
-    assert tool_log.calls == [("send", {"to": "bob", "body": "hi", "urgent": False})]
-    assert h.platform.answers == [(conversation().thread_id, "sent")]
