@@ -69,12 +69,36 @@ async def model(target) -> AsyncIterator[tuple[GatedModel, GeminiStandIn]]:
         yield gated, server
 
 
+def one_replica(gemini: GeminiStandIn, slack: SlackApiStandIn, target: Any, db_url: str, tmp_path: Any) -> Replicas:
+    """One `countersign run` process (not started yet) on `db_url`, with the end-to-end settings."""
+    return Replicas(
+        lambda port: bot_env(gemini, slack, target, port, DATABASE_URL=db_url),
+        tmp_path,
+        signing_secret=SIGNING_SECRET,
+        team_id=TEAM,
+        count=1,
+    )
+
+
 async def wait_until(slack: SlackApiStandIn, predicate: Callable[[], bool], what: str, replicas: Cluster) -> None:
     """Wait until `predicate` holds, looking again at every Web API call the bot makes."""
     try:
         await slack.wait_for("chat.postMessage", lambda _: predicate(), timeout=WAIT_S)
     except AssertionError:
         raise AssertionError(f"no {what} within {WAIT_S}s; the replicas logged:\n{replicas.stderr()}") from None
+
+
+async def answered_and_going_on(slack: SlackApiStandIn, replicas: Cluster, thread: str) -> None:
+    """Wait for the turn's "Result: " answer in `thread`, then for the answer to a next message there."""
+
+    def answered() -> bool:
+        return any(text.startswith("Result: ") for text in bot_texts(slack, CHANNEL, thread, BOT_USER))
+
+    await wait_until(slack, answered, "answer", replicas)
+    await replicas.reply(CHANNEL, ALICE, "ping", thread)
+    await wait_until(
+        slack, lambda: "You said: ping" in bot_texts(slack, CHANNEL, thread, BOT_USER), "next answer", replicas
+    )
 
 
 async def card_recorded(db_url: str) -> None:
@@ -97,13 +121,7 @@ STAGES = ("model deciding", "card posted", "decision recorded", "tool running", 
 async def test_kill_9_at_a_stage_of_a_turn(stage, db_url, model, slack, target, tmp_path):
     """SIGKILL at `stage`, a new process: one request at most, decided once, answered, and the thread goes on."""
     gated, gemini = model
-    replicas = Replicas(
-        lambda port: bot_env(gemini, slack, target, port, DATABASE_URL=db_url),
-        tmp_path,
-        signing_secret=SIGNING_SECRET,
-        team_id=TEAM,
-        count=1,
-    )
+    replicas = one_replica(gemini, slack, target, db_url, tmp_path)
     gates: dict[str, Gate] = {
         "model deciding": gated.before_call,
         "decision recorded": slack.gates.setdefault("chat.update", Gate()),
@@ -136,15 +154,7 @@ async def test_kill_9_at_a_stage_of_a_turn(stage, db_url, model, slack, target, 
         await crash_at("decision recorded")
         await crash_at("tool running")
         await crash_at("model answering")
-
-        def answered() -> bool:
-            return any(text.startswith("Result: ") for text in bot_texts(slack, CHANNEL, thread, BOT_USER))
-
-        await wait_until(slack, answered, "answer", replicas)
-        await replicas.reply(CHANNEL, ALICE, "ping", thread)
-        await wait_until(
-            slack, lambda: "You said: ping" in bot_texts(slack, CHANNEL, thread, BOT_USER), "next answer", replicas
-        )
+        await answered_and_going_on(slack, replicas, thread)
     finally:
         codes = await replicas.stop()
     assert codes == [0], replicas.stderr()
@@ -170,13 +180,7 @@ async def test_kill_9_while_an_unreviewed_call_runs(db_url, model, slack, target
     started (a call under a new id, from asking the model again, would run twice).
     """
     _, gemini = model
-    replicas = Replicas(
-        lambda port: bot_env(gemini, slack, target, port, DATABASE_URL=db_url),
-        tmp_path,
-        signing_secret=SIGNING_SECRET,
-        team_id=TEAM,
-        count=1,
-    )
+    replicas = one_replica(gemini, slack, target, db_url, tmp_path)
     await replicas.start()
     try:
         target.gate.arm()
@@ -185,15 +189,7 @@ async def test_kill_9_while_an_unreviewed_call_runs(db_url, model, slack, target
         await replicas.kill(0)
         target.gate.release()
         await replicas.start(0)
-
-        def answered() -> bool:
-            return any(text.startswith("Result: ") for text in bot_texts(slack, CHANNEL, thread, BOT_USER))
-
-        await wait_until(slack, answered, "answer", replicas)
-        await replicas.reply(CHANNEL, ALICE, "ping", thread)
-        await wait_until(
-            slack, lambda: "You said: ping" in bot_texts(slack, CHANNEL, thread, BOT_USER), "next answer", replicas
-        )
+        await answered_and_going_on(slack, replicas, thread)
     finally:
         target.gate.release()
         codes = await replicas.stop()
@@ -207,13 +203,7 @@ async def test_kill_9_while_an_unreviewed_call_runs(db_url, model, slack, target
 async def test_kill_9_after_the_acknowledgement_before_the_turn(db_url, model, slack, target, tmp_path):
     """Slack got its 200, then the process died before the turn began: the message was claimed first, and is answered."""
     _, gemini = model
-    replicas = Replicas(
-        lambda port: bot_env(gemini, slack, target, port, DATABASE_URL=db_url),
-        tmp_path,
-        signing_secret=SIGNING_SECRET,
-        team_id=TEAM,
-        count=1,
-    )
+    replicas = one_replica(gemini, slack, target, db_url, tmp_path)
     await replicas.start()
     blocker = await asyncpg.connect(db_url)
     try:
@@ -328,13 +318,7 @@ async def test_kill_9_while_the_turn_that_posted_the_card_finishes(window, db_ur
     is already decided, and the conversation goes on.
     """
     _, gemini = model
-    replicas = Replicas(
-        lambda port: bot_env(gemini, slack, target, port, DATABASE_URL=db_url),
-        tmp_path,
-        signing_secret=SIGNING_SECRET,
-        team_id=TEAM,
-        count=1,
-    )
+    replicas = one_replica(gemini, slack, target, db_url, tmp_path)
     post = slack.gates.setdefault("chat.postMessage", Gate())
     watcher = await asyncpg.connect(db_url)
     await replicas.start()
@@ -405,13 +389,7 @@ async def test_kill_9_while_the_decision_is_being_stored(db_url, model, slack, t
     the click, and a click on the last copy is told it is already decided.
     """
     gated, gemini = model
-    replicas = Replicas(
-        lambda port: bot_env(gemini, slack, target, port, DATABASE_URL=db_url),
-        tmp_path,
-        signing_secret=SIGNING_SECRET,
-        team_id=TEAM,
-        count=1,
-    )
+    replicas = one_replica(gemini, slack, target, db_url, tmp_path)
     watcher = await asyncpg.connect(db_url)
     blocker = await asyncpg.connect(db_url)
     await replicas.start()
