@@ -125,3 +125,111 @@ async def test_the_supervisor_keeps_writing_each_step(db_url, registry):
     async with open_service(db_url, model, registry, default_agent=AgentKind.SUBAGENTS) as h:
         await h.service.handle_message(message("hi", message_id="5.1"))
         assert await checkpoint_rows(h, conversation().thread_id) > 1
+
+
+AUTHOR = {"countersign_author": {"user_id": "alice", "name": "alice"}}
+
+
+async def add_conversation(h: Harness, conv) -> None:
+    await h.database.pool.execute(
+        "INSERT INTO conversations (thread_id, platform, workspace_id, channel_id) VALUES ($1, 'test', 'W1', $2)",
+        conv.thread_id,
+        conv.channel_id,
+    )
+
+
+async def test_a_pause_stored_by_per_step_checkpoints_is_resumed_and_chains(db_url, registry, tool_log):
+    """Upgrade: a pause written by a run on LangGraph's default durability is approved; the resumed run goes on through two unreviewed rounds."""
+    model = ScriptedChatModel(
+        replies=[
+            calls(tool_call("send", {"to": "bob", "body": "hi"})),
+            calls(tool_call("lookup", {"query": "x"})),
+            calls(tool_call("lookup", {"query": "y"})),
+            AIMessage("done"),
+        ]
+    )
+    async with open_service(db_url, model, registry) as h:
+        conv = conversation()
+        await add_conversation(h, conv)
+        config = {"configurable": {"thread_id": conv.thread_id}, "recursion_limit": 25}
+        paused = await h.graph(conv).ainvoke(
+            {"messages": [HumanMessage("send bob hi", additional_kwargs=AUTHOR)]}, config
+        )
+        assert paused.get("__interrupt__")
+        await h.service.handle_message(message("well?"))  # settle opens the pause's review
+        [card] = h.platform.cards.values()
+        await h.service.decide(card.approval.id, actor("alice"), Approve())
+        await h.service.tasks.join()
+        state = await h.graph(conv).aget_state(config)
+    assert tool_log.calls == [
+        ("send", {"to": "bob", "body": "hi", "urgent": False}),
+        ("lookup", {"query": "x"}),
+        ("lookup", {"query": "y"}),
+    ]
+    assert h.platform.answers[-1][1] == "done" and not state.next
+
+
+@pytest.mark.parametrize("decision", ["approve", "reject"])
+@pytest.mark.parametrize("limit", [7, 8, 10, 25])
+async def test_a_resumed_loop_gets_the_rounds_one_invocation_allows(db_url, registry, tool_log, limit, decision):
+    """A card decided, then a model that always asks for a call: the resumed run ends with the step-limit answer after as many rounds as one invocation of the resume would run."""
+    from langgraph.types import Command
+
+    from bot.approvals.decisions import Reject
+
+    def script(messages):
+        if not any(m.type == "tool" for m in messages):
+            return calls(tool_call("send", {"to": "bob", "body": "hi"}))
+        return calls(tool_call("lookup", {"query": "again"}))
+
+    def lookups() -> int:
+        return len([c for c in tool_log.calls if c[0] == "lookup"])
+
+    model = ScriptedChatModel(script=script)
+    async with open_service(db_url, model, registry, recursion_limit=limit) as h:
+        await h.service.handle_message(message("go", message_id="9.1"))
+        [card] = h.platform.cards.values()
+        choice = Approve() if decision == "approve" else Reject(message="no")
+        await h.service.decide(card.approval.id, actor("alice"), choice)
+        await h.service.tasks.join()
+        chained = lookups()
+        reference = conversation(channel="C2")
+        await add_conversation(h, reference)
+        one = {"configurable": {"thread_id": reference.thread_id}, "recursion_limit": limit}
+        graph = h.graph(reference)
+        assert (await graph.ainvoke({"messages": [HumanMessage("go", additional_kwargs=AUTHOR)]}, one)).get(
+            "__interrupt__"
+        )
+        resume = {"type": "approve"} if decision == "approve" else {"type": "reject", "message": "no"}
+        result = await graph.ainvoke(Command(resume={"decisions": [resume]}), one)
+    single = lookups() - chained
+    assert result["messages"][-1].content == STEP_LIMIT_MESSAGE
+    assert chained == single, f"{chained} rounds chained, {single} in one invocation (limit {limit})"
+    assert h.platform.answers[-1][1] == STEP_LIMIT_MESSAGE
+
+
+async def test_a_stop_at_the_static_stop_runs_none_of_the_calls(db_url, registry, tool_log, monkeypatch):
+    """The turn's stop set between the invocation that stored the calls and the next one: no call runs, the turn says it was stopped."""
+    import bot.turns as turns_module
+
+    model = ScriptedChatModel(replies=[calls(tool_call("lookup", {"query": "a"})), AIMessage("closing")])
+    signals: list[Any] = []
+    stream, waiting = TurnRunner._stream, turns_module._calls_waiting
+
+    async def watched(self, conversation, graph, graph_input, progress, tracker, seen, signal, **kwargs):
+        signals.append(signal)
+        return await stream(self, conversation, graph, graph_input, progress, tracker, seen, signal, **kwargs)
+
+    def stop_here(values):
+        going_on = waiting(values)
+        if going_on:
+            signals[-1].set(user_id="alice", name="alice")
+        return going_on
+
+    monkeypatch.setattr(TurnRunner, "_stream", watched)
+    monkeypatch.setattr(turns_module, "_calls_waiting", stop_here)
+    async with open_service(db_url, model, registry) as h:
+        await h.service.handle_message(message("look up a", message_id="4.1"))
+        await h.service.tasks.join()
+    assert tool_log.calls == []
+    assert [type(n).__name__ for _, n, _ in h.platform.notices] == ["TurnStopped"]

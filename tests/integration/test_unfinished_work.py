@@ -454,3 +454,46 @@ async def test_a_vote_whose_redraw_died_is_shown_after_a_restart(db_url, registr
         await restarted.service.recover()
     [shown] = restarted.platform.updates
     assert shown.approval.id == card.approval.id and shown.approval.votes == ("alice",)
+
+
+class _Died(BaseException):
+    """The process dying at one point of a run (nothing after it runs, nothing is recorded)."""
+
+
+async def test_a_resume_cut_between_its_invocations_is_finished_once(db_url, registry, tool_log, monkeypatch):
+    """The approved call ran and the model's next call was stored (docs/decisions/0027), then the process died: after a restart the run goes on, the approved call is not run again, the review is done and the answer posted."""
+    import bot.turns as turns_module
+
+    model = ScriptedChatModel(
+        replies=[
+            calls(tool_call("send", {"to": "bob", "body": "hi"})),
+            calls(tool_call("lookup", {"query": "x"})),
+            AIMessage("done"),
+        ]
+    )
+    waiting = turns_module._calls_waiting
+    armed: list[bool] = []
+
+    def dies_at_the_static_stop(values):
+        if waiting(values) and armed:
+            raise _Died()
+        return waiting(values)
+
+    monkeypatch.setattr(turns_module, "_calls_waiting", dies_at_the_static_stop)
+    async with open_service(db_url, model, registry) as h:
+        await h.service.handle_message(message("send bob hi", message_id="6.1"))
+        [card] = h.platform.cards.values()
+        armed.append(True)
+        audit = AuditEntry(kind=AuditKind.DECISION, workspace_id="W1", outcome="approved")
+        result = await h.approvals.vote(card.approval.id, actor=actor(), kind=VoteKind.APPROVE, quorum=1, audit=audit)
+        with pytest.raises(_Died):
+            await h.service._after_decision(result)
+    armed.clear()
+    assert tool_log.calls == [("send", {"to": "bob", "body": "hi", "urgent": False})]
+    async with open_service(db_url, model, registry) as restarted:
+        await restarted.service.recover()
+        await restarted.service.tasks.join()
+        review = await restarted.approvals.review(card.approval.review_id)
+    assert tool_log.calls == [("send", {"to": "bob", "body": "hi", "urgent": False}), ("lookup", {"query": "x"})]
+    assert review is not None and review.status is ReviewStatus.DONE
+    assert [answer for _, answer in restarted.platform.answers] == ["done"]
