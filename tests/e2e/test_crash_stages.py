@@ -376,17 +376,28 @@ async def test_kill_9_while_the_turn_that_posted_the_card_finishes(window, db_ur
     assert "Traceback" not in replicas.stderr()
 
 
-async def test_kill_9_while_the_decision_is_being_stored(db_url, model, slack, target, tmp_path):
-    """SIGKILL while the checkpoint of the model's decision is still being written.
+WRITES = {
+    "the decision": "checkpoints",
+    "the pause": "checkpoint_writes",
+}
+"""What a kill interrupts while it is stored, and the LangGraph table whose insert the test holds."""
+
+
+@pytest.mark.parametrize("stored", WRITES)
+async def test_kill_9_while_the_decision_is_being_stored(stored, db_url, model, slack, target, tmp_path):
+    """SIGKILL while the checkpoint of the model's decision, or of the pause it leads to, is still being written.
 
     The ReAct agent's run writes its checkpoint when it stops (`durability="exit"`, stopping
-    before `human_review` once the model asked for calls; docs/decisions/0027), and opens no
-    review before that write is done: a card posted for a decision that the process's death
-    loses would name a pause that never comes back. The test holds the write (a lock on
-    `checkpoints`) after the model decided and checks that no review is open meanwhile. After a
-    new process (the message is asked again): every card names one approval, Approve on the
-    first runs the call once and is answered within `ANSWER_WITHIN_S`, no card is posted after
-    the click, and a click on the last copy is told it is already decided.
+    before `human_review` once the model asked for calls; docs/decisions/0027): first the
+    decision (a row of `checkpoints`), then, in the invocation that goes on at once, the pause
+    (the interrupt, a row of `checkpoint_writes`). No review opens before the pause is stored: a
+    card posted for a pause that the process's death loses would name an interrupt that never
+    comes back. The test holds one of the two writes (a lock on its table) after the model
+    decided and checks that no review is open meanwhile (and, holding the pause, that the
+    decision was stored). After a new process (the message asked again, or the stored decision
+    taken on to its pause): every card names one approval, Approve on the first runs the call
+    once and is answered within `ANSWER_WITHIN_S`, no card is posted after the click, and a
+    click on the last copy is told it is already decided.
     """
     gated, gemini = model
     replicas = one_replica(gemini, slack, target, db_url, tmp_path)
@@ -399,11 +410,15 @@ async def test_kill_9_while_the_decision_is_being_stored(db_url, model, slack, t
         await gated.before_call.wait_arrived(WAIT_S)
         holding = blocker.transaction()
         await holding.start()
-        await blocker.execute("LOCK TABLE checkpoints IN SHARE MODE")
+        table = WRITES[stored]
+        await blocker.execute(f"LOCK TABLE {table} IN SHARE MODE")
         gated.before_call.release()
-        await eventually(lambda: statement_waits(watcher, "INSERT INTO checkpoints ("), "a checkpoint write waiting")
+        statement = f"INSERT INTO {table} ("
+        await eventually(lambda: statement_waits(watcher, statement), f"{stored} waiting to be stored")
         assert await watcher.fetchval("SELECT count(*) FROM approvals") == 0, "a review opened before its checkpoint"
-        backends = await waiting_backends(watcher, "INSERT INTO checkpoints (")
+        decided = await watcher.fetchval("SELECT count(*) FROM checkpoints WHERE thread_id LIKE $1", f"%{thread}")
+        assert decided == (1 if stored == "the pause" else 0)
+        backends = await waiting_backends(watcher, statement)
         await replicas.kill(0)
         await lose_waiting(watcher, backends)
         await holding.rollback()
