@@ -13,7 +13,8 @@ MODEL_BUSY = (
     "please send another message in a minute."
 )
 MODEL_UNAVAILABLE = (
-    "The model is not reachable right now, so I could not answer. Your message is kept; please try again shortly."
+    "The model is not answering right now (it failed or could not be reached), so I could not answer. "
+    "Your message is kept; please try again shortly."
 )
 MODEL_REJECTED = (
     "The model refused this request, so I could not answer. An administrator can find the details in the bot's log."

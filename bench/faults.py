@@ -227,7 +227,7 @@ def _answered(slack: SlackApiStandIn, convo: Conversation) -> bool:
 
 def _failed(slack: SlackApiStandIn, convo: Conversation) -> bool:
     """Whether the bot told the conversation that something failed (a clear message, not silence)."""
-    words = ("went wrong", "failed", "could not", "not reachable", "busy", "try again")
+    words = ("went wrong", "failed", "could not", "not answering", "busy", "try again")
     return any(any(w in t.lower() for w in words) for t in replies_in(slack, convo) if not t.startswith("Result: "))
 
 

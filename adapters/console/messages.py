@@ -169,7 +169,9 @@ MODEL_FAILED = "!  {text}"
 
 NOTICES = {
     ModelErrorKind.BUSY: "The model is busy (rate limited). Your message is kept; try again soon.",
-    ModelErrorKind.UNAVAILABLE: "The model is not reachable. Your message is kept; try again soon.",
+    ModelErrorKind.UNAVAILABLE: (
+        "The model is not answering (it failed or could not be reached). Your message is kept; try again soon."
+    ),
     ModelErrorKind.REJECTED: "The model refused the request; see the log for details.",
     ModelErrorKind.AUTH: "The model service refused the API key; check GOOGLE_API_KEY.",
     ModelErrorKind.NOT_FOUND: "The model does not exist; check GEMINI_MODEL.",

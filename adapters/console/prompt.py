@@ -107,7 +107,11 @@ class CardPrompt:
                 self._show(approval, pause)
                 shown = approval.version
             pending = [row for row in pause if row.is_pending]
-            answer = await self._answer(self._question(approval, len(pending)), approval_id)
+            try:
+                answer = await self._answer(self._question(approval, len(pending)), approval_id)
+            except asyncio.CancelledError:  # Ctrl-C or SIGTERM at the prompt: the bot stops
+                self._write(msg.LEFT_WAITING)
+                raise
             if answer is _SETTLED:
                 return Asked.DONE
             if not isinstance(answer, str) or answer.strip().lower() in QUIT:

@@ -226,15 +226,26 @@ class ContextWindow:
         ]
         try:
             answer = await self.summarizer.ainvoke(request, _tagged(config))
-        except Exception:
-            log.warning("summarising %d older messages failed; they are cut instead", len(folded), exc_info=True)
+        except Exception as exc:
+            # Expected now and then (the model's own errors): one line, the traceback at DEBUG.
+            log.warning("summarising %d older messages failed (%s); %s", len(folded), _one_line(exc), _UNFOLDED)
+            log.debug("the summary's failure", exc_info=True)
             return ""
         text = answer.text.strip()
         if not text:
-            log.warning("the model wrote an empty summary of %d older messages; they are cut instead", len(folded))
+            log.warning("the model wrote an empty summary of %d older messages; %s", len(folded), _UNFOLDED)
             return ""
         log.info("folded %d older messages into the summary (%d characters)", len(folded), len(text))
         return text[:limit_chars]
+
+
+_UNFOLDED = "this call leaves the oldest out of the model's view (they stay stored) and the next call tries again"
+
+
+def _one_line(exc: BaseException) -> str:
+    """`exc` as one short line for a log record: its type and the start of its message."""
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text[:200]}" if text else type(exc).__name__
 
 
 def transcript(messages: Sequence[AnyMessage]) -> str:

@@ -120,7 +120,7 @@ async def test_the_model_failing_during_a_resume_leaves_the_thread_usable(
     [card] = await wait_card(slack)
     gemini.fail_next(3, status=503)
     await click(events, slack, ALICE, blocks.ACTION_APPROVE, card)
-    [notice] = await wait_answer(slack, mention.ts, starts="The model is not reachable")
+    [notice] = await wait_answer(slack, mention.ts, starts="The model is not answering")
     assert "Traceback" not in notice
     await events.message(CHANNEL, ALICE, "try again", thread_ts=mention.ts)
     await wait_answer(slack, mention.ts, starts="You said: try again")

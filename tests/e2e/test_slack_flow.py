@@ -348,7 +348,7 @@ async def test_model_failure_is_reported_and_the_thread_stays_usable(bot, events
     """When Gemini keeps failing, the user reads a clear message; the next message works."""
     gemini.fail_next(3, status=503)
     mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> hello")
-    [notice] = await wait_answer(slack, mention.ts, starts="The model is not reachable")
+    [notice] = await wait_answer(slack, mention.ts, starts="The model is not answering")
     assert "Traceback" not in notice
     await events.message(CHANNEL, ALICE, "again please", thread_ts=mention.ts)
     await wait_answer(slack, mention.ts, starts="You said: again please")

@@ -79,6 +79,32 @@ async def test_quit_at_the_approval_prompt_leaves_and_the_call_waits(db_url):
     assert await read("next") == "this line is never read"
 
 
+async def test_ctrl_c_at_the_approval_prompt_says_the_call_waits(db_url):
+    """Ctrl-C (or SIGTERM) at the prompt stops the bot: the prompt says the call waits, as Ctrl-D does; nothing ran."""
+    log = ToolLog()
+    model = ScriptedChatModel(replies=[calls(tool_call("send", {"to": "bob", "body": "hi"}))])
+    out: list[str] = []
+    platform = ConsolePlatform(write=out.append)
+    asked = asyncio.Event()
+
+    async def read(prompt: str) -> str | None:
+        if prompt.startswith("you>") and not asked.is_set():
+            return "send"
+        asked.set()
+        await asyncio.Event().wait()  # the person at the prompt types nothing
+        return None
+
+    async with open_service(db_url, model, make_test_registry(log), platform) as h:
+        chat = asyncio.ensure_future(ConsoleChat(h.service, platform, read=read).run())
+        await asyncio.wait_for(asked.wait(), 30)
+        chat.cancel()  # what Ctrl-C at a prompt does: the bot stops
+        with pytest.raises(asyncio.CancelledError):
+            await chat
+        pending = await h.database.pool.fetchval("SELECT count(*) FROM approvals WHERE status = 'pending'")
+    assert log.calls == [] and pending == 1
+    assert "The call waits; you are asked again next time." in "\n".join(out)
+
+
 async def test_trust_at_the_prompt_lets_the_same_call_run_without_asking(db_url):
     """`/countersign trust` typed here; the prompt offers [t]rust; the same call then runs without a prompt."""
     log = ToolLog()

@@ -151,7 +151,7 @@ async def test_an_overflow_folds_the_oldest_turns_into_one_summary():
     assert f"question {folded // 4}" not in request[1].text  # the kept turns are not summarised
 
 
-async def test_a_failed_or_empty_summary_cuts_instead_and_removes_nothing():
+async def test_a_failed_or_empty_summary_cuts_instead_and_removes_nothing(caplog):
     history = long_history(8)
     budget = estimate_tokens(history) // 2
     for reply in (RuntimeError("model down"), AIMessage("")):
@@ -159,6 +159,11 @@ async def test_a_failed_or_empty_summary_cuts_instead_and_removes_nothing():
         fitted = await window.fit(history, system_prompt="sys", summary="kept")
         assert fitted.removed == [] and fitted.summary == "kept"
         assert estimate_tokens(fitted.view) <= budget and isinstance(fitted.view[0], HumanMessage)
+    # One line each at WARNING, naming the error, with no traceback (the terminal shows warnings).
+    warnings = [r for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 2 and all(r.exc_info is None for r in warnings)
+    assert "RuntimeError: model down" in warnings[0].getMessage()
+    assert "they stay stored" in warnings[1].getMessage()
 
 
 async def test_without_a_summarizer_older_turns_are_only_cut():
