@@ -147,7 +147,7 @@ class Housekeeping:
             expired = await self._store.expire_idle_cards(idle_days=days, limit=RETENTION_BATCH)
             if expired:
                 log.info(
-                    "expiring %d card(s) of conversations idle for more than %d days (retention)", len(expired), days
+                    "expiring %d card(s) of conversations idle for more than %s (retention)", len(expired), _days(days)
                 )
                 if self.on_cards_expiring is not None:
                     self.on_cards_expiring()
@@ -158,7 +158,7 @@ class Housekeeping:
                         async with self._locks.try_hold(thread_id) as held:
                             if held and await self._store.delete_if_idle(thread_id, idle_days=days):
                                 deleted += 1
-                                log.info("deleted the conversation: idle for more than %d days (retention)", days)
+                                log.info("deleted the conversation: idle for more than %s (retention)", _days(days))
                     except Exception:
                         log.exception("deleting an idle conversation failed; tried again later")
         audit_rows, audit_more = await self._forget_old_audit()
@@ -176,7 +176,12 @@ class Housekeeping:
             total += deleted
             if deleted < AUDIT_BATCH:
                 if total:
-                    log.info("deleted %d audit row(s) older than %d days (retention)", total, days)
+                    log.info("deleted %d audit row(s) older than %s (retention)", total, _days(days))
                 return total, False
-        log.info("deleted %d audit row(s) older than %d days (retention); more follow", total, days)
+        log.info("deleted %d audit row(s) older than %s (retention); more follow", total, _days(days))
         return total, True
+
+
+def _days(days: int) -> str:
+    """`days` for a log line: "1 day", "30 days"."""
+    return f"{days} day" if days == 1 else f"{days} days"

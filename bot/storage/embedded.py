@@ -104,6 +104,12 @@ def _check_writable(data_dir: Path) -> None:
     Raises:
         ConfigurationError: naming the directory and this process's uid.
     """
+    in_the_way = next((path for path in (data_dir, *data_dir.parents) if path.exists() and not path.is_dir()), None)
+    if in_the_way is not None:
+        raise ConfigurationError(
+            f"the data directory {data_dir} cannot be created: {in_the_way} is a file, not a directory; "
+            "set COUNTERSIGN_DATA_DIR to a directory, or set DATABASE_URL"
+        )
     blocked = None
     try:
         data_dir.mkdir(parents=True, exist_ok=True)

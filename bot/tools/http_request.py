@@ -109,11 +109,17 @@ def _parse_port(text: str, entry: str) -> int:
     return int(text)
 
 
+_HOST_NAME = re.compile(r"[\w.-]+")
+"""A host name or IPv4 address as an allow-list entry may spell it (letters of any script: an
+internationalised name is compared as written)."""
+
+
 def _parse_allowed_hosts(entries: tuple[str, ...]) -> tuple[_HostRule, ...]:
     """Parse `HTTP_REQUEST_ALLOWED_HOSTS` entries: `host`, `host:port`, `[v6]` or `[v6]:port`.
 
     Raises:
-        ConfigurationError: for an entry that is not a bare host (e.g. a URL or a wildcard).
+        ConfigurationError: for an entry that is not a bare host (e.g. a URL, a wildcard, or
+            text with spaces or punctuation a host name cannot have).
     """
     rules: list[_HostRule] = []
     for raw in entries:
@@ -147,6 +153,11 @@ def _parse_allowed_hosts(entries: tuple[str, ...]) -> tuple[_HostRule, ...]:
                 ) from None
         if not host:
             raise ConfigurationError(f"HTTP_REQUEST_ALLOWED_HOSTS entry {raw!r} has no host")
+        if ":" not in host and not _HOST_NAME.fullmatch(host):
+            raise ConfigurationError(
+                f"HTTP_REQUEST_ALLOWED_HOSTS entry {raw!r} is not a host name: letters, digits, '-', '_' and "
+                "'.' only (separate entries with commas)"
+            )
         rules.append(_HostRule(host, port))
     return tuple(rules)
 

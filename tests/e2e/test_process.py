@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
 import sys
 from collections.abc import Awaitable
@@ -128,23 +127,24 @@ async def test_unreachable_database_is_one_line_without_the_password(tmp_path):
     assert "Traceback" not in err
 
 
-async def test_a_data_directory_it_cannot_write_is_one_line_naming_it_and_the_uid(tmp_path):
-    """COUNTERSIGN_DATA_DIR that cannot be created (a file is in the way): one line with the path and uid, exit 2.
+async def test_a_data_directory_behind_a_file_is_one_line_naming_the_file(tmp_path):
+    """COUNTERSIGN_DATA_DIR that cannot be created (a file is in the way): one line naming the file, exit 2.
 
     (The tests run as root, for whom every existing directory is writable; scripts/prove-image
-    checks the same message for a root-owned volume and the image's user.)
+    checks the message for a directory the user cannot write, a root-owned volume and the
+    image's user, which names the uid.)
     """
     (tmp_path / "taken").write_text("a file, not a directory")
-    data_dir = tmp_path / "taken" / "data"
-    env = base_env(GOOGLE_API_KEY="k", COUNTERSIGN_DATA_DIR=str(data_dir))
-    bot = await BotProcess(env, tmp_path, command="migrate").start()
-    assert await bot.wait() == 2
-    err = bot.stderr.decode()
-    assert err.strip().splitlines()[-1] == (
-        f"countersign: the data directory {data_dir} cannot be written by uid {os.getuid()}: give that user "
-        "the directory (chown), mount another one (COUNTERSIGN_DATA_DIR), or set DATABASE_URL"
-    )
-    assert "Traceback" not in err
+    for data_dir in (tmp_path / "taken" / "data", tmp_path / "taken"):
+        env = base_env(GOOGLE_API_KEY="k", COUNTERSIGN_DATA_DIR=str(data_dir))
+        bot = await BotProcess(env, tmp_path, command="migrate").start()
+        assert await bot.wait() == 2
+        err = bot.stderr.decode()
+        assert err.strip().splitlines()[-1] == (
+            f"countersign: the data directory {data_dir} cannot be created: {tmp_path / 'taken'} is a file, "
+            "not a directory; set COUNTERSIGN_DATA_DIR to a directory, or set DATABASE_URL"
+        )
+        assert "Traceback" not in err
 
 
 async def test_migrate_applies_and_is_idempotent(db_url, tmp_path):

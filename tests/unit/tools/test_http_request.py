@@ -388,7 +388,7 @@ def test_schema_seen_by_the_model():
 
 
 @pytest.mark.parametrize(
-    "entry", ["https://api.example.com", "api.example.com/v1", "*.example.com", "host:http", "[::1"]
+    "entry", ["https://api.example.com", "api.example.com/v1", "*.example.com", "host:http", "[::1", "bad host!!"]
 )
 def test_bad_allow_list_entry_fails_at_start(entry):
     """An allow-list entry that is not `host` or `host:port` raises ConfigurationError."""
