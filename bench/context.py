@@ -167,8 +167,8 @@ class Side(Protocol):
     async def stored_messages(self, conversation: Conversation) -> list[AnyMessage]:
         """The messages in the conversation's graph state."""
 
-    async def tidy(self) -> None:
-        """What the side does to its storage after a turn (the bot's upkeep prunes; the bare graph nothing)."""
+    async def tidy(self, conversation: Conversation) -> None:
+        """What the side does to the conversation's storage after a turn (the bot prunes; the bare graph nothing)."""
 
 
 BARE_NAME = "bare graph (seeds, add_messages)"
@@ -226,7 +226,7 @@ class BareSide:
         conversation.turns += 1
         return elapsed * 1000
 
-    async def tidy(self) -> None:
+    async def tidy(self, conversation: Conversation) -> None:
         """Nothing: the seeds' graph keeps every checkpoint."""
 
     async def stored_messages(self, conversation: Conversation) -> list[AnyMessage]:
@@ -305,10 +305,19 @@ class SlackSide:
         """
         return await send_as_slack(self._events, self._stage, conversation, text, answer, self.name)
 
-    async def tidy(self) -> None:
-        """One pass of the upkeep's checkpoint pruning (it runs every 10 s in the bot)."""
+    async def tidy(self, conversation: Conversation) -> None:
+        """The conversation's next prune (the upkeep's pass every 10 s, once it is due).
+
+        A conversation is due every `PRUNE_EVERY_RUNS` runs; a sample has fewer, and its seeded
+        checkpoint holds the whole prior history at once (one grown turn by turn never does),
+        so it is made due here: "kept" is what a conversation holds right after a prune, and up
+        to `PRUNE_EVERY_RUNS` runs' checkpoints more in between.
+        """
         runtime = self._bot.runtime
         if runtime is not None and runtime.service.housekeeping is not None:
+            await runtime.database.pool.execute(
+                "UPDATE conversations SET prune_due = true WHERE thread_id = $1", conversation.thread_id
+            )
             await runtime.service.housekeeping.prune_checkpoints()
 
     async def stored_messages(self, conversation: Conversation) -> list[AnyMessage]:
@@ -446,7 +455,7 @@ class ContextSampler:
         latency_ms = await side.turn(conversation, text, answer)
         process_cpu_ms = (time.process_time() - cpu_started) * 1000
         delta = await side.meter.since(mark, conversation.thread_id)
-        await side.tidy()
+        await side.tidy(conversation)
         kept = await side.meter.stored(conversation.thread_id)
         calls = [ModelCall.of(request) for request in stage.gemini.requests]
         stage.gemini.requests.clear()

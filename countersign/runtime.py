@@ -33,7 +33,7 @@ from bot.stopping import TurnStopper
 from bot.storage.approval_store import ApprovalStore
 from bot.storage.audit_store import AuditStore
 from bot.storage.config_store import ConfigStore
-from bot.storage.conversation_store import ConversationStore
+from bot.storage.conversation_store import PRUNE_EVERY_RUNS, ConversationStore
 from bot.storage.database import Database, open_database
 from bot.storage.inbox import Inbox
 from bot.storage.ledger import PostgresLedger
@@ -99,6 +99,7 @@ def assemble_core(
     default_agent: AgentKind = AgentKind.REACT,
     retention_days: int | None = None,
     audit_retention_days: int | None = None,
+    prune_every_runs: int = PRUNE_EVERY_RUNS,
 ) -> Core:
     """Wire stores, policy, both agents per checkpoint saver, runner, decider and service.
 
@@ -122,6 +123,8 @@ def assemble_core(
             None keeps them).
         audit_retention_days: delete audit rows older than this many days
             (`AUDIT_RETENTION_DAYS`; None keeps them).
+        prune_every_runs: a conversation's old checkpoints are pruned every this many runs
+            (`bot.storage.conversation_store.PRUNE_EVERY_RUNS`; tests use 1).
     """
     audit = AuditStore(database.pool)
     approvals = ApprovalStore(database.pool, audit)
@@ -175,7 +178,7 @@ def assemble_core(
             ],
         }
     )
-    conversations = ConversationStore(database.pool)
+    conversations = ConversationStore(database.pool, prune_every_runs=prune_every_runs)
     inbox = Inbox(database.pool)
     locks = ThreadLocks(database.lock_pool)
     stop_store = StopStore(database.pool, approvals, audit)

@@ -9,16 +9,28 @@ import asyncpg
 from bot.agents.kind import AgentKind
 from bot.conversation import ConversationRef
 
+PRUNE_EVERY_RUNS = 4
+"""Runs after which a conversation is due for pruning (docs/decisions/0012, "Every few runs"):
+a conversation keeps at most this many runs' checkpoints beyond its newest one."""
+
 
 class ConversationStore:
     """The `conversations` table.
 
     Args:
         pool: the asyncpg pool.
+        prune_every_runs: a conversation is due for pruning once this many runs started since
+            it was last pruned (`PRUNE_EVERY_RUNS`; 1: after every run).
+
+    Raises:
+        ValueError: when `prune_every_runs` is below 1.
     """
 
-    def __init__(self, pool: asyncpg.Pool) -> None:
+    def __init__(self, pool: asyncpg.Pool, *, prune_every_runs: int = PRUNE_EVERY_RUNS) -> None:
+        if prune_every_runs < 1:
+            raise ValueError(f"prune_every_runs must be at least 1, not {prune_every_runs}")
         self._pool = pool
+        self._prune_every_runs = prune_every_runs
 
     async def touch(self, conversation: ConversationRef) -> ConversationRow:
         """Record that the conversation is active now (created on first use); return its row.
@@ -80,8 +92,9 @@ class ConversationStore:
         """A run of the conversation's graph starts: its outcome is due (see `mark_delivered`).
 
         Records the newest top-level checkpoint (LangGraph's `checkpoints` table, namespace
-        `''`) as where the run started, unless an earlier run's outcome is still due, and that
-        the conversation has checkpoints to prune once the run is over (`bot.housekeeping`).
+        `''`) as where the run started, unless an earlier run's outcome is still due, and counts
+        the run: every `prune_every_runs` runs the conversation is due for pruning once the run
+        is over (`bot.housekeeping`).
         A new human message's run starts a new turn here too (its id and requester, no stop),
         in the same statement, so a turn costs no round trip of its own.
 
@@ -109,7 +122,8 @@ class ConversationStore:
                 ) ELSE run_from END,
                 running_since = coalesce(running_since, now()),
                 settled = false,
-                prune_due = true,
+                prune_due = prune_due OR runs_since_prune + 1 >= $7,
+                runs_since_prune = runs_since_prune + 1,
                 retry_at = greatest(retry_at, now() + make_interval(secs => $2)),
                 agent = coalesce($3, agent),
                 turn_id = coalesce($4::text, turn_id),
@@ -127,6 +141,7 @@ class ConversationStore:
             turn.turn_id if turn is not None else None,
             turn.requester_id if turn is not None else None,
             turn.requester_name if turn is not None else None,
+            self._prune_every_runs,
         )
         if row is None:
             return RunningTurn(turn_id=None)

@@ -140,7 +140,9 @@ class RetentionStore:
         except (psycopg.errors.SerializationFailure, psycopg.errors.DeadlockDetected) as exc:
             log.info("pruning met a concurrent change; tried again later (thread_id=%s): %s", thread_id, exc)
             return False
-        await self._pool.execute("UPDATE conversations SET prune_due = false WHERE thread_id = $1", thread_id)
+        await self._pool.execute(
+            "UPDATE conversations SET prune_due = false, runs_since_prune = 0 WHERE thread_id = $1", thread_id
+        )
         return True
 
     async def expire_idle_cards(self, *, idle_days: int, limit: int) -> list[str]:

@@ -59,6 +59,7 @@ async def test_pruning_and_retention_work_through_a_transaction_mode_pooler(db_u
             prepared_statements=False,
             retention_days=1,
             audit_retention_days=1,
+            prune_every_runs=1,
         ) as h,
     ):
         await h.service.upkeep.stop()  # the passes below are the loop's

@@ -24,6 +24,7 @@ from bot.audit import AuditKind
 from bot.conversation import ConversationRef
 from bot.housekeeping import RetentionPass
 from bot.ports import ApprovalExpired, ReviewPending
+from bot.storage.conversation_store import PRUNE_EVERY_RUNS
 from bot.storage.inbox import Inbox, inbox_key
 from bot.storage.locks import ThreadLocks
 from tests.integration.test_subagents_service import SPECS, role, team, to_both
@@ -70,7 +71,12 @@ async def stored(h: Harness, conv: ConversationRef) -> Stored:
 
 @asynccontextmanager
 async def quiet_service(db_url: str, model, registry, **kwargs) -> AsyncIterator[Harness]:
-    """`open_service` without the upkeep's loops: passes run when the test says (the expiry sweeper still runs)."""
+    """`open_service` without the upkeep's loops: passes run when the test says (the expiry sweeper still runs).
+
+    A conversation is due for pruning after every run (`prune_every_runs=1`) unless the test
+    says otherwise: these tests are about what a prune keeps and when it may run.
+    """
+    kwargs.setdefault("prune_every_runs", 1)
     async with open_service(db_url, model, registry, **kwargs) as h:
         await h.service.upkeep.stop()
         yield h
@@ -198,6 +204,23 @@ async def test_stored_rows_per_conversation_stop_growing(db_url, registry):
     assert unpruned[0].top > 1  # a turn writes several checkpoints
     assert len(set(kept)) == 1 and kept[0].top == 1 and kept[0].nested == 0
     assert all(before.blobs > kept[0].blobs for before in unpruned)
+
+
+async def test_a_conversation_is_due_for_pruning_every_few_runs(db_url, registry):
+    """By default a conversation is pruned every `PRUNE_EVERY_RUNS` runs, deleting those runs' checkpoints at once."""
+    async with quiet_service(
+        db_url, ScriptedChatModel(script=react_script), registry, prune_every_runs=PRUNE_EVERY_RUNS
+    ) as h:
+        grown = []
+        for turn in range(2 * PRUNE_EVERY_RUNS):
+            await h.service.handle_message(message(f"hello {turn}"))
+            pruned = await prune(h)
+            grown.append((pruned, (await stored(h, conversation())).top))
+    # A text turn writes one checkpoint; every PRUNE_EVERY_RUNS-th run's prune leaves only the newest,
+    # which the next runs add to.
+    first = [(0, runs) for runs in range(1, PRUNE_EVERY_RUNS)] + [(1, 1)]
+    then = [(0, 1 + runs) for runs in range(1, PRUNE_EVERY_RUNS)] + [(1, 1)]
+    assert grown == first + then
 
 
 async def test_a_conversation_in_use_is_pruned_later(db_url, registry):

@@ -21,6 +21,7 @@ from bot.settings import DatabaseSettings
 from bot.storage.approval_store import ApprovalStore
 from bot.storage.audit_store import AuditStore
 from bot.storage.config_store import ConfigStore
+from bot.storage.conversation_store import PRUNE_EVERY_RUNS
 from bot.storage.database import Database, open_database
 from bot.storage.ledger import PostgresLedger
 from bot.storage.trust_store import TrustStore
@@ -85,13 +86,15 @@ async def open_service(
     context_tokens: int = DEFAULT_CONTEXT_TOKENS,
     retention_days: int | None = None,
     audit_retention_days: int | None = None,
+    prune_every_runs: int = PRUNE_EVERY_RUNS,
 ) -> AsyncIterator[Harness]:
     """The core as `countersign run` wires it, on `db_url`, with `model` as every agent's model.
 
     `models` maps the model names subagents ask for (`SubagentSpec.model`) to their models;
     `model_kwargs` are the call options bound with the tools (`bot.agents.model.call_options`);
     `retention_days` and `audit_retention_days` are `COUNTERSIGN_RETENTION_DAYS` and
-    `AUDIT_RETENTION_DAYS`.
+    `AUDIT_RETENTION_DAYS`; `prune_every_runs` is how often a conversation is due for pruning
+    (1: after every run).
     """
     platform = platform or RecordingPlatform()
     settings = DatabaseSettings(url=db_url, pool_max_size=pool_size, prepared_statements=prepared_statements)
@@ -109,6 +112,7 @@ async def open_service(
             context_tokens=context_tokens,
             retention_days=retention_days,
             audit_retention_days=audit_retention_days,
+            prune_every_runs=prune_every_runs,
         )
         service = core.service
         service.start()
