@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
-import sys
 from collections.abc import Awaitable
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from tests.e2e.conftest import ALICE, BOT_TOKEN, CHANNEL, SIGNING_SECRET, TEAM
 from tests.e2e.test_slack_flow import click, wait_answer, wait_card
 from tests.standins.slack_events import SlackEventSender
 from tests.support.barriers import wait_until
-from tests.support.bot_process import BotProcess, base_env, free_port, run_chat
+from tests.support.bot_process import BotProcess, base_env, chat_env, free_port, run_chat, start_chat
 
 pytestmark = pytest.mark.e2e
 
@@ -366,13 +365,7 @@ async def _stopped(pid: int) -> None:
 
 async def test_chat_shows_a_card_left_waiting_by_an_earlier_run(db_url, gemini, target, tmp_path):
     """A chat that ended at an approval prompt shows that approval again next time; approving it runs the call."""
-    env = base_env(
-        GOOGLE_API_KEY="e2e-gemini-key",
-        GEMINI_BASE_URL=gemini.base_url,
-        DATABASE_URL=db_url,
-        HTTP_REQUEST_ALLOWED_HOSTS=target.host,
-        LOG_LEVEL="WARNING",
-    )
+    env = chat_env(gemini_url=gemini.base_url, allowed_host=target.host, db_url=db_url, api_key="e2e-gemini-key")
     code, out, err = await run_chat(env, tmp_path, b"post widget\n")
     assert code == 0, err
     assert "http_request wants to run" in out and target.requests == []
@@ -386,17 +379,7 @@ async def test_chat_stops_at_once_on_sigterm_at_a_prompt(gemini, tmp_path):
     """SIGTERM at an idle prompt ends the chat promptly and stops the embedded PostgreSQL it started."""
     data_dir = tmp_path / "data"
     env = base_env(GOOGLE_API_KEY="k", GEMINI_BASE_URL=gemini.base_url, COUNTERSIGN_DATA_DIR=str(data_dir))
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "countersign.cli",
-        "chat",
-        env=env,
-        cwd=tmp_path,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
+    proc = await start_chat(env, tmp_path)
     assert proc.stdout is not None
     await asyncio.wait_for(proc.stdout.readuntil(b"you> "), timeout=120)
     pid = _postmaster_pid(data_dir)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import sys
 
 import pytest
 from langchain_core.messages import AIMessage
@@ -13,7 +12,7 @@ from bot.agents.kind import AgentKind
 from tests.e2e.agent_script import agent_script
 from tests.integration.test_subagents_service import SPECS, team, to_alpha
 from tests.standins.gemini import GeminiStandIn
-from tests.support.bot_process import base_env, run_chat
+from tests.support.bot_process import chat_env, run_chat, start_chat
 from tests.support.http_target import HttpTarget
 from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
 from tests.support.service import open_service
@@ -142,13 +141,7 @@ async def test_countersign_chat_in_a_real_terminal_session(db_url, tmp_path):
         HttpTarget() as target,
         GeminiStandIn(agent_script(target.url()), api_key="k") as gemini,
     ):
-        env = base_env(
-            GOOGLE_API_KEY="k",
-            GEMINI_BASE_URL=gemini.base_url,
-            DATABASE_URL=db_url,
-            HTTP_REQUEST_ALLOWED_HOSTS=target.host,
-            LOG_LEVEL="WARNING",
-        )
+        env = chat_env(gemini_url=gemini.base_url, allowed_host=target.host, db_url=db_url)
         typed = b"post widget\na\nhi \x1b]0;pwned\x07 there\npost gadget\nr\n/quit\n/quit\n"
         code, text, err = await run_chat(env, tmp_path, typed, timeout=60)
     assert code == 0, err
@@ -306,24 +299,8 @@ async def test_ctrl_c_in_a_real_terminal_session_stops_the_turn(db_url, tmp_path
         HttpTarget() as target,
         GeminiStandIn(agent_script(target.url()), api_key="k") as gemini,
     ):
-        env = base_env(
-            GOOGLE_API_KEY="k",
-            GEMINI_BASE_URL=gemini.base_url,
-            DATABASE_URL=db_url,
-            HTTP_REQUEST_ALLOWED_HOSTS=target.host,
-            LOG_LEVEL="WARNING",
-        )
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "countersign.cli",
-            "chat",
-            env=env,
-            cwd=tmp_path,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
+        env = chat_env(gemini_url=gemini.base_url, allowed_host=target.host, db_url=db_url)
+        proc = await start_chat(env, tmp_path)
         assert proc.stdin is not None and proc.stdout is not None
         try:
             target.gate.arm()

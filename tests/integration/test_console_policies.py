@@ -21,7 +21,7 @@ from bot.conversation import Actor, ConversationRef
 from tests.e2e.agent_script import agent_script
 from tests.standins.gemini import GeminiStandIn
 from tests.support.barriers import wait_until
-from tests.support.bot_process import base_env, run_chat
+from tests.support.bot_process import chat_env, run_chat
 from tests.support.http_target import HttpTarget
 from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
 from tests.support.service import open_service
@@ -488,13 +488,7 @@ async def test_trying_a_policy_in_a_real_countersign_chat(db_url, tmp_path):
         HttpTarget() as target,
         GeminiStandIn(agent_script(target.url()), api_key="k") as gemini,
     ):
-        env = base_env(
-            GOOGLE_API_KEY="k",
-            GEMINI_BASE_URL=gemini.base_url,
-            DATABASE_URL=db_url,
-            HTTP_REQUEST_ALLOWED_HOSTS=target.host,
-            LOG_LEVEL="WARNING",
-        )
+        env = chat_env(gemini_url=gemini.base_url, allowed_host=target.host, db_url=db_url)
         lines = [
             "/countersign quorum http_request 2",
             "/countersign approvers add @bob for http_request",

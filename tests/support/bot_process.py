@@ -100,13 +100,21 @@ class BotProcess:
         return code
 
 
-async def run_chat(env: dict[str, str], cwd: Path, stdin: bytes, *, timeout: float = 120) -> tuple[int, str, str]:
-    """Run `countersign chat` with `stdin` typed into it until it exits; its status, stdout and stderr.
+def chat_env(*, gemini_url: str, allowed_host: str, db_url: str, api_key: str = "k") -> dict[str, str]:
+    """`base_env` for `countersign chat` on `db_url`: the Gemini stand-in at `gemini_url`, `http_request`
+    allowed to `allowed_host`, log lines at WARNING and above only (kept out of the conversation)."""
+    return base_env(
+        GOOGLE_API_KEY=api_key,
+        GEMINI_BASE_URL=gemini_url,
+        DATABASE_URL=db_url,
+        HTTP_REQUEST_ALLOWED_HOSTS=allowed_host,
+        LOG_LEVEL="WARNING",
+    )
 
-    Raises:
-        TimeoutError: it did not exit within `timeout` seconds (it is left to the test's cleanup).
-    """
-    proc = await asyncio.create_subprocess_exec(
+
+async def start_chat(env: dict[str, str], cwd: Path) -> asyncio.subprocess.Process:
+    """Start `countersign chat` with piped stdin, stdout and stderr (the caller types and reads)."""
+    return await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
         "countersign.cli",
@@ -117,5 +125,14 @@ async def run_chat(env: dict[str, str], cwd: Path, stdin: bytes, *, timeout: flo
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
+
+
+async def run_chat(env: dict[str, str], cwd: Path, stdin: bytes, *, timeout: float = 120) -> tuple[int, str, str]:
+    """Run `countersign chat` with `stdin` typed into it until it exits; its status, stdout and stderr.
+
+    Raises:
+        TimeoutError: it did not exit within `timeout` seconds (it is left to the test's cleanup).
+    """
+    proc = await start_chat(env, cwd)
     out, err = await asyncio.wait_for(proc.communicate(stdin), timeout=timeout)
     return proc.returncode or 0, out.decode(), err.decode()
