@@ -770,7 +770,7 @@ class TurnRunner:
                 raised_here = len(raised)
                 stream = graph.astream(
                     cast(Any, graph_input if invocation == 0 else None),
-                    {**config, "recursion_limit": budget.limit if invocation == 0 else budget.next_limit()},
+                    {**config, "recursion_limit": budget.next_limit()},
                     stream_mode=["values", "custom"],
                     version="v2",
                     subgraphs=True,

@@ -85,10 +85,12 @@ class StepBudget:
         self._last_step = step
 
     def next_limit(self) -> int:
-        """The recursion limit for an invocation continuing after a stop right behind `llm_call`.
+        """The recursion limit for the run's next invocation.
 
-        The stop's checkpoint is at the last observed step; with no observation (the run
-        stopped before any step) the limit is unchanged. Never below 1.
+        After a stop right behind `llm_call`, the stop's checkpoint is at the last observed
+        step, and the limit ends the invocation where one invocation would have ended; with no
+        observation (the run's first invocation, or a run that stopped before any step) it is
+        `limit`. Never below 1.
         """
         if self._stop_at is None or self._last_step is None:
             return self.limit
