@@ -43,6 +43,19 @@ from tests.standins.slack_events import SlackEventSender
 
 
 @dataclass(frozen=True)
+class Ack:
+    """One click's HTTP ack as the sender saw it.
+
+    Attributes:
+        ms: connection opened -> response read, in ms (`bench.click_sender`).
+        worker: the `X-Countersign-Worker` that answered ("" for a lone process).
+    """
+
+    ms: float
+    worker: str
+
+
+@dataclass(frozen=True)
 class Card:
     """A pending approval card: where it is and what Approve sends."""
 
@@ -191,8 +204,12 @@ class ClickSender:
                 process.kill()
                 await process.wait()
 
-    async def approve(self, cards: Sequence[Card]) -> list[float]:
-        """Send Approve on every card at once; return each ack latency in ms."""
+    async def approve(self, cards: Sequence[Card]) -> list[Ack]:
+        """Send Approve on every card at once; return each click's ack, in the cards' order.
+
+        Raises:
+            RuntimeError: a click was not answered with HTTP 200.
+        """
         jobs = [
             {
                 "user": ALICE,
@@ -212,17 +229,33 @@ class ClickSender:
         answer = json.loads(await asyncio.wait_for(self._process.stdout.readline(), WAIT_S))
         if any(status != 200 for status in answer["status"]):
             raise RuntimeError(f"clicks got HTTP {sorted(set(answer['status']))}")
-        return [float(ms) for ms in answer["ack_ms"]]
+        return [Ack(float(ms), worker) for ms, worker in zip(answer["ack_ms"], answer["worker"], strict=True)]
 
 
 @dataclass
 class ClickRound:
-    """One burst: when the last ack came back and how many answers followed, how fast."""
+    """One burst: its acks, when the last came back, and how many answers followed, how fast.
+
+    Attributes:
+        last_ack_ms: burst sent -> its last ack read, in ms.
+        answered: answers posted (the resumed turns' replies).
+        answered_ms: burst sent -> the last answer, in ms (the stall timeout when stalled).
+        acks: the burst's acks.
+        stuck: where the bot's tasks waited, when the burst stalled.
+    """
 
     last_ack_ms: float
     answered: int
     answered_ms: float
+    acks: list[Ack] = field(default_factory=list)
     stuck: list[str] = field(default_factory=list)
+
+    def by_worker(self) -> dict[str, list[float]]:
+        """Ack latencies (ms) by the worker that answered, workers in name order."""
+        split: dict[str, list[float]] = {}
+        for ack in sorted(self.acks, key=lambda a: a.worker):
+            split.setdefault(ack.worker, []).append(ack.ms)
+        return split
 
 
 @dataclass
@@ -255,7 +288,7 @@ async def sequential_clicks(
     for _ in range(count):
         [card] = await open_cards(stage, bot, events, 1, 1)
         answered = stage.slack.expect(is_post_in(card.thread_ts, TOOL_ANSWER))
-        series.samples_ms.extend(await clicks.approve([card]))
+        series.samples_ms.extend(ack.ms for ack in await clicks.approve([card]))
         await asyncio.wait_for(answered, WAIT_S)
         await bot.settle()
 
@@ -300,16 +333,16 @@ async def concurrent_clicks(
     started = time.perf_counter()
     acks = await clicks.approve(cards)
     last_ack = time.perf_counter()
-    run.concurrent.samples_ms.extend(acks)
+    run.concurrent.samples_ms.extend(ack.ms for ack in acks)
     done, pending = await asyncio.wait(answers, timeout=stall_s)
     if pending:
         # Stop waiting, and say where the bot's tasks are stuck.
         for future in pending:
             future.cancel()
-        return ClickRound((last_ack - started) * 1000, len(done), stall_s * 1000, stuck=bot.stuck())
+        return ClickRound((last_ack - started) * 1000, len(done), stall_s * 1000, acks, stuck=bot.stuck())
     answered = max(future.result() for future in done)
     await bot.settle()
-    return ClickRound((last_ack - started) * 1000, len(done), (answered - started) * 1000)
+    return ClickRound((last_ack - started) * 1000, len(done), (answered - started) * 1000, acks)
 
 
 def with_pool(settings: Settings, pool_size: int) -> Settings:

@@ -127,13 +127,22 @@ def milestone_lines(groups: Sequence[Milestones]) -> list[str]:
 def click_lines(runs: Sequence[ClickRun]) -> list[str]:
     """The click table, then what each burst led to (throughput context or a stall)."""
     rows = [series for run in runs for series in (run.sequential, run.concurrent) if series.count]
-    lines = table("Click acks: Approve sent -> HTTP response at the sender", rows, (50, 95, 99))
-    lines.append("  (Bolt's async runner polls for ack() every 10 ms: a click cannot ack much under 10 ms;")
-    lines.append("   an app_mention is acked before its listener runs, so it does not wait.)")
+    lines = table("Click acks: connection opened -> HTTP response read, at the sender", rows, (50, 95, 99))
+    lines.append("  (Each click is built and signed before its burst and sent on a connection of its own;")
+    lines.append("   Bolt answers when the listener returns, right after its ack(); a burst's first acks")
+    lines.append("   come back after its connections are opened and accepted: docs/decisions/0028.)")
     for run in runs:
         for n, burst in enumerate(run.rounds, 1):
-            head = f"  {run.label}, burst {n}: last of {run.conversations} acks after "
-            head += f"{burst.last_ack_ms:.0f} ms; "
+            ms = [ack.ms for ack in burst.acks]
+            head = f"  {run.label}, burst {n}: p99 {percentile(ms, 99):.0f} ms"
+            split = burst.by_worker()
+            if len(split) > 1:
+                head += (
+                    " ("
+                    + ", ".join(f"worker {w}: {len(v)} acks, p99 {percentile(v, 99):.0f}" for w, v in split.items())
+                    + ")"
+                )
+            head += f"; last ack after {burst.last_ack_ms:.0f} ms; "
             if burst.answered == run.conversations:
                 rate = run.conversations / (burst.answered_ms / 1000)
                 lines.append(f"{head}all answers posted after {burst.answered_ms:.0f} ms ({rate:.0f} resumed turns/s)")

@@ -8,8 +8,9 @@ It prints figures; nothing here asserts a time. As in the end-to-end tests, the 
 (`BotServer`, Bolt over HTTP) runs in this process and event loop with embedded PostgreSQL (or
 `TEST_DATABASE_URL`) and local stand-ins for Slack, Gemini and the HTTP endpoint the
 `http_request` tool calls; their (small) cost is part of the Slack figures, as a network's
-would be. Approve clicks come from a child process (`bench.click_sender`), so a burst of 50
-is not slowed down by its own sender.
+would be. Approve clicks come from a child process (`bench.click_sender`), built and signed
+before each burst and sent each on a connection of its own, so that a burst is not slowed down
+by its own sender (docs/decisions/0028).
 
 Phases: six turn series interleaved (bare graph with the scripted model, bare graph with the
 Gemini client, whole Slack path; each as a text answer and as one tool round), then a ReAct

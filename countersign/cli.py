@@ -90,7 +90,8 @@ async def _dispatch(command: str, settings: Settings) -> None:
             if not stopping.is_set():
                 raise
             raise _StoppedEarlyError("migrate was stopped by a signal before it finished") from None
-        log.info("migrations: %s", ", ".join(applied) if applied else "already up to date")
+        if not applied:  # what was applied, `apply_migrations` has logged
+            log.info("migrations: already up to date")
         return
     if settings.gemini.api_key is None:
         # Before anything starts, so the operator reads one line (issue 2, "Model").

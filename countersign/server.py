@@ -33,6 +33,14 @@ HEALTH_PATH = "/healthz"
 READY_PATH = "/readyz"
 METRICS_PATH = "/metrics"
 CHECK_TIMEOUT_S = 2.0
+LISTEN_BACKLOG = 1024
+"""Connections the kernel queues for `accept` on the HTTP port (each worker's socket has its own).
+
+aiohttp's default is 128: a burst of more new connections than that while the event loop is busy
+(200 clicks at once from Slack, each on its own connection) had the surplus SYNs dropped, and
+each of those clicks waited for the client's retransmit, one second and then three: past
+Slack's three-second limit for an ack. Linux caps it at `net.core.somaxconn` (4096 by default
+since 5.4; 128 on older kernels, where raising that sysctl is the operator's part)."""
 """Seconds `/healthz` and `/readyz` wait for the database (and a platform) to answer."""
 
 
@@ -213,11 +221,13 @@ class BotServer:
         try:
             # A worker shares the port with its siblings (countersign.workers).
             shared = settings.server.worker_index is not None
-            sock = socket.create_server((settings.server.host, settings.server.port), reuse_port=shared)
+            sock = socket.create_server(
+                (settings.server.host, settings.server.port), reuse_port=shared, backlog=LISTEN_BACKLOG
+            )
         except OSError as exc:
             where = f"{settings.server.host}:{settings.server.port}"
             raise ConfigurationError(f"cannot listen on {where} (HOST, PORT): {exc.strerror or exc}") from None
-        site = web.SockSite(runner, sock)
+        site = web.SockSite(runner, sock, backlog=LISTEN_BACKLOG)
         await site.start()
         self.port = sock.getsockname()[1]
         runtime.service.start()

@@ -93,6 +93,8 @@ def _without_the_code(record: logging.LogRecord) -> bool:
 logging.getLogger("slack_bolt.AsyncApp").addFilter(_without_the_code)
 
 EVENTS_PATH = "/slack/events"
+PROCESS_BEFORE_RESPONSE = True
+"""Bolt answers Slack when a listener returns (`adapters.slack.after_ack` says why and how)."""
 INSTALL_PATH = "/slack/install"
 REDIRECT_PATH = "/slack/oauth_redirect"
 BOT_SCOPES = (
@@ -169,6 +171,7 @@ class SlackAdapter:
                 signing_secret=signing_secret,
                 # Socket Mode carries no signature; HTTP mode always verifies.
                 request_verification_enabled=settings.app_token is None,
+                process_before_response=PROCESS_BEFORE_RESPONSE,
             )
         else:
             # Bolt builds its authorize from the installation store (each request gets the
@@ -181,6 +184,7 @@ class SlackAdapter:
                 oauth_settings=oauth_settings,
                 installation_store=self.installations,
                 installation_store_bot_only=True,
+                process_before_response=PROCESS_BEFORE_RESPONSE,
             )
             # slack-bolt's own listeners: `tokens_revoked` and `app_uninstalled` delete the
             # workspace's installation (conversations and audit stay until retention).
@@ -192,7 +196,7 @@ class SlackAdapter:
             self.app.event("tokens_revoked")(_token_gone)
         self.app.error(self._on_error)
         SlackListeners(service, self.platform, self.users, admin).register(self.app)
-        SlackCommands(admin, self.users).register(self.app)
+        SlackCommands(admin, self.users, service.tasks).register(self.app)
         self._socket: SocketModeConnection | None = None
 
     @staticmethod

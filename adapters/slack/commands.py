@@ -19,6 +19,7 @@ from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 
 from adapters.admin_text import HELP_EXAMPLES, Markup, error_text, render
 from adapters.slack import messages as msg
+from adapters.slack.after_ack import after_ack
 from adapters.slack.blocks import when_token
 from adapters.slack.platform import UserDirectory
 from adapters.slack.text import MESSAGE_CHARS, escape, plain_text, split_message
@@ -29,6 +30,7 @@ from bot.admin.service import AdminService
 from bot.approvals.config import ConversationScope
 from bot.conversation import Actor, ConversationRef
 from bot.errors import CountersignError
+from bot.tasks import TaskTracker
 
 log = logging.getLogger(__name__)
 
@@ -70,10 +72,13 @@ class SlackCommands:
     Args:
         admin: the admin use case.
         users: the user directory (names for the audit log).
+        tasks: the service's background tasks: a command runs there once Slack has its ack
+            (`adapters.slack.after_ack`).
     """
 
-    def __init__(self, admin: AdminService, users: UserDirectory) -> None:
+    def __init__(self, admin: AdminService, users: UserDirectory, tasks: TaskTracker) -> None:
         self._admin = admin
+        self._tasks = tasks
         self._users = users
 
     def register(self, app: AsyncApp) -> None:
@@ -81,8 +86,11 @@ class SlackCommands:
         app.command(COMMAND)(self.on_command)
 
     async def on_command(self, ack: AsyncAck, command: dict[str, Any], respond: AsyncRespond) -> None:
-        """Run the command and answer privately; bad input changes nothing."""
+        """Ack, then run the command in the background and answer privately; bad input changes nothing."""
         await ack()
+        after_ack(self._tasks, self._run(command, respond), "/countersign")
+
+    async def _run(self, command: dict[str, Any], respond: AsyncRespond) -> None:
         user_id = command["user_id"]
         user = await self._users.get(command["team_id"], user_id)
         actor = Actor(

@@ -1,8 +1,10 @@
 """Bolt listeners: Slack events and interactions in, core calls out.
 
-Each listener acknowledges first (Bolt acks events itself; interactions call `ack()` at once),
-then turns the signed payload into an authenticated `Actor` and a `ConversationRef` and calls
-one core entry point. Refusals go back to the clicker as ephemeral messages, or inside the
+Each listener acknowledges first (Bolt acks events itself; interactions call `ack()` at once)
+and hands what follows to the service's background tasks (`adapters.slack.after_ack`), which
+turn the signed payload into an authenticated `Actor` and a `ConversationRef` and call one core
+entry point. A modal's submission is the exception: it is checked and applied before its ack, which carries
+the form's errors. Refusals go back to the clicker as ephemeral messages, or inside the
 modal for a form that can be corrected.
 """
 
@@ -10,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import replace
 from typing import Any
 
@@ -23,6 +25,7 @@ from adapters.decision_errors import parse_edited_args
 from adapters.display import is_blank
 from adapters.slack import blocks
 from adapters.slack import messages as msg
+from adapters.slack.after_ack import after_ack
 from adapters.slack.commands import SLACK_MARKUP
 from adapters.slack.errors import error_text
 from adapters.slack.platform import SlackPlatform, UserDirectory
@@ -178,25 +181,31 @@ class SlackListeners:
         empty = context.get(_EMPTY)
         if empty is not None:
             conversation, user_id = empty
-            await self._whisper(
+            whisper = self._whisper(
                 conversation.workspace_id, conversation.channel_id, user_id, msg.EMPTY_MENTION, conversation.thread
             )
+            self._after_ack(whisper, "an empty mention's answer")
         message = context.get(_ACCEPTED)
         if isinstance(message, IncomingMessage):
             self._service.submit_accepted(message)
+
+    def _after_ack(self, work: Coroutine[Any, Any, None], what: str) -> None:
+        """Hand `work` to the service's background tasks (`adapters.slack.after_ack`)."""
+        after_ack(self._service.tasks, work, what)
 
     # --- buttons -------------------------------------------------------------------------
 
     async def on_approve(self, ack: AsyncAck, body: dict[str, Any], action: dict[str, Any]) -> None:
         """Approve: record the decision; a refusal is told to the clicker only."""
-        await self._approve(ack, body, action, trust=False)
+        await ack()
+        self._after_ack(self._approve(body, action, trust=False), "Approve")
 
     async def on_trust(self, ack: AsyncAck, body: dict[str, Any], action: dict[str, Any]) -> None:
         """Approve and trust (issue 12): the approval and its trust grant, or a refusal to the clicker only."""
-        await self._approve(ack, body, action, trust=True)
-
-    async def _approve(self, ack: AsyncAck, body: dict[str, Any], action: dict[str, Any], *, trust: bool) -> None:
         await ack()
+        self._after_ack(self._approve(body, action, trust=True), "Approve and trust")
+
+    async def _approve(self, body: dict[str, Any], action: dict[str, Any], *, trust: bool) -> None:
         actor = await self._clicker(body)
         if actor is None:
             return
@@ -220,6 +229,9 @@ class SlackListeners:
     ) -> None:
         """Edit: check the clicker may decide, then open the modal prefilled with the arguments."""
         await ack()
+        self._after_ack(self._open_edit(body, action, context), "Edit")
+
+    async def _open_edit(self, body: dict[str, Any], action: dict[str, Any], context: AsyncBoltContext) -> None:
         actor = await self._clicker(body)
         if actor is None:
             return
@@ -242,6 +254,9 @@ class SlackListeners:
     ) -> None:
         """Reject: check the clicker may decide, then open the modal asking for a reason."""
         await ack()
+        self._after_ack(self._open_reject(body, action, context), "Reject")
+
+    async def _open_reject(self, body: dict[str, Any], action: dict[str, Any], context: AsyncBoltContext) -> None:
         actor = await self._clicker(body)
         if actor is None:
             return
@@ -258,6 +273,9 @@ class SlackListeners:
     async def on_approve_all(self, ack: AsyncAck, body: dict[str, Any], action: dict[str, Any]) -> None:
         """Approve all: each pending call of the pause, as its own Approve would; the clicker reads what happened."""
         await ack()
+        self._after_ack(self._approve_all(body, action), "Approve all")
+
+    async def _approve_all(self, body: dict[str, Any], action: dict[str, Any]) -> None:
         actor = await self._clicker(body)
         if actor is None:
             return
@@ -278,6 +296,9 @@ class SlackListeners:
     ) -> None:
         """Reject all: check the clicker may reject some call of the pause, then ask for one optional reason."""
         await ack()
+        self._after_ack(self._open_reject_all(body, action, context), "Reject all")
+
+    async def _open_reject_all(self, body: dict[str, Any], action: dict[str, Any], context: AsyncBoltContext) -> None:
         actor = await self._clicker(body)
         if actor is None:
             return
@@ -294,6 +315,9 @@ class SlackListeners:
     async def on_stop(self, ack: AsyncAck, body: dict[str, Any], action: dict[str, Any]) -> None:
         """Stop on a progress message: stop the turn it names; the clicker is told privately how it went."""
         await ack()
+        self._after_ack(self._stop(body, action), "Stop")
+
+    async def _stop(self, body: dict[str, Any], action: dict[str, Any]) -> None:
         actor = await self._clicker(body)
         if actor is None:
             return

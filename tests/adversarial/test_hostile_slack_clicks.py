@@ -47,7 +47,7 @@ from tests.adversarial.slack_hostile import (
 from tests.adversarial.slack_support import ephemerals_to, has_buttons
 from tests.e2e.conftest import ALICE, BOB, TEAM
 from tests.e2e.test_slack_flow import settle
-from tests.support.barriers import bolt_listeners_done
+from tests.support.barriers import slack_listeners_done
 
 pytestmark = pytest.mark.e2e
 
@@ -172,7 +172,7 @@ async def test_property_a_bent_or_forged_click_changes_nothing_and_is_answered(
     before, audit, runs = await world(bot), await audit_rows(bot), len(target.requests)
     notes, logged, sent = len(ephemerals_to(slack, user)), len(caplog.records), len(slack.calls)
     delivery = await post_form(events, payload)
-    await bolt_listeners_done()
+    await slack_listeners_done()
     await settle(bot)
     assert delivery.status in (200, 400, 404), (delivery.status, delivery.body)
     assert errors_logged(caplog, logged) == []
@@ -214,7 +214,7 @@ async def test_after_many_bent_clicks_the_requester_still_decides(bot, events, s
         for value in (UNKNOWN_ID, cards.foreign.approval_id, cards.decided.approval_id, 12, None):
             parts = {"action_id": action, "value": value, "who": (BOB, TEAM), "block_id": "b", "drop": set()}
             assert (await post_form(events, _click_payload({**parts, "bend": None}, cards))).status == 200
-    await bolt_listeners_done()
+    await slack_listeners_done()
     await still_decidable(bot, events, slack, target, cards)
 
 
@@ -240,7 +240,7 @@ async def test_forged_slack_clicks_are_refused_and_audited(bot, events, slack, t
     for who, value, _ in refusals:
         parts = {"action_id": OUR_ACTIONS[0], "value": value, "who": who, "block_id": "b", "drop": set(), "bend": None}
         assert (await post_form(events, _click_payload(parts, cards))).status == 200
-        await bolt_listeners_done()
+        await slack_listeners_done()
     await settle(bot)
     rows = (await audit_rows(bot))[len(audit) :]
     assert [(r["kind"], r["actor_id"]) for r in rows] == [("refused", who[0]) for who, _, _ in refusals]
@@ -270,7 +270,7 @@ async def test_the_requesters_own_clicks_that_cannot_apply_change_nothing(bot, e
         notes = len(ephemerals_to(slack, ALICE))
         parts = {"action_id": action, "value": value, "who": (ALICE, TEAM), "block_id": "b", "drop": set()}
         assert (await post_form(events, _click_payload({**parts, "bend": None}, cards))).status == 200
-        await bolt_listeners_done()
+        await slack_listeners_done()
         await settle(bot)
         assert (await world(bot), len(target.requests)) == (before, runs), action
         assert all(row["kind"] == "refused" for row in (await audit_rows(bot))[len(audit) :]), action

@@ -13,7 +13,7 @@ from tests.adversarial.hostile import (
     config_snapshot,
 )
 from tests.e2e.conftest import BOB, CAROL, CHANNEL
-from tests.support.barriers import bolt_listeners_done
+from tests.support.barriers import slack_listeners_done
 
 pytestmark = pytest.mark.e2e
 
@@ -40,7 +40,7 @@ async def test_property_any_command_text_is_answered_privately_and_a_refusal_cha
     delivery = await events.slash_command("/countersign", text, who, CHANNEL, url)
     assert delivery.status == 200
     await slack.wait_for("response_url", count=replies + 1)
-    await bolt_listeners_done()
+    await slack_listeners_done()
     posts = slack.calls_to("response_url")[replies:]
     assert 1 <= len(posts) <= 5
     assert all(p.args.get("response_type") == "ephemeral" for p in posts)

@@ -40,7 +40,7 @@ from tests.adversarial.slack_hostile import (
 from tests.adversarial.slack_support import card_json, card_ready, has_buttons
 from tests.e2e.conftest import ALICE, BOB, CHANNEL, TEAM
 from tests.e2e.test_slack_flow import settle, wait_answer
-from tests.support.barriers import bolt_listeners_done
+from tests.support.barriers import slack_listeners_done
 
 pytestmark = pytest.mark.e2e
 
@@ -121,7 +121,7 @@ async def test_property_no_edit_form_breaks_or_decides_anything_it_should_not(
         len(caplog.records),
     )
     delivery = await post_form(events, _edit_payload(form, cards))
-    await bolt_listeners_done()
+    await slack_listeners_done()
     await settle(bot)
     assert delivery.status == 200, delivery.body
     assert delivery.json["response_action"] == "errors", delivery.body
@@ -168,7 +168,7 @@ async def test_property_no_reject_all_form_by_a_stranger_decides_anything(
     payload = _submission(blocks.VIEW_REJECT_ALL, named_value(form["metadata"], cards), values, user, team)
     before, audit, runs, logged = await world(bot), await audit_rows(bot), len(target.requests), len(caplog.records)
     delivery = await post_form(events, payload)
-    await bolt_listeners_done()
+    await slack_listeners_done()
     await settle(bot)
     assert delivery.status == 200, delivery.body
     assert delivery.json["response_action"] in ("errors", "update"), delivery.body
@@ -199,7 +199,7 @@ async def test_many_bent_forms_leave_the_card_decidable(bot, events, slack, targ
             }
             delivery = await post_form(events, _submission(callback, metadata, values, BOB, TEAM))
             assert delivery.status in (200, 404)
-    await bolt_listeners_done()
+    await slack_listeners_done()
     await still_decidable(bot, events, slack, target, cards)
 
 
@@ -260,7 +260,7 @@ async def test_a_replayed_click_with_an_old_or_future_timestamp_is_refused_and_l
     # At LOG_LEVEL=INFO, Bolt's verification logger logs at INFO (it copies the root's level).
     with caplog.at_level(logging.INFO), caplog.at_level(logging.INFO, logger="slack_bolt.RequestVerification"):
         replayed = await events.send_raw(body, _signed(events, body, at=int(time.time()) + offset_s))
-        await bolt_listeners_done()
+        await slack_listeners_done()
         await settle(bot)
     assert replayed.status == 401
     assert target.requests == [] and has_buttons(slack, card)
@@ -290,6 +290,6 @@ async def test_an_unreadable_request_gets_a_4xx_and_a_warning_not_a_traceback(bo
     """Undecodable bodies, payloads Bolt cannot match, and timestamps that are not numbers: 4xx, no traceback."""
     signed = {"Content-Type": "application/x-www-form-urlencoded", **events.sign(body), **headers}
     delivery = await events.send_raw(body, signed)
-    await bolt_listeners_done()
+    await slack_listeners_done()
     assert 400 <= delivery.status < 500, (delivery.status, delivery.body)
     assert [r for r in caplog.records if r.levelno >= logging.ERROR] == []

@@ -14,7 +14,7 @@ from tests.adversarial.hostile import E2E_SETTINGS, looks_like_a_trace, message_
 from tests.adversarial.slack_support import BROADCASTS, ephemerals_to, everything_sent
 from tests.e2e.conftest import ALICE, CHANNEL
 from tests.e2e.test_slack_flow import settle, wait_answer
-from tests.support.barriers import bolt_listeners_done
+from tests.support.barriers import slack_listeners_done
 
 pytestmark = pytest.mark.e2e
 
@@ -46,7 +46,7 @@ async def test_property_a_hostile_message_is_answered_or_refused_and_the_thread_
     else:
         sent = await events.app_mention(CHANNEL, ALICE, f"<@UBOT> {said}")
     assert sent.status == 200
-    await bolt_listeners_done()
+    await slack_listeners_done()
     await settle(bot)
     thread = None if in_dm else sent.ts
     answers = _answers(slack, "DALICE" if in_dm else CHANNEL, thread, after=before)

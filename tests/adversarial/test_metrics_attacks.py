@@ -8,7 +8,7 @@ import pytest
 from adapters.slack import blocks
 from tests.e2e.conftest import ALICE, BOB, CHANNEL
 from tests.e2e.test_slack_flow import click, settle, wait_answer, wait_card
-from tests.support.barriers import GENEROUS_S, bolt_listeners_done
+from tests.support.barriers import GENEROUS_S, slack_listeners_done
 
 pytestmark = pytest.mark.e2e
 
@@ -36,7 +36,7 @@ async def test_typed_text_never_becomes_a_metric_label(bot, events, slack, targe
     assert reply.status == 200
     await wait_answer(slack, mention.ts)
     await settle(bot)
-    await bolt_listeners_done()
+    await slack_listeners_done()
     async with httpx.AsyncClient(timeout=GENEROUS_S) as client:
         text = (await client.get(f"http://127.0.0.1:{bot.port}/metrics")).text
     assert 'countersign_decisions_refused_total{reason="not_permitted",tool="http_request"}' in text

@@ -20,7 +20,7 @@ from tests.e2e.test_discord_flow import _buttons
 from tests.e2e.test_slack_flow import click, settle, wait_answer
 from tests.standins.gemini import call, parts
 from tests.standins.slack_api import SlackApiStandIn
-from tests.support.barriers import bolt_listeners_done, wait_until
+from tests.support.barriers import slack_listeners_done, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -46,7 +46,7 @@ async def test_a_post_sharing_its_call_id_with_a_get_does_not_skip_review(
         ),
     )
     mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> dup ids")
-    await bolt_listeners_done()
+    await slack_listeners_done()
     await settle(bot)
     posts = [r for r in target.requests if r.method == "POST"]
     assert posts == [], "the POST ran without any approval"
@@ -61,7 +61,7 @@ async def test_a_lowercase_method_does_not_slip_past_an_admin_condition(
     assert "Updated policy" in reply, reply
     model_rules.on("sneak", call("http_request", {"method": "post", "url": target.url("/evil"), "body": {"x": 1}}))
     await events.app_mention(CHANNEL, ALICE, "<@UBOT> sneak")
-    await bolt_listeners_done()
+    await slack_listeners_done()
     await settle(bot)
     assert [r.method for r in target.requests] == [], "a POST ran without review"
 
@@ -113,10 +113,10 @@ async def test_slack_cards_routed_to_a_channel_the_bot_cannot_post_in_leave_a_wa
     slack.forbid_channel("CNOWHERE")  # the bot is not in it (Slack answers channel_not_found)
     reply = await slash_countersign(events, slack, "cards channel <#CNOWHERE|nowhere>")
     mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> post widget")
-    await bolt_listeners_done()
+    await slack_listeners_done()
     await settle(bot)
     await events.message(CHANNEL, ALICE, "where is my card?", thread_ts=mention.ts)
-    await bolt_listeners_done()
+    await slack_listeners_done()
     await settle(bot)
     cards = [
         call
@@ -168,10 +168,10 @@ async def test_two_calls_sharing_an_id_do_not_jam_the_conversation(
         ),
     )
     mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> two gets")
-    await bolt_listeners_done()
+    await slack_listeners_done()
     await settle(bot)
     await events.message(CHANNEL, ALICE, "still there?", thread_ts=mention.ts)
-    await bolt_listeners_done()
+    await slack_listeners_done()
     await settle(bot)
     texts = posted_texts(slack, mention.ts)
     assert any(t.startswith("You said: still there?") for t in texts), texts
@@ -186,10 +186,10 @@ async def test_a_lone_surrogate_from_the_model_does_not_jam_the_thread(
     reasoning = "Posting \ud800 now." if where == "description" else "Posting now."
     model_rules.on("post lone", parts([{"text": reasoning}, {"functionCall": {"name": "http_request", "args": args}}]))
     mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> post lone")
-    await bolt_listeners_done()
+    await slack_listeners_done()
     await settle(bot)
     await events.message(CHANNEL, ALICE, "hello?", thread_ts=mention.ts)
-    await bolt_listeners_done()
+    await slack_listeners_done()
     await settle(bot)
     heard = posted_texts(slack, mention.ts) + ephemerals_to(slack, ALICE)
     assert target.requests == []
@@ -217,7 +217,7 @@ async def test_an_edit_the_database_cannot_store_is_refused_clearly_in_the_form(
         card.approval_id,
         {blocks.EDIT_BLOCK: {blocks.EDIT_INPUT: raw.replace("URL", target.url())}},
     )
-    await bolt_listeners_done()
+    await slack_listeners_done()
     await settle(bot)
     assert target.requests == [] and has_buttons(slack, card)
     assert reply.json and reply.json["response_action"] == "errors", reply.json
@@ -290,7 +290,7 @@ async def test_a_thread_reply_sent_to_the_channel_too_or_with_a_file_is_not_drop
     await wait_answer(slack, mention.ts, starts="You said: hello")
     await settle(bot)
     await events.message(CHANNEL, ALICE, "and one more thing", thread_ts=mention.ts, subtype=subtype)
-    await bolt_listeners_done()
+    await slack_listeners_done()
     await settle(bot)
     heard = posted_texts(slack, mention.ts) + ephemerals_to(slack, ALICE)
     assert any("one more thing" in t for t in heard), f"Alice's reply was silently dropped: {heard}"
@@ -322,7 +322,7 @@ async def test_a_slack_condition_with_an_ampersand_means_what_the_admin_typed(
     assert "Updated policy" in reply, reply
     model_rules.on("post query", call("http_request", _post(target.url("/things?a=1&b=2"), {"x": 1})))
     await events.app_mention(CHANNEL, ALICE, "<@UBOT> post query")
-    await bolt_listeners_done()
+    await slack_listeners_done()
     await settle(bot)
     assert target.requests == [], "the condition the admin typed held, yet the call ran without review"
 

@@ -17,7 +17,7 @@ from tests.e2e.conftest import ALICE, CHANNEL
 from tests.e2e.test_slack_flow import click, settle, wait_answer, wait_card
 from tests.standins.gemini import GeminiRequest, GeminiStandIn, text
 from tests.standins.slack_api import SlackApiStandIn
-from tests.support.barriers import bolt_listeners_done
+from tests.support.barriers import slack_listeners_done
 from tests.support.http_target import HttpTarget
 from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
 from tests.support.service import actor, conversation, message, open_service
@@ -100,7 +100,7 @@ async def test_a_card_that_failed_to_post_is_posted_again(bot, events, slack: Sl
     """Slack fails the card's chat.postMessage once: the next message brings the card back."""
     slack.fail("chat.postMessage", "internal_error")
     mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> post widget")
-    await bolt_listeners_done()
+    await slack_listeners_done()
     await settle(bot)
     await events.message(CHANNEL, ALICE, "where is the card?", thread_ts=mention.ts)
     await slack.wait_for("chat.postEphemeral", lambda a: a.get("user") == ALICE)

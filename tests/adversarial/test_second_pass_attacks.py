@@ -15,7 +15,7 @@ from tests.e2e.conftest import ALICE, BOB, CAROL, CHANNEL
 from tests.e2e.test_slack_flow import click, settle, wait_answer
 from tests.standins.gemini import call, parts
 from tests.standins.slack_api import SlackApiStandIn
-from tests.support.barriers import bolt_listeners_done, wait_until_async
+from tests.support.barriers import slack_listeners_done, wait_until_async
 
 pytestmark = pytest.mark.e2e
 
@@ -71,7 +71,7 @@ async def test_a_slack_condition_on_a_url_is_not_silently_made_false(
     assert "Updated policy" in reply, reply
     model_rules.on("post it", call("http_request", {"method": "POST", "url": target.url("/x"), "body": {"a": 1}}))
     await events.app_mention(CHANNEL, ALICE, "<@UBOT> post it")
-    await bolt_listeners_done()
+    await slack_listeners_done()
     await settle(bot)
     assert target.requests == [], "the URL condition the admin typed holds, yet the POST ran without review"
 
@@ -105,10 +105,10 @@ async def test_out_of_order_approvals_with_an_auto_call_between_run_everything(
     mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> three")
     first, second = await card_ready(bot, slack, count=2)
     await click(events, slack, ALICE, blocks.ACTION_APPROVE, second)
-    await bolt_listeners_done()  # the second card's approval is recorded first
+    await slack_listeners_done()  # the second card's approval is recorded first
     await click(events, slack, ALICE, blocks.ACTION_APPROVE, first)
     await wait_answer(slack, mention.ts, starts="")
-    await bolt_listeners_done()
+    await slack_listeners_done()
     await settle(bot)
     assert sorted(r.path for r in target.requests) == ["/a", "/b", "/c"], [r.path for r in target.requests]
 
@@ -125,7 +125,7 @@ async def test_deny_plus_auto_runs_the_auto_call(bot, events, slack: SlackApiSta
         ),
     )
     await events.app_mention(CHANNEL, ALICE, "<@UBOT> both")
-    await bolt_listeners_done()
+    await slack_listeners_done()
     await settle(bot)
     assert [r.path for r in target.requests] == ["/g"]
 
@@ -139,7 +139,7 @@ async def test_a_quorum_review_past_its_time_still_resumes(bot, events, slack: S
     await events.app_mention(CHANNEL, ALICE, "<@UBOT> post widget")
     [card] = await card_ready(bot, slack)
     await click(events, slack, CAROL, blocks.ACTION_APPROVE, card)
-    await bolt_listeners_done()
+    await slack_listeners_done()
     await settle(bot)
     assert bot.runtime is not None
     await bot.runtime.database.pool.execute("UPDATE approvals SET expires_at = now() - interval '1 second'")
@@ -151,7 +151,7 @@ async def test_a_quorum_review_past_its_time_still_resumes(bot, events, slack: S
         return not await pool.fetchval("SELECT count(*) FROM reviews WHERE status = 'pending'")
 
     await wait_until_async(no_review_pending, "the review leaving pending")
-    await bolt_listeners_done()
+    await slack_listeners_done()
     await settle(bot)
     status = await bot.runtime.database.pool.fetch("SELECT status FROM reviews")
     assert target.requests == []

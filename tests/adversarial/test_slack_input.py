@@ -22,7 +22,7 @@ from tests.e2e.conftest import ALICE, CHANNEL
 from tests.e2e.test_slack_flow import card_state, click, settle, wait_answer
 from tests.standins.gemini import call, parts
 from tests.standins.slack_api import SlackApiStandIn
-from tests.support.barriers import bolt_listeners_done
+from tests.support.barriers import slack_listeners_done
 
 pytestmark = pytest.mark.e2e
 
@@ -177,7 +177,7 @@ async def test_an_edit_the_checkpoint_cannot_store_is_refused_before_anything_ru
     mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> post widget")
     [card] = await card_ready(bot, slack)
     reply = await _edit(events, card.approval_id, json.dumps(_post(target.url(), body)))
-    await bolt_listeners_done()
+    await slack_listeners_done()
     await settle(bot)
     failures = [t for t in posted_texts(slack, mention.ts) if "went wrong" in t]
     assert (target.requests, failures) == ([], [])
@@ -222,10 +222,10 @@ async def test_a_nul_character_from_the_model_does_not_jam_the_thread(
     reasoning = "Posting the note\u0000 now." if where == "description" else "Posting the note now."
     model_rules.on("post nul", parts([{"text": reasoning}, {"functionCall": {"name": "http_request", "args": args}}]))
     mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> post nul")
-    await bolt_listeners_done()
+    await slack_listeners_done()
     await settle(bot)
     await events.message(CHANNEL, ALICE, "hello?", thread_ts=mention.ts)
-    await bolt_listeners_done()
+    await slack_listeners_done()
     await settle(bot)
     assert target.requests == []
     heard = posted_texts(slack, mention.ts) + ephemerals_to(slack, ALICE)

@@ -29,7 +29,7 @@ from tests.e2e.test_slack_oauth_flow import (  # noqa: F401 - fixtures, found by
     wait_reply,
 )
 from tests.standins.slack_events import SlackEventSender
-from tests.support.barriers import GENEROUS_S, bolt_listeners_done, wait_until_async
+from tests.support.barriers import GENEROUS_S, slack_listeners_done, wait_until_async
 
 pytestmark = pytest.mark.e2e
 
@@ -61,7 +61,7 @@ async def test_a_workspace_of_an_enterprise_grid_org_is_answered_with_its_token(
         assert mention.status == 200
         answer = await wait_reply(slack, mention.ts, "You said: hello from the org")
         await settle(bot)
-        await bolt_listeners_done()
+        await slack_listeners_done()
     assert (answer.token, answer.team_id) == (token, GRID.team)
     assert not [c for c in slack.calls if c.error in ("not_authed", "invalid_auth")]
 
@@ -116,7 +116,7 @@ async def test_a_click_signed_for_another_workspace_cannot_decide_a_card(bot, sl
                 thread_ts=mention.ts,
             )
             assert click.status == 200
-        await bolt_listeners_done()
+        await slack_listeners_done()
         await settle(bot)
         assert target.requests == []
         assert bot.runtime is not None
@@ -142,7 +142,7 @@ async def test_a_click_signed_for_another_workspace_cannot_decide_a_card(bot, sl
         )
         await wait_reply(slack, mention.ts, "Result: ")
         await settle(bot)
-        await bolt_listeners_done()
+        await slack_listeners_done()
     assert [r.json for r in target.requests] == [{"name": "widget"}]
 
 
@@ -194,7 +194,7 @@ async def test_json_logs_of_installs_and_uninstalls_hold_no_token_or_secret(bot,
             await wait_reply(slack, mention.ts, "You said: hello")
             slack.revoke(A.team)
             await events_a.event({"type": "app_uninstalled"})
-            await bolt_listeners_done()
+            await slack_listeners_done()
             await settle(bot)
     finally:
         root.removeHandler(handler)
@@ -219,7 +219,7 @@ async def test_a_card_pending_when_its_workspace_uninstalls_expires_without_a_st
         await settle(bot)
         slack.revoke(A.team)
         assert (await events_a.event({"type": "app_uninstalled"})).status == 200
-        await bolt_listeners_done()
+        await slack_listeners_done()
         assert bot.runtime is not None
         pool = bot.runtime.database.pool
         await pool.execute("UPDATE approvals SET expires_at = now() - interval '1 second'")
@@ -244,7 +244,7 @@ async def test_a_card_pending_when_its_workspace_uninstalls_expires_without_a_st
         later_b = await events_b.app_mention(B.channel, B.person, f"<@{B.bot_user}> still here")
         await wait_reply(slack, later_b.ts, "You said: still here")
         await settle(bot)
-        await bolt_listeners_done()
+        await slack_listeners_done()
 
 
 async def test_a_card_pending_across_a_reinstall_is_decided_with_the_new_token(bot, slack, browser, db_url, target):  # noqa: F811
@@ -258,7 +258,7 @@ async def test_a_card_pending_across_a_reinstall_is_decided_with_the_new_token(b
         [old_token] = slack.tokens_of(A.team)
         slack.revoke(A.team)
         assert (await events_a.event({"type": "app_uninstalled"})).status == 200
-        await bolt_listeners_done()
+        await slack_listeners_done()
         await install(browser, bot, slack, A)
         new_token = (await installations(db_url))[A.team]
         assert new_token != old_token
@@ -275,6 +275,6 @@ async def test_a_card_pending_across_a_reinstall_is_decided_with_the_new_token(b
         answer = await wait_reply(slack, mention.ts, "Result: ")
         [update] = await slack.wait_for("chat.update", lambda a: a.get("ts") == post.response["ts"], timeout=GENEROUS_S)
         await settle(bot)
-        await bolt_listeners_done()
+        await slack_listeners_done()
     assert (answer.token, update.token) == (new_token, new_token)
     assert [r.json for r in target.requests] == [{"name": "widget"}]

@@ -11,7 +11,7 @@ from tests.adversarial.slack_support import card_json, card_ready, ephemerals_to
 from tests.e2e.conftest import ALICE, BOB, CAROL, CHANNEL
 from tests.e2e.test_slack_flow import card_state, click, settle, wait_answer
 from tests.standins.slack_api import SlackApiStandIn
-from tests.support.barriers import bolt_listeners_done, wait_until
+from tests.support.barriers import slack_listeners_done, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -113,6 +113,6 @@ async def test_a_click_on_a_card_drawn_before_an_edit_does_not_approve_the_edit(
     await wait_until(
         lambda: bool(ephemerals_to(slack, CAROL)) or len(slack.calls_to("chat.update")) > before, "an answer to Carol"
     )
-    await bolt_listeners_done()
+    await slack_listeners_done()
     await settle(bot)
     assert [r.path for r in target.requests] == [], "Carol's click on 'widget' approved 'exfiltrate'"

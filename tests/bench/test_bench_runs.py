@@ -52,6 +52,7 @@ async def test_the_turn_benchmark_prints_every_series(pg_server):
     clicks = ("click ack, 3 at once (pool", "click ack, 3 at once (run --workers 2)")
     for series in ("whole Slack path, tool", "bare graph, gemini, tool", *clicks, *DELEGATION_SERIES):
         assert series in text, text[-3000:]
+    assert "run --workers 2, burst 1: p99 " in text, text[-3000:]
 
 
 async def test_the_delegation_benchmark_prints_both_agents_side_by_side(pg_server):

@@ -5,14 +5,19 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+import uuid
 from collections.abc import Awaitable
 from pathlib import Path
 
+import asyncpg
 import psutil
 import pytest
 
 from adapters.slack import blocks
 from bot.storage.embedded import EmbeddedPostgres
+from bot.storage.migrate import migrations_dir
+from bot.storage.urls import with_database
+from countersign.server import LISTEN_BACKLOG
 from tests.e2e.conftest import ALICE, BOT_TOKEN, CHANNEL, SIGNING_SECRET, TEAM
 from tests.e2e.test_slack_flow import click, wait_answer, wait_card
 from tests.standins.slack_events import SlackEventSender
@@ -146,11 +151,78 @@ async def test_a_data_directory_behind_a_file_is_one_line_naming_the_file(tmp_pa
         assert "Traceback" not in err
 
 
-async def test_migrate_applies_and_is_idempotent(db_url, tmp_path):
-    """`countersign migrate` exits 0 twice on the same database."""
-    for _ in range(2):
-        bot = await BotProcess(base_env(DATABASE_URL=db_url), tmp_path, command="migrate").start()
-        assert await bot.wait() == 0, bot.stderr.decode()
+BURST = 400
+"""New connections opened at once by `test_a_burst_of_new_connections_waits_to_be_accepted`:
+more than aiohttp's default listen backlog (128), fewer than `LISTEN_BACKLOG`."""
+
+
+async def _get_health(connection: tuple[asyncio.StreamReader, asyncio.StreamWriter]) -> bytes:
+    reader, writer = connection
+    writer.write(b"GET /healthz HTTP/1.1\r\nHost: bot\r\nConnection: close\r\n\r\n")
+    try:
+        return await reader.read()  # to the end: the bot closes after its answer
+    finally:
+        writer.close()
+
+
+async def test_a_burst_of_new_connections_waits_to_be_accepted(db_url, gemini, slack, target, tmp_path):
+    """More new connections at once than aiohttp's default backlog all connect, and each is answered.
+
+    The bot is stopped (SIGSTOP) while they open, as a busy event loop would leave them: each
+    completed connection waits in the kernel's accept queue (`LISTEN_BACKLOG`), and one beyond
+    the queue would not complete at all (its SYN dropped, then retried after one second, three,
+    ...). With aiohttp's 128, 129 of these 400 connected and the rest timed out.
+    """
+    assert BURST < LISTEN_BACKLOG
+    port = free_port()
+    bot = await BotProcess(bot_env(gemini, slack, target, port, DATABASE_URL=db_url), tmp_path).start()
+    await bot.wait_healthy(port)
+    assert bot.proc is not None
+    bot.proc.send_signal(signal.SIGSTOP)
+    try:
+        opened = await asyncio.gather(
+            *(asyncio.wait_for(asyncio.open_connection("127.0.0.1", port), 30) for _ in range(BURST)),
+            return_exceptions=True,
+        )
+    finally:
+        bot.proc.send_signal(signal.SIGCONT)
+    connections = [c for c in opened if not isinstance(c, BaseException)]
+    try:
+        assert len(connections) == BURST, [repr(c) for c in opened if isinstance(c, BaseException)][:3]
+        answers = await asyncio.wait_for(asyncio.gather(*(_get_health(c) for c in connections)), 60)
+        assert all(answer.startswith(b"HTTP/1.1 200") for answer in answers)
+    finally:
+        for _, writer in connections:
+            writer.close()
+    assert await bot.stop() == 0, bot.stderr.decode()
+
+
+async def test_migrate_applies_and_is_idempotent(pg_server, tmp_path):
+    """`countersign migrate` exits 0 twice on a new, empty database, and says each thing once.
+
+    The first run names what it applied in one log line ("applied migrations: ..."), not twice;
+    the second says there was nothing to do.
+    """
+    name = f"t_empty_{uuid.uuid4().hex[:12]}"
+    admin = await asyncpg.connect(pg_server.admin_url)
+    try:
+        await admin.execute(f"CREATE DATABASE {name} TEMPLATE template0")
+    finally:
+        await admin.close()
+    url = with_database(pg_server.admin_url, name)
+    newest = max(path.stem for path in migrations_dir().glob("*.sql"))
+    logs = []
+    try:
+        for _ in range(2):
+            bot = await BotProcess(base_env(DATABASE_URL=url), tmp_path, command="migrate").start()
+            assert await bot.wait() == 0, bot.stderr.decode()
+            logs.append(bot.stderr.decode())
+    finally:
+        await pg_server.drop_database(url)
+    assert logs[0].count(newest) == 1, logs[0]
+    assert "already up to date" not in logs[0], logs[0]
+    assert newest not in logs[1], logs[1]
+    assert "migrations: already up to date" in logs[1], logs[1]
 
 
 async def test_discord_and_slack_in_one_process_across_a_restart(db_url, gemini, slack, target, discord_api, tmp_path):

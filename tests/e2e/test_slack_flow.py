@@ -16,7 +16,7 @@ from tests.e2e.agent_script import LONG_ANSWER
 from tests.e2e.conftest import ALICE, BOB, CAROL, CHANNEL, SIGNING_SECRET, TEAM
 from tests.standins.slack_api import SlackApiStandIn
 from tests.standins.slack_events import SlackEventSender
-from tests.support.barriers import GENEROUS_S, bolt_listeners_done
+from tests.support.barriers import GENEROUS_S, slack_listeners_done
 
 pytestmark = pytest.mark.e2e
 
@@ -268,7 +268,7 @@ async def test_unsigned_and_stale_requests_are_rejected(bot, events, slack, gemi
     bad = await events.app_mention(CHANNEL, ALICE, "<@UBOT> post widget", bad_signature=True)
     stale = await events.app_mention(CHANNEL, ALICE, "<@UBOT> post widget", stale=True)
     assert (bad.status, stale.status) == (401, 401)
-    await bolt_listeners_done()
+    await slack_listeners_done()
     await settle(bot)
     assert gemini.requests == []
     assert slack.calls_to("chat.postMessage") == []
@@ -306,7 +306,7 @@ async def test_own_messages_bots_and_edits_are_ignored(bot, events, slack, gemin
     await events.message(CHANNEL, "UOTHER", "beep", thread_ts=mention.ts, bot_id="B123")
     await events.message(CHANNEL, ALICE, "edited", ts=mention.ts, thread_ts=mention.ts, subtype="message_changed")
     await events.message(CHANNEL, ALICE, "", ts=mention.ts, thread_ts=mention.ts, subtype="message_deleted")
-    await bolt_listeners_done()
+    await slack_listeners_done()
     await settle(bot)
     assert len(gemini.requests) == count
 
@@ -336,7 +336,7 @@ async def test_agent_text_cannot_broadcast_and_long_answers_are_split(bot, event
     assert "<!channel>" not in text and "<!here>" not in text and "<@U999>" not in text
     assert "&lt;!channel&gt;" in text and "&amp;" in text
     long = await events.app_mention(CHANNEL, ALICE, "<@UBOT> long")
-    await bolt_listeners_done()
+    await slack_listeners_done()
     await settle(bot)
     pieces = [c.args["text"] for c in slack.calls_to("chat.postMessage") if c.args.get("thread_ts") == long.ts]
     assert len(pieces) >= 2
@@ -419,7 +419,7 @@ async def test_app_uninstalled_with_one_token_is_acknowledged_and_logged(bot, ev
     for event in ({"type": "app_uninstalled"}, {"type": "tokens_revoked", "tokens": {"bot": ["UBOT"]}}):
         delivery = await events.event(event)
         assert delivery.status == 200
-    await bolt_listeners_done()
+    await slack_listeners_done()
     warnings = [r.getMessage() for r in caplog.records if "SLACK_BOT_TOKEN no longer works" in r.getMessage()]
     assert warnings == [
         f"Slack sent app_uninstalled for team {TEAM}: SLACK_BOT_TOKEN no longer works",

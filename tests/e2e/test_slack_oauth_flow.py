@@ -24,7 +24,7 @@ from tests.e2e.test_slack_flow import _actions, settle
 from tests.standins.gemini import GeminiStandIn
 from tests.standins.slack_api import ApiCall, SlackApiStandIn
 from tests.standins.slack_events import SlackEventSender
-from tests.support.barriers import GENEROUS_S, bolt_listeners_done
+from tests.support.barriers import GENEROUS_S, slack_listeners_done
 from tests.support.http_target import HttpTarget
 
 pytestmark = pytest.mark.e2e
@@ -155,7 +155,7 @@ async def test_two_workspaces_install_and_each_is_answered_with_its_own_token(bo
         answer_a = await wait_reply(slack, mention_a.ts, "You said: hello from A")
         answer_b = await wait_reply(slack, mention_b.ts, "You said: hello from B")
     await settle(bot)
-    await bolt_listeners_done()
+    await slack_listeners_done()
     assert (answer_a.token, answer_a.team_id) == (stored[A.team], A.team)
     assert (answer_b.token, answer_b.team_id) == (stored[B.team], B.team)
     # every call about a workspace's channel (answers, reactions) used that workspace's token
@@ -211,7 +211,7 @@ async def test_a_card_in_the_second_workspace_is_approved_and_installs_survive_a
         answer_a = await wait_reply(slack, mention_a.ts, "You said: still here")
         assert answer_a.team_id == A.team
         await settle(second)
-        await bolt_listeners_done()
+        await slack_listeners_done()
     assert [r.json for r in target.requests] == [{"name": "widget"}]
     assert "Approved" in str(slack.message(B.channel, card_ts)["blocks"])
 
@@ -289,7 +289,7 @@ async def test_uninstall_removes_the_tokens_and_the_team_is_no_longer_answered(b
         )
         await wait_reply(slack, mention.ts, "Result: ")
         await settle(bot)
-        await bolt_listeners_done()
+        await slack_listeners_done()
         thread_a = f"slack:{A.team}:{A.channel}:{mention.ts}"
         audit_before = await count(db_url, "SELECT count(*) FROM audit_log WHERE thread_id = $1", thread_a)
         assert audit_before > 0
@@ -301,7 +301,7 @@ async def test_uninstall_removes_the_tokens_and_the_team_is_no_longer_answered(b
         else:
             gone = await events_a.event({"type": "tokens_revoked", "tokens": {"oauth": [], "bot": [A.bot_user]}})
         assert gone.status == 200
-        await bolt_listeners_done()
+        await slack_listeners_done()
         assert set(await installations(db_url)) == {B.team}
         # A's conversation and audit stay until retention
         assert await count(db_url, "SELECT count(*) FROM conversations WHERE thread_id = $1", thread_a) == 1
@@ -314,7 +314,7 @@ async def test_uninstall_removes_the_tokens_and_the_team_is_no_longer_answered(b
         answer_b = await wait_reply(slack, later_b.ts, "You said: still here")
         assert answer_b.team_id == B.team
         await settle(bot)
-        await bolt_listeners_done()
+        await slack_listeners_done()
     after = slack.calls[calls_before:]
     assert not [c for c in after if c.args.get("channel") == A.channel], "A was answered after uninstalling"
     assert not [c for c in after if c.error in ("not_authed", "invalid_auth")]

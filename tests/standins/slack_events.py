@@ -455,6 +455,77 @@ class SlackEventSender:
             bad_signature: Sign with the wrong secret.
             stale: Sign with a timestamp ten minutes old.
         """
+        payload = self._block_actions_payload(
+            user,
+            channel,
+            message_ts,
+            action_id,
+            value,
+            trigger_id,
+            block_id,
+            thread_ts,
+            message=message,
+            response_url=response_url,
+            user_name=user_name,
+        )
+        delivery = await self._post_form(payload, bad_signature=bad_signature, stale=stale)
+        return replace(delivery, ts=message_ts)
+
+    def block_actions_request(
+        self,
+        user: str,
+        channel: str,
+        message_ts: str,
+        action_id: str,
+        value: str,
+        trigger_id: str,
+        block_id: str = "b",
+        thread_ts: str | None = None,
+        *,
+        message: Payload | None = None,
+        response_url: str | None = None,
+        user_name: str | None = None,
+        bad_signature: bool = False,
+        stale: bool = False,
+    ) -> tuple[bytes, dict[str, str]]:
+        """A signed button click on a message (a ``block_actions`` interaction), not sent.
+
+        ``block_actions`` sends it at once; a load generator builds its requests first
+        (``bench.click_sender``), so that signing and encoding are not in what it measures.
+        Takes what ``block_actions`` takes and returns the request's body and headers, for
+        ``send_raw`` or any HTTP client.
+        """
+        payload = self._block_actions_payload(
+            user,
+            channel,
+            message_ts,
+            action_id,
+            value,
+            trigger_id,
+            block_id,
+            thread_ts,
+            message=message,
+            response_url=response_url,
+            user_name=user_name,
+        )
+        body = urlencode({"payload": json.dumps(payload)}).encode()
+        return body, self._signed_headers(body, "application/x-www-form-urlencoded", {}, bad_signature, stale)
+
+    def _block_actions_payload(
+        self,
+        user: str,
+        channel: str,
+        message_ts: str,
+        action_id: str,
+        value: str,
+        trigger_id: str,
+        block_id: str,
+        thread_ts: str | None,
+        *,
+        message: Payload | None,
+        response_url: str | None,
+        user_name: str | None,
+    ) -> Payload:
         if message is None:
             message = {"type": "message", "user": self.bot_user_id, "ts": message_ts, "text": ""}
         # Drop the None defaults of SlackApiStandIn.message(); Slack omits absent keys.
@@ -490,8 +561,7 @@ class SlackEventSender:
                 }
             ],
         }
-        delivery = await self._post_form(payload, bad_signature=bad_signature, stale=stale)
-        return replace(delivery, ts=message_ts)
+        return payload
 
     async def view_submission(
         self,
@@ -640,15 +710,24 @@ class SlackEventSender:
         bad_signature: bool,
         stale: bool,
     ) -> Delivery:
+        return await self.send_raw(body, self._signed_headers(body, content_type, extra_headers, bad_signature, stale))
+
+    def _signed_headers(
+        self,
+        body: bytes,
+        content_type: str,
+        extra_headers: Mapping[str, str],
+        bad_signature: bool,
+        stale: bool,
+    ) -> dict[str, str]:
         timestamp = int(time.time()) - (_STALE_SECONDS if stale else 0)
         secret = f"not-{self.signing_secret}" if bad_signature else None
-        headers = {
+        return {
             "Content-Type": content_type,
             "User-Agent": "Slackbot 1.0 (+https://api.slack.com/robots)",
             **self.sign(body, timestamp=timestamp, secret=secret),
             **extra_headers,
         }
-        return await self.send_raw(body, headers)
 
     def _message_body(self, user: str, text: str, ts: str, thread_ts: str | None, bot_id: str | None) -> Payload:
         body: Payload = {"type": "message", "user": user, "text": text, "ts": ts}

@@ -13,6 +13,8 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from adapters.slack.after_ack import WORK_TASK_PREFIX
+
 GENEROUS_S = 60.0
 """How long to wait for something that goes through PostgreSQL, a subprocess or a stand-in."""
 
@@ -37,21 +39,20 @@ async def wait_until_async(condition: Callable[[], Awaitable[bool]], what: str, 
         await asyncio.sleep(0.05)
 
 
-def _is_bolt_listener(task: asyncio.Task[Any]) -> bool:
-    code = getattr(task.get_coro(), "__qualname__", "")
-    return "run_ack_function_asynchronously" in code or "_start_lazy_function" in code
+def _is_slack_listener_work(task: asyncio.Task[Any]) -> bool:
+    return task.get_name().startswith(WORK_TASK_PREFIX)
 
 
-async def bolt_listeners_done(timeout: float = GENEROUS_S) -> None:
-    """Wait until every Bolt listener started so far has finished (in-process bots only).
+async def slack_listeners_done(timeout: float = GENEROUS_S) -> None:
+    """Wait until the work of every Slack listener started so far has finished (in-process bots only).
 
-    Bolt answers Slack's HTTP request once a listener called `ack()` and lets the listener go
-    on in a task it starts before answering; so once a request got its response, this waits
-    for everything that request set off in the adapter (the core's own background work is
-    `service.tasks.join()`).
+    A listener acks and hands the rest of its work to the service's background tasks
+    (`adapters.slack.after_ack`), named with `WORK_TASK_PREFIX`; so once a request got its
+    response, this waits for everything that request set off in the adapter (the core's own
+    background work, a turn or a resume, is `service.tasks.join()`).
     """
     await wait_until(
-        lambda: not any(_is_bolt_listener(t) and not t.done() for t in asyncio.all_tasks()),
-        "Bolt's listeners finishing",
+        lambda: not any(_is_slack_listener_work(t) and not t.done() for t in asyncio.all_tasks()),
+        "the Slack listeners' work finishing",
         timeout,
     )

@@ -1,0 +1,73 @@
+"""A click Slack was told about (acked) is the bot's to finish, even when the bot stops right then."""
+
+from __future__ import annotations
+
+import asyncio
+
+import asyncpg
+import pytest
+
+from adapters.slack import blocks
+from countersign.server import BotServer
+from tests.e2e.conftest import ALICE, CHANNEL, SIGNING_SECRET, TEAM
+from tests.e2e.test_slack_flow import click, wait_answer, wait_card
+from tests.standins.slack_api import SlackApiStandIn
+from tests.standins.slack_events import SlackEventSender
+from tests.support.barriers import GENEROUS_S, wait_until, wait_until_async
+
+pytestmark = pytest.mark.e2e
+
+
+async def _waiting_for_a_lock(connection: asyncpg.Connection) -> bool:
+    """Whether some other session of this database waits for a row lock."""
+    return bool(
+        await connection.fetchval(
+            """SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+               WHERE datname = current_database() AND pid <> pg_backend_pid() AND wait_event_type = 'Lock')"""
+        )
+    )
+
+
+async def test_an_approve_acked_as_the_bot_stops_is_applied_before_it_exits(
+    settings, db_url: str, slack: SlackApiStandIn, target
+):
+    """The Approve is acked while its decision waits for a row lock; the bot begins to stop; the
+    lock goes: the decision is recorded, the call made and the answer posted before the bot exits.
+
+    The decision runs as the service's tracked background work (`adapters.slack.after_ack`), which
+    the stop waits for; as a task of Bolt's own it was not waited for, and the closing pools cut it.
+    """
+    holder = await asyncpg.connect(db_url)
+    bot = BotServer(settings)
+    await bot.__aenter__()
+    try:
+        assert bot.runtime is not None
+        service = bot.runtime.service
+        async with SlackEventSender(
+            f"http://127.0.0.1:{bot.port}/slack/events", SIGNING_SECRET, team_id=TEAM, bot_user_id="UBOT"
+        ) as events:
+            mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> post widget")
+            [card] = await wait_card(slack)
+            holding = holder.transaction()
+            await holding.start()
+            await holder.execute(
+                "SELECT 1 FROM reviews WHERE id = (SELECT review_id FROM approvals WHERE id = $1) FOR UPDATE",
+                card.approval_id,
+            )
+            delivery = await click(events, slack, ALICE, blocks.ACTION_APPROVE, card)
+            assert delivery.status == 200  # acked while the decision waits
+            await wait_until_async(lambda: _waiting_for_a_lock(holder), "the decision waiting for the review's row")
+        stopping = asyncio.create_task(bot.__aexit__(None, None, None))
+        await wait_until(lambda: service.tasks.closing, "the stop draining the background work")
+        assert not stopping.done()
+        await holding.rollback()
+        await asyncio.wait_for(stopping, GENEROUS_S)
+    finally:
+        if not bot.runtime or not bot.runtime.service.tasks.closing:
+            await bot.__aexit__(None, None, None)
+        status = await holder.fetchval("SELECT status FROM approvals WHERE id = $1", card.approval_id)
+        await holder.close()
+    assert status == "approved"
+    assert [(r.method, r.json) for r in target.requests] == [("POST", {"name": "widget"})]
+    [answer] = await wait_answer(slack, mention.ts)
+    assert answer
