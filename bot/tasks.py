@@ -37,9 +37,13 @@ class TaskTracker:
     async def drain(self, grace_s: float) -> None:
         """Stop accepting work, wait up to `grace_s` seconds, then cancel what is left."""
         self._closing = True
-        if not self._tasks:
-            return
-        _, pending = await asyncio.wait(set(self._tasks), timeout=grace_s)
+        # A task may start another while it ends (an acked click's decision starts its resume):
+        # those are waited for too, within the same grace.
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + grace_s
+        while self._tasks and (left := deadline - loop.time()) > 0:
+            await asyncio.wait(set(self._tasks), timeout=left)
+        pending = set(self._tasks)
         for task in pending:
             log.warning("cancelling %s after the shutdown grace period", task.get_name())
             task.cancel()

@@ -71,3 +71,61 @@ async def test_an_approve_acked_as_the_bot_stops_is_applied_before_it_exits(
     assert [(r.method, r.json) for r in target.requests] == [("POST", {"name": "widget"})]
     [answer] = await wait_answer(slack, mention.ts)
     assert answer
+
+
+async def test_the_stop_waits_for_the_resume_an_acked_approve_started_during_the_drain(
+    settings, db_url: str, slack: SlackApiStandIn, target, monkeypatch
+):
+    """As above, but the approved call is still running when the click's own task has ended: the
+    resume the decision started (a task spawned while the stop drains) is waited for too.
+
+    `TaskTracker.drain` waited for the tasks it had when it began; the Approve's task ends as soon
+    as the decision is recorded, and the resume it spawned was not among them: the stop went on
+    to close the Web API session and the pools under the running call.
+    """
+    holder = await asyncpg.connect(db_url)
+    bot = BotServer(settings)
+    await bot.__aenter__()
+    drained = asyncio.Event()
+    try:
+        assert bot.runtime is not None
+        service = bot.runtime.service
+        drain = service.tasks.drain
+
+        async def observed_drain(grace_s: float) -> None:
+            await drain(grace_s)
+            drained.set()
+
+        monkeypatch.setattr(service.tasks, "drain", observed_drain)
+        async with SlackEventSender(
+            f"http://127.0.0.1:{bot.port}/slack/events", SIGNING_SECRET, team_id=TEAM, bot_user_id="UBOT"
+        ) as events:
+            mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> post widget")
+            [card] = await wait_card(slack)
+            holding = holder.transaction()
+            await holding.start()
+            await holder.execute(
+                "SELECT 1 FROM reviews WHERE id = (SELECT review_id FROM approvals WHERE id = $1) FOR UPDATE",
+                card.approval_id,
+            )
+            delivery = await click(events, slack, ALICE, blocks.ACTION_APPROVE, card)
+            assert delivery.status == 200
+            await wait_until_async(lambda: _waiting_for_a_lock(holder), "the decision waiting for the review's row")
+        stopping = asyncio.create_task(bot.__aexit__(None, None, None))
+        await wait_until(lambda: service.tasks.closing, "the stop draining the background work")
+        target.gate.arm()
+        await holding.rollback()
+        await target.gate.wait_arrived(GENEROUS_S)  # the approved call is being made, held here
+        drained_before_the_call_ended = drained.is_set()
+        target.gate.release()
+        await asyncio.wait_for(stopping, GENEROUS_S)
+    finally:
+        target.gate.release()
+        if not bot.runtime or not bot.runtime.service.tasks.closing:
+            await bot.__aexit__(None, None, None)
+        status = await holder.fetchval("SELECT status FROM approvals WHERE id = $1", card.approval_id)
+        await holder.close()
+    assert status == "approved"
+    assert not drained_before_the_call_ended, "the drain ended while the acked click's call was still running"
+    [answer] = await wait_answer(slack, mention.ts)
+    assert answer
