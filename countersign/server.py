@@ -33,6 +33,7 @@ HEALTH_PATH = "/healthz"
 READY_PATH = "/readyz"
 METRICS_PATH = "/metrics"
 CHECK_TIMEOUT_S = 2.0
+"""Seconds `/healthz` and `/readyz` wait for the database (and a platform) to answer."""
 LISTEN_BACKLOG = 1024
 """Connections the kernel queues for `accept` on the HTTP port (each worker's socket has its own).
 
@@ -41,7 +42,6 @@ aiohttp's default is 128: a burst of more new connections than that while the ev
 each of those clicks waited for the client's retransmit, one second and then three: past
 Slack's three-second limit for an ack. Linux caps it at `net.core.somaxconn` (4096 by default
 since 5.4; 128 on older kernels, where raising that sysctl is the operator's part)."""
-"""Seconds `/healthz` and `/readyz` wait for the database (and a platform) to answer."""
 
 
 async def serve(settings: Settings) -> None:
