@@ -35,7 +35,11 @@ class TaskTracker:
             log.error("background task %s failed", task.get_name(), exc_info=task.exception())
 
     async def drain(self, grace_s: float) -> None:
-        """Stop accepting work, wait up to `grace_s` seconds, then cancel what is left."""
+        """Stop accepting work, wait up to `grace_s` seconds, then cancel what is left.
+
+        Every task is waited for, those started during the drain too (an acked click's decision
+        starts its resume as it ends), all within the one `grace_s`.
+        """
         self._closing = True
         # A task may start another while it ends (an acked click's decision starts its resume):
         # those are waited for too, within the same grace.
