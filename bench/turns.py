@@ -283,7 +283,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--conversations", type=int, default=50, help="cards clicked at once")
     parser.add_argument("--rounds", type=int, default=2, help="bursts of concurrent clicks")
     parser.add_argument("--sequential-clicks", type=int, default=20, help="one-at-a-time clicks")
-    parser.add_argument("--stall-timeout", type=float, default=10.0, help="seconds to wait for a burst's answers")
+    parser.add_argument("--stall-timeout", type=float, default=30.0, help="seconds to wait for a burst's answers")
     parser.add_argument(
         "--click-workers",
         type=_worker_count,

@@ -178,23 +178,26 @@ async def test_a_burst_of_new_connections_waits_to_be_accepted(db_url, gemini, s
     bot = await BotProcess(bot_env(gemini, slack, target, port, DATABASE_URL=db_url), tmp_path).start()
     await bot.wait_healthy(port)
     assert bot.proc is not None
-    bot.proc.send_signal(signal.SIGSTOP)
+    connections: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
     try:
-        opened = await asyncio.gather(
-            *(asyncio.wait_for(asyncio.open_connection("127.0.0.1", port), 30) for _ in range(BURST)),
-            return_exceptions=True,
-        )
-    finally:
-        bot.proc.send_signal(signal.SIGCONT)
-    connections = [c for c in opened if not isinstance(c, BaseException)]
-    try:
+        bot.proc.send_signal(signal.SIGSTOP)
+        try:
+            opened = await asyncio.gather(
+                *(asyncio.wait_for(asyncio.open_connection("127.0.0.1", port), 30) for _ in range(BURST)),
+                return_exceptions=True,
+            )
+        finally:
+            bot.proc.send_signal(signal.SIGCONT)
+        connections = [c for c in opened if not isinstance(c, BaseException)]
         assert len(connections) == BURST, [repr(c) for c in opened if isinstance(c, BaseException)][:3]
         answers = await asyncio.wait_for(asyncio.gather(*(_get_health(c) for c in connections)), 60)
         assert all(answer.startswith(b"HTTP/1.1 200") for answer in answers)
+        assert await bot.stop() == 0, bot.stderr.decode()
     finally:
         for _, writer in connections:
             writer.close()
-    assert await bot.stop() == 0, bot.stderr.decode()
+        if bot.proc.returncode is None:  # a failed assertion: leave no bot behind
+            await bot.stop(signal.SIGKILL)
 
 
 async def test_migrate_applies_and_is_idempotent(pg_server, tmp_path):
