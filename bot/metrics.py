@@ -90,6 +90,16 @@ PENDING_APPROVALS = Gauge(
 MODEL_CALLS = Counter("countersign_model_calls", "Model calls, each counted once however many attempts.", ["outcome"])
 MODEL_ERRORS = Counter("countersign_model_errors", "Failed model attempts, by kind.", ["kind"])
 MODEL_RETRIES = Counter("countersign_model_retries", "Model attempts retried after a failure, by kind.", ["kind"])
+ACK_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, float("inf"))
+"""Seconds to acknowledge a platform's request: Slack wants its answer within 3 s."""
+
+PLATFORM_ACKS = Histogram(
+    "countersign_platform_ack_seconds",
+    "Seconds from a platform's request reaching the bot to its acknowledgement, by platform and kind "
+    "(Slack: event, interaction, command or other; Slack shows the clicker an error after 3 s).",
+    ["platform", "kind"],
+    buckets=ACK_BUCKETS_S,
+)
 PLATFORM_API_ERRORS = Counter(
     "countersign_platform_api_errors",
     "Failed calls to a platform's API (refused or not answered), by platform and method.",

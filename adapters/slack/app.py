@@ -26,6 +26,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_bolt.oauth.async_oauth_settings import AsyncOAuthSettings
 from slack_sdk.errors import SlackApiError
 
+from adapters.slack import ack_timing
 from adapters.slack.commands import SlackCommands
 from adapters.slack.installation_store import PostgresInstallationStore
 from adapters.slack.listeners import SlackListeners
@@ -243,12 +244,14 @@ class SlackAdapter:
         listeners (an empty `actions` list, say), gets a 400 and a warning, not a 500 and a
         traceback: the sender is at fault, and nothing ran.
         """
+        started = time.perf_counter()
         if not _TIMESTAMP.fullmatch(request.headers.get("X-Slack-Request-Timestamp", "0")):
             # Bolt would fail on it inside its middleware (a 500 and a traceback).
             _refused_request(request)
             return web.json_response({"error": "invalid request"}, status=401)
         try:
-            bolt_response = await self.app.async_dispatch(await to_bolt_request(request))
+            bolt_request = await to_bolt_request(request)
+            bolt_response = await self.app.async_dispatch(bolt_request)
         except Exception as exc:
             # The exception's text, never its repr: a UnicodeDecodeError's repr holds the body.
             reason = f"{type(exc).__name__}: {str(exc)[:200]}"
@@ -256,6 +259,8 @@ class SlackAdapter:
             return web.json_response({"error": "invalid request"}, status=400)
         if bolt_response.status == 401:
             _refused_request(request)
+        else:
+            ack_timing.record(ack_timing.kind_of_payload(bolt_request.body), time.perf_counter() - started)
         return await to_aiohttp_response(bolt_response)
 
     async def handle_install(self, request: web.Request) -> web.Response:

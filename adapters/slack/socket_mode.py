@@ -12,11 +12,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.socket_mode.aiohttp import SocketModeClient
 from slack_sdk.socket_mode.request import SocketModeRequest
+
+from adapters.slack import ack_timing
 
 log = logging.getLogger(__name__)
 
@@ -42,8 +45,10 @@ class _Handler(AsyncSocketModeHandler):
             return
         self.in_hand += 1
         self.idle.clear()
+        started = time.perf_counter()
         try:
-            await super().handle(client, req)
+            await super().handle(client, req)  # dispatches, then sends the ack
+            ack_timing.record(ack_timing.kind_of_envelope(req.type), time.perf_counter() - started)
         finally:
             self.in_hand -= 1
             if self.in_hand == 0:

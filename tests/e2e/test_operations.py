@@ -72,6 +72,11 @@ async def test_metrics_count_an_approvals_life(bot, events, slack):
     assert grew("countersign_turn_seconds_count", outcome="delivered") == 2  # the card, then the answer
     assert value(after, "countersign_turns_running") == 0
     assert grew("countersign_model_calls_total", outcome="ok") == 2
+    assert grew("countersign_platform_ack_seconds_count", platform="slack", kind="event") == 1  # the mention
+    assert grew("countersign_platform_ack_seconds_count", platform="slack", kind="interaction") == 2  # two clicks
+    assert value(after, "countersign_platform_ack_seconds_bucket", platform="slack", kind="interaction", le="3.0") == (
+        value(after, "countersign_platform_ack_seconds_count", platform="slack", kind="interaction")
+    )
     # No user text, arguments or ids in any label.
     for _, labels in after:
         for _, label_value in labels:

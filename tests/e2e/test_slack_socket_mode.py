@@ -22,6 +22,7 @@ from bot.settings import Settings, SlackSettings
 from countersign.server import BotServer
 from tests.e2e.conftest import ALICE, BOB, BOT_TOKEN, CAROL, CHANNEL, TEAM, make_settings
 from tests.e2e.drivers import SlackDriver
+from tests.e2e.test_operations import scrape, value
 from tests.e2e.test_slack_flow import _actions, card_state, click, settle, wait_answer, wait_card
 from tests.standins.gemini import GeminiStandIn
 from tests.standins.slack_api import SlackApiStandIn
@@ -98,7 +99,10 @@ async def test_a_mention_over_the_socket_is_acked_and_answered_in_its_thread(bot
 
 
 async def test_approve_over_the_socket_decides_once_and_runs_the_tool_once(bot, events, slack, target):
-    """A gated call posts a card; the Approve interaction is acked, the decision applied once, the tool run once."""
+    """A gated call posts a card; the Approve interaction is acked, the decision applied once, the tool run once.
+
+    Each ack over the socket is timed in `countersign_platform_ack_seconds` as over HTTP."""
+    acks_before = await scrape(bot)
     mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> post widget")
     [card] = await wait_card(slack)
     assert card.thread_ts == mention.ts and target.requests == []
@@ -123,6 +127,10 @@ async def test_approve_over_the_socket_decides_once_and_runs_the_tool_once(bot, 
     assert len(target.requests) == 1
     assert len([u for u in slack.calls_to("chat.update") if u.args.get("ts") == card.ts]) == 1
     assert len(await wait_answer(slack, mention.ts)) == 1
+    acks = await scrape(bot)
+    for kind, count in (("event", 1), ("interaction", 2)):
+        name, labels = "countersign_platform_ack_seconds_count", {"platform": "slack", "kind": kind}
+        assert value(acks, name, **labels) - value(acks_before, name, **labels) == count, kind
 
 
 async def test_reject_over_the_socket_runs_nothing(bot, events, slack, target, gemini):
