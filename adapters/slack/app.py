@@ -242,7 +242,8 @@ class SlackAdapter:
         line (see `_refused_request`), as does a timestamp that is not a number. A body that is
         not UTF-8 or not JSON, or a payload so malformed that Bolt itself fails on it while matching
         listeners (an empty `actions` list, say), gets a 400 and a warning, not a 500 and a
-        traceback: the sender is at fault, and nothing ran.
+        traceback: the sender is at fault, and nothing ran. Every other answer's time is counted
+        in `countersign_platform_ack_seconds` (`adapters.slack.ack_timing`).
         """
         started = time.perf_counter()
         if not _TIMESTAMP.fullmatch(request.headers.get("X-Slack-Request-Timestamp", "0")):

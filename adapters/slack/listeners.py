@@ -3,9 +3,9 @@
 Each listener acknowledges first (Bolt acks events itself; interactions call `ack()` at once)
 and hands what follows to the service's background tasks (`adapters.slack.after_ack`), which
 turn the signed payload into an authenticated `Actor` and a `ConversationRef` and call one core
-entry point. A modal's submission is the exception: it is checked and applied before its ack, which carries
-the form's errors. Refusals go back to the clicker as ephemeral messages, or inside the
-modal for a form that can be corrected.
+entry point. A modal's submission is the exception: it is checked and applied before its ack,
+which carries the form's errors. Refusals go back to the clicker as ephemeral messages, or
+inside the modal for a form that can be corrected.
 """
 
 from __future__ import annotations
