@@ -10,7 +10,7 @@ What is measured is what Slack would see of the bot: from the moment the click's
 opened to the moment the last byte of the response is read, each click on a connection of its own
 (Slack does not promise to reuse one). Everything the sender itself can do beforehand is done
 before the burst starts, because on this machine the sender shares the bot's two cores and Slack's
-servers do not: every request is built and signed first (`SlackEventSender.block_actions_request`),
+servers do not: every request is built and signed first (`SlackEventSender.block_actions_payload` and `form_request`),
 and it is written and read with h11 over asyncio streams, which costs the sender a fraction of what
 a pooled client such as aiohttp's does per request (aiohttp's pool also holds at most 100
 connections, so a burst of 200 queued half its clicks in the sender; decision 0028).
@@ -104,7 +104,7 @@ async def deliver(endpoint: Endpoint, request: bytes) -> tuple[float, int, str]:
 
 def prepare(sender: SlackEventSender, endpoint: Endpoint, job: dict[str, Any]) -> bytes:
     """One Approve click as request bytes, signed now."""
-    body, headers = sender.block_actions_request(
+    payload = sender.block_actions_payload(
         job["user"],
         job["channel"],
         job["ts"],
@@ -113,7 +113,7 @@ def prepare(sender: SlackEventSender, endpoint: Endpoint, job: dict[str, Any]) -
         job["trigger_id"],
         thread_ts=job["thread_ts"],
     )
-    return request_bytes(endpoint, body, headers)
+    return request_bytes(endpoint, *sender.form_request(payload))
 
 
 async def serve(url: str, secret: str, team: str) -> None:

@@ -5,18 +5,15 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
-import uuid
 from collections.abc import Awaitable
 from pathlib import Path
 
-import asyncpg
 import psutil
 import pytest
 
 from adapters.slack import blocks
 from bot.storage.embedded import EmbeddedPostgres
 from bot.storage.migrate import migrations_dir
-from bot.storage.urls import with_database
 from countersign.server import LISTEN_BACKLOG
 from tests.e2e.conftest import ALICE, BOT_TOKEN, CHANNEL, SIGNING_SECRET, TEAM
 from tests.e2e.test_slack_flow import click, wait_answer, wait_card
@@ -206,13 +203,7 @@ async def test_migrate_applies_and_is_idempotent(pg_server, tmp_path):
     The first run names what it applied in one log line ("applied migrations: ..."), not twice;
     the second says there was nothing to do.
     """
-    name = f"t_empty_{uuid.uuid4().hex[:12]}"
-    admin = await asyncpg.connect(pg_server.admin_url)
-    try:
-        await admin.execute(f"CREATE DATABASE {name} TEMPLATE template0")
-    finally:
-        await admin.close()
-    url = with_database(pg_server.admin_url, name)
+    url = await pg_server.create_database(empty=True)
     newest = max(path.stem for path in migrations_dir().glob("*.sql"))
     logs = []
     try:

@@ -6,13 +6,14 @@ import asyncio
 
 import asyncpg
 import pytest
+from asyncpg.transaction import Transaction
 
 from adapters.slack import blocks
 from countersign.server import BotServer
 from tests.e2e.conftest import ALICE, CHANNEL, SIGNING_SECRET, TEAM
-from tests.e2e.test_slack_flow import click, wait_answer, wait_card
+from tests.e2e.test_slack_flow import Card, click, wait_answer, wait_card
 from tests.standins.slack_api import SlackApiStandIn
-from tests.standins.slack_events import SlackEventSender
+from tests.standins.slack_events import Delivery, SlackEventSender
 from tests.support.barriers import GENEROUS_S, wait_until, wait_until_async
 
 pytestmark = pytest.mark.e2e
@@ -26,6 +27,30 @@ async def _waiting_for_a_lock(connection: asyncpg.Connection) -> bool:
                WHERE datname = current_database() AND pid <> pg_backend_pid() AND wait_event_type = 'Lock')"""
         )
     )
+
+
+async def _approve_with_the_review_locked(
+    bot: BotServer, slack: SlackApiStandIn, holder: asyncpg.Connection
+) -> tuple[Delivery, Card, Transaction]:
+    """A card, its review's row locked by `holder`, then Approve: acked while the decision waits for the row.
+
+    Returns the mention, the card and `holder`'s open transaction (roll it back to let the decision go on).
+    """
+    async with SlackEventSender(
+        f"http://127.0.0.1:{bot.port}/slack/events", SIGNING_SECRET, team_id=TEAM, bot_user_id="UBOT"
+    ) as events:
+        mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> post widget")
+        [card] = await wait_card(slack)
+        holding = holder.transaction()
+        await holding.start()
+        await holder.execute(
+            "SELECT 1 FROM reviews WHERE id = (SELECT review_id FROM approvals WHERE id = $1) FOR UPDATE",
+            card.approval_id,
+        )
+        delivery = await click(events, slack, ALICE, blocks.ACTION_APPROVE, card)
+        assert delivery.status == 200  # acked while the decision waits
+        await wait_until_async(lambda: _waiting_for_a_lock(holder), "the decision waiting for the review's row")
+    return mention, card, holding
 
 
 async def test_an_approve_acked_as_the_bot_stops_is_applied_before_it_exits(
@@ -43,20 +68,7 @@ async def test_an_approve_acked_as_the_bot_stops_is_applied_before_it_exits(
     try:
         assert bot.runtime is not None
         service = bot.runtime.service
-        async with SlackEventSender(
-            f"http://127.0.0.1:{bot.port}/slack/events", SIGNING_SECRET, team_id=TEAM, bot_user_id="UBOT"
-        ) as events:
-            mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> post widget")
-            [card] = await wait_card(slack)
-            holding = holder.transaction()
-            await holding.start()
-            await holder.execute(
-                "SELECT 1 FROM reviews WHERE id = (SELECT review_id FROM approvals WHERE id = $1) FOR UPDATE",
-                card.approval_id,
-            )
-            delivery = await click(events, slack, ALICE, blocks.ACTION_APPROVE, card)
-            assert delivery.status == 200  # acked while the decision waits
-            await wait_until_async(lambda: _waiting_for_a_lock(holder), "the decision waiting for the review's row")
+        mention, card, holding = await _approve_with_the_review_locked(bot, slack, holder)
         stopping = asyncio.create_task(bot.__aexit__(None, None, None))
         await wait_until(lambda: service.tasks.closing, "the stop draining the background work")
         assert not stopping.done()
@@ -97,20 +109,7 @@ async def test_the_stop_waits_for_the_resume_an_acked_approve_started_during_the
             drained.set()
 
         monkeypatch.setattr(service.tasks, "drain", observed_drain)
-        async with SlackEventSender(
-            f"http://127.0.0.1:{bot.port}/slack/events", SIGNING_SECRET, team_id=TEAM, bot_user_id="UBOT"
-        ) as events:
-            mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> post widget")
-            [card] = await wait_card(slack)
-            holding = holder.transaction()
-            await holding.start()
-            await holder.execute(
-                "SELECT 1 FROM reviews WHERE id = (SELECT review_id FROM approvals WHERE id = $1) FOR UPDATE",
-                card.approval_id,
-            )
-            delivery = await click(events, slack, ALICE, blocks.ACTION_APPROVE, card)
-            assert delivery.status == 200
-            await wait_until_async(lambda: _waiting_for_a_lock(holder), "the decision waiting for the review's row")
+        mention, card, holding = await _approve_with_the_review_locked(bot, slack, holder)
         stopping = asyncio.create_task(bot.__aexit__(None, None, None))
         await wait_until(lambda: service.tasks.closing, "the stop draining the background work")
         target.gate.arm()

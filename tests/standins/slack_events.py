@@ -455,7 +455,7 @@ class SlackEventSender:
             bad_signature: Sign with the wrong secret.
             stale: Sign with a timestamp ten minutes old.
         """
-        payload = self._block_actions_payload(
+        payload = self.block_actions_payload(
             user,
             channel,
             message_ts,
@@ -471,7 +471,7 @@ class SlackEventSender:
         delivery = await self._post_form(payload, bad_signature=bad_signature, stale=stale)
         return replace(delivery, ts=message_ts)
 
-    def block_actions_request(
+    def block_actions_payload(
         self,
         user: str,
         channel: str,
@@ -485,47 +485,12 @@ class SlackEventSender:
         message: Payload | None = None,
         response_url: str | None = None,
         user_name: str | None = None,
-        bad_signature: bool = False,
-        stale: bool = False,
-    ) -> tuple[bytes, dict[str, str]]:
-        """A signed button click on a message (a ``block_actions`` interaction), not sent.
-
-        ``block_actions`` sends it at once; a load generator builds its requests first
-        (``bench.click_sender``), so that signing and encoding are not in what it measures.
-        Takes what ``block_actions`` takes and returns the request's body and headers, for
-        ``send_raw`` or any HTTP client.
-        """
-        payload = self._block_actions_payload(
-            user,
-            channel,
-            message_ts,
-            action_id,
-            value,
-            trigger_id,
-            block_id,
-            thread_ts,
-            message=message,
-            response_url=response_url,
-            user_name=user_name,
-        )
-        body = urlencode({"payload": json.dumps(payload)}).encode()
-        return body, self._signed_headers(body, "application/x-www-form-urlencoded", {}, bad_signature, stale)
-
-    def _block_actions_payload(
-        self,
-        user: str,
-        channel: str,
-        message_ts: str,
-        action_id: str,
-        value: str,
-        trigger_id: str,
-        block_id: str,
-        thread_ts: str | None,
-        *,
-        message: Payload | None,
-        response_url: str | None,
-        user_name: str | None,
     ) -> Payload:
+        """The ``block_actions`` payload ``block_actions`` sends (same arguments), not sent.
+
+        A load generator builds its requests first (``form_request``, then ``bench.click_sender``),
+        so that encoding and signing are not in what it measures.
+        """
         if message is None:
             message = {"type": "message", "user": self.bot_user_id, "ts": message_ts, "text": ""}
         # Drop the None defaults of SlackApiStandIn.message(); Slack omits absent keys.
@@ -695,8 +660,14 @@ class SlackEventSender:
         return await self._post_signed(body, "application/json", extra_headers or {}, bad_signature, stale)
 
     async def _post_form(self, payload: Payload, *, bad_signature: bool, stale: bool) -> Delivery:
+        return await self.send_raw(*self.form_request(payload, bad_signature=bad_signature, stale=stale))
+
+    def form_request(
+        self, payload: Payload, *, bad_signature: bool = False, stale: bool = False
+    ) -> tuple[bytes, dict[str, str]]:
+        """An interaction's body (``payload=`` form-encoded JSON) and its signed headers, not sent."""
         body = urlencode({"payload": json.dumps(payload)}).encode()
-        return await self._post_signed(body, "application/x-www-form-urlencoded", {}, bad_signature, stale)
+        return body, self._signed_headers(body, "application/x-www-form-urlencoded", {}, bad_signature, stale)
 
     async def _post_command(self, form: Mapping[str, str], *, bad_signature: bool, stale: bool) -> Delivery:
         body = urlencode(form).encode()

@@ -53,11 +53,12 @@ class TestServer:
             await conn.close()
         await migrate(with_database(self.admin_url, TEMPLATE))
 
-    async def create_database(self) -> str:
+    async def create_database(self, *, empty: bool = False) -> str:
+        """A new database: a copy of the migrated template, or with `empty` one with no tables at all."""
         name = f"t_{uuid.uuid4().hex[:16]}"
         conn = await asyncpg.connect(self.admin_url)
         try:
-            await conn.execute(f"CREATE DATABASE {name} TEMPLATE {TEMPLATE}")
+            await conn.execute(f"CREATE DATABASE {name} TEMPLATE {'template0' if empty else TEMPLATE}")
         finally:
             await conn.close()
         return with_database(self.admin_url, name)
