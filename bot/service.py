@@ -475,7 +475,7 @@ class Countersign:
         self.escalation.start()
         self.upkeep.start(everything_first=upkeep_first_sweep)
 
-    async def recover(self) -> None:
+    async def recover(self) -> list[str]:
         """After a start: redraw cards with votes, warn of cards that can no longer run, finish what was left.
 
         Cards that wait for a tool or subagent the configuration no longer has are logged as
@@ -483,6 +483,10 @@ class Countersign:
         conversation with unfinished work (reviews claimed but not resumed, runs whose outcome
         was not delivered, messages not handled) is tended now, whether or not it is due; a
         live replica's work is protected by its conversation lock.
+
+        Returns:
+            The thread ids of the conversations whose left-over work is being finished now, in
+            the service's tasks (`tasks.join` waits for it).
         """
         for approval in await self._approvals.pending_everywhere():
             if approval.votes:
@@ -498,20 +502,30 @@ class Countersign:
                     approval.tool_name,
                     approval.thread_id,
                 )
-        for thread_id in await self.upkeep.sweep(everything=True):
+        tended = await self.upkeep.sweep(everything=True)
+        for thread_id in tended:
             log.info("finishing work left over from before (thread_id=%s)", thread_id)
+        return tended
 
-    async def aclose(self, grace_s: float) -> None:
+    async def aclose(self, grace_s: float, *, cut_short: asyncio.Event | None = None) -> bool:
         """Stop taking work and let in-flight turns reach a checkpoint (up to `grace_s`).
 
         Work cut short here stays marked unfinished, for the upkeep of a live replica or of
-        the next start.
+        the next start. Calling it again (after the first call) waits for nothing.
+
+        Args:
+            grace_s: the longest wait for in-flight work.
+            cut_short: when set, in-flight work is cancelled at once (see `TaskTracker.drain`).
+
+        Returns:
+            Whether in-flight work was cut short.
         """
         await self.upkeep.stop()
         await self.expiry.stop()
         await self.escalation.stop()
-        await self.tasks.drain(grace_s)
+        cut = await self.tasks.drain(grace_s, cut_short=cut_short)
         await self._stopper.aclose()
+        return cut
 
     async def _after_expiry(self, result: DecideResult) -> None:
         approval = result.approval

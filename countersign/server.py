@@ -261,26 +261,36 @@ class BotServer:
 async def chat(settings: Settings) -> None:
     """`countersign chat`: the core in the terminal.
 
-    Ctrl-C while the bot works stops its turn (`ConsoleChat.interrupt`); Ctrl-C otherwise (or
-    a second one), SIGTERM or a closed terminal (SIGHUP) end it cleanly: the embedded
+    Work left over from an earlier run is finished first, as a turn of the chat (`ConsoleChat.run`
+    with `recover`). Ctrl-C while the bot works stops its turn (`ConsoleChat.interrupt`); Ctrl-C
+    otherwise (or a second one), SIGTERM or a closed terminal (SIGHUP) leave as `countersign run`
+    does: no new input, the turn in progress gets up to `SHUTDOWN_GRACE_S` to reach a checkpoint
+    (`ConsoleChat.shut_down`; one more signal ends that wait at once), then the embedded
     PostgreSQL is stopped.
     """
     console: ConsoleChat | None = None
 
-    def stops_the_turn(sig: signal.Signals) -> bool:
-        return sig is signal.SIGINT and console is not None and console.interrupt()
+    def taken_by_the_chat(sig: signal.Signals) -> bool:
+        if console is None:
+            return False
+        if console.stopping:
+            return console.interrupt()  # a signal during the grace: leave at once
+        return sig is signal.SIGINT and console.interrupt()
 
-    stopping = cancel_on_signals(signal.SIGINT, signal.SIGTERM, signal.SIGHUP, first=stops_the_turn)
+    stopping = cancel_on_signals(signal.SIGINT, signal.SIGTERM, signal.SIGHUP, first=taken_by_the_chat)
     try:
         async with open_runtime(settings) as runtime:
             lines = StdinLines()
             platform = ConsolePlatform(write=lines.write)
             runtime.platforms[platform.name] = platform
             runtime.service.start()
-            await runtime.service.recover()
+            console = ConsoleChat(runtime.service, platform, read=lines.read, admin=runtime.admin)
             try:
-                console = ConsoleChat(runtime.service, platform, read=lines.read, admin=runtime.admin)
-                await console.run()
+                await console.run(recover=True)
+            except asyncio.CancelledError:
+                if stopping.is_set():
+                    await console.shut_down(settings.server.shutdown_grace_s)
+                raise
             finally:
                 console = None
                 lines.close()

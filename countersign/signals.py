@@ -22,18 +22,19 @@ def cancel_on_signals(*signals: signal.Signals, first: Callable[[signal.Signals]
 
     Args:
         signals: the signals that cancel.
-        first: asked first about each signal; when it answers True, the signal was taken for
-            something else and cancels nothing (`countersign chat`: Ctrl-C while the bot works
-            stops its turn instead).
+        first: asked first about each signal, also after one cancelled; when it answers True,
+            the signal was taken for something else and cancels nothing (`countersign chat`:
+            Ctrl-C while the bot works stops its turn instead, and a signal while it waits for
+            the turn in progress at shutdown ends that wait).
     """
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     arrived = asyncio.Event()
 
     def cancel(sig: signal.Signals) -> None:
-        if arrived.is_set():
-            return
         if first is not None and first(sig):
+            return
+        if arrived.is_set():
             return
         arrived.set()
         if task is not None:

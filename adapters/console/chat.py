@@ -9,10 +9,13 @@ seen at work (`people`, `commands`, `prompt`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import sys
 import threading
-from collections.abc import Awaitable
+import uuid
+from collections.abc import Coroutine
+from typing import Any
 
 from adapters.admin_text import error_text
 from adapters.console import messages as msg
@@ -20,6 +23,7 @@ from adapters.console.commands import QUIT, ConsoleCommands, is_command, refusal
 from adapters.console.people import CONSOLE_MARKUP, Session
 from adapters.console.platform import ConsolePlatform
 from adapters.console.prompt import Asked, CardPrompt, Read
+from adapters.display import duration_words
 from bot.admin.service import AdminService
 from bot.conversation import IncomingMessage
 from bot.errors import CountersignError
@@ -95,10 +99,17 @@ class ConsoleChat:
     """The terminal loop.
 
     Stop (issue 12): the person at the terminal is its admin, so they may stop any turn. While
-    the bot works the chat reads no line (its output would mix with the prompt), so the
-    terminal's way is Ctrl-C (`interrupt`, wired by `countersign chat`): the first one during a
-    turn stops the turn, a second one (or one at a prompt) leaves, as before. At an approval
-    prompt, `/countersign stop` stops the waiting turn (its cards close as stopped).
+    the bot works the chat reads no line (its output would mix with the prompt; lines typed
+    meanwhile are read after the work), so the terminal's way is Ctrl-C (`interrupt`, wired by
+    `countersign chat`): the first one during a turn stops the turn, a second one (or one at a
+    prompt) leaves, as before. At an approval prompt, `/countersign stop` stops the waiting turn
+    (its cards close as stopped). A turn left over from an earlier run (`run(recover=True)`) is
+    such work too.
+
+    Each message carries an id, so the core keeps it in its inbox from the moment it is
+    accepted: a message whose turn is cut (SIGTERM after the grace, a crash) is handled on the
+    next start, never dropped. Leaving (`shut_down`) lets the turn in progress reach a
+    checkpoint within the shutdown grace, as `countersign run` does.
 
     Args:
         service: the core.
@@ -128,14 +139,26 @@ class ConsoleChat:
         self._prompt = CardPrompt(service, platform, self._session, self._commands, read=read, write=self._write)
         self._busy = False
         self._interrupted = False
+        self._cut_short: asyncio.Event | None = None
+
+    @property
+    def stopping(self) -> bool:
+        """True while `shut_down` waits for the turn in progress."""
+        return self._cut_short is not None
 
     def interrupt(self) -> bool:
         """Ctrl-C: stop the running turn, if the bot is at work and this is the turn's first Ctrl-C.
 
+        During `shut_down` it ends the wait for the turn in progress instead (the bot leaves
+        at once; the turn is finished on the next start).
+
         Returns:
-            True when it stops the turn (the chat goes on); False when the caller should leave
-            (nothing runs, or the turn was already being stopped).
+            True when it stops the turn (the chat goes on) or cuts the shutdown short; False
+            when the caller should leave (nothing runs, or the turn was already being stopped).
         """
+        if self._cut_short is not None:
+            self._cut_short.set()  # leaving already: end the wait for the turn at once
+            return True
         if not self._busy or self._interrupted:
             return False
         self._interrupted = True
@@ -152,18 +175,59 @@ class ConsoleChat:
         except CountersignError as exc:
             self._write(refusal(error_text(exc, CONSOLE_MARKUP)))
 
-    async def _working(self, work: Awaitable[object]) -> None:
-        """Await `work` and every task it started (the turn, its resume); Ctrl-C then stops the turn."""
+    async def _working(self, work: Coroutine[Any, Any, object]) -> None:
+        """Run `work` as one of the service's tasks and wait for every task (the turn, its resume).
+
+        Ctrl-C meanwhile stops the turn. The work is the service's, not this loop's: when the
+        loop is cancelled (SIGTERM), the turn goes on, and `shut_down` gives it the grace.
+        """
         self._busy, self._interrupted = True, False
         try:
-            await work
+            self._service.tasks.spawn(work, name="terminal turn")
             await self._service.tasks.join()
         finally:
             self._busy = False
 
-    async def run(self) -> None:
-        """Chat until /quit or end of input; cards left waiting by an earlier run come first."""
+    async def shut_down(self, grace_s: float) -> None:
+        """Leave: stop taking work, give the turn in progress up to `grace_s` to reach a checkpoint.
+
+        Says so in one line when a turn is in progress (and in another when it had to be cut:
+        it is finished on the next start). A line typed meanwhile is answered that the bot is
+        stopping; Ctrl-C (`interrupt`) ends the wait at once.
+        """
+        self._cut_short = asyncio.Event()
+        if self._service.tasks.running:
+            self._write(msg.STOPPING_BOT.format(grace=duration_words(grace_s)))
+        refusing = asyncio.ensure_future(self._refuse_lines())
+        try:
+            if await self._service.aclose(grace_s, cut_short=self._cut_short):
+                self._write(msg.TURN_CUT)
+        finally:
+            refusing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await refusing
+
+    async def _refuse_lines(self) -> None:
+        """Answer each line typed while the bot stops: nothing typed now is run."""
+        while (line := await self._read("")) is not None:
+            if line.strip():
+                self._write(msg.NOT_TAKEN.format(line=line.strip()))
+
+    async def _recover(self) -> None:
+        """Start finishing what earlier runs left unfinished; say so when this conversation has some."""
+        if self._session.conversation.thread_id in await self._service.recover():
+            self._write(msg.LEFT_OVER)
+
+    async def run(self, *, recover: bool = False) -> None:
+        """Chat until /quit or end of input; cards left waiting by an earlier run come first.
+
+        Args:
+            recover: first finish the work earlier runs left unfinished (`Countersign.recover`),
+                as a turn: Ctrl-C stops it, and lines typed meanwhile are read after it.
+        """
         self._write(msg.HELP)
+        if recover:
+            await self._working(self._recover())
         for approval in await self._service.pending_approvals(self._session.conversation):
             self._platform.waiting.setdefault(approval.id, [])
         if not await self._decide_pending():
@@ -178,8 +242,12 @@ class ConsoleChat:
                 # `/countersign show` typed here would otherwise go to the model as a message.
                 await self._commands.run(line)
             else:
+                # The id puts the message in the core's inbox: kept until handled, whatever happens.
                 message = IncomingMessage(
-                    actor=self._session.actor(), conversation=self._session.conversation, text=line.strip()
+                    actor=self._session.actor(),
+                    conversation=self._session.conversation,
+                    text=line.strip(),
+                    message_id=uuid.uuid4().hex,
                 )
                 await self._working(self._service.handle_message(message))
             if not await self._decide_pending():

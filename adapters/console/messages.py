@@ -33,6 +33,19 @@ AS_SOMEONE = (
 )
 AS_YOURSELF = "   You are yourself again ({name}, the admin here)."
 NOT_A_NAME = "!  `{text}` is not a name: use letters, digits and . _ - (at most 64), like /as bob."
+LEFT_OVER = (
+    "   … finishing the turn left over from the last run first; what you type now is read after it (Ctrl-C stops it)."
+)
+"""Printed at start when `countersign chat` finishes a turn an earlier run left unfinished."""
+STOPPING_BOT = (
+    "■  The bot is stopping: the turn in progress has up to {grace} to reach a checkpoint "
+    "(Ctrl-C again leaves at once); nothing typed now is run."
+)
+"""Printed once on SIGTERM (or a Ctrl-C that leaves) while the bot works."""
+TURN_CUT = "!  The turn was cut short; it will be finished on the next start."
+"""Printed when the shutdown grace ended before the turn reached its end."""
+NOT_TAKEN = "!  The bot is stopping: `{line}` was not run."
+"""A line typed during the shutdown grace."""
 COMMAND_FAILED = "!  Something went wrong; nothing was changed. Run with LOG_LEVEL=DEBUG to see why."
 
 TERMINAL_HELP = (

@@ -322,3 +322,170 @@ async def test_ctrl_c_in_a_real_terminal_session_stops_the_turn(db_url, tmp_path
     assert proc.returncode == 0, err.decode()
     assert "stopping (asked by" in seen.decode()
     assert len(gemini.requests) == 1  # no model call after the stop
+
+
+def _echo(messages):
+    """A model that answers the last human message: `you said: <text>`."""
+    from langchain_core.messages import HumanMessage
+
+    said = [m for m in messages if isinstance(m, HumanMessage)][-1].content
+    return AIMessage(f"you said: {said}")
+
+
+class _Terminal:
+    """Lines typed at a chat (a queue) and what it printed, with a way to wait for a printed line."""
+
+    def __init__(self) -> None:
+        self.out: list[str] = []
+        self.lines: asyncio.Queue[str | None] = asyncio.Queue()
+        self._printed = asyncio.Event()
+        self.platform = ConsolePlatform(write=self.write)
+
+    def write(self, text: str) -> None:
+        self.out.append(text)
+        self._printed.set()
+
+    async def read(self, prompt: str) -> str | None:
+        return await self.lines.get()
+
+    def type(self, *lines: str) -> None:
+        for line in lines:
+            self.lines.put_nowait(line)
+
+    async def printed(self, text: str, timeout: float = 60) -> None:
+        async def seen() -> None:
+            while not any(text in line for line in self.out):
+                self._printed.clear()
+                await self._printed.wait()
+
+        await asyncio.wait_for(seen(), timeout)
+
+
+async def _leave_a_cut_turn(db_url, model, gate) -> None:
+    """A run of the chat whose turn for `question` is cut at shutdown while the model thinks."""
+    terminal = _Terminal()
+    async with open_service(db_url, model, make_test_registry(ToolLog()), terminal.platform) as h:
+        gate.arm()
+        chat = ConsoleChat(h.service, terminal.platform, read=terminal.read, admin=h.admin)
+        running = asyncio.create_task(chat.run())
+        terminal.type("question")
+        await gate.wait_arrived()
+        running.cancel()  # SIGTERM
+        with pytest.raises(asyncio.CancelledError):
+            await running
+        leaving = asyncio.create_task(chat.shut_down(60))
+        await terminal.printed("The bot is stopping")
+        assert chat.interrupt() is True  # one more signal: leave at once
+        await asyncio.wait_for(leaving, 60)
+    assert "!  The turn was cut short; it will be finished on the next start." in terminal.out
+
+
+async def test_lines_typed_while_a_turn_left_over_from_before_is_finished_are_answered_after_it(db_url):
+    """A turn cut at shutdown is finished on the next start, as a turn of the chat; a line typed meanwhile is
+    answered after it (neither message is lost)."""
+    from tests.support.gate import Gate
+
+    gate = Gate()
+    model = ScriptedChatModel(script=_echo, gate=gate)
+    await _leave_a_cut_turn(db_url, model, gate)
+    terminal = _Terminal()
+    async with open_service(db_url, model, make_test_registry(ToolLog()), terminal.platform) as h:
+        gate.arm()
+        chat = ConsoleChat(h.service, terminal.platform, read=terminal.read, admin=h.admin)
+        running = asyncio.create_task(chat.run(recover=True))
+        await gate.wait_arrived()  # the left-over turn asks the model
+        terminal.type("hello?", "second message while busy")
+        await terminal.printed("finishing the turn left over")
+        gate.release()
+        await terminal.printed("bot> you said: second message while busy")
+        terminal.type("/countersign context", "/quit")
+        await asyncio.wait_for(running, 60)
+    answers = [line for line in terminal.out if line.startswith("bot> ")]
+    assert answers == ["bot> you said: question", "bot> you said: hello?", "bot> you said: second message while busy"]
+    assert "6 messages kept verbatim" in "\n".join(terminal.out)
+
+
+async def test_ctrl_c_during_a_turn_left_over_from_before_stops_that_turn(db_url):
+    """Ctrl-C while the chat finishes a left-over turn stops that turn like any other; the chat goes on."""
+    from tests.support.gate import Gate
+
+    gate = Gate()
+    model = ScriptedChatModel(script=_echo, gate=gate)
+    await _leave_a_cut_turn(db_url, model, gate)
+    terminal = _Terminal()
+    async with open_service(db_url, model, make_test_registry(ToolLog()), terminal.platform) as h:
+        gate.arm()
+        chat = ConsoleChat(h.service, terminal.platform, read=terminal.read, admin=h.admin)
+        running = asyncio.create_task(chat.run(recover=True))
+        await gate.wait_arrived()
+        assert chat.interrupt() is True  # the first Ctrl-C stops the left-over turn, not the bot
+        await terminal.printed("■  Stopped by")
+        gate.release()
+        terminal.type("after the stop", "/quit")
+        await asyncio.wait_for(running, 60)
+    assert "bot> you said: after the stop" in terminal.out
+
+
+async def test_sigterm_during_a_turn_lets_it_finish_within_the_grace_and_refuses_lines(db_url):
+    """Leaving while a turn runs: one line says the bot is stopping, the turn ends within the grace and its answer
+    is printed; a line typed meanwhile is told it was not run."""
+    from tests.support.gate import Gate
+
+    gate = Gate()
+    model = ScriptedChatModel(script=_echo, gate=gate)
+    terminal = _Terminal()
+    async with open_service(db_url, model, make_test_registry(ToolLog()), terminal.platform) as h:
+        gate.arm()
+        chat = ConsoleChat(h.service, terminal.platform, read=terminal.read, admin=h.admin)
+        running = asyncio.create_task(chat.run())
+        terminal.type("slow one")
+        await gate.wait_arrived()
+        running.cancel()  # SIGTERM
+        with pytest.raises(asyncio.CancelledError):
+            await running
+        leaving = asyncio.create_task(chat.shut_down(60))
+        await terminal.printed("■  The bot is stopping")
+        terminal.type("/countersign show")
+        await terminal.printed("!  The bot is stopping: `/countersign show` was not run.")
+        gate.release()
+        await asyncio.wait_for(leaving, 60)
+    assert "bot> you said: slow one" in terminal.out
+    assert not any("cut short" in line for line in terminal.out)
+    assert sum("The bot is stopping:" in line and line.startswith("■") for line in terminal.out) == 1
+
+
+@pytest.mark.e2e
+async def test_sigterm_in_a_real_terminal_session_waits_for_the_turn(db_url, tmp_path):
+    """`countersign chat`: SIGTERM while an ungated GET runs says the bot is stopping and lets the turn finish
+    within SHUTDOWN_GRACE_S (its answer is printed) before the process exits 0."""
+    import signal
+
+    async with (
+        HttpTarget() as target,
+        GeminiStandIn(agent_script(target.url()), api_key="k") as gemini,
+    ):
+        env = {
+            **chat_env(gemini_url=gemini.base_url, allowed_host=target.host, db_url=db_url),
+            "SHUTDOWN_GRACE_S": "60",
+        }
+        proc = await start_chat(env, tmp_path)
+        assert proc.stdin is not None and proc.stdout is not None
+        try:
+            target.gate.arm()
+            proc.stdin.write(b"get\n")
+            await proc.stdin.drain()
+            await target.gate.wait_arrived()
+            proc.send_signal(signal.SIGTERM)
+            seen = b""
+            while b"The bot is stopping" not in seen:
+                line = await asyncio.wait_for(proc.stdout.readline(), 60)
+                assert line, f"the chat ended before saying it stops: {seen.decode()}"
+                seen += line
+            target.gate.release()
+            out, err = await asyncio.wait_for(proc.communicate(), timeout=60)
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+    assert proc.returncode == 0, err.decode()
+    assert "bot> Result:" in out.decode() and "cut short" not in out.decode()
