@@ -122,7 +122,8 @@ async def test_every_countersign_subcommand_works_in_the_terminal(db_url, regist
 
 
 async def test_a_pretend_teammate_is_no_admin_and_a_bad_command_changes_nothing(db_url, registry):
-    """`/as bob` may read but not change; a malformed or unknown command is one `!  ` line; nothing changed."""
+    """`/as bob` may read but not change; a malformed or unknown command is one `!  ` line (a malformed one with its
+    usage indented below it, as the README says); nothing changed."""
     text, terminal = await run(
         db_url,
         registry,
@@ -155,6 +156,8 @@ async def test_a_pretend_teammate_is_no_admin_and_a_bad_command_changes_nothing(
         "!  The terminal knows /countersign ..., /as [name], /help and /quit, not `/frobnicate`. "
         "To send a message starting with /, put a space before it.",
     ]
+    bad_quorum = lines.index(refusals[3])
+    assert lines[bad_quorum + 1].startswith("   Usage: `/countersign quorum ")
     assert "   You are now bob: what you type and decide is bob's." in text
     assert "   You are yourself again (olga, the admin here)." in text
     assert text.count("Quorum: 1 · Self-approval: on · Expiry: off") == 2
