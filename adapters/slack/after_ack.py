@@ -1,30 +1,122 @@
-"""What a Slack listener does once Slack has its ack: the service's tracked background work.
+"""What a Slack listener does once Slack has its ack: tracked work that lets the acks owed go first.
 
 The app runs with Bolt's `process_before_response=True` (`adapters.slack.app`): Bolt answers
 Slack when a listener returns, instead of running the listener as a task of its own and polling
-every 10 ms for its `ack()`. So a listener acks, hands the rest to `after_ack` and returns. The
-service's task tracker logs a failure and waits for the work when the bot stops: the HTTP
+every 10 ms for its `ack()`. So a listener acks, hands the rest to `AfterAck.run` and returns.
+The service's task tracker logs a failure and waits for the work when the bot stops: the HTTP
 listener (or the Socket Mode connection) stops first, so the work of every acked request is
 tracked before the drain begins (docs/decisions/0028).
+
+Slack shows the clicker an error when an interaction is not acked within three seconds; the
+decision behind the click has no such limit. So the work waits while requests keep arriving
+(until `QUIET_S` has passed with none in hand, at most `MAX_DEFER_S`): in a burst of clicks the
+acks do not queue in the event loop behind the decisions, resumed turns and database round trips
+of the clicks before them (docs/decisions/0029).
 """
 
 from __future__ import annotations
 
-from collections.abc import Coroutine
+import asyncio
+import contextlib
+from collections.abc import Coroutine, Iterator
 from typing import Any
 
 from bot.tasks import TaskTracker
 
 WORK_TASK_PREFIX = "slack: "
-"""The start of the name of every task `after_ack` starts (tests wait for them by name)."""
+"""The start of the name of every task `AfterAck.run` starts (tests wait for them by name)."""
+
+QUIET_S = 0.02
+"""Seconds with no Slack request in hand after which the work of acked requests starts: longer
+than the gaps between the requests of a burst as one process sees them (an ack takes about half
+a millisecond of CPU), short enough that a lone click's decision is not noticeably later."""
+
+CONFIRM_S = 0.001
+"""After `QUIET_S`, the gate opens only if no request arrived in one more poll for I/O this long."""
+
+MAX_DEFER_S = 0.5
+"""The longest, in seconds, that work waits for a quiet moment after its ack, so that a steady
+stream of requests delays decisions by at most this much instead of starving them."""
 
 
-def after_ack(tasks: TaskTracker, work: Coroutine[Any, Any, None], what: str) -> None:
-    """Run `work` in the background under the service's tracker, named `WORK_TASK_PREFIX + what`.
+class AfterAck:
+    """Runs the work that follows acks once no request is waiting for its own ack.
+
+    The adapter wraps the handling of every request, from receipt to its ack being sent, in
+    `acking()` (HTTP: `SlackAdapter.handle_http`; Socket Mode: the connection's handler); the
+    listeners hand their follow-up work to `run`.
 
     Args:
         tasks: the service's task tracker (`Countersign.tasks`).
-        work: what the listener does after its ack (a coroutine not yet started).
-        what: the kind of request, for the task's name and its failure log ("Approve").
+        quiet_s: see `QUIET_S` (tests shorten or lengthen it).
+        max_defer_s: see `MAX_DEFER_S`.
     """
-    tasks.spawn(work, name=f"{WORK_TASK_PREFIX}{what}")
+
+    def __init__(self, tasks: TaskTracker, *, quiet_s: float = QUIET_S, max_defer_s: float = MAX_DEFER_S) -> None:
+        self._tasks = tasks
+        self._quiet_s = quiet_s
+        self._max_defer_s = max_defer_s
+        self._in_hand = 0
+        self._arrivals = 0
+        self._last_ack = 0.0
+        self._quiet = asyncio.Event()
+        self._quiet.set()
+        self._timer: asyncio.TimerHandle | None = None
+
+    @contextlib.contextmanager
+    def acking(self) -> Iterator[None]:
+        """Around one request's handling, from its receipt until its ack is sent."""
+        self._in_hand += 1
+        self._arrivals += 1
+        self._quiet.clear()
+        try:
+            yield
+        finally:
+            self._in_hand -= 1
+            loop = asyncio.get_running_loop()
+            self._last_ack = loop.time()
+            if self._in_hand == 0 and self._timer is None:
+                self._timer = loop.call_at(self._last_ack + self._quiet_s, self._check)
+
+    def _check(self) -> None:
+        """The timer: once `quiet_s` passed since the last ack with nothing in hand, confirm it."""
+        self._timer = None
+        if self._in_hand:
+            return  # the request in hand sets the timer again when it is acked
+        loop = asyncio.get_running_loop()
+        due = self._last_ack + self._quiet_s
+        if loop.time() < due:
+            self._timer = loop.call_at(due, self._check)
+            return
+        # The quiet may only be this process having been off the CPU, with requests waiting in
+        # its sockets (timers run before the loop polls for I/O): open only if another poll
+        # brings none.
+        self._timer = loop.call_later(CONFIRM_S, self._confirm, self._arrivals)
+
+    def _confirm(self, arrivals: int) -> None:
+        self._timer = None
+        if self._in_hand or self._arrivals != arrivals:
+            self._check()
+        else:
+            self._quiet.set()
+
+    def run(self, work: Coroutine[Any, Any, None], what: str) -> None:
+        """Run `work` under the service's tracker once the acks in hand are sent, named `WORK_TASK_PREFIX + what`.
+
+        Args:
+            work: what the listener does after its ack (a coroutine not yet started).
+            what: the kind of request, for the task's name and its failure log ("Approve").
+        """
+        task = self._tasks.spawn(self._after_quiet(work), name=f"{WORK_TASK_PREFIX}{what}")
+        # Cancelled before it began (a drain past its grace): close it, or Python warns it was
+        # never awaited. Closing a coroutine that ran is a no-op.
+        task.add_done_callback(lambda _: work.close())
+
+    async def _after_quiet(self, work: Coroutine[Any, Any, None]) -> None:
+        if not self._quiet.is_set():
+            try:
+                async with asyncio.timeout(self._max_defer_s):
+                    await self._quiet.wait()
+            except TimeoutError:
+                pass  # a steady stream of requests: go now, or decisions would starve
+        await work

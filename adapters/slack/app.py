@@ -27,6 +27,7 @@ from slack_bolt.oauth.async_oauth_settings import AsyncOAuthSettings
 from slack_sdk.errors import SlackApiError
 
 from adapters.slack import ack_timing
+from adapters.slack.after_ack import AfterAck
 from adapters.slack.commands import SlackCommands
 from adapters.slack.installation_store import PostgresInstallationStore
 from adapters.slack.listeners import SlackListeners
@@ -191,8 +192,9 @@ class SlackAdapter:
         # Bolt tries the listeners in the order they were added, building every possible listener
         # argument for each one it tries (about 18 us each here): messages and clicks first,
         # the rare events last.
-        SlackListeners(service, self.platform, self.users, admin).register(self.app)
-        SlackCommands(admin, self.users, service.tasks).register(self.app)
+        self.after_ack = AfterAck(service.tasks)
+        SlackListeners(service, self.platform, self.users, admin, self.after_ack).register(self.app)
+        SlackCommands(admin, self.users, self.after_ack).register(self.app)
         if oauth_settings is not None:
             # slack-bolt's own listeners: `tokens_revoked` and `app_uninstalled` delete the
             # workspace's installation (conversations and audit stay until retention).
@@ -243,8 +245,13 @@ class SlackAdapter:
         not UTF-8 or not JSON, or a payload so malformed that Bolt itself fails on it while matching
         listeners (an empty `actions` list, say), gets a 400 and a warning, not a 500 and a
         traceback: the sender is at fault, and nothing ran. Every other answer's time is counted
-        in `countersign_platform_ack_seconds` (`adapters.slack.ack_timing`).
+        in `countersign_platform_ack_seconds` (`adapters.slack.ack_timing`). The work a
+        listener leaves for after its ack waits while requests are in hand (`AfterAck`).
         """
+        with self.after_ack.acking():
+            return await self._dispatch(request)
+
+    async def _dispatch(self, request: web.Request) -> web.Response:
         started = time.perf_counter()
         if not _TIMESTAMP.fullmatch(request.headers.get("X-Slack-Request-Timestamp", "0")):
             # Bolt would fail on it inside its middleware (a 500 and a traceback).
@@ -315,7 +322,7 @@ class SlackAdapter:
         if token is None:  # pragma: no cover - socket_mode checked it
             return
         await self._check("SLACK_APP_TOKEN", self.client.apps_connections_open(app_token=token.get_secret_value()))
-        self._socket = SocketModeConnection(self.app, token.get_secret_value())
+        self._socket = SocketModeConnection(self.app, token.get_secret_value(), self.after_ack)
         try:
             await self._socket.connect(SOCKET_CONNECT_TIMEOUT_S)
         except TimeoutError:

@@ -19,7 +19,7 @@ from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 
 from adapters.admin_text import HELP_EXAMPLES, Markup, error_text, render
 from adapters.slack import messages as msg
-from adapters.slack.after_ack import after_ack
+from adapters.slack.after_ack import AfterAck
 from adapters.slack.blocks import when_token
 from adapters.slack.platform import UserDirectory
 from adapters.slack.text import MESSAGE_CHARS, escape, plain_text, split_message
@@ -30,7 +30,6 @@ from bot.admin.service import AdminService
 from bot.approvals.config import ConversationScope
 from bot.conversation import Actor, ConversationRef
 from bot.errors import CountersignError
-from bot.tasks import TaskTracker
 
 log = logging.getLogger(__name__)
 
@@ -72,13 +71,12 @@ class SlackCommands:
     Args:
         admin: the admin use case.
         users: the user directory (names for the audit log).
-        tasks: the service's background tasks: a command runs there once Slack has its ack
-            (`adapters.slack.after_ack`).
+        after_ack: runs a command once Slack has its ack (`adapters.slack.after_ack`).
     """
 
-    def __init__(self, admin: AdminService, users: UserDirectory, tasks: TaskTracker) -> None:
+    def __init__(self, admin: AdminService, users: UserDirectory, after_ack: AfterAck) -> None:
         self._admin = admin
-        self._tasks = tasks
+        self._after_ack = after_ack
         self._users = users
 
     def register(self, app: AsyncApp) -> None:
@@ -88,7 +86,7 @@ class SlackCommands:
     async def on_command(self, ack: AsyncAck, command: dict[str, Any], respond: AsyncRespond) -> None:
         """Ack, then run the command in the background and answer privately; bad input changes nothing."""
         await ack()
-        after_ack(self._tasks, self._run(command, respond), "/countersign")
+        self._after_ack.run(self._run(command, respond), "/countersign")
 
     async def _run(self, command: dict[str, Any], respond: AsyncRespond) -> None:
         user_id = command["user_id"]

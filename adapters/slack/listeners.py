@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
 
@@ -25,7 +25,7 @@ from adapters.decision_errors import parse_edited_args
 from adapters.display import is_blank
 from adapters.slack import blocks
 from adapters.slack import messages as msg
-from adapters.slack.after_ack import after_ack
+from adapters.slack.after_ack import AfterAck
 from adapters.slack.commands import SLACK_MARKUP
 from adapters.slack.errors import error_text
 from adapters.slack.platform import SlackPlatform, UserDirectory
@@ -59,11 +59,18 @@ class SlackListeners:
         platform: the outbound port (for ephemeral replies).
         users: the user directory (display names).
         admin: the admin configuration (each channel's conversation scope).
+        after_ack: runs what a listener does once its request is acked.
     """
 
     def __init__(
-        self, service: Countersign, platform: SlackPlatform, users: UserDirectory, admin: AdminService
+        self,
+        service: Countersign,
+        platform: SlackPlatform,
+        users: UserDirectory,
+        admin: AdminService,
+        after_ack: AfterAck,
     ) -> None:
+        self._after_ack = after_ack.run
         self._service = service
         self._platform = platform
         self._users = users
@@ -188,10 +195,6 @@ class SlackListeners:
         message = context.get(_ACCEPTED)
         if isinstance(message, IncomingMessage):
             self._service.submit_accepted(message)
-
-    def _after_ack(self, work: Coroutine[Any, Any, None], what: str) -> None:
-        """Hand `work` to the service's background tasks (`adapters.slack.after_ack`)."""
-        after_ack(self._service.tasks, work, what)
 
     # --- buttons -------------------------------------------------------------------------
 
