@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import asyncpg
 import pytest
@@ -104,9 +105,10 @@ async def test_the_stop_waits_for_the_resume_an_acked_approve_started_during_the
         service = bot.runtime.service
         drain = service.tasks.drain
 
-        async def observed_drain(grace_s: float) -> None:
-            await drain(grace_s)
+        async def observed_drain(grace_s: float, **options: Any) -> bool:
+            cut = await drain(grace_s, **options)
             drained.set()
+            return cut
 
         monkeypatch.setattr(service.tasks, "drain", observed_drain)
         mention, card, holding = await _approve_with_the_review_locked(bot, slack, holder)
