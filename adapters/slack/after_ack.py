@@ -42,20 +42,21 @@ stream of requests delays decisions by at most this much instead of starving the
 class AfterAck:
     """Runs the work that follows acks once no request is waiting for its own ack.
 
-    The adapter wraps the handling of every request, from receipt to its ack being sent, in
-    `acking()` (HTTP: `SlackAdapter.handle_http`; Socket Mode: the connection's handler); the
+    The adapter wraps Bolt's handling of every request, from the moment its body is in to its
+    ack, in `acking()` (HTTP: `SlackAdapter.handle_http`, after reading the body, so that a
+    sender slow to send one holds nothing back; Socket Mode: the connection's handler); the
     listeners hand their follow-up work to `run`.
 
     Args:
         tasks: the service's task tracker (`Countersign.tasks`).
-        quiet_s: see `QUIET_S` (tests shorten or lengthen it).
-        max_defer_s: see `MAX_DEFER_S`.
+        quiet_s: see `QUIET_S` (None: that constant, as it is when the adapter is built).
+        max_defer_s: see `MAX_DEFER_S` (None: likewise).
     """
 
-    def __init__(self, tasks: TaskTracker, *, quiet_s: float = QUIET_S, max_defer_s: float = MAX_DEFER_S) -> None:
+    def __init__(self, tasks: TaskTracker, *, quiet_s: float | None = None, max_defer_s: float | None = None) -> None:
         self._tasks = tasks
-        self._quiet_s = quiet_s
-        self._max_defer_s = max_defer_s
+        self._quiet_s = QUIET_S if quiet_s is None else quiet_s
+        self._max_defer_s = MAX_DEFER_S if max_defer_s is None else max_defer_s
         self._in_hand = 0
         self._arrivals = 0
         self._last_ack = 0.0
@@ -65,7 +66,7 @@ class AfterAck:
 
     @contextlib.contextmanager
     def acking(self) -> Iterator[None]:
-        """Around one request's handling, from its receipt until its ack is sent."""
+        """Around Bolt's handling of one request whose body is in, until its ack is ready."""
         self._in_hand += 1
         self._arrivals += 1
         self._quiet.clear()

@@ -245,13 +245,10 @@ class SlackAdapter:
         not UTF-8 or not JSON, or a payload so malformed that Bolt itself fails on it while matching
         listeners (an empty `actions` list, say), gets a 400 and a warning, not a 500 and a
         traceback: the sender is at fault, and nothing ran. Every other answer's time is counted
-        in `countersign_platform_ack_seconds` (`adapters.slack.ack_timing`). The work a
-        listener leaves for after its ack waits while requests are in hand (`AfterAck`).
+        in `countersign_platform_ack_seconds` (`adapters.slack.ack_timing`). While Bolt handles
+        a request whose body is in, the work listeners left for after their acks waits
+        (`AfterAck`); a sender slow to send its body holds nothing back.
         """
-        with self.after_ack.acking():
-            return await self._dispatch(request)
-
-    async def _dispatch(self, request: web.Request) -> web.Response:
         started = time.perf_counter()
         if not _TIMESTAMP.fullmatch(request.headers.get("X-Slack-Request-Timestamp", "0")):
             # Bolt would fail on it inside its middleware (a 500 and a traceback).
@@ -259,7 +256,8 @@ class SlackAdapter:
             return web.json_response({"error": "invalid request"}, status=401)
         try:
             bolt_request = await to_bolt_request(request)
-            bolt_response = await self.app.async_dispatch(bolt_request)
+            with self.after_ack.acking():
+                bolt_response = await self.app.async_dispatch(bolt_request)
         except Exception as exc:
             # The exception's text, never its repr: a UnicodeDecodeError's repr holds the body.
             reason = f"{type(exc).__name__}: {str(exc)[:200]}"
