@@ -107,13 +107,18 @@ class Countersign:
         self.tasks.spawn(self.handle_message(message), name=f"message {message.conversation.thread_id}")
 
     async def handle_message(self, message: IncomingMessage) -> None:
-        """Accept a message and handle it (`accept`, then `handle_accepted`).
+        """Accept a message and handle it (`claim`, then `handle_accepted`)."""
+        if await self.claim(message):
+            await self.handle_accepted(message)
 
-        When the message cannot even be accepted (the database is down), its sender is told,
-        and nothing is claimed: a platform's retry of it is handled as new.
+    async def claim(self, message: IncomingMessage) -> bool:
+        """`accept`, telling the sender when the message cannot even be accepted; whether to handle it.
+
+        When the database is down, the sender is told (`TurnFailed`) and nothing is claimed: a
+        platform's retry of the message is handled as new.
         """
         try:
-            new = await self.accept(message)
+            return await self.accept(message)
         except Exception:
             with about(message.conversation.thread_id):
                 log.exception("accepting a message failed")
@@ -122,9 +127,7 @@ class Countersign:
                     TurnFailed(thread_id=message.conversation.thread_id),
                     recipient=message.actor,
                 )
-            return
-        if new:
-            await self.handle_accepted(message)
+            return False
 
     async def accept(self, message: IncomingMessage) -> bool:
         """Claim a message in the inbox; return whether it is new and is to be handled.

@@ -136,7 +136,10 @@ class Upkeep:
         self._task = self._housekeeping_task = None
 
     async def sweep(self, *, everything: bool = False) -> list[str]:
-        """Start tending every conversation with due work; return their thread ids.
+        """Start tending every conversation with due work; return the thread ids of those being tended.
+
+        A conversation this process is tending already (its first look took it, say) is among
+        them, so that `Countersign.recover` names every conversation it is finishing.
 
         Args:
             everything: take unfinished work whether or not it is due. It is taken so anyway
@@ -152,14 +155,15 @@ class Upkeep:
             log.info("the database restarted: looking at all unfinished work, due or not")
         threads = await self._store.due_threads(max_attempts=MAX_ATTEMPTS + 1, everything=everything or restarted)
         self._server_started = started  # only once this look got its answer
-        started_ids = []
+        tended = []
         for thread_id in threads:
-            if thread_id in self._busy or self._tasks.closing:
-                continue
-            self._busy.add(thread_id)
-            self._tasks.spawn(self._tend_one(thread_id), name=f"upkeep {thread_id}")
-            started_ids.append(thread_id)
-        return started_ids
+            if self._tasks.closing:
+                break
+            if thread_id not in self._busy:
+                self._busy.add(thread_id)
+                self._tasks.spawn(self._tend_one(thread_id), name=f"upkeep {thread_id}")
+            tended.append(thread_id)
+        return tended
 
     async def prune(self) -> int:
         """Delete inbox entries older than `INBOX_KEPT_H` hours; return how many."""

@@ -188,6 +188,21 @@ class ConsoleChat:
         finally:
             self._busy = False
 
+    async def _claim(self, message: IncomingMessage) -> bool:
+        """Claim `message` in the core's inbox (`Countersign.claim`); whether to handle it now.
+
+        A signal while the claim is written lets it be written: a message once claimed is
+        answered, within the shutdown grace (it is handed to the service's tasks, which
+        `shut_down` drains) or on the next start, so "finished on the next start" holds for it.
+        """
+        claiming = asyncio.ensure_future(self._service.claim(message))
+        try:
+            return await asyncio.shield(claiming)
+        except asyncio.CancelledError:
+            if await claiming:
+                self._service.submit_accepted(message)
+            raise
+
     async def shut_down(self, grace_s: float) -> None:
         """Leave: stop taking work, give the turn in progress up to `grace_s` to reach a checkpoint.
 
@@ -249,7 +264,8 @@ class ConsoleChat:
                     text=line.strip(),
                     message_id=uuid.uuid4().hex,
                 )
-                await self._working(self._service.handle_message(message))
+                if await self._claim(message):
+                    await self._working(self._service.handle_accepted(message))
             if not await self._decide_pending():
                 return
 

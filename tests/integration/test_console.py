@@ -489,3 +489,80 @@ async def test_sigterm_in_a_real_terminal_session_waits_for_the_turn(db_url, tmp
                 await proc.wait()
     assert proc.returncode == 0, err.decode()
     assert "bot> Result:" in out.decode() and "cut short" not in out.decode()
+
+
+async def _waiting_for_a_lock(connection) -> bool:
+    """Whether some other session of this database waits for a lock."""
+    return bool(
+        await connection.fetchval(
+            """SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+               WHERE datname = current_database() AND pid <> pg_backend_pid() AND wait_event_type = 'Lock')"""
+        )
+    )
+
+
+async def test_a_message_being_claimed_as_the_bot_is_told_to_stop_is_kept_and_answered(db_url):
+    """SIGTERM while a typed message's inbox claim is being written, and no grace: the claim is
+    written all the same, so the turn the chat says "will be finished on the next start" is.
+
+    The chat handed the message to a task that claimed it: a drain with no grace left cancelled
+    that task before its claim was written, and the next start had nothing to finish.
+    """
+    import asyncpg
+
+    from tests.support.barriers import wait_until_async
+
+    model = ScriptedChatModel(script=_echo)
+    terminal = _Terminal()
+    holder = await asyncpg.connect(db_url)
+    try:
+        async with open_service(db_url, model, make_test_registry(ToolLog()), terminal.platform) as h:
+            chat = ConsoleChat(h.service, terminal.platform, read=terminal.read, admin=h.admin)
+            holding = holder.transaction()
+            await holding.start()
+            await holder.execute("LOCK TABLE inbox IN EXCLUSIVE MODE")  # the claim's INSERT waits
+            running = asyncio.create_task(chat.run())
+            terminal.type("question")
+            await wait_until_async(lambda: _waiting_for_a_lock(holder), "the claim waiting for the inbox")
+            running.cancel()  # SIGTERM
+            await holding.rollback()
+            with pytest.raises(asyncio.CancelledError):
+                await running
+            await asyncio.wait_for(chat.shut_down(0), 60)  # SHUTDOWN_GRACE_S=0, or a second Ctrl-C
+    finally:
+        await holder.close()
+    terminal = _Terminal()
+    async with open_service(db_url, model, make_test_registry(ToolLog()), terminal.platform) as h:
+        chat = ConsoleChat(h.service, terminal.platform, read=terminal.read, admin=h.admin)
+        running = asyncio.create_task(chat.run(recover=True))
+        await terminal.printed("bot> you said: question")
+        terminal.type("/quit")
+        await asyncio.wait_for(running, 60)
+
+
+async def test_a_turn_left_over_long_ago_is_announced_too(db_url):
+    """Back at the chat long after a turn was cut: the left-over work is due, so the upkeep's first
+    look may take it before `recover` does; the chat says it is finishing it all the same."""
+    import asyncpg
+
+    from tests.support.gate import Gate
+
+    gate = Gate()
+    model = ScriptedChatModel(script=_echo, gate=gate)
+    await _leave_a_cut_turn(db_url, model, gate)
+    connection = await asyncpg.connect(db_url)
+    try:  # an hour later: everything left is due
+        await connection.execute("UPDATE inbox SET retry_at = now() - interval '1 hour' WHERE status = 'accepted'")
+        await connection.execute(
+            "UPDATE conversations SET retry_at = now() - interval '1 hour' WHERE running_since IS NOT NULL"
+        )
+    finally:
+        await connection.close()
+    terminal = _Terminal()
+    async with open_service(db_url, model, make_test_registry(ToolLog()), terminal.platform) as h:
+        chat = ConsoleChat(h.service, terminal.platform, read=terminal.read, admin=h.admin)
+        running = asyncio.create_task(chat.run(recover=True))
+        await terminal.printed("bot> you said: question")
+        terminal.type("/quit")
+        await asyncio.wait_for(running, 60)
+    assert any("finishing the turn left over" in line for line in terminal.out), terminal.out
