@@ -157,10 +157,10 @@ class SlackDriver:
         await self.events.message(c.CHANNEL, self.user(who), text, thread_ts=self._thread)
 
     async def cards(self, count: int = 1) -> list[CardHandle]:
-        await self.slack.wait_for("chat.postMessage", lambda a: _slack_buttons(a.get("blocks")), count=count)
+        await self.slack.wait_for("chat.postMessage", lambda a: slack_buttons(a.get("blocks")), count=count)
         found = []
         for call in self.slack.calls_to("chat.postMessage"):
-            buttons = _slack_buttons(call.args.get("blocks"))
+            buttons = slack_buttons(call.args.get("blocks"))
             if buttons:
                 channel = call.args["channel"]
                 messages = (
@@ -170,7 +170,7 @@ class SlackDriver:
                     (
                         m["ts"]
                         for m in messages
-                        if _slack_buttons(m.get("blocks")) and _slack_buttons(m.get("blocks"))[0] == buttons[0]
+                        if slack_buttons(m.get("blocks")) and slack_buttons(m.get("blocks"))[0] == buttons[0]
                     ),
                     "",
                 )
@@ -244,7 +244,7 @@ class SlackDriver:
 
     def card_has_buttons(self, card: CardHandle) -> bool:
         """Whether the card still shows its buttons."""
-        return bool(_slack_buttons(self.slack.message(card.channel, card.message).get("blocks")))
+        return bool(slack_buttons(self.slack.message(card.channel, card.message).get("blocks")))
 
     async def stop_offered(self, count: int = 1) -> StopHandle:
         """Wait for the `count`th progress message offering Stop (a run going on for a while)."""
@@ -297,7 +297,7 @@ class SlackDriver:
         """The copy of a card posted in `who`'s DMs (an escalation, or `cards dm`)."""
         user = self.user(who)
         await self.slack.wait_for(
-            "chat.postMessage", lambda a: a.get("channel") == user and bool(_slack_buttons(a.get("blocks")))
+            "chat.postMessage", lambda a: a.get("channel") == user and bool(slack_buttons(a.get("blocks")))
         )
         return self._copy(f"D{user}")
 
@@ -305,14 +305,14 @@ class SlackDriver:
         """The `count`th card posted in `channel` (an escalation's copy there), once it is there."""
         await self.slack.wait_for(
             "chat.postMessage",
-            lambda a: a.get("channel") == channel and bool(_slack_buttons(a.get("blocks"))),
+            lambda a: a.get("channel") == channel and bool(slack_buttons(a.get("blocks"))),
             count=count,
         )
         return self._copy(channel)
 
     def _copy(self, channel: str) -> CardHandle:
-        [message] = [m for m in self.slack.messages(channel) if _slack_buttons(m.get("blocks"))][-1:]
-        return CardHandle(_slack_buttons(message["blocks"])[0], message["ts"], channel, message.get("thread_ts"))
+        [message] = [m for m in self.slack.messages(channel) if slack_buttons(m.get("blocks"))][-1:]
+        return CardHandle(slack_buttons(message["blocks"])[0], message["ts"], channel, message.get("thread_ts"))
 
     def _batch_block(self, card: CardHandle) -> dict[str, Any] | None:
         message = self.slack.message(card.channel, card.message)
@@ -395,7 +395,7 @@ class SlackDriver:
             else next(
                 x.args
                 for x in self.slack.calls_to("chat.postMessage")
-                if _slack_buttons(x.args.get("blocks"))[:1] == [card.approval_id]
+                if slack_buttons(x.args.get("blocks"))[:1] == [card.approval_id]
             )
         )
         return json.dumps(source.get("blocks"))
@@ -404,7 +404,8 @@ class SlackDriver:
         await _settle(self.bot)
 
 
-def _slack_buttons(message_blocks: Any) -> list[str]:
+def slack_buttons(message_blocks: Any) -> list[str]:
+    """The values of a Slack message's action buttons (a card's; a status line's Stop is an accessory)."""
     return [e["value"] for b in message_blocks or [] if b.get("type") == "actions" for e in b["elements"]]
 
 
