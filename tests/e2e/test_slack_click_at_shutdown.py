@@ -15,19 +15,9 @@ from tests.e2e.conftest import ALICE, CHANNEL, SIGNING_SECRET, TEAM
 from tests.e2e.test_slack_flow import Card, click, wait_answer, wait_card
 from tests.standins.slack_api import SlackApiStandIn
 from tests.standins.slack_events import Delivery, SlackEventSender
-from tests.support.barriers import GENEROUS_S, wait_until, wait_until_async
+from tests.support.barriers import GENEROUS_S, another_session_waits_for_a_lock, wait_until, wait_until_async
 
 pytestmark = pytest.mark.e2e
-
-
-async def _waiting_for_a_lock(connection: asyncpg.Connection) -> bool:
-    """Whether some other session of this database waits for a row lock."""
-    return bool(
-        await connection.fetchval(
-            """SELECT EXISTS (SELECT 1 FROM pg_stat_activity
-               WHERE datname = current_database() AND pid <> pg_backend_pid() AND wait_event_type = 'Lock')"""
-        )
-    )
 
 
 async def _approve_with_the_review_locked(
@@ -50,7 +40,9 @@ async def _approve_with_the_review_locked(
         )
         delivery = await click(events, slack, ALICE, blocks.ACTION_APPROVE, card)
         assert delivery.status == 200  # acked while the decision waits
-        await wait_until_async(lambda: _waiting_for_a_lock(holder), "the decision waiting for the review's row")
+        await wait_until_async(
+            lambda: another_session_waits_for_a_lock(holder), "the decision waiting for the review's row"
+        )
     return mention, card, holding
 
 

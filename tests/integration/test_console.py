@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import signal
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 
 import pytest
 from langchain_core.messages import AIMessage
@@ -13,6 +17,7 @@ from tests.e2e.agent_script import agent_script
 from tests.integration.test_subagents_service import SPECS, team, to_alpha
 from tests.standins.gemini import GeminiStandIn
 from tests.support.bot_process import chat_env, run_chat, start_chat
+from tests.support.gate import Gate
 from tests.support.http_target import HttpTarget
 from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
 from tests.support.service import open_service
@@ -290,38 +295,61 @@ def conversation_of_the_terminal():
     return ConversationRef(platform="console", workspace_id="local", channel_id="terminal")
 
 
-@pytest.mark.e2e
-async def test_ctrl_c_in_a_real_terminal_session_stops_the_turn(db_url, tmp_path):
-    """`countersign chat`: SIGINT while an ungated GET runs stops the turn; the chat goes on, /quit leaves."""
-    import signal
+@dataclass
+class _MidTurn:
+    """A real `countersign chat` signalled while its turn's GET is held at the target."""
 
+    proc: asyncio.subprocess.Process
+    target: HttpTarget
+    gemini: GeminiStandIn
+    seen: bytes
+    """What it printed up to the line the test waited for."""
+
+
+@contextlib.asynccontextmanager
+async def _real_chat_signalled_mid_turn(
+    db_url: str, tmp_path, sig: signal.Signals, says: bytes, **env: str
+) -> AsyncIterator[_MidTurn]:
+    """`countersign chat` with `get` typed, `sig` sent while the GET is held; entered once it printed `says`.
+
+    The process is killed on the way out if it still runs; the GET is let go by then.
+    """
     async with (
         HttpTarget() as target,
         GeminiStandIn(agent_script(target.url()), api_key="k") as gemini,
     ):
-        env = chat_env(gemini_url=gemini.base_url, allowed_host=target.host, db_url=db_url)
-        proc = await start_chat(env, tmp_path)
+        proc = await start_chat(
+            {**chat_env(gemini_url=gemini.base_url, allowed_host=target.host, db_url=db_url), **env}, tmp_path
+        )
         assert proc.stdin is not None and proc.stdout is not None
         try:
             target.gate.arm()
             proc.stdin.write(b"get\n")
             await proc.stdin.drain()
             await target.gate.wait_arrived()
-            proc.send_signal(signal.SIGINT)
+            proc.send_signal(sig)
             seen = b""
-            while b"Stopped by" not in seen:
+            while says not in seen:
                 line = await asyncio.wait_for(proc.stdout.readline(), 60)
-                assert line, f"the chat ended before saying it stopped: {seen.decode()}"
+                assert line, f"the chat ended before printing {says!r}: {seen.decode()}"
                 seen += line
-            target.gate.release()
-            _, err = await asyncio.wait_for(proc.communicate(b"/quit\n"), timeout=60)
+            yield _MidTurn(proc, target, gemini, seen)
         finally:
+            target.gate.release()
             if proc.returncode is None:
                 proc.kill()
                 await proc.wait()
-    assert proc.returncode == 0, err.decode()
-    assert "stopping (asked by" in seen.decode()
-    assert len(gemini.requests) == 1  # no model call after the stop
+
+
+@pytest.mark.e2e
+async def test_ctrl_c_in_a_real_terminal_session_stops_the_turn(db_url, tmp_path):
+    """`countersign chat`: SIGINT while an ungated GET runs stops the turn; the chat goes on, /quit leaves."""
+    async with _real_chat_signalled_mid_turn(db_url, tmp_path, signal.SIGINT, b"Stopped by") as chat:
+        chat.target.gate.release()
+        _, err = await asyncio.wait_for(chat.proc.communicate(b"/quit\n"), timeout=60)
+    assert chat.proc.returncode == 0, err.decode()
+    assert "stopping (asked by" in chat.seen.decode()
+    assert len(chat.gemini.requests) == 1  # no model call after the stop
 
 
 def _echo(messages):
@@ -361,30 +389,37 @@ class _Terminal:
         await asyncio.wait_for(seen(), timeout)
 
 
+async def _sigterm_mid_turn(chat: ConsoleChat, terminal: _Terminal, gate, text: str) -> asyncio.Task[None]:
+    """`text` typed, SIGTERM while the model thinks about it; the leaving (`shut_down(60)`), once it says so."""
+    gate.arm()
+    running = asyncio.create_task(chat.run())
+    terminal.type(text)
+    await gate.wait_arrived()
+    running.cancel()  # SIGTERM
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    leaving = asyncio.create_task(chat.shut_down(60))
+    await terminal.printed("■  The bot is stopping")
+    return leaving
+
+
 async def _leave_a_cut_turn(db_url, model, gate) -> None:
     """A run of the chat whose turn for `question` is cut at shutdown while the model thinks."""
     terminal = _Terminal()
     async with open_service(db_url, model, make_test_registry(ToolLog()), terminal.platform) as h:
-        gate.arm()
         chat = ConsoleChat(h.service, terminal.platform, read=terminal.read, admin=h.admin)
-        running = asyncio.create_task(chat.run())
-        terminal.type("question")
-        await gate.wait_arrived()
-        running.cancel()  # SIGTERM
-        with pytest.raises(asyncio.CancelledError):
-            await running
-        leaving = asyncio.create_task(chat.shut_down(60))
-        await terminal.printed("The bot is stopping")
+        leaving = await _sigterm_mid_turn(chat, terminal, gate, "question")
         assert chat.interrupt() is True  # one more signal: leave at once
         await asyncio.wait_for(leaving, 60)
     assert "!  The turn was cut short; it will be finished on the next start." in terminal.out
 
 
-async def test_lines_typed_while_a_turn_left_over_from_before_is_finished_are_answered_after_it(db_url):
-    """A turn cut at shutdown is finished on the next start, as a turn of the chat; a line typed meanwhile is
-    answered after it (neither message is lost)."""
-    from tests.support.gate import Gate
-
+@contextlib.asynccontextmanager
+async def _back_with_the_left_over_turn_held(
+    db_url: str,
+) -> AsyncIterator[tuple[_Terminal, ConsoleChat, Gate, asyncio.Task[None]]]:
+    """A turn cut at shutdown, then the next `chat.run(recover=True)`, entered while the left-over turn
+    waits for the model (`gate`); yields its terminal, chat, gate and running task."""
     gate = Gate()
     model = ScriptedChatModel(script=_echo, gate=gate)
     await _leave_a_cut_turn(db_url, model, gate)
@@ -393,7 +428,14 @@ async def test_lines_typed_while_a_turn_left_over_from_before_is_finished_are_an
         gate.arm()
         chat = ConsoleChat(h.service, terminal.platform, read=terminal.read, admin=h.admin)
         running = asyncio.create_task(chat.run(recover=True))
-        await gate.wait_arrived()  # the left-over turn asks the model
+        await gate.wait_arrived()
+        yield terminal, chat, gate, running
+
+
+async def test_lines_typed_while_a_turn_left_over_from_before_is_finished_are_answered_after_it(db_url):
+    """A turn cut at shutdown is finished on the next start, as a turn of the chat; a line typed meanwhile is
+    answered after it (neither message is lost)."""
+    async with _back_with_the_left_over_turn_held(db_url) as (terminal, _, gate, running):
         terminal.type("hello?", "second message while busy")
         await terminal.printed("finishing the turn left over")
         gate.release()
@@ -407,17 +449,7 @@ async def test_lines_typed_while_a_turn_left_over_from_before_is_finished_are_an
 
 async def test_ctrl_c_during_a_turn_left_over_from_before_stops_that_turn(db_url):
     """Ctrl-C while the chat finishes a left-over turn stops that turn like any other; the chat goes on."""
-    from tests.support.gate import Gate
-
-    gate = Gate()
-    model = ScriptedChatModel(script=_echo, gate=gate)
-    await _leave_a_cut_turn(db_url, model, gate)
-    terminal = _Terminal()
-    async with open_service(db_url, model, make_test_registry(ToolLog()), terminal.platform) as h:
-        gate.arm()
-        chat = ConsoleChat(h.service, terminal.platform, read=terminal.read, admin=h.admin)
-        running = asyncio.create_task(chat.run(recover=True))
-        await gate.wait_arrived()
+    async with _back_with_the_left_over_turn_held(db_url) as (terminal, chat, gate, running):
         assert chat.interrupt() is True  # the first Ctrl-C stops the left-over turn, not the bot
         await terminal.printed("■  Stopped by")
         gate.release()
@@ -435,16 +467,8 @@ async def test_sigterm_during_a_turn_lets_it_finish_within_the_grace_and_refuses
     model = ScriptedChatModel(script=_echo, gate=gate)
     terminal = _Terminal()
     async with open_service(db_url, model, make_test_registry(ToolLog()), terminal.platform) as h:
-        gate.arm()
         chat = ConsoleChat(h.service, terminal.platform, read=terminal.read, admin=h.admin)
-        running = asyncio.create_task(chat.run())
-        terminal.type("slow one")
-        await gate.wait_arrived()
-        running.cancel()  # SIGTERM
-        with pytest.raises(asyncio.CancelledError):
-            await running
-        leaving = asyncio.create_task(chat.shut_down(60))
-        await terminal.printed("■  The bot is stopping")
+        leaving = await _sigterm_mid_turn(chat, terminal, gate, "slow one")
         terminal.type("/countersign show")
         await terminal.printed("!  The bot is stopping: `/countersign show` was not run.")
         gate.release()
@@ -458,47 +482,25 @@ async def test_sigterm_during_a_turn_lets_it_finish_within_the_grace_and_refuses
 async def test_sigterm_in_a_real_terminal_session_waits_for_the_turn(db_url, tmp_path):
     """`countersign chat`: SIGTERM while an ungated GET runs says the bot is stopping and lets the turn finish
     within SHUTDOWN_GRACE_S (its answer is printed) before the process exits 0."""
-    import signal
-
-    async with (
-        HttpTarget() as target,
-        GeminiStandIn(agent_script(target.url()), api_key="k") as gemini,
-    ):
-        env = {
-            **chat_env(gemini_url=gemini.base_url, allowed_host=target.host, db_url=db_url),
-            "SHUTDOWN_GRACE_S": "60",
-        }
-        proc = await start_chat(env, tmp_path)
-        assert proc.stdin is not None and proc.stdout is not None
-        try:
-            target.gate.arm()
-            proc.stdin.write(b"get\n")
-            await proc.stdin.drain()
-            await target.gate.wait_arrived()
-            proc.send_signal(signal.SIGTERM)
-            seen = b""
-            while b"The bot is stopping" not in seen:
-                line = await asyncio.wait_for(proc.stdout.readline(), 60)
-                assert line, f"the chat ended before saying it stops: {seen.decode()}"
-                seen += line
-            target.gate.release()
-            out, err = await asyncio.wait_for(proc.communicate(), timeout=60)
-        finally:
-            if proc.returncode is None:
-                proc.kill()
-                await proc.wait()
-    assert proc.returncode == 0, err.decode()
+    async with _real_chat_signalled_mid_turn(
+        db_url, tmp_path, signal.SIGTERM, b"The bot is stopping", SHUTDOWN_GRACE_S="60"
+    ) as chat:
+        chat.target.gate.release()
+        out, err = await asyncio.wait_for(chat.proc.communicate(), timeout=60)
+    assert chat.proc.returncode == 0, err.decode()
     assert "bot> Result:" in out.decode() and "cut short" not in out.decode()
 
 
-async def _waiting_for_a_lock(connection) -> bool:
-    """Whether some other session of this database waits for a lock."""
-    return bool(
-        await connection.fetchval(
-            """SELECT EXISTS (SELECT 1 FROM pg_stat_activity
-               WHERE datname = current_database() AND pid <> pg_backend_pid() AND wait_event_type = 'Lock')"""
-        )
-    )
+async def _next_start_answers_the_question(db_url: str, model: ScriptedChatModel) -> _Terminal:
+    """The next `countersign chat` finishes the turn for `question` left over, then /quit; its terminal."""
+    terminal = _Terminal()
+    async with open_service(db_url, model, make_test_registry(ToolLog()), terminal.platform) as h:
+        chat = ConsoleChat(h.service, terminal.platform, read=terminal.read, admin=h.admin)
+        running = asyncio.create_task(chat.run(recover=True))
+        await terminal.printed("bot> you said: question")
+        terminal.type("/quit")
+        await asyncio.wait_for(running, 60)
+    return terminal
 
 
 async def test_a_message_being_claimed_as_the_bot_is_told_to_stop_is_kept_and_answered(db_url):
@@ -510,7 +512,7 @@ async def test_a_message_being_claimed_as_the_bot_is_told_to_stop_is_kept_and_an
     """
     import asyncpg
 
-    from tests.support.barriers import wait_until_async
+    from tests.support.barriers import another_session_waits_for_a_lock, wait_until_async
 
     model = ScriptedChatModel(script=_echo)
     terminal = _Terminal()
@@ -523,7 +525,7 @@ async def test_a_message_being_claimed_as_the_bot_is_told_to_stop_is_kept_and_an
             await holder.execute("LOCK TABLE inbox IN EXCLUSIVE MODE")  # the claim's INSERT waits
             running = asyncio.create_task(chat.run())
             terminal.type("question")
-            await wait_until_async(lambda: _waiting_for_a_lock(holder), "the claim waiting for the inbox")
+            await wait_until_async(lambda: another_session_waits_for_a_lock(holder), "the claim waiting for the inbox")
             running.cancel()  # SIGTERM
             await holding.rollback()
             with pytest.raises(asyncio.CancelledError):
@@ -531,13 +533,7 @@ async def test_a_message_being_claimed_as_the_bot_is_told_to_stop_is_kept_and_an
             await asyncio.wait_for(chat.shut_down(0), 60)  # SHUTDOWN_GRACE_S=0, or a second Ctrl-C
     finally:
         await holder.close()
-    terminal = _Terminal()
-    async with open_service(db_url, model, make_test_registry(ToolLog()), terminal.platform) as h:
-        chat = ConsoleChat(h.service, terminal.platform, read=terminal.read, admin=h.admin)
-        running = asyncio.create_task(chat.run(recover=True))
-        await terminal.printed("bot> you said: question")
-        terminal.type("/quit")
-        await asyncio.wait_for(running, 60)
+    await _next_start_answers_the_question(db_url, model)
 
 
 async def test_a_turn_left_over_long_ago_is_announced_too(db_url):
@@ -558,11 +554,5 @@ async def test_a_turn_left_over_long_ago_is_announced_too(db_url):
         )
     finally:
         await connection.close()
-    terminal = _Terminal()
-    async with open_service(db_url, model, make_test_registry(ToolLog()), terminal.platform) as h:
-        chat = ConsoleChat(h.service, terminal.platform, read=terminal.read, admin=h.admin)
-        running = asyncio.create_task(chat.run(recover=True))
-        await terminal.printed("bot> you said: question")
-        terminal.type("/quit")
-        await asyncio.wait_for(running, 60)
+    terminal = await _next_start_answers_the_question(db_url, model)
     assert any("finishing the turn left over" in line for line in terminal.out), terminal.out

@@ -39,6 +39,16 @@ async def wait_until_async(condition: Callable[[], Awaitable[bool]], what: str, 
         await asyncio.sleep(0.05)
 
 
+async def another_session_waits_for_a_lock(connection: Any) -> bool:
+    """Whether a session of `connection`'s database other than its own waits for a lock (asyncpg)."""
+    return bool(
+        await connection.fetchval(
+            """SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+               WHERE datname = current_database() AND pid <> pg_backend_pid() AND wait_event_type = 'Lock')"""
+        )
+    )
+
+
 def _is_slack_listener_work(task: asyncio.Task[Any]) -> bool:
     return task.get_name().startswith(WORK_TASK_PREFIX)
 
