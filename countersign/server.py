@@ -284,7 +284,12 @@ async def chat(settings: Settings) -> None:
             platform = ConsolePlatform(write=lines.write)
             runtime.platforms[platform.name] = platform
             runtime.service.start()
-            console = ConsoleChat(runtime.service, platform, read=lines.read, admin=runtime.admin)
+            # A person types ahead without having seen the card to come; input piped in is a
+            # script, each line the answer to what is asked next.
+            typed_ahead = lines.typed_ahead if sys.stdin.isatty() else None
+            console = ConsoleChat(
+                runtime.service, platform, read=lines.read, admin=runtime.admin, typed_ahead=typed_ahead
+            )
             try:
                 await console.run(recover=True)
             except asyncio.CancelledError:

@@ -14,7 +14,7 @@ import re
 import sys
 import threading
 import uuid
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from adapters.admin_text import error_text
@@ -80,6 +80,20 @@ class StdinLines:
             print(flush=True)  # Ctrl-D echoes no newline: what follows starts on a line of its own
         return line
 
+    def typed_ahead(self) -> list[str]:
+        """The lines typed so far and not yet read, without waiting, in order (see `ConsoleChat`).
+
+        The end of input among them is kept for the next `read`, which returns None.
+        """
+        lines: list[str] = []
+        while not self._ended and not self._lines.empty():
+            line = self._lines.get_nowait()
+            if line is None:
+                self._ended = True
+                break
+            lines.append(line)
+        return lines
+
     def write(self, text: str) -> None:
         """Print `text` on a line of its own (after a prompt still waiting for its answer, below it).
 
@@ -106,6 +120,13 @@ class ConsoleChat:
     (its cards close as stopped). A turn left over from an earlier run (`run(recover=True)`) is
     such work too.
 
+    Lines typed while the bot works are taken, in order, once it is done, as if typed at the
+    message prompt (`typed_ahead`), before any card is asked: an answer to a card counts only
+    once the card is shown, so a message typed ahead that starts with "a" approves nothing (a
+    message sent while a card waits is told so by the core, as on Slack and Discord). The first
+    Ctrl-C stops the turn at work; another before the chat is back at a prompt leaves, even
+    while lines typed ahead start turns of their own.
+
     Each message carries an id, so the core keeps it in its inbox from the moment it is
     accepted: a message whose turn is cut (SIGTERM after the grace, a crash) is handled on the
     next start, never dropped. Leaving (`shut_down`) lets the turn in progress reach a
@@ -119,6 +140,8 @@ class ConsoleChat:
         conversation_id: the channel id of the terminal conversation; the same id continues
             the same LangGraph thread across runs.
         admin: the `/countersign` use case (None: `/countersign` is refused).
+        typed_ahead: the lines typed and not yet read, without waiting (`StdinLines.typed_ahead`;
+            None: a reader whose lines are all answers to what is asked, as in tests).
     """
 
     def __init__(
@@ -129,10 +152,12 @@ class ConsoleChat:
         read: Read,
         conversation_id: str = "terminal",
         admin: AdminService | None = None,
+        typed_ahead: Callable[[], list[str]] | None = None,
     ) -> None:
         self._service = service
         self._platform = platform
         self._read = read
+        self._typed_ahead = typed_ahead or list
         self._write = platform.write
         self._session = Session(platform.operator, conversation_id)
         self._commands = ConsoleCommands(self._session, admin, self._write)
@@ -147,14 +172,15 @@ class ConsoleChat:
         return self._cut_short is not None
 
     def interrupt(self) -> bool:
-        """Ctrl-C: stop the running turn, if the bot is at work and this is the turn's first Ctrl-C.
+        """Ctrl-C: stop the running turn, if the bot is at work and this is the first Ctrl-C since the last prompt.
 
         During `shut_down` it ends the wait for the turn in progress instead (the bot leaves
         at once; the turn is finished on the next start).
 
         Returns:
             True when it stops the turn (the chat goes on) or cuts the shutdown short; False
-            when the caller should leave (nothing runs, or the turn was already being stopped).
+            when the caller should leave (nothing runs, or a turn was stopped since the chat was
+            last at a prompt, the one at work or one before it that lines typed ahead followed).
         """
         if self._cut_short is not None:
             self._cut_short.set()  # leaving already: end the wait for the turn at once
@@ -181,7 +207,7 @@ class ConsoleChat:
         Ctrl-C meanwhile stops the turn. The work is the service's, not this loop's: when the
         loop is cancelled (SIGTERM), the turn goes on, and `shut_down` gives it the grace.
         """
-        self._busy, self._interrupted = True, False
+        self._busy = True
         try:
             self._service.tasks.spawn(work, name="terminal turn")
             await self._service.tasks.join()
@@ -245,45 +271,57 @@ class ConsoleChat:
             await self._working(self._recover())
         for approval in await self._service.pending_approvals(self._session.conversation):
             self._platform.waiting.setdefault(approval.id, [])
-        if not await self._decide_pending():
-            return
         while True:
-            line = await self._read(self._session.prompt)
-            if line is None or line.strip().lower() in QUIT:
-                return
-            if not line.strip():
+            ahead = self._typed_ahead()
+            for line in ahead:
+                self._write(msg.TYPED_AHEAD.format(line=line))
+                if not await self._take(line):
+                    return
+            if ahead:
+                continue  # what was typed during those turns comes before any card too
+            if self._platform.waiting:
+                if not await self._decide_next():
+                    return
                 continue
-            if is_command(line):
-                # `/countersign show` typed here would otherwise go to the model as a message.
-                await self._commands.run(line)
-            else:
-                # The id puts the message in the core's inbox: kept until handled, whatever happens.
-                message = IncomingMessage(
-                    actor=self._session.actor(),
-                    conversation=self._session.conversation,
-                    text=line.strip(),
-                    message_id=uuid.uuid4().hex,
-                )
-                if await self._claim(message):
-                    await self._working(self._service.handle_accepted(message))
-            if not await self._decide_pending():
+            self._busy, self._interrupted = False, False
+            if not await self._take(await self._read(self._session.prompt)):
                 return
 
-    async def _decide_pending(self) -> bool:
-        """Ask about each waiting card until none waits; False when the person left (/quit or end of input).
+    async def _take(self, line: str | None) -> bool:
+        """Act on a line typed at the message prompt; False when the person leaves (/quit or end of input)."""
+        if line is None or line.strip().lower() in QUIT:
+            return False
+        if not line.strip():
+            return True
+        if is_command(line):
+            # `/countersign show` typed here would otherwise go to the model as a message.
+            await self._commands.run(line)
+            return True
+        # The id puts the message in the core's inbox: kept until handled, whatever happens.
+        message = IncomingMessage(
+            actor=self._session.actor(),
+            conversation=self._session.conversation,
+            text=line.strip(),
+            message_id=uuid.uuid4().hex,
+        )
+        if await self._claim(message):
+            await self._working(self._service.handle_accepted(message))
+        return True
+
+    async def _decide_next(self) -> bool:
+        """Ask about the first waiting card; False when the person left (/quit or end of input).
 
         A card decided meanwhile (elsewhere, by a stop, by an Approve all, by expiry) is not
         asked about; one that waits for more approvals is asked again after the others.
         """
-        while self._platform.waiting:
-            approval_id = next(iter(self._platform.waiting))
-            self._busy, self._interrupted = False, False
-            asked = await self._prompt.ask(approval_id)
-            if asked is Asked.QUIT:
-                return False
-            if asked is Asked.AGAIN:
-                self._platform.requeue(approval_id)
-            else:
-                self._platform.forget(approval_id)
-            await self._working(asyncio.sleep(0))
+        approval_id = next(iter(self._platform.waiting))
+        self._busy, self._interrupted = False, False
+        asked = await self._prompt.ask(approval_id)
+        if asked is Asked.QUIT:
+            return False
+        if asked is Asked.AGAIN:
+            self._platform.requeue(approval_id)
+        else:
+            self._platform.forget(approval_id)
+        await self._working(asyncio.sleep(0))
         return True

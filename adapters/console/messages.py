@@ -33,6 +33,8 @@ AS_SOMEONE = (
 )
 AS_YOURSELF = "   You are yourself again ({name}, the admin here)."
 NOT_A_NAME = "!  `{text}` is not a name: use letters, digits and . _ - (at most 64), like /as bob."
+TYPED_AHEAD = "   Typed while the bot worked: {line}"
+"""Printed before a line typed ahead is taken (`ConsoleChat`): which line is being answered."""
 LEFT_OVER = (
     "   … finishing the turn left over from the last run first; what you type now is read after it (Ctrl-C stops it)."
 )

@@ -380,6 +380,15 @@ class _Terminal:
         for line in lines:
             self.lines.put_nowait(line)
 
+    def typed_ahead(self) -> list[str]:
+        """The lines typed and not yet read (`StdinLines.typed_ahead`)."""
+        lines = []
+        while not self.lines.empty():
+            line = self.lines.get_nowait()
+            assert line is not None, "these tests end their input with /quit"
+            lines.append(line)
+        return lines
+
     async def printed(self, text: str, timeout: float = 60) -> None:
         async def seen() -> None:
             while not any(text in line for line in self.out):
@@ -503,6 +512,14 @@ async def _next_start_answers_the_question(db_url: str, model: ScriptedChatModel
     return terminal
 
 
+_CLAIM_LOCK = 4242
+_CLAIMS_WAIT_FOR_LOCK = f"""
+    CREATE FUNCTION wait_for_the_test() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN PERFORM pg_advisory_xact_lock({_CLAIM_LOCK}); RETURN NEW; END $$;
+    CREATE TRIGGER wait_for_the_test BEFORE INSERT ON inbox FOR EACH ROW EXECUTE FUNCTION wait_for_the_test();
+"""
+
+
 async def test_a_message_being_claimed_as_the_bot_is_told_to_stop_is_kept_and_answered(db_url):
     """SIGTERM while a typed message's inbox claim is being written, and no grace: the claim is
     written all the same, so the turn the chat says "will be finished on the next start" is.
@@ -520,12 +537,15 @@ async def test_a_message_being_claimed_as_the_bot_is_told_to_stop_is_kept_and_an
     try:
         async with open_service(db_url, model, make_test_registry(ToolLog()), terminal.platform) as h:
             chat = ConsoleChat(h.service, terminal.platform, read=terminal.read, admin=h.admin)
+            # The claim's INSERT waits for an advisory lock `holder` holds (a table lock would
+            # hold the upkeep's prune of the inbox as well, and it could be the one seen waiting).
+            await holder.execute(_CLAIMS_WAIT_FOR_LOCK)
             holding = holder.transaction()
             await holding.start()
-            await holder.execute("LOCK TABLE inbox IN EXCLUSIVE MODE")  # the claim's INSERT waits
+            await holder.execute("SELECT pg_advisory_xact_lock($1)", _CLAIM_LOCK)
             running = asyncio.create_task(chat.run())
             terminal.type("question")
-            await wait_until_async(lambda: another_session_waits_for_a_lock(holder), "the claim waiting for the inbox")
+            await wait_until_async(lambda: another_session_waits_for_a_lock(holder), "the claim waiting")
             running.cancel()  # SIGTERM
             await holding.rollback()
             with pytest.raises(asyncio.CancelledError):
@@ -556,3 +576,30 @@ async def test_a_turn_left_over_long_ago_is_announced_too(db_url):
         await connection.close()
     terminal = await _next_start_answers_the_question(db_url, model)
     assert any("finishing the turn left over" in line for line in terminal.out), terminal.out
+
+
+async def test_a_line_typed_while_the_bot_works_is_a_message_not_an_answer_to_the_card_that_follows(db_url):
+    """`a` typed while the bot works, before the card it is about to show: not an Approve. Each line
+    typed ahead is taken as a message once the turn ends (a card waits, so the core says so), then
+    the card is asked; nothing ran."""
+    log = ToolLog()
+    gate = Gate()
+    model = ScriptedChatModel(replies=[calls(tool_call("send", {"to": "bob", "body": "hi"}))], gate=gate)
+    terminal = _Terminal()
+    async with open_service(db_url, model, make_test_registry(log), terminal.platform) as h:
+        chat = ConsoleChat(h.service, terminal.platform, read=terminal.read, typed_ahead=terminal.typed_ahead)
+        gate.arm()
+        running = asyncio.create_task(chat.run())
+        terminal.type("send hi to bob")
+        await gate.wait_arrived()  # the bot works
+        terminal.type("a", "and one more thing")
+        gate.release()
+        await terminal.printed("?  send wants to run")
+        terminal.type("/quit")
+        await asyncio.wait_for(running, 60)
+        pending = await h.database.pool.fetchval("SELECT count(*) FROM approvals WHERE status = 'pending'")
+    assert log.calls == [] and pending == 1, "\n".join(terminal.out)
+    text = "\n".join(terminal.out)
+    assert text.index("Typed while the bot worked: a") < text.index("?  send wants to run")
+    assert text.count("A tool call is waiting for your decision first: send") == 2
+    assert "Typed while the bot worked: and one more thing" in text

@@ -40,7 +40,12 @@ async def wait_until_async(condition: Callable[[], Awaitable[bool]], what: str, 
 
 
 async def another_session_waits_for_a_lock(connection: Any) -> bool:
-    """Whether a session of `connection`'s database other than its own waits for a lock (asyncpg)."""
+    """Whether a session of `connection`'s database other than its own waits for a lock (asyncpg).
+
+    `connection` may be in a transaction (the one holding the lock): PostgreSQL keeps the
+    activity it first read in a transaction, so the snapshot is cleared before each look.
+    """
+    await connection.execute("SELECT pg_stat_clear_snapshot()")
     return bool(
         await connection.fetchval(
             """SELECT EXISTS (SELECT 1 FROM pg_stat_activity
