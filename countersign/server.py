@@ -286,7 +286,7 @@ async def chat(settings: Settings) -> None:
             runtime.service.start()
             # A person types ahead without having seen the card to come; input piped in is a
             # script, each line the answer to what is asked next.
-            typed_ahead = lines.typed_ahead if sys.stdin.isatty() else None
+            typed_ahead = lines if sys.stdin.isatty() else None
             console = ConsoleChat(
                 runtime.service, platform, read=lines.read, admin=runtime.admin, typed_ahead=typed_ahead
             )

@@ -14,7 +14,7 @@ import re
 import sys
 import threading
 import uuid
-from collections.abc import Callable, Coroutine
+from collections.abc import Coroutine
 from typing import Any
 
 from adapters.admin_text import error_text
@@ -22,7 +22,7 @@ from adapters.console import messages as msg
 from adapters.console.commands import QUIT, ConsoleCommands, is_command, refusal
 from adapters.console.people import CONSOLE_MARKUP, Session
 from adapters.console.platform import ConsolePlatform
-from adapters.console.prompt import Asked, CardPrompt, Read
+from adapters.console.prompt import Asked, CardPrompt, Read, TypedAhead
 from adapters.display import duration_words
 from bot.admin.service import AdminService
 from bot.conversation import IncomingMessage
@@ -72,6 +72,7 @@ class StdinLines:
         print(prompt, end="", flush=True)
         self._prompt_open = True
         if self._ended:
+            print(flush=True)  # the end of input came while the bot worked: end the prompt's line
             return None
         line = await self._lines.get()
         self._prompt_open = False
@@ -80,19 +81,22 @@ class StdinLines:
             print(flush=True)  # Ctrl-D echoes no newline: what follows starts on a line of its own
         return line
 
-    def typed_ahead(self) -> list[str]:
-        """The lines typed so far and not yet read, without waiting, in order (see `ConsoleChat`).
+    def has_typed_ahead(self) -> bool:
+        """Whether a line typed and not yet read waits (see `ConsoleChat`)."""
+        return not self._ended and not self._lines.empty()
 
-        The end of input among them is kept for the next `read`, which returns None.
+    def next_typed_ahead(self) -> str | None:
+        """The first line typed and not yet read, without waiting; None when none waits.
+
+        The others stay queued (a stop answers them: "was not run"). The end of input is kept
+        for the next `read`, which returns None.
         """
-        lines: list[str] = []
-        while not self._ended and not self._lines.empty():
-            line = self._lines.get_nowait()
-            if line is None:
-                self._ended = True
-                break
-            lines.append(line)
-        return lines
+        if not self.has_typed_ahead():
+            return None
+        line = self._lines.get_nowait()
+        if line is None:
+            self._ended = True
+        return line
 
     def write(self, text: str) -> None:
         """Print `text` on a line of its own (after a prompt still waiting for its answer, below it).
@@ -140,8 +144,8 @@ class ConsoleChat:
         conversation_id: the channel id of the terminal conversation; the same id continues
             the same LangGraph thread across runs.
         admin: the `/countersign` use case (None: `/countersign` is refused).
-        typed_ahead: the lines typed and not yet read, without waiting (`StdinLines.typed_ahead`;
-            None: a reader whose lines are all answers to what is asked, as in tests).
+        typed_ahead: lines typed before they were asked for (`StdinLines`; None: every line read
+            answers what is asked, as with input piped in).
     """
 
     def __init__(
@@ -152,16 +156,18 @@ class ConsoleChat:
         read: Read,
         conversation_id: str = "terminal",
         admin: AdminService | None = None,
-        typed_ahead: Callable[[], list[str]] | None = None,
+        typed_ahead: TypedAhead | None = None,
     ) -> None:
         self._service = service
         self._platform = platform
         self._read = read
-        self._typed_ahead = typed_ahead or list
+        self._typed_ahead = typed_ahead
         self._write = platform.write
         self._session = Session(platform.operator, conversation_id)
         self._commands = ConsoleCommands(self._session, admin, self._write)
-        self._prompt = CardPrompt(service, platform, self._session, self._commands, read=read, write=self._write)
+        self._prompt = CardPrompt(
+            service, platform, self._session, self._commands, read=read, write=self._write, typed_ahead=typed_ahead
+        )
         self._busy = False
         self._interrupted = False
         self._cut_short: asyncio.Event | None = None
@@ -272,13 +278,13 @@ class ConsoleChat:
         for approval in await self._service.pending_approvals(self._session.conversation):
             self._platform.waiting.setdefault(approval.id, [])
         while True:
-            ahead = self._typed_ahead()
-            for line in ahead:
-                self._write(msg.TYPED_AHEAD.format(line=line))
+            line = self._typed_ahead.next_typed_ahead() if self._typed_ahead is not None else None
+            if line is not None:  # one at a time: a stop meanwhile answers the rest "not run"
+                if line.strip():
+                    self._write(msg.TYPED_AHEAD.format(line=line))
                 if not await self._take(line):
                     return
-            if ahead:
-                continue  # what was typed during those turns comes before any card too
+                continue  # what was typed during its turn comes before any card too
             if self._platform.waiting:
                 if not await self._decide_next():
                     return
@@ -319,6 +325,8 @@ class ConsoleChat:
         asked = await self._prompt.ask(approval_id)
         if asked is Asked.QUIT:
             return False
+        if asked is Asked.LATER:
+            return True  # the lines typed ahead first; the card stays first in line
         if asked is Asked.AGAIN:
             self._platform.requeue(approval_id)
         else:

@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from enum import Enum
+from typing import Protocol
 
 from adapters.admin_text import target_words
 from adapters.batch_text import batch_summary
@@ -43,6 +44,18 @@ then keep the line it did not hand out for the next read (`chat.StdinLines` does
 Write = Callable[[str], None]
 
 
+class TypedAhead(Protocol):
+    """Lines typed before anything asked for them (`chat.StdinLines`), taken one at a time."""
+
+    def has_typed_ahead(self) -> bool:
+        """Whether a line typed and not yet read waits (without waiting)."""
+        ...
+
+    def next_typed_ahead(self) -> str | None:
+        """The first line typed and not yet read, without waiting; None when none waits."""
+        ...
+
+
 class Asked(Enum):
     """How asking about one card ended."""
 
@@ -52,6 +65,8 @@ class Asked(Enum):
     """It still waits (a vote below its quorum): ask again after the other waiting cards."""
     QUIT = "quit"
     """The person left (`/quit`, end of input); the card waits until next time."""
+    LATER = "later"
+    """Lines typed before the card was shown wait: take them first, then ask this card."""
 
 
 _SETTLED = object()
@@ -73,6 +88,8 @@ class CardPrompt:
         commands: runs `/as` and `/countersign` typed at the prompt.
         read: the line reader.
         write: where text goes.
+        typed_ahead: lines typed before they were asked for (None: every line read answers
+            what is asked, as with input piped in).
     """
 
     def __init__(
@@ -84,7 +101,9 @@ class CardPrompt:
         *,
         read: Read,
         write: Write,
+        typed_ahead: TypedAhead | None = None,
     ) -> None:
+        self._typed_ahead = typed_ahead
         self._service = service
         self._platform = platform
         self._session = session
@@ -103,6 +122,10 @@ class CardPrompt:
                 return Asked.DONE
             if decided:
                 return Asked.AGAIN  # a vote: it waits for others; the other cards come first
+            if shown is None and self._typed_ahead is not None and self._typed_ahead.has_typed_ahead():
+                # Typed while the card was fetched, before it was shown: not its answer. No
+                # await from here to the read, so nothing typed later is taken for one either.
+                return Asked.LATER
             if shown != approval.version:
                 self._show(approval, pause)
                 shown = approval.version

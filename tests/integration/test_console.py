@@ -380,14 +380,13 @@ class _Terminal:
         for line in lines:
             self.lines.put_nowait(line)
 
-    def typed_ahead(self) -> list[str]:
-        """The lines typed and not yet read (`StdinLines.typed_ahead`)."""
-        lines = []
-        while not self.lines.empty():
-            line = self.lines.get_nowait()
-            assert line is not None, "these tests end their input with /quit"
-            lines.append(line)
-        return lines
+    def has_typed_ahead(self) -> bool:
+        """Whether a line typed and not yet read waits (`StdinLines.has_typed_ahead`)."""
+        return not self.lines.empty()
+
+    def next_typed_ahead(self) -> str | None:
+        """The first line typed and not yet read, or None (`StdinLines.next_typed_ahead`)."""
+        return None if self.lines.empty() else self.lines.get_nowait()
 
     async def printed(self, text: str, timeout: float = 60) -> None:
         async def seen() -> None:
@@ -587,7 +586,7 @@ async def test_a_line_typed_while_the_bot_works_is_a_message_not_an_answer_to_th
     model = ScriptedChatModel(replies=[calls(tool_call("send", {"to": "bob", "body": "hi"}))], gate=gate)
     terminal = _Terminal()
     async with open_service(db_url, model, make_test_registry(log), terminal.platform) as h:
-        chat = ConsoleChat(h.service, terminal.platform, read=terminal.read, typed_ahead=terminal.typed_ahead)
+        chat = ConsoleChat(h.service, terminal.platform, read=terminal.read, typed_ahead=terminal)
         gate.arm()
         running = asyncio.create_task(chat.run())
         terminal.type("send hi to bob")
@@ -603,3 +602,61 @@ async def test_a_line_typed_while_the_bot_works_is_a_message_not_an_answer_to_th
     assert text.index("Typed while the bot worked: a") < text.index("?  send wants to run")
     assert text.count("A tool call is waiting for your decision first: send") == 2
     assert "Typed while the bot worked: and one more thing" in text
+
+
+async def test_a_line_typed_while_the_card_is_fetched_is_not_its_answer(db_url):
+    """A line typed after the chat looked for lines typed ahead but before the card was printed
+    (the prompt reads the card from the database first) is a message too, not the card's answer
+    (breaker's pass: it approved the call)."""
+    log = ToolLog()
+    model = ScriptedChatModel(replies=[calls(tool_call("send", {"to": "bob", "body": "hi"}))])
+    terminal = _Terminal()
+    async with open_service(db_url, model, make_test_registry(log), terminal.platform) as h:
+        read_pause = h.service.pause
+        typed = False
+
+        async def pause_while_typing(review_id):
+            nonlocal typed
+            rows = await read_pause(review_id)
+            if not typed:  # Enter on "a..." while the bot fetches the card
+                typed = True
+                terminal.type("actually, also cc carol")
+            return rows
+
+        h.service.pause = pause_while_typing
+        chat = ConsoleChat(h.service, terminal.platform, read=terminal.read, typed_ahead=terminal)
+        running = asyncio.create_task(chat.run())
+        terminal.type("send hi to bob")
+        await terminal.printed("Typed while the bot worked: actually, also cc carol")
+        await terminal.printed("?  send wants to run")
+        terminal.type("/quit")
+        await asyncio.wait_for(running, 60)
+    assert log.calls == []
+
+
+async def test_a_stop_answers_every_line_typed_ahead_that_did_not_run(db_url):
+    """Lines typed while the bot works, then SIGTERM while the first of them runs: it is answered
+    within the grace, each of the others is told it was not run (breaker's pass: they vanished)."""
+    gate = Gate()
+    model = ScriptedChatModel(script=_echo, gate=gate)
+    terminal = _Terminal()
+    async with open_service(db_url, model, make_test_registry(ToolLog()), terminal.platform) as h:
+        chat = ConsoleChat(h.service, terminal.platform, read=terminal.read, admin=h.admin, typed_ahead=terminal)
+        gate.arm()
+        running = asyncio.create_task(chat.run())
+        terminal.type("first")
+        await gate.wait_arrived()
+        terminal.type("second", "third", "fourth")
+        gate.release()
+        gate.arm()  # hold the turn for "second"
+        await gate.wait_arrived()
+        running.cancel()  # SIGTERM
+        with pytest.raises(asyncio.CancelledError):
+            await running
+        leaving = asyncio.create_task(chat.shut_down(60))
+        await terminal.printed("■  The bot is stopping")
+        gate.release()
+        await asyncio.wait_for(leaving, 60)
+    text = "\n".join(terminal.out)
+    assert "bot> you said: second" in text
+    assert "`third` was not run" in text and "`fourth` was not run" in text
