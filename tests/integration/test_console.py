@@ -403,7 +403,12 @@ async def _sigterm_mid_turn(chat: ConsoleChat, terminal: _Terminal, gate, text: 
     running = asyncio.create_task(chat.run())
     terminal.type(text)
     await gate.wait_arrived()
-    running.cancel()  # SIGTERM
+    return await _sigterm(running, chat, terminal)
+
+
+async def _sigterm(running: asyncio.Task[None], chat: ConsoleChat, terminal: _Terminal) -> asyncio.Task[None]:
+    """SIGTERM to the chat `running`; the leaving (`shut_down(60)`), once it says so."""
+    running.cancel()
     with pytest.raises(asyncio.CancelledError):
         await running
     leaving = asyncio.create_task(chat.shut_down(60))
@@ -650,11 +655,7 @@ async def test_a_stop_answers_every_line_typed_ahead_that_did_not_run(db_url):
         gate.release()
         gate.arm()  # hold the turn for "second"
         await gate.wait_arrived()
-        running.cancel()  # SIGTERM
-        with pytest.raises(asyncio.CancelledError):
-            await running
-        leaving = asyncio.create_task(chat.shut_down(60))
-        await terminal.printed("■  The bot is stopping")
+        leaving = await _sigterm(running, chat, terminal)
         gate.release()
         await asyncio.wait_for(leaving, 60)
     text = "\n".join(terminal.out)
