@@ -10,6 +10,7 @@ Reject all (`BatchOffer`), and is redrawn when a sibling is decided.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from collections.abc import Mapping, Sequence
@@ -22,11 +23,15 @@ from bot.conversation import Actor, ConversationRef
 from bot.ports import ApprovalCard, BatchOffer, CardsElsewhere, CardTarget, Notice, Platform
 from bot.storage.approval_store import ApprovalStore
 from bot.storage.config_store import ConfigStore
+from bot.tasks import TaskTracker
 
 log = logging.getLogger(__name__)
 
 MAX_DM_CARDS = 20
 """At most this many approvers get a card in their DMs per call (a big user group is not spammed)."""
+
+REDRAW_WAIT_S = 5.0
+"""Seconds the work that follows a redraw (a run, a resume, a sweep) waits for it (`CardDesk.redraw`)."""
 
 
 class CardDesk:
@@ -36,12 +41,21 @@ class CardDesk:
         approvals: the approvals tables (where each posted copy is recorded).
         config: the admin configuration (card routing).
         platforms: adapters by `ConversationRef.platform`.
+        tasks: the service's background work; a redraw not done within `REDRAW_WAIT_S` goes on
+            there (shutdown waits for it within its grace).
     """
 
-    def __init__(self, approvals: ApprovalStore, config: ConfigStore, platforms: Mapping[str, Platform]) -> None:
+    def __init__(
+        self,
+        approvals: ApprovalStore,
+        config: ConfigStore,
+        platforms: Mapping[str, Platform],
+        tasks: TaskTracker,
+    ) -> None:
         self._approvals = approvals
         self._config = config
         self._platforms = platforms
+        self._tasks = tasks
 
     def platform(self, conversation: ConversationRef) -> Platform:
         """The adapter serving `conversation`.
@@ -93,7 +107,7 @@ class CardDesk:
             if now is not None and replace(now, card_ref=row.card_ref) != row:
                 # A click (a decision, a vote, an edit) beat the stored card reference: its
                 # own redraw found no card to update.
-                await self.refresh(now)
+                await self.redraw(now)
         stored = await self._approvals.approvals_of(rows[0].review_id) if rows else []
         if posted_elsewhere:
             await self.notify(
@@ -110,7 +124,32 @@ class CardDesk:
             config = await self._config.load(conversation.platform, conversation.workspace_id)
             await self.post(conversation, config, rows)
 
-    async def refresh(self, approval: ApprovalRecord) -> None:
+    async def redraw(self, *approvals: ApprovalRecord, wait_s: float = REDRAW_WAIT_S) -> None:
+        """Redraw every copy of these approvals' cards from what is stored, waiting at most `wait_s`.
+
+        A card is decoration next to the work that follows its redraw (a run, a resume, a
+        sweep), which goes on once the card shows the change, so the conversation reads in
+        order, or after `wait_s` seconds (0: at once). A rate-limited edit waits out its
+        `Retry-After` inside the platform's client (slack_sdk and discord.py both do), and
+        discord.py queues the edits of one channel's messages in one rate-limit bucket: a redraw
+        made during a run can wait behind the run's own status line, which waits for the run to
+        end (docs/decisions/0030). The redraw then finishes in the service's background tasks;
+        its failure is logged there.
+
+        Args:
+            approvals: the approvals, as stored after the change (none: nothing to do).
+            wait_s: the longest wait, in seconds.
+        """
+        if not approvals:
+            return
+        task = self._tasks.spawn(self._refresh_all(approvals), name=f"redraw {approvals[0].thread_id}")
+        if wait_s > 0:
+            await asyncio.wait({task}, timeout=wait_s)
+
+    async def _refresh_all(self, approvals: Sequence[ApprovalRecord]) -> None:
+        await asyncio.gather(*(self._refresh(approval) for approval in approvals))
+
+    async def _refresh(self, approval: ApprovalRecord) -> None:
         """Redraw every copy of an approval's card from what is stored (after a decision).
 
         The pause's first card is redrawn too while its Approve all / Reject all show (or
@@ -118,16 +157,16 @@ class CardDesk:
         and carry the version of every call's arguments, which an edit of this one changed.
         """
         siblings = await self._approvals.approvals_of(approval.review_id)
-        await self._redraw(approval, siblings)
+        await self._redraw_copies(approval, siblings)
         batch_shown = batch_open(row.status for row in siblings) or (
             not approval.is_pending and any(row.is_pending for row in siblings)
         )
         if approval.position != 0 and batch_shown:
             first = next((row for row in siblings if row.position == 0), None)
             if first is not None:
-                await self._redraw(first, siblings)
+                await self._redraw_copies(first, siblings)
 
-    async def _redraw(self, approval: ApprovalRecord, siblings: Sequence[ApprovalRecord]) -> None:
+    async def _redraw_copies(self, approval: ApprovalRecord, siblings: Sequence[ApprovalRecord]) -> None:
         conversation = ConversationRef.from_thread_id(approval.thread_id)
         refs = await self._approvals.card_refs(approval.id) or ([approval.card_ref] if approval.card_ref else [])
         if not refs:

@@ -125,7 +125,7 @@ class EscalationSweeper(DueSweeper):
             copies,
             approval.thread_id,
         )
-        await self._cards.refresh(finished)
+        await self._cards.redraw(finished)
         return True
 
 

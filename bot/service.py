@@ -34,9 +34,6 @@ from bot.turns import TurnRunner
 
 log = logging.getLogger(__name__)
 
-REDRAW_WAIT_S = 5.0
-"""Seconds a resume waits for the decided card's redraw before the run goes on without it."""
-
 
 class ShuttingDownError(CountersignError):
     """The bot is stopping and takes no new work."""
@@ -54,6 +51,8 @@ class Countersign:
         upkeep_store: finds unfinished work for the upkeep.
         locks: per-thread mutual exclusion.
         escalation: the escalation sweeper (started and stopped with the service).
+        tasks: the background work shutdown drains (`tasks`); card redraws run there too
+            (`bot.cards.CardDesk`).
         housekeeping: checkpoint pruning and retention, run by the upkeep (None: not run).
         stopper: the Stop use case.
     """
@@ -70,6 +69,7 @@ class Countersign:
         locks: ThreadLocks,
         stopper: TurnStopper,
         escalation: EscalationSweeper,
+        tasks: TaskTracker,
         housekeeping: Housekeeping | None = None,
     ) -> None:
         self._runner = runner
@@ -79,7 +79,7 @@ class Countersign:
         self._inbox = inbox
         self._upkeep_store = upkeep_store
         self._locks = locks
-        self.tasks = TaskTracker()
+        self.tasks = tasks
         self.expiry = ExpirySweeper(approvals, decider.audit, self._after_expiry)
         self.escalation = escalation
         self.housekeeping = housekeeping
@@ -491,10 +491,10 @@ class Countersign:
             The thread ids of the conversations whose left-over work is being finished now, in
             the service's tasks (`tasks.join` waits for it).
         """
-        for approval in await self._approvals.pending_everywhere():
-            if approval.votes:
-                # A vote's redraw may have died with the process before it ("1 of 2").
-                await self._runner.refresh_card(approval)
+        pending = await self._approvals.pending_everywhere()
+        # A vote's redraw may have died with the process before it ("1 of 2").
+        await self._runner.redraw_cards(*(approval for approval in pending if approval.votes))
+        for approval in pending:
             if not self._decider.can_still_run(approval):
                 where = f"subagent {approval.source}'s " if approval.source else ""
                 log.warning(
@@ -547,35 +547,23 @@ class Countersign:
         self.tasks.spawn(self._finish_stop(recorded), name=f"stopped {thread_id}")
 
     async def _finish_stop(self, recorded: StopRecorded) -> None:
-        """Redraw the closed cards (the resume waits for them at most `REDRAW_WAIT_S`), then resume."""
-        redraws = [asyncio.ensure_future(self._runner.refresh_card(approval)) for approval in recorded.closed]
-        try:
-            if recorded.claimed:
-                if redraws:
-                    await asyncio.wait(redraws, timeout=REDRAW_WAIT_S)
-                await self._resume(recorded.turn.thread_id)
-            if redraws:
-                await asyncio.gather(*redraws)
-        finally:
-            for redraw in redraws:
-                redraw.cancel()  # a no-op once it is done; else this task was cancelled (shutdown)
+        """Redraw the closed cards, then resume once they show it (`CardDesk.redraw`)."""
+        if recorded.claimed:
+            await self._runner.redraw_cards(*recorded.closed)
+            await self._resume(recorded.turn.thread_id)
+        else:
+            await self._runner.redraw_cards(*recorded.closed, wait_s=0)
 
     async def _after_decision(self, result: DecideResult) -> None:
-        """Redraw the card; when the review is complete, resume the thread.
+        """Redraw the card; when the review is complete, resume the thread once it shows the decision.
 
-        The run goes on once the card shows the decision, so the conversation reads in order,
-        but waits for the redraw at most `REDRAW_WAIT_S`: a rate-limited edit waits out its
-        `Retry-After` inside the platform's client (slack_sdk and discord.py both do), and a
-        card is decoration next to the run it holds up. The redraw then finishes on its own.
+        The resume waits for the redraw at most `bot.cards.REDRAW_WAIT_S` (`CardDesk.redraw`).
         """
-        redraw = asyncio.ensure_future(self._runner.refresh_card(result.approval))
-        try:
-            if result.review_complete:
-                await asyncio.wait({redraw}, timeout=REDRAW_WAIT_S)
-                await self._resume(result.approval.thread_id, anchor=result.approval.card_ref)
-            await redraw
-        finally:
-            redraw.cancel()  # a no-op once it is done; else this task was cancelled (shutdown)
+        if result.review_complete:
+            await self._runner.redraw_cards(result.approval)
+            await self._resume(result.approval.thread_id, anchor=result.approval.card_ref)
+        else:
+            await self._runner.redraw_cards(result.approval, wait_s=0)
 
     async def _resume(self, thread_id: str, *, anchor: str | None = None) -> None:
         """Resume the thread's claimed reviews, unless someone else already did."""

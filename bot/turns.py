@@ -47,7 +47,7 @@ from bot.approvals.lifecycle import ApprovalStatus, ReviewStatus
 from bot.approvals.policy import REQUESTER_KEY, Requester
 from bot.approvals.records import ApprovalRecord, NewAction, ReviewRecord
 from bot.approvals.requests import action_requests
-from bot.cards import CardDesk
+from bot.cards import REDRAW_WAIT_S, CardDesk
 from bot.conversation import Actor, ConversationRef
 from bot.errors import InvalidDecisionError, ModelError, ModelErrorKind, NoAnswerReason
 from bot.ports import ApprovalExpired, ModelFailed, Notice, Platform, Progress, TurnFailed, TurnStopped
@@ -316,8 +316,9 @@ class TurnRunner:
         have gone out before the follow-up died: at least once).
         """
         for review in reviews:
-            for approval in await self._approvals.approvals_of(review.id):
-                await self._cards.refresh(approval)
+            approvals = await self._approvals.approvals_of(review.id)
+            await self._cards.redraw(*approvals)
+            for approval in approvals:
                 if approval.status is ApprovalStatus.EXPIRED:
                     await self.tell_expired(approval)
 
@@ -423,7 +424,7 @@ class TurnRunner:
         closed, claimed = await self._stops.close_late_pauses(conversation.thread_id, stopper)
         for approval in closed:
             log.info("approval %s closed: its turn was stopped (thread_id=%s)", approval.id, approval.thread_id)
-            await self._cards.refresh(approval)
+        await self._cards.redraw(*closed)
         return claimed
 
     async def _run(
@@ -668,9 +669,9 @@ class TurnRunner:
             self.on_new_escalation()
         return await self._cards.post(conversation, config, rows)
 
-    async def refresh_card(self, approval: ApprovalRecord) -> None:
-        """Redraw every copy of an approval's card from what is stored (after a decision)."""
-        await self._cards.refresh(approval)
+    async def redraw_cards(self, *approvals: ApprovalRecord, wait_s: float = REDRAW_WAIT_S) -> None:
+        """Redraw every copy of these approvals' cards, waiting at most `wait_s` (`CardDesk.redraw`)."""
+        await self._cards.redraw(*approvals, wait_s=wait_s)
 
     async def notify(self, conversation: ConversationRef, notice: Notice, *, recipient: Actor | None) -> bool:
         """Send a notice; return whether it went out (a platform failure is logged, not raised)."""

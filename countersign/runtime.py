@@ -42,6 +42,7 @@ from bot.storage.retention_store import RetentionStore
 from bot.storage.stop_store import StopStore
 from bot.storage.trust_store import TrustStore
 from bot.storage.upkeep_store import UpkeepStore
+from bot.tasks import TaskTracker
 from bot.tools.operator import build_registry
 from bot.tools.registry import ToolRegistry
 from bot.trusting import TrustGate
@@ -129,8 +130,9 @@ def assemble_core(
     audit = AuditStore(database.pool)
     approvals = ApprovalStore(database.pool, audit)
     config = ConfigStore(database.pool, audit)
-    cards = CardDesk(approvals, config, platforms)
-    ledger = PostgresLedger(database.pool, approvals, on_outcome_unknown=cards.refresh, audit=audit)
+    tasks = TaskTracker()
+    cards = CardDesk(approvals, config, platforms, tasks)
+    ledger = PostgresLedger(database.pool, approvals, on_outcome_unknown=cards.redraw, audit=audit)
     policy = ConfiguredPolicy(registry, config.load, config.denied_in_any_workspace)
     grants = TrustStore(database.pool, audit)
     trust = TrustGate(grants=grants, config=config, registry=registry, directory_for=lambda name: platforms[name])
@@ -230,6 +232,7 @@ def assemble_core(
         audit_retention_days=audit_retention_days,
     )
     service = Countersign(
+        tasks=tasks,
         runner=runner,
         decider=decider,
         approvals=approvals,

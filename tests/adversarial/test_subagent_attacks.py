@@ -822,6 +822,63 @@ async def test_discord_a_rate_limited_status_line_does_not_hold_up_the_card(disc
     assert not any("is working" in t for t in remaining), remaining
 
 
+_CARD_REF_LOCK = 7_311_204
+_CARD_REFS_WAIT_FOR_THE_TEST = f"""
+    CREATE FUNCTION wait_for_the_test() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN PERFORM pg_advisory_xact_lock({_CARD_REF_LOCK}); RETURN NULL; END $$;
+    CREATE TRIGGER wait_for_the_test BEFORE INSERT ON approval_cards
+        FOR EACH STATEMENT EXECUTE FUNCTION wait_for_the_test();
+"""
+
+
+@pytest.mark.e2e
+async def test_discord_a_click_before_the_card_reference_is_stored_does_not_wait_out_a_rate_limit(
+    discord_bot, discord_api, target, db_url
+):
+    """The status line's edit answers 429 with a long Retry-After, and Alice's Approve is applied
+    before the card's message id is stored: the card is redrawn once it is (the decision's own
+    redraw found no card), but the run does not wait out the Retry-After for it.
+
+    discord.py queues edits of one channel's messages in one rate-limit bucket, so that redraw
+    waits behind the status line's edit, which waits until the run ends. Found by CI: the run
+    held its own end for the whole Retry-After and the answer came 40 s late.
+    """
+    import asyncpg
+
+    from tests.support.barriers import another_session_waits_for_a_lock
+
+    await discord_use_subagents(discord_bot, discord_api)
+    holder = await asyncpg.connect(db_url)
+    try:
+        await holder.execute(_CARD_REFS_WAIT_FOR_THE_TEST)
+        holding = holder.transaction()
+        await holding.start()
+        await holder.execute("SELECT pg_advisory_xact_lock($1)", _CARD_REF_LOCK)
+        discord_api.rate_limit("PATCH", r"/channels/\d+/messages/\d+", retry_after=RATE_LIMIT_S, times=1)
+        started = asyncio.get_running_loop().time()
+        await discord_mention(discord_api, D_ALICE, "check and post gizmo")
+        await discord_api.wait_for_request(
+            "POST", rf"/channels/{D_CHANNEL}/messages$", is_discord_card, timeout=RATE_LIMIT_S
+        )
+        await wait_until_async(lambda: another_session_waits_for_a_lock(holder), "the card reference waiting")
+        [card] = await discord_wait_card(discord_api)
+        await discord_click(discord_api, card, D_ALICE, "approve")
+        await wait_until_async(
+            lambda: holder.fetchval("SELECT count(*) = 1 FROM approvals WHERE status = 'approved'"),
+            "the approval decided",
+        )
+        await holding.rollback()
+        answer = await discord_answer(discord_api)
+        assert asyncio.get_running_loop().time() - started < RATE_LIMIT_S, "the run waited out the Retry-After"
+        assert "operator reported" in answer and [r.method for r in target.requests] == ["GET", "POST"]
+        await discord_settle(discord_bot)
+        redrawn = discord_api.message(card.message_id)
+        custom_ids = [b.get("custom_id", "") for row in redrawn.get("components") or [] for b in row["components"]]
+        assert not any(i.startswith("cs:approve:") for i in custom_ids), "the decided card still offers Approve"
+    finally:
+        await holder.close()
+
+
 @pytest.mark.e2e
 async def test_discord_a_rate_limited_card_redraw_does_not_hold_up_the_run(discord_bot, discord_api, target):
     """The approved card's redraw answers 429 with a long Retry-After: the run goes on and answers well before the wait ends."""
