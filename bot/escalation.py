@@ -19,6 +19,7 @@ goes to the conversation, mentioning the target.
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection
 from datetime import datetime
 
 from bot.approvals.config import WorkspaceConfig
@@ -46,19 +47,24 @@ class EscalationSweeper(DueSweeper):
         approvals: the approvals tables.
         config: the admin configuration (self-approval, for a group's members).
         cards: posts and redraws the cards.
+        platforms: the platforms this process serves (`ConversationRef.platform` names; read
+            at each sweep): only their approvals are escalated here.
     """
 
-    def __init__(self, approvals: ApprovalStore, config: ConfigStore, cards: CardDesk) -> None:
+    def __init__(
+        self, approvals: ApprovalStore, config: ConfigStore, cards: CardDesk, *, platforms: Collection[str]
+    ) -> None:
         super().__init__("escalation sweeper")
         self._approvals = approvals
         self._config = config
         self._cards = cards
+        self._platforms = platforms
 
     async def sweep(self) -> int:
         """Escalate every card due now, one claim at a time; return how many were claimed."""
         done = 0
         while done < PER_SWEEP:
-            claimed = await self._approvals.claim_due_escalations(lease_s=LEASE_S, limit=1)
+            claimed = await self._approvals.claim_due_escalations(lease_s=LEASE_S, platforms=self._platforms, limit=1)
             if not claimed:
                 break
             done += 1
@@ -75,7 +81,7 @@ class EscalationSweeper(DueSweeper):
 
     async def next_due(self) -> datetime | None:
         """When the next escalation falls due (or a claim's lease runs out), or None."""
-        return await self._approvals.next_escalation()
+        return await self._approvals.next_escalation(platforms=self._platforms)
 
     async def escalate(self, approval: ApprovalRecord) -> bool:
         """Post a claimed escalation's copies, record it, redraw every copy; return whether it was recorded.

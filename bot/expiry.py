@@ -8,7 +8,7 @@ as Expired, requester told, graph resumed once its pause has no pending call lef
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from datetime import datetime
 
 from bot.approvals.records import DecideResult
@@ -30,17 +30,22 @@ class ExpirySweeper(DueSweeper):
         approvals: the approvals tables.
         audit: the audit log (one `expiry` row per expired approval).
         on_expired: what to do with each expiry (the service's follow-up).
+        platforms: the platforms this process serves (`ConversationRef.platform` names; read
+            at each sweep): only their approvals are expired here.
     """
 
-    def __init__(self, approvals: ApprovalStore, audit: AuditStore, on_expired: OnExpired) -> None:
+    def __init__(
+        self, approvals: ApprovalStore, audit: AuditStore, on_expired: OnExpired, *, platforms: Collection[str]
+    ) -> None:
         super().__init__("expiry sweeper")
         self._approvals = approvals
         self._audit = audit
         self._on_expired = on_expired
+        self._platforms = platforms
 
     async def sweep(self) -> int:
         """Expire everything due now; return how many."""
-        results = await self._approvals.expire_due(self._audit)
+        results = await self._approvals.expire_due(self._audit, platforms=self._platforms)
         for result in results:
             log.info(
                 "approval %s expired without a decision (thread_id=%s)", result.approval.id, result.approval.thread_id
@@ -52,5 +57,5 @@ class ExpirySweeper(DueSweeper):
         return len(results)
 
     async def next_due(self) -> datetime | None:
-        """When the next pending approval expires, or None."""
-        return await self._approvals.next_expiry()
+        """When the next pending approval on the platforms served expires, or None."""
+        return await self._approvals.next_expiry(platforms=self._platforms)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Collection
 
 from bot import upkeep
 from bot.admin.views import StopRequested
@@ -53,6 +54,10 @@ class Countersign:
         escalation: the escalation sweeper (started and stopped with the service).
         tasks: the background work shutdown drains (`tasks`); card redraws run there too
             (`bot.cards.CardDesk`).
+        platforms: the platforms this process serves (`ConversationRef.platform` names, read
+            when used; the adapters' `Platform`s by name will do). The upkeep, the expiry and
+            recovery take only their work: another platform's is left to the processes that
+            serve it (docs/decisions/0031).
         housekeeping: checkpoint pruning and retention, run by the upkeep (None: not run).
         stopper: the Stop use case.
     """
@@ -70,6 +75,7 @@ class Countersign:
         stopper: TurnStopper,
         escalation: EscalationSweeper,
         tasks: TaskTracker,
+        platforms: Collection[str],
         housekeeping: Housekeeping | None = None,
     ) -> None:
         self._runner = runner
@@ -80,10 +86,13 @@ class Countersign:
         self._upkeep_store = upkeep_store
         self._locks = locks
         self.tasks = tasks
-        self.expiry = ExpirySweeper(approvals, decider.audit, self._after_expiry)
+        self._platforms = platforms
+        self.expiry = ExpirySweeper(approvals, decider.audit, self._after_expiry, platforms=platforms)
         self.escalation = escalation
         self.housekeeping = housekeeping
-        self.upkeep = upkeep.Upkeep(upkeep_store, inbox, self.tend, self.tasks, housekeeping=housekeeping)
+        self.upkeep = upkeep.Upkeep(
+            upkeep_store, inbox, self.tend, self.tasks, platforms=platforms, housekeeping=housekeeping
+        )
         runner.on_new_expiry = self.expiry.wake
         self._stopper = stopper
         stopper.on_stopped = self._after_stop
@@ -481,6 +490,8 @@ class Countersign:
     async def recover(self) -> list[str]:
         """After a start: redraw cards with votes, warn of cards that can no longer run, finish what was left.
 
+        Only the work of the platforms this process serves (`platforms`).
+
         Cards that wait for a tool or subagent the configuration no longer has are logged as
         warnings: approving them records a rejection (see `Decider.can_still_run`). Every
         conversation with unfinished work (reviews claimed but not resumed, runs whose outcome
@@ -491,7 +502,7 @@ class Countersign:
             The thread ids of the conversations whose left-over work is being finished now, in
             the service's tasks (`tasks.join` waits for it).
         """
-        pending = await self._approvals.pending_everywhere()
+        pending = await self._approvals.pending_everywhere(platforms=self._platforms)
         # A vote's redraw may have died with the process before it ("1 of 2").
         await self._runner.redraw_cards(*(approval for approval in pending if approval.votes))
         for approval in pending:

@@ -28,7 +28,7 @@ import contextlib
 import datetime as dt
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 
 from bot.housekeeping import Housekeeping
 from bot.storage.inbox import Inbox
@@ -76,6 +76,8 @@ class Upkeep:
         tend: the service's `tend(thread_id)`: works on one conversation if its lock is free;
             returns whether it did.
         tasks: where each conversation's tending runs, so shutdown waits for it.
+        platforms: the platforms this process serves (`ConversationRef.platform` names; read
+            at each look): only their conversations are tended here.
         interval_s: seconds between two looks.
         housekeeping: pruning and retention, run every `interval_s` in a loop of its own
             (None: not run).
@@ -88,6 +90,7 @@ class Upkeep:
         tend: Tend,
         tasks: TaskTracker,
         *,
+        platforms: Collection[str],
         interval_s: float = INTERVAL_S,
         housekeeping: Housekeeping | None = None,
     ) -> None:
@@ -95,6 +98,7 @@ class Upkeep:
         self._inbox = inbox
         self._tend = tend
         self._tasks = tasks
+        self._platforms = platforms
         self._interval_s = interval_s
         self._busy: set[str] = set()
         self._at_once = asyncio.Semaphore(AT_ONCE)
@@ -153,7 +157,9 @@ class Upkeep:
         restarted = self._server_started is not None and started != self._server_started
         if restarted and not everything:
             log.info("the database restarted: looking at all unfinished work, due or not")
-        threads = await self._store.due_threads(max_attempts=MAX_ATTEMPTS + 1, everything=everything or restarted)
+        threads = await self._store.due_threads(
+            platforms=self._platforms, max_attempts=MAX_ATTEMPTS + 1, everything=everything or restarted
+        )
         self._server_started = started  # only once this look got its answer
         tended = []
         for thread_id in threads:

@@ -233,6 +233,7 @@ def assemble_core(
     )
     service = Countersign(
         tasks=tasks,
+        platforms=platforms,
         runner=runner,
         decider=decider,
         approvals=approvals,
@@ -241,7 +242,7 @@ def assemble_core(
         upkeep_store=UpkeepStore(database.pool),
         locks=locks,
         stopper=stopper,
-        escalation=EscalationSweeper(approvals, config, cards),
+        escalation=EscalationSweeper(approvals, config, cards, platforms=platforms),
         housekeeping=housekeeping,
     )
     return Core(

@@ -127,9 +127,11 @@ class ConsoleChat:
     Lines typed while the bot works are taken, in order, once it is done, as if typed at the
     message prompt (`typed_ahead`), before any card is asked: an answer to a card counts only
     once the card is shown, so a message typed ahead that starts with "a" approves nothing (a
-    message sent while a card waits is told so by the core, as on Slack and Discord). The first
-    Ctrl-C stops the turn at work; another before the chat is back at a prompt leaves, even
-    while lines typed ahead start turns of their own.
+    message sent while a card waits is told so by the core, as on Slack and Discord). The bot is
+    at work from the line it takes until the chat is back at a prompt, lines typed ahead and
+    their turns included: the first Ctrl-C meanwhile stops the turn at work, and each line typed
+    ahead until then that did not start yet is told it was not run (a line already being claimed
+    is answered: a claimed message always is); another Ctrl-C before the prompt leaves.
 
     Each message carries an id, so the core keeps it in its inbox from the moment it is
     accepted: a message whose turn is cut (SIGTERM after the grace, a crash) is handled on the
@@ -184,9 +186,9 @@ class ConsoleChat:
         at once; the turn is finished on the next start).
 
         Returns:
-            True when it stops the turn (the chat goes on) or cuts the shutdown short; False
-            when the caller should leave (nothing runs, or a turn was stopped since the chat was
-            last at a prompt, the one at work or one before it that lines typed ahead followed).
+            True when it stops the bot's work (the chat goes on; lines typed ahead are not run)
+            or cuts the shutdown short; False when the caller should leave (the chat is at a
+            prompt, or Ctrl-C was pressed since it last was).
         """
         if self._cut_short is not None:
             self._cut_short.set()  # leaving already: end the wait for the turn at once
@@ -194,8 +196,25 @@ class ConsoleChat:
         if not self._busy or self._interrupted:
             return False
         self._interrupted = True
-        self._service.tasks.spawn(self._stop(), name="stop from the terminal")
+        dropped = self._drop_typed_ahead()
+        if self._service.tasks.running or not dropped:  # the stop says so when nothing runs
+            self._service.tasks.spawn(self._stop(), name="stop from the terminal")
         return True
+
+    def _drop_typed_ahead(self) -> int:
+        """Ctrl-C stopped the bot's work: the lines typed ahead until now are not run, each told so.
+
+        Lines typed after it are taken as usual. The end of input is kept (`next_typed_ahead`).
+
+        Returns:
+            How many lines (not blank) were dropped.
+        """
+        dropped = 0
+        while self._typed_ahead is not None and (line := self._typed_ahead.next_typed_ahead()) is not None:
+            if line.strip():
+                self._write(msg.NOT_RUN_AFTER_CTRL_C.format(line=line.strip()))
+                dropped += 1
+        return dropped
 
     async def _stop(self) -> None:
         """Stop the terminal conversation's turn for whoever types now; say so only when refused.
@@ -211,14 +230,12 @@ class ConsoleChat:
         """Run `work` as one of the service's tasks and wait for every task (the turn, its resume).
 
         Ctrl-C meanwhile stops the turn. The work is the service's, not this loop's: when the
-        loop is cancelled (SIGTERM), the turn goes on, and `shut_down` gives it the grace.
+        loop is cancelled (SIGTERM), the turn goes on, and `shut_down` gives it the grace. The
+        bot stays at work (`_busy`) until the chat is back at a prompt.
         """
         self._busy = True
-        try:
-            self._service.tasks.spawn(work, name="terminal turn")
-            await self._service.tasks.join()
-        finally:
-            self._busy = False
+        self._service.tasks.spawn(work, name="terminal turn")
+        await self._service.tasks.join()
 
     async def _claim(self, message: IncomingMessage) -> bool:
         """Claim `message` in the core's inbox (`Countersign.claim`); whether to handle it now.
@@ -303,6 +320,7 @@ class ConsoleChat:
             # `/countersign show` typed here would otherwise go to the model as a message.
             await self._commands.run(line)
             return True
+        self._busy = True  # at work from the claim until back at a prompt: Ctrl-C stops, not leaves
         # The id puts the message in the core's inbox: kept until handled, whatever happens.
         message = IncomingMessage(
             actor=self._session.actor(),

@@ -48,6 +48,8 @@ TURN_CUT = "!  The turn was cut short; it will be finished on the next start."
 """Printed when the shutdown grace ended before the turn reached its end."""
 NOT_TAKEN = "!  The bot is stopping: `{line}` was not run."
 """A line typed during the shutdown grace."""
+NOT_RUN_AFTER_CTRL_C = "!  Stopped with Ctrl-C: `{line}`, typed while the bot worked, was not run."
+"""A line typed ahead that had not started when Ctrl-C stopped the bot's work (`ConsoleChat.interrupt`)."""
 COMMAND_FAILED = "!  Something went wrong; nothing was changed. Run with LOG_LEVEL=DEBUG to see why."
 
 TERMINAL_HELP = (

@@ -196,7 +196,11 @@ class CardPrompt:
         return msg.QUESTION.format(who=who, choices=" / ".join(choices))
 
     async def _answer(self, question: str, approval_id: str) -> str | object | None:
-        """The next line, or `_SETTLED` when the card is decided or expires before it comes."""
+        """The next line, or `_SETTLED` when the card is decided or expires before it comes.
+
+        A line that comes while the change is looked at is still the answer: dropping it would
+        lose what the person typed (a late decision gets the core's "already decided").
+        """
         self._platform.changed.clear()
         reading: asyncio.Future[str | None] = asyncio.ensure_future(self._read(question))
         changed: asyncio.Task[bool] | None = None
@@ -208,7 +212,7 @@ class CardPrompt:
                     return reading.result()
                 self._platform.changed.clear()
                 if not await self._still_waiting(approval_id):
-                    return _SETTLED
+                    return reading.result() if reading.done() and not reading.cancelled() else _SETTLED
         finally:
             reading.cancel()
             if changed is not None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import replace
 from datetime import datetime
 from enum import StrEnum
@@ -212,10 +212,18 @@ class ApprovalStore:
         )
         return [_approval(row) for row in rows]
 
-    async def pending_everywhere(self, limit: int = 1000) -> list[ApprovalRecord]:
-        """Undecided approvals of every thread, oldest first (at most `limit`)."""
+    async def pending_everywhere(self, *, platforms: Collection[str], limit: int = 1000) -> list[ApprovalRecord]:
+        """Undecided approvals of every thread on `platforms`, oldest first (at most `limit`).
+
+        Args:
+            platforms: `ConversationRef.platform` names: those this process serves.
+            limit: at most this many.
+        """
         rows = await self._pool.fetch(
-            f"{_SELECT} WHERE a.status = 'pending' ORDER BY a.created_at, a.position LIMIT $1", limit
+            f"{_SELECT} WHERE a.status = 'pending' AND {_ON_PLATFORMS.format(n=2)} "
+            "ORDER BY a.created_at, a.position LIMIT $1",
+            limit,
+            list(platforms),
         )
         return [_approval(row) for row in rows]
 
@@ -245,15 +253,25 @@ class ApprovalStore:
         rows = await self._pool.fetch("SELECT card_ref FROM approval_cards WHERE approval_id = $1", approval_id)
         return [row["card_ref"] for row in rows]
 
-    async def expire_due(self, audit: AuditStore) -> list[DecideResult]:
-        """Expire every pending approval whose time has come, each exactly once.
+    async def expire_due(self, audit: AuditStore, *, platforms: Collection[str]) -> list[DecideResult]:
+        """Expire every pending approval on `platforms` whose time has come, each exactly once.
 
         Each expiry is its own transaction in the same lock order as `vote` (review row, then
         approval), so it never deadlocks with a click and of an expiry and a click on the
         same approval only one wins.
+
+        Args:
+            audit: where each expiry's row goes.
+            platforms: `ConversationRef.platform` names: those this process serves (its
+                follow-up tells the requester and redraws the card there).
         """
         due = await self._pool.fetch(
-            "SELECT id FROM approvals WHERE status = 'pending' AND expires_at <= now() ORDER BY expires_at LIMIT 200"
+            f"""
+            SELECT id FROM approvals a WHERE status = 'pending' AND expires_at <= now()
+               AND {_ON_PLATFORMS.format(n=1)}
+             ORDER BY expires_at LIMIT 200
+            """,  # noqa: S608 - built from a constant, no input
+            list(platforms),
         )
         results = []
         for row in due:
@@ -287,14 +305,20 @@ class ApprovalStore:
         metrics.approval_closed(row)
         return DecideResult(approval=row, review_complete=claimed, decided=True)
 
-    async def next_expiry(self) -> datetime | None:
-        """When the next pending approval expires, or None."""
+    async def next_expiry(self, *, platforms: Collection[str]) -> datetime | None:
+        """When the next pending approval on `platforms` expires, or None."""
         value: datetime | None = await self._pool.fetchval(
-            "SELECT min(expires_at) FROM approvals WHERE status = 'pending' AND expires_at IS NOT NULL"
+            f"""
+            SELECT min(expires_at) FROM approvals a WHERE status = 'pending' AND expires_at IS NOT NULL
+               AND {_ON_PLATFORMS.format(n=1)}
+            """,  # noqa: S608 - built from a constant, no input
+            list(platforms),
         )
         return value
 
-    async def claim_due_escalations(self, *, lease_s: float, limit: int = 50) -> list[ApprovalRecord]:
+    async def claim_due_escalations(
+        self, *, lease_s: float, platforms: Collection[str], limit: int = 50
+    ) -> list[ApprovalRecord]:
         """Claim the escalations that are due on approvals still pending; each is claimed once.
 
         One conditional update (`lifecycle.ESCALATION_TRANSITIONS`): a `waiting` escalation whose
@@ -307,13 +331,15 @@ class ApprovalStore:
 
         Args:
             lease_s: seconds the claimer has to post the copies and `finish_escalation`.
+            platforms: `ConversationRef.platform` names: those this process serves (it posts
+                the copies there).
             limit: at most this many per call.
 
         Returns:
             The claimed approvals, as stored after the claim.
         """
         claimed = escalation_after(EscalationStatus.WAITING, EscalationEvent.CLAIM)
-        ids = await self._pool.fetch(_CLAIM_ESCALATIONS, claimed.value, lease_s, limit)
+        ids = await self._pool.fetch(_CLAIM_ESCALATIONS, claimed.value, lease_s, limit, list(platforms))
         if not ids:
             return []
         rows = await self._pool.fetch(
@@ -359,14 +385,15 @@ class ApprovalStore:
             )
         return row
 
-    async def next_escalation(self) -> datetime | None:
-        """When the next escalation falls due (or a claim's lease runs out), or None."""
+    async def next_escalation(self, *, platforms: Collection[str]) -> datetime | None:
+        """When the next escalation on `platforms` falls due (or a claim's lease runs out), or None."""
         value: datetime | None = await self._pool.fetchval(
             f"""
             SELECT min(CASE WHEN a.escalation = $1 THEN a.escalation_lease ELSE a.escalate_at END) FROM approvals a
-            WHERE {_CLAIMABLE}
+            WHERE {_CLAIMABLE} AND {_ON_PLATFORMS.format(n=2)}
             """,  # noqa: S608 - built from lifecycle constants, no input
             EscalationStatus.CLAIMED.value,
+            list(platforms),
         )
         return value
 
@@ -699,6 +726,12 @@ def _literals(values: Sequence[str]) -> str:
     return ", ".join(f"'{value}'" for value in values)
 
 
+_ON_PLATFORMS = "split_part(a.thread_id, ':', 1) = ANY(${n}::text[])"
+"""The approval's conversation is on one of the platforms in parameter `n` (`ConversationRef.platform`
+is a thread id's first part). A process sweeps only the approvals of the platforms it serves: a
+`countersign chat` on the database of a Slack deployment must not expire, escalate or redraw
+Slack's cards, which it cannot show (docs/decisions/0031)."""
+
 _CLAIMABLE = (
     f"a.status IN ({_literals(sorted(status.value for status in ESCALATES_FROM))}) "
     f"AND a.escalation IN ({_literals(escalation_sources(EscalationEvent.CLAIM))}) "
@@ -713,6 +746,7 @@ _CLAIM_ESCALATIONS = f"""
 WITH due AS (
     SELECT a.id FROM approvals a
     WHERE {_CLAIMABLE} AND a.escalate_at <= now() AND (a.escalation <> $1 OR a.escalation_lease <= now())
+        AND {_ON_PLATFORMS.format(n=4)}
     ORDER BY a.escalate_at LIMIT $3
     FOR UPDATE SKIP LOCKED
 )
@@ -722,7 +756,8 @@ FROM due
 WHERE a.id = due.id AND {_CLAIMABLE}
 RETURNING a.id
 """  # noqa: S608 - built from lifecycle constants, no input
-"""Claim due escalations: `$1` the claimed state, `$2` the lease in seconds, `$3` at most how many."""
+"""Claim due escalations: `$1` the claimed state, `$2` the lease in seconds, `$3` at most how many,
+`$4` the platforms served."""
 
 _SELECT = """
 SELECT a.*, (

@@ -10,6 +10,7 @@ so that a crash while it works counts too.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Collection
 
 import asyncpg
 
@@ -33,10 +34,15 @@ class UpkeepStore:
         started: dt.datetime = await self._pool.fetchval("SELECT pg_postmaster_start_time()")
         return started
 
-    async def due_threads(self, *, max_attempts: int, everything: bool = False, limit: int = 200) -> list[str]:
-        """Conversations with unfinished work that is due, at most `limit`.
+    async def due_threads(
+        self, *, platforms: Collection[str], max_attempts: int, everything: bool = False, limit: int = 200
+    ) -> list[str]:
+        """Conversations on `platforms` with unfinished work that is due, at most `limit`.
 
         Args:
+            platforms: `ConversationRef.platform` names: those this process serves. Another
+                platform's work is left to the processes that serve it; trying it here would
+                fail and count attempts against it (docs/decisions/0031).
             max_attempts: items attempted this often are given up and not listed.
             everything: list unfinished work whether or not it is due (at start, when every
                 handler of before is gone; the conversation's lock still guards live ones).
@@ -44,20 +50,24 @@ class UpkeepStore:
         """
         rows = await self._pool.fetch(
             """
-            SELECT thread_id FROM inbox
-             WHERE status = 'accepted' AND thread_id IS NOT NULL AND attempts < $1
-               AND ($2 OR retry_at <= now())
-            UNION
-            SELECT thread_id FROM conversations
-             WHERE running_since IS NOT NULL AND attempts < $1 AND ($2 OR retry_at <= now())
-            UNION
-            SELECT thread_id FROM reviews
-             WHERE status = 'resuming' AND attempts < $1 AND ($2 OR retry_at <= now())
+            SELECT thread_id FROM (
+                SELECT thread_id FROM inbox
+                 WHERE status = 'accepted' AND thread_id IS NOT NULL AND attempts < $1
+                   AND ($2 OR retry_at <= now())
+                UNION
+                SELECT thread_id FROM conversations
+                 WHERE running_since IS NOT NULL AND attempts < $1 AND ($2 OR retry_at <= now())
+                UNION
+                SELECT thread_id FROM reviews
+                 WHERE status = 'resuming' AND attempts < $1 AND ($2 OR retry_at <= now())
+            ) AS due
+            WHERE split_part(thread_id, ':', 1) = ANY($4::text[])
             LIMIT $3
             """,
             max_attempts,
             everything,
             limit,
+            list(platforms),
         )
         return [row["thread_id"] for row in rows]
 

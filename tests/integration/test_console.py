@@ -661,3 +661,46 @@ async def test_a_stop_answers_every_line_typed_ahead_that_did_not_run(db_url):
     text = "\n".join(terminal.out)
     assert "bot> you said: second" in text
     assert "`third` was not run" in text and "`fourth` was not run" in text
+
+
+async def test_ctrl_c_between_lines_typed_ahead_stops_the_work_and_the_chat_goes_on(db_url):
+    """Ctrl-C after a turn, while the next line typed ahead is being claimed: the chat stays (it
+    left, before), the line being claimed is answered, and the line typed ahead after it is told
+    it was not run; a line typed after the Ctrl-C runs."""
+    import asyncpg
+
+    from tests.support.barriers import another_session_waits_for_a_lock, wait_until_async
+
+    gate = Gate()
+    model = ScriptedChatModel(script=_echo, gate=gate)
+    terminal = _Terminal()
+    holder = await asyncpg.connect(db_url)
+    try:
+        async with open_service(db_url, model, make_test_registry(ToolLog()), terminal.platform) as h:
+            chat = ConsoleChat(h.service, terminal.platform, read=terminal.read, admin=h.admin, typed_ahead=terminal)
+            gate.arm()
+            running = asyncio.create_task(chat.run())
+            terminal.type("first")
+            await gate.wait_arrived()
+            await holder.execute(_CLAIMS_WAIT_FOR_LOCK)
+            holding = holder.transaction()
+            await holding.start()
+            await holder.execute("SELECT pg_advisory_xact_lock($1)", _CLAIM_LOCK)
+            try:
+                terminal.type("second", "third")
+                gate.release()
+                await wait_until_async(lambda: another_session_waits_for_a_lock(holder), "the claim of `second`")
+                stays = chat.interrupt()  # the bot is at work: the first Ctrl-C stops, not leaves
+                terminal.type("after the stop")
+            finally:
+                await holding.rollback()
+            assert stays is True
+            await terminal.printed("bot> you said: after the stop")
+            terminal.type("/quit")
+            await asyncio.wait_for(running, 60)
+    finally:
+        await holder.close()
+    text = "\n".join(terminal.out)
+    assert "!  Stopped with Ctrl-C: `third`, typed while the bot worked, was not run." in text
+    answers = [line for line in terminal.out if line.startswith("bot> ")]
+    assert answers == ["bot> you said: first", "bot> you said: second", "bot> you said: after the stop"]

@@ -524,3 +524,49 @@ async def test_trying_a_policy_in_a_real_countersign_chat(db_url, tmp_path):
     assert "Updated approvers for `http_request`: @bob (was: not set)" in text
     assert "!  Only admins can do that: the person at the terminal, and bot admins. Nothing was changed." in text
     assert "Traceback" not in text + err
+
+
+class _LooksHeld:
+    """The real service, with its next look at one approval (`approval`) held until the test lets it go."""
+
+    def __init__(self, service) -> None:
+        self._service = service
+        self.held = asyncio.Event()
+        self.arrived = asyncio.Event()
+        self.armed = False
+
+    def __getattr__(self, name: str):
+        return getattr(self._service, name)
+
+    async def approval(self, approval_id: str, **kwargs):
+        if self.armed:
+            self.armed = False
+            self.arrived.set()
+            await self.held.wait()
+        return await self._service.approval(approval_id, **kwargs)
+
+
+async def test_a_line_typed_as_the_card_is_decided_elsewhere_is_answered_not_dropped(db_url, registry, tool_log):
+    """`a` typed while the prompt looks at a change to its card (decided elsewhere): the line is
+    still taken, and the person is told the card is already decided (it was dropped silently)."""
+    model = ScriptedChatModel(replies=[calls(send()), AIMessage("done")])
+    out: list[str] = []
+    terminal = Terminal("send one", end=False)
+    async with open_service(db_url, model, registry, console(out)) as h:
+        service = _LooksHeld(h.service)
+        running = asyncio.create_task(ConsoleChat(service, h.platform, read=terminal.read, admin=h.admin).run())
+        await wait_until(lambda: len(terminal.questions()) == 1, "the prompt")
+        [card] = await h.service.pending_approvals(TERMINAL)
+        service.armed = True
+        somewhere_else = Actor(platform="console", workspace_id="local", user_id=OPERATOR, display_name=OPERATOR)
+        await h.service.decide(card.id, somewhere_else, Approve())
+        await asyncio.wait_for(service.arrived.wait(), 60)  # the prompt looks at the change
+        terminal.type("a")
+        await wait_until(terminal.lines.empty, "the line read")  # read while the look is held
+        service.held.set()
+        await wait_until(lambda: any("already approved" in line for line in out), "the late answer's refusal")
+        terminal.type("/quit")
+        await asyncio.wait_for(running, 60)
+    text = "\n".join(out)
+    assert [args["to"] for _, args in tool_log.calls] == ["bob"] and "bot> done" in text
+    assert re.search(r"^!  This was already approved by @olga at \d\d:\d\d\. Nothing was changed\.$", text, re.M)

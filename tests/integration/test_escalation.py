@@ -132,7 +132,7 @@ async def test_a_card_decided_before_its_time_never_escalates(db_url, registry):
         await wait_until(lambda: bool(h.platform.answers), "the answer")
         await due_now(db_url)
         assert await h.service.escalation.sweep() == 0
-        assert await h.approvals.next_escalation() is None
+        assert await h.approvals.next_escalation(platforms=["test"]) is None
         stored = await h.approvals.get(card.id)
         rows = await h.database.pool.fetchval("SELECT count(*) FROM audit_log WHERE kind = 'escalation'")
     assert stored.escalation is EscalationStatus.WAITING and stored.escalated_at is None
@@ -212,7 +212,7 @@ async def test_two_replicas_escalate_once_and_a_dead_claim_is_taken_over(db_url,
         await quiet(a, b)
         await due_now(db_url)
         # One of them is claimed by a replica that then dies: its lease has already run out.
-        [dead] = await a.approvals.claim_due_escalations(lease_s=0.0, limit=1)
+        [dead] = await a.approvals.claim_due_escalations(lease_s=0.0, platforms=["test"], limit=1)
         swept = await asyncio.gather(a.service.escalation.sweep(), b.service.escalation.sweep())
         await a.service.tasks.join()
         await b.service.tasks.join()

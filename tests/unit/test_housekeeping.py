@@ -109,7 +109,7 @@ async def test_a_failed_pruning_pass_does_not_stop_retention(caplog):
 
 @dataclass
 class QuietUpkeepStore:
-    async def due_threads(self, *, max_attempts, everything=False, limit=200):
+    async def due_threads(self, *, platforms, max_attempts, everything=False, limit=200):
         return []
 
 
@@ -132,6 +132,7 @@ async def test_the_upkeep_runs_housekeeping_in_a_loop_of_its_own():
         QuietInbox(),  # type: ignore[arg-type]
         lambda thread_id: asyncio.sleep(0, result=True),
         TaskTracker(),
+        platforms=["test"],
         interval_s=0.05,
         housekeeping=Counting(),  # type: ignore[arg-type]
     )
