@@ -29,6 +29,19 @@ def reveal_invisible(text: str) -> str:
 _NOTHING_TO_READ = {"Cc", "Cf", "Zs", "Zl", "Zp"}
 
 
+EXCERPT_CHARS = 60
+"""Characters of a message quoted back to its sender (`excerpt`)."""
+
+
+def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
+    """`text` on one line, its invisible characters shown (`reveal_invisible`), cut to `limit` characters with "…".
+
+    For quoting a person's message back to them ("could not answer your message “…”").
+    """
+    line = reveal_invisible(" ".join(text.split()))
+    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+
+
 def is_blank(text: str) -> bool:
     """Whether `text` holds nothing a person can read.
 

@@ -123,9 +123,17 @@ class ModelFailed:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TurnFailed:
-    """Something unexpected failed; the details are in the log, under `thread_id`."""
+    """Something unexpected failed; the details are in the log, under `thread_id`.
+
+    Attributes:
+        thread_id: the conversation, as the log names it.
+        message: the text of the message that could not be answered, when one message failed
+            (its handling failed, or it was given up after `bot.upkeep.MAX_ATTEMPTS`), so that
+            its sender knows which one to send again; None when a run failed.
+    """
 
     thread_id: str
+    message: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

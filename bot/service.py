@@ -133,7 +133,7 @@ class Countersign:
                 log.exception("accepting a message failed")
                 await self._runner.notify(
                     message.conversation,
-                    TurnFailed(thread_id=message.conversation.thread_id),
+                    TurnFailed(thread_id=message.conversation.thread_id, message=message.text),
                     recipient=message.actor,
                 )
             return False
@@ -216,18 +216,16 @@ class Countersign:
             if attempts > upkeep.MAX_ATTEMPTS:
                 log.error("giving up on message %s after %d attempts", key, attempts - 1)
                 await self._inbox.abandon(key)
-                await self._runner.notify(
-                    conversation, TurnFailed(thread_id=conversation.thread_id), recipient=message.actor
-                )
+                failed = TurnFailed(thread_id=conversation.thread_id, message=message.text)
+                await self._runner.notify(conversation, failed, recipient=message.actor)
                 return
         try:
             row = await self._conversations.touch(conversation)
             handled = await self._answer(message, again=attempts > 1, row=row)
         except Exception:
             log.exception("handling a message failed")
-            handled = await self._runner.notify(
-                conversation, TurnFailed(thread_id=conversation.thread_id), recipient=message.actor
-            )
+            failed = TurnFailed(thread_id=conversation.thread_id, message=message.text)
+            handled = await self._runner.notify(conversation, failed, recipient=message.actor)
         if key is not None and handled:
             await self._inbox.handled(key)
 

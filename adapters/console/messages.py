@@ -182,6 +182,11 @@ EXPIRED = "!  The request to run {tool} expired without a decision."
 REVIEW_PENDING = "!  A tool call is waiting for your decision first: {tools}"
 REVIEW_BUSY = "a call being worked on"
 TURN_FAILED = "!  Something went wrong; see the log (conversation {thread_id})."
+MESSAGE_FAILED = (
+    "!  Something went wrong with your message “{excerpt}”; please send it again "
+    "(the log has the details, conversation {thread_id})."
+)
+"""A message that could not be answered (its handling failed, or it was given up)."""
 MODEL_FAILED = "!  {text}"
 
 NOTICES = {

@@ -16,7 +16,7 @@ from contextlib import asynccontextmanager
 from adapters.admin_text import target_words
 from adapters.console import messages as msg
 from adapters.console.people import CONSOLE_MARKUP, operator_name
-from adapters.display import duration_words, model_failed_text
+from adapters.display import duration_words, excerpt, model_failed_text
 from bot.approvals.escalation import TargetKind
 from bot.approvals.lifecycle import ApprovalStatus
 from bot.approvals.records import ApprovalRecord
@@ -116,6 +116,8 @@ class ConsolePlatform:
             self.write(msg.MODEL_FAILED.format(text=text))
         elif isinstance(notice, TurnStopped):
             self.write(msg.STOPPED.format(name=CONSOLE_MARKUP.user(notice.stopped_by_id or notice.stopped_by_name)))
+        elif notice.message is not None:
+            self.write(msg.MESSAGE_FAILED.format(excerpt=excerpt(notice.message), thread_id=notice.thread_id))
         else:
             self.write(msg.TURN_FAILED.format(thread_id=notice.thread_id))
 

@@ -14,7 +14,7 @@ from adapters.discord import messages as msg
 from adapters.discord.buttons import card_view, stop_view
 from adapters.discord.cards import card_embed, target_mention
 from adapters.discord.conversations import DM, known_guild, target_channel_id
-from adapters.display import model_failed_text, offers_stop, progress_line, shows_something
+from adapters.display import excerpt, model_failed_text, offers_stop, progress_line, shows_something
 from bot.approvals.escalation import TargetKind
 from bot.conversation import Actor, ConversationRef
 from bot.ports import (
@@ -239,6 +239,9 @@ class DiscordPlatform:
                 no_answer=model_msg.MODEL_NO_ANSWER,
                 busy_for=model_msg.MODEL_BUSY_FOR,
             )
+        if isinstance(notice, TurnFailed) and notice.message is not None:
+            quoted = discord.utils.escape_markdown(excerpt(notice.message))
+            return msg.MESSAGE_FAILED.format(excerpt=quoted, thread_id=notice.thread_id)
         if isinstance(notice, TurnFailed):
             return msg.TURN_FAILED.format(thread_id=notice.thread_id)
         if isinstance(notice, CardsElsewhere):

@@ -120,6 +120,10 @@ TURN_FAILED = (
     "Something went wrong on my side and I could not finish. The details are in the bot's log "
     "(conversation `{thread_id}`)."
 )
+MESSAGE_FAILED = (
+    "Something went wrong on my side and I could not answer your message “{excerpt}”. Please send it "
+    "again; the details are in the bot's log (conversation `{thread_id}`)."
+)
 CARDS_IN_CHANNEL = "Approval needed for {tools}: the card is in <#{channel}>{link}."
 CARDS_IN_DMS = "Approval needed for {tools}: the card was sent to the approvers by direct message."
 EXPIRED_NOTICE = "Your request to run `{tool}` expired without a decision, so it did not run."

@@ -14,7 +14,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters import model_messages as model_msg
-from adapters.display import model_failed_text, offers_stop, progress_line, shows_something
+from adapters.display import excerpt, model_failed_text, offers_stop, progress_line, shows_something
 from adapters.slack import messages as msg
 from adapters.slack.blocks import card_blocks, card_text, progress_blocks, target_mention
 from adapters.slack.text import escape, split_message, to_mrkdwn
@@ -293,6 +293,8 @@ class SlackPlatform:
                 no_answer=model_msg.MODEL_NO_ANSWER,
                 busy_for=model_msg.MODEL_BUSY_FOR,
             )
+        if isinstance(notice, TurnFailed) and notice.message is not None:
+            return msg.MESSAGE_FAILED.format(excerpt=escape(excerpt(notice.message)), thread_id=notice.thread_id)
         if isinstance(notice, TurnFailed):
             return msg.TURN_FAILED.format(thread_id=notice.thread_id)
         if isinstance(notice, CardsElsewhere):

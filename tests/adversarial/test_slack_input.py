@@ -243,3 +243,22 @@ async def test_invisible_and_bidi_characters_in_arguments_are_visible_on_the_car
     shown = "".join(b["text"]["text"] for b in card_state(slack, card)["blocks"] if b["type"] == "section")
     assert "ACME-" in shown
     assert "\u202e" not in shown and "\u200b" not in shown
+
+
+async def test_a_message_that_cannot_be_handled_is_named_to_its_sender(bot, events, slack):
+    """The database refuses to store the conversation of a message: its sender is told, privately,
+    which message to send again, quoted on one line and escaped (no ping, no link)."""
+    pool = bot.runtime.database.pool
+    await pool.execute(
+        """CREATE FUNCTION refuse_conversation() RETURNS trigger LANGUAGE plpgsql AS $$
+           BEGIN RAISE EXCEPTION 'disk full'; END; $$"""
+    )
+    await pool.execute(
+        "CREATE TRIGGER refuse BEFORE INSERT OR UPDATE ON conversations FOR EACH ROW EXECUTE FUNCTION refuse_conversation()"
+    )
+    await events.app_mention(CHANNEL, ALICE, "<@UBOT> ping <!channel>\n\nabout the   deploy " + "x" * 100)
+    [told] = await slack.wait_for("chat.postEphemeral", lambda args: args.get("user") == ALICE)
+    text = str(told.args["text"])
+    assert text.startswith("Something went wrong on my side and I could not answer your message “ping "), text
+    assert "&lt;!channel&gt; about the deploy xxx" in text and "<!channel>" not in text and "\n" not in text
+    assert "xxx…”. Please send it again" in text

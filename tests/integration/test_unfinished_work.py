@@ -261,6 +261,7 @@ async def test_a_message_that_cannot_be_handled_is_given_up_and_its_sender_told(
         assert await upkeep_pass(h) == []
     # The run given up is told in the conversation, the message given up to its sender.
     assert [(type(n), who) for _, n, who in platform.notices] == [(TurnFailed, None), (TurnFailed, "alice")]
+    assert [n.message for _, n, _ in platform.notices] == [None, "hello"]  # the sender learns which message
     assert platform.answers == []
 
 
