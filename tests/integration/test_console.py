@@ -639,6 +639,16 @@ async def test_a_line_typed_while_the_card_is_fetched_is_not_its_answer(db_url):
     assert log.calls == []
 
 
+async def _at_work_on_first(h, terminal: _Terminal, gate: Gate) -> tuple[ConsoleChat, asyncio.Task[None]]:
+    """A chat reading lines typed ahead, `first` typed and its turn held at the model by `gate`."""
+    chat = ConsoleChat(h.service, terminal.platform, read=terminal.read, admin=h.admin, typed_ahead=terminal)
+    gate.arm()
+    running = asyncio.create_task(chat.run())
+    terminal.type("first")
+    await gate.wait_arrived()
+    return chat, running
+
+
 async def test_a_stop_answers_every_line_typed_ahead_that_did_not_run(db_url):
     """Lines typed while the bot works, then SIGTERM while the first of them runs: it is answered
     within the grace, each of the others is told it was not run (breaker's pass: they vanished)."""
@@ -646,11 +656,7 @@ async def test_a_stop_answers_every_line_typed_ahead_that_did_not_run(db_url):
     model = ScriptedChatModel(script=_echo, gate=gate)
     terminal = _Terminal()
     async with open_service(db_url, model, make_test_registry(ToolLog()), terminal.platform) as h:
-        chat = ConsoleChat(h.service, terminal.platform, read=terminal.read, admin=h.admin, typed_ahead=terminal)
-        gate.arm()
-        running = asyncio.create_task(chat.run())
-        terminal.type("first")
-        await gate.wait_arrived()
+        chat, running = await _at_work_on_first(h, terminal, gate)
         terminal.type("second", "third", "fourth")
         gate.release()
         gate.arm()  # hold the turn for "second"
@@ -677,11 +683,7 @@ async def test_ctrl_c_between_lines_typed_ahead_stops_the_work_and_the_chat_goes
     holder = await asyncpg.connect(db_url)
     try:
         async with open_service(db_url, model, make_test_registry(ToolLog()), terminal.platform) as h:
-            chat = ConsoleChat(h.service, terminal.platform, read=terminal.read, admin=h.admin, typed_ahead=terminal)
-            gate.arm()
-            running = asyncio.create_task(chat.run())
-            terminal.type("first")
-            await gate.wait_arrived()
+            chat, running = await _at_work_on_first(h, terminal, gate)
             await holder.execute(_CLAIMS_WAIT_FOR_LOCK)
             holding = holder.transaction()
             await holding.start()
