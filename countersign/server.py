@@ -265,16 +265,16 @@ async def chat(settings: Settings) -> None:
     with `recover`). Ctrl-C while the bot works stops its turn (`ConsoleChat.interrupt`); Ctrl-C
     otherwise (or a second one), SIGTERM or a closed terminal (SIGHUP) leave as `countersign run`
     does: no new input, the turn in progress gets up to `SHUTDOWN_GRACE_S` to reach a checkpoint
-    (`ConsoleChat.shut_down`; one more signal ends that wait at once), then the embedded
-    PostgreSQL is stopped.
+    (`ConsoleChat.shut_down`; one more Ctrl-C or SIGTERM ends that wait at once, one more SIGHUP
+    does not: a closing terminal may send several), then the embedded PostgreSQL is stopped.
     """
     console: ConsoleChat | None = None
 
     def taken_by_the_chat(sig: signal.Signals) -> bool:
         if console is None:
             return False
-        if console.stopping:
-            return console.interrupt()  # a signal during the grace: leave at once
+        if console.stopping:  # during the grace: Ctrl-C or SIGTERM leaves at once, SIGHUP is ignored
+            return sig is signal.SIGHUP or console.interrupt()
         return sig is signal.SIGINT and console.interrupt()
 
     stopping = cancel_on_signals(signal.SIGINT, signal.SIGTERM, signal.SIGHUP, first=taken_by_the_chat)

@@ -706,3 +706,22 @@ async def test_ctrl_c_between_lines_typed_ahead_stops_the_work_and_the_chat_goes
     assert "!  Stopped with Ctrl-C: `third`, typed while the bot worked, was not run." in text
     answers = [line for line in terminal.out if line.startswith("bot> ")]
     assert answers == ["bot> you said: first", "bot> you said: second", "bot> you said: after the stop"]
+
+
+@pytest.mark.e2e
+async def test_a_closing_terminal_s_second_sighup_does_not_cut_the_grace(db_url, tmp_path):
+    """`countersign chat`: SIGHUP (the terminal closed) while an ungated GET runs, then another one, as a
+    closing terminal may send: the turn still gets its grace; its answer is printed before the process exits 0."""
+    async with _real_chat_signalled_mid_turn(
+        db_url, tmp_path, signal.SIGHUP, b"The bot is stopping", SHUTDOWN_GRACE_S="60"
+    ) as chat:
+        assert chat.proc.stdin is not None and chat.proc.stdout is not None
+        chat.proc.send_signal(signal.SIGHUP)
+        chat.proc.stdin.write(b"still there?\n")  # answered "not run" only if the chat is still waiting
+        await chat.proc.stdin.drain()
+        refused = await asyncio.wait_for(chat.proc.stdout.readline(), 60)
+        assert b"`still there?` was not run" in refused, refused
+        chat.target.gate.release()
+        out, err = await asyncio.wait_for(chat.proc.communicate(), timeout=60)
+    assert chat.proc.returncode == 0, err.decode()
+    assert "bot> Result:" in out.decode() and "cut short" not in out.decode()
