@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import re
 import sys
 import threading
@@ -28,6 +29,8 @@ from bot.admin.service import AdminService
 from bot.conversation import IncomingMessage
 from bot.errors import CountersignError
 from bot.service import Countersign
+
+log = logging.getLogger(__name__)
 
 __all__ = ["ConsoleChat", "Read", "StdinLines", "printable"]
 
@@ -278,8 +281,18 @@ class ConsoleChat:
                 self._write(msg.NOT_TAKEN.format(line=line.strip()))
 
     async def _recover(self) -> None:
-        """Start finishing what earlier runs left unfinished; say so when this conversation has some."""
-        if self._session.conversation.thread_id in await self._service.recover():
+        """Start finishing what earlier runs left unfinished; say so when this conversation has some.
+
+        When that fails (the database refused), the person is told and the chat goes on: the
+        upkeep looks for the left-over work again in the background.
+        """
+        try:
+            tended = await self._service.recover()
+        except Exception:
+            log.exception("looking for work left over from the last run failed")
+            self._write(msg.LEFT_OVER_FAILED)
+            return
+        if self._session.conversation.thread_id in tended:
             self._write(msg.LEFT_OVER)
 
     async def run(self, *, recover: bool = False) -> None:

@@ -39,9 +39,13 @@ LEFT_OVER = (
     "   … finishing the turn left over from the last run first; what you type now is read after it (Ctrl-C stops it)."
 )
 """Printed at start when `countersign chat` finishes a turn an earlier run left unfinished."""
+LEFT_OVER_FAILED = (
+    "!  Could not look for work left over from the last run (see the log); the bot tries again in the background."
+)
+"""Printed at start when `Countersign.recover` failed (the upkeep looks again later)."""
 STOPPING_BOT = (
     "■  The bot is stopping: the turn in progress has up to {grace} to reach a checkpoint "
-    "(Ctrl-C again leaves at once); nothing typed now is run."
+    "(Ctrl-C leaves at once); nothing typed now is run."
 )
 """Printed once on SIGTERM (or a Ctrl-C that leaves) while the bot works."""
 TURN_CUT = "!  The turn was cut short; it will be finished on the next start."

@@ -725,3 +725,21 @@ async def test_a_closing_terminal_s_second_sighup_does_not_cut_the_grace(db_url,
         out, err = await asyncio.wait_for(chat.proc.communicate(), timeout=60)
     assert chat.proc.returncode == 0, err.decode()
     assert "bot> Result:" in out.decode() and "cut short" not in out.decode()
+
+
+async def test_a_failed_look_for_left_over_work_is_said_and_the_chat_goes_on(db_url):
+    """The database refuses `recover`'s look for unfinished work (a table it reads is gone): the chat
+    says so, instead of only logging it, and answers the next message."""
+    terminal = _Terminal()
+    model = ScriptedChatModel(script=_echo)
+    async with open_service(db_url, model, make_test_registry(ToolLog()), terminal.platform) as h:
+        await h.database.pool.execute("ALTER TABLE reviews RENAME TO reviews_away")
+        try:
+            chat = ConsoleChat(h.service, terminal.platform, read=terminal.read, admin=h.admin)
+            running = asyncio.create_task(chat.run(recover=True))
+            await terminal.printed("Could not look for work left over from the last run")
+        finally:
+            await h.database.pool.execute("ALTER TABLE reviews_away RENAME TO reviews")
+        terminal.type("hello", "/quit")
+        await asyncio.wait_for(running, 60)
+    assert "bot> you said: hello" in terminal.out
