@@ -259,9 +259,11 @@ class ConsoleChat:
         """Leave: stop taking work, give the turn in progress up to `grace_s` to reach a checkpoint.
 
         Says so in one line when a turn is in progress (and in another when it had to be cut:
-        it is finished on the next start). A line typed meanwhile is answered that the bot is
-        stopping; Ctrl-C (`interrupt`) ends the wait at once.
+        it is finished on the next start, or when it stopped at a card: it is asked next time).
+        A line typed meanwhile is answered that the bot is stopping; Ctrl-C (`interrupt`) ends
+        the wait at once.
         """
+        shown = set(self._platform.waiting)
         self._cut_short = asyncio.Event()
         if self._service.tasks.running:
             self._write(msg.STOPPING_BOT.format(grace=duration_words(grace_s)))
@@ -269,6 +271,8 @@ class ConsoleChat:
         try:
             if await self._service.aclose(grace_s, cut_short=self._cut_short):
                 self._write(msg.TURN_CUT)
+            if new := len(set(self._platform.waiting) - shown):
+                self._write(msg.NEW_CARDS_LEFT_WAITING.format(calls="1 call" if new == 1 else f"{new} calls"))
         finally:
             refusing.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -743,3 +743,26 @@ async def test_a_failed_look_for_left_over_work_is_said_and_the_chat_goes_on(db_
         terminal.type("hello", "/quit")
         await asyncio.wait_for(running, 60)
     assert "bot> you said: hello" in terminal.out
+
+
+async def test_a_turn_that_reaches_a_card_during_the_grace_says_so_on_leaving(db_url):
+    """SIGTERM while the model thinks; within the grace the turn stops at a call that needs a decision,
+    which nobody was shown: the chat says so as it leaves, and the next start asks it."""
+    from tests.support.gate import Gate
+
+    gate = Gate()
+    model = ScriptedChatModel(replies=[calls(tool_call("send", {"to": "bob", "body": "hi"}))], gate=gate)
+    terminal = _Terminal()
+    async with open_service(db_url, model, make_test_registry(ToolLog()), terminal.platform) as h:
+        chat = ConsoleChat(h.service, terminal.platform, read=terminal.read, admin=h.admin)
+        leaving = await _sigterm_mid_turn(chat, terminal, gate, "send hi to bob")
+        gate.release()
+        await asyncio.wait_for(leaving, 60)
+    assert "   The turn stopped at 1 call waiting for your decision; you are asked next time." in terminal.out
+    assert not any("cut short" in line for line in terminal.out)
+    again = _Terminal()
+    async with open_service(db_url, model, make_test_registry(ToolLog()), again.platform) as h:
+        running = asyncio.create_task(ConsoleChat(h.service, again.platform, read=again.read, admin=h.admin).run())
+        await again.printed("?  send wants to run")
+        again.type("/quit")
+        await asyncio.wait_for(running, 60)
