@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Collection
+from collections.abc import Collection, Coroutine
+from typing import Any
 
 from bot import upkeep
 from bot.admin.views import StopRequested
@@ -222,6 +223,10 @@ class Countersign:
         try:
             row = await self._conversations.touch(conversation)
             handled = await self._answer(message, again=attempts > 1, row=row)
+        except asyncio.CancelledError:
+            if key is not None:
+                await self._cut_at_shutdown(self._inbox.uncount(key))
+            raise
         except Exception:
             log.exception("handling a message failed")
             failed = TurnFailed(thread_id=conversation.thread_id, message=message.text)
@@ -272,15 +277,34 @@ class Countersign:
                 attempts = await self._upkeep_store.count_attempt(
                     thread_id, first_retry_s=upkeep.FIRST_RETRY_S, max_retry_s=upkeep.MAX_DELAY_S
                 )
-                if attempts > upkeep.MAX_ATTEMPTS:
-                    log.error("giving up on finishing interrupted work after %d attempts", attempts - 1)
-                    await self._runner.give_up_run(conversation)
-                elif attempts:
-                    log.info("finishing interrupted work (attempt %d)", attempts)
-                    await self._runner.settle(conversation)
+                try:
+                    if attempts > upkeep.MAX_ATTEMPTS:
+                        log.error("giving up on finishing interrupted work after %d attempts", attempts - 1)
+                        await self._runner.give_up_run(conversation)
+                    elif attempts:
+                        log.info("finishing interrupted work (attempt %d)", attempts)
+                        await self._runner.settle(conversation)
+                except asyncio.CancelledError:
+                    if attempts:
+                        await self._cut_at_shutdown(self._upkeep_store.uncount_attempt(thread_id))
+                    raise
                 for entry in await self._inbox.unhandled(thread_id):
                     await self._handle(entry.message, entry.key, older_first=False)  # oldest first already
         return True
+
+    async def _cut_at_shutdown(self, uncount: Coroutine[Any, Any, None]) -> None:
+        """Take back an attempt when shutdown cancelled the work it counted (see `UpkeepStore.uncount_attempt`).
+
+        Only a drain cancels the service's work (`TaskTracker.drain`); the write is shielded
+        from a second cancel, and its failure is logged (the attempt then stays counted).
+        """
+        if not self.tasks.closing:
+            uncount.close()
+            return
+        try:
+            await asyncio.shield(uncount)
+        except Exception:
+            log.exception("could not take back the attempt at work cut by the shutdown")
 
     async def pending_approvals(self, conversation: ConversationRef) -> list[ApprovalRecord]:
         """Undecided approvals of a conversation, oldest first."""

@@ -8,7 +8,9 @@ migration 0004). Every replica runs one `Upkeep` loop: every `INTERVAL_S` second
 conversations with due work and hands each to the service's `tend`, which works on it only if
 the conversation's lock is free (a live handler holds it) and counts the attempt first. The
 delay between attempts doubles from `FIRST_RETRY_S`; after `MAX_ATTEMPTS` the work is given up
-with an error in the log (a message's sender, or the conversation of a run, is told). At most
+with an error in the log (a message's sender, or the conversation of a run, is told). Work that a
+graceful shutdown cancels takes its attempt back (`Countersign.tend`): only failures and crashes
+count. At most
 `AT_ONCE` conversations are tended at a time, so a backlog never starves live messages. The
 same loop deletes inbox entries older than `INBOX_KEPT_H` hours (docs/decisions/0009).
 

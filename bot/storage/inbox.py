@@ -110,6 +110,18 @@ class Inbox:
         )
         return Begun(attempts=int(row["attempts"]), behind=bool(row["behind"])) if row is not None else None
 
+    async def uncount(self, key: str) -> None:
+        """Take back the attempt `begin` counted: shutdown cut the handling, it did not fail.
+
+        One attempt stays counted, so the next handling knows the message's turn may have begun
+        (`Begun.attempts` above 1) and does not ask it twice. The message is due at once.
+        """
+        await self._pool.execute(
+            "UPDATE inbox SET attempts = greatest(attempts - 1, 1), retry_at = now() "
+            "WHERE event_key = $1 AND status = 'accepted'",
+            key,
+        )
+
     async def handled(self, key: str) -> None:
         """The message was answered, refused, or its sender told of an error."""
         await self._pool.execute("UPDATE inbox SET status = 'handled' WHERE event_key = $1", key)

@@ -71,6 +71,27 @@ class UpkeepStore:
         )
         return [row["thread_id"] for row in rows]
 
+    async def uncount_attempt(self, thread_id: str) -> None:
+        """Take back the attempt `count_attempt` counted: shutdown cut the work, it did not fail.
+
+        Attempts exist to give up work that fails or crashes the process every time; a turn cut
+        by one graceful stop after another (deploys during a long turn) must not be given up
+        for it. The work is due at once, for the next process or a live replica.
+
+        Call under the conversation's lock.
+        """
+        await self._pool.execute(
+            """
+            WITH runs AS (
+                UPDATE conversations SET attempts = greatest(attempts - 1, 0), retry_at = now()
+                WHERE thread_id = $1 AND running_since IS NOT NULL
+            )
+            UPDATE reviews SET attempts = greatest(attempts - 1, 0), retry_at = now()
+            WHERE thread_id = $1 AND status = 'resuming'
+            """,
+            thread_id,
+        )
+
     async def count_attempt(self, thread_id: str, *, first_retry_s: float, max_retry_s: float) -> int:
         """Count an attempt at the conversation's unfinished run and resuming reviews.
 

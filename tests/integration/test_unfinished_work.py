@@ -498,3 +498,35 @@ async def test_a_resume_cut_between_its_invocations_is_finished_once(db_url, reg
     assert tool_log.calls == [("send", {"to": "bob", "body": "hi", "urgent": False}), ("lookup", {"query": "x"})]
     assert review is not None and review.status is ReviewStatus.DONE
     assert [answer for _, answer in restarted.platform.answers] == ["done"]
+
+
+async def test_a_turn_cut_by_one_shutdown_after_another_is_not_given_up(db_url, registry):
+    """Each of more than `MAX_ATTEMPTS` starts is stopped, with no grace, while the left-over turn's
+    model call runs (deploys during a long turn): the shutdowns are not failures, so the turn is
+    finished by the next start, its question asked once, nobody told something went wrong."""
+    from tests.support.gate import Gate
+
+    gate = Gate()
+    model = ScriptedChatModel(replies=[AIMessage("finally")], gate=gate)
+    incoming = message("a long one", message_id="9.1")
+    for start in range(MAX_ATTEMPTS + 2):
+        async with open_service(db_url, model, registry) as h:
+            gate.arm()
+            if start == 0:
+                h.service.submit_message(incoming)
+            else:
+                await h.service.recover()
+            await gate.wait_arrived()
+            assert await h.service.aclose(0)  # cut
+            counted = await h.database.pool.fetchrow(
+                "SELECT i.attempts AS message, c.attempts AS run FROM inbox i, conversations c "
+                "WHERE i.event_key = $1 AND c.thread_id = i.thread_id",
+                inbox_key(incoming),
+            )
+            assert (counted["message"], counted["run"]) == (1, 0), f"start {start}: the cut counted as a failure"
+    gate.release()
+    async with open_service(db_url, model, registry) as h:
+        await h.service.recover()
+        await h.service.tasks.join()
+        assert await inbox_status(h, inbox_key(incoming) or "") == "handled"
+    assert h.platform.answers == [(conversation().thread_id, "finally")] and h.platform.notices == []
