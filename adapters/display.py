@@ -34,12 +34,14 @@ EXCERPT_CHARS = 60
 
 
 def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
-    """`text` on one line, its invisible characters shown (`reveal_invisible`), cut to `limit` characters with "…".
+    """`text` on one line, cut to `limit` characters with "…", its invisible characters shown (`reveal_invisible`).
 
     For quoting a person's message back to them ("could not answer your message “…”").
     """
-    line = reveal_invisible(" ".join(text.split()))
-    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+    line = " ".join(text.split())
+    if len(line) > limit:
+        line = line[: limit - 1].rstrip() + "…"
+    return reveal_invisible(line)  # after the cut, so that no escape is cut in half
 
 
 def is_blank(text: str) -> bool:

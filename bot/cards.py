@@ -13,7 +13,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import replace
 
 from bot.approvals.config import ApproverKind, CardRouting, WorkspaceConfig
@@ -56,6 +57,7 @@ class CardDesk:
         self._config = config
         self._platforms = platforms
         self._tasks = tasks
+        self._drawing: dict[str, tuple[asyncio.Lock, int]] = {}
 
     def platform(self, conversation: ConversationRef) -> Platform:
         """The adapter serving `conversation`.
@@ -134,7 +136,9 @@ class CardDesk:
         discord.py queues the edits of one channel's messages in one rate-limit bucket: a redraw
         made during a run can wait behind the run's own status line, which waits for the run to
         end (docs/decisions/0030). The redraw then finishes in the service's background tasks;
-        its failure is logged there.
+        each approval's failure is logged. The redraws of one pause take turns in this process,
+        and each draws what is stored when its turn comes, so an older redraw that the platform
+        held cannot land after a newer one.
 
         Args:
             approvals: the approvals, as stored after the change (none: nothing to do).
@@ -147,7 +151,26 @@ class CardDesk:
             await asyncio.wait({task}, timeout=wait_s)
 
     async def _refresh_all(self, approvals: Sequence[ApprovalRecord]) -> None:
-        await asyncio.gather(*(self._refresh(approval) for approval in approvals))
+        for approval in approvals:
+            try:
+                await self._refresh(approval)
+            except Exception:
+                log.exception("could not redraw approval %s's card (thread_id=%s)", approval.id, approval.thread_id)
+
+    @asynccontextmanager
+    async def _one_at_a_time(self, review_id: str) -> AsyncIterator[None]:
+        """Hold the pause's redraw turn (a lock per pause, forgotten once nobody waits for it)."""
+        lock, users = self._drawing.get(review_id, (asyncio.Lock(), 0))
+        self._drawing[review_id] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._drawing[review_id]
+            if users == 1:
+                del self._drawing[review_id]
+            else:
+                self._drawing[review_id] = (lock, users - 1)
 
     async def _refresh(self, approval: ApprovalRecord) -> None:
         """Redraw every copy of an approval's card from what is stored (after a decision).
@@ -156,15 +179,17 @@ class CardDesk:
         showed until this decision): they say how many calls wait, go once fewer than two do,
         and carry the version of every call's arguments, which an edit of this one changed.
         """
-        siblings = await self._approvals.approvals_of(approval.review_id)
-        await self._redraw_copies(approval, siblings)
-        batch_shown = batch_open(row.status for row in siblings) or (
-            not approval.is_pending and any(row.is_pending for row in siblings)
-        )
-        if approval.position != 0 and batch_shown:
-            first = next((row for row in siblings if row.position == 0), None)
-            if first is not None:
-                await self._redraw_copies(first, siblings)
+        async with self._one_at_a_time(approval.review_id):
+            siblings = await self._approvals.approvals_of(approval.review_id)
+            approval = next((row for row in siblings if row.id == approval.id), approval)  # as stored now
+            await self._redraw_copies(approval, siblings)
+            batch_shown = batch_open(row.status for row in siblings) or (
+                not approval.is_pending and any(row.is_pending for row in siblings)
+            )
+            if approval.position != 0 and batch_shown:
+                first = next((row for row in siblings if row.position == 0), None)
+                if first is not None:
+                    await self._redraw_copies(first, siblings)
 
     async def _redraw_copies(self, approval: ApprovalRecord, siblings: Sequence[ApprovalRecord]) -> None:
         conversation = ConversationRef.from_thread_id(approval.thread_id)

@@ -198,10 +198,14 @@ class ConsoleChat:
             return True
         if not self._busy or self._interrupted:
             return False
-        self._interrupted = True
         dropped = self._drop_typed_ahead()
-        if self._service.tasks.running or not dropped:  # the stop says so when nothing runs
+        if self._service.tasks.running:
+            self._interrupted = True
             self._service.tasks.spawn(self._stop(), name="stop from the terminal")
+        elif dropped:
+            self._interrupted = True
+        else:  # between two pieces of work (a line typed ahead being claimed): not counted
+            self._write(msg.NOTHING_RUNNING)
         return True
 
     def _drop_typed_ahead(self) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
@@ -36,6 +37,8 @@ MESSAGE_CHARS = 2000
 """Discord's limit for a message's content."""
 
 NO_PINGS = discord.AllowedMentions.none()
+_SPOILER = re.compile(r"\|\|.*?\|\|", re.DOTALL)
+"""Discord's spoiler markup (`||hidden||`), masked where the bot quotes a person's text."""
 """Agent text and cards never ping: no @everyone, @here, role or user mentions."""
 
 
@@ -240,7 +243,8 @@ class DiscordPlatform:
                 busy_for=model_msg.MODEL_BUSY_FOR,
             )
         if isinstance(notice, TurnFailed) and notice.message is not None:
-            quoted = discord.utils.escape_markdown(excerpt(notice.message))
+            # The notice is public: text its author hid as a spoiler stays hidden.
+            quoted = discord.utils.escape_markdown(excerpt(_SPOILER.sub("▒▒▒", notice.message)))
             return msg.MESSAGE_FAILED.format(excerpt=quoted, thread_id=notice.thread_id)
         if isinstance(notice, TurnFailed):
             return msg.TURN_FAILED.format(thread_id=notice.thread_id)

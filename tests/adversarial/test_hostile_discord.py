@@ -594,7 +594,8 @@ async def test_forged_and_unpermitted_discord_interactions_are_refused_and_audit
 
 async def test_a_message_that_cannot_be_handled_is_named_without_pings_or_markdown(discord_bot, discord_api):
     """The database refuses to store the conversation of a message: the channel is told which
-    message to send again, quoted on one line with its markdown escaped, and nobody is pinged."""
+    message to send again, quoted on one line with its markdown escaped and its spoilers masked
+    (the notice is public), and nobody is pinged."""
     assert discord_bot.runtime is not None
     pool = discord_bot.runtime.database.pool
     await pool.execute(
@@ -604,10 +605,11 @@ async def test_a_message_that_cannot_be_handled_is_named_without_pings_or_markdo
     await pool.execute(
         "CREATE TRIGGER refuse BEFORE INSERT OR UPDATE ON conversations FOR EACH ROW EXECUTE FUNCTION refuse_conversation()"
     )
-    said = "@everyone **deploy**\nnow"
+    said = "@everyone **deploy**\nnow ||sk-live-51Habc||"
     await discord_api.send_message(D_CHANNEL, D_ALICE, f"<@{D_BOT}> {said}", mentions=[D_BOT], guild_id=D_GUILD)
     [told] = await discord_api.wait_for_request("POST", _MESSAGES)
     content = told.json["content"]
     assert content.startswith("Something went wrong on my side and I could not answer your message “"), content
-    assert r"@everyone \*\*deploy\*\* now”. Please send it again" in content
+    assert r"@everyone \*\*deploy\*\* now ▒▒▒”. Please send it again" in content  # the spoiler stays hidden
+    assert "sk-live" not in content
     assert _pings_nobody(told.json.get("allowed_mentions"))

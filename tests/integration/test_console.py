@@ -766,3 +766,46 @@ async def test_a_turn_that_reaches_a_card_during_the_grace_says_so_on_leaving(db
         await again.printed("?  send wants to run")
         again.type("/quit")
         await asyncio.wait_for(running, 60)
+
+
+async def test_ctrl_c_while_the_last_line_typed_ahead_is_claimed_says_nothing_runs_and_is_not_spent(db_url):
+    """Ctrl-C after a turn, while the one line typed ahead is being claimed: nothing runs, so the chat
+    says so (not "Nothing to stop", which read as a refusal) and the Ctrl-C is not spent: the next
+    one, during that line's turn, stops the turn instead of leaving (breaker's pass)."""
+    import asyncpg
+
+    from tests.support.barriers import another_session_waits_for_a_lock, wait_until_async
+
+    gate = Gate()
+    model = ScriptedChatModel(script=_echo, gate=gate)
+    terminal = _Terminal()
+    holder = await asyncpg.connect(db_url)
+    try:
+        async with open_service(db_url, model, make_test_registry(ToolLog()), terminal.platform) as h:
+            chat, running = await _at_work_on_first(h, terminal, gate)
+            await holder.execute(_CLAIMS_WAIT_FOR_LOCK)
+            holding = holder.transaction()
+            await holding.start()
+            await holder.execute("SELECT pg_advisory_xact_lock($1)", _CLAIM_LOCK)
+            try:
+                terminal.type("second")
+                gate.release()
+                gate.arm()  # hold the turn for `second`
+                await wait_until_async(lambda: another_session_waits_for_a_lock(holder), "the claim of `second`")
+                between = chat.interrupt()
+            finally:
+                await holding.rollback()
+            assert between is True
+            await gate.wait_arrived()
+            assert chat.interrupt() is True  # stops `second`'s turn, the chat stays
+            await terminal.printed("stopping (asked by")
+            gate.release()
+            await terminal.printed("■  Stopped by")
+            terminal.type("/quit")
+            await asyncio.wait_for(running, 60)
+    finally:
+        await holder.close()
+    assert (
+        "   Nothing to stop this moment (Ctrl-C during a turn stops it; at the prompt, Ctrl-C leaves)." in terminal.out
+    )
+    assert not any(line.startswith("!  Nothing to stop") for line in terminal.out)
