@@ -669,39 +669,51 @@ async def test_a_stop_answers_every_line_typed_ahead_that_did_not_run(db_url):
     assert "`third` was not run" in text and "`fourth` was not run" in text
 
 
-async def test_ctrl_c_between_lines_typed_ahead_stops_the_work_and_the_chat_goes_on(db_url):
-    """Ctrl-C after a turn, while the next line typed ahead is being claimed: the chat stays (it
-    left, before), the line being claimed is answered, and the line typed ahead after it is told
-    it was not run; a line typed after the Ctrl-C runs."""
+async def _ctrl_c_while_second_is_claimed(
+    h, terminal: _Terminal, gate: Gate, *typed: str, hold: bool = False
+) -> tuple[ConsoleChat, asyncio.Task[None], bool]:
+    """`first` at work, `typed` typed ahead; Ctrl-C while the first of them is claimed (its inbox row
+    waits for an advisory lock another session holds; `hold`: its turn will be held by `gate`).
+    The chat, its task, and what `interrupt` answered."""
     import asyncpg
 
     from tests.support.barriers import another_session_waits_for_a_lock, wait_until_async
 
+    chat, running = await _at_work_on_first(h, terminal, gate)
+    holder = await asyncpg.connect(h.database.url)
+    try:
+        await holder.execute(_CLAIMS_WAIT_FOR_LOCK)
+        holding = holder.transaction()
+        await holding.start()
+        await holder.execute("SELECT pg_advisory_xact_lock($1)", _CLAIM_LOCK)
+        try:
+            terminal.type(*typed)
+            gate.release()
+            if hold:
+                gate.arm()
+            await wait_until_async(lambda: another_session_waits_for_a_lock(holder), f"the claim of `{typed[0]}`")
+            answered = chat.interrupt()
+        finally:
+            await holding.rollback()
+    finally:
+        await holder.close()
+    return chat, running, answered
+
+
+async def test_ctrl_c_between_lines_typed_ahead_stops_the_work_and_the_chat_goes_on(db_url):
+    """Ctrl-C after a turn, while the next line typed ahead is being claimed: the chat stays (it
+    left, before), the line being claimed is answered, and the line typed ahead after it is told
+    it was not run; a line typed after the Ctrl-C runs."""
     gate = Gate()
     model = ScriptedChatModel(script=_echo, gate=gate)
     terminal = _Terminal()
-    holder = await asyncpg.connect(db_url)
-    try:
-        async with open_service(db_url, model, make_test_registry(ToolLog()), terminal.platform) as h:
-            chat, running = await _at_work_on_first(h, terminal, gate)
-            await holder.execute(_CLAIMS_WAIT_FOR_LOCK)
-            holding = holder.transaction()
-            await holding.start()
-            await holder.execute("SELECT pg_advisory_xact_lock($1)", _CLAIM_LOCK)
-            try:
-                terminal.type("second", "third")
-                gate.release()
-                await wait_until_async(lambda: another_session_waits_for_a_lock(holder), "the claim of `second`")
-                stays = chat.interrupt()  # the bot is at work: the first Ctrl-C stops, not leaves
-                terminal.type("after the stop")
-            finally:
-                await holding.rollback()
-            assert stays is True
-            await terminal.printed("bot> you said: after the stop")
-            terminal.type("/quit")
-            await asyncio.wait_for(running, 60)
-    finally:
-        await holder.close()
+    async with open_service(db_url, model, make_test_registry(ToolLog()), terminal.platform) as h:
+        _, running, stays = await _ctrl_c_while_second_is_claimed(h, terminal, gate, "second", "third")
+        assert stays is True  # the bot is at work: the first Ctrl-C stops, not leaves
+        terminal.type("after the stop")
+        await terminal.printed("bot> you said: after the stop")
+        terminal.type("/quit")
+        await asyncio.wait_for(running, 60)
     text = "\n".join(terminal.out)
     assert "!  Stopped with Ctrl-C: `third`, typed while the bot worked, was not run." in text
     answers = [line for line in terminal.out if line.startswith("bot> ")]
@@ -772,39 +784,19 @@ async def test_ctrl_c_while_the_last_line_typed_ahead_is_claimed_says_nothing_ru
     """Ctrl-C after a turn, while the one line typed ahead is being claimed: nothing runs, so the chat
     says so (not "Nothing to stop", which read as a refusal) and the Ctrl-C is not spent: the next
     one, during that line's turn, stops the turn instead of leaving (breaker's pass)."""
-    import asyncpg
-
-    from tests.support.barriers import another_session_waits_for_a_lock, wait_until_async
-
     gate = Gate()
-    model = ScriptedChatModel(script=_echo, gate=gate)
     terminal = _Terminal()
-    holder = await asyncpg.connect(db_url)
-    try:
-        async with open_service(db_url, model, make_test_registry(ToolLog()), terminal.platform) as h:
-            chat, running = await _at_work_on_first(h, terminal, gate)
-            await holder.execute(_CLAIMS_WAIT_FOR_LOCK)
-            holding = holder.transaction()
-            await holding.start()
-            await holder.execute("SELECT pg_advisory_xact_lock($1)", _CLAIM_LOCK)
-            try:
-                terminal.type("second")
-                gate.release()
-                gate.arm()  # hold the turn for `second`
-                await wait_until_async(lambda: another_session_waits_for_a_lock(holder), "the claim of `second`")
-                between = chat.interrupt()
-            finally:
-                await holding.rollback()
-            assert between is True
-            await gate.wait_arrived()
-            assert chat.interrupt() is True  # stops `second`'s turn, the chat stays
-            await terminal.printed("stopping (asked by")
-            gate.release()
-            await terminal.printed("■  Stopped by")
-            terminal.type("/quit")
-            await asyncio.wait_for(running, 60)
-    finally:
-        await holder.close()
+    model = ScriptedChatModel(script=_echo, gate=gate)
+    async with open_service(db_url, model, make_test_registry(ToolLog()), terminal.platform) as h:
+        chat, running, between = await _ctrl_c_while_second_is_claimed(h, terminal, gate, "second", hold=True)
+        assert between is True
+        await gate.wait_arrived()
+        assert chat.interrupt() is True  # stops `second`'s turn, the chat stays
+        await terminal.printed("stopping (asked by")
+        gate.release()
+        await terminal.printed("■  Stopped by")
+        terminal.type("/quit")
+        await asyncio.wait_for(running, 60)
     assert (
         "   Nothing to stop this moment (Ctrl-C during a turn stops it; at the prompt, Ctrl-C leaves)." in terminal.out
     )
