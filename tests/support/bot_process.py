@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import random
 import signal
 import socket
 import sys
@@ -11,11 +12,31 @@ from pathlib import Path
 
 import httpx
 
+_PICKED: set[int] = set()
+_BELOW_EPHEMERAL = range(20000, 32000)
+"""Ports `free_port` picks from: below Linux's ephemeral range (32768-60999 by default)."""
+
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A port on 127.0.0.1 that nothing listens on now, for a process the test starts to bind later.
+
+    Picked at random below the ephemeral range, not by binding port 0: between the release and
+    the process's own bind, the kernel hands ephemeral ports to other sockets (the source port
+    of every outgoing connection, a stand-in bound to port 0, a second suite beside this one),
+    and a port it had just given out came back ("Address already in use", or another test's
+    health checks reaching a stand-in). Each port is handed out once per test process.
+    """
+    while True:
+        port = random.choice(_BELOW_EPHEMERAL)
+        if port in _PICKED:
+            continue
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _PICKED.add(port)
+        return port
 
 
 def base_env(**values: str) -> dict[str, str]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
@@ -15,6 +14,7 @@ from aiohttp import web
 from bot.errors import ConfigurationError
 from bot.settings import ToolSettings
 from bot.tools.http_request import make_http_request_tool, needs_review
+from tests.support.bot_process import free_port
 
 
 @dataclass
@@ -324,16 +324,9 @@ async def test_timeout_is_an_error_string(server):
     )
 
 
-def closed_port() -> int:
-    """A port on 127.0.0.1 that nothing listens on (bound by the OS, then released)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 async def test_connection_refused_is_an_error_string():
     """A listed host with nothing listening gives a connection error, not a traceback."""
-    port = closed_port()
+    port = free_port()
     tool = make_http_request_tool(settings_for("127.0.0.1"))
     result = await call(tool, method="GET", url=f"http://127.0.0.1:{port}/nothing")
     assert result.startswith(f"Error: could not connect to 127.0.0.1:{port}")

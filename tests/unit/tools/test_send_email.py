@@ -17,6 +17,7 @@ from pydantic import SecretStr
 from bot.errors import ConfigurationError
 from bot.settings import ToolSettings
 from bot.tools.send_email import MAX_RECIPIENTS, make_send_email_tool, normalize_address
+from tests.support.bot_process import free_port
 
 PASSWORD = "s3cr3t-p@ss:word"
 
@@ -53,13 +54,6 @@ class Recorder:
         self.logins.append((login, password))
         # handled=False: aiosmtpd itself answers 535 on failure, as a real server does.
         return AuthResult(success=password == PASSWORD, handled=False)
-
-
-def free_port() -> int:
-    """A port on 127.0.0.1 that nothing listens on (bound by the OS, then released)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @dataclass
