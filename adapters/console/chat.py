@@ -188,10 +188,13 @@ class ConsoleChat:
         During `shut_down` it ends the wait for the turn in progress instead (the bot leaves
         at once; the turn is finished on the next start).
 
+        Between two pieces of work (no turn running, nothing typed ahead to drop: a line typed
+        ahead being claimed) it only says so, and is not counted as the one stop.
+
         Returns:
-            True when it stops the bot's work (the chat goes on; lines typed ahead are not run)
-            or cuts the shutdown short; False when the caller should leave (the chat is at a
-            prompt, or Ctrl-C was pressed since it last was).
+            True when it stops the bot's work (the chat goes on; lines typed ahead are not run),
+            says nothing runs, or cuts the shutdown short; False when the caller should leave
+            (the chat is at a prompt, or a counted Ctrl-C came since it last was).
         """
         if self._cut_short is not None:
             self._cut_short.set()  # leaving already: end the wait for the turn at once
