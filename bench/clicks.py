@@ -208,7 +208,8 @@ class ClickSender:
         """Send Approve on every card at once; return each click's ack, in the cards' order.
 
         Raises:
-            RuntimeError: a click was not answered with HTTP 200.
+            RuntimeError: the sender could not deliver the burst (its `error`), or a click was
+                not answered with HTTP 200.
         """
         jobs = [
             {
@@ -227,6 +228,8 @@ class ClickSender:
         self._process.stdin.write(json.dumps(jobs).encode() + b"\n")
         await self._process.stdin.drain()
         answer = json.loads(await asyncio.wait_for(self._process.stdout.readline(), WAIT_S))
+        if "error" in answer:
+            raise RuntimeError(f"the click sender failed: {answer['error']}")
         if any(status != 200 for status in answer["status"]):
             raise RuntimeError(f"clicks got HTTP {sorted(set(answer['status']))}")
         return [Ack(float(ms), worker) for ms, worker in zip(answer["ack_ms"], answer["worker"], strict=True)]

@@ -25,13 +25,17 @@ log = logging.getLogger(__name__)
 
 EventLoopName = Literal["auto", "uvloop", "asyncio"]
 
-GC_THRESHOLDS = (50_000, 20, 100)
-"""`gc.set_threshold` once the bot has started: a young-generation collection every 50,000 net
+GC_THRESHOLDS = (10_000, 20, 100)
+"""`gc.set_threshold` once the bot has started: a young-generation collection every 10,000 net
 allocations instead of 700, an older one every 20 of those, a full one every 100 of those. A
 turn allocates tens of thousands of short-lived objects (messages, pydantic models, checkpoint
 blobs) that reference counting frees; the default thresholds ran the cycle collector many times
-per turn for little garbage. The cost is at most that many cyclic objects waiting a little
-longer to be freed (a few MB)."""
+per turn for little garbage. A young collection costs about a microsecond per object it holds,
+and it holds up everything else in the process meanwhile: 50,000 (until issue 11's stop 25)
+stopped a worker for 40-80 ms every few seconds under load, in the middle of a burst of click
+acks, where 10,000 stops it for 3-10 ms at no measurable cost in messages per second
+(docs/decisions/0025). The cost is at most that many cyclic objects waiting a little longer to
+be freed."""
 
 
 def loop_factory(name: EventLoopName) -> Callable[[], asyncio.AbstractEventLoop] | None:

@@ -14,7 +14,7 @@ import socket
 import sys
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
@@ -26,6 +26,9 @@ from bot.settings import Settings
 from countersign.event_loop import running_loop_name, settle_heap
 from countersign.runtime import Runtime, check_configuration, open_runtime
 from countersign.signals import cancel_on_signals
+
+if TYPE_CHECKING:
+    from adapters.slack.ack_board import AckBoard
 
 log = logging.getLogger(__name__)
 
@@ -189,7 +192,9 @@ class BotServer:
         if settings.slack.enabled:
             from adapters.slack.app import SlackAdapter
 
-            slack = SlackAdapter(settings.slack, runtime.service, runtime.admin, runtime.database.pool)
+            slack = SlackAdapter(
+                settings.slack, runtime.service, runtime.admin, runtime.database.pool, board=self._ack_board()
+            )
             runtime.platforms[slack.platform.name] = slack.platform
             slack.add_routes(web_app)
             self._adapters.append(slack)
@@ -232,6 +237,26 @@ class BotServer:
         self.port = sock.getsockname()[1]
         runtime.service.start()
         await runtime.service.recover()
+
+    def _ack_board(self) -> AckBoard | None:
+        """A worker's view of the machine's `AckBoard` (None outside `countersign run --workers N`).
+
+        Opened before the adapter and closed after everything else on this server's stack.
+
+        Raises:
+            ConfigurationError: the supervisor's board file cannot be opened.
+        """
+        from adapters.slack.ack_board import AckBoard
+
+        server = self._settings.server
+        if server.ack_board is None or server.worker_index is None:
+            return None
+        try:
+            board = AckBoard.open(server.ack_board, server.worker_index)
+        except (OSError, ValueError) as exc:
+            raise ConfigurationError(f"cannot open COUNTERSIGN_ACK_BOARD {server.ack_board}: {exc}") from None
+        self._stack.callback(board.close)
+        return board
 
     async def _ready(self, request: web.Request) -> web.Response:
         """`GET /readyz`: 200 only when the database answers and every platform is connected.

@@ -9,6 +9,9 @@ The supervisor (this module) owns what the workers share and starts nothing of t
   for its whole life, which picks the port for `PORT=0` and keeps it ours between restarts;
 - metrics: `PROMETHEUS_MULTIPROC_DIR` (a fresh directory, or the operator's, emptied at start),
   so `GET /metrics` on any worker sums them all (prometheus-client's multiprocess mode);
+- the cores: `COUNTERSIGN_ACK_BOARD`, a small file in which each worker says how many Slack
+  requests it has in hand, so that no worker starts the decisions behind its acks while a
+  sibling still owes acks (`adapters.slack.ack_board`, docs/decisions/0032);
 - Discord's shards: the shard count is `DISCORD_SHARD_COUNT`, else what `GET /gateway/bot`
   recommends (asked once here) but at least one per worker; the shards to run
   (`DISCORD_SHARD_IDS`, else all) are dealt out in turn, so each runs in exactly one worker and
@@ -46,6 +49,7 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
+from adapters.slack.ack_board import AckBoard
 from bot import metrics
 from bot.errors import ConfigurationError
 from bot.settings import Settings
@@ -189,11 +193,13 @@ async def supervise(settings: Settings, workers: int, stop: asyncio.Event) -> No
         url, shard_env = preparing.result()
         port = holder.getsockname()[1]
         metrics_dir = _metrics_dir(stack)
+        board = _ack_board(stack, workers)
         env = {
             **os.environ,
             "DATABASE_URL": url,
             "PORT": str(port),
             "PROMETHEUS_MULTIPROC_DIR": str(metrics_dir),
+            "COUNTERSIGN_ACK_BOARD": str(board),
             "COUNTERSIGN_WORKERS": "1",
         }
         log.info("Countersign starts %d workers on %s:%s", workers, settings.server.host, port)
@@ -251,6 +257,15 @@ def _metrics_dir(stack: AsyncExitStack) -> Path:
     directory = Path(tempfile.mkdtemp(prefix="countersign-metrics-"))
     stack.callback(shutil.rmtree, directory, ignore_errors=True)
     return directory
+
+
+def _ack_board(stack: AsyncExitStack, workers: int) -> Path:
+    """A fresh `AckBoard` file with a slot per worker, in a directory of its own removed at the end."""
+    directory = Path(tempfile.mkdtemp(prefix="countersign-acks-"))
+    stack.callback(shutil.rmtree, directory, ignore_errors=True)
+    path = directory / "ack-board"
+    AckBoard.create(path, workers)
+    return path
 
 
 async def watch_supervisor(on_gone: Callable[[], None], *, poll_s: float = SUPERVISOR_POLL_S) -> None:

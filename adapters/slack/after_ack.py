@@ -11,25 +11,30 @@ Slack shows the clicker an error when an interaction is not acked within three s
 decision behind the click has no such limit. So the work waits while requests keep arriving
 (until `QUIET_S` has passed with none in hand, at most `MAX_DEFER_S`): in a burst of clicks the
 acks do not queue in the event loop behind the decisions, resumed turns and database round trips
-of the clicks before them (docs/decisions/0029).
+of the clicks before them (docs/decisions/0029). Workers on one machine share its cores, so with
+an `AckBoard` the work waits until no worker of the machine has a request in hand
+(docs/decisions/0032).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Coroutine, Iterator
 from typing import Any
 
+from adapters.slack.ack_board import AckBoard
 from bot.tasks import TaskTracker
 
 WORK_TASK_PREFIX = "slack: "
 """The start of the name of every task `AfterAck.run` starts (tests wait for them by name)."""
 
 QUIET_S = 0.02
-"""Seconds with no Slack request in hand after which the work of acked requests starts: longer
-than the gaps between the requests of a burst as one process sees them (an ack takes about half
-a millisecond of CPU), short enough that a lone click's decision is not noticeably later."""
+"""Seconds with no Slack request in hand (in this process, and with an `AckBoard` in any worker
+of the machine) after which the work of acked requests starts: longer than the gaps between the
+requests of a burst as one process sees them (an ack takes about half a millisecond of CPU),
+short enough that a lone click's decision is not noticeably later."""
 
 CONFIRM_S = 0.001
 """After `QUIET_S`, the gate opens only if no request arrived in one more poll for I/O this long."""
@@ -51,12 +56,23 @@ class AfterAck:
         tasks: the service's task tracker (`Countersign.tasks`).
         quiet_s: see `QUIET_S` (None: that constant, as it is when the adapter is built).
         max_defer_s: see `MAX_DEFER_S` (None: likewise).
+        board: the machine's board with `countersign run --workers N` (this worker's slot is
+            kept up to date, and the work also waits for the other workers' requests); None
+            for a lone process.
     """
 
-    def __init__(self, tasks: TaskTracker, *, quiet_s: float | None = None, max_defer_s: float | None = None) -> None:
+    def __init__(
+        self,
+        tasks: TaskTracker,
+        *,
+        quiet_s: float | None = None,
+        max_defer_s: float | None = None,
+        board: AckBoard | None = None,
+    ) -> None:
         self._tasks = tasks
         self._quiet_s = QUIET_S if quiet_s is None else quiet_s
         self._max_defer_s = MAX_DEFER_S if max_defer_s is None else max_defer_s
+        self._board = board
         self._in_hand = 0
         self._arrivals = 0
         self._last_ack = 0.0
@@ -70,14 +86,17 @@ class AfterAck:
         self._in_hand += 1
         self._arrivals += 1
         self._quiet.clear()
+        if self._board is not None:
+            self._board.publish(self._in_hand)
         try:
             yield
         finally:
             self._in_hand -= 1
-            loop = asyncio.get_running_loop()
-            self._last_ack = loop.time()
+            self._last_ack = time.monotonic()
+            if self._board is not None:
+                self._board.publish(self._in_hand)
             if self._in_hand == 0 and self._timer is None:
-                self._timer = loop.call_at(self._last_ack + self._quiet_s, self._check)
+                self._timer = asyncio.get_running_loop().call_later(self._quiet_s, self._check)
 
     def _check(self) -> None:
         """The timer: once `quiet_s` passed since the last ack with nothing in hand, confirm it."""
@@ -86,8 +105,16 @@ class AfterAck:
             return  # the request in hand sets the timer again when it is acked
         loop = asyncio.get_running_loop()
         due = self._last_ack + self._quiet_s
-        if loop.time() < due:
-            self._timer = loop.call_at(due, self._check)
+        if self._board is not None:
+            busy, latest = self._board.others()
+            if busy:
+                # Another worker's requests: it does not wake this one, so look again later.
+                self._timer = loop.call_later(self._quiet_s, self._check)
+                return
+            due = max(due, latest + self._quiet_s)
+        wait = due - time.monotonic()
+        if wait > 0:
+            self._timer = loop.call_later(wait, self._check)
             return
         # The quiet may only be this process having been off the CPU, with requests waiting in
         # its sockets (timers run before the loop polls for I/O): open only if another poll
@@ -96,7 +123,7 @@ class AfterAck:
 
     def _confirm(self, arrivals: int) -> None:
         self._timer = None
-        if self._in_hand or self._arrivals != arrivals:
+        if self._in_hand or self._arrivals != arrivals or (self._board is not None and self._board.others()[0]):
             self._check()
         else:
             self._quiet.set()

@@ -27,6 +27,7 @@ from slack_bolt.oauth.async_oauth_settings import AsyncOAuthSettings
 from slack_sdk.errors import SlackApiError
 
 from adapters.slack import ack_timing
+from adapters.slack.ack_board import AckBoard
 from adapters.slack.after_ack import AfterAck
 from adapters.slack.commands import SlackCommands
 from adapters.slack.installation_store import PostgresInstallationStore
@@ -130,6 +131,8 @@ class SlackAdapter:
         service: the core.
         admin: the `/countersign` commands.
         pool: the asyncpg pool, for the installation and OAuth state stores (OAuth mode only).
+        board: the machine's `AckBoard` in a worker of `countersign run --workers N` (None: a
+            lone process); whoever opened it closes it after the adapter.
 
     Construct it inside the running event loop (it opens an HTTP session).
 
@@ -140,7 +143,13 @@ class SlackAdapter:
     """
 
     def __init__(
-        self, settings: SlackSettings, service: Countersign, admin: AdminService, pool: asyncpg.Pool | None = None
+        self,
+        settings: SlackSettings,
+        service: Countersign,
+        admin: AdminService,
+        pool: asyncpg.Pool | None = None,
+        *,
+        board: AckBoard | None = None,
     ) -> None:
         if settings.problem is not None:
             raise ConfigurationError(settings.problem)
@@ -192,7 +201,8 @@ class SlackAdapter:
         # Bolt tries the listeners in the order they were added, building every possible listener
         # argument for each one it tries (about 18 us each here): messages and clicks first,
         # the rare events last.
-        self.after_ack = AfterAck(service.tasks)
+        self._board = board
+        self.after_ack = AfterAck(service.tasks, board=board)
         SlackListeners(service, self.platform, self.users, admin, self.after_ack).register(self.app)
         SlackCommands(admin, self.users, self.after_ack).register(self.app)
         if oauth_settings is not None:

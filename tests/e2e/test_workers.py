@@ -13,14 +13,17 @@ import os
 import re
 import signal
 import socket
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 import httpx
 import psutil
 import pytest
 
 from adapters.slack import blocks
+from adapters.slack.ack_board import SLOT
 from tests.e2e.conftest import ALICE, CHANNEL, SIGNING_SECRET, TEAM
 from tests.e2e.test_process import bot_env
 from tests.e2e.test_slack_flow import click, wait_answer, wait_card
@@ -40,6 +43,15 @@ def worker_pids(bot: BotProcess) -> dict[int, list[int]]:
     for index, pid in STARTED.findall(bot.stderr):
         pids.setdefault(int(index), []).append(int(pid))
     return pids
+
+
+def board_slots(path: Path) -> list[tuple[int, float]]:
+    """The ack board's slots (requests in hand, when that last changed); [] once the file is gone."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return []
+    return [SLOT.unpack_from(data, offset) for offset in range(0, len(data), SLOT.size)]
 
 
 @asynccontextmanager
@@ -92,10 +104,20 @@ async def test_two_workers_share_the_port_and_the_database(db_url, gemini, slack
             assert mention.headers[WORKER.lower()] == "0"
         [card] = await wait_card(slack)
         async with sender_on(port, "1") as second:
+            before_click = time.monotonic()
             clicked = await click(second, slack, ALICE, blocks.ACTION_APPROVE, card)
             assert clicked.status == 200 and clicked.headers[WORKER.lower()] == "1"
             again = await click(second, slack, ALICE, blocks.ACTION_APPROVE, card)
             assert again.status == 200
+        # Each worker keeps its slot of the machine's ack board (decision 0032): worker 1 said
+        # it had the clicks in hand and then that it had acked them.
+        [[first_pid], [second_pid]] = worker_pids(bot).values()
+        board = Path(psutil.Process(second_pid).environ()["COUNTERSIGN_ACK_BOARD"])
+        assert psutil.Process(first_pid).environ()["COUNTERSIGN_ACK_BOARD"] == str(board)
+        slots = board_slots(board)
+        assert len(slots) == 2
+        assert slots[1][0] == 0 and slots[1][1] >= before_click
+        assert slots[0][1] > 0  # worker 0 opened the board and took the mention
         [answer] = await wait_answer(slack, mention.ts)
         assert "widget" in answer
         assert [r.json for r in target.requests] == [{"name": "widget"}]
@@ -113,6 +135,7 @@ async def test_two_workers_share_the_port_and_the_database(db_url, gemini, slack
     assert code == 0, bot.stderr.decode()
     assert b"Traceback" not in bot.stderr
     assert not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE for pid in pids)
+    assert board_slots(board) == []  # the supervisor removed it
 
 
 async def test_a_killed_worker_is_restarted_and_the_cards_still_work(gemini, slack, target, tmp_path):

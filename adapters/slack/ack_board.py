@@ -1,0 +1,102 @@
+"""Slack requests in hand across the workers of one machine: a small shared file, a slot each.
+
+`countersign run --workers N` runs N processes on the same cores. Each one's `AfterAck` holds
+the work that follows its acks while requests wait for theirs (docs/decisions/0029), but a
+worker that has acked its share of a burst of clicks would otherwise start its decisions and
+resumed turns while a sibling still acks its own share, and take the cores from it: the burst's
+last acks came back tens of ms later (docs/decisions/0032). So each worker publishes, in its
+slot of a file the supervisor creates, how many requests it has in hand and when that last
+changed; each worker's `AfterAck` waits for the whole machine to be quiet.
+
+A slot is two 8-byte fields (`SLOT`), written only by its own worker and read by the others
+without a lock: aligned 8-byte stores and loads are not torn on the platforms the bot runs on,
+and a reader that sees a slot a moment late only waits one more quiet period or starts one
+early. A worker killed while it had requests in hand leaves its count behind; a slot not
+changed for `STALE_S` counts as quiet, and a restarted worker clears its own slot at start.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+import time
+from pathlib import Path
+
+SLOT = struct.Struct("=qd")
+"""One worker's slot: requests in hand (int64), then when that last changed (float64 seconds,
+`time.monotonic()`, which is CLOCK_MONOTONIC and so the same clock in every process)."""
+
+STALE_S = 3.0
+"""A slot unchanged this long, in seconds, counts as quiet whatever it says: Slack gives up on
+an ack after three seconds, so no request is still worth waiting for by then."""
+
+
+class AckBoard:
+    """This worker's view of the machine's board: its own slot to write, the others to read.
+
+    Open it with `AckBoard.open`; the supervisor makes the file with `AckBoard.create`.
+
+    Args:
+        board: the mapped file.
+        index: this worker's slot (`COUNTERSIGN_WORKER_INDEX`).
+        slots: how many slots the file holds (the supervisor's worker count).
+    """
+
+    def __init__(self, board: mmap.mmap, index: int, slots: int) -> None:
+        self._board = board
+        self._index = index
+        self._slots = slots
+
+    @staticmethod
+    def create(path: Path, workers: int) -> None:
+        """Make the board file for `workers` workers, every slot quiet (the supervisor, before any worker starts).
+
+        Raises:
+            OSError: the file cannot be written.
+        """
+        path.write_bytes(bytes(SLOT.size * workers))
+
+    @classmethod
+    def open(cls, path: Path, index: int) -> AckBoard:
+        """Map the board file and clear this worker's slot (a restarted worker's old count).
+
+        Raises:
+            OSError: the file cannot be opened or mapped.
+            ValueError: `index` has no slot in the file.
+        """
+        fd = os.open(path, os.O_RDWR)
+        try:
+            size = os.fstat(fd).st_size
+            if size == 0 or size % SLOT.size or not 0 <= index < size // SLOT.size:
+                raise ValueError(f"{path} has no slot {index} (size {size} bytes)")
+            board = mmap.mmap(fd, size)
+        finally:
+            os.close(fd)
+        ack_board = cls(board, index, size // SLOT.size)
+        ack_board.publish(0)
+        return ack_board
+
+    def publish(self, in_hand: int) -> None:
+        """Write this worker's count of requests in hand, stamped now."""
+        SLOT.pack_into(self._board, self._index * SLOT.size, in_hand, time.monotonic())
+
+    def others(self) -> tuple[bool, float]:
+        """(whether another worker has a request in hand, the latest time another worker's count changed).
+
+        The time is `time.monotonic()` seconds (0.0 when no other slot was ever written); a slot
+        unchanged for `STALE_S` is never in hand.
+        """
+        now = time.monotonic()
+        busy, latest = False, 0.0
+        for slot in range(self._slots):
+            if slot == self._index:
+                continue
+            in_hand, changed = SLOT.unpack_from(self._board, slot * SLOT.size)
+            busy = busy or (in_hand > 0 and now - changed < STALE_S)
+            latest = max(latest, changed)
+        return busy, latest
+
+    def close(self) -> None:
+        """Unmap the file (this worker's slot is left as it is; the next `open` clears it)."""
+        self._board.close()
