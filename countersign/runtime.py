@@ -284,6 +284,9 @@ async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
     model = build_chat_model(settings.gemini)
     registry = build_registry(settings.tools, settings.agent.tools_module)
     subagents = load_subagents(settings.agent.subagents_file, registry)
+    if settings.tools.smtp_url is None:
+        # Said here, once: `check_configuration` builds the tools before this too.
+        log.info("send_email is off: SMTP_URL is not set")
     log.info(
         "agent for channels without a setting: %s; subagents: %s",
         settings.agent.agent.value,

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import logging
-
 from bot.approvals.mode import Mode
 from bot.settings import ToolSettings
 from bot.tools.calculator import make_calculator_tool
@@ -11,8 +9,6 @@ from bot.tools.current_time import make_current_time_tool
 from bot.tools.http_request import make_http_request_tool, needs_review
 from bot.tools.registry import ToolSpec
 from bot.tools.send_email import make_send_email_tool
-
-log = logging.getLogger(__name__)
 
 
 def builtin_tools(settings: ToolSettings) -> list[ToolSpec]:
@@ -45,6 +41,4 @@ def builtin_tools(settings: ToolSettings) -> list[ToolSpec]:
     ]
     if settings.smtp_url is not None:
         specs.append(ToolSpec(tool=make_send_email_tool(settings), default_mode=Mode.REVIEW))
-    else:
-        log.info("send_email is off: SMTP_URL is not set")
     return specs
