@@ -40,9 +40,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="N",
         help="worker processes sharing the port and the database (default: COUNTERSIGN_WORKERS, else 1)",
     )
-    commands.add_parser("chat", help="a conversation in the terminal, approvals as prompts")
-    commands.add_parser("migrate", help="apply migrations and LangGraph's checkpoint setup, then exit")
-    args = parser.parse_args(argv)
+    chat = commands.add_parser("chat", help="a conversation in the terminal, approvals as prompts")
+    migrate = commands.add_parser("migrate", help="apply migrations and LangGraph's checkpoint setup, then exit")
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        # argparse reports a subcommand's unknown option with the top-level usage; the
+        # subcommand's own usage says what it takes (it exits with status 2).
+        {"run": run, "chat": chat, "migrate": migrate}[args.command].error(
+            f"unrecognized arguments: {' '.join(unknown)}"
+        )
 
     if getattr(args, "workers", None) is not None:
         os.environ["COUNTERSIGN_WORKERS"] = str(args.workers)  # validated with the other settings
