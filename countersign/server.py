@@ -241,20 +241,25 @@ class BotServer:
     def _ack_board(self) -> AckBoard | None:
         """A worker's view of the machine's `AckBoard` (None outside `countersign run --workers N`).
 
-        Opened before the adapter and closed after everything else on this server's stack.
-
-        Raises:
-            ConfigurationError: the supervisor's board file cannot be opened.
+        Opened before the adapter and closed after everything else on this server's stack. A
+        board that cannot be opened is logged and done without: the worker's decisions then
+        wait only for its own acks, as a lone process's do.
         """
         from adapters.slack.ack_board import AckBoard
 
         server = self._settings.server
-        if server.ack_board is None or server.worker_index is None:
+        if server.ack_board_fd is None or server.worker_index is None:
             return None
         try:
-            board = AckBoard.open(server.ack_board, server.worker_index)
+            board = AckBoard.open(server.ack_board_fd, server.worker_index)
         except (OSError, ValueError) as exc:
-            raise ConfigurationError(f"cannot open COUNTERSIGN_ACK_BOARD {server.ack_board}: {exc}") from None
+            log.warning(
+                "cannot use the workers' ack board (COUNTERSIGN_ACK_BOARD_FD=%d): %s; this worker's decisions "
+                "wait only for its own acks",
+                server.ack_board_fd,
+                exc,
+            )
+            return None
         self._stack.callback(board.close)
         return board
 

@@ -9,9 +9,10 @@ The supervisor (this module) owns what the workers share and starts nothing of t
   for its whole life, which picks the port for `PORT=0` and keeps it ours between restarts;
 - metrics: `PROMETHEUS_MULTIPROC_DIR` (a fresh directory, or the operator's, emptied at start),
   so `GET /metrics` on any worker sums them all (prometheus-client's multiprocess mode);
-- the cores: `COUNTERSIGN_ACK_BOARD`, a small file in which each worker says how many Slack
-  requests it has in hand, so that no worker starts the decisions behind its acks while a
-  sibling still owes acks (`adapters.slack.ack_board`, docs/decisions/0032);
+- the cores: an `AckBoard`, a small shared memory (its file descriptor passed to each worker,
+  `COUNTERSIGN_ACK_BOARD_FD`) in which each worker says how many Slack requests it has in hand,
+  so that no worker starts the decisions behind its acks while a sibling still owes acks
+  (`adapters.slack.ack_board`, docs/decisions/0032);
 - Discord's shards: the shard count is `DISCORD_SHARD_COUNT`, else what `GET /gateway/bot`
   recommends (asked once here) but at least one per worker; the shards to run
   (`DISCORD_SHARD_IDS`, else all) are dealt out in turn, so each runs in exactly one worker and
@@ -199,11 +200,11 @@ async def supervise(settings: Settings, workers: int, stop: asyncio.Event) -> No
             "DATABASE_URL": url,
             "PORT": str(port),
             "PROMETHEUS_MULTIPROC_DIR": str(metrics_dir),
-            "COUNTERSIGN_ACK_BOARD": str(board),
+            "COUNTERSIGN_ACK_BOARD_FD": str(board),
             "COUNTERSIGN_WORKERS": "1",
         }
         log.info("Countersign starts %d workers on %s:%s", workers, settings.server.host, port)
-        await _Supervisor(env, shard_env, metrics_dir, settings.server.shutdown_grace_s).run(stop)
+        await _Supervisor(env, shard_env, metrics_dir, settings.server.shutdown_grace_s, board).run(stop)
 
 
 def _hold_port(host: str, port: int) -> socket.socket:
@@ -259,13 +260,18 @@ def _metrics_dir(stack: AsyncExitStack) -> Path:
     return directory
 
 
-def _ack_board(stack: AsyncExitStack, workers: int) -> Path:
-    """A fresh `AckBoard` file with a slot per worker, in a directory of its own removed at the end."""
-    directory = Path(tempfile.mkdtemp(prefix="countersign-acks-"))
-    stack.callback(shutil.rmtree, directory, ignore_errors=True)
-    path = directory / "ack-board"
-    AckBoard.create(path, workers)
-    return path
+def _ack_board(stack: AsyncExitStack, workers: int) -> int:
+    """A fresh `AckBoard` with a slot per worker: its file descriptor, closed at the end.
+
+    Raises:
+        ConfigurationError: the board cannot be made (no file descriptor or memory left).
+    """
+    try:
+        fd = AckBoard.create(workers)
+    except OSError as exc:
+        raise ConfigurationError(f"cannot make the workers' ack board: {exc.strerror or exc}") from None
+    stack.callback(os.close, fd)
+    return fd
 
 
 async def watch_supervisor(on_gone: Callable[[], None], *, poll_s: float = SUPERVISOR_POLL_S) -> None:
@@ -290,8 +296,11 @@ async def watch_supervisor(on_gone: Callable[[], None], *, poll_s: float = SUPER
 
 
 class _Supervisor:
-    def __init__(self, env: dict[str, str], own: list[dict[str, str]], metrics_dir: Path, grace_s: float) -> None:
+    def __init__(
+        self, env: dict[str, str], own: list[dict[str, str]], metrics_dir: Path, grace_s: float, board: int
+    ) -> None:
         self._env = env
+        self._board = board  # the AckBoard's file descriptor, handed to every worker
         # `own`: each worker's own settings (its Discord shards), the same at every restart.
         self._workers = [_Worker(index, extra) for index, extra in enumerate(own)]
         self._metrics_dir = metrics_dir
@@ -349,7 +358,13 @@ class _Supervisor:
             SUPERVISOR_PID_ENV: str(os.getpid()),
         }
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "countersign.cli", "run", env=env, stdin=asyncio.subprocess.DEVNULL
+            sys.executable,
+            "-m",
+            "countersign.cli",
+            "run",
+            env=env,
+            stdin=asyncio.subprocess.DEVNULL,
+            pass_fds=(self._board,),
         )
         worker.process = process
         worker.started_at = time.monotonic()

@@ -5,8 +5,13 @@ the work that follows its acks while requests wait for theirs (docs/decisions/00
 worker that has acked its share of a burst of clicks would otherwise start its decisions and
 resumed turns while a sibling still acks its own share, and take the cores from it: the burst's
 last acks came back tens of ms later (docs/decisions/0032). So each worker publishes, in its
-slot of a file the supervisor creates, how many requests it has in hand and when that last
-changed; each worker's `AfterAck` waits for the whole machine to be quiet.
+slot of a small shared memory the supervisor makes, how many requests it has in hand and when
+that last changed; each worker's `AfterAck` waits for the whole machine to be quiet.
+
+The board has no name in the file system: the supervisor makes it with `memfd_create` (Linux;
+an unlinked temporary file elsewhere) and hands the open file descriptor to each worker it
+starts (`COUNTERSIGN_ACK_BOARD_FD`, `pass_fds`), so no temporary-file cleaner can delete or
+truncate it under the workers, and it is gone with the last process that holds it.
 
 A slot is two 8-byte fields (`SLOT`), written only by its own worker and read by the others
 without a lock: aligned 8-byte stores and loads are not torn on the platforms the bot runs on,
@@ -20,8 +25,8 @@ from __future__ import annotations
 import mmap
 import os
 import struct
+import tempfile
 import time
-from pathlib import Path
 
 SLOT = struct.Struct("=qd")
 """One worker's slot: requests in hand (int64), then when that last changed (float64 seconds,
@@ -35,12 +40,13 @@ an ack after three seconds, so no request is still worth waiting for by then."""
 class AckBoard:
     """This worker's view of the machine's board: its own slot to write, the others to read.
 
-    Open it with `AckBoard.open`; the supervisor makes the file with `AckBoard.create`.
+    Open it with `AckBoard.open`; the supervisor makes the board with `AckBoard.create`. Once
+    closed, it says nothing is in hand elsewhere and ignores what this worker publishes.
 
     Args:
-        board: the mapped file.
+        board: the mapped board.
         index: this worker's slot (`COUNTERSIGN_WORKER_INDEX`).
-        slots: how many slots the file holds (the supervisor's worker count).
+        slots: how many slots the board holds (the supervisor's worker count).
     """
 
     def __init__(self, board: mmap.mmap, index: int, slots: int) -> None:
@@ -49,44 +55,54 @@ class AckBoard:
         self._slots = slots
 
     @staticmethod
-    def create(path: Path, workers: int) -> None:
-        """Make the board file for `workers` workers, every slot quiet (the supervisor, before any worker starts).
+    def create(workers: int) -> int:
+        """A new board for `workers` workers, every slot quiet: an open file descriptor (the caller closes it).
 
         Raises:
-            OSError: the file cannot be written.
+            OSError: the memory cannot be had (no file descriptor left, no space).
         """
-        path.write_bytes(bytes(SLOT.size * workers))
+        if hasattr(os, "memfd_create"):
+            fd = os.memfd_create("countersign-ack-board")
+        else:  # pragma: no cover - macOS and BSD
+            fd, path = tempfile.mkstemp(prefix="countersign-ack-board-")
+            os.unlink(path)
+        try:
+            os.ftruncate(fd, SLOT.size * workers)
+        except OSError:
+            os.close(fd)
+            raise
+        return fd
 
     @classmethod
-    def open(cls, path: Path, index: int) -> AckBoard:
-        """Map the board file and clear this worker's slot (a restarted worker's old count).
+    def open(cls, fd: int, index: int) -> AckBoard:
+        """Map the board behind `fd` and clear this worker's slot (a restarted worker's old count).
+
+        The file descriptor stays open (the mapping does not need it; the caller may close it).
 
         Raises:
-            OSError: the file cannot be opened or mapped.
-            ValueError: `index` has no slot in the file.
+            OSError: `fd` is not an open file that can be mapped.
+            ValueError: `index` has no slot in the board.
         """
-        fd = os.open(path, os.O_RDWR)
-        try:
-            size = os.fstat(fd).st_size
-            if size == 0 or size % SLOT.size or not 0 <= index < size // SLOT.size:
-                raise ValueError(f"{path} has no slot {index} (size {size} bytes)")
-            board = mmap.mmap(fd, size)
-        finally:
-            os.close(fd)
-        ack_board = cls(board, index, size // SLOT.size)
+        size = os.fstat(fd).st_size
+        if size == 0 or size % SLOT.size or not 0 <= index < size // SLOT.size:
+            raise ValueError(f"the board has no slot {index} ({size} bytes)")
+        ack_board = cls(mmap.mmap(fd, size), index, size // SLOT.size)
         ack_board.publish(0)
         return ack_board
 
     def publish(self, in_hand: int) -> None:
-        """Write this worker's count of requests in hand, stamped now."""
-        SLOT.pack_into(self._board, self._index * SLOT.size, in_hand, time.monotonic())
+        """Write this worker's count of requests in hand, stamped now (nothing once closed)."""
+        if not self._board.closed:
+            SLOT.pack_into(self._board, self._index * SLOT.size, in_hand, time.monotonic())
 
     def others(self) -> tuple[bool, float]:
         """(whether another worker has a request in hand, the latest time another worker's count changed).
 
-        The time is `time.monotonic()` seconds (0.0 when no other slot was ever written); a slot
-        unchanged for `STALE_S` is never in hand.
+        The time is `time.monotonic()` seconds (0.0 when no other slot was ever written, and once
+        this board is closed); a slot unchanged for `STALE_S` is never in hand.
         """
+        if self._board.closed:
+            return False, 0.0
         now = time.monotonic()
         busy, latest = False, 0.0
         for slot in range(self._slots):
@@ -98,5 +114,5 @@ class AckBoard:
         return busy, latest
 
     def close(self) -> None:
-        """Unmap the file (this worker's slot is left as it is; the next `open` clears it)."""
+        """Unmap the board (this worker's slot is left as it is; the next `open` clears it)."""
         self._board.close()

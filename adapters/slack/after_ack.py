@@ -128,6 +128,14 @@ class AfterAck:
         else:
             self._quiet.set()
 
+    def close(self) -> None:
+        """Stop looking for quiet and let any waiting work go (the adapter closes, after the drain)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._board = None
+        self._quiet.set()
+
     def run(self, work: Coroutine[Any, Any, None], what: str) -> None:
         """Run `work` under the service's tracker once the acks in hand are sent, named `WORK_TASK_PREFIX + what`.
 

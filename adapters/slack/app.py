@@ -364,9 +364,10 @@ class SlackAdapter:
             await self._socket.stop_receiving()
 
     async def close(self) -> None:
-        """Disconnect Socket Mode, let background decoration finish (bounded), close the Web API session."""
+        """Disconnect Socket Mode, close `AfterAck`, let decoration finish (bounded), close the Web API session."""
         if self._socket is not None:
             await self._socket.close()
+        self.after_ack.close()
         await finish_decorations()  # the hourglass of the last turns comes off before the session closes
         await self._session.close()
 

@@ -59,8 +59,12 @@ def _apply_blocking(url: str) -> list[str]:
         applied = [m.id for m in pending]
     finally:
         backend.connection.close()
-    if applied:
-        log.info("applied migrations: %s", ", ".join(applied))
+    if len(applied) == 1:
+        log.info("applied migration %s", applied[0])
+    elif applied:
+        # A new database gets every migration: their range, not a line of names that pushes a
+        # start-up error after it off the screen.
+        log.info("applied %d migrations, %s to %s", len(applied), applied[0], applied[-1])
     return applied
 
 

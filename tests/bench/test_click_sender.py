@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
+import sys
 import time
 from collections.abc import AsyncIterator
 
@@ -11,6 +13,7 @@ import pytest
 from aiohttp import web
 
 from bench.click_sender import Endpoint, burst, request_bytes
+from bench.harness import REPO_ROOT
 
 
 @pytest.fixture
@@ -109,3 +112,40 @@ async def test_a_click_is_timed_to_its_response_not_to_the_connection_closing() 
     # The burst lasted until the close; the click's time ended at the response, before the hold.
     assert whole_ms >= hold_s * 1000
     assert answer.ms < whole_ms - hold_s * 1000 / 2
+
+
+async def test_the_sender_process_answers_a_failed_burst_with_its_error() -> None:
+    with socket.socket() as bound_not_listening:
+        bound_not_listening.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{bound_not_listening.getsockname()[1]}/slack/events"
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "bench.click_sender",
+            url,
+            "secret",
+            "T1",
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            cwd=REPO_ROOT,
+        )
+        job = {
+            "user": "U1",
+            "channel": "C1",
+            "ts": "1.000001",
+            "thread_ts": "1.000000",
+            "action_id": "approve",
+            "value": "a1",
+            "trigger_id": "t1",
+        }
+        assert process.stdin is not None and process.stdout is not None
+        ready = json.loads(await asyncio.wait_for(process.stdout.readline(), 60))
+        process.stdin.write(json.dumps([job]).encode() + b"\n")
+        await process.stdin.drain()
+        answer = json.loads(await asyncio.wait_for(process.stdout.readline(), 60))
+        process.stdin.write(b"\n")
+        process.stdin.close()
+        assert await asyncio.wait_for(process.wait(), 60) == 0
+
+    assert ready == {"ready": True}
+    assert answer["error"].startswith("ConnectionRefusedError") or "ECONNREFUSED" in answer["error"], answer

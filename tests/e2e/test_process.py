@@ -201,8 +201,8 @@ async def test_a_burst_of_new_connections_waits_to_be_accepted(db_url, gemini, s
 async def test_migrate_applies_and_is_idempotent(pg_server, tmp_path):
     """`countersign migrate` exits 0 twice on a new, empty database, and says each thing once.
 
-    The first run names what it applied in one log line ("applied migrations: ..."), not twice;
-    the second says there was nothing to do.
+    The first run says what it applied in one log line ("applied 13 migrations, 0001_... to
+    0013_..."), not twice; the second says there was nothing to do.
     """
     url = await pg_server.create_database(empty=True)
     newest = max(path.stem for path in migrations_dir().glob("*.sql"))
@@ -215,6 +215,8 @@ async def test_migrate_applies_and_is_idempotent(pg_server, tmp_path):
     finally:
         await pg_server.drop_database(url)
     assert logs[0].count(newest) == 1, logs[0]
+    count = len(list(migrations_dir().glob("*.sql")))
+    assert f"applied {count} migrations, " in logs[0], logs[0]
     assert "already up to date" not in logs[0], logs[0]
     assert newest not in logs[1], logs[1]
     assert "migrations: already up to date" in logs[1], logs[1]

@@ -3,33 +3,33 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import time
-from pathlib import Path
+from collections.abc import Iterator
 
 import pytest
 
 from adapters.slack.ack_board import SLOT, STALE_S, AckBoard
 from adapters.slack.after_ack import AfterAck
+from bot.settings import Settings
 from bot.tasks import TaskTracker
 
 WAIT_S = 30.0
 
 
 @pytest.fixture
-def board_file(tmp_path: Path) -> Path:
-    path = tmp_path / "ack-board"
-    AckBoard.create(path, 2)
-    return path
+def board_fd() -> Iterator[int]:
+    fd = AckBoard.create(2)
+    yield fd
+    os.close(fd)
 
 
-def write_slot(path: Path, index: int, in_hand: int, changed: float) -> None:
-    data = bytearray(path.read_bytes())
-    SLOT.pack_into(data, index * SLOT.size, in_hand, changed)
-    path.write_bytes(bytes(data))
+def write_slot(fd: int, index: int, in_hand: int, changed: float) -> None:
+    os.pwrite(fd, SLOT.pack(in_hand, changed), index * SLOT.size)
 
 
-async def test_work_waits_while_another_worker_has_a_request_in_hand(board_file: Path) -> None:
-    mine, sibling = AckBoard.open(board_file, 0), AckBoard.open(board_file, 1)
+async def test_work_waits_while_another_worker_has_a_request_in_hand(board_fd: int) -> None:
+    mine, sibling = AckBoard.open(board_fd, 0), AckBoard.open(board_fd, 1)
     tasks = TaskTracker()
     after_ack = AfterAck(tasks, quiet_s=0.01, max_defer_s=60, board=mine)
     order: list[str] = []
@@ -48,32 +48,57 @@ async def test_work_waits_while_another_worker_has_a_request_in_hand(board_file:
     sibling.publish(0)
     await asyncio.wait_for(ran.wait(), WAIT_S)
     assert order == ["sibling acked", "work"]
+    after_ack.close()
     mine.close()
     sibling.close()
 
 
-async def test_each_worker_says_what_it_has_in_hand(board_file: Path) -> None:
-    mine, sibling = AckBoard.open(board_file, 0), AckBoard.open(board_file, 1)
-    after_ack = AfterAck(TaskTracker(), quiet_s=0.01, max_defer_s=60, board=mine)
+async def test_work_waits_a_quiet_period_after_another_workers_last_ack(board_fd: int) -> None:
+    mine, sibling = AckBoard.open(board_fd, 0), AckBoard.open(board_fd, 1)
+    quiet_s = 0.3
+    after_ack = AfterAck(TaskTracker(), quiet_s=quiet_s, max_defer_s=60, board=mine)
+    started: list[float] = []
+    ran = asyncio.Event()
+
+    async def work() -> None:
+        started.append(time.monotonic())
+        ran.set()
 
     with after_ack.acking():
+        after_ack.run(work(), "Approve")
+    await asyncio.sleep(quiet_s / 2)  # part of this worker's own quiet period has passed
+    sibling.publish(1)
+    sibling.publish(0)  # ...when the sibling acks a request of its own
+    _, sibling_acked = mine.others()
+    await asyncio.wait_for(ran.wait(), WAIT_S)
+    assert started[0] >= sibling_acked + quiet_s
+    after_ack.close()
+    mine.close()
+    sibling.close()
+
+
+async def test_each_worker_says_what_it_has_in_hand(board_fd: int) -> None:
+    mine, sibling = AckBoard.open(board_fd, 0), AckBoard.open(board_fd, 1)
+    after_ack = AfterAck(TaskTracker(), quiet_s=0.01, max_defer_s=60, board=mine)
+
+    before = time.monotonic()
+    with after_ack.acking():
         with after_ack.acking():
-            busy, _ = sibling.others()
-            assert busy
+            assert sibling.others()[0]
         assert sibling.others()[0]
     busy, changed = sibling.others()
     assert not busy
-    assert changed <= time.monotonic()
+    assert changed >= before
+    after_ack.close()
     mine.close()
     sibling.close()
 
 
-async def test_a_slot_unchanged_for_long_does_not_hold_the_work(board_file: Path) -> None:
+async def test_a_slot_unchanged_for_long_does_not_hold_the_work(board_fd: int) -> None:
     # A worker killed with requests in hand leaves its count behind.
-    write_slot(board_file, 1, 3, time.monotonic() - STALE_S - 1)
-    mine = AckBoard.open(board_file, 0)
-    tasks = TaskTracker()
-    after_ack = AfterAck(tasks, quiet_s=0.01, max_defer_s=60, board=mine)
+    write_slot(board_fd, 1, 3, time.monotonic() - STALE_S - 1)
+    mine = AckBoard.open(board_fd, 0)
+    after_ack = AfterAck(TaskTracker(), quiet_s=0.01, max_defer_s=60, board=mine)
     ran = asyncio.Event()
 
     async def work() -> None:
@@ -82,21 +107,61 @@ async def test_a_slot_unchanged_for_long_does_not_hold_the_work(board_file: Path
     with after_ack.acking():
         after_ack.run(work(), "Approve")
     await asyncio.wait_for(ran.wait(), WAIT_S)
+    after_ack.close()
     mine.close()
 
 
-def test_a_restarted_worker_clears_the_count_it_left(board_file: Path) -> None:
-    write_slot(board_file, 0, 3, time.monotonic())
-    sibling = AckBoard.open(board_file, 1)
+def test_a_restarted_worker_clears_the_count_it_left(board_fd: int) -> None:
+    write_slot(board_fd, 0, 3, time.monotonic())
+    sibling = AckBoard.open(board_fd, 1)
     assert sibling.others()[0]
 
-    restarted = AckBoard.open(board_file, 0)
+    restarted = AckBoard.open(board_fd, 0)
 
     assert not sibling.others()[0]
     restarted.close()
     sibling.close()
 
 
-def test_a_worker_without_a_slot_is_refused(board_file: Path) -> None:
+async def test_closing_while_a_sibling_is_busy_stops_looking_and_lets_the_work_go(board_fd: int) -> None:
+    mine, sibling = AckBoard.open(board_fd, 0), AckBoard.open(board_fd, 1)
+    failures: list[dict[str, object]] = []
+    asyncio.get_running_loop().set_exception_handler(lambda _loop, context: failures.append(context))
+    after_ack = AfterAck(TaskTracker(), quiet_s=0.01, max_defer_s=60, board=mine)
+    ran = asyncio.Event()
+
+    async def work() -> None:
+        ran.set()
+
+    sibling.publish(1)  # busy for good: only the close lets the work go
+    with after_ack.acking():
+        after_ack.run(work(), "Approve")
+    await asyncio.sleep(0.05)  # the timer is looking at the board meanwhile
+    after_ack.close()
+    mine.close()
+    await asyncio.wait_for(ran.wait(), WAIT_S)
+    await asyncio.sleep(0.05)  # a timer left behind would now read the unmapped board
+    assert failures == []
+    assert mine.others() == (False, 0.0)
+    mine.publish(1)  # ignored once closed
+    sibling.close()
+
+
+def test_a_worker_without_a_slot_is_refused(board_fd: int) -> None:
     with pytest.raises(ValueError, match="no slot 2"):
-        AckBoard.open(board_file, 2)
+        AckBoard.open(board_fd, 2)
+
+
+def test_a_worker_that_cannot_map_the_board_goes_on_without_it(
+    board_fd: int, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from countersign.server import BotServer
+
+    monkeypatch.setenv("COUNTERSIGN_WORKER_INDEX", "5")  # the board has two slots
+    monkeypatch.setenv("COUNTERSIGN_ACK_BOARD_FD", str(board_fd))
+    with caplog.at_level("WARNING"):
+        board = BotServer(Settings())._ack_board()
+
+    assert board is None
+    assert "cannot use the workers' ack board" in caplog.text
+    assert "wait only for its own acks" in caplog.text
