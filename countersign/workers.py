@@ -260,6 +260,20 @@ def _metrics_dir(stack: AsyncExitStack) -> Path:
     return directory
 
 
+def _how_it_ended(returncode: int | None) -> str:
+    """A worker's end in words: "exited with status 1", or "was killed by signal 9 (SIGKILL)".
+
+    asyncio gives a process ended by a signal the signal's number, negated, as its returncode.
+    """
+    if returncode is not None and returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = "unknown"
+        return f"was killed by signal {-returncode} ({name})"
+    return f"exited with status {returncode}"
+
+
 def _ack_board(stack: AsyncExitStack, workers: int) -> int:
     """A fresh `AckBoard` with a slot per worker: its file descriptor, closed at the end.
 
@@ -341,11 +355,7 @@ class _Supervisor:
                 raise WorkersFailedError(str(worker.index))
             delay = self._restart_delay(worker)
             log.warning(
-                "worker %d (pid %d) exited with status %s; restarting it in %.1f s",
-                worker.index,
-                process.pid,
-                code,
-                delay,
+                "worker %d (pid %d) %s; restarting it in %.1f s", worker.index, process.pid, _how_it_ended(code), delay
             )
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), timeout=delay)

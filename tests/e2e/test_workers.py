@@ -150,7 +150,7 @@ async def test_a_killed_worker_is_restarted_and_the_cards_still_work(gemini, sla
         [victim] = worker_pids(bot)[0]
         os.kill(victim, signal.SIGKILL)
         await wait_until(lambda: len(worker_pids(bot)[0]) == 2, "worker 0 restarted", timeout=60)
-        assert b"worker 0 (pid %d) exited with status -9" % victim in bot.stderr
+        assert b"worker 0 (pid %d) was killed by signal 9 (SIGKILL)" % victim in bot.stderr
         async with sender_on(port, "0") as restarted:
             await click(restarted, slack, ALICE, blocks.ACTION_APPROVE, card)
         [answer] = await wait_answer(slack, mention.ts)

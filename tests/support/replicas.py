@@ -440,7 +440,7 @@ class Workers(Cluster):
         self.killed.append(pid)
         os.kill(pid, signal.SIGKILL)
         deadline = time.monotonic() + WAIT_S
-        noticed = f"worker {index} (pid {pid}) exited with status -9"
+        noticed = f"worker {index} (pid {pid}) was killed by signal 9 (SIGKILL)"
         while noticed not in self.stderr():
             if time.monotonic() > deadline:
                 alive = victim.is_running() and victim.status() != psutil.STATUS_ZOMBIE
