@@ -7,12 +7,12 @@ import json
 import socket
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 from aiohttp import web
 
-from bench.click_sender import Endpoint, burst, request_bytes
+from bench.click_sender import BURST_TIMEOUT_S, Answer, Endpoint, burst, request_bytes
 from bench.harness import REPO_ROOT
 
 
@@ -58,19 +58,26 @@ async def test_a_refused_connection_fails_the_burst() -> None:
             await asyncio.to_thread(burst, endpoint, [request])
 
 
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
+async def one_click_against(handler: Handler, timeout_s: float = BURST_TIMEOUT_S) -> Answer:
+    """One click's answer from a raw server whose connections `handler` serves."""
+    server = await asyncio.start_server(handler, "127.0.0.1", 0)
+    async with server:
+        endpoint = Endpoint("127.0.0.1", server.sockets[0].getsockname()[1], "/slack/events")
+        [answer] = await asyncio.to_thread(burst, endpoint, [request_bytes(endpoint, b"200", {})], timeout_s)
+    return answer
+
+
 async def test_a_connection_closed_without_an_answer_fails_the_burst() -> None:
     async def hang_up(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await reader.readuntil(b"\r\n\r\n")
         writer.close()
         await writer.wait_closed()
 
-    server = await asyncio.start_server(hang_up, "127.0.0.1", 0)
-    async with server:
-        endpoint = Endpoint("127.0.0.1", server.sockets[0].getsockname()[1], "/slack/events")
-        request = request_bytes(endpoint, b"200", {})
-
-        with pytest.raises(ConnectionError, match="before answering"):
-            await asyncio.to_thread(burst, endpoint, [request])
+    with pytest.raises(ConnectionError, match="before answering"):
+        await one_click_against(hang_up)
 
 
 async def test_a_burst_left_unanswered_times_out() -> None:
@@ -79,13 +86,8 @@ async def test_a_burst_left_unanswered_times_out() -> None:
         writer.close()
         await writer.wait_closed()
 
-    server = await asyncio.start_server(never_answer, "127.0.0.1", 0)
-    async with server:
-        endpoint = Endpoint("127.0.0.1", server.sockets[0].getsockname()[1], "/slack/events")
-        request = request_bytes(endpoint, b"200", {})
-
-        with pytest.raises(TimeoutError, match="1 of 1 clicks unanswered"):
-            await asyncio.to_thread(burst, endpoint, [request], 0.2)
+    with pytest.raises(TimeoutError, match="1 of 1 clicks unanswered"):
+        await one_click_against(never_answer, 0.2)
 
 
 async def test_a_click_is_timed_to_its_response_not_to_the_connection_closing() -> None:
@@ -99,14 +101,9 @@ async def test_a_click_is_timed_to_its_response_not_to_the_connection_closing() 
         writer.close()
         await writer.wait_closed()
 
-    server = await asyncio.start_server(answer_then_hold, "127.0.0.1", 0)
-    async with server:
-        endpoint = Endpoint("127.0.0.1", server.sockets[0].getsockname()[1], "/slack/events")
-        request = request_bytes(endpoint, b"200", {})
-
-        started = time.perf_counter()
-        [answer] = await asyncio.to_thread(burst, endpoint, [request])
-        whole_ms = (time.perf_counter() - started) * 1000
+    started = time.perf_counter()
+    answer = await one_click_against(answer_then_hold)
+    whole_ms = (time.perf_counter() - started) * 1000
 
     assert (answer.status, answer.worker) == (200, "0")
     # The burst lasted until the close; the click's time ended at the response, before the hold.

@@ -13,6 +13,7 @@ from adapters.slack.ack_board import SLOT, STALE_S, AckBoard
 from adapters.slack.after_ack import AfterAck
 from bot.settings import Settings
 from bot.tasks import TaskTracker
+from tests.unit.slack.test_after_ack import one_requests_work_runs
 
 WAIT_S = 30.0
 
@@ -99,14 +100,7 @@ async def test_a_slot_unchanged_for_long_does_not_hold_the_work(board_fd: int) -
     write_slot(board_fd, 1, 3, time.monotonic() - STALE_S - 1)
     mine = AckBoard.open(board_fd, 0)
     after_ack = AfterAck(TaskTracker(), quiet_s=0.01, max_defer_s=60, board=mine)
-    ran = asyncio.Event()
-
-    async def work() -> None:
-        ran.set()
-
-    with after_ack.acking():
-        after_ack.run(work(), "Approve")
-    await asyncio.wait_for(ran.wait(), WAIT_S)
+    await one_requests_work_runs(after_ack)
     after_ack.close()
     mine.close()
 

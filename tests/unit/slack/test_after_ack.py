@@ -11,9 +11,8 @@ from bot.tasks import TaskTracker
 WAIT_S = 30.0
 
 
-async def test_a_lone_requests_work_runs_once_it_is_acked() -> None:
-    tasks = TaskTracker()
-    after_ack = AfterAck(tasks, quiet_s=0.01, max_defer_s=60)
+async def one_requests_work_runs(after_ack: AfterAck) -> None:
+    """Hand work over within one request's ack; return once it ran (fails after `WAIT_S`)."""
     ran = asyncio.Event()
 
     async def work() -> None:
@@ -22,6 +21,11 @@ async def test_a_lone_requests_work_runs_once_it_is_acked() -> None:
     with after_ack.acking():
         after_ack.run(work(), "Approve")
     await asyncio.wait_for(ran.wait(), WAIT_S)
+
+
+async def test_a_lone_requests_work_runs_once_it_is_acked() -> None:
+    tasks = TaskTracker()
+    await one_requests_work_runs(AfterAck(tasks, quiet_s=0.01, max_defer_s=60))
     await asyncio.wait_for(tasks.join(), WAIT_S)
 
 
