@@ -24,6 +24,24 @@ from countersign.signals import cancel_on_signals
 log = logging.getLogger("countersign")
 
 
+def open_standard_streams() -> None:
+    """Reopen stdin, stdout or stderr on `/dev/null` when the process was started with one closed.
+
+    A descriptor the process opens later would otherwise take the number: libuv (uvloop)
+    aborts when it closes a descriptor numbered 0 to 2 it opened itself (`uv__close`), and
+    `countersign run --workers N` started with stdout closed (`1>&-`) crash-looped its workers,
+    which inherit the supervisor's descriptors.
+    """
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse the command line and run; returns the process exit code.
 
@@ -31,6 +49,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     to stderr and exit 2; `migrate` stopped by SIGTERM or Ctrl-C says so and exits 1;
     tracebacks are for bugs.
     """
+    open_standard_streams()
     parser = argparse.ArgumentParser(prog="countersign", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="serve every platform whose credentials are set (terminal chat when none)")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import socket
 import sys
@@ -241,9 +242,11 @@ class BotServer:
     def _ack_board(self) -> AckBoard | None:
         """A worker's view of the machine's `AckBoard` (None outside `countersign run --workers N`).
 
-        Opened before the adapter and closed after everything else on this server's stack. A
-        board that cannot be opened is logged and done without: the worker's decisions then
-        wait only for its own acks, as a lone process's do.
+        Opened before the adapter and unmapped after everything else on this server's stack;
+        the inherited file descriptor is closed once mapped (nothing this process starts needs
+        it). A board that cannot be opened, or a descriptor that is not one, is logged and done
+        without (the descriptor left as it was): the worker's decisions then wait only for its
+        own acks, as a lone process's do.
         """
         from adapters.slack.ack_board import AckBoard
 
@@ -260,6 +263,7 @@ class BotServer:
                 exc,
             )
             return None
+        os.close(server.ack_board_fd)
         self._stack.callback(board.close)
         return board
 

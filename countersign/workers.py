@@ -156,7 +156,8 @@ async def supervise(settings: Settings, workers: int, stop: asyncio.Event) -> No
 
     Args:
         settings: the supervisor's settings (the workers read the same environment, plus what
-            they share: `DATABASE_URL`, `PORT`, `PROMETHEUS_MULTIPROC_DIR`).
+            they share: `DATABASE_URL`, `PORT`, `PROMETHEUS_MULTIPROC_DIR`,
+            `COUNTERSIGN_ACK_BOARD_FD`).
         workers: how many (at least 2; `check_workers` has passed).
         stop: set on SIGTERM or SIGINT; set during start-up, it cancels the start-up and this
             returns without starting a worker.
@@ -164,7 +165,7 @@ async def supervise(settings: Settings, workers: int, stop: asyncio.Event) -> No
     Raises:
         WorkersFailedError: a worker exited with status 2 (its own message is on stderr).
         ConfigurationError: HOST:PORT cannot be bound, or another process already listens on it
-            (`_hold_port`).
+            (`_hold_port`); the workers' ack board cannot be made (`_ack_board`).
         DatabaseUnavailableError: the database cannot be reached or the embedded one started.
     """
     async with AsyncExitStack() as stack:

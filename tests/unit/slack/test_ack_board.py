@@ -6,10 +6,11 @@ import asyncio
 import os
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from adapters.slack.ack_board import SLOT, STALE_S, AckBoard
+from adapters.slack.ack_board import MAGIC, SLOT, STALE_S, AckBoard
 from adapters.slack.after_ack import AfterAck
 from bot.settings import Settings
 from bot.tasks import TaskTracker
@@ -26,7 +27,7 @@ def board_fd() -> Iterator[int]:
 
 
 def write_slot(fd: int, index: int, in_hand: int, changed: float) -> None:
-    os.pwrite(fd, SLOT.pack(in_hand, changed), index * SLOT.size)
+    os.pwrite(fd, SLOT.pack(in_hand, changed), len(MAGIC) + index * SLOT.size)
 
 
 async def test_work_waits_while_another_worker_has_a_request_in_hand(board_fd: int) -> None:
@@ -117,7 +118,7 @@ def test_a_restarted_worker_clears_the_count_it_left(board_fd: int) -> None:
     sibling.close()
 
 
-async def test_closing_while_a_sibling_is_busy_stops_looking_and_lets_the_work_go(board_fd: int) -> None:
+async def test_closing_lets_waiting_work_go_and_a_closed_board_reads_as_quiet(board_fd: int) -> None:
     mine, sibling = AckBoard.open(board_fd, 0), AckBoard.open(board_fd, 1)
     failures: list[dict[str, object]] = []
     asyncio.get_running_loop().set_exception_handler(lambda _loop, context: failures.append(context))
@@ -159,3 +160,49 @@ def test_a_worker_that_cannot_map_the_board_goes_on_without_it(
     assert board is None
     assert "cannot use the workers' ack board" in caplog.text
     assert "wait only for its own acks" in caplog.text
+    os.fstat(board_fd)  # left open: it may be something else of the process's
+
+
+def test_a_worker_maps_the_board_and_closes_the_descriptor_it_was_handed(
+    board_fd: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from countersign.server import BotServer
+
+    handed = os.dup(board_fd)
+    monkeypatch.setenv("COUNTERSIGN_WORKER_INDEX", "1")
+    monkeypatch.setenv("COUNTERSIGN_ACK_BOARD_FD", str(handed))
+    board = BotServer(Settings())._ack_board()
+
+    assert board is not None
+    with pytest.raises(OSError):
+        os.fstat(handed)
+    sibling = AckBoard.open(board_fd, 0)
+    board.publish(2)
+    assert sibling.others()[0]
+    board.close()
+    sibling.close()
+
+
+def test_a_file_that_is_not_a_board_is_refused_and_left_as_it_was(tmp_path: Path) -> None:
+    # A hand-set COUNTERSIGN_ACK_BOARD_FD naming another open file of the process.
+    other = tmp_path / "gauge_livesum.db"
+    other.write_bytes(b"\x88\x00" + bytes(1 << 20))
+    fd = os.open(other, os.O_RDWR)
+    try:
+        with pytest.raises(ValueError, match="not a Countersign ack board"):
+            AckBoard.open(fd, 0)
+    finally:
+        os.close(fd)
+    assert other.read_bytes() == b"\x88\x00" + bytes(1 << 20)
+
+
+def test_a_time_from_the_future_counts_as_now(board_fd: int) -> None:
+    # A slot read half written: its time must not hold the work back past a quiet period.
+    write_slot(board_fd, 1, 0, time.monotonic() + 1e9)
+    mine = AckBoard.open(board_fd, 0)
+
+    busy, latest = mine.others()
+
+    assert not busy
+    assert latest <= time.monotonic()
+    mine.close()
