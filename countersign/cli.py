@@ -81,7 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = first["msg"].removeprefix("Value error, ")  # pydantic's prefix to our validators' own words
         print(f"countersign: invalid setting {where}: {message}", file=sys.stderr)
         return 2
-    configure_logging(settings.server.log_level, settings.server.log_format)
+    configure_logging(settings.server.log_level, settings.server.log_format, settings.server.worker_index)
     try:
         event_loop.run(_dispatch(args.command, settings), settings.server.event_loop)
     except (ConfigurationError, DatabaseUnavailableError) as exc:

@@ -25,7 +25,7 @@ _NO_DEBUG = ("discord",)
 every gateway event and REST body whole (messages, interaction tokens) at DEBUG."""
 
 
-def configure_logging(level: str, log_format: str = "text") -> None:
+def configure_logging(level: str, log_format: str = "text", worker: int | None = None) -> None:
     """Log to stderr at `level`; chatty libraries only from WARNING up.
 
     Args:
@@ -34,10 +34,14 @@ def configure_logging(level: str, log_format: str = "text") -> None:
             (and subagent), see `bot.log_context`; `json` (`LOG_FORMAT`): one JSON object per
             line (python-json-logger) with `time`, `level`, `logger`, `message` and, where
             known, `thread_id`, `subagent`, `approval_id` and `event_id` as fields.
+        worker: in a worker of `countersign run --workers N`, its index
+            (`COUNTERSIGN_WORKER_INDEX`): every text line says `worker N` after the time, and
+            every JSON object has a `worker` field, so that the workers' lines, which all go to
+            the supervisor's stderr, can be told apart.
     """
     handler = logging.StreamHandler(sys.stderr)
     handler.addFilter(ConversationFilter())
-    handler.setFormatter(_formatter(log_format))
+    handler.setFormatter(_formatter(log_format, worker))
     logging.basicConfig(level=level.upper(), handlers=[handler])
     for name in _QUIET:
         logging.getLogger(name).setLevel(logging.WARNING)
@@ -45,11 +49,13 @@ def configure_logging(level: str, log_format: str = "text") -> None:
         logging.getLogger(name).setLevel(max(logging.INFO, logging.getLevelName(level.upper())))
 
 
-def _formatter(log_format: str) -> logging.Formatter:
+def _formatter(log_format: str, worker: int | None = None) -> logging.Formatter:
     if log_format == "json":
         return JsonFormatter(
             "%(asctime)s %(levelname)s %(name)s %(message)s",
             rename_fields={"asctime": "time", "levelname": "level", "name": "logger"},
             reserved_attrs=[*RESERVED_ATTRS, "conversation"],
+            static_fields={} if worker is None else {"worker": worker},
         )
-    return logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s%(conversation)s")
+    which = "" if worker is None else f"worker {worker} "
+    return logging.Formatter(f"%(asctime)s {which}%(levelname)s %(name)s: %(message)s%(conversation)s")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterator
 
@@ -39,3 +40,25 @@ def test_a_higher_level_still_holds_for_discord_py(restore_logging):
     configure_logging("WARNING")
     assert not logging.getLogger("discord.gateway").isEnabledFor(logging.INFO)
     assert logging.getLogger("discord.gateway").isEnabledFor(logging.WARNING)
+
+
+@pytest.mark.parametrize("log_format", ["text", "json"])
+def test_a_workers_lines_say_which_worker_wrote_them(restore_logging, capsys, log_format):
+    logging.getLogger().handlers[:] = []  # pytest's own capture handler; basicConfig adds to none
+    configure_logging("INFO", log_format, worker=1)
+    logging.getLogger("countersign").info("Countersign is running")
+
+    line = capsys.readouterr().err.strip()
+    if log_format == "json":
+        record = json.loads(line)
+        assert (record["worker"], record["message"]) == (1, "Countersign is running")
+    else:
+        assert " worker 1 INFO countersign: Countersign is running" in line
+
+
+def test_a_lone_processs_lines_name_no_worker(restore_logging, capsys):
+    logging.getLogger().handlers[:] = []
+    configure_logging("INFO", "json")
+    logging.getLogger("countersign").info("Countersign is running")
+
+    assert "worker" not in json.loads(capsys.readouterr().err.strip())
