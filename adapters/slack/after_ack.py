@@ -99,7 +99,11 @@ class AfterAck:
                 self._timer = asyncio.get_running_loop().call_later(self._quiet_s, self._check)
 
     def _check(self) -> None:
-        """The timer: once `quiet_s` passed since the last ack with nothing in hand, confirm it."""
+        """The timer: once `quiet_s` passed since the last ack with nothing in hand, confirm it.
+
+        With a board, "nothing in hand" and "the last ack" are the machine's: no worker has a
+        request in hand, and `quiet_s` passed since any worker's count last changed.
+        """
         self._timer = None
         if self._in_hand:
             return  # the request in hand sets the timer again when it is acked
