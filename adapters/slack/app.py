@@ -201,7 +201,6 @@ class SlackAdapter:
         # Bolt tries the listeners in the order they were added, building every possible listener
         # argument for each one it tries (about 18 us each here): messages and clicks first,
         # the rare events last.
-        self._board = board
         self.after_ack = AfterAck(service.tasks, board=board)
         SlackListeners(service, self.platform, self.users, admin, self.after_ack).register(self.app)
         SlackCommands(admin, self.users, self.after_ack).register(self.app)
