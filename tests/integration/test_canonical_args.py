@@ -224,3 +224,55 @@ async def test_a_condition_on_recipients_is_not_passed_by_another_spelling(db_ur
     assert inside.rcpt_tos == ["colleague@corp.example"]  # no card: the rule does not hold
     assert len(h.platform.cards) == 1
     assert h.platform.answers[-1][1] == "tool said: Sent to colleague@corp.example."
+
+
+async def test_a_condition_on_a_header_name_holds_for_any_case(db_url, target):
+    """Header names are lower case in the canonical arguments: `X-Sudo` meets a rule on `x-sudo`, and
+    the request carries the name as the card showed it."""
+    url = target.url("/things")
+    model = ScriptedChatModel(
+        replies=[
+            calls(tool_call("http_request", {"method": "GET", "url": url, "headers": {"X-SUDO": " yes "}})),
+            AIMessage("done"),
+        ]
+    )
+    async with open_service(db_url, model, _http_registry(target)) as h:
+        await h.config.set_rule(
+            actor("root", is_admin=True),
+            channel_id=ALL,
+            tool_name="http_request",
+            mode=Mode.REVIEW,
+            condition="args.method != 'GET' || (has(args.headers) && 'x-sudo' in args.headers)",
+        )
+        approval = await _pending(h)
+        assert target.requests == []
+        assert approval.proposed_args["headers"] == {"x-sudo": "yes"}
+        await h.service.decide(approval.id, actor("alice"), Approve())
+        await h.service.tasks.join()
+    [sent] = target.requests
+    assert sent.headers.get("x-sudo") == "yes"
+
+
+@pytest.mark.parametrize(
+    "path", ["/public//admin", "/public/..;/admin", "/public/..%2Fadmin", "/public/%2e%2e;x/admin"]
+)
+async def test_a_path_servers_resolve_differently_is_never_sent(db_url, target, path):
+    """`//`, `..;` and an encoded `/` could reach `/admin` past a prefix rule: the call is held for
+    review (no canonical form), and even approved, the tool refuses it and sends nothing."""
+    model = ScriptedChatModel(
+        replies=[calls(tool_call("http_request", {"method": "GET", "url": target.url(path)})), AIMessage("done")]
+    )
+    async with open_service(db_url, model, _http_registry(target)) as h:
+        await h.config.set_rule(
+            actor("root", is_admin=True),
+            channel_id=ALL,
+            tool_name="http_request",
+            mode=Mode.REVIEW,
+            condition="url(args.url).getEscapedPath().startsWith('/admin')",
+        )
+        approval = await _pending(h)
+        await h.service.decide(approval.id, actor("alice"), Approve())
+        await h.service.tasks.join()
+    assert target.requests == []
+    [result] = [m for m in model.prompts[-1] if m.type == "tool"]
+    assert result.text.startswith("Error:") and "path" in result.text
