@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolCall, ToolMessage
@@ -150,35 +150,29 @@ def with_canonical_args(message: AIMessage, tools: Mapping[str, BaseTool]) -> AI
     return message.model_copy(update={"tool_calls": calls})
 
 
-def with_unique_call_ids(message: AIMessage, taken: Collection[str] = (), *, fresh: bool = False) -> AIMessage:
-    """The message with every tool call carrying its own id, unique in the thread.
+def with_fresh_call_ids(message: AIMessage) -> AIMessage:
+    """The message with every tool call under a fresh id, one no earlier call of the thread had.
 
     Gemini may send `functionCall.id`, and nothing stops two calls of one answer from sharing
     one (or leaving it empty), nor a later answer, or another subagent's model, from using an
-    id again. The review plan, the approvals table, the tool-run ledger and the tool results
-    are all keyed by call id (the ledger and approvals by `(thread_id, tool_call_id)`), so a
-    shared id would let one call's mode or approval stand for another's, or refuse an approved
-    call as "already started". A repeated or empty id, or one in `taken`, is replaced by a
-    fresh one; the ids never go back to Gemini (function calls are matched to results by
-    position and name), but Gemini 3's thought signatures are kept by call id, so a renamed
-    call's signature moves with it (`bot.agents.signatures`).
+    id again (docs/decisions/0008-subagents-and-reviews.md). The review plan, the approvals
+    table, the tool-run ledger and the tool results are all keyed by call id (the ledger and
+    approvals by `(thread_id, tool_call_id)`), so a reused id would let one call's mode or
+    approval stand for another's, or make an approved call find an earlier call's run and
+    answer with its result instead of running. The state cannot tell which ids were used: a
+    summary fold or a context reset removes earlier calls from it while the ledger keeps their
+    runs. So every call gets a new id where it enters the state, whatever the model sent.
+
+    The ids never go back to Gemini (function calls are matched to results by position and
+    name), but Gemini 3's thought signatures are kept by call id, so each call's signature
+    moves with it (`bot.agents.signatures`).
 
     Args:
         message: the model's answer.
-        taken: ids of earlier calls in the same history (another turn's calls).
-        fresh: replace every id (a subagent: its history is one delegation, so it cannot see
-            the ids other delegations of the thread use).
+
+    Returns:
+        A copy whose calls have ids `call_<32 hex digits>` (the message itself when it has no
+        tool call).
     """
-    seen: set[str] = set()
-    renamed: dict[int, str] = {}
-    for position, call in enumerate(message.tool_calls):
-        call_id = str(call.get("id") or "")
-        if fresh or not call_id or call_id in seen or call_id in taken:
-            call_id = renamed[position] = f"call_{uuid.uuid4().hex}"
-        seen.add(call_id)
+    renamed = {position: f"call_{uuid.uuid4().hex}" for position in range(len(message.tool_calls))}
     return with_renamed_calls(message, renamed)
-
-
-def call_ids(messages: Sequence[AnyMessage]) -> set[str]:
-    """The ids of every tool call in `messages` (see `with_unique_call_ids`)."""
-    return {str(call["id"]) for m in messages if isinstance(m, AIMessage) for call in m.tool_calls if call.get("id")}

@@ -13,7 +13,7 @@ from langchain_core.tools import BaseTool
 
 from bot.agents.checkpointing import step_budget
 from bot.agents.context_window import ContextWindow, measured_scale, tool_tokens
-from bot.agents.history import call_ids, with_canonical_args, with_unique_call_ids, without_nul
+from bot.agents.history import with_canonical_args, with_fresh_call_ids, without_nul
 from bot.agents.model_errors import to_model_error
 from bot.agents.no_answer import ASK_AGAIN, gemini_says, no_answer_reason
 from bot.agents.nodes import Node
@@ -40,7 +40,6 @@ def make_llm_call(
     max_tool_rounds: int | None = None,
     step_limit_message: str = STEP_LIMIT_MESSAGE,
     closing_instruction: str | None = None,
-    fresh_call_ids: bool = False,
     tools: Mapping[str, BaseTool] | None = None,
     trust: TrustCheck | None = None,
 ) -> LlmNode:
@@ -62,9 +61,6 @@ def make_llm_call(
             this appended to the system prompt, for a final text (a subagent's report of what
             it has so far); any tool call in that answer is dropped, and `step_limit_message`
             stands in when it has no text. The extra call costs no graph step.
-        fresh_call_ids: give every tool call a fresh id (subagents, whose history is one
-            delegation: see `bot.agents.history.with_unique_call_ids`); otherwise only an id
-            that is empty, repeated, or used earlier in the history is replaced.
         tools: the tools by name, whose canonical forms are applied to the calls before the
             policy sees them (`bot.agents.history.with_canonical_args`); without it, only
             `bot.tools.canonical.canonical_values`.
@@ -78,6 +74,10 @@ def make_llm_call(
     `<`, matters for odd limits (seed 000's table for `recursion_limit` 7). A run made of
     chained invocations carries a `StepBudget` in its config (`bot.agents.checkpointing`); the
     node reports its step to it, so the next invocation gets the steps this one left.
+
+    Every tool call of an answer is stored under a fresh id, whatever id the model sent, at any
+    depth (`bot.agents.history.with_fresh_call_ids`): the ledger and the approvals know each call
+    by its id, and a folded or reset turn's ids are no longer in the state to compare with.
 
     An answer with neither text nor a tool call (`bot.agents.no_answer`) is never stored. When
     asking again can help (a malformed function call, an empty reply), the model is asked once
@@ -139,7 +139,7 @@ def make_llm_call(
         response = await _answer(fitted.view, fitted.system_prompt, config)
         measured = measured_scale(_input_tokens(response), messages, fixed_tokens, scale)
         response = with_canonical_args(without_nul(response), tools or {})
-        response = with_unique_call_ids(response, call_ids(state["messages"]), fresh=fresh_call_ids)
+        response = with_fresh_call_ids(response)  # never the model's ids (`with_fresh_call_ids`)
         rounds = state.get("tool_rounds", 0)
         capped = max_tool_rounds is not None and rounds >= max_tool_rounds
         if response.tool_calls and (state["remaining_steps"] <= steps_per_tool_round or capped):

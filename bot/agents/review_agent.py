@@ -112,8 +112,7 @@ def react_graph(
             turns into a running summary; a subagent's history is one delegation, which is
             never cut or folded (see `bot.agents.context_window`).
         model_kwargs: extra call options bound with the tools.
-        source: the subagent this graph is (its cards name it, and its calls get fresh ids:
-            see `make_llm_call`); None for the top-level agent.
+        source: the subagent this graph is (its cards name it); None for the top-level agent.
         max_tool_rounds: the hard cap on tool rounds (`bot.agents.llm_node.make_llm_call`).
         step_limit_message: what replaces a tool call when a guard fires.
         closing_instruction: asks for a final text when a guard fires (subagents).
@@ -137,7 +136,6 @@ def react_graph(
             max_tool_rounds=max_tool_rounds,
             step_limit_message=step_limit_message,
             closing_instruction=closing_instruction,
-            fresh_call_ids=source is not None,
             tools=by_name,
             trust=trust,
         ),

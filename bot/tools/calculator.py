@@ -19,12 +19,14 @@ import inspect
 import logging
 import math
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 import simpleeval
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
+
+from bot.tools.canonical import CANONICAL_ARGS
 
 log = logging.getLogger(__name__)
 
@@ -248,6 +250,20 @@ async def _calculator(expression: str) -> str:
     return result
 
 
+def canonical_calculator_args(args: Mapping[str, Any]) -> dict[str, Any]:
+    """The calculator's arguments in canonical form: the expression without surrounding whitespace.
+
+    That is how `evaluate` reads it.
+
+    Args:
+        args: `{"expression"}` as sent; a value that is not text is left for the schema.
+    """
+    out = dict(args)
+    if isinstance(out.get("expression"), str):
+        out["expression"] = out["expression"].strip()
+    return out
+
+
 def make_calculator_tool() -> BaseTool:
     """Build the `calculator` tool (stateless; a factory for symmetry with the other tools)."""
     return StructuredTool.from_function(
@@ -255,4 +271,5 @@ def make_calculator_tool() -> BaseTool:
         name="calculator",
         description=inspect.cleandoc(_calculator.__doc__ or ""),
         args_schema=_CalculatorArgs,
+        metadata={CANONICAL_ARGS: canonical_calculator_args},
     )

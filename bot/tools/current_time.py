@@ -10,12 +10,15 @@ import functools
 import inspect
 import logging
 import zoneinfo
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import Final
+from typing import Any, Final
 
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
+
+from bot.errors import InvalidArgumentsError
+from bot.tools.canonical import CANONICAL_ARGS
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +55,31 @@ def _resolve_zone(name: str) -> zoneinfo.ZoneInfo | None:
     except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
         log.warning("time zone %r is listed but cannot be loaded", canonical)
         return None
+
+
+def canonical_current_time_args(args: Mapping[str, Any]) -> dict[str, Any]:
+    """`current_time`'s arguments in canonical form: the zone as the tool reads it.
+
+    The tool looks zones up without case and surrounding whitespace (`europe/warsaw` is
+    `Europe/Warsaw`), so that is the spelling a condition sees (docs/decisions/0010).
+
+    Args:
+        args: `{"timezone"}` as sent; a value that is not text is left for the schema.
+
+    Raises:
+        InvalidArgumentsError: (field `args.timezone`) for a name that is no known zone.
+    """
+    out = dict(args)
+    name = out.get("timezone")
+    if isinstance(name, str):
+        zone = _resolve_zone(name)
+        if zone is None:
+            raise InvalidArgumentsError(
+                f"unknown time zone {name[:_MAX_ZONE_CHARS]!r}; use an IANA name such as 'UTC' or 'Europe/Warsaw'",
+                field="args.timezone",
+            )
+        out["timezone"] = zone.key
+    return out
 
 
 def format_time(moment: datetime, zone: zoneinfo.ZoneInfo) -> str:
@@ -106,4 +134,5 @@ def make_current_time_tool(now: Callable[[], datetime] = _utc_now) -> BaseTool:
         name="current_time",
         description=inspect.cleandoc(current_time.__doc__ or ""),
         args_schema=_CurrentTimeArgs,
+        metadata={CANONICAL_ARGS: canonical_current_time_args},
     )

@@ -2,11 +2,18 @@
 
 What keeps it safe, in order of the checks:
 
-- only `http`/`https` URLs whose host (and port) is listed in `HTTP_REQUEST_ALLOWED_HOSTS`; the
-  URL is first put in its canonical form (`bot.tools.http_url`: one spelling per request, no
-  user name or password), which is also what the review policy judged and the card showed,
-  and the same parsed `httpx.URL` that was checked is the one sent, so no second parser can
-  disagree;
+- only `http`/`https` URLs whose host and port are listed in `HTTP_REQUEST_ALLOWED_HOSTS` (a
+  host listed without a port allows its scheme's default port only: 443 for https, 80 for
+  http); the URL and the headers are first put in their canonical form (`bot.tools.http_url`:
+  one spelling per request, no user name or password, no path that servers resolve
+  differently, header names in lower case), which is also what the review policy judged and
+  the card showed, and the same parsed `httpx.URL` that was checked is the one sent, so no
+  second parser can disagree;
+- the host name is resolved once, and the request connects only to an address that was
+  checked: a loopback, private, link-local or other non-public address is refused unless the
+  allow-list names that address itself (`127.0.0.1:8080`), so a listed name whose DNS answer
+  changes (DNS rebinding) cannot reach the machine's own or the internal network's services;
+  TLS still verifies the certificate against the host name;
 - redirects are never followed: a 3xx comes back to the model with its Location, and following
   it is a new call that passes the allow-list (and the review policy) again;
 - headers that would change where or how the request is framed (`Host`, `Content-Length`,
@@ -30,7 +37,8 @@ import ipaddress
 import json
 import logging
 import re
-from collections.abc import Mapping
+import socket
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Annotated, Any, Final
@@ -42,7 +50,13 @@ from pydantic import BaseModel, Field, WithJsonSchema
 from bot.errors import ConfigurationError, InvalidArgumentsError
 from bot.settings import ToolSettings
 from bot.tools.canonical import CANONICAL_ARGS
-from bot.tools.http_url import DEFAULT_PORTS, canonical_http_request_args, canonical_url, normalize_method
+from bot.tools.http_url import (
+    DEFAULT_PORTS,
+    canonical_headers,
+    canonical_http_request_args,
+    canonical_url,
+    normalize_method,
+)
 from bot.tools.registry import ARGS_CHECK, CANCELLABLE
 
 log = logging.getLogger(__name__)
@@ -78,7 +92,6 @@ _MAX_DOWNLOAD_BYTES: Final = 1024 * 1024
 """Bytes read from a response at most; beyond this the size of the cut is a lower bound."""
 _USER_AGENT: Final = "Countersign-http_request/1"
 _SHOWN_RESPONSE_HEADERS: Final = ("content-type", "location", "retry-after")
-_TOKEN: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _TEXTUAL_TYPE_HINTS: Final = ("json", "xml", "javascript", "x-www-form-urlencoded", "yaml", "csv")
 
 
@@ -93,10 +106,13 @@ def needs_review(args: Mapping[str, Any]) -> bool:
 @dataclass(frozen=True, slots=True)
 class _HostRule:
     host: str
-    port: int | None  # None: any port of `host`
+    port: int | None  # None: the scheme's default port only
 
-    def matches(self, hosts: set[str], port: int) -> bool:
-        return self.host in hosts and (self.port is None or self.port == port)
+    def allows_port(self, port: int, scheme: str) -> bool:
+        return port == (self.port if self.port is not None else DEFAULT_PORTS[scheme])
+
+    def matches(self, hosts: set[str], port: int, scheme: str) -> bool:
+        return self.host in hosts and self.allows_port(port, scheme)
 
     def __str__(self) -> str:
         shown = f"[{self.host}]" if ":" in self.host else self.host
@@ -183,6 +199,151 @@ class _BorrowedTransport(httpx.AsyncBaseTransport):
         """Leave the borrowed transport open; its owner closes it."""
 
 
+Resolver = Callable[[str, int], Awaitable[Sequence[str]]]
+"""`(host, port) -> addresses`: the IP addresses a host name resolves to, as text, in the order to
+try them; raises `OSError` when the name does not resolve."""
+
+IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+_NAT64: Final = ipaddress.IPv6Network("64:ff9b::/96")
+"""RFC 6052's well-known prefix: its addresses reach the IPv4 address in their last 32 bits."""
+
+
+async def system_resolver(host: str, port: int) -> list[str]:
+    """The addresses the system resolver gives `host` for a TCP connection, without duplicates.
+
+    Raises:
+        OSError: (`socket.gaierror`) when the name does not resolve.
+    """
+    infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    addresses: list[str] = []
+    for family, _, _, _, sockaddr in infos:
+        if family in (socket.AF_INET, socket.AF_INET6):
+            address = str(sockaddr[0]).partition("%")[0]  # a scope id belongs to the socket, not the address
+            if address not in addresses:
+                addresses.append(address)
+    return addresses
+
+
+def non_public_kind(address: IpAddress) -> str | None:
+    """What makes `address` something other than a public unicast address, or None when it is one.
+
+    Covers loopback, unspecified, link-local, multicast, private (RFC 1918, ULA), shared
+    (100.64.0.0/10, CGNAT), reserved and documentation ranges, and every address Python's
+    `ipaddress` does not call global. An IPv4-mapped IPv6 address is refused as such; a 6to4 or
+    NAT64 address is judged by the IPv4 address it reaches.
+
+    Returns:
+        A few words for the error message (`"loopback"`, `"private"`, ...), or None.
+    """
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return "IPv4-mapped"
+        embedded = address.sixtofour
+        if embedded is None and address in _NAT64:
+            embedded = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+        if embedded is not None:
+            return non_public_kind(embedded)
+    checks = (
+        ("unspecified", address.is_unspecified),
+        ("loopback", address.is_loopback),
+        ("link-local", address.is_link_local),
+        ("multicast", address.is_multicast),
+        ("private", address.is_private),
+        ("reserved", address.is_reserved),
+    )
+    kind = next((name for name, applies in checks if applies), None)
+    if kind is None and not address.is_global:
+        kind = "non-public"
+    return kind
+
+
+class _PinnedTransport(httpx.AsyncBaseTransport):
+    """Sends each request to an address it checked, never to one a second DNS answer gives.
+
+    The host name of the request is resolved once; each address is checked (`allowed`) and
+    only the addresses that pass are connected to, in order, the next one tried when a
+    connection is refused. The request keeps its `Host` header and, for https, verifies the
+    server's certificate against the host name (httpx's `sni_hostname` extension), so only
+    the TCP destination is pinned.
+
+    Args:
+        inner: the transport that sends (it is closed with this one).
+        allowed: `(address, port, scheme) -> None`, raising `_RefusedError` saying why the
+            address may not be connected to.
+        resolve: the resolver (`system_resolver`, or a stand-in in tests).
+    """
+
+    def __init__(
+        self,
+        inner: httpx.AsyncBaseTransport,
+        allowed: Callable[[IpAddress, int, str], None],
+        resolve: Resolver,
+    ) -> None:
+        self._inner = inner
+        self._allowed = allowed
+        self._resolve = resolve
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        """Resolve, check, and send `request` to the first checked address that accepts a connection.
+
+        Raises:
+            _RefusedError: every address the host resolves to is refused (nothing is sent).
+            httpx.ConnectError: the name does not resolve, or no checked address accepts a
+                connection.
+        """
+        url = request.url
+        host, scheme = url.host, url.scheme
+        port = url.port if url.port is not None else DEFAULT_PORTS[scheme]
+        addresses = await self._addresses(host, port)
+        refusal: _RefusedError | None = None
+        checked: list[IpAddress] = []
+        for address in addresses:
+            try:
+                self._allowed(address, port, scheme)
+            except _RefusedError as refused:
+                refusal = refusal or refused
+                continue
+            checked.append(address)
+        if not checked:
+            raise refusal or _RefusedError(f"{host} has no address to connect to.")
+        failure: httpx.ConnectError | None = None
+        for address in checked:
+            request.url = url.copy_with(host=str(address))
+            if host != str(address):
+                request.extensions = {**request.extensions, "sni_hostname": host}
+            try:
+                return await self._inner.handle_async_request(request)
+            except httpx.ConnectError as exc:
+                failure = exc
+            finally:
+                request.url = url
+        raise failure or httpx.ConnectError(f"could not connect to {host}")
+
+    async def _addresses(self, host: str, port: int) -> list[IpAddress]:
+        try:
+            return [ipaddress.ip_address(host)]
+        except ValueError:
+            pass  # a name: resolve it
+        try:
+            answers = await self._resolve(host, port)
+        except OSError as exc:
+            raise httpx.ConnectError(f"cannot resolve {host}: {exc.strerror or exc}") from None
+        addresses: list[IpAddress] = []
+        for answer in answers:
+            try:
+                addresses.append(ipaddress.ip_address(answer))
+            except ValueError:
+                log.warning("http_request: the resolver gave %r for %s, which is no IP address", answer, host)
+        if not addresses:
+            raise httpx.ConnectError(f"cannot resolve {host}: no address")
+        return addresses
+
+    async def aclose(self) -> None:
+        """Close the inner transport."""
+        await self._inner.aclose()
+
+
 # "Any JSON value", spelled out: an empty schema means the same in JSON Schema, but
 # langchain-google-genai turns a schema without a type into STRING for Gemini, and the model
 # would then send objects as strings. Nested arrays are still accepted at run time.
@@ -242,12 +403,16 @@ def _error(message: str) -> str:
 
 
 def _check_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
-    """Validated request headers; raises `_RefusedError` naming what is wrong."""
+    """Validated request headers in canonical form (`canonical_headers`); raises `_RefusedError` saying why."""
     if not headers:
         return {}
     if len(headers) > _MAX_HEADERS:
         raise _RefusedError(f"at most {_MAX_HEADERS} headers may be sent.")
-    refused = sorted(name for name in headers if name.strip().lower() in FORBIDDEN_HEADERS)
+    try:
+        headers = canonical_headers(headers)
+    except InvalidArgumentsError as exc:
+        raise _RefusedError(f"{exc.message}.") from None
+    refused = sorted(name for name in headers if name in FORBIDDEN_HEADERS)
     if refused:
         raise _RefusedError(
             f"these headers may not be set: {', '.join(refused)}. The URL decides the host, the "
@@ -256,8 +421,6 @@ def _check_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
         )
     checked: dict[str, str] = {}
     for name, value in headers.items():
-        if not _TOKEN.fullmatch(name):
-            raise _RefusedError(f"{name!r} is not a valid header name.")
         if not isinstance(value, str):
             raise _RefusedError(f"the value of header {name!r} must be a string.")
         if len(value) > _MAX_HEADER_VALUE_CHARS:
@@ -266,10 +429,6 @@ def _check_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
             raise _RefusedError(f"the value of header {name!r} must be printable ASCII on a single line.")
         checked[name] = value
     return checked
-
-
-def _has_header(headers: Mapping[str, str], name: str) -> bool:
-    return any(key.lower() == name for key in headers)
 
 
 def _looks_textual(content_type: str, sample: bytes) -> bool:
@@ -346,13 +505,20 @@ def _render(
     return "\n".join(lines)
 
 
-def make_http_request_tool(settings: ToolSettings, *, transport: httpx.AsyncBaseTransport | None = None) -> BaseTool:
+def make_http_request_tool(
+    settings: ToolSettings,
+    *,
+    transport: httpx.AsyncBaseTransport | None = None,
+    resolver: Resolver = system_resolver,
+) -> BaseTool:
     """Build the `http_request` tool for the hosts in `settings.http_allowed_hosts`.
 
     Args:
         settings: allow-list, timeout and response size cap.
         transport: an httpx transport to send through instead of the network (tests); it is
-            borrowed, never closed by the tool.
+            borrowed, never closed by the tool, and decides itself where requests go: no
+            address is resolved or checked.
+        resolver: resolves host names for the address check (a DNS stand-in in tests).
 
     Returns:
         The tool, named `http_request`, whose arguments are `method, url, headers, body`.
@@ -378,7 +544,7 @@ def make_http_request_tool(settings: ToolSettings, *, transport: httpx.AsyncBase
             url.host.lower().rstrip("."),
             url.raw_host.decode("ascii", errors="replace").lower().rstrip("."),
         }
-        if not any(rule.matches(names, port) for rule in rules):
+        if not any(rule.matches(names, port, url.scheme) for rule in rules):
             if not rules:
                 raise _RefusedError(
                     "no hosts are allowed, so http_request cannot be used here. An "
@@ -391,13 +557,27 @@ def make_http_request_tool(settings: ToolSettings, *, transport: httpx.AsyncBase
             )
         return url
 
+    def check_address(address: IpAddress, port: int, scheme: str) -> None:
+        """Refuse a non-public address the allow-list does not name as an address (DNS rebinding)."""
+        kind = non_public_kind(address)
+        if kind is None or any(rule.host == address.compressed and rule.allows_port(port, scheme) for rule in rules):
+            return
+        shown = f"[{address.compressed}]:{port}" if address.version == 6 else f"{address}:{port}"
+        raise _RefusedError(
+            f"the host resolves to {address}, a {kind} address, which is not allowed unless "
+            f"HTTP_REQUEST_ALLOWED_HOSTS names that address itself (e.g. {shown}). Nothing was sent."
+        )
+
     async def send(method: str, url: httpx.URL, headers: dict[str, str], content: bytes | None) -> str:
-        borrowed = _BorrowedTransport(transport) if transport is not None else None
+        sender: httpx.AsyncBaseTransport = (
+            _BorrowedTransport(transport)
+            if transport is not None
+            else _PinnedTransport(httpx.AsyncHTTPTransport(verify=tls, trust_env=False), check_address, resolver)
+        )
         async with (
             asyncio.timeout(timeout_s),
             httpx.AsyncClient(
-                transport=borrowed,
-                verify=tls,
+                transport=sender,
                 timeout=httpx.Timeout(timeout_s),
                 follow_redirects=False,
                 trust_env=False,
@@ -441,8 +621,8 @@ def make_http_request_tool(settings: ToolSettings, *, transport: httpx.AsyncBase
                 content = json.dumps(body, ensure_ascii=False, allow_nan=False).encode()
             except (TypeError, ValueError) as exc:
                 raise _RefusedError(f"the body is not a JSON value: {exc}.") from None
-            if not _has_header(request_headers, "content-type"):
-                request_headers["Content-Type"] = "application/json"
+            if "content-type" not in request_headers:
+                request_headers["content-type"] = "application/json"
         return verb, target, request_headers, content
 
     def refusal(args: Mapping[str, Any]) -> str | None:
@@ -476,6 +656,9 @@ def make_http_request_tool(settings: ToolSettings, *, transport: httpx.AsyncBase
         host = target.netloc.decode("ascii", errors="replace")
         try:
             return await send(verb, target, request_headers, content)
+        except _RefusedError as refusal:  # an address the allow-list does not cover
+            log.warning("http_request to %s refused: %s", host, refusal)
+            return _error(str(refusal))
         except (httpx.TimeoutException, TimeoutError):
             return _error(f"{host} did not answer within {timeout_s:g} seconds. Try again later, or ask for less data.")
         except httpx.ConnectError as exc:

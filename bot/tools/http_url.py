@@ -14,20 +14,26 @@ parser the tool sends with (httpx), then writes the URL back in this form:
 - the path at least `/`, with RFC 3986 normalisation: percent-encodings of unreserved
   characters decoded (`%7E` is `~`, `%2e` is `.`), other percent-encodings in upper case, a
   `%` that starts no encoding written `%25`, and `.`/`..` segments removed as httpx removes
-  them (also after decoding, so `/a/%2e%2e/b` is `/b`); `%2F` stays encoded, as servers differ on what it means;
+  them (also after decoding, so `/a/%2e%2e/b` is `/b`);
 - the query kept, normalised like the path (an empty `?` dropped); the fragment dropped (it is
   never sent);
 - surrounding whitespace removed.
 
 Refused (`InvalidArgumentsError`), because no spelling of them is safe to judge or to send: a
 user name or password (`user@host`; credentials belong in headers, and a backslash before
-the `@` splits the URL differently in browsers and in httpx), a host with characters outside letters, digits, `-`,
-`_` and dots (percent-encoding, a backslash), a zone id, another scheme, an invalid port.
+the `@` splits the URL differently in browsers and in httpx), a host with characters outside
+letters, digits, `-`, `_` and dots (percent-encoding, a backslash), a zone id, another scheme,
+an invalid port, and a path that servers resolve differently (`check_path`): an empty segment
+(`//`, which some servers merge into one `/`), an encoded slash or backslash, or a backslash
+(`%2F`, `%5C`: some servers decode them into separators), a `;` (Tomcat, Jetty and Spring drop
+what follows it in a segment, so `/public/..;/admin` is `/admin` to them), an encoded NUL
+(`%00`). A path-prefix condition then reads the segments the server will.
 
-The method is written in upper case. Header names keep their case (some servers still care
-how a name is written), but two names that differ only in case are refused: HTTP reads them as
-one header, a condition as two. `canonical_http_request_args` is idempotent, and the tool sends
-exactly the URL it returns.
+The method is written in upper case. Header names are written in lower case, as HTTP/2 sends
+them (HTTP reads them case-insensitively), and values without surrounding spaces or tabs (HTTP
+drops them); two names that differ only in case are refused: HTTP reads them as one header, a
+condition as two. `canonical_http_request_args` is idempotent, and the tool sends exactly the
+URL and headers it returns.
 """
 
 from __future__ import annotations
@@ -47,6 +53,21 @@ _LABEL: Final = re.compile(r"[a-z0-9_-]{1,63}")
 _NUMERIC_LABEL: Final = re.compile(r"[0-9]+|0x[0-9a-f]*")
 _PERCENT: Final = re.compile(r"%([0-9A-Fa-f]{2})|%")
 _UNRESERVED: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+HEADER_NAME: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+"""An HTTP field name (RFC 9110 `token`)."""
+_PATH_REFUSALS: Final = (
+    ("//", "has an empty segment (`//`), which some servers merge into one `/`; remove the extra `/`"),
+    ("%2F", "has an encoded `/` (`%2F`), which some servers decode into a separator; remove it"),
+    ("%5C", "has an encoded backslash (`%5C`), which some servers read as `/`; remove it"),
+    ("\\", "has a backslash, which some servers read as `/`; use `/`"),
+    (
+        ";",
+        "has a `;`: some servers (Tomcat, Jetty) drop what follows it in a segment and others do not; "
+        "leave it out, or write `%3B` if it is part of a name",
+    ),
+    ("%00", "has an encoded NUL (`%00`), where some servers cut the path; remove it"),
+)
+"""What `check_path` refuses in a normalised path, and why."""
 
 
 def normalize_method(value: object) -> str | None:
@@ -69,11 +90,12 @@ def canonical_http_request_args(args: Mapping[str, Any]) -> dict[str, Any]:
             left for the tool's schema to refuse.
 
     Returns:
-        A new dict: the method upper-case, the URL per `canonical_url`, the rest as given.
+        A new dict: the method upper-case, the URL per `canonical_url`, the headers per
+        `canonical_headers`, the body as given.
 
     Raises:
-        InvalidArgumentsError: the URL is refused (field `args.url`), or two headers differ only
-            in case (field `args.headers`).
+        InvalidArgumentsError: the URL is refused (field `args.url`), or a header name is not
+            one, or two differ only in case (field `args.headers`).
     """
     out = dict(args)
     method = normalize_method(out.get("method"))
@@ -83,15 +105,38 @@ def canonical_http_request_args(args: Mapping[str, Any]) -> dict[str, Any]:
         out["url"] = canonical_url(out["url"])
     headers = out.get("headers")
     if isinstance(headers, Mapping):
-        seen: set[str] = set()
-        for name in headers:
-            key = str(name).lower()
-            if key in seen:
-                raise InvalidArgumentsError(
-                    f"the header {key!r} is given twice (header names ignore case); give it once",
-                    field="args.headers",
-                )
-            seen.add(key)
+        out["headers"] = canonical_headers(headers)
+    return out
+
+
+def canonical_headers(headers: Mapping[str, Any]) -> dict[str, Any]:
+    """Request headers as the tool sends them: names in lower case, text values without surrounding blanks.
+
+    HTTP compares names without case (HTTP/2 and 3 send them in lower case only) and drops the
+    spaces and tabs around a value, so a condition must read one spelling of each:
+    `args.headers['x-sudo'] == 'yes'` holds for `{"X-Sudo": " yes"}`.
+
+    Args:
+        headers: names to values as sent; a value that is not text is left for the tool to refuse.
+
+    Returns:
+        A new dict in the same order.
+
+    Raises:
+        InvalidArgumentsError: (field `args.headers`) for a name that is not an HTTP field name,
+            or two names that are one header in HTTP (`Accept` and `accept`).
+    """
+    out: dict[str, Any] = {}
+    for name, value in headers.items():
+        if not isinstance(name, str) or not HEADER_NAME.fullmatch(name):
+            raise InvalidArgumentsError(f"{str(name)[:100]!r} is not a valid header name", field="args.headers")
+        key = name.lower()
+        if key in out:
+            raise InvalidArgumentsError(
+                f"the header {key!r} is given twice (header names ignore case); give it once",
+                field="args.headers",
+            )
+        out[key] = value.strip(" \t") if isinstance(value, str) else value
     return out
 
 
@@ -132,6 +177,7 @@ def canonical_url(text: str) -> str:
     raw = url.raw_path.decode("ascii", errors="replace")
     path, _, query = raw.partition("?")
     path = _remove_dot_segments(_normalize_percent(path)) or "/"
+    check_path(path)
     query = _normalize_percent(query)
     return f"{scheme}://{netloc}{path}" + (f"?{query}" if query else "")
 
@@ -172,6 +218,21 @@ def canonical_host(raw_host: str) -> str:
                 f"the host {raw_host!r} is not a valid IPv4 address: write it as four decimal numbers (e.g. 10.0.0.1)"
             ) from None
     return name
+
+
+def check_path(path: str) -> None:
+    """Refuse a normalised path that servers resolve differently (see the module docstring).
+
+    Args:
+        path: the path as `canonical_url` writes it (percent-encodings in upper case, dot
+            segments removed).
+
+    Raises:
+        InvalidArgumentsError: (field `args.url`) naming what is wrong and what to write.
+    """
+    for needle, problem in _PATH_REFUSALS:
+        if needle in path:
+            raise _refused(f"the URL path {path[:200]!r} {problem}")
 
 
 def _normalize_percent(text: str) -> str:

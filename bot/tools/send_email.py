@@ -5,6 +5,10 @@ with STARTTLS when the server offers it, `smtps://...` (port 465 by default) use
 first byte. With a user in the URL the tool logs in, but only over TLS or to a loopback server:
 a password is never sent in the clear across a network.
 
+Recipients are judged and sent in one canonical spelling (`bot.tools.email_address`): the tool
+carries that form in its metadata, so the review policy, the card and the approval see the
+addresses the tool will send, and the tool applies it again to what it is given.
+
 The password is a `SecretStr` in the settings and lives only inside `_SmtpTarget` here; every
 text that leaves this module (tool results, log lines, error messages) is built from the host
 and port, and server or library messages are scrubbed of the password before use.
@@ -16,7 +20,6 @@ import asyncio
 import inspect
 import ipaddress
 import logging
-import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.message import EmailMessage
@@ -28,8 +31,10 @@ import aiosmtplib
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
-from bot.errors import ConfigurationError
+from bot.errors import ConfigurationError, InvalidArgumentsError
 from bot.settings import ToolSettings
+from bot.tools.canonical import CANONICAL_ARGS
+from bot.tools.email_address import canonical_address, canonical_send_email_args
 
 log = logging.getLogger(__name__)
 
@@ -39,35 +44,6 @@ MAX_SUBJECT_CHARS: Final = 200
 MAX_BODY_CHARS: Final = 50_000
 
 _DEFAULT_PORTS: Final = {"smtp": 25, "smtps": 465}
-_LOCAL_PART: Final = re.compile(r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*")
-_DOMAIN_LABEL: Final = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
-
-
-def normalize_address(text: str) -> str | None:
-    """`text` as a bare email address (`user@example.com`), or None when it is not one.
-
-    Deliberately stricter than RFC 5322: no display names, comments or quoted local parts, so
-    nothing a model writes can add a header or a hidden recipient. An internationalized domain
-    is converted to its ASCII (punycode) form; the local part must be ASCII.
-
-    Args:
-        text: what the model passed.
-    """
-    address = text.strip()
-    local, at, domain = address.rpartition("@")
-    if not at or not local or not domain or len(local) > 64:
-        return None
-    if not _LOCAL_PART.fullmatch(local):
-        return None
-    try:
-        ascii_domain = domain.rstrip(".").encode("idna").decode("ascii").lower()
-    except UnicodeError:
-        return None
-    labels = ascii_domain.split(".")
-    if not all(_DOMAIN_LABEL.fullmatch(label) for label in labels) or (labels[-1].isascii() and labels[-1].isdigit()):
-        return None
-    result = f"{local}@{ascii_domain}"
-    return result if len(result) <= 254 else None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -130,26 +106,22 @@ class _RefusedError(Exception):
     """An email the tool will not send; the message is the model-facing explanation."""
 
 
-def _check_recipients(to: list[str], cc: list[str] | None) -> tuple[list[str], list[str]]:
-    """Normalized, de-duplicated To and Cc lists; raises `_RefusedError` naming what is wrong."""
-    if not to:
+def _checked(to: list[str], cc: list[str] | None, subject: str, body: str) -> tuple[list[str], list[str], str]:
+    """The canonical To, Cc and subject the tool sends; raises `_RefusedError` naming what is wrong."""
+    try:
+        canonical = canonical_send_email_args({"to": to, "cc": cc or [], "subject": subject})
+    except InvalidArgumentsError as exc:
+        raise _RefusedError(f"{exc.message}.") from None
+    to_list, cc_list = list(canonical["to"]), list(canonical["cc"])
+    if not to_list:
         raise _RefusedError("`to` needs at least one address.")
-    seen: set[str] = set()
-    lists: tuple[list[str], list[str]] = ([], [])
-    for raw_list, checked in ((to, lists[0]), (cc or [], lists[1])):
-        for raw in raw_list:
-            address = normalize_address(raw)
-            if address is None:
-                raise _RefusedError(
-                    f"{raw[:100]!r} is not a valid email address. Pass bare addresses like "
-                    "'name@example.com', one per list item, without display names."
-                )
-            if address.lower() not in seen:
-                seen.add(address.lower())
-                checked.append(address)
-    if len(seen) > MAX_RECIPIENTS:
+    if len(to_list) + len(cc_list) > MAX_RECIPIENTS:
         raise _RefusedError(f"at most {MAX_RECIPIENTS} recipients (To and Cc together) are allowed.")
-    return lists
+    if len(canonical["subject"]) > MAX_SUBJECT_CHARS:
+        raise _RefusedError(f"the subject is longer than {MAX_SUBJECT_CHARS} characters.")
+    if len(body) > MAX_BODY_CHARS:
+        raise _RefusedError(f"the body is longer than {MAX_BODY_CHARS} characters.")
+    return to_list, cc_list, canonical["subject"]
 
 
 def _build_message(sender: str, to: list[str], cc: list[str], subject: str, body: str) -> EmailMessage:
@@ -191,9 +163,10 @@ def make_send_email_tool(settings: ToolSettings) -> BaseTool:
     if settings.smtp_url is None:
         raise ConfigurationError("send_email needs SMTP_URL")
     target = _parse_smtp_url(settings.smtp_url.get_secret_value())
-    sender = normalize_address(settings.smtp_from)
-    if sender is None:
-        raise ConfigurationError(f"SMTP_FROM {settings.smtp_from!r} is not an email address")
+    try:
+        sender = canonical_address(settings.smtp_from)
+    except InvalidArgumentsError:
+        raise ConfigurationError(f"SMTP_FROM {settings.smtp_from!r} is not an email address") from None
     timeout_s = settings.smtp_timeout_s
 
     async def deliver(message: EmailMessage, recipients: list[str]) -> dict[str, str]:
@@ -227,14 +200,8 @@ def make_send_email_tool(settings: ToolSettings) -> BaseTool:
         wrong and whether the email was sent.
         """
         try:
-            to_list, cc_list = _check_recipients(to, cc)
-            if any(ch in subject for ch in "\r\n"):
-                raise _RefusedError("the subject must be a single line.")
-            if len(subject) > MAX_SUBJECT_CHARS:
-                raise _RefusedError(f"the subject is longer than {MAX_SUBJECT_CHARS} characters.")
-            if len(body) > MAX_BODY_CHARS:
-                raise _RefusedError(f"the body is longer than {MAX_BODY_CHARS} characters.")
-            message = _build_message(sender, to_list, cc_list, subject.strip(), body)
+            to_list, cc_list, subject_line = _checked(to, cc, subject, body)
+            message = _build_message(sender, to_list, cc_list, subject_line, body)
             refused = await deliver(message, to_list + cc_list)
         except _RefusedError as refusal:
             return f"Error: {refusal}"
@@ -290,4 +257,5 @@ def make_send_email_tool(settings: ToolSettings) -> BaseTool:
         name="send_email",
         description=inspect.cleandoc(send_email.__doc__ or ""),
         args_schema=_SendEmailArgs,
+        metadata={CANONICAL_ARGS: canonical_send_email_args},
     )

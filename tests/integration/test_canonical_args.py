@@ -1,7 +1,7 @@
-"""One canonical form of arguments for the policy, the card, the approval and the tool (issue 9, findings 4 and 7).
+"""One canonical form of arguments for the policy, the card, the approval and the tool (docs/decisions/0010).
 
 Real PostgreSQL (jsonb round trips), the real core, the real `http_request` tool against a
-local HTTP target.
+local HTTP target, the real `send_email` tool against a local SMTP server.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
+from pydantic import SecretStr
 
 from bot.agents import prompts
 from bot.approvals.config import ALL, SettingKey
@@ -24,6 +25,7 @@ from tests.support.http_target import HttpTarget
 from tests.support.recording_platform import RecordingPlatform
 from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
 from tests.support.service import actor, message, open_service
+from tests.support.smtp_target import smtp_server
 
 HUGE = 2**70
 """Beyond 64 bits: a float in the checkpoint, an integer of another value in jsonb."""
@@ -172,3 +174,105 @@ async def test_an_edit_that_only_respells_the_url_keeps_the_approvals_of_that_re
         await h.service.tasks.join()
     assert decided.status is ApprovalStatus.APPROVED
     assert [(r.method, r.path) for r in target.requests] == [("DELETE", "/things")]
+
+
+EXTERNAL_RULE = "args.to.exists(a, a.endsWith('@external.example'))"
+"""Review mail to the outside world; mail inside the company goes without a card."""
+
+
+def _address_echo(messages) -> AIMessage:
+    """The model mails whoever the message names, then says what the tool answered."""
+    last = messages[-1]
+    if last.type == "tool":
+        return AIMessage(f"tool said: {last.text}")
+    return calls(tool_call("send_email", {"to": [last.text], "subject": "Report", "body": "numbers"}))
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        "a@EXTERNAL.example",
+        "a@external.example.",
+        "  a@external.example ",
+        "a@\uff45\uff58\uff54\uff45\uff52\uff4e\uff41\uff4c.example",  # full-width letters
+        "a@external\u3002example",  # ideographic full stop
+        "A@External.Example.",
+    ],
+)
+async def test_a_condition_on_recipients_is_not_passed_by_another_spelling(db_url, written):
+    """A rule on `args.to` sees the canonical address: the call waits for a card showing it, and the
+    SMTP server receives exactly that address once it is approved."""
+    with smtp_server() as smtp:
+        settings = ToolSettings(smtp_url=SecretStr(smtp.url), smtp_from="bot@corp.example")
+        model = ScriptedChatModel(script=_address_echo)
+        async with open_service(db_url, model, ToolRegistry(builtin_tools(settings))) as h:
+            await h.config.set_rule(
+                actor("root", is_admin=True),
+                channel_id=ALL,
+                tool_name="send_email",
+                mode=Mode.REVIEW,
+                condition=EXTERNAL_RULE,
+            )
+            approval = await _pending(h, written)
+            assert smtp.recorder.messages == []
+            assert approval.proposed_args["to"] == ["a@external.example"]
+            await h.service.decide(approval.id, actor("alice"), Approve())
+            await h.service.tasks.join()
+            await h.service.handle_message(message("colleague@CORP.example.", message_id="inside"))
+    outside, inside = smtp.recorder.messages
+    assert outside.rcpt_tos == ["a@external.example"] and outside.message["To"] == "a@external.example"
+    assert inside.rcpt_tos == ["colleague@corp.example"]  # no card: the rule does not hold
+    assert len(h.platform.cards) == 1
+    assert h.platform.answers[-1][1] == "tool said: Sent to colleague@corp.example."
+
+
+async def test_a_condition_on_a_header_name_holds_for_any_case(db_url, target):
+    """Header names are lower case in the canonical arguments: `X-Sudo` meets a rule on `x-sudo`, and
+    the request carries the name as the card showed it."""
+    url = target.url("/things")
+    model = ScriptedChatModel(
+        replies=[
+            calls(tool_call("http_request", {"method": "GET", "url": url, "headers": {"X-SUDO": " yes "}})),
+            AIMessage("done"),
+        ]
+    )
+    async with open_service(db_url, model, _http_registry(target)) as h:
+        await h.config.set_rule(
+            actor("root", is_admin=True),
+            channel_id=ALL,
+            tool_name="http_request",
+            mode=Mode.REVIEW,
+            condition="args.method != 'GET' || (has(args.headers) && 'x-sudo' in args.headers)",
+        )
+        approval = await _pending(h)
+        assert target.requests == []
+        assert approval.proposed_args["headers"] == {"x-sudo": "yes"}
+        await h.service.decide(approval.id, actor("alice"), Approve())
+        await h.service.tasks.join()
+    [sent] = target.requests
+    assert sent.headers.get("x-sudo") == "yes"
+
+
+@pytest.mark.parametrize(
+    "path", ["/public//admin", "/public/..;/admin", "/public/..%2Fadmin", "/public/%2e%2e;x/admin"]
+)
+async def test_a_path_servers_resolve_differently_is_never_sent(db_url, target, path):
+    """`//`, `..;` and an encoded `/` could reach `/admin` past a prefix rule: the call is held for
+    review (no canonical form), and even approved, the tool refuses it and sends nothing."""
+    model = ScriptedChatModel(
+        replies=[calls(tool_call("http_request", {"method": "GET", "url": target.url(path)})), AIMessage("done")]
+    )
+    async with open_service(db_url, model, _http_registry(target)) as h:
+        await h.config.set_rule(
+            actor("root", is_admin=True),
+            channel_id=ALL,
+            tool_name="http_request",
+            mode=Mode.REVIEW,
+            condition="url(args.url).getEscapedPath().startsWith('/admin')",
+        )
+        approval = await _pending(h)
+        await h.service.decide(approval.id, actor("alice"), Approve())
+        await h.service.tasks.join()
+    assert target.requests == []
+    [result] = [m for m in model.prompts[-1] if m.type == "tool"]
+    assert result.text.startswith("Error:") and "path" in result.text

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 
 from bot.agents.kind import AgentKind
@@ -43,7 +43,7 @@ async def test_a_text_answer_writes_one_checkpoint(db_url, registry):
 
 
 async def test_an_unreviewed_call_is_stored_before_it_runs(db_url):
-    """The checkpoint holds the model's call, under its id, while the call runs; the round costs two writes."""
+    """The checkpoint holds the model's call, under the id its result answers, while the call runs; the round costs two writes."""
     stored: dict[str, Any] = {}
     harness: list[Harness] = []
     conv = conversation()
@@ -64,8 +64,13 @@ async def test_an_unreviewed_call_is_stored_before_it_runs(db_url):
         harness.append(h)
         await h.service.handle_message(message("peek", message_id="2.1"))
         rows = await checkpoint_rows(h, conv.thread_id)
+        final = await h.graph(conv).aget_state({"configurable": {"thread_id": conv.thread_id}})
     [asked] = [m for m in stored["messages"] if isinstance(m, AIMessage)]
-    assert [c["id"] for c in asked.tool_calls] == ["call-peek-1"]
+    [result] = [m for m in final.values["messages"] if isinstance(m, ToolMessage)]
+    assert [(c["name"], c["args"], c["id"]) for c in asked.tool_calls] == [
+        ("peek", {"query": "x"}, result.tool_call_id)
+    ]
+    assert result.tool_call_id != "call-peek-1"  # stored under a fresh id, never the model's
     assert stored["next"] == ("human_review",)
     assert rows == 2
     assert h.platform.answers == [(conv.thread_id, "done")]

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Self
 
 from aiohttp import web
+from multidict import CIMultiDict
 
 from tests.support.gate import Gate
 
@@ -17,7 +19,8 @@ class Received:
 
     method: str
     path: str
-    headers: dict[str, str]
+    headers: Mapping[str, str]
+    """Names compared without case, as HTTP does."""
     json: Any
 
 
@@ -57,6 +60,6 @@ class HttpTarget:
     async def _handle(self, request: web.Request) -> web.Response:
         raw = await request.read()
         body = json.loads(raw) if raw else None
-        self.requests.append(Received(request.method, request.path, dict(request.headers), body))
+        self.requests.append(Received(request.method, request.path, CIMultiDict(request.headers), body))
         await self.gate.passing()
         return web.json_response({"ok": True, "id": len(self.requests), "echo": body}, status=201)

@@ -40,7 +40,7 @@ _BASES = [
     _Base("https", "xn--bcher-kva.example", None, "/katalog", None),
     _Base("https", "internal.example.evil.example", None, "/", None),
     _Base("https", "evil.example", None, "/internal.example/x", None),
-    _Base("http", "127.0.0.1", 9000, "/x%2Fy", "q=~a"),
+    _Base("http", "127.0.0.1", 9000, "/x%3Ay", "q=~a"),
     _Base("https", "::1", None, "/v1", None),
 ]
 BASE_URLS = [str(base) for base in _BASES]

@@ -162,7 +162,7 @@ for _text in URL_CONDITIONS:
     compile_condition(_text)
 
 _HOSTS = ("internal.example", "internal.example.evil.example", "evil.example", "xn--bcher-kva.example")
-_ALLOWED = (*_HOSTS, "127.0.0.1:9000", "[::1]")
+_ALLOWED = (*_HOSTS, "internal.example:8080", "127.0.0.1:9000", "[::1]")
 
 
 def _http_registry(sent: list[str]) -> ToolRegistry:

@@ -13,7 +13,7 @@ from bot.agents.history import (
     last_tool_call_message,
     repaired,
     unanswered_tool_calls,
-    with_unique_call_ids,
+    with_fresh_call_ids,
 )
 from bot.agents.prompts import INTERRUPTED_CALL_MESSAGE
 
@@ -273,25 +273,34 @@ def test_repair_leaves_out_an_answer_without_content():
     assert [m.text for m in repaired(history)] == ["a", "b", "c"]
 
 
-def test_repeated_and_empty_call_ids_are_replaced():
-    """Two calls sharing an id (or with none) get their own ids; the first keeps its id, args stay."""
+def test_every_call_gets_a_fresh_id_and_keeps_its_name_and_arguments():
+    """Shared, empty and unique ids alike are replaced by ids of their own; names and arguments stay."""
     message = AIMessage(
         content="",
         tool_calls=[
             {"name": "a", "args": {"x": 1}, "id": "c1"},
             {"name": "b", "args": {"y": 2}, "id": "c1"},
             {"name": "c", "args": {}, "id": ""},
+            {"name": "d", "args": {}, "id": "c4"},
         ],
     )
-    fixed = with_unique_call_ids(message)
+    fixed = with_fresh_call_ids(message)
     ids = [call["id"] for call in fixed.tool_calls]
-    assert ids[0] == "c1" and len(set(ids)) == 3 and all(ids)
-    assert [(c["name"], c["args"]) for c in fixed.tool_calls] == [("a", {"x": 1}), ("b", {"y": 2}), ("c", {})]
+    assert len(set(ids)) == 4 and all(ids) and set(ids).isdisjoint({"c1", "c4"})
+    assert [(c["name"], c["args"]) for c in fixed.tool_calls] == [
+        ("a", {"x": 1}),
+        ("b", {"y": 2}),
+        ("c", {}),
+        ("d", {}),
+    ]
+    again = with_fresh_call_ids(message)
+    assert set(ids).isdisjoint(call["id"] for call in again.tool_calls)  # the same answer twice: other ids
 
 
-def test_unique_call_ids_leave_the_message_as_it_is():
-    message = AIMessage(content="", tool_calls=[{"name": "a", "args": {}, "id": "c1"}])
-    assert with_unique_call_ids(message) is message
+def test_an_answer_without_calls_is_left_as_it_is():
+    """A text answer has no id to replace."""
+    message = AIMessage(content="done")
+    assert with_fresh_call_ids(message) is message
 
 
 def test_integers_beyond_64_bits_become_floats_so_the_checkpoint_can_be_written():
@@ -306,7 +315,7 @@ def test_integers_beyond_64_bits_become_floats_so_the_checkpoint_can_be_written(
     assert isinstance(args["n"], float) and isinstance(args["k"], int)
 
 
-# with_unique_call_ids: Gemini 3 thought signatures follow renamed calls -------------------------
+# with_fresh_call_ids: Gemini 3 thought signatures follow renamed calls --------------------------
 
 
 def signed(*ids: str, signatures: dict[str, str]) -> AIMessage:
@@ -324,31 +333,20 @@ def signatures_of(message: AIMessage) -> dict[str, str]:
     return dict(message.additional_kwargs.get(SIGNATURES_KEY, {}))
 
 
-def test_a_call_renamed_because_its_id_was_taken_keeps_its_signature():
-    """Gemini reused an id of an earlier turn: the call gets a new id and its signature moves with it."""
-    fixed = with_unique_call_ids(signed("c1", signatures={"c1": "sig-1"}), taken={"c1"})
-    [call] = fixed.tool_calls
-    assert call["id"] != "c1"
-    assert signatures_of(fixed) == {call["id"]: "sig-1"}
-
-
 def test_fresh_ids_move_every_signature():
-    """A subagent's calls all get fresh ids; the signed first call keeps its signature under the new id."""
-    fixed = with_unique_call_ids(signed("a", "b", signatures={"a": "sig-a"}), fresh=True)
+    """Every call gets a fresh id; the signed first call keeps its signature under its new id."""
+    fixed = with_fresh_call_ids(signed("a", "b", signatures={"a": "sig-a"}))
     first, second = (call["id"] for call in fixed.tool_calls)
     assert {first, second}.isdisjoint({"a", "b"})
     assert signatures_of(fixed) == {first: "sig-a"}
 
 
 def test_a_shared_id_leaves_the_signature_with_the_first_call():
-    """Two calls sharing one id: the second is renamed, the signature stays with the first (Gemini signs the first)."""
-    fixed = with_unique_call_ids(signed("dup", "dup", signatures={"dup": "sig"}))
+    """Two calls sharing one id: both get ids of their own, the signature goes with the first (Gemini signs the first)."""
+    fixed = with_fresh_call_ids(signed("dup", "dup", signatures={"dup": "sig"}))
     first, second = (call["id"] for call in fixed.tool_calls)
-    assert first == "dup" and second != "dup"
-    assert signatures_of(fixed) == {"dup": "sig"}
-    both_renamed = with_unique_call_ids(signed("dup", "dup", signatures={"dup": "sig"}), taken={"dup"})
-    first, _ = (call["id"] for call in both_renamed.tool_calls)
-    assert signatures_of(both_renamed) == {first: "sig"}
+    assert first != second and "dup" not in {first, second}
+    assert signatures_of(fixed) == {first: "sig"}
 
 
 def test_the_signature_key_is_langchain_google_genais():

@@ -32,6 +32,11 @@ def tool_messages(state_messages) -> list[ToolMessage]:
     return [m for m in state_messages if isinstance(m, ToolMessage)]
 
 
+def stored_call_ids(state_messages) -> list[str]:
+    """The ids of the stored tool calls, in order: `llm_call` gives each call a fresh one."""
+    return [str(call["id"]) for m in state_messages if isinstance(m, AIMessage) for call in m.tool_calls]
+
+
 # --- step guard (seed 000: "Kenapa remaining_steps <= steps_per_tool_round") ---------------
 
 
@@ -166,13 +171,15 @@ async def test_gated_call_interrupts_with_the_hitl_payload(make_graph, tool_log)
     cfg = config()
     result = await graph.ainvoke(ask("tell bob hi"), cfg)
     [interrupt] = result["__interrupt__"]
+    [stored_id] = stored_call_ids(result["messages"])
+    assert stored_id != call["id"]  # never the model's id
     assert interrupt.value == {
         "action_requests": [
             {
                 "name": "send",
                 "args": {"to": "bob", "body": "hi"},
                 "description": "Bob asked for it.",
-                "tool_call_id": call["id"],
+                "tool_call_id": stored_id,
                 "source": None,
             }
         ],
@@ -200,7 +207,8 @@ async def test_edit_runs_the_edited_args_and_replaces_the_ai_message_by_id(make_
     model = ScriptedChatModel(replies=[calls(call), AIMessage("sent to carol")])
     graph = make_graph(model)
     cfg = config()
-    await graph.ainvoke(ask("tell bob hi"), cfg)
+    paused = await graph.ainvoke(ask("tell bob hi"), cfg)
+    [stored_id] = stored_call_ids(paused["messages"])
     edit = {
         "type": "edit",
         "edited_action": {"name": "send", "args": {"to": "carol", "body": "hello"}},
@@ -210,9 +218,9 @@ async def test_edit_runs_the_edited_args_and_replaces_the_ai_message_by_id(make_
     ai_with_calls = [m for m in result["messages"] if isinstance(m, AIMessage) and m.tool_calls]
     assert len(ai_with_calls) == 1
     assert ai_with_calls[0].tool_calls[0]["args"] == {"to": "carol", "body": "hello"}
-    assert ai_with_calls[0].tool_calls[0]["id"] == call["id"]
+    assert ai_with_calls[0].tool_calls[0]["id"] == stored_id
     [result_message] = tool_messages(result["messages"])
-    assert result_message.tool_call_id == call["id"]
+    assert result_message.tool_call_id == stored_id
 
 
 async def test_reject_with_reason_never_runs_and_the_model_sees_the_reason(make_graph, tool_log):
@@ -264,7 +272,8 @@ async def test_mixed_batch_runs_auto_and_approved_calls_only(make_graph, tool_lo
     assert [name for name, _ in tool_log.calls] == ["lookup", "send"]
     assert tool_log.calls[1][1]["to"] == "bob"
     results = tool_messages(result["messages"])
-    assert [m.tool_call_id for m in results] == [a["id"], b["id"], c["id"]]
+    assert [m.tool_call_id for m in results] == stored_call_ids(result["messages"])
+    assert [m.name for m in results] == ["lookup", "send", "send"]
     assert results[2].status == "error"
 
 
@@ -280,7 +289,7 @@ async def test_decisions_pair_with_calls_by_position(make_graph, tool_log):
     assert [args["to"] for _, args in tool_log.calls] == ["eve"]
     results = tool_messages(result["messages"])
     # Gemini pairs results with calls by position: a rejection listed first must be the first call's.
-    assert [m.tool_call_id for m in results] == [b["id"], c["id"]]
+    assert [m.tool_call_id for m in results] == stored_call_ids(result["messages"])
     assert results[0].status == "error" and results[1].content == "sent to eve"
 
 
@@ -294,10 +303,11 @@ async def test_results_stay_in_call_order_when_a_later_call_is_rejected(make_gra
     await graph.ainvoke(ask("send both"), cfg)
     result = await graph.ainvoke(Command(resume={"decisions": [{"type": "approve"}, {"type": "reject"}]}), cfg)
     results = tool_messages(result["messages"])
-    assert [m.tool_call_id for m in results] == [b["id"], c["id"]]
+    ids = stored_call_ids(result["messages"])
+    assert [m.tool_call_id for m in results] == ids
     assert [m.status for m in results] == ["success", "error"]
     final_prompt_tools = [m.tool_call_id for m in model.prompts[-1] if isinstance(m, ToolMessage)]
-    assert final_prompt_tools == [b["id"], c["id"]]
+    assert final_prompt_tools == ids
 
 
 async def test_all_rejected_goes_straight_back_to_the_model(make_graph, tool_log):
@@ -401,15 +411,17 @@ def test_policy_naming_an_unknown_tool_fails_at_build_time(registry):
 
 
 async def test_a_claimed_call_is_never_run_twice(make_graph, tool_log):
-    """When the ledger already holds a call id (a crash after it started), the tool does not run again."""
+    """When the ledger already holds the stored call's id (a crash after it started), the tool does not run again."""
     ledger = InMemoryLedger()
-    call = tool_call("lookup", {"query": "x"})
+    model = ScriptedChatModel(replies=[calls(tool_call("send", {"to": "bob", "body": "hi"})), AIMessage("unknown")])
+    graph = make_graph(model, ledger=ledger)
     cfg = config()
+    paused = await graph.ainvoke(ask("go"), cfg)
+    [stored_id] = stored_call_ids(paused["messages"])
     await ledger.claim(
-        thread_id=cfg["configurable"]["thread_id"], tool_call_id=call["id"], tool_name="lookup", args={}, reviewed=False
+        thread_id=cfg["configurable"]["thread_id"], tool_call_id=stored_id, tool_name="send", args={}, reviewed=False
     )
-    model = ScriptedChatModel(replies=[calls(call), AIMessage("unknown outcome")])
-    result = await make_graph(model, ledger=ledger).ainvoke(ask("go"), cfg)
+    result = await graph.ainvoke(Command(resume={"decisions": [{"type": "approve"}]}), cfg)
     assert tool_log.calls == []
     [answer] = tool_messages(result["messages"])
     assert answer.content == prompts.ALREADY_STARTED_MESSAGE

@@ -23,7 +23,7 @@ SAMPLE = {"method": "", "url": "", "headers": {}, "body": None}
         ("url(args.url).getPort() == '8443'", "https://internal.example:8443/", True),
         ("url(args.url).getScheme() == 'https'", "HTTPS://internal.example/", True),
         ("url(args.url).getEscapedPath() == '/admin/y'", "https://h/x/%2e%2e/admin/y?q=1#z", True),
-        ("url(args.url).getEscapedPath() == '/a%2Fb'", "https://h/a%2fb", True),
+        ("url(args.url).getEscapedPath() == '/a%3Ab'", "https://h/a%3ab", True),
         ("url(args.url).getQuery()['env'] == ['prod', 'dev']", "https://h/?env=prod&env=dev", True),
         ("'env' in url(args.url).getQuery()", "https://h/?x=1", False),
         ("isURL(args.url)", "https://h/", True),
@@ -44,6 +44,9 @@ def test_url_helpers_read_the_canonical_request(condition, url, holds):
         ("url(args.url).getHostname() == 'h'", "not a url"),
         ("args.url.getHostname() == 'h'", "https://h/"),  # a helper of url(), not of text
         ("url(args.method).getHostname() == 'h'", "https://h/"),
+        ("url(args.url).getEscapedPath().startsWith('/admin')", "https://h//admin"),
+        ("!url(args.url).getEscapedPath().startsWith('/public/')", "https://h/public/..;/admin"),
+        ("!url(args.url).getEscapedPath().startsWith('/public/')", "https://h/public/..%2Fadmin"),
     ],
 )
 def test_a_url_the_tool_would_refuse_makes_the_condition_fail(condition, url):

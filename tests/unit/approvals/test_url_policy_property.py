@@ -9,6 +9,9 @@ generated from, which is canonical by construction.
 
 from __future__ import annotations
 
+import re
+from urllib.parse import unquote
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -120,3 +123,37 @@ async def test_property_a_url_the_tool_refuses_is_always_reviewed_under_a_condit
     mode = await _policy(condition).mode_for(tool_call("http_request", {"method": "GET", "url": written}), CONTEXT)
 
     assert mode is Mode.REVIEW, written
+
+
+_PATH_PIECES = ["/", "public", "admin", "reset", ".", "..", "%2e%2e", ";", ";x", "%2F", "%5c", "\\", "%61dmin"]
+_ADMIN_RULE = "url(args.url).getEscapedPath().startsWith('/admin')"
+
+
+def _as_a_lenient_server_reads_it(path: str) -> str:
+    """The path as the most forgiving of common servers resolves it: backslashes and encoded
+    separators are `/`, `;params` are dropped per segment (Tomcat), `//` is merged (nginx), then
+    the dot segments are removed."""
+    path = re.sub("%2f|%5c", "/", path.replace("\\", "/"), flags=re.IGNORECASE)
+    segments = [unquote(segment.partition(";")[0]) for segment in path.split("/")]
+    resolved: list[str] = []
+    for segment in segments:
+        if segment in ("", "."):
+            continue
+        if segment == "..":
+            resolved = resolved[:-1]
+            continue
+        resolved.append(segment)
+    return "/" + "/".join(resolved)
+
+
+@settings(max_examples=400, deadline=None)
+@given(pieces=st.lists(st.sampled_from(_PATH_PIECES), max_size=8))
+async def test_property_no_path_a_server_resolves_to_admin_escapes_a_prefix_rule(pieces):
+    """`review when url(args.url).getEscapedPath().startsWith('/admin')`: any path that a forgiving
+    server would serve from under /admin is reviewed (it is refused, or its canonical path starts there)."""
+    path = "/" + "".join(pieces)
+    mode = await _policy(_ADMIN_RULE).mode_for(
+        tool_call("http_request", {"method": "GET", "url": f"https://internal.example{path}"}), CONTEXT
+    )
+    if _as_a_lenient_server_reads_it(path).startswith("/admin"):
+        assert mode is Mode.REVIEW, path

@@ -158,3 +158,10 @@ def test_schema_is_one_string():
     assert schema["required"] == ["expression"]
     assert schema["properties"]["expression"]["type"] == "string"
     assert schema["properties"]["expression"]["description"]
+
+
+def test_the_canonical_expression_is_the_one_the_tool_reads():
+    """Surrounding whitespace, which the calculator ignores, is not part of the canonical expression."""
+    from bot.tools.canonical import canonical_args
+
+    assert canonical_args(make_calculator_tool(), {"expression": "\t 1 + 2 \n"}) == {"expression": "1 + 2"}

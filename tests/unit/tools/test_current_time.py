@@ -51,3 +51,16 @@ def test_schema_timezone_is_optional():
     assert schema.get("required", []) == []
     assert schema["properties"]["timezone"]["default"] == "UTC"
     assert schema["properties"]["timezone"]["description"]
+
+
+def test_the_canonical_zone_is_the_one_the_tool_shows():
+    """A condition on `args.timezone` sees the zone's own name, whatever case or blanks were sent; an unknown zone has none."""
+    from bot.errors import InvalidArgumentsError
+    from bot.tools.canonical import canonical_args
+
+    tool = make_current_time_tool()
+    assert canonical_args(tool, {"timezone": " europe/WARSAW "}) == {"timezone": "Europe/Warsaw"}
+    assert canonical_args(tool, {"timezone": "Europe/Warsaw"}) == {"timezone": "Europe/Warsaw"}
+    with pytest.raises(InvalidArgumentsError, match="unknown time zone") as refused:
+        canonical_args(tool, {"timezone": "Mars/Olympus_Mons"})
+    assert refused.value.field == "args.timezone"

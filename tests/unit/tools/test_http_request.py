@@ -34,6 +34,11 @@ class Server:
     def base(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
+    @property
+    def allowed(self) -> str:
+        """The allow-list entry for this server: its address and port."""
+        return f"127.0.0.1:{self.port}"
+
 
 @pytest.fixture
 async def server() -> AsyncIterator[Server]:
@@ -46,7 +51,7 @@ async def server() -> AsyncIterator[Server]:
             Received(
                 method=request.method,
                 path=request.path_qs,
-                headers=dict(request.headers),
+                headers={name.decode(): value.decode() for name, value in request.raw_headers},  # as sent
                 body=await request.read(),
             )
         )
@@ -126,9 +131,9 @@ async def test_allowed_host_port_sends_method_headers_and_json_body_exactly(serv
     [got] = server.received
     assert got.method == "POST"
     assert got.path == "/echo?q=1"
-    assert got.headers["X-Trace"] == "abc-123"
-    assert got.headers["Accept"] == "application/json"
-    assert got.headers["Content-Type"] == "application/json"
+    assert got.headers["x-trace"] == "abc-123"  # header names go out in lower case, as the card shows them
+    assert got.headers["accept"] == "application/json"
+    assert got.headers["content-type"] == "application/json"
     assert json.loads(got.body) == body
     assert got.body == json.dumps(body, ensure_ascii=False).encode()
 
@@ -136,14 +141,14 @@ async def test_allowed_host_port_sends_method_headers_and_json_body_exactly(serv
 @pytest.mark.parametrize("body", [[1, "two", {"3": 3}], "just a string", 42, False])
 async def test_any_json_value_is_sent_as_json(server, body):
     """Arrays, strings, numbers and booleans are JSON-encoded like objects."""
-    tool = make_http_request_tool(settings_for("127.0.0.1"))
+    tool = make_http_request_tool(settings_for(server.allowed))
     await call(tool, method="PUT", url=f"{server.base}/echo", body=body)
     assert json.loads(server.received[0].body) == body
 
 
 async def test_content_type_from_headers_is_kept(server):
     """A Content-Type given in headers replaces the application/json default."""
-    tool = make_http_request_tool(settings_for("127.0.0.1"))
+    tool = make_http_request_tool(settings_for(server.allowed))
     await call(
         tool,
         method="PATCH",
@@ -151,15 +156,45 @@ async def test_content_type_from_headers_is_kept(server):
         headers={"content-type": "application/merge-patch+json"},
         body={"a": 1},
     )
-    assert server.received[0].headers["Content-Type"] == "application/merge-patch+json"
+    assert server.received[0].headers["content-type"] == "application/merge-patch+json"
 
 
-async def test_bare_host_entry_allows_any_port(server):
-    """An entry without a port allows every port of that host."""
-    tool = make_http_request_tool(settings_for("127.0.0.1"))
-    result = await call(tool, method="GET", url=f"{server.base}/echo")
-    assert result.startswith("HTTP/1.1 200 OK")
+async def test_a_host_listed_without_a_port_allows_its_schemes_default_port_only(server):
+    """`127.0.0.1` allows port 80 for http (and 443 for https), not the server's other port; `host:port` allows that port."""
+    bare = make_http_request_tool(settings_for("127.0.0.1"))
+    refused = await call(bare, method="GET", url=f"{server.base}/echo")
+    assert refused.startswith(f"Error: host 127.0.0.1:{server.port} is not allowed. Allowed hosts: 127.0.0.1.")
+    assert server.received == []
+    with_port = make_http_request_tool(settings_for(server.allowed))
+    assert (await call(with_port, method="GET", url=f"{server.base}/echo")).startswith("HTTP/1.1 200 OK")
     assert len(server.received) == 1
+
+
+@pytest.mark.parametrize(
+    ("entry", "url", "allowed"),
+    [
+        ("api.example.com", "https://api.example.com/x", True),
+        ("api.example.com", "http://api.example.com/x", True),
+        ("api.example.com", "https://api.example.com:8443/x", False),
+        ("api.example.com", "http://api.example.com:443/x", False),
+        ("api.example.com:8443", "https://api.example.com:8443/x", True),
+        ("api.example.com:8443", "https://api.example.com/x", False),
+        ("[2001:db8::1]", "https://[2001:db8::1]/x", True),
+        ("[2001:db8::1]", "https://[2001:db8::1]:8443/x", False),
+    ],
+)
+async def test_which_ports_an_entry_allows(entry, url, allowed):
+    """A bare entry is its scheme's default port (443 for https, 80 for http); `host:port` is that port only."""
+    sent: list[str] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        sent.append(str(request.url))
+        return httpx.Response(204)
+
+    tool = make_http_request_tool(settings_for(entry), transport=httpx.MockTransport(answer))
+    result = await call(tool, method="GET", url=url)
+    assert (sent == [url]) is allowed, result
+    assert result.startswith("Error: host ") is not allowed
 
 
 @pytest.mark.parametrize(
@@ -186,7 +221,7 @@ async def test_unlisted_host_is_refused_without_a_request(server, allowed, url_t
 
 async def test_the_request_sent_is_the_canonical_url(server):
     """Another spelling of a URL (case, trailing dot, encoded dot segments, fragment) is sent in canonical form."""
-    tool = make_http_request_tool(settings_for("127.0.0.1"))
+    tool = make_http_request_tool(settings_for(server.allowed))
 
     result = await call(tool, method="get", url=f" HTTP://127.0.0.1.:{server.port}/x/%2e%2E/echo?q=%7e#frag")
 
@@ -197,7 +232,7 @@ async def test_the_request_sent_is_the_canonical_url(server):
 @pytest.mark.parametrize("userinfo", ["user@", "user:secret@", "127.0.0.1\\@"])
 async def test_a_url_with_a_user_name_is_refused_unsent(server, userinfo):
     """Credentials in the URL (or a backslash trick that makes them) are refused with a reason; nothing is sent."""
-    tool = make_http_request_tool(settings_for("127.0.0.1"))
+    tool = make_http_request_tool(settings_for(server.allowed))
 
     result = await call(tool, method="GET", url=f"http://{userinfo}127.0.0.1:{server.port}/echo")
 
@@ -255,14 +290,14 @@ async def test_framing_and_override_headers_are_refused(server, name):
     """Host, Content-Length, Transfer-Encoding, hop-by-hop and override headers are refused."""
     tool = make_http_request_tool(settings_for(f"127.0.0.1:{server.port}"))
     result = await call(tool, method="GET", url=f"{server.base}/echo", headers={name: "evil.example"})
-    assert result.startswith("Error: these headers may not be set: " + name)
+    assert result.startswith("Error: these headers may not be set: " + name.lower())
     assert server.received == []
 
 
 @pytest.mark.parametrize("headers", [{"X-A": "one\r\nHost: evil"}, {"Bad Name": "x"}, {"X-A": "café"}])
 async def test_malformed_headers_are_refused(server, headers):
     """Header values with line breaks or non-ASCII, and invalid names, are refused unsent."""
-    tool = make_http_request_tool(settings_for("127.0.0.1"))
+    tool = make_http_request_tool(settings_for(server.allowed))
     result = await call(tool, method="GET", url=f"{server.base}/echo", headers=headers)
     assert result.startswith("Error:")
     assert server.received == []
@@ -270,7 +305,7 @@ async def test_malformed_headers_are_refused(server, headers):
 
 async def test_redirect_is_not_followed(server):
     """A 302 comes back with its Location (made absolute) and the target is not requested."""
-    tool = make_http_request_tool(settings_for("127.0.0.1"))
+    tool = make_http_request_tool(settings_for(server.allowed))
 
     result = await call(tool, method="GET", url=f"{server.base}/redirect")
 
@@ -282,7 +317,7 @@ async def test_redirect_is_not_followed(server):
 
 async def test_long_body_is_truncated_with_a_note(server):
     """A body over the cap is cut and the note says exactly how many characters were cut."""
-    tool = make_http_request_tool(settings_for("127.0.0.1", max_chars=100))
+    tool = make_http_request_tool(settings_for(server.allowed, max_chars=100))
 
     result = await call(tool, method="GET", url=f"{server.base}/big")
 
@@ -293,7 +328,7 @@ async def test_long_body_is_truncated_with_a_note(server):
 
 async def test_huge_body_is_read_only_up_to_the_cap(server):
     """A body beyond the download cap is not read to the end; the note gives a lower bound."""
-    tool = make_http_request_tool(settings_for("127.0.0.1", max_chars=100))
+    tool = make_http_request_tool(settings_for(server.allowed, max_chars=100))
     result = await call(tool, method="GET", url=f"{server.base}/huge")
     assert result.endswith("; the body is larger than 1024 KiB]")
     assert "[truncated: more than 1048476 more characters not shown" in result
@@ -301,14 +336,14 @@ async def test_huge_body_is_read_only_up_to_the_cap(server):
 
 async def test_binary_body_is_summarized(server):
     """A binary content type is described, not dumped into the model's context."""
-    tool = make_http_request_tool(settings_for("127.0.0.1"))
+    tool = make_http_request_tool(settings_for(server.allowed))
     result = await call(tool, method="GET", url=f"{server.base}/binary")
     assert result.endswith("(binary body not shown: 10 bytes, content-type image/png)")
 
 
 async def test_head_has_empty_body(server):
     """HEAD returns the status line and headers with an empty body note."""
-    tool = make_http_request_tool(settings_for("127.0.0.1"))
+    tool = make_http_request_tool(settings_for(server.allowed))
     result = await call(tool, method="head", url=f"{server.base}/echo")
     assert result.startswith("HTTP/1.1 200 OK")
     assert result.endswith("(empty body)")
@@ -317,7 +352,7 @@ async def test_head_has_empty_body(server):
 
 async def test_timeout_is_an_error_string(server):
     """A server slower than the timeout gives an error saying how long was waited."""
-    tool = make_http_request_tool(settings_for("127.0.0.1", timeout=0.3))
+    tool = make_http_request_tool(settings_for(server.allowed, timeout=0.3))
     result = await call(tool, method="GET", url=f"{server.base}/slow")
     assert result == (
         f"Error: 127.0.0.1:{server.port} did not answer within 0.3 seconds. Try again later, or ask for less data."
@@ -327,7 +362,7 @@ async def test_timeout_is_an_error_string(server):
 async def test_connection_refused_is_an_error_string():
     """A listed host with nothing listening gives a connection error, not a traceback."""
     port = free_port()
-    tool = make_http_request_tool(settings_for("127.0.0.1"))
+    tool = make_http_request_tool(settings_for(f"127.0.0.1:{port}"))
     result = await call(tool, method="GET", url=f"http://127.0.0.1:{port}/nothing")
     assert result.startswith(f"Error: could not connect to 127.0.0.1:{port}")
 
@@ -417,3 +452,137 @@ def test_allowed_hosts_env_string_is_split_and_lowercased():
 def test_needs_review(args, expected):
     """Only GET and HEAD (any case) skip review; anything else, or no method, is reviewed."""
     assert needs_review(args) is expected
+
+
+# --- the address a request connects to (DNS rebinding) ----------------------------------------
+
+
+class StandInDns:
+    """A resolver stand-in: answers each name from a script, one answer per question, and counts the questions."""
+
+    def __init__(self, **answers: list[list[str]]) -> None:
+        self._answers = {name.replace("_", "."): list(script) for name, script in answers.items()}
+        self.asked: list[str] = []
+
+    async def __call__(self, host: str, port: int) -> list[str]:
+        self.asked.append(host)
+        script = self._answers[host]
+        return script.pop(0) if len(script) > 1 else script[0]
+
+
+async def test_a_listed_name_that_resolves_to_loopback_is_refused_unless_the_address_is_listed(server):
+    """`localhost` (the system resolver: 127.0.0.1) is listed, its address is not: refused, nothing sent;
+    with the address listed too, the request goes through."""
+    by_name = make_http_request_tool(settings_for(f"localhost:{server.port}"))
+    refused = await call(by_name, method="GET", url=f"http://localhost:{server.port}/echo")
+    assert refused.startswith("Error: the host resolves to ")
+    assert "a loopback address, which is not allowed unless HTTP_REQUEST_ALLOWED_HOSTS names that address" in refused
+    assert server.received == []
+    both = make_http_request_tool(settings_for(f"localhost:{server.port}", f"127.0.0.1:{server.port}"))
+    assert (await call(both, method="GET", url=f"http://localhost:{server.port}/echo")).startswith("HTTP/1.1 200 OK")
+    assert len(server.received) == 1
+
+
+async def test_a_name_rebound_to_a_private_address_is_refused(server):
+    """A public name whose DNS answer is now a loopback or private address gets no request."""
+    dns = StandInDns(api_example_com=[["127.0.0.1"]], intranet_example_com=[["10.1.2.3"]])
+    tool = make_http_request_tool(settings_for(f"api.example.com:{server.port}", "intranet.example.com"), resolver=dns)
+    loopback = await call(tool, method="GET", url=f"http://api.example.com:{server.port}/echo")
+    private = await call(tool, method="GET", url="https://intranet.example.com/")
+    assert loopback.startswith("Error: the host resolves to 127.0.0.1, a loopback address")
+    assert f"(e.g. 127.0.0.1:{server.port})" in loopback
+    assert private.startswith("Error: the host resolves to 10.1.2.3, a private address")
+    assert server.received == []
+
+
+async def test_the_request_goes_to_the_address_that_was_checked_under_its_host_name(server):
+    """One resolution per request: a second, different answer is never asked for; the server sees the listed name."""
+    dns = StandInDns(rebind_example=[["127.0.0.1"], ["10.9.9.9"]])
+    tool = make_http_request_tool(
+        settings_for(f"rebind.example:{server.port}", f"127.0.0.1:{server.port}"), resolver=dns
+    )
+    result = await call(tool, method="GET", url=f"http://rebind.example:{server.port}/echo")
+    assert result.startswith("HTTP/1.1 200 OK")
+    assert dns.asked == ["rebind.example"]
+    [got] = server.received
+    assert got.headers["Host"] == f"rebind.example:{server.port}"
+
+
+async def test_only_the_checked_addresses_of_an_answer_are_connected_to(server):
+    """An answer with a refused address and a listed one: the request reaches the listed one only."""
+    dns = StandInDns(mixed_example=[["169.254.169.254", "127.0.0.1"]])
+    tool = make_http_request_tool(
+        settings_for(f"mixed.example:{server.port}", f"127.0.0.1:{server.port}"), resolver=dns
+    )
+    assert (await call(tool, method="GET", url=f"http://mixed.example:{server.port}/echo")).startswith("HTTP/1.1 200")
+    assert len(server.received) == 1
+
+
+async def test_a_name_that_does_not_resolve_is_an_error_string():
+    """No DNS answer: a connection error naming the host, not a traceback."""
+
+    async def nothing(host: str, port: int) -> list[str]:
+        raise OSError(-2, "Name or service not known")
+
+    tool = make_http_request_tool(settings_for("nowhere.example"), resolver=nothing)
+    result = await call(tool, method="GET", url="https://nowhere.example/")
+    assert (
+        result
+        == "Error: could not connect to nowhere.example: cannot resolve nowhere.example: Name or service not known."
+    )
+
+
+async def test_https_connects_to_the_address_and_verifies_the_host_name():
+    """The pinned connection carries the host name for TLS (SNI and certificate check) and in Host."""
+    from bot.tools.http_request import _PinnedTransport
+
+    seen: list[tuple[str, str, str]] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append((str(request.url), request.extensions["sni_hostname"], request.headers["Host"]))
+        return httpx.Response(204)
+
+    def allow(address, port, scheme) -> None:
+        return None
+
+    dns = StandInDns(api_example_com=[["93.184.216.34"]])
+    async with httpx.AsyncClient(transport=_PinnedTransport(httpx.MockTransport(answer), allow, dns)) as client:
+        response = await client.get("https://api.example.com/v1")
+    assert response.status_code == 204
+    assert seen == [("https://93.184.216.34/v1", "api.example.com", "api.example.com")]
+    assert str(response.request.url) == "https://api.example.com/v1"  # the caller's request is left as it was
+
+
+@pytest.mark.parametrize(
+    ("address", "kind"),
+    [
+        ("127.0.0.1", "loopback"),
+        ("::1", "loopback"),
+        ("0.0.0.0", "unspecified"),
+        ("::", "unspecified"),
+        ("169.254.169.254", "link-local"),
+        ("fe80::1", "link-local"),
+        ("224.0.0.1", "multicast"),
+        ("ff02::1", "multicast"),
+        ("10.0.0.1", "private"),
+        ("172.16.0.1", "private"),
+        ("192.168.1.1", "private"),
+        ("fc00::1", "private"),
+        ("100.64.0.1", "non-public"),  # shared address space (CGNAT)
+        ("240.0.0.1", "private"),
+        ("::ffff:127.0.0.1", "IPv4-mapped"),
+        ("::ffff:8.8.8.8", "IPv4-mapped"),
+        ("2002:7f00:1::", "loopback"),  # 6to4 of 127.0.0.1
+        ("64:ff9b::a00:1", "private"),  # NAT64 of 10.0.0.1
+        ("8.8.8.8", None),
+        ("2606:4700:4700::1111", None),
+        ("64:ff9b::808:808", None),  # NAT64 of 8.8.8.8
+    ],
+)
+def test_which_addresses_count_as_not_public(address, kind):
+    """Loopback, unspecified, link-local, multicast, private, shared and reserved addresses are not public."""
+    import ipaddress
+
+    from bot.tools.http_request import non_public_kind
+
+    assert non_public_kind(ipaddress.ip_address(address)) == kind

@@ -32,7 +32,7 @@ from tests.support.url_spellings import BASE_URLS, spellings
         ("https://internal.example/a/b/%2e", "https://internal.example/a/b"),
         ("https://internal.example/../../a", "https://internal.example/a"),
         ("https://internal.example/a#admin", "https://internal.example/a"),
-        ("https://internal.example/%7e%2fA%41", "https://internal.example/~%2FAA"),
+        ("https://internal.example/%7e%3aA%41", "https://internal.example/~%3AAA"),
         ("https://internal.example/100%", "https://internal.example/100%25"),
         ("https://internal.example?q=%7e", "https://internal.example/?q=~"),
         ("https://internal.example/a?", "https://internal.example/a"),
@@ -66,6 +66,18 @@ def test_spellings_of_one_request_have_one_canonical_url(written, canonical):
         ("https:/internal.example/", "absolute http:// or https:// URL"),
         ("/relative", "absolute http:// or https:// URL"),
         ("https://internal.exa\tmple/", "invalid URL"),
+        ("https://internal.example//admin", "empty segment"),
+        ("https://internal.example/public//admin", "empty segment"),
+        ("https://internal.example/a/..//admin", "empty segment"),
+        ("https://internal.example/public/..%2Fadmin", "encoded `/`"),
+        ("https://internal.example/public/%2e%2e%2fadmin", "encoded `/`"),
+        ("https://internal.example/public%5C..%5Cadmin", "encoded backslash"),
+        ("https://internal.example/public\\..\\admin", "backslash"),
+        ("https://internal.example/public/..;/admin", "`;`"),
+        ("https://internal.example/public/.;/admin", "`;`"),
+        ("https://internal.example/public/%2e%2e;jsessionid=1/admin", "`;`"),
+        ("https://internal.example/admin;x/reset", "`;`"),
+        ("https://internal.example/admin%00.png", "NUL"),
     ],
 )
 def test_urls_without_a_safe_spelling_are_refused_with_a_reason(written, reason):
@@ -76,26 +88,56 @@ def test_urls_without_a_safe_spelling_are_refused_with_a_reason(written, reason)
     assert refused.value.field == "args.url"
 
 
-def test_the_canonical_arguments_upper_case_the_method_and_keep_headers_as_written():
-    """Method upper-case, URL canonical; header names (servers may care about their case) and the body untouched."""
+def test_the_canonical_arguments_upper_case_the_method_and_lower_case_header_names():
+    """Method upper-case, URL canonical, header names lower case (as HTTP/2 sends them), values
+    without surrounding blanks; the values' own case and the body untouched."""
     args = {
         "method": "post",
         "url": "HTTPS://Internal.Example:443/a",
-        "headers": {"X-Trace": "Abc", "accept": "application/json"},
+        "headers": {"X-Trace": " Abc\t", "accept": "application/json", "X-SUDO": "Yes"},
         "body": {"Keep": "AS IS"},
     }
-    assert canonical_http_request_args(args) == {
+    canonical = canonical_http_request_args(args)
+    assert canonical == {
         "method": "POST",
         "url": "https://internal.example/a",
-        "headers": {"X-Trace": "Abc", "accept": "application/json"},
+        "headers": {"x-trace": "Abc", "accept": "application/json", "x-sudo": "Yes"},
         "body": {"Keep": "AS IS"},
     }
+    assert canonical_http_request_args(canonical) == canonical
+
+
+@pytest.mark.parametrize("name", ["Bad Name", "x:y", "", "caf\u00e9", "X-\uff33udo"])
+def test_a_header_name_that_is_no_http_name_is_refused(name):
+    """Only RFC 9110 tokens are header names: a look-alike cannot pass a condition as another name."""
+    with pytest.raises(InvalidArgumentsError, match="not a valid header name") as refused:
+        canonical_http_request_args({"method": "GET", "url": "https://h/", "headers": {name: "x"}})
+    assert refused.value.field == "args.headers"
 
 
 def test_headers_differing_only_in_case_are_refused():
     """Two headers that are one header in HTTP are refused rather than one silently dropped."""
     with pytest.raises(InvalidArgumentsError, match="given twice"):
         canonical_http_request_args({"method": "GET", "url": "https://h/", "headers": {"Accept": "a", "accept": "b"}})
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    headers=st.dictionaries(
+        st.text("xX-sSuUdDoO", min_size=1, max_size=6), st.text(" \tyesYES", max_size=6), max_size=4
+    )
+)
+def test_property_header_names_in_any_case_give_one_canonical_header_or_a_refusal(headers):
+    """Headers either fold to lower-case names with trimmed values (idempotently), or two of them are one header."""
+    folded = {name.lower() for name in headers}
+    if len(folded) < len(headers):
+        with pytest.raises(InvalidArgumentsError, match="given twice"):
+            canonical_http_request_args({"method": "GET", "url": "https://h/", "headers": headers})
+        return
+    canonical = canonical_http_request_args({"method": "GET", "url": "https://h/", "headers": headers})["headers"]
+    assert canonical == {name.lower(): value.strip(" \t") for name, value in headers.items()}
+    again = canonical_http_request_args({"method": "GET", "url": "https://h/", "headers": canonical})
+    assert again["headers"] == canonical
 
 
 def test_values_of_unexpected_types_are_left_for_the_schema():
@@ -131,3 +173,37 @@ def test_property_canonical_url_is_idempotent_or_refuses(text):
         assert canonical_url(canonical) == canonical
         assert str(httpx.URL(canonical)) == canonical
     assert problem or canonical
+
+
+_PATH_PIECES = [
+    "/",
+    "a",
+    "admin",
+    ".",
+    "..",
+    "%2e",
+    "%2E%2e",
+    ";",
+    ";x=1",
+    "%2f",
+    "%2F",
+    "%5c",
+    "\\",
+    "%00",
+    "%3B",
+    "~",
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(pieces=st.lists(st.sampled_from(_PATH_PIECES), max_size=8))
+def test_property_a_canonical_path_has_nothing_servers_resolve_differently(pieces):
+    """Whatever the path, the URL is refused or its canonical path has no `//`, `;`, backslash, `%2F`, `%5C`, `%00`,
+    and no `.` or `..` segment: every server reads its segments as a condition does."""
+    try:
+        canonical = canonical_url("https://internal.example/" + "".join(pieces))
+    except InvalidArgumentsError:
+        return  # refused: nothing is judged or sent
+    path = httpx.URL(canonical).raw_path.decode("ascii")
+    assert not any(bad in path for bad in ("//", ";", "\\", "%2F", "%5C", "%00")), canonical
+    assert not {".", ".."} & set(path.split("/")), canonical
