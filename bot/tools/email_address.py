@@ -19,7 +19,7 @@ tool sends exactly that spelling:
 The local part is case-folded although RFC 5321 lets a server tell `Ana@` from `ana@`: the
 widespread mail servers and providers do not, and an admin's rule naming an address must not
 be passed by writing it in capitals. The card shows the lower-case address, so the approver
-sees what is sent (docs/decisions/XXXX-fresh-call-ids-and-canonical-forms.md).
+sees what is sent (docs/decisions/0033-fresh-call-ids-and-canonical-forms.md).
 """
 
 from __future__ import annotations
