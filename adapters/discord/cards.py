@@ -183,25 +183,25 @@ def _args_description(card: ApprovalCard, room: int) -> tuple[str, bool]:
     pending = approval.is_pending
     edited = approval.current_args is not None and approval.current_args != approval.proposed_args
     lines = shorten(card.shown, room, _line_cost)
-    parts_: list[str] = []
+    pieces: list[str] = []
     if pending and edited:
-        parts_.append(msg.EDITED_ARGS_TITLE)
+        pieces.append(msg.EDITED_ARGS_TITLE)
     elif not pending and approval.status is ApprovalStatus.EDITED:
-        parts_.append(msg.FINAL_ARGS_TITLE)
+        pieces.append(msg.FINAL_ARGS_TITLE)
     shortened = lines is None or any(line.hidden for line in lines)
     if lines is None:
-        parts_.append(msg.CARD_KEYS_NOT_LISTED)
+        pieces.append(msg.CARD_KEYS_NOT_LISTED)
     elif not lines:
-        parts_.append(msg.CARD_NO_ARGUMENTS)
+        pieces.append(msg.CARD_NO_ARGUMENTS)
     else:
-        parts_.append(_code_block(lines))
+        pieces.append(_code_block(lines))
         if shortened:
-            parts_.append(msg.CARD_SHORTENED_SEE_ALL if pending else msg.CARD_SHORTENED)
+            pieces.append(msg.CARD_SHORTENED_SEE_ALL if pending else msg.CARD_SHORTENED)
     if pending:
         shortfall = unshowable(card.under_vote)
         if shortfall is not None:
-            parts_.append(unshowable_text(shortfall))
-    return "\n".join(parts_), shortened
+            pieces.append(unshowable_text(shortfall))
+    return "\n".join(pieces), shortened
 
 
 def target_mention(target: EscalationTarget) -> str:

@@ -109,8 +109,8 @@ class InteractionHandler:
         content = None
         if version is not None and version != approval.version:
             content, page = msg.ARGS_CHANGED, 1
-        page = min(max(page, 1), max(len(pages), 1))
-        embed = arguments_page(approval, pages or ["{}"], page)
+        page = min(max(page, 1), len(pages))  # the text is never empty: at least `{}`
+        embed = arguments_page(approval, pages, page)
         view = pages_view(approval.id, approval.version, page, len(pages))
         if version is None:
             await interaction.response.send_message(content, embed=embed, view=view, ephemeral=True)

@@ -12,6 +12,9 @@ import json
 
 import pytest
 
+from bot.approvals.decisions import Edit, EditedAction
+from bot.conversation import Actor
+from tests.e2e import conftest as c
 from tests.e2e.agent_script import EVIL, HUGE_BODY_CHARS
 from tests.e2e.drivers import DiscordDriver, SlackDriver
 from tests.e2e.test_escalation_and_batch_flow import _escalate_soon, _runtime
@@ -148,3 +151,32 @@ async def test_a_partial_trust_names_the_arguments_it_leaves_free(driver, target
     assert "`headers`, `body` stay free" in driver.card_text(card)
     listed = await trust(driver, "carol", "list")
     assert "any `headers`, `body` (free)" in listed, listed
+
+
+async def test_a_discord_page_drawn_before_an_edit_leads_to_the_arguments_as_they_are_now(
+    discord_bot, discord_api, target
+):
+    """Next on a page of the old arguments shows the first page of the edited ones, saying they changed."""
+    driver = DiscordDriver(discord_bot, discord_api)
+    await driver.command("carol", "quorum", tool="http_request", count=2)
+    await driver.ask("alice", "longcc 400")
+    [card] = await driver.cards()
+    opened = await discord_api.click_button(
+        card.message, f"cs:args:{card.approval_id}", int(driver.user("bob")), guild_id=c.D_GUILD, channel_id=c.D_CHANNEL
+    )
+    await discord_api.wait_for_request("POST", rf"/interactions/{opened.id}/[^/]+/callback")
+    page = discord_api.original_response(opened.id)
+    assert page is not None and EVIL not in page["embeds"][0]["description"]  # the address is on a later page
+    edited = {"method": "POST", "url": target.url(), "body": {"subject": "hi", "cc": ["ops@example.com"]}}
+    carol = Actor(platform="discord", workspace_id=str(c.D_GUILD), user_id=str(c.D_CAROL), display_name="carol")
+    edit = Edit(edited_action=EditedAction(name="http_request", args=edited))  # too long for the Edit form
+    assert (await _runtime(driver).service.decide(card.approval_id, carol, edit)).is_pending  # one more vote needed
+    [_, after] = [b for row in page["components"] for b in row["components"]]
+    clicked = await discord_api.click_button(
+        page["id"], after["custom_id"], int(driver.user("bob")), guild_id=c.D_GUILD, channel_id=c.D_CHANNEL
+    )
+    await discord_api.wait_for_request("POST", rf"/interactions/{clicked.id}/[^/]+/callback")
+    now = discord_api.message(page["id"])
+    assert "The arguments changed" in now["content"]
+    assert "ops@example.com" in now["embeds"][0]["description"] and now["embeds"][0]["title"].endswith("page 1 of 1")
+    assert target.requests == []
