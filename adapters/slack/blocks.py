@@ -74,7 +74,8 @@ def unshowable(arguments: Arguments) -> Unshowable | None:
     """Why Slack cannot show `arguments` in full (`bot.ports.Platform.unshowable`); None when it can.
 
     The card must list every key (`shorten` within `ARGS_ROOM`), and the All arguments modal
-    must hold the whole text in `VIEW_PARTS` sections.
+    must hold the whole text: at most `VIEW_CHARS` characters, which its `VIEW_PARTS` sections
+    hold as plain text whatever they are (`arguments_view`).
     """
     if shorten(arguments, ARGS_ROOM, _line_cost) is None:
         least = _line_cost(ShownLine("x" * LEAST_SHOWN, hidden=10_000))
