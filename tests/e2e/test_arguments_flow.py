@@ -48,7 +48,7 @@ async def test_a_long_body_comes_after_method_and_headers_on_the_card(driver, ta
     await driver.ask("alice", "longbody 20000")
     [card] = await driver.cards()
     shown = driver.card_text(card)
-    assert "X-Pay-To" in shown and "eve" in shown
+    assert "x-pay-to" in shown.lower() and "eve" in shown  # (a header name's case is the tool's canonical one)
     assert (
         shown.index(_key("method"))
         < shown.index(_key("url"))
@@ -60,7 +60,8 @@ async def test_a_long_body_comes_after_method_and_headers_on_the_card(driver, ta
     await driver.approve(card, "alice")
     await driver.answer()
     [request] = target.requests
-    assert request.headers.get("X-Pay-To") == "eve" and request.json == "x" * 20_000
+    assert {name.lower(): value for name, value in request.headers.items()}["x-pay-to"] == "eve"
+    assert request.json == "x" * 20_000
 
 
 async def test_the_address_at_the_end_of_a_long_list_is_in_all_arguments(driver, target):
