@@ -330,7 +330,7 @@ def _trust_list(page: TrustList, markup: Markup) -> str:
     whose = "" if page.everyone else " (those you granted or that cover your calls)"
     lines = [markup.bold(f"Live trusts{where}{whose}, soonest to end first:")]
     for line in page.grants:
-        text = "• " + _trust_line(line.grant, markup)
+        text = "• " + _trust_line(line.grant, markup, free=line.free)
         if not line.applies:
             text += " · not applied now: the trust setting changed"
         lines.append(text)
@@ -338,15 +338,21 @@ def _trust_list(page: TrustList, markup: Markup) -> str:
     return "\n".join(lines)
 
 
-def _trust_line(grant: TrustGrant, markup: Markup) -> str:
+def _trust_line(grant: TrustGrant, markup: Markup, *, free: tuple[str, ...] = ()) -> str:
+    """One grant: id, tool, requester, place, the values it binds, the arguments it leaves free, by whom, until."""
     thread = ConversationRef.from_thread_id(grant.thread_id).thread
     place = ("a thread in " if thread else "") + markup.channel(grant.channel_id)
     bound = "matching" if grant.matching else "the same arguments"
+    left = f" · any {_names(free, markup)} (free)" if free else ""
     return (
         f"`{grant.id}` · `{grant.tool_name}` for {markup.user(grant.requester_id)} in {place} · {bound} "
-        f"`{markup.escape(_short(grant.matched))}` · by {markup.user(grant.granted_by_id)} "
+        f"`{markup.escape(_short(grant.matched))}`{left} · by {markup.user(grant.granted_by_id)} "
         f"until {markup.when(grant.expires_at)}"
     )
+
+
+def _names(names: tuple[str, ...], markup: Markup) -> str:
+    return ", ".join(f"`{markup.escape(name)}`" for name in names)
 
 
 def _trust_revoked(grant: TrustGrant, markup: Markup) -> str:

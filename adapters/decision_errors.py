@@ -20,6 +20,7 @@ from bot.errors import (
     NotPermittedError,
     StaleVoteError,
     TrustRefusedError,
+    UnshowableError,
 )
 from bot.service import ShuttingDownError
 
@@ -51,6 +52,9 @@ def decision_error_text(error: Exception, msg: ModuleType, when: Callable[[datet
         return str(msg.STALE_VOTE)
     if isinstance(error, TrustRefusedError):
         return str(msg.TRUST_REFUSED.get(error.reason, msg.TRUST_REFUSED["not_offered"]))
+    if isinstance(error, UnshowableError):
+        words = msg.REFUSED_TOO_MANY_KEYS if error.keys else msg.REFUSED_TOO_LONG
+        return str(words.format(size=f"{error.size:,}", limit=f"{error.limit:,}"))
     if isinstance(error, ApprovalNotFoundError):
         return str(msg.UNKNOWN_APPROVAL)
     if isinstance(error, InvalidDecisionError):

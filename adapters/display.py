@@ -1,4 +1,7 @@
-"""Showing untrusted text (model-written arguments and reasons) so what people read is what runs."""
+"""Showing untrusted text (model-written arguments and reasons) so what people read is what runs.
+
+`reveal_invisible` lives in the core (`bot.approvals.shown`), which measures what approvers are shown.
+"""
 
 from __future__ import annotations
 
@@ -7,24 +10,9 @@ import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from bot.approvals.shown import reveal_invisible as reveal_invisible
 from bot.errors import ModelErrorKind, NoAnswerReason
 from bot.ports import Activity, ModelFailed
-
-_KEEP = {"\n", "\t"}
-
-
-def reveal_invisible(text: str) -> str:
-    r"""Replace invisible and direction-changing characters with visible escapes like `\u202e`.
-
-    Unicode format characters (category Cf: right-to-left overrides, zero-width spaces and
-    joiners, ...) and control characters would let a card display arguments that read
-    differently from the ones that run ("Trojan Source"); the escapes make them obvious.
-    """
-    return "".join(
-        f"\\u{ord(ch):04x}" if ch not in _KEEP and unicodedata.category(ch) in {"Cf", "Cc", "Co", "Cn"} else ch
-        for ch in text
-    )
-
 
 _NOTHING_TO_READ = {"Cc", "Cf", "Zs", "Zl", "Zp"}
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
 
@@ -31,6 +31,9 @@ log = logging.getLogger(__name__)
 MAX_DM_CARDS = 20
 """At most this many approvers get a card in their DMs per call (a big user group is not spammed)."""
 
+KeyOrder = Callable[[str], Sequence[str]]
+"""A tool's argument names in its own order, by tool name (`ToolRegistry.argument_order`)."""
+
 REDRAW_WAIT_S = 5.0
 """Seconds the work that follows a redraw (a run, a resume, a sweep) waits for it (`CardDesk.redraw`)."""
 
@@ -44,6 +47,8 @@ class CardDesk:
         platforms: adapters by `ConversationRef.platform`.
         tasks: the service's background work; a redraw not done within `REDRAW_WAIT_S` goes on
             there (shutdown waits for it within its grace).
+        key_order: each tool's argument order, in which every card lists the arguments
+            (default: none known, so keys come by the length of their values).
     """
 
     def __init__(
@@ -52,7 +57,9 @@ class CardDesk:
         config: ConfigStore,
         platforms: Mapping[str, Platform],
         tasks: TaskTracker,
+        key_order: KeyOrder | None = None,
     ) -> None:
+        self._key_order: KeyOrder = key_order or (lambda _tool: ())
         self._approvals = approvals
         self._config = config
         self._platforms = platforms
@@ -85,7 +92,7 @@ class CardDesk:
         for row in rows:
             if row.card_ref is not None or not row.is_pending:
                 continue
-            card = card_of(row, rows)
+            card = card_of(row, rows, self._key_order)
             targets = await _card_targets(platform, conversation, config, row)
             if targets[0].channel_id or targets[0].user_id:
                 # When no routed copy can be posted (a channel the bot cannot write in, DMs
@@ -196,7 +203,7 @@ class CardDesk:
         refs = await self._approvals.card_refs(approval.id) or ([approval.card_ref] if approval.card_ref else [])
         if not refs:
             return
-        card = card_of(approval, siblings)
+        card = card_of(approval, siblings, self._key_order)
         for card_ref in refs:
             try:
                 await self.platform(conversation).update_card(conversation, card_ref, card)
@@ -217,7 +224,7 @@ class CardDesk:
         if not targets:
             return 0
         siblings = await self._approvals.approvals_of(approval.review_id)
-        card = card_of(approval, siblings)
+        card = card_of(approval, siblings, self._key_order)
         platform = self.platform(targets[0].conversation)
         posted = 0
         for target in targets:
@@ -240,11 +247,14 @@ class CardDesk:
         return True
 
 
-def card_of(approval: ApprovalRecord, siblings: Sequence[ApprovalRecord]) -> ApprovalCard:
+def card_of(
+    approval: ApprovalRecord, siblings: Sequence[ApprovalRecord], key_order: KeyOrder | None = None
+) -> ApprovalCard:
     """The card of `approval`, one of the pause whose approvals are `siblings` (in any order).
 
     The first card of a pause with two or more pending calls offers Approve all / Reject all
-    (`lifecycle.batch_open`).
+    (`lifecycle.batch_open`). The card lists the arguments in the tool's own order, from
+    `key_order` (docs/decisions/XXXX-arguments-approvers-can-see.md).
     """
     batch = None
     if approval.position == 0 and batch_open(row.status for row in siblings):
@@ -253,7 +263,10 @@ def card_of(approval: ApprovalRecord, siblings: Sequence[ApprovalRecord]) -> App
             pending=sum(row.is_pending for row in siblings),
             version=pause_version(siblings),
         )
-    return ApprovalCard(approval=approval, position=approval.position + 1, total=len(siblings), batch=batch)
+    order = tuple(key_order(approval.tool_name)) if key_order is not None else ()
+    return ApprovalCard(
+        approval=approval, position=approval.position + 1, total=len(siblings), batch=batch, key_order=order
+    )
 
 
 async def _card_targets(

@@ -1,9 +1,11 @@
 """Recording decisions: validate, authorise, re-run the policy, vote exactly once.
 
 Order matters (seed 001 and issue 4): nothing is written before the decision is validated and
-the clicker is authorised; an edit is checked against the tool's schema and evaluated by the
-policy again (it may now need more approvals, run without review, or be denied); the vote is
-then one transaction (`ApprovalStore.vote`). Every refusal is audited and changes nothing.
+the clicker is authorised; an approval is refused where the platform cannot show the arguments
+it approves in full (docs/decisions/XXXX-arguments-approvers-can-see.md); an edit is checked
+against the tool's schema and evaluated by the policy again (it may now need more approvals,
+run without review, or be denied); the vote is then one transaction (`ApprovalStore.vote`).
+Every refusal is audited and changes nothing.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from bot.approvals.digest import args_digest
 from bot.approvals.mode import Mode
 from bot.approvals.policy import effective_mode
 from bot.approvals.records import DENIED_BY_POLICY, NO_LONGER_CONFIGURED, ApprovalRecord, DecideResult
+from bot.approvals.shown import Arguments, ArgumentsViewer, Shortfall, arrange
 from bot.approvals.trust import NewGrant
 from bot.audit import AuditEntry, AuditKind, approval_entry
 from bot.conversation import DM_WORKSPACE, Actor, ConversationRef, storable_text
@@ -33,6 +36,7 @@ from bot.errors import (
     NotPermittedError,
     StaleVoteError,
     TrustRefusedError,
+    UnshowableError,
 )
 from bot.storage.approval_store import ApprovalStore, VoteKind
 from bot.storage.audit_store import AuditStore
@@ -67,6 +71,8 @@ class Decider:
         directory_for: the platform directory (admins, group membership) by platform name.
         subagent_tools: each configured subagent's tool names; a card of a subagent (or tool)
             that is no longer configured is rejected when approved (see `can_still_run`).
+        viewer_for: what each platform can show of a call's arguments, by platform name (the
+            `Platform`s will do); None: every platform shows everything.
     """
 
     def __init__(
@@ -78,7 +84,9 @@ class Decider:
         registry: ToolRegistry,
         directory_for: Callable[[str], Directory],
         subagent_tools: Mapping[str, frozenset[str]] | None = None,
+        viewer_for: Callable[[str], ArgumentsViewer] | None = None,
     ) -> None:
+        self._viewer_for = viewer_for
         self._approvals = approvals
         self._audit = audit
         self.audit = audit
@@ -102,6 +110,14 @@ class Decider:
         if approval.source is None:
             return True
         return approval.tool_name in self._subagent_tools.get(approval.source, frozenset())
+
+    def key_order(self, tool_name: str) -> tuple[str, ...]:
+        """The tool's argument names in its own order (`ToolRegistry.argument_order`)."""
+        return self._registry.argument_order(tool_name)
+
+    def arranged(self, tool_name: str, args: Mapping[str, object]) -> Arguments:
+        """`args` of a call of `tool_name` in the order cards show them (`bot.approvals.shown.arrange`)."""
+        return arrange(args, self.key_order(tool_name))
 
     async def approval(self, approval_id: str, *, actor: Actor | None = None) -> ApprovalRecord:
         """The approval with this id.
@@ -227,6 +243,10 @@ class Decider:
             TrustRefusedError: trust was asked where no single click may grant it now (no
                 trust setting covers the tool here, or it needs more than one approval);
                 audited, nothing changed, the card stays usable.
+            UnshowableError: an approval (with or without trust, alone or in a batch) of a call
+                whose arguments under vote the card's platform cannot show in full; audited,
+                nothing changed. A reject, or an edit (whose arguments the approver wrote), is
+                not refused for this.
         """
         for attempt in range(2):
             approval = await self.approval(approval_id, actor=actor)
@@ -258,6 +278,8 @@ class Decider:
         config = await self._load(approval)
         standing = await self._ensure_open_and_permitted(approval, actor, parsed.type, config)
         under_vote = approval.args_under_vote
+        if isinstance(parsed, Approve):
+            await self._ensure_shown(approval, actor, under_vote)
         try:
             checked = check_decision(
                 parsed, {"name": approval.tool_name, "args": under_vote}, self._tools.get(approval.tool_name)
@@ -331,6 +353,27 @@ class Decider:
         quorum = 1 if mode is Mode.AUTO else config.quorum(approval.tool_name)
         return (VoteKind.EDIT if isinstance(decision, Edit) else VoteKind.APPROVE), args, None, quorum
 
+    async def _ensure_shown(self, approval: ApprovalRecord, actor: Actor, under_vote: Mapping[str, object]) -> None:
+        """Refuse an approval of arguments the card's platform cannot show in full (audited).
+
+        Raises:
+            UnshowableError: see `decide`.
+        """
+        if self._viewer_for is None:
+            return
+        platform = ConversationRef.from_thread_id(approval.thread_id).platform
+        shortfall = self._viewer_for(platform).unshowable(self.arranged(approval.tool_name, under_vote))
+        if shortfall is None:
+            return
+        keys = shortfall.shortfall is Shortfall.KEYS
+        await self._refused(
+            approval,
+            actor,
+            "unshowable",
+            f"{shortfall.size} {shortfall.shortfall.value} do not fit {platform}'s view (at most {shortfall.limit})",
+        )
+        raise UnshowableError(platform=platform, keys=keys, size=shortfall.size, limit=shortfall.limit)
+
     async def _trust_for(
         self,
         approval: ApprovalRecord,
@@ -368,7 +411,10 @@ class Decider:
         elif standing is Standing.ESCALATION:
             problem = "escalation"  # an approver of this call only: a grant would cover nothing
         else:
-            return NewGrant(matching=setting.matching, duration_s=min(approval.trust_offer_s, setting.max_s))
+            return NewGrant(
+                matching=_bound(approval.trust_offer_matching, setting.matching),
+                duration_s=min(approval.trust_offer_s, setting.max_s),
+            )
         await self._refused(approval, actor, "trust_refused", problem, attempted="trust")
         raise TrustRefusedError(problem)
 
@@ -453,3 +499,19 @@ class Decider:
                 },
             )
         )
+
+
+def _bound(offered: tuple[str, ...] | None, wanted: tuple[str, ...]) -> tuple[str, ...]:
+    """The arguments a grant binds: what its card said it binds, and whatever the setting now names.
+
+    The card named the arguments a grant would leave free (`ApprovalCard.trust_leaves_free`),
+    so a grant never binds fewer than it said, even if the setting was widened since; a setting
+    narrowed since adds its names, since a grant binding less would never apply
+    (`bot.approvals.trust.still_fits`). Empty means every argument. A card from before cards said
+    so (`offered` None) binds what the setting names now.
+    """
+    if offered is None:
+        return wanted
+    if not offered or not wanted:
+        return ()
+    return tuple(sorted(set(offered) | set(wanted)))

@@ -194,6 +194,30 @@ class TrustRefusedError(CountersignError):
         self.reason = reason
 
 
+class UnshowableError(CountersignError):
+    """An approval refused where the platform cannot show the call's arguments in full; nothing changed.
+
+    An approver sees every key and value that will run before deciding
+    (docs/decisions/XXXX-arguments-approvers-can-see.md): where the platform cannot show them,
+    the call may be rejected (or edited, when the edit fits) but not approved.
+
+    Args:
+        platform: the platform the card is on.
+        keys: True when the card cannot list every key; False when the whole arguments do not
+            fit the platform's full view.
+        size: the arguments' characters as the platform shows them, or their number of keys.
+        limit: the most the platform shows, in the same unit.
+    """
+
+    def __init__(self, *, platform: str, keys: bool, size: int, limit: int) -> None:
+        unit = "keys" if keys else "characters"
+        super().__init__(f"too long to review on {platform}: {size} {unit}, at most {limit}")
+        self.platform = platform
+        self.keys = keys
+        self.size = size
+        self.limit = limit
+
+
 class InvalidDecisionError(CountersignError):
     """A decision does not fit the pending action; nothing was changed and the card stays usable.
 

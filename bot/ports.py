@@ -6,12 +6,15 @@ text) and keeps all wording in its own messages module (CONVENTIONS.md item 15).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from bot.approvals.escalation import EscalationTarget
+from bot.approvals.lifecycle import ApprovalStatus
 from bot.approvals.records import ApprovalRecord
+from bot.approvals.shown import Arguments, Unshowable, arrange, leaves_free
 from bot.conversation import Actor, ConversationRef
 from bot.errors import ModelError, ModelErrorKind, NoAnswerError, NoAnswerReason
 
@@ -42,12 +45,53 @@ class ApprovalCard:
         position: 1-based index among the pause's approvals.
         total: how many approvals the pause has.
         batch: the pause's batch buttons, on its first card while two or more calls wait.
+        key_order: the tool's argument names in its own order (`ToolRegistry.argument_order`),
+            in which the card lists the arguments (`arranged`); empty when unknown.
     """
 
     approval: ApprovalRecord
     position: int
     total: int
     batch: BatchOffer | None = None
+    key_order: tuple[str, ...] = ()
+
+    def arranged(self, args: Mapping[str, Any]) -> Arguments:
+        """`args` in the order the card lists them (`bot.approvals.shown.arrange`)."""
+        return arrange(args, self.key_order)
+
+    @property
+    def under_vote(self) -> Arguments:
+        """The arguments an Approve on this card approves (`ApprovalRecord.args_under_vote`), arranged."""
+        return self.arranged(self.approval.args_under_vote)
+
+    @property
+    def shown(self) -> Arguments:
+        """The arguments the card's full view shows: those under vote, or once decided those that ran."""
+        approval = self.approval
+        if not approval.is_pending and approval.final_args is not None:
+            return self.arranged(approval.final_args)
+        return self.under_vote
+
+    @property
+    def trust_binds(self) -> tuple[str, ...]:
+        """The arguments the card's trust grant binds, or would (empty: every argument, or no trust)."""
+        approval = self.approval
+        if approval.status is ApprovalStatus.PENDING:
+            return (approval.trust_offer_matching or ()) if approval.trust_offer_s else ()
+        return approval.trust_matching if approval.trust_id is not None else ()
+
+    @property
+    def trust_leaves_free(self) -> tuple[str, ...]:
+        """The arguments the card's trust grant leaves free, which the card names (empty: none).
+
+        While pending, those a grant made on it would leave free (`ApprovalRecord.
+        trust_offer_matching`); once approved with trust, those its grant leaves free. The
+        tool's arguments in order, with any others the call gave.
+        """
+        matching = self.trust_binds
+        if not matching:
+            return ()
+        return leaves_free(matching, (*self.key_order, *self.under_vote.keys))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -230,6 +274,17 @@ class Platform(Protocol):
 
     async def update_card(self, conversation: ConversationRef, card_ref: str, card: ApprovalCard) -> None:
         """Show the card's new state in place (outcome, who, when; no buttons once decided)."""
+        ...
+
+    def unshowable(self, arguments: Arguments) -> Unshowable | None:
+        """Why this platform's cards cannot show `arguments` in full, else None.
+
+        Every key on the card, the whole arguments in its full view
+        (docs/decisions/XXXX-arguments-approvers-can-see.md). A card whose arguments under vote
+        are unshowable offers no Approve, and the core refuses an approval of it from this
+        platform (`bot.deciding.Decider.decide`), so the answer must come from the layout the
+        adapter draws. See `bot.approvals.shown.ArgumentsViewer`.
+        """
         ...
 
     async def notify(self, conversation: ConversationRef, notice: Notice, *, recipient: Actor | None) -> None:

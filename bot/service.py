@@ -8,17 +8,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Collection, Coroutine
+from collections.abc import Collection, Coroutine, Mapping
 from typing import Any
 
 from bot import upkeep
 from bot.admin.views import StopRequested
 from bot.approvals.decisions import Approve, Edit, Reject
 from bot.approvals.records import ApprovalRecord, DecideResult, pause_version
+from bot.approvals.shown import Arguments
 from bot.batch import BatchOutcome, decide_each, is_review_id
 from bot.conversation import Actor, ConversationRef, IncomingMessage
 from bot.deciding import Decider, is_approval_id
-from bot.errors import ApprovalNotFoundError, CountersignError, StaleVoteError
+from bot.errors import ApprovalNotFoundError, CountersignError, NotPermittedError, StaleVoteError
 from bot.escalation import EscalationSweeper
 from bot.expiry import ExpirySweeper
 from bot.housekeeping import Housekeeping
@@ -324,6 +325,39 @@ class Countersign:
         """
         return await self._decider.approval(approval_id, actor=actor)
 
+    async def shown_arguments(self, approval_id: str, actor: Actor) -> tuple[ApprovalRecord, Arguments]:
+        """The approval and the whole arguments its card's full view shows ("All arguments").
+
+        Pending: the arguments an Approve would approve; decided: those that ran (or would have).
+        In the order cards list them (docs/decisions/XXXX-arguments-approvers-can-see.md). Anyone
+        who can see the card may open them; a person of another workspace may not.
+
+        Args:
+            approval_id: the id the button named (any payload value).
+            actor: who clicked.
+
+        Raises:
+            ApprovalNotFoundError: no such approval (audited).
+            NotPermittedError: `other_workspace` (audited); nothing is shown.
+        """
+        approval = await self._decider.approval(approval_id, actor=actor)
+        if actor.workspace_id != approval.workspace_id:
+            await self._decider.refuse(
+                approval.id, actor, outcome="not_permitted", reason="the arguments of another workspace's call"
+            )
+            raise NotPermittedError("other_workspace")
+        decided = not approval.is_pending and approval.final_args is not None
+        shown = approval.final_args if decided and approval.final_args is not None else approval.args_under_vote
+        return approval, self._decider.arranged(approval.tool_name, shown)
+
+    def arranged(self, tool_name: str, args: Mapping[str, object]) -> Arguments:
+        """A call's arguments in the order cards list them (the tool's own; `bot.approvals.shown.arrange`)."""
+        return self._decider.arranged(tool_name, args)
+
+    def key_order(self, tool_name: str) -> tuple[str, ...]:
+        """The tool's argument names in its own order (`ApprovalCard.key_order`); empty for an unknown tool."""
+        return self._decider.key_order(tool_name)
+
     async def refuse(self, approval_id: str, actor: Actor, *, outcome: str, reason: str) -> None:
         """Audit an attempt on an approval that the adapter refused itself (see `Decider.refuse`)."""
         await self._decider.refuse(approval_id, actor, outcome=outcome, reason=reason)
@@ -376,6 +410,8 @@ class Countersign:
                 the card stays usable.
             TrustRefusedError: trust cannot be granted on this card now; nothing changed and
                 the card stays usable.
+            UnshowableError: an approval where the card's platform cannot show the arguments
+                in full (docs/decisions/XXXX-arguments-approvers-can-see.md); nothing changed.
         """
         with about(approval_id=approval_id if is_approval_id(approval_id) else None):
             return await self._decide(approval_id, actor, decision, seen_version, trust)
@@ -421,7 +457,8 @@ class Countersign:
         """Approve all / Reject all: one decision per pending call of a pause, as single clicks take them.
 
         See `bot.batch`. Each decision recorded is followed up like a single click's (its card
-        redrawn; the pause resumed by whichever decision was its last).
+        redrawn; the pause resumed by whichever decision was its last). Approve all leaves
+        pending, and reports, every call whose arguments the platform cannot show in full.
 
         Args:
             review_id: the pause the first card's batch button named (32 hex digits).

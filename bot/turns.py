@@ -658,6 +658,7 @@ class TurnRunner:
                     quorum=config.quorum(action.name),
                     expires_in_s=config.expiry_s(action.name),
                     trust_offer_s=_trust_offer(config, action.name, channel, requester),
+                    trust_offer_matching=_trust_matching(config, action.name, channel),
                     **_escalation_of(config, action.name),
                 )
                 for action in actions
@@ -944,6 +945,15 @@ def _trust_offer(config: WorkspaceConfig, tool_name: str, channel_id: str, reque
     if setting is None or config.quorum(tool_name) != 1 or not requester.user_id:
         return None
     return setting.max_s
+
+
+def _trust_matching(config: WorkspaceConfig, tool_name: str, channel_id: str) -> tuple[str, ...]:
+    """The arguments a grant made on a new card binds (empty: every argument), which its card names.
+
+    Stored with the card (`ApprovalRecord.trust_offer_matching`) and kept only with an offer.
+    """
+    setting = config.trust_for(tool_name, channel_id)
+    return setting.matching if setting is not None else ()
 
 
 def _unknown_requester(conversation: ConversationRef) -> Actor:

@@ -131,7 +131,7 @@ def assemble_core(
     approvals = ApprovalStore(database.pool, audit)
     config = ConfigStore(database.pool, audit)
     tasks = TaskTracker()
-    cards = CardDesk(approvals, config, platforms, tasks)
+    cards = CardDesk(approvals, config, platforms, tasks, key_order=registry.argument_order)
     ledger = PostgresLedger(database.pool, approvals, on_outcome_unknown=cards.redraw, audit=audit)
     policy = ConfiguredPolicy(registry, config.load, config.denied_in_any_workspace)
     grants = TrustStore(database.pool, audit)
@@ -206,6 +206,7 @@ def assemble_core(
         registry=registry,
         directory_for=lambda name: platforms[name],
         subagent_tools={spec.name: frozenset(spec.tools) for spec in specs},
+        viewer_for=lambda name: platforms[name],
     )
     admin = AdminService(
         config=config,

@@ -97,6 +97,10 @@ CARD_TOOL = "?  {tool} wants to run ({position} of {total}), asked by {requester
 CARD_SUBAGENT = "?  {subagent} wants to call {tool} ({position} of {total}), asked by {requester}"
 CARD_WHY = "   why: {why}"
 CARD_ARGS = "   args: {args}"
+CARD_ARGS_BLOCK = "   args:"
+"""Above arguments too long for one line, printed whole, one line of indented JSON at a time."""
+CARD_ARGS_LINE = "     {line}"
+CARD_TRUST_FREE = "   trust binds only {bound}: later calls with the same {bound} and any {free} run without asking"
 CARD_TALLY = "   approvals: {count} of {quorum}{names}"
 CARD_WENT = "   the card went to {places}"
 CARD_DMS = "{user}'s DMs"
@@ -141,6 +145,9 @@ UNKNOWN_APPROVAL = "This approval is gone. Nothing was changed."
 INVALID_DECISION = "That decision was refused: {problem}"
 DECISION_FAILED = "Something went wrong while recording your decision; nothing was changed. Please try again."
 SHUTTING_DOWN = "The bot is stopping; nothing was changed."
+REFUSED_TOO_LONG = "These arguments ({size} characters) are too long to review here (at most {limit}); nothing changed."
+REFUSED_TOO_MANY_KEYS = "This call has too many arguments ({size}) to review here (at most {limit}); nothing changed."
+"""The terminal shows every argument, so it never says these; `decision_error_text` has them for every adapter."""
 TRUST_REFUSED = {
     "not_offered": "Trust is not enabled for this tool any more; answer a to approve it once.",
     "quorum": "This call now needs more than one approval, so it cannot be trusted; answer a to approve it once.",

@@ -16,10 +16,11 @@ from contextlib import asynccontextmanager
 from adapters.admin_text import target_words
 from adapters.console import messages as msg
 from adapters.console.people import CONSOLE_MARKUP, operator_name
-from adapters.display import duration_words, excerpt, model_failed_text
+from adapters.display import duration_words, excerpt, model_failed_text, reveal_invisible
 from bot.approvals.escalation import TargetKind
 from bot.approvals.lifecycle import ApprovalStatus
 from bot.approvals.records import ApprovalRecord
+from bot.approvals.shown import Arguments, Unshowable
 from bot.conversation import Actor, ConversationRef
 from bot.errors import ModelErrorKind
 from bot.ports import (
@@ -92,12 +93,16 @@ class ConsolePlatform:
         if approval.decided_by_id:
             line += msg.OUTCOME_BY.format(name=CONSOLE_MARKUP.user(approval.decided_by_id))
         if approval.status is ApprovalStatus.EDITED:
-            line += msg.OUTCOME_WITH.format(args=json.dumps(approval.final_args, ensure_ascii=False))
+            line += msg.OUTCOME_WITH.format(args=reveal_invisible(json.dumps(approval.final_args, ensure_ascii=False)))
         if approval.reason:
             line += msg.OUTCOME_REASON.format(reason=approval.reason)
         if approval.outcome_unknown:
             line += msg.OUTCOME_UNKNOWN
         self.write(line)
+
+    def unshowable(self, arguments: Arguments) -> Unshowable | None:
+        """None: the terminal prints every argument, however long (`adapters.console.prompt`)."""
+        return None
 
     async def notify(self, conversation: ConversationRef, notice: Notice, *, recipient: Actor | None) -> None:
         """Print a notice."""

@@ -26,12 +26,13 @@ from adapters.console.commands import QUIT, ConsoleCommands, is_command
 from adapters.console.people import CONSOLE_MARKUP, Session
 from adapters.console.platform import ConsolePlatform, where_it_went
 from adapters.decision_errors import decision_error_text, parse_edited_args
-from adapters.display import duration_words
+from adapters.display import duration_words, reveal_invisible
 from bot.approvals.decisions import Approve, Edit, EditedAction, Reject
 from bot.approvals.escalation import TargetKind
 from bot.approvals.records import ApprovalRecord, pause_version
 from bot.conversation import Actor
 from bot.errors import ApprovalNotFoundError, CountersignError
+from bot.ports import ApprovalCard
 from bot.service import Countersign
 
 log = logging.getLogger(__name__)
@@ -68,6 +69,9 @@ class Asked(Enum):
     LATER = "later"
     """Lines typed before the card was shown wait: take them first, then ask this card."""
 
+
+ONE_LINE_CHARS = 100
+"""Arguments printed on the card's one `args:` line when they take at most this many characters."""
 
 _SETTLED = object()
 """What `_answer` returns when the card stopped waiting before a line came."""
@@ -168,7 +172,7 @@ class CardPrompt:
             self._write(msg.CARD_TOOL.format(**where))
         if approval.description:
             self._write(msg.CARD_WHY.format(why=approval.description))
-        self._write(msg.CARD_ARGS.format(args=json.dumps(approval.args_under_vote, ensure_ascii=False)))
+        self._write_arguments(approval, pause)
         if approval.quorum > 1:
             names = ", ".join(CONSOLE_MARKUP.user(name) for name in approval.votes)
             tally = {"count": len(approval.votes), "quorum": approval.quorum, "names": f" ({names})" if names else ""}
@@ -183,6 +187,31 @@ class CardPrompt:
             left = (approval.expires_at - datetime.now(UTC)).total_seconds()
             if left > 0:
                 self._write(msg.CARD_EXPIRES.format(duration=duration_words(left)))
+
+    def _write_arguments(self, approval: ApprovalRecord, pause: list[ApprovalRecord]) -> None:
+        """Every argument under vote, in the tool's order, invisible characters shown.
+
+        On the `args:` line when short, else as indented JSON, a line at a time.
+
+        And, on a card whose trust binds some arguments only, which ones it leaves free.
+        """
+        card = ApprovalCard(
+            approval=approval,
+            position=approval.position + 1,
+            total=len(pause),
+            key_order=self._service.key_order(approval.tool_name),
+        )
+        arguments = card.under_vote
+        line = reveal_invisible(json.dumps(arguments.as_dict(), ensure_ascii=False, default=str))
+        if len(line) <= ONE_LINE_CHARS:
+            self._write(msg.CARD_ARGS.format(args=line))
+        else:
+            self._write(msg.CARD_ARGS_BLOCK)
+            for text in arguments.text().splitlines():
+                self._write(msg.CARD_ARGS_LINE.format(line=text))
+        if approval.trust_offer_s and card.trust_leaves_free:
+            bound, free = ", ".join(card.trust_binds), ", ".join(card.trust_leaves_free)
+            self._write(msg.CARD_TRUST_FREE.format(bound=bound, free=free))
 
     def _question(self, approval: ApprovalRecord, pending: int) -> str:
         """`   [a]pprove / [e]dit / [r]eject? `, with trust and the batch where they apply."""

@@ -2,10 +2,12 @@
 
 `cs:<action>:<approval id>` (43 characters; Discord allows 100; `trust`, Approve and trust, is
 one more action on a card that offers it), on a pause's first card
-`cs:all-<approve|reject>:<review id>:<version>` (59), and `cs:stop:<turn id>` (40) on a status
-line while the agent works (issue 12). The classes are registered once in `setup_hook` with
-`Client.add_dynamic_items`, so a click on any card or status line, from before a restart or
-after any view timeout, is parsed from its `custom_id` and handled.
+`cs:all-<approve|reject>:<review id>:<version>` (59), `cs:stop:<turn id>` (40) on a status
+line while the agent works (issue 12), `cs:args:<approval id>` (40) for All arguments on a
+card and `cs:page:<approval id>:<version>:<page>` (at most 56) for Previous / Next on its pages
+(docs/decisions/XXXX-arguments-approvers-can-see.md). The classes are registered once in
+`setup_hook` with `Client.add_dynamic_items`, so a click on any card, page or status line, from
+before a restart or after any view timeout, is parsed from its `custom_id` and handled.
 """
 
 from __future__ import annotations
@@ -40,6 +42,12 @@ _STYLES = {
 TEMPLATE = r"cs:(?P<action>approve|trust|edit|reject):(?P<approval_id>[0-9a-f]{32})(?::(?P<version>[0-9a-f]{8}))?"
 """A card button's `custom_id`."""
 _TEMPLATE = re.compile(TEMPLATE)
+ARGS_TEMPLATE = r"cs:args:(?P<approval_id>[0-9a-f]{32})"
+"""All arguments on a card: its pages, from the first."""
+_ARGS_TEMPLATE = re.compile(ARGS_TEMPLATE)
+PAGE_TEMPLATE = r"cs:page:(?P<approval_id>[0-9a-f]{32}):(?P<version>[0-9a-f]{8}):(?P<page>[0-9]{1,4})"
+"""Previous / Next on a page of All arguments: the page to show, of the arguments' version the pages showed."""
+_PAGE_TEMPLATE = re.compile(PAGE_TEMPLATE)
 STOP_TEMPLATE = r"cs:stop:(?P<turn_id>[0-9a-f]{32})"
 """A Stop button's `custom_id`: the turn it stops (`bot.stopping`)."""
 _STOP_TEMPLATE = re.compile(STOP_TEMPLATE)
@@ -79,6 +87,93 @@ class ApprovalButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=TE
         """Hand the click to the client's interaction handler."""
         handler: InteractionHandler = interaction.client.interactions
         await handler.on_button(interaction, self.action, self.approval_id, self.version)
+
+
+class ArgumentsButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=ARGS_TEMPLATE):
+    """All arguments on a card whose values are shortened: every key and value, a page at a time.
+
+    Args:
+        approval_id: the approval (32 hex characters); anyone who can see the card may open it.
+    """
+
+    def __init__(self, approval_id: str) -> None:
+        super().__init__(
+            discord.ui.Button(
+                label=msg.BUTTON_SHOW_ARGS, style=discord.ButtonStyle.secondary, custom_id=f"cs:args:{approval_id}"
+            )
+        )
+        self.approval_id = approval_id
+
+    @classmethod
+    async def from_custom_id(
+        cls,
+        interaction: discord.Interaction[Any],
+        item: discord.ui.Item[Any],
+        match: re.Match[str],
+        /,
+    ) -> ArgumentsButton:
+        """Rebuild the button from a clicked `custom_id`."""
+        return cls(match["approval_id"])
+
+    async def callback(self, interaction: discord.Interaction[Any]) -> None:
+        """Hand the click to the client's interaction handler."""
+        handler: InteractionHandler = interaction.client.interactions
+        await handler.on_arguments(interaction, self.approval_id, None, 1)
+
+
+class PageButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=PAGE_TEMPLATE):
+    """Previous or Next on a page of All arguments.
+
+    Args:
+        approval_id: the approval.
+        version: the version of the arguments the page showed (`ApprovalRecord.version`); after
+            an edit, a click shows the first page of the arguments as they are now.
+        page: the page this button shows (1-based).
+        label: Previous or Next.
+        disabled: at either end there is no page to go to.
+    """
+
+    def __init__(
+        self, approval_id: str, version: str, page: int, *, label: str = msg.BUTTON_NEXT, disabled: bool = False
+    ) -> None:
+        super().__init__(
+            discord.ui.Button(
+                label=label,
+                style=discord.ButtonStyle.secondary,
+                custom_id=f"cs:page:{approval_id}:{version}:{page}",
+                disabled=disabled,
+            )
+        )
+        self.approval_id = approval_id
+        self.version = version
+        self.page = page
+
+    @classmethod
+    async def from_custom_id(
+        cls,
+        interaction: discord.Interaction[Any],
+        item: discord.ui.Item[Any],
+        match: re.Match[str],
+        /,
+    ) -> PageButton:
+        """Rebuild the button from a clicked `custom_id`."""
+        return cls(match["approval_id"], match["version"], int(match["page"]))
+
+    async def callback(self, interaction: discord.Interaction[Any]) -> None:
+        """Hand the click to the client's interaction handler."""
+        handler: InteractionHandler = interaction.client.interactions
+        await handler.on_arguments(interaction, self.approval_id, self.version, self.page)
+
+
+def pages_view(approval_id: str, version: str, page: int, pages: int) -> discord.ui.View:
+    """Previous / Next under page `page` of `pages` of All arguments.
+
+    Stopped after sending: the registry dispatches clicks.
+    """
+    view = discord.ui.View(timeout=None)
+    view.add_item(PageButton(approval_id, version, page - 1, label=msg.BUTTON_PREVIOUS, disabled=page <= 1))
+    view.add_item(PageButton(approval_id, version, page + 1, label=msg.BUTTON_NEXT, disabled=page >= pages))
+    return view
 
 
 class StopButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=STOP_TEMPLATE):
@@ -167,6 +262,8 @@ def card_view(
     pending: bool = True,
     batch: BatchOffer | None = None,
     trust_s: int | None = None,
+    approve: bool = True,
+    show_all: bool = False,
 ) -> discord.ui.View:
     """A card's buttons; stopped after sending, the registry dispatches clicks.
 
@@ -176,16 +273,23 @@ def card_view(
         pending: whether the card's own Approve / Edit / Reject are shown.
         batch: Approve all / Reject all for its pause, on a second row.
         trust_s: the trust the card offers, in seconds: adds "Approve and trust for ..." after
-            Approve (issue 12), on the first row (four buttons of Discord's five); None: no
-            such button.
+            Approve (issue 12), on the first row; None: no such button.
+        approve: whether Approve (and Approve and trust) are shown: not where Discord cannot
+            show the arguments in full (`adapters.discord.cards.unshowable`).
+        show_all: adds All arguments last on the first row (five buttons at most, Discord's
+            limit for a row).
     """
     view = discord.ui.View(timeout=None)
     if pending:
         for action in ACTIONS:
+            if action == "approve" and not approve:
+                continue
             view.add_item(ApprovalButton(action, approval_id, version))
             if action == "approve" and trust_s:
                 label = msg.BUTTON_TRUST.format(duration=duration_words(trust_s))
                 view.add_item(ApprovalButton("trust", approval_id, version, label=label))
+        if show_all:
+            view.add_item(ArgumentsButton(approval_id))
     if batch is not None:
         for action in ("approve", "reject"):
             view.add_item(BatchButton(action, batch.review_id, batch.version, pending=batch.pending))
@@ -210,7 +314,7 @@ def parse_batch_id(custom_id: str) -> re.Match[str] | None:
 
 
 def dispatched_to_a_button(interaction: discord.Interaction[Any]) -> bool:
-    """Whether discord.py hands this component interaction to one of our buttons (card, batch, Stop).
+    """Whether discord.py hands this component interaction to one of our buttons (card, batch, Stop, pages).
 
     It does only for a button whose `custom_id` fits a template and which the clicked
     message shows (`ViewStore.schedule_dynamic_item_call` looks the item up on the message);
@@ -221,11 +325,8 @@ def dispatched_to_a_button(interaction: discord.Interaction[Any]) -> bool:
     custom_id = data.get("custom_id")
     if data.get("component_type") != discord.ComponentType.button.value or not isinstance(custom_id, str):
         return False
-    if (
-        parse_button_id(custom_id) is None
-        and parse_batch_id(custom_id) is None
-        and _STOP_TEMPLATE.fullmatch(custom_id) is None
-    ) or interaction.message is None:
+    templates = (_TEMPLATE, _BATCH_TEMPLATE, _STOP_TEMPLATE, _ARGS_TEMPLATE, _PAGE_TEMPLATE)
+    if not any(template.fullmatch(custom_id) for template in templates) or interaction.message is None:
         return False
     return custom_id in _custom_ids(interaction.message.components)
 

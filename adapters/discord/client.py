@@ -10,7 +10,7 @@ import discord
 from discord import app_commands
 
 from adapters.discord import messages as msg
-from adapters.discord.buttons import ApprovalButton, BatchButton, StopButton
+from adapters.discord.buttons import ApprovalButton, ArgumentsButton, BatchButton, PageButton, StopButton
 from adapters.discord.commands import build_command_group, on_command_error
 from adapters.discord.conversations import author_actor, scoped_conversation, strip_bot_mention
 from adapters.discord.counted_http import count_failures
@@ -146,7 +146,7 @@ class CountersignClient(discord.AutoShardedClient):
 
     async def setup_hook(self) -> None:
         """Register the persistent buttons and publish `/countersign`, before the gateway connects."""
-        self.add_dynamic_items(ApprovalButton, BatchButton, StopButton)
+        self.add_dynamic_items(ApprovalButton, BatchButton, StopButton, ArgumentsButton, PageButton)
         await self.tree.sync()
 
     async def on_message(self, message: discord.Message) -> None:

@@ -19,8 +19,8 @@ from adapters.batch_text import batch_summary
 from adapters.chunking import split_message
 from adapters.decision_errors import parse_edited_args
 from adapters.discord import messages as msg
-from adapters.discord.buttons import dispatched_to_a_button, edit_again_view, parse_button_id
-from adapters.discord.cards import args_json
+from adapters.discord.buttons import dispatched_to_a_button, edit_again_view, pages_view, parse_button_id
+from adapters.discord.cards import MAX_PAGES, args_json, arguments_page, arguments_pages
 from adapters.discord.commands import DISCORD_MARKUP
 from adapters.discord.conversations import DM, clicker_actor, member_actor
 from adapters.discord.errors import error_text, when
@@ -81,12 +81,42 @@ class InteractionHandler:
         if action == "reject":
             await interaction.response.send_modal(reject_modal(approval_id))
             return
-        prefill = args_json(approval.args_under_vote)
+        prefill = args_json(self._service.arranged(approval.tool_name, approval.args_under_vote).as_dict())
         if len(prefill) > TEXT_INPUT_CHARS:
             text = msg.EDIT_TOO_LONG.format(length=len(prefill), limit=TEXT_INPUT_CHARS)
             await interaction.response.send_message(text, ephemeral=True)
             return
         await interaction.response.send_modal(edit_modal(approval_id, prefill))
+
+    async def on_arguments(self, interaction: Interaction, approval_id: str, version: str | None, page: int) -> None:
+        """All arguments on a card (`version` None), or Previous / Next on its pages (`version` of the page).
+
+        From the card, an ephemeral message; from a page, that message edited in place.
+
+        Every key and value, in the tool's order, a page at a time. A page drawn before an edit
+        of the arguments leads to the first page of the arguments as they are now, saying so.
+        """
+        try:
+            actor = await self._actor(interaction, approval_id)
+            approval, arguments = await self._service.shown_arguments(approval_id, actor)
+        except Exception as exc:
+            await self._refuse_now(interaction, exc)
+            return
+        pages = arguments_pages(arguments)
+        if len(pages) > MAX_PAGES:  # only a forged click: the card offers no such button then
+            await interaction.response.send_message(msg.ARGS_TOO_LONG, ephemeral=True)
+            return
+        content = None
+        if version is not None and version != approval.version:
+            content, page = msg.ARGS_CHANGED, 1
+        page = min(max(page, 1), len(pages))  # the text is never empty: at least `{}`
+        embed = arguments_page(approval, pages, page)
+        view = pages_view(approval.id, approval.version, page, len(pages))
+        if version is None:
+            await interaction.response.send_message(content, embed=embed, view=view, ephemeral=True)
+        else:
+            await interaction.response.edit_message(content=content, embed=embed, view=view)
+        view.stop()  # clicks are dispatched by the DynamicItem registry, not this view
 
     async def on_stop(self, interaction: Interaction, turn_id: str) -> None:
         """Stop pressed on a status line: stop the turn it names; the clicker is told privately."""

@@ -13,10 +13,12 @@ from adapters import model_messages as model_msg
 from adapters.chunking import split_message
 from adapters.discord import messages as msg
 from adapters.discord.buttons import card_view, stop_view
-from adapters.discord.cards import card_embed, target_mention
+from adapters.discord.cards import card_embed, shows_all_button, target_mention
+from adapters.discord.cards import unshowable as unshowable_in_discord
 from adapters.discord.conversations import DM, known_guild, target_channel_id
 from adapters.display import excerpt, model_failed_text, offers_stop, progress_line, shows_something
 from bot.approvals.escalation import TargetKind
+from bot.approvals.shown import Arguments, Unshowable
 from bot.conversation import Actor, ConversationRef
 from bot.ports import (
     Activity,
@@ -45,6 +47,24 @@ _SPOILER = re.compile(r"\|\|.*?\|\|", re.DOTALL)
 def card_ref(channel_id: int, message_id: int) -> str:
     """Our reference to a posted card: `<channel id>/<message id>`."""
     return f"{channel_id}/{message_id}"
+
+
+def _card_view(card: ApprovalCard) -> discord.ui.View:
+    """A card's buttons: no Approve where Discord cannot show the arguments in full (`cards.unshowable`).
+
+    All arguments where a value is shortened (`cards.shows_all_button`).
+    """
+    approval = card.approval
+    showable = not approval.is_pending or unshowable_in_discord(card.under_vote) is None
+    return card_view(
+        approval.id,
+        approval.version,
+        pending=approval.is_pending,
+        batch=card.batch,
+        trust_s=approval.trust_offer_s if showable else None,
+        approve=showable,
+        show_all=shows_all_button(card),
+    )
 
 
 def _split_ref(ref: str) -> tuple[int, int]:
@@ -102,7 +122,7 @@ class DiscordPlatform:
                     everyone=False, roles=False, users=[discord.Object(int(escalated.subject_id))]
                 )
             content = msg.ESCALATED_PING.format(mention=target_mention(escalated))
-        view = card_view(card.approval.id, card.approval.version, batch=card.batch, trust_s=card.approval.trust_offer_s)
+        view = _card_view(card)
         message = await self._channel(channel_id).send(
             content, embed=card_embed(card), view=view, allowed_mentions=mentions
         )
@@ -113,17 +133,7 @@ class DiscordPlatform:
         """Edit the card in place; its buttons go once decided, the batch buttons once fewer than two calls wait."""
         channel_id, message_id = _split_ref(card_ref)
         pending = card.approval.is_pending
-        view = (
-            card_view(
-                card.approval.id,
-                card.approval.version,
-                pending=pending,
-                batch=card.batch,
-                trust_s=card.approval.trust_offer_s,
-            )
-            if pending or card.batch is not None
-            else None
-        )
+        view = _card_view(card) if pending or card.batch is not None else None
         await (
             self._channel(channel_id)
             .get_partial_message(message_id)
@@ -131,6 +141,10 @@ class DiscordPlatform:
         )
         if view is not None:
             view.stop()
+
+    def unshowable(self, arguments: Arguments) -> Unshowable | None:
+        """Why Discord cannot show `arguments` in full (`adapters.discord.cards.unshowable`), else None."""
+        return unshowable_in_discord(arguments)
 
     async def notify(self, conversation: ConversationRef, notice: Notice, *, recipient: Actor | None) -> None:
         """Post a notice in the conversation (plain messages cannot be ephemeral on Discord).

@@ -1,8 +1,15 @@
-"""Block Kit for approval cards and the Edit / Reject modals.
+"""Block Kit for approval cards, the All arguments view and the Edit / Reject modals.
 
 Limits from Slack's Block Kit reference: section text 3,000 characters, header 150, button
-value 2,000, modal title and button labels 24, plain_text_input initial_value 3,000. Buttons
-carry only the approval id (CONVENTIONS.md item 10); everything else is read from PostgreSQL.
+value 2,000, modal title and button labels 24, plain_text_input initial_value 3,000, 100 blocks
+in a modal. Buttons carry only the approval id (CONVENTIONS.md item 10); everything else is
+read from PostgreSQL.
+
+A card lists every argument, in the tool's order, long values shortened visibly; *All arguments*
+opens a modal with the whole arguments across up to `VIEW_PARTS` sections: code blocks when they
+fit, else plain text (which Slack shows as it is, without escaping, so `VIEW_CHARS` characters of
+any kind fit). What does not fit there cannot be approved in Slack (`unshowable`;
+docs/decisions/XXXX-arguments-approvers-can-see.md).
 """
 
 from __future__ import annotations
@@ -11,12 +18,14 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
+from adapters.arguments_view import ZERO_WIDTH, fence_safe, parts
 from adapters.display import duration_words, reveal_invisible
 from adapters.slack import messages as msg
 from adapters.slack.text import escape, to_mrkdwn
 from bot.approvals.escalation import EscalationTarget, TargetKind
 from bot.approvals.lifecycle import ApprovalStatus, EscalationStatus
 from bot.approvals.records import ApprovalRecord
+from bot.approvals.shown import LEAST_SHOWN, Arguments, Shortfall, ShownLine, Unshowable, shorten
 from bot.ports import ApprovalCard, BatchOffer
 
 ACTION_APPROVE = "countersign_approve"
@@ -24,6 +33,8 @@ ACTION_TRUST = "countersign_trust"
 """Approve and trust (issue 12): shown only on a card that offers trust."""
 ACTION_EDIT = "countersign_edit"
 ACTION_REJECT = "countersign_reject"
+ACTION_SHOW_ARGS = "countersign_show_args"
+"""All arguments: opens the modal with the whole arguments (any viewer of the card may)."""
 ACTION_STOP = "countersign_stop"
 """The progress message's Stop button; its `value` is the turn id (issue 12)."""
 STOP_BLOCK = "countersign_stop"
@@ -40,13 +51,76 @@ REASON_INPUT = "text"
 SECTION_CHARS = 3000
 INPUT_CHARS = 3000
 REASON_CHARS = 2000
+MODAL_BLOCKS = 100
 _WHY_CHARS = 600
-_ARGS_CHARS = SECTION_CHARS - 200  # room for the title and the fences
+ARGS_ROOM = SECTION_CHARS - 300
+"""What a card's lines of arguments may take of their section (escaped): room for the title,
+the fences and the note below them."""
+PART_CHARS = SECTION_CHARS - 8
+"""Escaped characters of the arguments in one code block of the All arguments modal: the rest of
+3,000 holds its fences and the zero-width spaces that keep them apart from a backtick."""
+VIEW_PARTS = MODAL_BLOCKS - 1
+"""Sections of arguments in the All arguments modal (the first block says what it shows)."""
+VIEW_CHARS = VIEW_PARTS * SECTION_CHARS
+"""Characters of arguments the modal holds: as plain text, a section holds 3,000 of any kind."""
 
 
 def args_json(args: dict[str, Any]) -> str:
-    """Arguments as people edit them: indented JSON, non-ASCII kept (the Edit form's prefill)."""
+    """Arguments as people edit them: indented JSON, non-ASCII kept, in the order given (the Edit form's prefill)."""
     return json.dumps(args, indent=2, ensure_ascii=False, sort_keys=False)
+
+
+def unshowable(arguments: Arguments) -> Unshowable | None:
+    """Why Slack cannot show `arguments` in full (`bot.ports.Platform.unshowable`); None when it can.
+
+    The card must list every key (`shorten` within `ARGS_ROOM`), and the All arguments modal
+    must hold the whole text: at most `VIEW_CHARS` characters, which its `VIEW_PARTS` sections
+    hold as plain text whatever they are (`arguments_view`).
+    """
+    if shorten(arguments, ARGS_ROOM, _line_cost) is None:
+        least = _line_cost(ShownLine("x" * LEAST_SHOWN, hidden=10_000))
+        return Unshowable(
+            platform="slack", shortfall=Shortfall.KEYS, size=len(arguments.items), limit=ARGS_ROOM // least
+        )
+    size = len(arguments.text())
+    if size > VIEW_CHARS:
+        return Unshowable(platform="slack", shortfall=Shortfall.CHARACTERS, size=size, limit=VIEW_CHARS)
+    return None
+
+
+def arguments_view(approval: ApprovalRecord, arguments: Arguments) -> dict[str, Any] | None:
+    """The All arguments modal: every key and value, in order, across sections; None when it cannot hold them.
+
+    Args:
+        approval: the approval (its tool and state are named at the top).
+        arguments: the arguments to show (`bot.service.Countersign.shown_arguments`).
+    """
+    text = arguments.text()
+    code = parts(fence_safe(text), PART_CHARS, _escaped_length)
+    sections: list[dict[str, Any]]
+    if len(code) <= VIEW_PARTS:
+        sections = [{"type": "mrkdwn", "text": _fenced(piece)} for piece in code]
+        words = msg.ARGS_VIEW_PENDING if approval.is_pending else msg.ARGS_VIEW_DECIDED
+    else:
+        # Escaping makes `&`, `<` and `>` five or four characters long in mrkdwn; plain text
+        # needs none, so the same sections hold up to `VIEW_CHARS` characters of any kind.
+        plain = parts(text, SECTION_CHARS, len)
+        if len(plain) > VIEW_PARTS:
+            plain = parts(text, SECTION_CHARS, len, at_lines=False)
+        if len(plain) > VIEW_PARTS:
+            return None
+        sections = [{"type": "plain_text", "text": piece, "emoji": False} for piece in plain]
+        words = msg.ARGS_VIEW_PLAIN
+    intro = words.format(tool=escape(approval.tool_name), keys=len(arguments.items), parts=len(sections))
+    return {
+        "type": "modal",
+        "title": {"type": "plain_text", "text": msg.ARGS_VIEW_TITLE},
+        "close": {"type": "plain_text", "text": msg.CLOSE},
+        "blocks": [
+            {"type": "section", "text": {"type": "mrkdwn", "text": intro}},
+            *({"type": "section", "text": section} for section in sections),
+        ],
+    }
 
 
 def card_blocks(card: ApprovalCard) -> list[dict[str, Any]]:
@@ -71,21 +145,45 @@ def card_blocks(card: ApprovalCard) -> list[dict[str, Any]]:
         names = f" ({escape(', '.join(approval.votes))})" if approval.votes else ""
         lines.append(msg.CARD_TALLY.format(count=len(approval.votes), quorum=approval.quorum, names=names))
     header = msg.CARD_HEADER_PENDING if pending else msg.CARD_HEADER[approval.status.value]
+    edited = pending and approval.current_args is not None and approval.current_args != approval.proposed_args
+    proposed = card.arranged(approval.proposed_args)
     blocks: list[dict[str, Any]] = [
         {"type": "header", "text": {"type": "plain_text", "text": header, "emoji": True}},
         {"type": "section", "text": {"type": "mrkdwn", "text": "\n".join(lines)}},
-        _args_section(msg.CARD_ARGS_TITLE, approval.proposed_args),
     ]
-    if pending and approval.current_args is not None and approval.current_args != approval.proposed_args:
-        blocks.append(_args_section(msg.CARD_EDITED_ARGS_TITLE, approval.current_args))
+    shortened = False
+    if pending:
+        # The arguments an Approve approves get the note that says where the rest is.
+        if edited:
+            blocks.append(_args_section(msg.CARD_ARGS_TITLE, proposed)[0])
+        section, shortened = _args_section(
+            msg.CARD_EDITED_ARGS_TITLE if edited else msg.CARD_ARGS_TITLE, card.under_vote, under_vote=True
+        )
+        blocks.append(section)
+    else:
+        blocks.append(_args_section(msg.CARD_ARGS_TITLE, proposed)[0])
     escalated = _escalated_line(approval)
     if escalated:
         blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": escalated}]})
     if pending:
-        blocks.append(_buttons(approval.id, approval.version, approval.trust_offer_s))
+        shortfall = unshowable(card.under_vote)
+        if shortfall is not None:
+            blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": unshowable_text(shortfall)}})
+        trust_s = approval.trust_offer_s if shortfall is None else None
+        if trust_s and card.trust_leaves_free:
+            blocks.append(_trust_context(msg.CARD_TRUST_FREE, card))
+        blocks.append(
+            _buttons(
+                approval.id,
+                approval.version,
+                trust_s,
+                approve=shortfall is None,
+                show_all=shortened and (shortfall is None or shortfall.shortfall is Shortfall.KEYS),
+            )
+        )
         return blocks + _batch_blocks(card.batch)
     if approval.status is ApprovalStatus.EDITED and approval.final_args is not None:
-        blocks.append(_args_section(msg.CARD_FINAL_ARGS_TITLE, approval.final_args))
+        blocks.append(_args_section(msg.CARD_FINAL_ARGS_TITLE, card.arranged(approval.final_args))[0])
     if approval.reason:
         blocks.append(
             {
@@ -97,6 +195,8 @@ def card_blocks(card: ApprovalCard) -> list[dict[str, Any]]:
             }
         )
     blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": _decided_line(approval)}]})
+    if approval.trust_id is not None and card.trust_leaves_free:
+        blocks.append(_trust_context(msg.CARD_TRUSTED_FREE, card))
     if approval.outcome_unknown:
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": msg.CARD_OUTCOME_UNKNOWN}})
     return blocks + _batch_blocks(card.batch)
@@ -289,7 +389,30 @@ def version_of(block_id: str | None) -> str | None:
     return parts[2] if len(parts) == 3 and parts[0] == "countersign" else None
 
 
-def _buttons(approval_id: str, version: str, trust_s: int | None = None) -> dict[str, Any]:
+def unshowable_text(shortfall: Unshowable) -> str:
+    """The card's line saying why Approve is not offered (and the clicker's, for a refused approval)."""
+    words = msg.TOO_MANY_KEYS if shortfall.shortfall is Shortfall.KEYS else msg.TOO_LONG_TO_REVIEW
+    return words.format(size=f"{shortfall.size:,}", limit=f"{shortfall.limit:,}")
+
+
+def _trust_context(words: str, card: ApprovalCard) -> dict[str, Any]:
+    """The line naming what a trust grant binds and which arguments it leaves free."""
+
+    def names(keys: tuple[str, ...]) -> str:
+        return ", ".join(f"`{escape(reveal_invisible(key))}`" for key in keys)
+
+    text = words.format(bound=names(card.trust_binds), free=names(card.trust_leaves_free))
+    return {"type": "context", "elements": [{"type": "mrkdwn", "text": _clip(text, SECTION_CHARS)}]}
+
+
+def _buttons(
+    approval_id: str,
+    version: str,
+    trust_s: int | None = None,
+    *,
+    approve: bool = True,
+    show_all: bool = False,
+) -> dict[str, Any]:
     def button(text: str, action_id: str, style: str | None = None) -> dict[str, Any]:
         element: dict[str, Any] = {
             "type": "button",
@@ -307,10 +430,11 @@ def _buttons(approval_id: str, version: str, trust_s: int | None = None) -> dict
         # arguments the card showed, so a click on an outdated card cannot approve an edit.
         "block_id": f"countersign_{approval_id}_{version}",
         "elements": [
-            button(msg.BUTTON_APPROVE, ACTION_APPROVE, "primary"),
+            *([button(msg.BUTTON_APPROVE, ACTION_APPROVE, "primary")] if approve else []),
             *([button(msg.BUTTON_TRUST.format(duration=duration_words(trust_s)), ACTION_TRUST)] if trust_s else []),
             button(msg.BUTTON_EDIT, ACTION_EDIT),
             button(msg.BUTTON_REJECT, ACTION_REJECT, "danger"),
+            *([button(msg.BUTTON_SHOW_ARGS, ACTION_SHOW_ARGS)] if show_all else []),
         ],
     }
 
@@ -344,20 +468,45 @@ def _batch_blocks(batch: BatchOffer | None) -> list[dict[str, Any]]:
     ]
 
 
-def _args_section(title: str, args: dict[str, Any]) -> dict[str, Any]:
-    # A ``` inside a value would close our code block and let the rest render as mrkdwn
-    # (a way to spoof the card); a zero-width space keeps the backticks apart.
-    raw = reveal_invisible(args_json(args)).replace("```", "`\u200b``")
-    shown_raw = raw[:_ARGS_CHARS]
-    while len(escape(shown_raw)) > _ARGS_CHARS:  # escaping grows the text; shrink until it fits
-        shown_raw = shown_raw[: len(shown_raw) - (len(escape(shown_raw)) - _ARGS_CHARS)]
+def _args_section(title: str, arguments: Arguments, *, under_vote: bool = False) -> tuple[dict[str, Any], bool]:
+    """A section listing every argument (`bot.approvals.shown.shorten`), and whether a value was shortened.
+
+    Each key on its line in one code block; a shortened line ends with "…" and how many
+    characters are hidden. The arguments under vote say where the rest is (All arguments).
+    """
+    lines = shorten(arguments, ARGS_ROOM, _line_cost)
+    if lines is None:
+        return {"type": "section", "text": {"type": "mrkdwn", "text": f"{title}\n{msg.CARD_KEYS_NOT_LISTED}"}}, True
+    body = "\n".join(_drawn(line) for line in lines)
+    shortened = any(line.hidden for line in lines)
     note = ""
-    if len(shown_raw) < len(raw):
-        note = "\n" + msg.CARD_TRUNCATED.format(hidden=len(raw) - len(shown_raw))
-    return {
-        "type": "section",
-        "text": {"type": "mrkdwn", "text": f"{title}\n```{escape(shown_raw)}```{note}"},
-    }
+    if shortened:
+        note = "\n" + (msg.CARD_SHORTENED_SEE_ALL if under_vote else msg.CARD_SHORTENED)
+    text = f"{title}\n{_fenced(body)}{note}" if lines else f"{title}\n{msg.CARD_NO_ARGUMENTS}"
+    return {"type": "section", "text": {"type": "mrkdwn", "text": text}}, shortened
+
+
+def _drawn(line: ShownLine) -> str:
+    """One argument's line as the card draws it (before escaping): fence-safe, its cut marked."""
+    text = fence_safe(line.text)
+    if line.hidden:
+        text += msg.CARD_LINE_CUT.format(hidden=f"{line.hidden:,}")
+    return text
+
+
+def _line_cost(line: ShownLine) -> int:
+    return _escaped_length(_drawn(line)) + 1  # and its line break
+
+
+def _escaped_length(text: str) -> int:
+    return len(text) + 4 * text.count("&") + 3 * (text.count("<") + text.count(">"))
+
+
+def _fenced(text: str) -> str:
+    """`text` (fence-safe) escaped in a code block; a backtick at either end is kept apart from the fence."""
+    start = ZERO_WIDTH if text.startswith("`") else ""
+    end = ZERO_WIDTH if text.endswith("`") else ""
+    return f"```{start}{escape(text)}{end}```"
 
 
 def _decided_line(approval: ApprovalRecord) -> str:

@@ -88,6 +88,7 @@ class SlackListeners:
         app.action(blocks.ACTION_TRUST)(self.on_trust)
         app.action(blocks.ACTION_EDIT)(self.on_edit)
         app.action(blocks.ACTION_REJECT)(self.on_reject)
+        app.action(blocks.ACTION_SHOW_ARGS)(self.on_show_args)
         app.action(blocks.ACTION_STOP)(self.on_stop)
         app.action(blocks.ACTION_APPROVE_ALL)(self.on_approve_all)
         app.action(blocks.ACTION_REJECT_ALL)(self.on_reject_all)
@@ -245,12 +246,36 @@ class SlackListeners:
         except Exception as exc:
             await self._refuse(body, exc)
             return
-        prefill = blocks.args_json(approval.args_under_vote)
+        prefill = blocks.args_json(self._service.arranged(approval.tool_name, approval.args_under_vote).as_dict())
         if len(prefill) > blocks.INPUT_CHARS:
             await self._refuse_text(body, msg.EDIT_TOO_LONG.format(length=len(prefill), limit=blocks.INPUT_CHARS))
             return
         modal = blocks.edit_modal(approval, prefill, clicked_in=actor.channel_id)
         await context.client.views_open(trigger_id=_text_at(body, "trigger_id"), view=modal)
+
+    async def on_show_args(
+        self, ack: AsyncAck, body: dict[str, Any], action: dict[str, Any], context: AsyncBoltContext
+    ) -> None:
+        """All arguments: open a modal with every key and value of the call, in the tool's order."""
+        await ack()
+        self._after_ack(self._open_arguments(body, action, context), "All arguments")
+
+    async def _open_arguments(self, body: dict[str, Any], action: dict[str, Any], context: AsyncBoltContext) -> None:
+        actor = await self._clicker(body)
+        if actor is None:
+            return
+        try:
+            approval, arguments = await self._service.shown_arguments(
+                _text_at(action, "value", empty=True) or "", actor
+            )
+        except Exception as exc:
+            await self._refuse(body, exc)
+            return
+        view = blocks.arguments_view(approval, arguments)
+        if view is None:  # only a forged click: the card offers no such button then
+            await self._refuse_text(body, msg.ARGS_VIEW_TOO_LONG)
+            return
+        await context.client.views_open(trigger_id=_text_at(body, "trigger_id"), view=view)
 
     async def on_reject(
         self, ack: AsyncAck, body: dict[str, Any], action: dict[str, Any], context: AsyncBoltContext

@@ -26,7 +26,48 @@ CARD_WHY_LINE = "*Why:* {why}"
 CARD_ARGS_TITLE = "*Arguments*"
 CARD_FINAL_ARGS_TITLE = "*Arguments used*"
 CARD_EDITED_ARGS_TITLE = "*Edited arguments, waiting for approvals*"
-CARD_TRUNCATED = "_{hidden} more characters not shown; Edit shows everything._"
+CARD_LINE_CUT = "… (+{hidden} characters)"
+"""The end of a shortened argument's line on a card (inside its code block)."""
+CARD_SHORTENED_SEE_ALL = "_Long values are shortened: *All arguments* shows every key and value in full._"
+CARD_SHORTENED = "_Long values are shortened._"
+CARD_NO_ARGUMENTS = "_No arguments._"
+CARD_KEYS_NOT_LISTED = "_Too many arguments to list on this card._"
+TOO_LONG_TO_REVIEW = (
+    ":no_entry: *Too long to review in Slack:* these arguments take {size} characters, and its largest view "
+    "holds {limit}. Approve is not offered, as nobody could see everything it would run: Reject the call, or "
+    "Edit it if it fits."
+)
+"""On a card whose arguments Slack cannot show in full, and to whoever tries to approve it."""
+TOO_MANY_KEYS = (
+    ":no_entry: *Too many arguments to review in Slack:* this call has {size}, and a card lists about {limit}. "
+    "Approve is not offered, as nobody could see everything it would run: Reject the call, or Edit it if it fits."
+)
+REFUSED_TOO_LONG = (
+    "This call cannot be approved in Slack: its arguments take {size} characters, more than the {limit} its "
+    "largest view holds, so nobody could see everything it would run. Nothing was changed; reject it, or edit "
+    "it if it fits."
+)
+REFUSED_TOO_MANY_KEYS = (
+    "This call cannot be approved in Slack: it has {size} arguments, more than the about {limit} a card "
+    "lists, so nobody could see everything it would run. Nothing was changed; reject it, or edit it if it fits."
+)
+CARD_TRUST_FREE = (
+    ":unlock: *Approve and trust* binds only {bound}: later calls with the same {bound} and *any* {free} run "
+    "without a card until the trust ends."
+)
+"""Under a card that offers a trust binding some arguments only: the arguments it leaves free."""
+CARD_TRUSTED_FREE = ":unlock: The trust binds only {bound}; {free} stay free."
+ARGS_VIEW_TITLE = "All arguments"
+ARGS_VIEW_PENDING = (
+    "Every argument of `{tool}` that an approval would run ({keys} keys, in the tool's order), "
+    "shown in {parts} part(s) that follow each other."
+)
+ARGS_VIEW_DECIDED = "Every argument of `{tool}` as decided ({keys} keys, in the tool's order), in {parts} part(s)."
+ARGS_VIEW_PLAIN = (
+    "Every argument of `{tool}` ({keys} keys, in the tool's order), in {parts} parts of plain text that follow "
+    "each other: too long for code blocks here."
+)
+ARGS_VIEW_TOO_LONG = "These arguments are too long to show in Slack. Nothing was changed."
 CARD_DECIDED = "{outcome} by <@{user}> · {when}"
 CARD_REASON = "*Reason:* {reason}"
 CARD_OUTCOME_UNKNOWN = (
@@ -49,6 +90,7 @@ BUTTON_TRUST = "Approve and trust for {duration}"
 """The card's trust button (issue 12); Slack allows 75 characters of button text."""
 BUTTON_EDIT = "Edit"
 BUTTON_REJECT = "Reject"
+BUTTON_SHOW_ARGS = "All arguments"
 CARD_OUTCOME_TRUSTED = "{outcome} and trusted for {duration}"
 """The outcome on a card whose approver chose "Approve and trust": "Approved and trusted for 30 minutes"."""
 BUTTON_STOP = "Stop"
@@ -94,7 +136,7 @@ EDIT_NOT_JSON = "This is not valid JSON: {problem}"
 EDIT_NOT_OBJECT = 'The arguments must be a JSON object, like {"name": "value"}.'
 EDIT_TOO_LONG = (
     "The arguments of this call are too long to edit here ({length} characters; Slack allows "
-    "{limit}). You can still approve or reject it."
+    "{limit}). Nothing was changed; decide the call as it is with the card's other buttons."
 )
 
 REFUSED_NOT_PERMITTED = (

@@ -17,8 +17,10 @@ from adapters import model_messages as model_msg
 from adapters.display import excerpt, model_failed_text, offers_stop, progress_line, shows_something
 from adapters.slack import messages as msg
 from adapters.slack.blocks import card_blocks, card_text, progress_blocks, target_mention
+from adapters.slack.blocks import unshowable as unshowable_in_slack
 from adapters.slack.text import escape, split_message, to_mrkdwn
 from adapters.slack.workspaces import WorkspaceClients
+from bot.approvals.shown import Arguments, Unshowable
 from bot.conversation import Actor, ConversationRef
 from bot.ports import (
     Activity,
@@ -171,6 +173,10 @@ class SlackPlatform:
         channel, ts = parse_message_ref(conversation, card_ref)
         client = await self._clients.client(conversation.workspace_id)
         await client.chat_update(channel=channel, ts=ts, text=card_text(card), blocks=card_blocks(card))
+
+    def unshowable(self, arguments: Arguments) -> Unshowable | None:
+        """Why Slack cannot show `arguments` in full (`adapters.slack.blocks.unshowable`), else None."""
+        return unshowable_in_slack(arguments)
 
     async def notify(self, conversation: ConversationRef, notice: Notice, *, recipient: Actor | None) -> None:
         """Ephemeral to `recipient` when given, else a message in the conversation."""

@@ -63,6 +63,7 @@ from bot.approvals.conditions import compile_condition, sample_arguments, strip_
 from bot.approvals.config import ALL, ApproverRule, ConversationScope, SettingKey, TrustSetting, WorkspaceConfig
 from bot.approvals.escalation import EscalationRule
 from bot.approvals.mode import Mode
+from bot.approvals.shown import leaves_free
 from bot.approvals.trust import TrustGrant, still_fits
 from bot.audit import AuditEntry, AuditKind
 from bot.conversation import DM_WORKSPACE, Actor, ConversationRef
@@ -206,7 +207,7 @@ class AdminService:
             spec = self._tool(command.tool)
             condition = None
             if command.condition is not None:
-                condition = compile_condition(command.condition, _arguments(spec), _samples(spec)).text
+                condition = compile_condition(command.condition, spec.argument_names, _samples(spec)).text
             before, after = await self._config.set_rule(
                 actor, channel_id=command.channel_id or ALL, tool_name=spec.name, mode=command.mode, condition=condition
             )
@@ -296,7 +297,7 @@ class AdminService:
         workspace, and `default` anywhere, remove the setting at that level.
         """
         spec = self._tool(command.tool)
-        arguments = _arguments(spec)
+        arguments = spec.argument_names
         unknown = [name for name in command.matching if name not in arguments]
         if unknown:
             raise CommandError(
@@ -332,7 +333,11 @@ class AdminService:
         if isinstance(command, ListTrust):
             grants, now = await self._grants.live_in(actor.platform, actor.workspace_id, channel_id=command.channel_id)
             lines = tuple(
-                TrustLine(grant=g, applies=still_fits(g, config.trust_for(g.tool_name, g.channel_id), now))
+                TrustLine(
+                    grant=g,
+                    applies=still_fits(g, config.trust_for(g.tool_name, g.channel_id), now),
+                    free=leaves_free(g.matching, self._registry.argument_order(g.tool_name)),
+                )
                 for g in grants
                 if admin or actor.user_id in (g.granted_by_id, g.requester_id)
             )
@@ -472,14 +477,6 @@ class AdminService:
 def is_read_only(command: Command) -> bool:
     """Whether anyone may run `command` (help, show and context)."""
     return isinstance(command, READ_ONLY)
-
-
-def _arguments(spec: ToolSpec) -> list[str]:
-    schema = spec.tool.tool_call_schema
-    fields = getattr(schema, "model_fields", None)
-    if isinstance(fields, dict):
-        return list(fields)
-    return list((schema.get("properties") or {}) if isinstance(schema, dict) else [])
 
 
 def _samples(spec: ToolSpec) -> dict[str, Any]:

@@ -163,10 +163,13 @@ class TrustLine:
         grant: the grant.
         applies: whether the setting in force now still lets it cover calls (False after an
             admin narrowed or removed the setting: it stays live but covers nothing).
+        free: the tool's arguments the grant does not bind, in the tool's order: any value of
+            them is trusted (empty when it binds every argument).
     """
 
     grant: TrustGrant
     applies: bool = True
+    free: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

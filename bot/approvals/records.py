@@ -36,6 +36,9 @@ class NewAction:
         expires_in_s: seconds until the card expires; None for never.
         trust_offer_s: the trust the card offers ("Approve and trust for ..."), in seconds;
             None for none (issue 12).
+        trust_offer_matching: the arguments a grant made on the card binds (the setting's
+            `matching` when the card opens; empty: every argument); the card names the others,
+            which such a grant leaves free.
         escalates_in_s: seconds until the card escalates to `escalate_to`; None for never.
         escalate_to: where it escalates (given exactly when `escalates_in_s` is).
     """
@@ -47,6 +50,7 @@ class NewAction:
     quorum: int = 1
     expires_in_s: int | None = None
     trust_offer_s: int | None = None
+    trust_offer_matching: tuple[str, ...] = ()
     escalates_in_s: int | None = None
     escalate_to: EscalationTarget | None = None
 
@@ -107,8 +111,14 @@ class ApprovalRecord:
     trust_offer_s: int | None = None
     """The trust the card offers while pending, in seconds (None: no "Approve and trust" button);
     fixed when the card opens, like `quorum`."""
+    trust_offer_matching: tuple[str, ...] | None = None
+    """The arguments a grant made on this card binds (empty: every argument), fixed when the card
+    opens; None for a card opened before cards said so (a grant then binds what the setting names
+    when it is clicked)."""
     trust_id: str | None = None
     """The trust grant this card's approval made, if its approver chose "Approve and trust"."""
+    trust_matching: tuple[str, ...] = ()
+    """The arguments that grant binds (empty: every argument)."""
     trust_s: int | None = None
     """How long that grant was made for, in seconds."""
     trusted_until: datetime | None = None

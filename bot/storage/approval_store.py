@@ -146,11 +146,12 @@ class ApprovalStore:
                     INSERT INTO approvals (id, review_id, position, thread_id, workspace_id,
                         tool_call_id, tool_name, description, proposed_args, requester_id,
                         requester_name, current_args, current_digest, quorum, expires_at, source,
-                        trust_offer_s, escalate_at, escalate_kind, escalate_to, escalation)
+                        trust_offer_s, escalate_at, escalate_kind, escalate_to, escalation, trust_offer_matching)
                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $9, $12, $13,
                         CASE WHEN $14::int IS NULL THEN NULL ELSE now() + make_interval(secs => $14) END, $15, $16,
                         CASE WHEN $17::int IS NULL THEN NULL ELSE now() + make_interval(secs => $17) END, $18, $19,
-                        CASE WHEN $17::int IS NULL THEN NULL ELSE $20 END)
+                        CASE WHEN $17::int IS NULL THEN NULL ELSE $20 END,
+                        CASE WHEN $16::int IS NULL THEN NULL ELSE $21::text[] END)
                     """,
                     [
                         (
@@ -171,6 +172,7 @@ class ApprovalStore:
                             source,
                             action.trust_offer_s,
                             *_escalation_columns(action),
+                            list(action.trust_offer_matching),
                         )
                         for position, action in enumerate(actions)
                     ],
@@ -763,7 +765,8 @@ _SELECT = """
 SELECT a.*, (
     SELECT array_agg(v.voter_name ORDER BY v.voted_at) FROM approval_votes v
     WHERE v.approval_id = a.id AND v.args_digest = a.current_digest
-) AS votes, g.id AS trust_id, g.granted_at AS trust_granted_at, g.expires_at AS trusted_until
+) AS votes, g.id AS trust_id, g.granted_at AS trust_granted_at, g.expires_at AS trusted_until,
+    g.matching AS trust_matching
 FROM approvals a LEFT JOIN trust_grants g ON g.approval_id = a.id
 """
 """Approvals with the names of those who approved the current arguments, and the trust grant
@@ -826,7 +829,9 @@ def _approval(row: asyncpg.Record) -> ApprovalRecord:
         source=row["source"],
         outcome_unknown=row["outcome_unknown"],
         trust_offer_s=row["trust_offer_s"],
+        trust_offer_matching=(tuple(row["trust_offer_matching"]) if row["trust_offer_matching"] is not None else None),
         trust_id=row["trust_id"],
+        trust_matching=tuple(row["trust_matching"] or ()),
         trust_s=(
             round((row["trusted_until"] - row["trust_granted_at"]).total_seconds())
             if row["trust_id"] is not None

@@ -79,6 +79,19 @@ class ToolSpec:
         """The tool's name."""
         return self.tool.name
 
+    @property
+    def argument_names(self) -> tuple[str, ...]:
+        """The tool's argument names in its own order: the properties of the schema the model sees.
+
+        Cards list a call's arguments in this order (`bot.approvals.shown.arrange`); `trust ...
+        matching` names are checked against it. Empty when the tool has no readable schema.
+        """
+        schema = self.tool.tool_call_schema
+        fields = getattr(schema, "model_fields", None)
+        if isinstance(fields, dict):
+            return tuple(fields)
+        return tuple((schema.get("properties") or {}) if isinstance(schema, dict) else ())
+
 
 class ToolRegistry:
     """An ordered set of `ToolSpec`s keyed by tool name.
@@ -102,6 +115,11 @@ class ToolRegistry:
     def get(self, name: str) -> ToolSpec | None:
         """The spec for `name`, or None."""
         return self._specs.get(name)
+
+    def argument_order(self, name: str) -> tuple[str, ...]:
+        """The argument names of the tool `name` in its own order (`ToolSpec.argument_names`); empty if unknown."""
+        spec = self._specs.get(name)
+        return spec.argument_names if spec is not None else ()
 
     def names(self) -> list[str]:
         """Tool names in registration order."""

@@ -3,6 +3,10 @@
 - "post <name>" -> a gated `http_request` POST to the target with `{"name": <name>}`.
 - "batch <name>" -> that POST and a `calculator` call (`2+2`) in one answer: one pause of two
   calls when the calculator is reviewed too (`policy calculator review`).
+- "longbody <n>" -> a gated POST with a header and a body of <n> characters (its card shortens it).
+- "longcc <n>" -> a gated POST whose body lists <n> addresses, then `evil@attacker.example`.
+- "hugebody" -> a gated POST with a body of `HUGE_BODY_CHARS` characters, more than Slack's or
+  Discord's All arguments holds; "hugebatch" -> that POST and a `calculator` call in one answer.
 - "get" -> an ungated GET.
 - "long" -> a 5,000-character answer; "shout" -> an answer trying to ping everyone.
 - after a function response -> "Result: <the response as JSON>" (so tests can read what the
@@ -17,6 +21,9 @@ from tests.standins.gemini import GeminiReply, GeminiRequest, ScriptedResponder,
 
 LONG_ANSWER = ("All work and no play makes the bot a dull bot. " * 110).strip()
 SHOUT = "<!channel> <!here> <!everyone> <@U999> read this & <https://evil.example|click>"
+HUGE_BODY_CHARS = 310_000
+"""More than Slack's All arguments modal (99 sections) or Discord's pages (50) can hold."""
+EVIL = "evil@attacker.example"
 
 
 def agent_script(target_url: str) -> ScriptedResponder:
@@ -32,6 +39,19 @@ def agent_script(target_url: str) -> ScriptedResponder:
             return call("http_request", {"method": "POST", "url": target_url, "body": {"name": words[1]}})
         if words[:1] == ["batch"] and len(words) > 1:
             post = {"method": "POST", "url": target_url, "body": {"name": words[1]}}
+            return calls([("http_request", post), ("calculator", {"expression": "2+2"})])
+        if words[:1] == ["longbody"] and len(words) > 1:
+            headers = {"X-Pay-To": "eve"}
+            return call(
+                "http_request", {"method": "POST", "url": target_url, "headers": headers, "body": "x" * int(words[1])}
+            )
+        if words[:1] == ["longcc"] and len(words) > 1:
+            cc = [f"person{i}@example.com" for i in range(int(words[1]))] + [EVIL]
+            return call("http_request", {"method": "POST", "url": target_url, "body": {"subject": "hi", "cc": cc}})
+        if said in ("hugebody", "hugebatch"):
+            post = {"method": "POST", "url": target_url, "body": "y" * HUGE_BODY_CHARS}
+            if said == "hugebody":
+                return call("http_request", post)
             return calls([("http_request", post), ("calculator", {"expression": "2+2"})])
         if words[:1] == ["get"]:
             return call("http_request", {"method": "GET", "url": target_url})

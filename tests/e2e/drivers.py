@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
 from adapters.slack import blocks
+from adapters.slack.text import unescape
 from countersign.server import BotServer
 from tests.e2e import conftest as c
 from tests.support import barriers
@@ -68,6 +69,12 @@ class Driver(Protocol):
     async def reject_all(self, card: CardHandle, who: str, reason: str) -> str: ...
 
     def has_batch(self, card: CardHandle) -> bool: ...
+
+    def actions(self, card: CardHandle) -> list[str]: ...
+
+    async def show_all(self, card: CardHandle, who: str) -> str: ...
+
+    async def forge(self, card: CardHandle, who: str, action: str) -> str: ...
 
 
 async def _settle(bot: BotServer) -> None:
@@ -387,6 +394,40 @@ class SlackDriver:
             return str(reply.json["errors"][blocks.REASON_BLOCK])
         return "\n".join(str(b["text"]["text"]) for b in reply.json["view"]["blocks"])
 
+    def actions(self, card: CardHandle) -> list[str]:
+        """The card's own buttons now, by action (`approve`, `trust`, `edit`, `reject`, `args`)."""
+        names = {
+            blocks.ACTION_APPROVE: "approve",
+            blocks.ACTION_TRUST: "trust",
+            blocks.ACTION_EDIT: "edit",
+            blocks.ACTION_REJECT: "reject",
+            blocks.ACTION_SHOW_ARGS: "args",
+        }
+        message = self.slack.message(card.channel, card.message)
+        return [
+            names[e["action_id"]]
+            for b in message.get("blocks") or []
+            if b.get("type") == "actions"
+            for e in b["elements"]
+            if e["action_id"] in names
+        ]
+
+    async def show_all(self, card: CardHandle, who: str) -> str:
+        """Click All arguments; return the arguments the modal shows, its sections put back together."""
+        before = len(self.slack.calls_to("views.open"))
+        await self._click(card, who, blocks.ACTION_SHOW_ARGS)
+        [*_, opened] = await self.slack.wait_for("views.open", count=before + 1)
+        sections = [b["text"]["text"] for b in opened.args["view"]["blocks"][1:]]
+        assert all(t.startswith("```") and t.endswith("```") for t in sections), sections
+        return "".join(unescape(t[3:-3].strip("\u200b")) for t in sections)
+
+    async def forge(self, card: CardHandle, who: str, action: str) -> str:
+        """A click on `action` (`approve`, `trust`) the card may not show, as a forged payload would send it; the reply."""
+        action_id = {"approve": blocks.ACTION_APPROVE, "trust": blocks.ACTION_TRUST}[action]
+        before = self._private_count(who)
+        await self._click(card, who, action_id)
+        return await self._private(who, before)
+
     def card_text(self, card: CardHandle) -> str:
         updates = [u for u in self.slack.calls_to("chat.update") if u.args.get("ts") == card.message]
         source = (
@@ -623,6 +664,53 @@ class DiscordDriver:
 
     def card_text(self, card: CardHandle) -> str:
         return json.dumps(self.api.message(card.message)["embeds"])
+
+    def actions(self, card: CardHandle) -> list[str]:
+        """The card's own buttons now, by action (`approve`, `trust`, `edit`, `reject`, `args`)."""
+        return [
+            i.split(":")[1] for i in discord_custom_ids(self.api.message(card.message)) if not i.startswith("cs:all-")
+        ]
+
+    async def show_all(self, card: CardHandle, who: str) -> str:
+        """Click All arguments, then Next until the last page; return the pages put back together."""
+        guild = c.D_GUILD if card.channel == str(c.D_CHANNEL) else None
+        interaction = await self.api.click_button(
+            card.message,
+            f"cs:args:{card.approval_id}",
+            int(self.user(who)),
+            guild_id=guild,
+            channel_id=int(card.channel),
+        )
+        await self.api.wait_for_request("POST", rf"/interactions/{interaction.id}/[^/]+/callback")
+        page = self.api.original_response(interaction.id)
+        assert page is not None and page["flags"] & 64, page  # ephemeral: only the clicker sees it
+        texts = []
+        while True:
+            [embed] = page["embeds"]
+            texts.append(embed["description"].removeprefix("```json\n").removesuffix("\n```"))
+            [_, after] = [b for row in page["components"] for b in row["components"]]
+            if after.get("disabled"):
+                return "".join(texts)
+            clicked = await self.api.click_button(
+                page["id"], after["custom_id"], int(self.user(who)), guild_id=guild, channel_id=int(card.channel)
+            )
+            await self.api.wait_for_request("POST", rf"/interactions/{clicked.id}/[^/]+/callback")
+            page = self.api.message(page["id"])
+
+    async def forge(self, card: CardHandle, who: str, action: str) -> str:
+        """A click on `action` (`approve`, `trust`) the card does not show, sent as a forged payload; the reply."""
+        version = next(i.split(":")[3] for i in discord_custom_ids(self.api.message(card.message)) if i.count(":") == 3)
+        interaction = await self.api.forge_interaction(
+            "component",
+            {"custom_id": f"cs:{action}:{card.approval_id}:{version}", "component_type": 2},
+            int(self.user(who)),
+            channel_id=int(card.channel),
+            message_id=card.message,
+        )
+        await self.api.wait_for_request("POST", rf"/interactions/{interaction.id}/[^/]+/callback")
+        return "\n".join(
+            str((r.json or {}).get("data", {}).get("content", "")) for r in self.api.callbacks(interaction.id)
+        )
 
     async def copy_in_dm(self, who: str) -> CardHandle:
         """The copy of a card posted in `who`'s DMs (an escalation, or `cards dm`)."""

@@ -13,7 +13,14 @@ from bot.approvals.decisions import Approve, Edit, EditedAction, Reject
 from bot.approvals.lifecycle import ApprovalStatus, ReviewStatus
 from bot.approvals.records import pause_version
 from bot.audit import AuditKind
-from bot.errors import AlreadyDecidedError, AlreadyVotedError, ApprovalNotFoundError, NotPermittedError, StaleVoteError
+from bot.errors import (
+    AlreadyDecidedError,
+    AlreadyVotedError,
+    ApprovalNotFoundError,
+    NotPermittedError,
+    StaleVoteError,
+    UnshowableError,
+)
 from tests.support.barriers import wait_until
 from tests.support.recording_platform import RecordingPlatform
 from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
@@ -189,3 +196,32 @@ async def test_unknown_or_finished_pauses_are_refused_in_words(db_url, registry)
             "SELECT count(*) FROM audit_log WHERE outcome = 'unknown_approval' AND reason = 'no such pause'"
         )
     assert unknown == 3
+
+
+async def test_a_call_the_platform_cannot_show_is_never_approved_there_by_a_click_or_a_batch(
+    db_url, registry, tool_log
+):
+    """The core refuses (and audits) an approval and Approve all of a call too long to show; reject still works."""
+    model = ScriptedChatModel(
+        replies=[
+            calls(tool_call("send", {"to": "bob", "body": "x" * 5_000}), tool_call("lookup", {"query": "weather"})),
+            AIMessage("done"),
+        ]
+    )
+    platform = RecordingPlatform(admins={ADMIN}, unshowable_over=1_000)
+    async with open_service(db_url, model, registry, platform) as h:
+        rows = await pause_of_two(h, registry)
+        with pytest.raises(UnshowableError) as refused:
+            await h.service.decide(rows[0].id, actor("alice"), Approve(), trust=False)
+        assert refused.value.size > refused.value.limit == 1_000 and not refused.value.keys
+        outcome = await h.service.decide_all(rows[0].review_id.replace("-", ""), actor("alice"), Approve())
+        assert [row.tool_name for row in outcome.decided] == ["lookup"]
+        [left] = outcome.left
+        assert left.approval.id == rows[0].id and isinstance(left.error, UnshowableError)
+        assert (await h.approvals.get(rows[0].id)).is_pending and tool_log.calls == []
+        refusals = [e for e in await h.audit.recent(WORKSPACE, limit=50) if e.outcome == "unshowable"]
+        assert len(refusals) == 2 and all(e.kind is AuditKind.REFUSED for e in refusals)
+        rejected = await h.service.decide(rows[0].id, actor("alice"), Reject(message="too long to read"))
+        await h.service.tasks.join()
+        assert rejected.status is ApprovalStatus.REJECTED
+        assert tool_log.calls == [("lookup", {"query": "weather"})]

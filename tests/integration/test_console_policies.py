@@ -7,6 +7,7 @@ lines) or, where something must happen while a prompt waits, by a reader the tes
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from datetime import UTC, datetime, timedelta
 
@@ -204,6 +205,21 @@ async def test_a_policy_set_in_the_terminal_governs_the_next_calls(db_url, regis
     assert "   send: rejected by @olga" in text and "bot> not sent" in text
     assert "Rejected by policy: the tool send may not be used here." in str(model.prompts[5])
     assert "!  " not in text
+
+
+async def test_the_terminal_prints_every_argument_whole_in_order(db_url, registry, tool_log):
+    """A 10,000-character body is printed whole as indented JSON in the tool's order, a right-to-left override as an escape."""
+    args = {"urgent": True, "body": "line " * 2_000 + "\u202e" + "evil@attacker.example", "to": "bob"}
+    model = ScriptedChatModel(replies=[calls(tool_call("send", args)), AIMessage("sent")])
+    text, _ = await run(db_url, registry, model, "send it", "a")
+    lines = text.splitlines()
+    start = lines.index("   args:")
+    end = lines.index("     }", start)
+    printed = "\n".join(line.removeprefix("     ") for line in lines[start + 1 : end + 1])
+    assert list(json.loads(printed)) == ["to", "body", "urgent"]  # the tool's own order
+    assert json.loads(printed) == args  # every character: the escape reads back as what runs
+    assert "\u202e" not in text and "\\u202eevil@attacker.example" in printed
+    assert tool_log.calls == [("send", args)]
 
 
 async def test_quorum_of_two_with_two_pretend_approvers(db_url, registry, tool_log):

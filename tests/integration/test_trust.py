@@ -272,6 +272,24 @@ async def test_a_narrower_setting_narrows_live_grants(db_url, registry, tool_log
     assert sent(tool_log) == [("bob", "hi"), ("carol", "x")]
 
 
+async def test_a_grant_binds_what_its_card_said_even_if_the_setting_widened_since(db_url, registry, tool_log):
+    """A card that said `to` and `body` are bound: the grant binds them though the setting was widened to `to` meanwhile."""
+    async with open_service(db_url, sender(), registry, RecordingPlatform(admins={ADMIN})) as h:
+        await admin(h, "trust send up-to 30m matching to,body")
+        await ask(h, "send bob hi")
+        [card] = [c for c in h.platform.cards.values() if c.approval.is_pending]
+        assert card.trust_binds == ("to", "body") and card.trust_leaves_free == ("urgent",)
+        await admin(h, "trust send up-to 30m matching to")
+        decided = await decide(h, card.approval, ADMIN, trust=True)
+        assert decided.trust_matching == ("body", "to")
+        await ask(h, "send bob other")  # another body: the card's words bound it, so a card
+        assert [c.tool_name for c in pending(h)] == ["send"]
+        listed = await admin(h, "trust list")
+        assert isinstance(listed, TrustList)
+        [line] = listed.grants
+        assert line.grant.matching == ("body", "to") and line.free == ("urgent",)
+
+
 async def test_a_double_click_makes_one_grant(db_url, registry, tool_log):
     """Two "Approve and trust" clicks at once: one approval, one grant; the other click is told it was decided."""
     async with open_service(db_url, sender(), registry, RecordingPlatform(admins={ADMIN})) as h:

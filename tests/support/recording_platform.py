@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
+from bot.approvals.shown import Arguments, Shortfall, Unshowable
 from bot.conversation import Actor, ConversationRef
 from bot.ports import Activity, ApprovalCard, CardTarget, Notice
 
@@ -43,6 +44,15 @@ class RecordingPlatform:
     async def update_card(self, conversation: ConversationRef, card_ref: str, card: ApprovalCard) -> None:
         self.cards[card_ref] = card
         self.updates.append(card)
+
+    unshowable_over: int | None = None
+    """Arguments longer than this (`Arguments.text`) cannot be shown here (None: all can)."""
+
+    def unshowable(self, arguments: Arguments) -> Unshowable | None:
+        size = len(arguments.text())
+        if self.unshowable_over is None or size <= self.unshowable_over:
+            return None
+        return Unshowable(platform=self.name, shortfall=Shortfall.CHARACTERS, size=size, limit=self.unshowable_over)
 
     async def notify(self, conversation: ConversationRef, notice: Notice, *, recipient: Actor | None) -> None:
         self.notices.append((conversation.thread_id, notice, recipient.user_id if recipient else None))

@@ -23,7 +23,6 @@ from adapters.slack.blocks import (
     reject_modal,
     when_token,
 )
-from adapters.slack.text import escape
 from bot.approvals.lifecycle import ApprovalStatus
 from bot.approvals.records import ApprovalRecord
 from bot.ports import ApprovalCard
@@ -158,7 +157,7 @@ def test_pending_card_shows_tool_requester_reason_and_args():
     assert "<@U_ASKER>" in text
     assert "The user asked me to email the report." in text
     assert "ops@example.com" in text
-    assert escape(args_json(record().proposed_args)) in text
+    assert '```"subject": "Report"\n"to": "ops@example.com"```' in text  # every key, shortest value first
     assert_within_limits(rendered)
 
 
@@ -175,7 +174,7 @@ def test_buttons_carry_only_the_approval_id():
     """Every button's value is exactly the approval id, however big the arguments."""
     approval = record(proposed_args={"body": "x" * 50_000, "to": "<!channel>"})
     found = buttons(card_blocks(card(approval)))
-    assert len(found) == 3
+    assert [b["text"]["text"] for b in found] == ["Approve", "Edit", "Reject", "All arguments"]
     assert all(b["value"] == APPROVAL_ID for b in found)
 
 
@@ -296,27 +295,28 @@ def test_huge_description_and_reason_are_clipped():
     assert not re.search(r"&(?!amp;|lt;|gt;)", text)
 
 
-def test_truncation_note_shows_the_hidden_count():
-    """Truncated arguments end with a note giving how many characters are not shown."""
+def test_a_shortened_value_says_how_many_characters_are_hidden():
+    """A long value keeps its start and ends with "…" and the count of its characters not shown."""
     args = {"body": "x" * 10_000}
-    full = escape(args_json(args))
     section = card_blocks(card(record(proposed_args=args)))[2]["text"]["text"]
-    note = re.search(r"_(\d+) more characters not shown; Edit shows everything\._$", section)
-    assert note is not None, section
-    shown = section.split("```")[1]
-    assert full.startswith(shown)
-    assert int(note.group(1)) == len(full) - len(shown)
+    [line] = section.split("```")[1].splitlines()
+    match = re.fullmatch(r'("body": "x+)… \(\+([\d,]+) characters\)', line)
+    assert match is not None, line
+    assert len(match.group(1)) + int(match.group(2).replace(",", "")) == len('"body": "' + "x" * 10_000 + '"')
+    assert "*All arguments* shows every key and value in full" in section
 
 
-def test_small_arguments_have_no_truncation_note():
-    """Arguments that fit are shown whole, without a truncation note."""
-    section = card_blocks(card())[2]["text"]["text"]
-    assert "not shown" not in section
-    assert section.split("```")[1] == escape(args_json(record().proposed_args))
+def test_small_arguments_have_no_shortening_note():
+    """Arguments that fit are shown whole, without a note and without All arguments."""
+    rendered = card_blocks(card())
+    section = rendered[2]["text"]["text"]
+    assert "shortened" not in section
+    assert section.split("```")[1] == '"subject": "Report"\n"to": "ops@example.com"'
+    assert [b["text"]["text"] for b in buttons(rendered)] == ["Approve", "Edit", "Reject"]
 
 
-def test_truncation_never_cuts_an_entity():
-    """Truncated escaped arguments never end in a partial `&amp;` / `&lt;` / `&gt;`."""
+def test_shortening_never_cuts_an_entity():
+    """Shortened escaped arguments never end in a partial `&amp;` / `&lt;` / `&gt;`."""
     for pad in range(6):
         args = {"body": "a" * pad + "<" * 5_000}
         section = card_blocks(card(record(proposed_args=args)))[2]["text"]["text"]
@@ -324,15 +324,14 @@ def test_truncation_never_cuts_an_entity():
         assert not re.search(r"&(?!amp;|lt;|gt;)", shown), shown[-10:]
 
 
-def test_truncation_note_counts_argument_characters():
-    """The hidden count is in characters of the arguments as Edit shows them (unescaped)."""
-    args = {"body": "<" * 5_000}
-    full = args_json(args)
-    section = card_blocks(card(record(proposed_args=args)))[2]["text"]["text"]
-    shown = section.split("```")[1]
+def test_the_hidden_count_is_in_characters_of_the_arguments():
+    """The hidden count is in characters of the value as it runs (unescaped), not as Slack escapes it."""
+    line = '"body": "' + "<" * 5_000 + '"'
+    section = card_blocks(card(record(proposed_args={"body": "<" * 5_000})))[2]["text"]["text"]
+    shown = section.split("```")[1].split("…")[0]
     unescaped = shown.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
-    hidden = int(re.search(r"_(\d+) more characters", section).group(1))
-    assert hidden == len(full) - len(unescaped)
+    hidden = int(re.search(r"\(\+([\d,]+) characters\)", section).group(1).replace(",", ""))
+    assert hidden == len(line) - len(unescaped)
 
 
 # decided cards ---------------------------------------------------------------------------------
