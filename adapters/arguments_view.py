@@ -4,7 +4,7 @@ The core lays the arguments out (`bot.approvals.shown`); each adapter draws them
 markup within its own limits. What they share is here: text that cannot close the code block
 it is drawn in (`fence_safe`), and the whole arguments cut into parts that each fit one block
 (`parts`), for the full views ("All arguments") that show every character
-(docs/decisions/XXXX-arguments-approvers-can-see.md).
+(docs/decisions/0034-arguments-approvers-can-see.md).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ through the same path as a single click (`Decider.decide`: validation, authorisa
 again, quorum votes, self-approval, exactly once), one after the other. A call the clicker may
 not decide stays pending and is reported with the reason, and so does a call whose arguments
 the clicker's platform cannot show in full, which Approve all never approves
-(`bot.errors.UnshowableError`; docs/decisions/XXXX-arguments-approvers-can-see.md); a call
+(`bot.errors.UnshowableError`; docs/decisions/0034-arguments-approvers-can-see.md); a call
 decided before (by someone else, or by a double click) is skipped. Each decision is its own transaction, so a batch cut
 short (a crash, a database error) leaves every call either decided or pending, never half of
 one; the pause resumes once, claimed by whichever decision was its last, as for single clicks.

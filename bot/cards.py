@@ -254,7 +254,7 @@ def card_of(
 
     The first card of a pause with two or more pending calls offers Approve all / Reject all
     (`lifecycle.batch_open`). The card lists the arguments in the tool's own order, from
-    `key_order` (docs/decisions/XXXX-arguments-approvers-can-see.md).
+    `key_order` (docs/decisions/0034-arguments-approvers-can-see.md).
     """
     batch = None
     if approval.position == 0 and batch_open(row.status for row in siblings):

@@ -2,7 +2,7 @@
 
 Order matters (seed 001 and issue 4): nothing is written before the decision is validated and
 the clicker is authorised; an approval is refused where the platform cannot show the arguments
-it approves in full (docs/decisions/XXXX-arguments-approvers-can-see.md); an edit is checked
+it approves in full (docs/decisions/0034-arguments-approvers-can-see.md); an edit is checked
 against the tool's schema and evaluated by the policy again (it may now need more approvals,
 run without review, or be denied); the vote is then one transaction (`ApprovalStore.vote`).
 Every refusal is audited and changes nothing.

@@ -198,7 +198,7 @@ class UnshowableError(CountersignError):
     """An approval refused where the platform cannot show the call's arguments in full; nothing changed.
 
     An approver sees every key and value that will run before deciding
-    (docs/decisions/XXXX-arguments-approvers-can-see.md): where the platform cannot show them,
+    (docs/decisions/0034-arguments-approvers-can-see.md): where the platform cannot show them,
     the call may be rejected (or edited, when the edit fits) but not approved.
 
     Args:

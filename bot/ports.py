@@ -280,7 +280,7 @@ class Platform(Protocol):
         """Why this platform's cards cannot show `arguments` in full, else None.
 
         Every key on the card, the whole arguments in its full view
-        (docs/decisions/XXXX-arguments-approvers-can-see.md). A card whose arguments under vote
+        (docs/decisions/0034-arguments-approvers-can-see.md). A card whose arguments under vote
         are unshowable offers no Approve, and the core refuses an approval of it from this
         platform (`bot.deciding.Decider.decide`), so the answer must come from the layout the
         adapter draws. See `bot.approvals.shown.ArgumentsViewer`.

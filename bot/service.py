@@ -329,7 +329,7 @@ class Countersign:
         """The approval and the whole arguments its card's full view shows ("All arguments").
 
         Pending: the arguments an Approve would approve; decided: those that ran (or would have).
-        In the order cards list them (docs/decisions/XXXX-arguments-approvers-can-see.md). Anyone
+        In the order cards list them (docs/decisions/0034-arguments-approvers-can-see.md). Anyone
         who can see the card may open them; a person of another workspace may not.
 
         Args:
@@ -411,7 +411,7 @@ class Countersign:
             TrustRefusedError: trust cannot be granted on this card now; nothing changed and
                 the card stays usable.
             UnshowableError: an approval where the card's platform cannot show the arguments
-                in full (docs/decisions/XXXX-arguments-approvers-can-see.md); nothing changed.
+                in full (docs/decisions/0034-arguments-approvers-can-see.md); nothing changed.
         """
         with about(approval_id=approval_id if is_approval_id(approval_id) else None):
             return await self._decide(approval_id, actor, decision, seen_version, trust)

@@ -5,7 +5,7 @@ one more action on a card that offers it), on a pause's first card
 `cs:all-<approve|reject>:<review id>:<version>` (59), `cs:stop:<turn id>` (40) on a status
 line while the agent works (issue 12), `cs:args:<approval id>` (40) for All arguments on a
 card and `cs:page:<approval id>:<version>:<page>` (at most 56) for Previous / Next on its pages
-(docs/decisions/XXXX-arguments-approvers-can-see.md). The classes are registered once in
+(docs/decisions/0034-arguments-approvers-can-see.md). The classes are registered once in
 `setup_hook` with `Client.add_dynamic_items`, so a click on any card, page or status line, from
 before a restart or after any view timeout, is parsed from its `custom_id` and handled.
 """

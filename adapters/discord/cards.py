@@ -4,7 +4,7 @@ Embed limits from Discord's docs: title 256, description 4,096, field value 1,02
 6,000 characters in all. The arguments an Approve would approve go in the description, one
 line per key in the tool's order, long values shortened visibly; *All arguments* shows them
 whole, as JSON, a page at a time (`arguments_page`). What those pages cannot hold cannot be
-approved in Discord (`unshowable`; docs/decisions/XXXX-arguments-approvers-can-see.md). Buttons
+approved in Discord (`unshowable`; docs/decisions/0034-arguments-approvers-can-see.md). Buttons
 carry only the approval id in their `custom_id` (at most 100 characters), so they keep working
 after a restart and after any view timeout (CONVENTIONS.md item 10).
 """
@@ -35,7 +35,7 @@ PAGE_CHARS = 4000
 """Characters of the arguments on one page of All arguments (a description holds 4,096)."""
 MAX_PAGES = 50
 """Pages of All arguments: 200,000 characters, more than anyone reviews in a chat
-(docs/decisions/XXXX-arguments-approvers-can-see.md); longer arguments cannot be approved here."""
+(docs/decisions/0034-arguments-approvers-can-see.md); longer arguments cannot be approved here."""
 _PENDING_COLOUR = discord.Colour.gold()
 _COLOURS = {
     ApprovalStatus.APPROVED: discord.Colour.green(),

@@ -9,7 +9,7 @@ A card lists every argument, in the tool's order, long values shortened visibly;
 opens a modal with the whole arguments across up to `VIEW_PARTS` sections: code blocks when they
 fit, else plain text (which Slack shows as it is, without escaping, so `VIEW_CHARS` characters of
 any kind fit). What does not fit there cannot be approved in Slack (`unshowable`;
-docs/decisions/XXXX-arguments-approvers-can-see.md).
+docs/decisions/0034-arguments-approvers-can-see.md).
 """
 
 from __future__ import annotations

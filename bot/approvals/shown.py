@@ -1,6 +1,6 @@
 """What an approver is shown of a call's arguments, on every surface that decides.
 
-The rule (docs/decisions/XXXX-arguments-approvers-can-see.md): before deciding, an approver can
+The rule (docs/decisions/0034-arguments-approvers-can-see.md): before deciding, an approver can
 see every key and every value that will run. A card lists every top-level key, shortening long
 values visibly within its room (`shorten`); the whole arguments are one click away (`Arguments.
 text`, shown by each adapter in a view of several parts); and a platform that cannot show them

@@ -3,7 +3,7 @@
 Every key and value that will run is on the card (long values shortened visibly, in the tool's
 own order) or one click away (All arguments); a call whose arguments the platform cannot show in
 full cannot be approved there, by its buttons, a forged click, Approve all, an escalated copy or
-Approve and trust (docs/decisions/XXXX-arguments-approvers-can-see.md).
+Approve and trust (docs/decisions/0034-arguments-approvers-can-see.md).
 """
 
 from __future__ import annotations
