@@ -133,6 +133,10 @@ REFUSED_SELF_APPROVAL = (
     "You asked for this call, and self-approval is off for this tool, so someone else must approve it."
 )
 REFUSED_NOT_AN_APPROVER = "You can't decide this: you are not on the approvers list for this tool."
+REFUSED_ESCALATION_EDIT = (
+    "This card was escalated to you, so you may approve or reject it, but not edit it: only its "
+    "approvers, admins and the person who asked can change the arguments. Nothing was changed."
+)
 ALREADY_DECIDED = "This was already {outcome} by @{user}{when}. Nothing was changed."
 ALREADY_DECIDED_NOBODY = "This was already {outcome}. Nothing was changed."
 ALREADY_VOTED = "You already approved this; each person counts once, so it now needs someone else (/as ...)."

@@ -136,6 +136,10 @@ REFUSED_SELF_APPROVAL = (
     "You asked for this call, and self-approval is off for this tool, so someone else must approve it."
 )
 REFUSED_NOT_AN_APPROVER = "You can't decide this approval: you are not on the approvers list for this tool."
+REFUSED_ESCALATION_EDIT = (
+    "This card was escalated to you, so you may approve or reject it, but not edit it: only its "
+    "approvers, admins and the person who asked can change the arguments. Nothing was changed."
+)
 TRUST_REFUSED = {
     "not_offered": (
         "Trust is not enabled for this tool here any more, so nothing was changed. You can still approve the call once."
