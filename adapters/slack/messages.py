@@ -127,6 +127,8 @@ MESSAGE_FAILED = (
 CARDS_IN_CHANNEL = "Approval needed for {tools}: the card is in <#{channel}>{link}."
 CARDS_IN_DMS = "Approval needed for {tools}: the card was sent to the approvers by direct message."
 EXPIRED_NOTICE = "Your request to run `{tool}` expired without a decision, so it did not run."
+ASK_ELSEWHERE = "I can't run `{tool}` here: it needs someone other than you to approve it. Ask in a channel instead."
+"""A call refused for want of a decider where it was asked (Discord DMs have it; Slack never sends it today)."""
 STOPPED_NOTICE = ":black_square_for_stop: Stopped by <@{user}>."
 """Said in the conversation in place of an answer when a turn was stopped."""
 CARD_TALLY = "*Approvals:* {count} of {quorum}{names}"

@@ -24,6 +24,7 @@ from bot.ports import (
     Activity,
     ApprovalCard,
     ApprovalExpired,
+    AskElsewhere,
     CardsElsewhere,
     CardTarget,
     ModelFailed,
@@ -330,6 +331,8 @@ class SlackPlatform:
             return msg.EXPIRED_NOTICE.format(tool=escape(notice.approval.tool_name))
         if isinstance(notice, TurnStopped):
             return msg.STOPPED_NOTICE.format(user=escape(notice.stopped_by_id))
+        if isinstance(notice, AskElsewhere):  # a Slack DM is its workspace's: never sent today
+            return msg.ASK_ELSEWHERE.format(tool=escape(notice.tool_name))
         raise TypeError(f"unknown notice {notice!r}")
 
     async def _permalink(self, conversation: ConversationRef, ref: str | None) -> str | None:
