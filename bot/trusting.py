@@ -13,7 +13,9 @@ covers a call only when all of this holds now:
 - the grant's approver could still approve this call alone under the current policy: the
   tool is not denied, it needs one approval (the current quorum), and the approver is still
   permitted (approver lists, admins, self-approval off for a requester who granted to
-  themselves: `bot.approvals.authorization.ensure_may_decide`, with their standing now).
+  themselves: `bot.approvals.authorization.ensure_may_decide`, with their standing now); in a
+  Discord DM, the call is not refused by the servers its requester shares with the bot either
+  (`bot.dm_rules`).
 
 Anything else, or any failure while checking, brings a card: the answer is never an error.
 """

@@ -382,6 +382,22 @@ async def test_dm_conversation(bot, events, slack):
     assert post.args.get("thread_ts") is None
 
 
+async def test_a_slack_dm_follows_its_workspaces_rules(bot, events, slack, target):
+    """A Slack DM belongs to its workspace: with quorum 2 and self-approval off there, alice cannot approve her DM card alone."""
+    for text in ("quorum http_request 2", "self-approval off"):
+        assert "Updated" in await _command(events, slack, CAROL, text)
+    await events.message("D1", ALICE, "post widget", channel_type="im")
+    [post] = await slack.wait_for("chat.postMessage", lambda a: a.get("channel") == "D1" and _actions(a.get("blocks")))
+    approve = _actions(post.args["blocks"])[0]["elements"][0]
+    [message] = [m for m in slack.messages("D1") if _actions(m.get("blocks"))]
+    card = Card("D1", message["ts"], message.get("thread_ts"), approve["value"], message["blocks"])
+    await click(events, slack, ALICE, blocks.ACTION_APPROVE, card)
+    [refusal] = await slack.wait_for("chat.postEphemeral", lambda a: a.get("user") == ALICE)
+    assert "self-approval is off" in refusal.args["text"]
+    await settle(bot)
+    assert target.requests == []
+
+
 async def test_agent_text_cannot_broadcast_and_long_answers_are_split(bot, events, slack):
     """Mentions and links in agent text are escaped; a 5,000-character answer arrives in pieces."""
     shout = await events.app_mention(CHANNEL, ALICE, "<@UBOT> shout")
