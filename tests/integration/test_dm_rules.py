@@ -138,6 +138,16 @@ async def test_a_failed_membership_lookup_refuses_the_call(db_url, registry, too
         assert told(h) == [AskElsewhere(tool_name="send", unchecked=True)]
 
 
+async def test_an_unreachable_server_that_would_only_review_brings_a_card(db_url, registry, tool_log):
+    """S1 reviews `lookup` (alice could approve it there) and cannot be asked: the DM gets a card, not a refusal."""
+    platform = RecordingPlatform(unreachable={"S1"})
+    async with open_service(db_url, model(), registry, platform) as h:
+        await h.config.set_rule(admin_of("S1"), channel_id="", tool_name="lookup", mode=Mode.REVIEW, condition=None)
+        await ask(h, "lookup weather")
+        [card] = cards(h)
+        assert card.tool_name == "lookup" and told(h) == [] and tool_log.calls == []
+
+
 async def test_more_servers_than_the_bound_refuse_the_call(db_url, registry, tool_log):
     """More than `MAX_SERVERS` servers could be stricter: none is looked up, and the call is refused as unchecked."""
     platform = RecordingPlatform(servers={f"S{n:02d}": {"bob"} for n in range(MAX_SERVERS + 1)})
