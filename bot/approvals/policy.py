@@ -251,7 +251,11 @@ class ConfiguredPolicy:
         return frozenset(self._registry.names())
 
     async def mode_for(self, call: ToolCall, context: PolicyContext) -> Mode:
-        """The channel's rule, else the workspace's, else the default; REVIEW when unsure."""
+        """The channel's rule, else the workspace's, else the default; REVIEW when unsure.
+
+        In a Discord DM, never laxer than the servers its requester shares with the bot, and
+        DENY when those cannot be checked (`DmRules`).
+        """
         return (await self.ruling_for(call, context)).mode
 
     async def ruling_for(self, call: ToolCall, context: PolicyContext) -> Ruling:
