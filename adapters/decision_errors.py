@@ -28,6 +28,7 @@ _REFUSALS = {
     "other_workspace": "REFUSED_OTHER_WORKSPACE",
     "self_approval_off": "REFUSED_SELF_APPROVAL",
     "not_an_approver": "REFUSED_NOT_AN_APPROVER",
+    "escalation_no_edit": "REFUSED_ESCALATION_EDIT",
 }
 
 

@@ -102,7 +102,11 @@ def scripted_model(target_url: str) -> ScriptedChatModel:
 
 @contextlib.asynccontextmanager
 async def bare_graph(settings: Settings, model: BaseChatModel) -> AsyncIterator[ReviewAgent]:
-    """The review agent built as `open_runtime` builds it, on one `AsyncPostgresSaver`."""
+    """The review agent built as `open_runtime` builds it, on one `AsyncPostgresSaver`.
+
+    Without a platform, so without the rules Discord DMs follow (`bot.dm_rules`): the bench
+    talks in a channel.
+    """
     registry = build_registry(settings.tools, settings.agent.tools_module)
     async with open_database(settings.database, run_migrations=False) as database:
         audit = AuditStore(database.pool)
@@ -110,7 +114,7 @@ async def bare_graph(settings: Settings, model: BaseChatModel) -> AsyncIterator[
         yield build_review_agent(
             model=model,
             tools=registry.tools(),
-            policy=ConfiguredPolicy(registry, config.load, config.denied_in_any_workspace),
+            policy=ConfiguredPolicy(registry, config.load),
             checkpointer=database.savers[0],
             ledger=PostgresLedger(database.pool, ApprovalStore(database.pool, audit)),
             system_prompt=settings.agent.system_prompt or SYSTEM_PROMPT,

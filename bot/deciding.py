@@ -22,7 +22,7 @@ from bot.approvals.config import WorkspaceConfig
 from bot.approvals.decisions import Approve, Edit, Reject, check_decision
 from bot.approvals.digest import args_digest
 from bot.approvals.mode import Mode
-from bot.approvals.policy import effective_mode
+from bot.approvals.policy import DmRules, PolicyContext, effective_mode
 from bot.approvals.records import DENIED_BY_POLICY, NO_LONGER_CONFIGURED, ApprovalRecord, DecideResult
 from bot.approvals.shown import Arguments, ArgumentsViewer, Shortfall, arrange
 from bot.approvals.trust import NewGrant
@@ -73,6 +73,9 @@ class Decider:
             that is no longer configured is rejected when approved (see `can_still_run`).
         viewer_for: what each platform can show of a call's arguments, by platform name (the
             `Platform`s will do); None: every platform shows everything.
+        dms: what the servers a Discord DM's requester shares with the bot require of a call
+            there (`bot.dm_rules`), read again at each decision on a DM's card; None: a DM
+            follows the defaults alone.
     """
 
     def __init__(
@@ -85,6 +88,7 @@ class Decider:
         directory_for: Callable[[str], Directory],
         subagent_tools: Mapping[str, frozenset[str]] | None = None,
         viewer_for: Callable[[str], ArgumentsViewer] | None = None,
+        dms: DmRules | None = None,
     ) -> None:
         self._viewer_for = viewer_for
         self._approvals = approvals
@@ -95,6 +99,7 @@ class Decider:
         self._tools: Mapping[str, BaseTool] = {spec.name: spec.tool for spec in registry}
         self._directory_for = directory_for
         self._subagent_tools = dict(subagent_tools or {})
+        self._dms = dms
 
     def can_still_run(self, approval: ApprovalRecord) -> bool:
         """Whether the call could run if approved (its tool, and its subagent with that tool).
@@ -332,9 +337,10 @@ class Decider:
     ) -> tuple[VoteKind, dict[str, object] | None, str | None, int]:
         """The vote a decision casts, after the policy looked at the arguments again.
 
-        A Discord DM belongs to no server: as in `ConfiguredPolicy`, a tool denied
-        workspace-wide in any server is denied there too (docs/decisions/0007), also when the
-        card was drawn before the rule.
+        A Discord DM belongs to no server: as in `ConfiguredPolicy`, the servers its requester
+        shares with the bot have their say (`bot.dm_rules`): a call one of them denies, or would
+        have someone other than the requester decide, is rejected by policy, also when the card
+        was drawn before the rule (docs/decisions/0035-dms-and-escalation-audiences.md).
         """
         if isinstance(decision, Reject):
             # A reason is free text: what PostgreSQL cannot store is replaced, not refused.
@@ -344,10 +350,10 @@ class Decider:
         args = dict(decision.edited_action.args) if isinstance(decision, Edit) else approval.args_under_vote
         conversation = ConversationRef.from_thread_id(approval.thread_id)
         rule = config.rule_for(approval.tool_name, conversation.channel_id)
-        in_dm = rule is None and conversation.workspace_id == DM_WORKSPACE
-        if in_dm and await self._config.denied_in_any_workspace(conversation.platform, approval.tool_name):
-            return VoteKind.REJECT, None, DENIED_BY_POLICY, 1
         mode = effective_mode(self._registry.get(approval.tool_name), rule, args, where=approval.thread_id)
+        if conversation.workspace_id == DM_WORKSPACE and self._dms is not None:
+            context = PolicyContext.from_thread_id(approval.thread_id, requester_id=approval.requester_id)
+            mode = (await self._dms.ruling(approval.tool_name, args, context, mode)).mode
         if mode is Mode.DENY:
             return VoteKind.REJECT, None, DENIED_BY_POLICY, 1
         quorum = 1 if mode is Mode.AUTO else config.quorum(approval.tool_name)

@@ -193,7 +193,27 @@ class TurnStopped:
     stopped_by_name: str
 
 
-Notice = ReviewPending | ModelFailed | TurnFailed | CardsElsewhere | ApprovalExpired | TurnStopped
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AskElsewhere:
+    """A call was refused in a Discord DM: a server the requester shares with the bot would have someone else decide it.
+
+    Told to the requester before any card (none is posted); the model reads that the call was
+    rejected by policy (docs/decisions/0035-dms-and-escalation-audiences.md).
+
+    Attributes:
+        tool_name: the refused call's tool.
+        workspace_ids: the servers where it needs someone other than the requester to decide
+            (where to ask instead); empty when only `unchecked` is set.
+        unchecked: some server could not be checked (a lookup failed, or too many could be
+            stricter), so the call was refused to be safe.
+    """
+
+    tool_name: str
+    workspace_ids: tuple[str, ...] = ()
+    unchecked: bool = False
+
+
+Notice = ReviewPending | ModelFailed | TurnFailed | CardsElsewhere | ApprovalExpired | TurnStopped | AskElsewhere
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

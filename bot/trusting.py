@@ -13,7 +13,9 @@ covers a call only when all of this holds now:
 - the grant's approver could still approve this call alone under the current policy: the
   tool is not denied, it needs one approval (the current quorum), and the approver is still
   permitted (approver lists, admins, self-approval off for a requester who granted to
-  themselves: `bot.approvals.authorization.ensure_may_decide`, with their standing now).
+  themselves: `bot.approvals.authorization.ensure_may_decide`, with their standing now); in a
+  Discord DM, the call is not refused by the servers its requester shares with the bot either
+  (`bot.dm_rules`).
 
 Anything else, or any failure while checking, brings a card: the answer is never an error.
 """
@@ -27,7 +29,7 @@ from langchain_core.messages import ToolCall
 
 from bot.approvals.authorization import MemberDirectory, ensure_may_decide
 from bot.approvals.mode import Mode
-from bot.approvals.policy import PolicyContext, effective_mode
+from bot.approvals.policy import DmRules, PolicyContext, effective_mode
 from bot.approvals.trust import TrustGrant, key_digest, still_fits
 from bot.conversation import DM_WORKSPACE
 from bot.errors import InvalidArgumentsError, NotPermittedError
@@ -47,6 +49,9 @@ class TrustGate:
         config: the admin configuration (trust settings, policy, quorum, approvers).
         registry: the tools (their built-in policy and canonical forms).
         directory_for: the platform directory by platform name (who the approver is now).
+        dms: in a Discord DM, what the servers its requester shares with the bot require
+            (`bot.dm_rules`): a call refused there, or needing someone else's decision, is
+            covered by no grant; None: a DM follows the defaults alone.
     """
 
     def __init__(
@@ -56,8 +61,10 @@ class TrustGate:
         config: ConfigStore,
         registry: ToolRegistry,
         directory_for: Callable[[str], MemberDirectory],
+        dms: DmRules | None = None,
     ) -> None:
         self._grants = grants
+        self._dms = dms
         self._config = config
         self._registry = registry
         self._directory_for = directory_for
@@ -91,13 +98,10 @@ class TrustGate:
         config = await self._config.load(context.platform, context.workspace_id)
         setting = config.trust_for(name, context.channel_id)
         rule = config.rule_for(name, context.channel_id)
-        if (
-            rule is None
-            and context.workspace_id == DM_WORKSPACE
-            and await self._config.denied_in_any_workspace(context.platform, name)
-        ):
-            return None  # as `ConfiguredPolicy`: a deny anywhere is a deny in a Discord DM
         mode = effective_mode(spec, rule, args, where=context.thread_id)
+        if context.workspace_id == DM_WORKSPACE and self._dms is not None:
+            # As `ConfiguredPolicy`: a DM is never laxer than its requester's servers.
+            mode = (await self._dms.ruling(name, args, context, mode)).mode
         if mode is Mode.DENY or (mode is Mode.REVIEW and config.quorum(name) != 1):
             return None  # no single approval could let it run now
         directory = self._directory_for(context.platform)

@@ -35,6 +35,7 @@ from bot.agents.context_window import AUTHOR_KEY
 from bot.agents.delegation import DelegationEvent
 from bot.agents.history import unanswered_tool_calls
 from bot.agents.kind import AgentKind
+from bot.agents.llm_node import RefusedHere
 from bot.agents.model_retry import ModelWait
 from bot.agents.no_answer import no_answer_reason
 from bot.agents.pool import AgentPool
@@ -50,7 +51,16 @@ from bot.approvals.requests import action_requests
 from bot.cards import REDRAW_WAIT_S, CardDesk
 from bot.conversation import Actor, ConversationRef
 from bot.errors import InvalidDecisionError, ModelError, ModelErrorKind, NoAnswerReason
-from bot.ports import ApprovalExpired, ModelFailed, Notice, Platform, Progress, TurnFailed, TurnStopped
+from bot.ports import (
+    ApprovalExpired,
+    AskElsewhere,
+    ModelFailed,
+    Notice,
+    Platform,
+    Progress,
+    TurnFailed,
+    TurnStopped,
+)
 from bot.progress import DelegationTracker, ProgressFeed
 from bot.stop_watch import StopWatch
 from bot.storage.approval_store import ApprovalStore
@@ -725,7 +735,9 @@ class TurnRunner:
         pauses under a new id), and its Approve would run nothing (docs/decisions/0009).
         Progress goes through `ProgressFeed`, so a slow platform never holds up the run. The
         stream includes subgraphs, so that a subagent's model waits (`ModelWait`) are shown
-        too; only the conversation's own state (namespace `()`) counts as the run's state.
+        too; only the conversation's own state (namespace `()`) counts as the run's state. A
+        call refused for want of a decider where it was asked (`RefusedHere`, a Discord DM) is
+        told to its requester with where to ask instead, once per run.
 
         The graph's checkpointing (`bot.agents.checkpointing`) decides the rest: an agent whose
         runs store their pauses only at exit (the ReAct agent, `durability="exit"`) gets its
@@ -752,6 +764,7 @@ class TurnRunner:
         latest: dict[str, Any] = {}
         raised: dict[str, Interrupt] = {}
         unstored: set[str] = set()
+        told: set[AskElsewhere] = set()
         feed = ProgressFeed(progress, conversation.thread_id)
         plan = self._agents.checkpointing_of(graph)
         budget = StepBudget(self._recursion_limit)
@@ -800,6 +813,8 @@ class TurnRunner:
                         feed.show(tracker.on_event(chunk["data"]))
                     elif chunk["type"] == "custom" and isinstance(chunk["data"], ModelWait):
                         feed.show(tracker.on_model_wait(chunk["data"]))
+                    elif chunk["type"] == "custom" and isinstance(chunk["data"], RefusedHere):
+                        await self._tell_refused(conversation, chunk["data"], requester, told)
                 if not plan.stored_before or len(raised) > raised_here or not _calls_waiting(latest):
                     break
                 # Stopped before `human_review`, the model's calls stored: go on at once.
@@ -810,6 +825,38 @@ class TurnRunner:
             signal.remove_listener(show_stopping)
             await feed.close()
         return {**latest, "__interrupt__": list(raised.values())} if raised else latest
+
+    async def _tell_refused(
+        self, conversation: ConversationRef, refused: RefusedHere, requester: str | None, told: set[AskElsewhere]
+    ) -> None:
+        """Tell the requester where to ask for a call refused here for want of a decider, once per run.
+
+        The model reads that the call was rejected by policy and may try it again in the same
+        run; the requester is told once.
+        """
+        notice = AskElsewhere(
+            tool_name=refused.tool_name,
+            workspace_ids=refused.ruling.ask_in,
+            unchecked=refused.ruling.unchecked and not refused.ruling.ask_in,
+        )
+        if notice in told:
+            return
+        told.add(notice)
+        recipient = None
+        if requester:
+            recipient = Actor(
+                platform=conversation.platform,
+                workspace_id=conversation.workspace_id,
+                user_id=requester,
+                display_name=requester,
+            )
+        log.info(
+            "%s refused here; telling the requester where to ask (%s) (thread_id=%s)",
+            refused.tool_name,
+            ", ".join(notice.workspace_ids) or "unchecked",
+            conversation.thread_id,
+        )
+        await self.notify(conversation, notice, recipient=recipient)
 
     async def _pause_stored(self, conversation: ConversationRef, graph: ReviewAgent, interrupt: Interrupt) -> bool:
         """Wait until the conversation's checkpoint holds `interrupt`; False after `PAUSE_STORED_WAIT_S`.

@@ -23,6 +23,7 @@ from bot.approvals.policy import ConfiguredPolicy
 from bot.cards import CardDesk
 from bot.contexts import ContextKeeper
 from bot.deciding import Decider
+from bot.dm_rules import SharedServerRules
 from bot.escalation import EscalationSweeper
 from bot.housekeeping import Housekeeping
 from bot.ports import Platform
@@ -133,9 +134,12 @@ def assemble_core(
     tasks = TaskTracker()
     cards = CardDesk(approvals, config, platforms, tasks, key_order=registry.argument_order)
     ledger = PostgresLedger(database.pool, approvals, on_outcome_unknown=cards.redraw, audit=audit)
-    policy = ConfiguredPolicy(registry, config.load, config.denied_in_any_workspace)
+    dms = SharedServerRules(config=config, registry=registry, directory_for=lambda name: platforms[name])
+    policy = ConfiguredPolicy(registry, config.load, dms)
     grants = TrustStore(database.pool, audit)
-    trust = TrustGate(grants=grants, config=config, registry=registry, directory_for=lambda name: platforms[name])
+    trust = TrustGate(
+        grants=grants, config=config, registry=registry, directory_for=lambda name: platforms[name], dms=dms
+    )
     tools = {tool.name: tool for tool in registry.tools()}
     specs = default_subagents(registry) if subagents is None else subagents
     compiled = [
@@ -207,6 +211,7 @@ def assemble_core(
         directory_for=lambda name: platforms[name],
         subagent_tools={spec.name: frozenset(spec.tools) for spec in specs},
         viewer_for=lambda name: platforms[name],
+        dms=dms,
     )
     admin = AdminService(
         config=config,

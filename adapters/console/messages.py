@@ -137,6 +137,10 @@ REFUSED_SELF_APPROVAL = (
     "You asked for this call, and self-approval is off for this tool, so someone else must approve it."
 )
 REFUSED_NOT_AN_APPROVER = "You can't decide this: you are not on the approvers list for this tool."
+REFUSED_ESCALATION_EDIT = (
+    "This card was escalated to you, so you may approve or reject it, but not edit it: only its "
+    "approvers, admins and the person who asked can change the arguments. Nothing was changed."
+)
 ALREADY_DECIDED = "This was already {outcome} by @{user}{when}. Nothing was changed."
 ALREADY_DECIDED_NOBODY = "This was already {outcome}. Nothing was changed."
 ALREADY_VOTED = "You already approved this; each person counts once, so it now needs someone else (/as ...)."
@@ -174,6 +178,8 @@ WORKING = "   …"
 DELEGATION_STARTED = "   … {name} is working: {query}"
 DELEGATION_CONTINUES = "   … {name} continues after the decision"
 STOPPED = "■  Stopped by {name}."
+ASK_ELSEWHERE = "!  {tool} was not run: it needs someone other than you to approve it. Ask where they can."
+"""A call refused for want of a decider where it was asked (Discord DMs have it; the terminal never does today)."""
 """Printed in place of an answer when the turn was stopped (Ctrl-C or `/countersign stop`)."""
 STOPPING = "   … stopping (asked by {name}); Ctrl-C again leaves"
 """Printed when the running turn was stopped; it ends at its next step."""

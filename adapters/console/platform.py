@@ -27,6 +27,7 @@ from bot.ports import (
     Activity,
     ApprovalCard,
     ApprovalExpired,
+    AskElsewhere,
     CardsElsewhere,
     CardTarget,
     ModelFailed,
@@ -121,6 +122,8 @@ class ConsolePlatform:
             self.write(msg.MODEL_FAILED.format(text=text))
         elif isinstance(notice, TurnStopped):
             self.write(msg.STOPPED.format(name=CONSOLE_MARKUP.user(notice.stopped_by_id or notice.stopped_by_name)))
+        elif isinstance(notice, AskElsewhere):  # the terminal is one workspace: never sent today
+            self.write(msg.ASK_ELSEWHERE.format(tool=notice.tool_name))
         elif notice.message is not None:
             self.write(msg.MESSAGE_FAILED.format(excerpt=excerpt(notice.message), thread_id=notice.thread_id))
         else:

@@ -173,6 +173,18 @@ MESSAGE_FAILED = (
 CARDS_IN_CHANNEL = "Approval needed for {tools}: the card is in <#{channel}>."
 CARDS_IN_DMS = "Approval needed for {tools}: the card was sent to the approvers by direct message."
 EXPIRED_NOTICE = "<@{user}> your request to run `{tool}` expired without a decision, so it did not run."
+ASK_IN_SERVERS = (
+    "I can't run `{tool}` from a DM: in {servers} it needs someone other than you to approve it, "
+    "and nobody else can in a DM. Ask there instead."
+)
+"""Told in a DM, before any card, when a server the person shares with the bot would have another decide the call."""
+ASK_IN_A_SERVER = (
+    "I can't run `{tool}` from a DM: I could not check the rules of the servers we share, and a DM "
+    "may not allow more than they do. Try again in a moment, or ask in a server."
+)
+"""Told in a DM when the servers that could be stricter could not be checked (the call is refused to be safe)."""
+SERVER_NAME = "**{name}**"
+SERVERS_OR = "{some} or {last}"
 STOPPED_NOTICE = "⏹️ Stopped by <@{user}>."
 """Said in the conversation in place of an answer when a turn was stopped (pings nobody)."""
 FIELD_TALLY = "Approvals"
@@ -183,6 +195,10 @@ REFUSED_SELF_APPROVAL = (
     "You asked for this call, and self-approval is off for this tool, so someone else must approve it."
 )
 REFUSED_NOT_AN_APPROVER = "You can't decide this approval: you are not on the approvers list for this tool."
+REFUSED_ESCALATION_EDIT = (
+    "This card was escalated to you, so you may approve or reject it, but not edit it: only its "
+    "approvers, admins and the person who asked can change the arguments. Nothing was changed."
+)
 TRUST_REFUSED = {
     "not_offered": (
         "Trust is not enabled for this tool here any more, so nothing was changed. You can still approve the call once."

@@ -24,6 +24,7 @@ from bot.ports import (
     Activity,
     ApprovalCard,
     ApprovalExpired,
+    AskElsewhere,
     CardsElsewhere,
     CardTarget,
     ModelFailed,
@@ -149,9 +150,14 @@ class DiscordPlatform:
     async def notify(self, conversation: ConversationRef, notice: Notice, *, recipient: Actor | None) -> None:
         """Post a notice in the conversation (plain messages cannot be ephemeral on Discord).
 
-        Only an expiry notice may ping, and only its requester.
+        Only an expiry notice may ping, and only its requester. A call refused in a DM
+        (`AskElsewhere`) names the servers where to ask (a server the bot can no longer see is
+        left out; with none left, "a server").
         """
-        text = self._render(conversation, notice, recipient)
+        if isinstance(notice, AskElsewhere):
+            text = await self._ask_elsewhere(notice)
+        else:
+            text = self._render(conversation, notice, recipient)
         mentions = NO_PINGS
         if isinstance(notice, ApprovalExpired):
             mentions = discord.AllowedMentions(users=[discord.Object(int(notice.approval.requester_id))])
@@ -232,6 +238,22 @@ class DiscordPlatform:
         """None: listing a role's members needs the privileged Server Members intent we do not ask for."""
         return frozenset()
 
+    async def _ask_elsewhere(self, notice: AskElsewhere) -> str:
+        """Where to ask for a call a DM refused: the servers by name (from the cache or `GET /guilds/{id}`)."""
+        names = []
+        for guild_id in notice.workspace_ids:
+            try:
+                guild = await known_guild(self._client, guild_id)
+            except discord.HTTPException as exc:
+                log.info("could not name guild %s: %s", guild_id, exc)
+                guild = None
+            if guild is not None:
+                names.append(msg.SERVER_NAME.format(name=discord.utils.escape_markdown(guild.name)))
+        if not names:
+            return msg.ASK_IN_A_SERVER.format(tool=notice.tool_name)
+        servers = names[0] if len(names) == 1 else msg.SERVERS_OR.format(some=", ".join(names[:-1]), last=names[-1])
+        return msg.ASK_IN_SERVERS.format(tool=notice.tool_name, servers=servers)
+
     def _render(self, conversation: ConversationRef, notice: Notice, recipient: Actor | None) -> str:
         if isinstance(notice, ReviewPending) and not notice.approvals:
             return msg.REVIEW_BUSY.format(user=recipient.user_id if recipient else "")
@@ -271,6 +293,8 @@ class DiscordPlatform:
             return msg.EXPIRED_NOTICE.format(user=notice.approval.requester_id, tool=notice.approval.tool_name)
         if isinstance(notice, TurnStopped):
             return msg.STOPPED_NOTICE.format(user=notice.stopped_by_id)
+        if isinstance(notice, AskElsewhere):  # rendered with server names by `notify`
+            return msg.ASK_IN_A_SERVER.format(tool=notice.tool_name)
         raise TypeError(f"unknown notice {notice!r}")
 
 

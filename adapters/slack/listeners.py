@@ -427,8 +427,12 @@ class SlackListeners:
         """The authenticated clicker: ids from the signed payload, the name from users.info.
 
         The channel of the clicked message is the payload's too (a card escalated to a
-        channel may be decided by whoever clicks there). None (and a warning) for a payload
-        naming no user or no workspace: there is nobody to decide anything for, or to tell.
+        channel may be decided by whoever clicks there). A clicker whose home workspace
+        (`user.team_id`) is neither the workspace nor its Enterprise Grid organisation is a
+        Slack Connect user of another organisation: never this workspace's admin, whatever
+        users.info says (they may still be a listed approver or bot admin by user id). None
+        (and a warning) for a payload naming no user or no workspace: there is nobody to
+        decide anything for, or to tell.
         """
         user_id = _text_at(body, "user", "id")
         team = _text_at(body, "team", "id") or _text_at(body, "user", "team_id")
@@ -437,8 +441,16 @@ class SlackListeners:
             return None
         user = await self._users.get(team, user_id)
         channel = _text_at(body, "channel", "id") or _text_at(body, "container", "channel_id")
+        home = _text_at(body, "user", "team_id")
+        organisation = _text_at(body, "enterprise", "id") or _text_at(body, "team", "enterprise_id")
+        outsider = home is not None and home not in (team, organisation)
         return Actor(
-            platform=PLATFORM, workspace_id=team, user_id=user_id, display_name=user.display_name, channel_id=channel
+            platform=PLATFORM,
+            workspace_id=team,
+            user_id=user_id,
+            display_name=user.display_name,
+            is_admin=False if outsider else None,
+            channel_id=channel,
         )
 
     async def _refuse(self, body: dict[str, Any], error: Exception) -> None:

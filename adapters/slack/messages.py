@@ -169,6 +169,8 @@ MESSAGE_FAILED = (
 CARDS_IN_CHANNEL = "Approval needed for {tools}: the card is in <#{channel}>{link}."
 CARDS_IN_DMS = "Approval needed for {tools}: the card was sent to the approvers by direct message."
 EXPIRED_NOTICE = "Your request to run `{tool}` expired without a decision, so it did not run."
+ASK_ELSEWHERE = "I can't run `{tool}` here: it needs someone other than you to approve it. Ask in a channel instead."
+"""A call refused for want of a decider where it was asked (Discord DMs have it; Slack never sends it today)."""
 STOPPED_NOTICE = ":black_square_for_stop: Stopped by <@{user}>."
 """Said in the conversation in place of an answer when a turn was stopped."""
 CARD_TALLY = "*Approvals:* {count} of {quorum}{names}"
@@ -178,6 +180,10 @@ REFUSED_SELF_APPROVAL = (
     "You asked for this call, and self-approval is off for this tool, so someone else must approve it."
 )
 REFUSED_NOT_AN_APPROVER = "You can't decide this approval: you are not on the approvers list for this tool."
+REFUSED_ESCALATION_EDIT = (
+    "This card was escalated to you, so you may approve or reject it, but not edit it: only its "
+    "approvers, admins and the person who asked can change the arguments. Nothing was changed."
+)
 TRUST_REFUSED = {
     "not_offered": (
         "Trust is not enabled for this tool here any more, so nothing was changed. You can still approve the call once."

@@ -26,6 +26,7 @@ from bot.ports import (
     Activity,
     ApprovalCard,
     ApprovalExpired,
+    AskElsewhere,
     CardsElsewhere,
     CardTarget,
     ModelFailed,
@@ -47,6 +48,7 @@ class SlackUser:
     user_id: str
     display_name: str
     is_admin: bool
+    """An admin or owner of the workspace asked about (never for a user of another workspace)."""
     active: bool = True
     """False for a deactivated account (`deleted` in Slack's user object)."""
 
@@ -55,7 +57,9 @@ class UserDirectory:
     """`users.info` with a short cache: names for cards, admin flags for authorisation.
 
     Admin and owner flags come from Slack's user object (`is_admin`, `is_owner`,
-    `is_primary_owner`). Entries live five minutes, so a demoted admin loses the right soon.
+    `is_primary_owner`), and count only for a user of the workspace asked about (`belongs_to`):
+    a Slack Connect user from another organisation carries their own organisation's flags, and is
+    never an admin here. Entries live five minutes, so a demoted admin loses the right soon.
     Entries are per workspace, asked with that workspace's token.
 
     Args:
@@ -96,14 +100,32 @@ class UserDirectory:
         data = response["user"]
         profile = data.get("profile") or {}
         name = profile.get("display_name") or data.get("real_name") or data.get("name") or user_id
+        flagged = bool(data.get("is_admin") or data.get("is_owner") or data.get("is_primary_owner"))
+        if flagged and not belongs_to(data, team_id):
+            log.info("%s is an admin of another workspace (%s), not of %s", user_id, data.get("team_id"), team_id)
         user = SlackUser(
             user_id=user_id,
             display_name=str(name),
-            is_admin=bool(data.get("is_admin") or data.get("is_owner") or data.get("is_primary_owner")),
+            is_admin=flagged and belongs_to(data, team_id),
             active=not data.get("deleted"),
         )
         self._cache[(team_id, user_id)] = (time.monotonic() + _USER_TTL_S, user)
         return user
+
+
+def belongs_to(user: dict[str, Any], team_id: str) -> bool:
+    """Whether a `users.info` user object is of a user of workspace `team_id`.
+
+    Their home workspace (`team_id`) is it, or, in an Enterprise Grid organisation, it is one of
+    the organisation's workspaces they belong to (`enterprise_user.teams`). A Slack Connect user
+    from another organisation is neither: their admin flags are their own organisation's
+    (docs/decisions/0035-dms-and-escalation-audiences.md).
+    """
+    if user.get("team_id") == team_id:
+        return True
+    enterprise = user.get("enterprise_user")
+    teams = enterprise.get("teams") if isinstance(enterprise, dict) else None
+    return isinstance(teams, list) and team_id in teams
 
 
 def card_ref(channel: str, ts: str) -> str:
@@ -231,7 +253,7 @@ class SlackPlatform:
                 _in_background(self._unreact(client, adding, channel, ts), name=f"hourglass off {channel}/{ts}")
 
     async def is_admin(self, actor: Actor) -> bool:
-        """Workspace admin or owner, per `users.info`."""
+        """Workspace admin or owner, per `users.info`; never a user of another workspace (Slack Connect)."""
         return (await self._users.get(actor.workspace_id, actor.user_id)).is_admin
 
     async def member(self, workspace_id: str, user_id: str) -> Actor | None:
@@ -315,6 +337,8 @@ class SlackPlatform:
             return msg.EXPIRED_NOTICE.format(tool=escape(notice.approval.tool_name))
         if isinstance(notice, TurnStopped):
             return msg.STOPPED_NOTICE.format(user=escape(notice.stopped_by_id))
+        if isinstance(notice, AskElsewhere):  # a Slack DM is its workspace's: never sent today
+            return msg.ASK_ELSEWHERE.format(tool=escape(notice.tool_name))
         raise TypeError(f"unknown notice {notice!r}")
 
     async def _permalink(self, conversation: ConversationRef, ref: str | None) -> str | None:

@@ -34,7 +34,7 @@ from bot.agents.state import AgentState
 from bot.agents.stop_signal import stop_signal
 from bot.agents.subagent_specs import SubagentSpec
 from bot.approvals.mode import Mode
-from bot.approvals.policy import PolicyContext
+from bot.approvals.policy import PolicyContext, Ruling
 from bot.errors import ModelError, NoAnswerError
 from bot.log_context import about
 
@@ -111,6 +111,10 @@ class DelegationPolicy:
     async def mode_for(self, call: ToolCall, context: PolicyContext) -> Mode:
         """AUTO: delegations run at once; the tools inside them are gated."""
         return Mode.AUTO
+
+    async def ruling_for(self, call: ToolCall, context: PolicyContext) -> Ruling:
+        """AUTO, as `mode_for`."""
+        return Ruling(mode=Mode.AUTO)
 
 
 MAX_DELEGATIONS = 6

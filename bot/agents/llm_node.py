@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.language_models import LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolCall, ToolMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool
+from langgraph.config import get_stream_writer
 
 from bot.agents.checkpointing import step_budget
 from bot.agents.context_window import ContextWindow, measured_scale, tool_tokens
@@ -21,13 +23,39 @@ from bot.agents.prompts import ASK_AGAIN_NOTES, STEP_LIMIT_MESSAGE, STOPPED_ANSW
 from bot.agents.state import AgentState
 from bot.agents.stop_signal import StopSignal, stop_signal, stopped_answer, unless_stopped
 from bot.approvals.mode import Mode
-from bot.approvals.policy import PolicyContext, ReviewPolicy
+from bot.approvals.policy import PolicyContext, ReviewPolicy, Ruling
 from bot.approvals.trust import TrustCheck
 from bot.errors import NoAnswerError
 
 log = logging.getLogger(__name__)
 
 LlmNode = Node[dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RefusedHere:
+    """Written to the run's custom stream when a call is refused where it was asked for want of a decider.
+
+    A call in a Discord DM that a server the requester shares with the bot would have someone
+    else decide (`bot.approvals.policy.Ruling.referred`): `human_review` answers it as rejected
+    by policy, and `bot.turns.TurnRunner` tells the requester where to ask instead.
+
+    Attributes:
+        tool_name: the call's tool.
+        ruling: the policy's ruling (`ask_in`, `unchecked`).
+    """
+
+    tool_name: str
+    ruling: Ruling
+
+
+def _tell_in_stream(event: RefusedHere) -> None:
+    """Write `event` to the LangGraph run's custom stream; outside a run (a direct call, a test), do nothing."""
+    try:
+        writer = get_stream_writer()
+    except (RuntimeError, KeyError):
+        return
+    writer(event)
 
 
 def make_llm_call(
@@ -47,7 +75,9 @@ def make_llm_call(
 
     Args:
         model: the chat model with the tools bound.
-        policy: gives each tool call of the answer its mode, stored as `review_plan`.
+        policy: gives each tool call of the answer its mode, stored as `review_plan`; a call
+            refused for want of a decider where it was asked (a Discord DM) is also written to
+            the run's custom stream as `RefusedHere`, so that its requester is told where to ask.
         system_prompt: prepended on every call and never stored, so a new prompt applies to
             running conversations at once (seed 000); the running summary is appended to it.
         steps_per_tool_round: graph steps one tool round costs (3 with `human_review`).
@@ -145,7 +175,12 @@ def make_llm_call(
         if response.tool_calls and (state["remaining_steps"] <= steps_per_tool_round or capped):
             response = await _closing_answer(response, messages, config)
         where = PolicyContext.from_config(config)
-        plan = {str(call["id"]): (await policy.mode_for(call, where)).value for call in response.tool_calls}
+        plan: dict[str, str] = {}
+        for call in response.tool_calls:
+            ruling = await policy.ruling_for(call, where)
+            plan[str(call["id"])] = ruling.mode.value
+            if ruling.referred:
+                _tell_in_stream(RefusedHere(tool_name=call["name"], ruling=ruling))
         update: dict[str, Any] = {"messages": [*fitted.removed, response], "review_plan": plan}
         if trust is not None:
             reviewed = [call for call in response.tool_calls if plan[str(call["id"])] == Mode.REVIEW.value]

@@ -25,7 +25,7 @@ from bot.agents.review_node import make_human_review
 from bot.agents.state import AgentState
 from bot.agents.tool_node import make_tool_node
 from bot.approvals.mode import Mode
-from bot.approvals.policy import PolicyContext, ReviewPolicy
+from bot.approvals.policy import PolicyContext, ReviewPolicy, Ruling
 from bot.approvals.trust import TrustCheck
 from bot.tools.ledger import ToolRunLedger
 
@@ -175,6 +175,12 @@ class OwnToolsPolicy:
         if call["name"] not in self._names:
             return Mode.AUTO
         return await self._policy.mode_for(call, context)
+
+    async def ruling_for(self, call: ToolCall, context: PolicyContext) -> Ruling:
+        """The wrapped policy's ruling for the graph's own tools, else AUTO (nothing runs)."""
+        if call["name"] not in self._names:
+            return Ruling(mode=Mode.AUTO)
+        return await self._policy.ruling_for(call, context)
 
 
 def bind_model(

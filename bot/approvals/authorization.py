@@ -7,9 +7,12 @@
   (Discord) and user groups (Slack), and the requester as above, may decide.
 - Without a list: the requester and the workspace's admins (the platform's admins and the
   bot admins added with `/countersign admins add`).
-- Once a card escalated (`/countersign escalate`, issue 12), its target is one more approver of
-  that call only: the user, members of the role or user group, or whoever clicks in the
-  channel. The requester and self-approval rules above still come first.
+- Once a card escalated (`/countersign escalate`), its target is one more approver of that
+  call only: the user, members of the role or user group, or whoever clicks in the channel.
+  The requester and self-approval rules above still come first. The escalation's audience may
+  approve or reject, never edit: an edit rewrites the call, and that stays with the people the
+  workspace made its deciders (approvers, admins) and the requester
+  (docs/decisions/0035-dms-and-escalation-audiences.md).
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ class Standing(StrEnum):
     APPROVER = "approver"
     ADMIN = "admin"
     ESCALATION = "escalation"
-    """Only as the target of the card's escalation (audited as such)."""
+    """Only as the target of the card's escalation (audited as such); approve or reject only."""
 
 
 class Directory(Protocol):
@@ -96,7 +99,8 @@ async def ensure_may_decide(
 
     Raises:
         NotPermittedError: with reason `other_workspace`, `self_approval_off`,
-            `not_an_approver` or `not_requester_or_admin`.
+            `not_an_approver`, `not_requester_or_admin`, or `escalation_no_edit` (an edit by
+            someone who may decide the call only as its escalation's audience).
     """
     if actor.workspace_id != workspace_id:
         raise NotPermittedError("other_workspace")
@@ -109,17 +113,28 @@ async def ensure_may_decide(
     if not approvers:
         if await is_workspace_admin(actor, config, directory):
             return Standing.ADMIN
-        if escalated_to is not None and await in_audience(actor, escalated_to, directory):
-            return Standing.ESCALATION
-        raise NotPermittedError("not_requester_or_admin")
+        return await _as_audience(actor, escalated_to, decision_type, directory, "not_requester_or_admin")
     if any(a.kind is ApproverKind.USER and a.subject_id == actor.user_id for a in approvers):
         return Standing.APPROVER
     groups = frozenset(a.subject_id for a in approvers if a.kind is not ApproverKind.USER)
     if groups and (actor.groups & groups or await directory.member_of(actor, groups)):
         return Standing.APPROVER
-    if escalated_to is not None and await in_audience(actor, escalated_to, directory):
-        return Standing.ESCALATION
-    raise NotPermittedError("not_an_approver")
+    return await _as_audience(actor, escalated_to, decision_type, directory, "not_an_approver")
+
+
+async def _as_audience(
+    actor: Actor, escalated_to: EscalationTarget | None, decision_type: str, directory: Directory, otherwise: str
+) -> Standing:
+    """`Standing.ESCALATION` for the escalation's audience, who may approve or reject but not edit.
+
+    Raises:
+        NotPermittedError: `escalation_no_edit` for the audience's edit; `otherwise` for anyone else.
+    """
+    if escalated_to is None or not await in_audience(actor, escalated_to, directory):
+        raise NotPermittedError(otherwise)
+    if decision_type == "edit":
+        raise NotPermittedError("escalation_no_edit")
+    return Standing.ESCALATION
 
 
 async def in_audience(actor: Actor, target: EscalationTarget, directory: Directory) -> bool:

@@ -4,6 +4,11 @@ The mode comes from, in order: an admin's rule for the channel, the workspace's 
 tool's built-in default (`ToolSpec`). A `review` rule may carry a CEL condition: review only
 when it holds; an evaluation error counts as holding (fail closed, issue 4).
 
+A Discord DM belongs to no server, so no admin's rule is its own: there the servers the
+requester shares with the bot have their say (`DmRules`, docs/decisions/0007 and
+docs/decisions/0035-dms-and-escalation-audiences.md), and a call is never laxer in a DM than in
+the strictest of them.
+
 Conditions judge the call's canonical arguments (`bot.tools.canonical`), the spelling the tool
 itself will use, never a spelling the tool would read otherwise (issue 9, finding 4).
 """
@@ -93,6 +98,31 @@ class PolicyContext:
         )
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Ruling:
+    """A call's mode, and, for a call refused where it was asked, where it could be asked instead.
+
+    Attributes:
+        mode: what happens to the call.
+        ask_in: with `DENY` in a Discord DM: the servers (workspace ids) the requester shares
+            with the bot whose rules need someone other than the requester to decide this call
+            (self-approval off, or a quorum above one), which nobody can in a DM; the requester
+            is told to ask there.
+        unchecked: with `DENY` in a Discord DM: some server that could be stricter could not be
+            checked (a lookup failed, or more servers than `bot.dm_rules.MAX_SERVERS` could be),
+            so the call is refused (fail closed) and the requester is told to ask in a server.
+    """
+
+    mode: Mode
+    ask_in: tuple[str, ...] = ()
+    unchecked: bool = False
+
+    @property
+    def referred(self) -> bool:
+        """Whether the call is refused here for want of a decider, and the requester is to be told where to ask."""
+        return self.mode is Mode.DENY and (bool(self.ask_in) or self.unchecked)
+
+
 class ReviewPolicy(Protocol):
     """Decides each tool call's mode."""
 
@@ -101,7 +131,26 @@ class ReviewPolicy(Protocol):
         ...
 
     async def mode_for(self, call: ToolCall, context: PolicyContext) -> Mode:
-        """The mode for `call` in `context`; must fail closed (REVIEW) when unsure."""
+        """The mode for `call` in `context`; must fail closed (REVIEW or DENY) when unsure."""
+        ...
+
+    async def ruling_for(self, call: ToolCall, context: PolicyContext) -> Ruling:
+        """`mode_for`, with where to ask instead when the call is refused for want of a decider."""
+        ...
+
+
+class DmRules(Protocol):
+    """What the servers a Discord DM's requester shares with the bot require of a call there.
+
+    Implemented by `bot.dm_rules.SharedServerRules` (it reads other workspaces' configuration and
+    asks the platform who is a member).
+    """
+
+    async def ruling(self, tool_name: str, args: Mapping[str, Any], context: PolicyContext, own: Mode) -> Ruling:
+        """The call's ruling in the DM of `context`, given `own`, its mode under the DM's own rules.
+
+        Never laxer than `own`; never raises (a failure refuses the call, `Ruling.unchecked`).
+        """
         ...
 
 
@@ -176,6 +225,10 @@ class DefaultPolicy:
         """The tool's default mode and condition."""
         return effective_mode(self._registry.get(call["name"]), None, call.get("args") or {}, where=context.thread_id)
 
+    async def ruling_for(self, call: ToolCall, context: PolicyContext) -> Ruling:
+        """`mode_for`, never referred elsewhere."""
+        return Ruling(mode=await self.mode_for(call, context))
+
 
 class ConfiguredPolicy:
     """Admin rules over the built-in defaults.
@@ -183,39 +236,38 @@ class ConfiguredPolicy:
     Args:
         registry: the tools and their defaults.
         load: reads a workspace's configuration.
-        denied_anywhere: `(platform, tool) -> bool`, whether some workspace of the platform
-            denies the tool workspace-wide. A Discord DM belongs to no server, so no server's
-            rules are its own; with this, a tool an admin switched off in any server is off in
-            DMs with the bot too (strictest wins), so a DM is no way around a `deny`.
+        dms: for a call in a Discord DM, which belongs to no server: what the servers its
+            requester shares with the bot require (strictest wins, so a DM is no way around a
+            server's `deny`, quorum or self-approval off). None: a DM follows the defaults alone.
     """
 
-    def __init__(
-        self,
-        registry: ToolRegistry,
-        load: ConfigLoader,
-        denied_anywhere: Callable[[str, str], Awaitable[bool]] | None = None,
-    ) -> None:
+    def __init__(self, registry: ToolRegistry, load: ConfigLoader, dms: DmRules | None = None) -> None:
         self._registry = registry
         self._load = load
-        self._denied_anywhere = denied_anywhere
+        self._dms = dms
 
     def configured_tools(self) -> frozenset[str]:
         """All registered tool names (admin rules are checked against them when saved)."""
         return frozenset(self._registry.names())
 
     async def mode_for(self, call: ToolCall, context: PolicyContext) -> Mode:
-        """The channel's rule, else the workspace's, else the default; REVIEW when unsure."""
+        """The channel's rule, else the workspace's, else the default; REVIEW when unsure.
+
+        In a Discord DM, never laxer than the servers its requester shares with the bot, and
+        DENY when those cannot be checked (`DmRules`).
+        """
+        return (await self.ruling_for(call, context)).mode
+
+    async def ruling_for(self, call: ToolCall, context: PolicyContext) -> Ruling:
+        """`mode_for`; in a Discord DM, also what the requester's servers require (see `DmRules`)."""
         try:
             config = await self._load(context.platform, context.workspace_id)
         except Exception:
             log.exception("could not read the policy; requiring review (thread_id=%s)", context.thread_id)
-            return Mode.REVIEW
+            return Ruling(mode=Mode.REVIEW)
+        args = call.get("args") or {}
         rule = config.rule_for(call["name"], context.channel_id)
-        if context.workspace_id == DM_WORKSPACE and self._denied_anywhere is not None and rule is None:
-            try:
-                if await self._denied_anywhere(context.platform, call["name"]):
-                    return Mode.DENY
-            except Exception:
-                log.exception("could not read other servers' rules; review it (thread_id=%s)", context.thread_id)
-                return Mode.REVIEW
-        return effective_mode(self._registry.get(call["name"]), rule, call.get("args") or {}, where=context.thread_id)
+        own = effective_mode(self._registry.get(call["name"]), rule, args, where=context.thread_id)
+        if context.workspace_id == DM_WORKSPACE and self._dms is not None:
+            return await self._dms.ruling(call["name"], args, context, own)
+        return Ruling(mode=own)

@@ -48,6 +48,50 @@ class ConfigStore:
                 )
             )
 
+    async def could_be_stricter(
+        self, platform: str, tool_name: str, *, settings_too: bool, limit: int, besides: str = ""
+    ) -> list[str]:
+        """Workspaces of `platform` whose stored configuration could make `tool_name` stricter than the defaults.
+
+        For a Discord DM, which follows the defaults unless a server the requester shares with
+        the bot is stricter (`bot.dm_rules`). A workspace is listed when it has a
+        workspace-wide `review` rule for the tool (with or without a condition), or, with
+        `settings_too`, a workspace-wide quorum above one or self-approval off, for the tool or
+        for every tool. Whether it is stricter for a given call is for the caller to judge from
+        its whole configuration: this only never misses one. `deny` rules are not listed
+        (`denied_in_any_workspace` answers for them).
+
+        Args:
+            platform: e.g. `discord`.
+            tool_name: the tool.
+            settings_too: list workspaces by their quorum and self-approval settings as well
+                (the call needs review under the defaults, so those settings decide who may
+                approve it).
+            limit: at most this many ids, in id order.
+            besides: a workspace id never listed (the DM's own, `dm`).
+
+        Returns:
+            Workspace ids.
+        """
+        rows = await self._pool.fetch(
+            """
+            SELECT workspace_id FROM tool_policies
+             WHERE platform = $1 AND channel_id = '' AND tool_name = $2 AND mode = 'review' AND workspace_id <> $5
+            UNION
+            SELECT workspace_id FROM settings
+             WHERE $3 AND platform = $1 AND channel_id = '' AND tool_name IN ('', $2) AND workspace_id <> $5
+               AND ((key = 'quorum' AND value <> '1'::jsonb) OR (key = 'self_approval' AND value = 'false'::jsonb))
+            ORDER BY workspace_id
+            LIMIT $4
+            """,
+            platform,
+            tool_name,
+            settings_too,
+            limit,
+            besides,
+        )
+        return [row["workspace_id"] for row in rows]
+
     async def load(self, platform: str, workspace_id: str) -> WorkspaceConfig:
         """The whole configuration of one workspace, in one round trip (read per message, call, click)."""
         row = await self._pool.fetchrow(

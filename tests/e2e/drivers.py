@@ -54,6 +54,10 @@ class Driver(Protocol):
 
     async def edit(self, card: CardHandle, who: str, args: dict[str, Any], *, private: bool = False) -> str | None: ...
 
+    async def edit_refused(self, card: CardHandle, who: str) -> str: ...
+
+    async def forged_edit(self, card: CardHandle, who: str, args: dict[str, Any]) -> str: ...
+
     async def answer(self, starts: str = "Result: ") -> str: ...
 
     def card_text(self, card: CardHandle) -> str: ...
@@ -232,6 +236,25 @@ class SlackDriver:
         await self.slack.wait_for("chat.update", lambda a: a.get("ts") == card.message, count=updates + 1)
         await _settle(self.bot)
         return None
+
+    async def edit_refused(self, card: CardHandle, who: str) -> str:
+        """Click Edit and expect no form: return the private reply."""
+        before, opened = self._private_count(who), len(self.slack.calls_to("views.open"))
+        await self._click(card, who, blocks.ACTION_EDIT)
+        told = await self._private(who, before)
+        assert len(self.slack.calls_to("views.open")) == opened, "a form opened"
+        return told
+
+    async def forged_edit(self, card: CardHandle, who: str, args: dict[str, Any]) -> str:
+        """Submit an Edit form for `card` that was never opened for `who`; return the error shown in it."""
+        reply = await self.events.view_submission(
+            self.user(who),
+            blocks.VIEW_EDIT,
+            blocks.form_metadata(card.approval_id, card.channel),
+            {blocks.EDIT_BLOCK: {blocks.EDIT_INPUT: json.dumps(args)}},
+        )
+        assert reply.json and reply.json.get("response_action") == "errors", reply.json
+        return str(reply.json["errors"][blocks.EDIT_BLOCK])
 
     async def answer(self, starts: str = "Result: ", count: int = 1) -> str:
         calls = await self.slack.wait_for(
@@ -602,6 +625,31 @@ class DiscordDriver:
             return await self._followup(submitted)
         await self._card_redrawn(card, before)
         return None
+
+    async def edit_refused(self, card: CardHandle, who: str) -> str:
+        """Click Edit and expect no form: return the private reply (the interaction's own message)."""
+        interaction = await self._click(card, who, "edit")
+        answers = [r.json for r in self.api.callbacks(interaction.id) if r.json]
+        assert all(a.get("type") != 9 for a in answers), "a form opened"
+        [shown] = [a["data"] for a in answers if a.get("type") == 4]
+        assert shown["flags"] & 64, shown  # ephemeral
+        return str(shown["content"])
+
+    async def forged_edit(self, card: CardHandle, who: str, args: dict[str, Any]) -> str:
+        """Submit an Edit form for `card` that was never opened for `who`, from the card's channel; return the reply."""
+        interaction = await self.api.forge_interaction(
+            "modal_submit",
+            {
+                "custom_id": f"cs:edit-modal:{card.approval_id}",
+                "components": [
+                    {"type": 1, "components": [{"type": 4, "custom_id": "args", "value": json.dumps(args)}]}
+                ],
+            },
+            int(self.user(who)),
+            channel_id=int(card.channel),
+            message_id=card.message,
+        )
+        return await self._followup(interaction)
 
     async def answer(self, starts: str = "Result: ", count: int = 1) -> str:
         posts = await self.api.wait_for_request(

@@ -23,7 +23,7 @@ from tests.e2e.conftest import (
     D_THREAD,
     make_discord_settings,
 )
-from tests.e2e.drivers import is_discord_card
+from tests.e2e.drivers import DiscordDriver, is_discord_card
 
 pytestmark = pytest.mark.e2e
 
@@ -351,6 +351,70 @@ async def test_dm_conversation(discord_bot, discord_api):
     channel = int(dm["channel_id"])
     [answer] = await wait_answer(discord_api, channel=channel, starts="You said: hi in private")
     assert answer == "You said: hi in private"
+
+
+def _cards_in(api, channel: int) -> list[Any]:
+    return [r for r in api.requests_to("POST", MESSAGES.format(channel=channel)) if is_discord_card(r)]
+
+
+async def _strict_server(discord_bot, discord_api) -> DiscordDriver:
+    """The server needs two approvals for `http_request`, and nobody approves their own call."""
+    driver = DiscordDriver(discord_bot, discord_api)
+    assert "Updated quorum" in await driver.command("carol", "quorum", tool="http_request", count=2)
+    assert "Updated self-approval" in await driver.command("carol", "self-approval", state="off")
+    return driver
+
+
+async def test_a_dm_is_no_way_around_a_servers_quorum_and_self_approval(discord_bot, discord_api, target, gemini):
+    """Refused alone in the server, alice asks the same in a DM: one line names the server, no card, nothing runs."""
+    driver = await _strict_server(discord_bot, discord_api)
+    await driver.ask("alice", "post widget")
+    [card] = await driver.cards()
+    assert "approve it" in (await driver.approve(card, "alice", private=True) or "")
+    dm = await discord_api.send_dm(D_ALICE, "post widget")
+    channel = int(dm["channel_id"])
+    [told] = await wait_answer(discord_api, channel=channel, starts="I can't run")
+    assert told == (
+        "I can't run `http_request` from a DM: in **Countersign e2e** it needs someone other than you to "
+        "approve it, and nobody else can in a DM. Ask there instead."
+    )
+    [answer] = await wait_answer(discord_api, channel=channel)
+    assert "Rejected by policy" in answer  # what the model read
+    await settle(discord_bot)
+    assert _cards_in(discord_api, channel) == [] and target.requests == []
+    assert discord_api.requests_to("GET", rf"/guilds/{D_GUILD}/members/{D_ALICE}")  # asked Discord, no intent needed
+
+
+async def test_someone_outside_the_strict_server_still_decides_their_own_dm_calls(discord_bot, discord_api, target):
+    """frank shares no server with the bot: the server's rules are not his, so his DM card is his to approve."""
+    from tests.standins.discord_api import make_user
+
+    await _strict_server(discord_bot, discord_api)
+    frank = 1_700_000_000_000_000_099
+    discord_api.add_user(make_user(frank, "frank"))
+    dm = await discord_api.send_dm(frank, "post widget")
+    channel = int(dm["channel_id"])
+    [card] = await wait_card(discord_api, channel=channel)
+    interaction = await discord_api.click_button(
+        card.message_id, current_custom_id(discord_api, card.message_id, "approve"), frank, channel_id=channel
+    )
+    await wait_callback(discord_api, interaction)
+    await wait_answer(discord_api, channel=channel)
+    assert [r.json for r in target.requests] == [{"name": "widget"}]
+
+
+async def test_a_dm_call_is_refused_when_the_servers_cannot_be_checked(discord_bot, discord_api, target):
+    """Discord fails the member lookup: the DM call is refused (fail closed) with a line saying why, and nothing runs."""
+    await _strict_server(discord_bot, discord_api)
+    discord_api.fail_next("GET", rf"/guilds/{D_GUILD}/members/{D_ALICE}", status=403, code=50001)
+    dm = await discord_api.send_dm(D_ALICE, "post widget")
+    channel = int(dm["channel_id"])
+    [told] = await wait_answer(discord_api, channel=channel, starts="I can't run")
+    assert "could not check the rules of the servers we share" in told, told
+    [answer] = await wait_answer(discord_api, channel=channel)
+    assert "Rejected by policy" in answer
+    await settle(discord_bot)
+    assert _cards_in(discord_api, channel) == [] and target.requests == []
 
 
 async def test_a_message_dispatched_again_is_handled_once(discord_bot, discord_api, gemini):

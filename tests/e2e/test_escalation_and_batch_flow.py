@@ -133,6 +133,33 @@ async def test_a_channel_audience_decides_from_that_channel_only(driver, target)
     assert len(target.requests) == 1
 
 
+async def test_the_escalation_audience_may_approve_but_not_edit(driver, target):
+    """bob may decide only as the escalation channel's audience: his Edit click and edit form are refused, his Approve counts."""
+    channel = _escalation_channel(driver)
+    await driver.command("carol", "escalate", tool="http_request", after="10s", channel=channel)
+    await driver.command("carol", "quorum", tool="http_request", count=2)
+    await driver.command("carol", "approvers", action="add", user="dave", tool="http_request")
+    await driver.ask("alice", "post widget")
+    [card] = await driver.cards()
+    await _escalate_soon(driver)
+    copy = await driver.copy_in_channel(channel)
+    refused = await driver.edit_refused(copy, "bob")
+    assert "escalated to you" in refused and "not edit" in refused, refused
+    refused = await driver.forged_edit(copy, "bob", {"method": "POST", "url": target.url(), "body": {"name": "bob"}})
+    assert "escalated to you" in refused, refused
+    # An approver and the requester still edit (each edit is its editor's approval of new arguments).
+    await driver.edit(copy, "dave", {"method": "POST", "url": target.url(), "body": {"name": "dave"}})
+    await driver.edit(card, "alice", {"method": "POST", "url": target.url(), "body": {"name": "alice"}})
+    assert target.requests == []
+    await driver.approve(copy, "bob")
+    await driver.answer()
+    [request] = target.requests
+    assert request.json == {"name": "alice"}, request
+    audit = await driver.command("carol", "audit", tool="http_request")
+    refusals = [line for line in audit.splitlines() if "escalation_no_edit" in line]
+    assert len(refusals) == 2, audit
+
+
 def _escalation_channel(driver) -> str:
     if driver.platform == "slack":
         driver.slack.add_channel("CESC", name="oncall")

@@ -181,6 +181,59 @@ async def test_an_admin_may_decide_someone_elses_call(bot, events, slack, target
     assert f"<@{CAROL}>" in json.dumps(card_state(slack, card)["blocks"][-1])
 
 
+EXTERNAL = "UEXT"
+"""A Slack Connect user from another organisation (home workspace T9), an admin there."""
+
+
+def _slack_connect_admin(events: SlackEventSender, slack: SlackApiStandIn) -> None:
+    slack.add_user(EXTERNAL, "ext", is_admin=True, is_owner=True, team_id="T9")
+    events.home_teams[EXTERNAL] = "T9"
+
+
+async def _command(events: SlackEventSender, slack: SlackApiStandIn, user: str, text: str) -> str:
+    url = slack.new_response_url(CHANNEL, user=user)
+    before = len(slack.calls_to("response_url"))
+    assert (await events.slash_command("/countersign", text, user, CHANNEL, url)).status == 200
+    calls = await slack.wait_for("response_url", count=before + 1)
+    return str(calls[-1].args.get("text", ""))
+
+
+async def test_a_slack_connect_admin_of_another_organisation_may_not_decide_a_card(bot, events, slack, target):
+    """An admin and owner of their own organisation clicks Approve in a shared channel: refused privately, nothing runs."""
+    _slack_connect_admin(events, slack)
+    mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> post widget")
+    [card] = await wait_card(slack)
+    await click(events, slack, EXTERNAL, blocks.ACTION_APPROVE, card)
+    [refusal] = await slack.wait_for("chat.postEphemeral", lambda a: a.get("user") == EXTERNAL)
+    assert "can't decide" in refusal.args["text"]
+    await settle(bot)
+    assert target.requests == [] and _actions(card_state(slack, card)["blocks"])
+    await click(events, slack, CAROL, blocks.ACTION_APPROVE, card)  # this workspace's admin still may
+    await wait_answer(slack, mention.ts)
+    assert len(target.requests) == 1
+
+
+async def test_a_slack_connect_admin_of_another_organisation_may_not_run_admin_commands(bot, events, slack):
+    """`/countersign policy` from an admin of another organisation is refused, and the policy stays as it was."""
+    _slack_connect_admin(events, slack)
+    refused = await _command(events, slack, EXTERNAL, "policy http_request auto")
+    assert "admin" in refused and "Updated" not in refused, refused
+    assert bot.runtime is not None
+    rules = await bot.runtime.database.pool.fetchval("SELECT count(*) FROM tool_policies")
+    assert rules == 0
+
+
+async def test_a_slack_connect_user_listed_by_id_may_still_approve(bot, events, slack, target):
+    """An admin of this workspace lists the outside user as an approver by id: their click then counts."""
+    _slack_connect_admin(events, slack)
+    assert "Updated" in await _command(events, slack, CAROL, f"approvers add <@{EXTERNAL}> for http_request")
+    mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> post widget")
+    [card] = await wait_card(slack)
+    await click(events, slack, EXTERNAL, blocks.ACTION_APPROVE, card)
+    await wait_answer(slack, mention.ts)
+    assert f"<@{EXTERNAL}>" in json.dumps(card_state(slack, card)["blocks"][-1])
+
+
 async def test_double_click_and_two_approvers_decide_once(bot, events, slack, target):
     """Three concurrent approvals (a double click and a second approver): one decision, the others told who decided."""
     mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> post widget")
@@ -327,6 +380,22 @@ async def test_dm_conversation(bot, events, slack):
     [post] = await slack.wait_for("chat.postMessage", lambda a: a.get("channel") == "D1")
     assert post.args["text"] == "You said: hi in private"
     assert post.args.get("thread_ts") is None
+
+
+async def test_a_slack_dm_follows_its_workspaces_rules(bot, events, slack, target):
+    """A Slack DM belongs to its workspace: with quorum 2 and self-approval off there, alice cannot approve her DM card alone."""
+    for text in ("quorum http_request 2", "self-approval off"):
+        assert "Updated" in await _command(events, slack, CAROL, text)
+    await events.message("D1", ALICE, "post widget", channel_type="im")
+    [post] = await slack.wait_for("chat.postMessage", lambda a: a.get("channel") == "D1" and _actions(a.get("blocks")))
+    approve = _actions(post.args["blocks"])[0]["elements"][0]
+    [message] = [m for m in slack.messages("D1") if _actions(m.get("blocks"))]
+    card = Card("D1", message["ts"], message.get("thread_ts"), approve["value"], message["blocks"])
+    await click(events, slack, ALICE, blocks.ACTION_APPROVE, card)
+    [refusal] = await slack.wait_for("chat.postEphemeral", lambda a: a.get("user") == ALICE)
+    assert "self-approval is off" in refusal.args["text"]
+    await settle(bot)
+    assert target.requests == []
 
 
 async def test_agent_text_cannot_broadcast_and_long_answers_are_split(bot, events, slack):

@@ -16,6 +16,7 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from adapters.console import ConsoleChat, ConsolePlatform
+from adapters.console import messages as console_msg
 from bot.approvals.decisions import Approve
 from bot.audit import AuditKind
 from bot.conversation import Actor, ConversationRef
@@ -389,6 +390,33 @@ async def test_escalation_to_a_pretend_person_who_then_decides(db_url, registry,
     assert "escalation · escalated · system · `send` · to @carol" in text
     [approved] = [e for e in audit if e.kind is AuditKind.DECISION]
     assert approved.actor_id == "carol" and approved.detail["via"] == "escalation"
+
+
+async def test_the_escalation_audience_at_the_prompt_may_approve_but_not_edit(db_url, registry, tool_log):
+    """Escalated to carol: her edit is refused and changes nothing; her approval runs bob's call as he asked for it."""
+    model = ScriptedChatModel(replies=[calls(send()), AIMessage("sent")])
+    out: list[str] = []
+    terminal = Terminal(
+        "/countersign self-approval off",
+        "/countersign escalate send after 10m to @carol",
+        "/as bob",
+        "send hi to bob",
+        "/as carol",
+        end=False,
+    )
+    async with open_service(db_url, model, registry, console(out)) as h:
+        running = asyncio.create_task(chat(h, terminal).run())
+        await wait_until(lambda: len(terminal.questions()) == 2 and terminal.lines.empty(), "carol's prompt")
+        await _due_now(db_url, "escalate_at")
+        h.service.escalation.wake()
+        await wait_until(lambda: any("escalated" in line for line in out), "the escalation")
+        terminal.type("e", '{"to": "carol", "body": "mine now"}', "a")
+        await wait_until(lambda: "bot> sent" in out, "the answer")
+        terminal.type("/quit")
+        await asyncio.wait_for(running, 60)
+    refusals = [line for line in "\n".join(out).splitlines() if line.startswith("!  ")]
+    assert refusals == ["!  " + console_msg.REFUSED_ESCALATION_EDIT], refusals
+    assert tool_log.calls == [("send", SENT)]
 
 
 async def test_a_card_that_expires_while_the_prompt_waits_is_reported_and_left(db_url, registry, tool_log):

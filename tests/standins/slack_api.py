@@ -323,6 +323,7 @@ class SlackApiStandIn:
         is_ultra_restricted: bool = False,
         tz: str = "America/Los_Angeles",
         email: str | None = None,
+        team_id: str | None = None,
     ) -> Args:
         """Register a user that ``users.info`` returns, in Slack's user object shape.
 
@@ -339,10 +340,14 @@ class SlackApiStandIn:
             is_ultra_restricted: A single-channel guest.
             tz: An IANA time zone name.
             email: The profile email, if any.
+            team_id: The user's home workspace; another one than the stand-in's makes a Slack
+                Connect user of another organisation (their admin flags are that workspace's,
+                as Slack reports them).
 
         Returns:
             A copy of the stored user object.
         """
+        home = team_id or self.team_id
         real_name = name if real_name is None else real_name
         now = datetime.now(ZoneInfo(tz))
         offset = now.utcoffset()
@@ -356,7 +361,7 @@ class SlackApiStandIn:
             "status_text": "",
             "status_emoji": "",
             "avatar_hash": secrets.token_hex(6),
-            "team": self.team_id,
+            "team": home,
         }
         if email is not None:
             profile["email"] = email
@@ -364,7 +369,7 @@ class SlackApiStandIn:
             profile["bot_id"] = self.bot_id
         self._users[user_id] = {
             "id": user_id,
-            "team_id": self.team_id,
+            "team_id": home,
             "name": name,
             "deleted": deleted,
             "color": "9f69e7",

@@ -130,6 +130,9 @@ class SlackEventSender:
         self._client: aiohttp.ClientSession | None = None
         self._ids = itertools.count(1)
         self._last_ts_us = 0
+        self.home_teams: dict[str, str] = {}
+        """A user's home workspace when it is not ``team_id`` (a Slack Connect user of another
+        organisation): their interactions carry it as ``user.team_id``, as Slack's do."""
 
     async def __aenter__(self) -> Self:
         self._client = self._session()
@@ -713,7 +716,7 @@ class SlackEventSender:
 
     def _user(self, user: str, user_name: str | None) -> Payload:
         name = user_name or user.lower()
-        return {"id": user, "username": name, "name": name, "team_id": self.team_id}
+        return {"id": user, "username": name, "name": name, "team_id": self.home_teams.get(user, self.team_id)}
 
     def _fake_response_url(self) -> str:
         return f"https://hooks.slack.com/actions/{self.team_id}/{next(self._ids)}/{secrets.token_urlsafe(18)}"

@@ -69,9 +69,19 @@ class RecordingPlatform:
 
     gone: set[str] = field(default_factory=set)
     """Users who are no longer members (`member` answers None)."""
+    servers: dict[str, set[str]] = field(default_factory=dict)
+    """The members of each workspace listed here (`member` answers None for anyone else there);
+    everyone is a member of a workspace not listed."""
+    unreachable: set[str] = field(default_factory=set)
+    """Workspaces whose member lookups fail (`member` raises, as a platform outage would)."""
+    lookups: list[tuple[str, str]] = field(default_factory=list)
+    """Every `member` lookup, as `(workspace_id, user_id)`."""
 
     async def member(self, workspace_id: str, user_id: str) -> Actor | None:
-        if user_id in self.gone:
+        self.lookups.append((workspace_id, user_id))
+        if workspace_id in self.unreachable:
+            raise ConnectionError(f"cannot reach workspace {workspace_id}")
+        if user_id in self.gone or (workspace_id in self.servers and user_id not in self.servers[workspace_id]):
             return None
         return Actor(
             platform=self.name,

@@ -117,3 +117,25 @@ async def test_the_escalation_adds_an_approver_but_changes_no_other_rule():
     with pytest.raises(NotPermittedError) as foreign:
         await _standing(other, EscalationTarget(kind=TargetKind.USER, subject_id="U_DAVE"))
     assert foreign.value.reason == "other_workspace"
+
+
+async def test_the_escalation_audience_may_approve_or_reject_but_not_edit():
+    """Only as the escalation's audience: approve and reject count, edit is refused; an approver or admin there may edit."""
+    dave = EscalationTarget(kind=TargetKind.USER, subject_id="U_DAVE")
+    listed = WorkspaceConfig(
+        platform="slack",
+        workspace_id=WORKSPACE,
+        approvers=(ApproverRule(kind=ApproverKind.USER, subject_id="U_LISTED", tool_name="send"),),
+    )
+    for config in (None, listed):
+        for decision in ("approve", "reject"):
+            assert await _standing(actor("U_DAVE"), dave, config, decision=decision) is Standing.ESCALATION
+        with pytest.raises(NotPermittedError) as refused:
+            await _standing(actor("U_DAVE"), dave, config, decision="edit")
+        assert refused.value.reason == "escalation_no_edit"
+    assert await _standing(actor("U_ADMIN"), dave, decision="edit") is Standing.ADMIN
+    assert await _standing(actor("U_LISTED"), dave, listed, decision="edit") is Standing.APPROVER
+    assert await _standing(actor(REQUESTER), dave, decision="edit") is Standing.REQUESTER
+    with pytest.raises(NotPermittedError) as outsider:
+        await _standing(actor("U_BOB"), dave, listed, decision="edit")
+    assert outsider.value.reason == "not_an_approver"
