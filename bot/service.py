@@ -135,7 +135,9 @@ class Countersign:
                 log.exception("accepting a message failed")
                 await self._runner.notify(
                     message.conversation,
-                    TurnFailed(thread_id=message.conversation.thread_id, message=message.text),
+                    TurnFailed(
+                        thread_id=message.conversation.thread_id, message=message.text, message_id=message.message_id
+                    ),
                     recipient=message.actor,
                 )
             return False
@@ -218,7 +220,9 @@ class Countersign:
             if attempts > upkeep.MAX_ATTEMPTS:
                 log.error("giving up on message %s after %d attempts", key, attempts - 1)
                 await self._inbox.abandon(key)
-                failed = TurnFailed(thread_id=conversation.thread_id, message=message.text)
+                failed = TurnFailed(
+                    thread_id=conversation.thread_id, message=message.text, message_id=message.message_id
+                )
                 await self._runner.notify(conversation, failed, recipient=message.actor)
                 return
         try:
@@ -230,7 +234,7 @@ class Countersign:
             raise
         except Exception:
             log.exception("handling a message failed")
-            failed = TurnFailed(thread_id=conversation.thread_id, message=message.text)
+            failed = TurnFailed(thread_id=conversation.thread_id, message=message.text, message_id=message.message_id)
             handled = await self._runner.notify(conversation, failed, recipient=message.actor)
         if key is not None and handled:
             await self._inbox.handled(key)

@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
 from bot.errors import ConfigurationError, DatabaseUnavailableError
 from bot.settings import Settings
@@ -78,8 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = ".".join(str(p) for p in first.get("loc", ()))
         if where == "COUNTERSIGN_WORKERS" and getattr(args, "workers", None) is not None:
             where = "--workers"
-        message = first["msg"].removeprefix("Value error, ")  # pydantic's prefix to our validators' own words
-        print(f"countersign: invalid setting {where}: {message}", file=sys.stderr)
+        print(f"countersign: invalid setting {where}: {_problem(first)}", file=sys.stderr)
         return 2
     configure_logging(settings.server.log_level, settings.server.log_format, settings.server.worker_index)
     try:
@@ -93,6 +93,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     return 0
+
+
+_PYDANTIC_WORDS = {
+    "greater_than_equal": "must be at least {ge}",
+    "greater_than": "must be more than {gt}",
+    "less_than_equal": "must be at most {le}",
+    "less_than": "must be less than {lt}",
+    "int_parsing": "must be a whole number",
+    "float_parsing": "must be a number",
+}
+"""Pydantic's range and number errors, by type, in the words the rest of the command line uses."""
+
+
+def _problem(error: ErrorDetails) -> str:
+    """What is wrong with a refused setting: `--workers 0` reads "must be at least 1, not 0".
+
+    Pydantic's own range and number messages ("Input should be greater than or equal to 1") are
+    reworded with the value given; our validators' sentences are kept, without the
+    "Value error, " prefix pydantic adds to them.
+    """
+    words = _PYDANTIC_WORDS.get(error["type"])
+    if words is None:
+        return error["msg"].removeprefix("Value error, ")
+    given = str(error.get("input", ""))
+    shown = given if given.isprintable() and len(given) <= 40 else repr(given[:40])
+    return f"{words.format(**error.get('ctx', {}))}, not {shown}"
 
 
 class _StoppedEarlyError(Exception):

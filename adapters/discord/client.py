@@ -12,7 +12,7 @@ from discord import app_commands
 from adapters.discord import messages as msg
 from adapters.discord.buttons import ApprovalButton, ArgumentsButton, BatchButton, PageButton, StopButton
 from adapters.discord.commands import build_command_group, on_command_error
-from adapters.discord.conversations import author_actor, scoped_conversation, strip_bot_mention
+from adapters.discord.conversations import author_actor, message_ref, scoped_conversation, strip_bot_mention
 from adapters.discord.counted_http import count_failures
 from adapters.discord.interactions import InteractionHandler
 from adapters.discord.platform import NO_PINGS
@@ -172,7 +172,7 @@ class CountersignClient(discord.AutoShardedClient):
             actor=author_actor(message),
             conversation=conversation,
             text=text,
-            message_id=str(message.id),
+            message_id=message_ref(conversation, message.channel.id, message.id),
         )
         try:
             self.service.submit_message(incoming)

@@ -58,6 +58,27 @@ def target_channel_id(conversation: ConversationRef) -> int:
     return int(conversation.thread or conversation.channel_id)
 
 
+def message_ref(conversation: ConversationRef, channel_id: int, message_id: int) -> str:
+    """A message's id as the core keeps it (`IncomingMessage.message_id`).
+
+    The bare message id when the message is where the conversation posts (`target_channel_id`),
+    as every message is but a mention in a thread of a channel whose scope is the whole
+    channel: that one is `<channel id>/<message id>`, so that the message can still be found
+    (Discord reads a message by channel and id).
+    """
+    if channel_id == target_channel_id(conversation):
+        return str(message_id)
+    return f"{channel_id}/{message_id}"
+
+
+def parse_message_ref(conversation: ConversationRef, ref: str) -> tuple[int, int] | None:
+    """`(channel id, message id)` of a `message_ref`; None for a string that is not one."""
+    channel, _, message = ref.rpartition("/")
+    if not message.isdecimal() or not (channel.isdecimal() or not channel):
+        return None
+    return (int(channel) if channel else target_channel_id(conversation)), int(message)
+
+
 def author_actor(message: discord.Message) -> Actor:
     """The author of a message (authenticated by the gateway)."""
     return Actor(

@@ -170,6 +170,16 @@ MESSAGE_FAILED = (
     "Something went wrong on my side and I could not answer your message “{excerpt}”. Please send it "
     "again; the details are in the bot's log (conversation `{thread_id}`)."
 )
+MESSAGE_FAILED_DELETED = (
+    "Something went wrong on my side and I could not answer a message that has since been deleted. "
+    "The details are in the bot's log (conversation `{thread_id}`)."
+)
+"""`MESSAGE_FAILED` for a message its author deleted: the notice is public, so not a word of it."""
+MESSAGE_FAILED_LINKED = (
+    "Something went wrong on my side and I could not answer [this message]({url}). Please send it "
+    "again; the details are in the bot's log (conversation `{thread_id}`)."
+)
+"""`MESSAGE_FAILED` for a message the bot could not read back to see whether it is still there."""
 CARDS_IN_CHANNEL = "Approval needed for {tools}: the card is in <#{channel}>."
 CARDS_IN_DMS = "Approval needed for {tools}: the card was sent to the approvers by direct message."
 EXPIRED_NOTICE = "<@{user}> your request to run `{tool}` expired without a decision, so it did not run."

@@ -7,6 +7,7 @@ import re
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
+import aiohttp
 import discord
 
 from adapters import model_messages as model_msg
@@ -15,7 +16,7 @@ from adapters.discord import messages as msg
 from adapters.discord.buttons import card_view, stop_view
 from adapters.discord.cards import card_embed, shows_all_button, target_mention
 from adapters.discord.cards import unshowable as unshowable_in_discord
-from adapters.discord.conversations import DM, known_guild, target_channel_id
+from adapters.discord.conversations import DM, known_guild, parse_message_ref, target_channel_id
 from adapters.display import excerpt, model_failed_text, offers_stop, progress_line, shows_something
 from bot.approvals.escalation import TargetKind
 from bot.approvals.shown import Arguments, Unshowable
@@ -152,10 +153,13 @@ class DiscordPlatform:
 
         Only an expiry notice may ping, and only its requester. A call refused in a DM
         (`AskElsewhere`) names the servers where to ask (a server the bot can no longer see is
-        left out; with none left, "a server").
+        left out; with none left, "a server"). A notice about a message that could not be
+        answered quotes it only while it is still there (`_message_failed`).
         """
         if isinstance(notice, AskElsewhere):
             text = await self._ask_elsewhere(notice)
+        elif isinstance(notice, TurnFailed) and notice.message is not None:
+            text = await self._message_failed(conversation, notice)
         else:
             text = self._render(conversation, notice, recipient)
         mentions = NO_PINGS
@@ -254,6 +258,36 @@ class DiscordPlatform:
         servers = names[0] if len(names) == 1 else msg.SERVERS_OR.format(some=", ".join(names[:-1]), last=names[-1])
         return msg.ASK_IN_SERVERS.format(tool=notice.tool_name, servers=servers)
 
+    async def _message_failed(self, conversation: ConversationRef, notice: TurnFailed) -> str:
+        """The notice for a message that could not be answered: quoted only if its author has not deleted it.
+
+        The notice is public, and a message given up was sent up to `bot.upkeep.MAX_ATTEMPTS`
+        attempts (about 15 minutes) before: its author may have deleted it meanwhile, and the
+        bot must not show again what they took back. So the message is read first
+        (`GET /channels/{id}/messages/{id}`). Still there: quoted (60 characters, spoilers
+        masked). Gone (404: Unknown Message, or Unknown Channel): the notice says a deleted
+        message could not be answered, without a word of it. Not readable for another reason
+        (no Read Message History in the channel, Discord failing): not quoted either, but
+        linked, since it may be there (docs/decisions/0036-messages-given-up.md).
+        """
+        found = None if notice.message_id is None else parse_message_ref(conversation, notice.message_id)
+        if found is None:
+            return msg.TURN_FAILED.format(thread_id=notice.thread_id)  # no id to check it by
+        channel_id, message_id = found
+        try:
+            await self._channel(channel_id).fetch_message(message_id)
+        except discord.NotFound:
+            log.info("not quoting message %s in a notice: it was deleted", message_id)
+            return msg.MESSAGE_FAILED_DELETED.format(thread_id=notice.thread_id)
+        except (discord.HTTPException, aiohttp.ClientError, OSError, TimeoutError) as exc:
+            log.warning("not quoting message %s in a notice: it could not be read (%s)", message_id, exc)
+            guild = "@me" if conversation.workspace_id == DM else conversation.workspace_id
+            url = f"https://discord.com/channels/{guild}/{channel_id}/{message_id}"
+            return msg.MESSAGE_FAILED_LINKED.format(url=url, thread_id=notice.thread_id)
+        # The notice is public: text its author hid as a spoiler stays hidden.
+        quoted = discord.utils.escape_markdown(excerpt(_SPOILER.sub("▒▒▒", notice.message or "")))
+        return msg.MESSAGE_FAILED.format(excerpt=quoted, thread_id=notice.thread_id)
+
     def _render(self, conversation: ConversationRef, notice: Notice, recipient: Actor | None) -> str:
         if isinstance(notice, ReviewPending) and not notice.approvals:
             return msg.REVIEW_BUSY.format(user=recipient.user_id if recipient else "")
@@ -278,10 +312,6 @@ class DiscordPlatform:
                 no_answer=model_msg.MODEL_NO_ANSWER,
                 busy_for=model_msg.MODEL_BUSY_FOR,
             )
-        if isinstance(notice, TurnFailed) and notice.message is not None:
-            # The notice is public: text its author hid as a spoiler stays hidden.
-            quoted = discord.utils.escape_markdown(excerpt(_SPOILER.sub("▒▒▒", notice.message)))
-            return msg.MESSAGE_FAILED.format(excerpt=quoted, thread_id=notice.thread_id)
         if isinstance(notice, TurnFailed):
             return msg.TURN_FAILED.format(thread_id=notice.thread_id)
         if isinstance(notice, CardsElsewhere):

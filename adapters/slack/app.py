@@ -24,14 +24,19 @@ from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.oauth.async_oauth_settings import AsyncOAuthSettings
+from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_sdk.errors import SlackApiError
 
 from adapters.slack import ack_timing
 from adapters.slack.ack_board import AckBoard
 from adapters.slack.after_ack import AfterAck
 from adapters.slack.commands import SlackCommands
-from adapters.slack.installation_store import PostgresInstallationStore
-from adapters.slack.listeners import SlackListeners
+from adapters.slack.installation_store import (
+    InstallationStoreUnavailable,
+    PostgresInstallationStore,
+    StoreCheckingAuthorize,
+)
+from adapters.slack.listeners import LAST_RETRY, SlackListeners, retry_num
 from adapters.slack.platform import SlackPlatform, UserDirectory, finish_decorations
 from adapters.slack.state_store import PostgresOAuthStateStore
 from adapters.slack.workspaces import WorkspaceClients
@@ -185,13 +190,24 @@ class SlackAdapter:
                 process_before_response=PROCESS_BEFORE_RESPONSE,
             )
         else:
-            # Bolt builds its authorize from the installation store (each request gets the
-            # workspace's bot token on `context.client`), and its flow calls `oauth.v2.access`
-            # through `self.client` (so `SLACK_API_URL` applies).
+            # The authorize reads the installation store (each request gets the workspace's
+            # bot token on `context.client`), failing the request when the store cannot be
+            # read; Bolt's flow calls `oauth.v2.access` through `self.client` (so
+            # `SLACK_API_URL` applies).
             self.app = AsyncApp(
                 client=self.client,
                 logger=_bolt_logger(),
                 signing_secret=signing_secret,
+                # Bolt takes an `AsyncAuthorize` as it is (its own answers None for "no
+                # installation" too), though its annotation asks for a result every time.
+                authorize=StoreCheckingAuthorize(  # type: ignore[arg-type]
+                    logger=_bolt_logger(),
+                    installation_store=oauth_settings.installation_store,
+                    client_id=oauth_settings.client_id,
+                    client_secret=oauth_settings.client_secret,
+                    bot_only=True,
+                    client=self.client,
+                ),
                 oauth_settings=oauth_settings,
                 installation_store=self.installations,
                 installation_store_bot_only=True,
@@ -380,8 +396,18 @@ class SlackAdapter:
             reason = str(exc) or type(exc).__name__
             raise ConfigurationError(f"cannot reach the Slack Web API at {self.client.base_url}: {reason}") from None
 
-    async def _on_error(self, error: Exception) -> None:
+    async def _on_error(self, error: Exception, request: AsyncBoltRequest) -> None:
         # A listener's exception is logged here; Slack users never see a stack trace.
+        if isinstance(error, InstallationStoreUnavailable):
+            if request.body.get("type") == "event_callback" and retry_num(request) >= LAST_RETRY:
+                log.error(
+                    "answered Slack's last delivery of an event with 500: %s; Slack will not deliver it again, "
+                    "and without the workspace's token nobody can be told",
+                    error,
+                )
+            else:
+                log.error("answered a Slack request with 500: %s", error)
+            return
         log.error("unhandled error in a Slack listener", exc_info=error)
 
 

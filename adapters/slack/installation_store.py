@@ -14,10 +14,14 @@ row. Tokens are secrets: nothing here logs one. See docs/decisions/0019.
 from __future__ import annotations
 
 import logging
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any
 
 import asyncpg
+from slack_bolt.authorization import AuthorizeResult
+from slack_bolt.authorization.async_authorize import AsyncInstallationStoreAuthorize
+from slack_bolt.context.async_context import AsyncBoltContext
 from slack_sdk.oauth.installation_store.async_installation_store import AsyncInstallationStore
 from slack_sdk.oauth.installation_store.models.bot import Bot
 from slack_sdk.oauth.installation_store.models.installation import Installation
@@ -28,6 +32,15 @@ _COLUMNS = (
     "enterprise_id, enterprise_name, team_id, team_name, app_id, bot_id, bot_user_id, bot_token, "
     "bot_scopes, bot_refresh_token, bot_token_expires_at, is_enterprise_install, installer_user_id, installed_at"
 )
+
+
+_FAILURES: ContextVar[list[Exception] | None] = ContextVar("slack_installation_reads_failed", default=None)
+"""Where `PostgresInstallationStore` leaves a read that failed, for `StoreCheckingAuthorize` (set
+around each authorize call only)."""
+
+
+class InstallationStoreUnavailable(Exception):  # noqa: N818 - says what happened, as asyncpg's errors do
+    """The installation store could not be read (the database did not answer): the request gets a 500."""
 
 
 def _key(enterprise_id: str | None, team_id: str | None, is_enterprise_install: bool | None) -> tuple[str, str]:
@@ -47,8 +60,9 @@ class PostgresInstallationStore(AsyncInstallationStore):
     Args:
         pool: the asyncpg pool.
 
-    Errors from asyncpg (the database is down) propagate: Bolt then fails the request (an
-    event is answered 500 and Slack retries; the OAuth redirect shows Bolt's failure page).
+    Errors from asyncpg (the database is down) propagate: the OAuth redirect then shows
+    Bolt's failure page, and a request authorized with `StoreCheckingAuthorize` is answered
+    500 (an event is delivered again).
     """
 
     def __init__(self, pool: asyncpg.Pool) -> None:
@@ -179,7 +193,22 @@ class PostgresInstallationStore(AsyncInstallationStore):
         to: the adapter's own calls (`WorkspaceClients`) know only the team id, while a
         workspace of an Enterprise Grid org is stored under its enterprise id too. Team ids
         are unique across Slack, so this finds no other workspace.
+
+        Raises:
+            Exception: asyncpg's, when the database cannot be read (also left for
+                `StoreCheckingAuthorize`, which Bolt would not tell it).
         """
+        try:
+            return await self._read(enterprise_id, team_id, is_enterprise_install)
+        except Exception as exc:
+            failures = _FAILURES.get()
+            if failures is not None:
+                failures.append(exc)
+            raise
+
+    async def _read(
+        self, enterprise_id: str | None, team_id: str | None, is_enterprise_install: bool | None
+    ) -> asyncpg.Record | None:
         enterprise_key, team_key = _key(enterprise_id, team_id, is_enterprise_install)
         if enterprise_id is None and team_key:
             row: asyncpg.Record | None = await self._pool.fetchrow(
@@ -209,6 +238,58 @@ class PostgresInstallationStore(AsyncInstallationStore):
             team_id or "",
         )
         log.info("Slack installation deleted for team %s (enterprise %s): %s row(s)", team_id, enterprise_id, deleted)
+
+
+class StoreCheckingAuthorize(AsyncInstallationStoreAuthorize):
+    """Bolt's authorize from the installation store, failing the request when the store cannot be read.
+
+    Bolt's own catches an exception of the store (and logs it at INFO) and goes on as for a
+    workspace without an installation: it answers 200, with "please reinstall this app" as the
+    body, or sent to a click's `response_url`. An event so answered is never delivered again:
+    with the database down, every message was lost, and whoever clicked was told to reinstall.
+    This one raises `InstallationStoreUnavailable` instead, so Bolt answers 500 and Slack
+    delivers an event again, as it does when the inbox cannot take a message (docs/decisions/0009).
+    A workspace that has no installation is answered as before.
+
+    Takes the arguments of `AsyncInstallationStoreAuthorize`.
+    """
+
+    async def __call__(
+        self,
+        *,
+        context: AsyncBoltContext,
+        enterprise_id: str | None,
+        team_id: str | None,
+        user_id: str | None,
+        actor_enterprise_id: str | None = None,
+        actor_team_id: str | None = None,
+        actor_user_id: str | None = None,
+    ) -> AuthorizeResult | None:
+        """Bolt's answer, unless it is "no installation" because the store could not be read.
+
+        Raises:
+            InstallationStoreUnavailable: the store failed and no installation was found.
+        """
+        failures: list[Exception] = []
+        mark = _FAILURES.set(failures)
+        try:
+            result = await super().__call__(
+                context=context,
+                enterprise_id=enterprise_id,
+                team_id=team_id,
+                user_id=user_id,
+                actor_enterprise_id=actor_enterprise_id,
+                actor_team_id=actor_team_id,
+                actor_user_id=actor_user_id,
+            )
+        finally:
+            _FAILURES.reset(mark)
+        if result is None and failures:
+            cause = failures[-1]
+            raise InstallationStoreUnavailable(
+                f"could not read the Slack installation of team {team_id} ({type(cause).__name__}: {cause})"
+            ) from cause
+        return result
 
 
 def _bot(row: asyncpg.Record) -> Bot:

@@ -13,10 +13,11 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltContext
+from slack_bolt.request.async_request import AsyncBoltRequest
 
 from adapters.admin_text import error_text as admin_error_text
 from adapters.admin_text import render
@@ -28,13 +29,14 @@ from adapters.slack import messages as msg
 from adapters.slack.after_ack import AfterAck
 from adapters.slack.commands import SLACK_MARKUP
 from adapters.slack.errors import error_text
-from adapters.slack.platform import SlackPlatform, UserDirectory
+from adapters.slack.platform import SlackPlatform, UserDirectory, message_failed_text
 from adapters.slack.text import escape, plain_text
 from bot.admin.service import AdminService
 from bot.approvals.config import ConversationScope
 from bot.approvals.decisions import Approve, Edit, EditedAction, Reject
 from bot.conversation import Actor, ConversationRef, IncomingMessage
 from bot.errors import CountersignError
+from bot.log_context import about
 from bot.ports import BatchOffer
 from bot.service import Countersign
 
@@ -45,10 +47,21 @@ _PERSON_SUBTYPES = frozenset({None, "thread_broadcast", "file_share"})
 """Message subtypes that are something a person wrote to the bot (Slack's message subtypes)."""
 
 _MENTION = re.compile(r"<@([A-Z0-9]+)(\|[^>]*)?>")
-_ACCEPTED = "countersign_accepted"
-"""Bolt context key: the message the middleware accepted, for the listener to start."""
-_EMPTY = "countersign_empty"
-"""Bolt context key: (conversation, user) of a mention without words, for the listener to answer."""
+_TAKEN = "countersign_taken"
+"""Bolt context key: what the middleware took (an `IncomingMessage` it claimed, an `_Empty`
+mention, or None), for the listener to start."""
+LAST_RETRY = 3
+"""`X-Slack-Retry-Num` of Slack's last delivery of an event it got no 200 for: Slack retries
+three times (Slack's Events API, "Retries"). Over Socket Mode the envelope's `retry_attempt`,
+which Bolt hands on as the same header."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Empty:
+    """A mention without words, to be answered with a hint."""
+
+    conversation: ConversationRef
+    user_id: str
 
 
 class SlackListeners:
@@ -103,13 +116,15 @@ class SlackListeners:
     # the inbox in the middleware, before the acknowledgement: once Slack has its 200, the
     # message is in PostgreSQL and a live replica answers it whatever happens to this process.
     # If the claim fails (the database is down), Bolt answers 500 and Slack delivers the event
-    # again later (docs/decisions/0009).
+    # again later (docs/decisions/0009); after its last retry, the sender is told
+    # (docs/decisions/0036-messages-given-up.md).
 
     async def accept_mention(
         self,
         event: dict[str, Any],
         body: dict[str, Any],
         context: AsyncBoltContext,
+        request: AsyncBoltRequest,
         next: Callable[[], Awaitable[None]],
     ) -> None:
         """A mention in a channel: the conversation is the thread under it (or its thread).
@@ -118,14 +133,9 @@ class SlackListeners:
         the bot answers in the channel.
         """
         if not _from_a_bot(event, context):
-            team = _team_of(body, event)
-            thread: str | None = event.get("thread_ts") or event["ts"]
-            if await self._admin.scope(PLATFORM, team, event["channel"]) is ConversationScope.CHANNEL:
-                thread = None
-            conversation = ConversationRef(
-                platform=PLATFORM, workspace_id=team, channel_id=event["channel"], thread=thread
+            await self._take(
+                event, body, context, request, lambda: self._mention_conversation(event, body), addressed=True
             )
-            await self._accept(event, conversation, context)
         await next()
 
     async def accept_message(
@@ -133,6 +143,7 @@ class SlackListeners:
         event: dict[str, Any],
         body: dict[str, Any],
         context: AsyncBoltContext,
+        request: AsyncBoltRequest,
         next: Callable[[], Awaitable[None]],
     ) -> None:
         """A DM, or a reply in a thread the bot takes part in.
@@ -141,23 +152,39 @@ class SlackListeners:
         a reply also sent to the channel (`thread_broadcast`) or with a file (`file_share`) is
         a person's message like any other.
         """
-        conversation = await self._conversation_of_message(event, body, context)
-        if conversation is not None:
-            await self._accept(event, conversation, context)
+        if event.get("subtype") not in _PERSON_SUBTYPES or _from_a_bot(event, context):
+            await next()
+            return
+        bot_user_id = context.bot_user_id
+        await self._take(
+            event,
+            body,
+            context,
+            request,
+            lambda: self._conversation_of_message(event, body, bot_user_id),
+            addressed=event.get("channel_type") == "im",
+        )
         await next()
 
+    async def _mention_conversation(self, event: dict[str, Any], body: dict[str, Any]) -> ConversationRef:
+        conversation = _mention_thread(event, body)
+        if (
+            await self._admin.scope(PLATFORM, conversation.workspace_id, conversation.channel_id)
+            is ConversationScope.CHANNEL
+        ):
+            conversation = replace(conversation, thread=None)
+        return conversation
+
     async def _conversation_of_message(
-        self, event: dict[str, Any], body: dict[str, Any], context: AsyncBoltContext
+        self, event: dict[str, Any], body: dict[str, Any], bot_user_id: str | None
     ) -> ConversationRef | None:
-        if event.get("subtype") not in _PERSON_SUBTYPES or _from_a_bot(event, context):
-            return None
         if event.get("subtype") == "file_share" and not str(event.get("text") or "").strip():
             return None  # a file without words: nothing the agent could read
         team = _team_of(body, event)
         thread_ts = event.get("thread_ts")
         if event.get("channel_type") == "im":
             return ConversationRef(platform=PLATFORM, workspace_id=team, channel_id=event["channel"], thread=thread_ts)
-        if thread_ts is None or _mentions(event.get("text", ""), context.bot_user_id):
+        if thread_ts is None or _mentions(event.get("text", ""), bot_user_id):
             return None  # channel chatter, or a mention that app_mention already delivers
         if await self._admin.scope(PLATFORM, team, event["channel"]) is ConversationScope.CHANNEL:
             return None  # one conversation per channel: only mentions reach it
@@ -166,13 +193,55 @@ class SlackListeners:
         )
         return conversation if await self._service.knows_conversation(conversation) else None
 
-    async def _accept(self, event: dict[str, Any], conversation: ConversationRef, context: AsyncBoltContext) -> None:
-        """Claim the message (raises when the database cannot take it: Bolt answers 500)."""
-        text = plain_text(_strip_mentions(event.get("text", ""), context.bot_user_id))
+    async def _take(
+        self,
+        event: dict[str, Any],
+        body: dict[str, Any],
+        context: AsyncBoltContext,
+        request: AsyncBoltRequest,
+        find: Callable[[], Awaitable[ConversationRef | None]],
+        *,
+        addressed: bool,
+    ) -> None:
+        """Find the message's conversation and claim the message, before the acknowledgement.
+
+        What was taken is left in the Bolt context for `start_turn`. Whatever fails (the
+        database is down) is raised: Bolt answers 500 and Slack delivers the event again. On
+        Slack's last retry (`LAST_RETRY`) a last try follows the answer (`_last_try`), so that
+        the sender is told if the message still cannot be taken.
+
+        Args:
+            event: the `message` or `app_mention` event.
+            body: the request's payload (its `team_id`).
+            context: Bolt's context of the request.
+            request: Bolt's request (its `x-slack-retry-num` header).
+            find: the message's conversation, or None when the message is not for the bot.
+            addressed: whether the message is for the bot whatever `find` says (a mention, a
+                DM): a thread reply is, only once `find` said the bot takes part there.
+        """
+        bot_user_id = context.bot_user_id
+        try:
+            conversation = await find()
+            taken = None if conversation is None else await self._claim(event, conversation, bot_user_id)
+        except Exception:
+            if retry_num(request) >= LAST_RETRY:
+                last_try = self._last_try(event, body, find, bot_user_id, addressed=addressed)
+                self._after_ack(last_try, "a message's last try")
+            raise
+        context[_TAKEN] = taken
+
+    async def _claim(
+        self, event: dict[str, Any], conversation: ConversationRef, bot_user_id: str | None
+    ) -> IncomingMessage | _Empty | None:
+        """Claim the message: the message to handle, an empty mention to answer, or None (a repeated delivery).
+
+        Raises:
+            Exception: when the database cannot take it (nothing is claimed).
+        """
+        text = plain_text(_strip_mentions(event.get("text", ""), bot_user_id))
         user_id = event["user"]
         if is_blank(text):
-            context[_EMPTY] = (conversation, user_id)
-            return
+            return _Empty(conversation, user_id)
         user = await self._users.get(conversation.workspace_id, user_id)
         actor = Actor(
             platform=PLATFORM,
@@ -181,21 +250,69 @@ class SlackListeners:
             display_name=user.display_name,
         )
         message = IncomingMessage(actor=actor, conversation=conversation, text=text, message_id=event["ts"])
-        if await self._service.accept(message):
-            context[_ACCEPTED] = message
+        return message if await self._service.accept(message) else None
 
     async def start_turn(self, context: AsyncBoltContext) -> None:
         """After the acknowledgement: start the turn of an accepted message (or say it was empty)."""
-        empty = context.get(_EMPTY)
-        if empty is not None:
-            conversation, user_id = empty
+        self._start(context.get(_TAKEN))
+
+    def _start(self, taken: object) -> None:
+        if isinstance(taken, _Empty):
+            conversation = taken.conversation
             whisper = self._whisper(
-                conversation.workspace_id, conversation.channel_id, user_id, msg.EMPTY_MENTION, conversation.thread
+                conversation.workspace_id,
+                conversation.channel_id,
+                taken.user_id,
+                msg.EMPTY_MENTION,
+                conversation.thread,
             )
             self._after_ack(whisper, "an empty mention's answer")
-        message = context.get(_ACCEPTED)
-        if isinstance(message, IncomingMessage):
-            self._service.submit_accepted(message)
+        elif isinstance(taken, IncomingMessage):
+            self._service.submit_accepted(taken)
+
+    async def _last_try(
+        self,
+        event: dict[str, Any],
+        body: dict[str, Any],
+        find: Callable[[], Awaitable[ConversationRef | None]],
+        bot_user_id: str | None,
+        *,
+        addressed: bool,
+    ) -> None:
+        """After Slack's last delivery of a message failed: try once more, and tell the sender if that fails too.
+
+        The try comes first so that a message stored after all is never both answered and
+        given up: a claim that reached the inbox although its delivery failed (the connection
+        dropped after the commit) is found there now, and handled, not reported. The notice is
+        the one a message given up gets (`TurnFailed` with its text), as an ephemeral message
+        where the sender wrote (in the channel, or in the thread of a reply). A reply in a
+        thread whose conversation could not be looked up gets none: the bot may not take part
+        there.
+        """
+        conversation: ConversationRef | None = None
+        try:
+            conversation = await find()
+            if conversation is None:
+                return  # not a message for the bot after all
+            taken = await self._claim(event, conversation, bot_user_id)
+        except Exception:
+            thread_id = (conversation or _mention_thread(event, body)).thread_id
+            text = plain_text(_strip_mentions(event.get("text", ""), bot_user_id))
+            with about(thread_id, event_id=event.get("ts")):
+                if conversation is None and not addressed:
+                    log.exception("Slack will not deliver a message again; whether it was for the bot is unknown")
+                    return
+                if is_blank(text):
+                    log.exception("Slack will not deliver an empty mention again; it could not be answered")
+                    return
+                log.exception("Slack will not deliver a message again and it could not be taken; its sender is told")
+            notice = message_failed_text(thread_id, text)
+            await self._whisper(_team_of(body, event), event["channel"], event["user"], notice, event.get("thread_ts"))
+            return
+        if isinstance(taken, IncomingMessage):
+            with about(conversation.thread_id, event_id=taken.message_id):
+                log.info("a message was taken on a last try after Slack's last delivery of it failed")
+        self._start(taken)
 
     # --- buttons -------------------------------------------------------------------------
 
@@ -478,6 +595,21 @@ def _from_a_bot(event: dict[str, Any], context: AsyncBoltContext) -> bool:
 
 def _team_of(body: dict[str, Any], event: dict[str, Any]) -> str:
     return str(body.get("team_id") or event.get("team") or "")
+
+
+def _mention_thread(event: dict[str, Any], body: dict[str, Any]) -> ConversationRef:
+    """A mention's conversation under the default scope: the thread under it, or the thread it is in."""
+    thread: str = event.get("thread_ts") or event["ts"]
+    return ConversationRef(
+        platform=PLATFORM, workspace_id=_team_of(body, event), channel_id=event["channel"], thread=thread
+    )
+
+
+def retry_num(request: AsyncBoltRequest) -> int:
+    """Which of Slack's retries the request is (`X-Slack-Retry-Num`): 0 for a first delivery."""
+    values = request.headers.get("x-slack-retry-num") or ()
+    number = values[0] if values else "0"
+    return int(number) if number.isdecimal() else 0
 
 
 def _mentions(text: str, bot_user_id: str | None) -> bool:

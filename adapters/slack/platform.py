@@ -128,6 +128,16 @@ def belongs_to(user: dict[str, Any], team_id: str) -> bool:
     return isinstance(teams, list) and team_id in teams
 
 
+def message_failed_text(thread_id: str, message: str) -> str:
+    """What the sender of a message that could not be answered reads: `MESSAGE_FAILED`, quoting the message.
+
+    Args:
+        thread_id: the conversation, as the log names it.
+        message: the message's text; its first `adapters.display.EXCERPT_CHARS` characters are quoted.
+    """
+    return msg.MESSAGE_FAILED.format(excerpt=escape(excerpt(message)), thread_id=thread_id)
+
+
 def card_ref(channel: str, ts: str) -> str:
     """Our reference to a posted card: `<channel>/<ts>`."""
     return f"{channel}/{ts}"
@@ -322,7 +332,7 @@ class SlackPlatform:
                 busy_for=model_msg.MODEL_BUSY_FOR,
             )
         if isinstance(notice, TurnFailed) and notice.message is not None:
-            return msg.MESSAGE_FAILED.format(excerpt=escape(excerpt(notice.message)), thread_id=notice.thread_id)
+            return message_failed_text(notice.thread_id, notice.message)
         if isinstance(notice, TurnFailed):
             return msg.TURN_FAILED.format(thread_id=notice.thread_id)
         if isinstance(notice, CardsElsewhere):

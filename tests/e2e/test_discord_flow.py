@@ -8,8 +8,11 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+import asyncpg
 import pytest
 
+from adapters.discord import messages as msg
+from bot.upkeep import MAX_ATTEMPTS
 from countersign.server import BotServer
 from tests.e2e.agent_script import LONG_ANSWER
 from tests.e2e.conftest import (
@@ -427,3 +430,71 @@ async def test_a_message_dispatched_again_is_handled_once(discord_bot, discord_a
     await settle(discord_bot)
     assert answer == "You said: hello once"
     assert [r.last_user_text for r in gemini.requests] == ["hello once", "and again"]
+
+
+async def _given_up(bot: BotServer, api, db_url: str, sent: dict[str, Any], channel: int, *, deleted: bool) -> str:
+    """Leave `sent` unanswered until the upkeep gives it up; its author deletes it first if `deleted`.
+
+    Its answer could not be posted in `D_CHANNEL` (a 403), so the message stays in the inbox;
+    its attempts are then set to the last, the run's to past the last (as 15 minutes of failures
+    would), and one pass of the upkeep gives both up. Returns the thread id.
+    """
+    await api.wait_for_request("POST", MESSAGES.format(channel=D_CHANNEL), lambda r: r.status == 403)
+    await settle(bot)
+    connection = await asyncpg.connect(db_url)
+    try:
+        [thread_id] = await connection.fetch("SELECT thread_id FROM inbox WHERE status = 'accepted'")
+        if deleted:
+            await api.delete_message(channel, sent["id"])
+        await connection.execute("UPDATE inbox SET attempts = $1, retry_at = now()", MAX_ATTEMPTS)
+        await connection.execute("UPDATE conversations SET attempts = $1, retry_at = now()", MAX_ATTEMPTS + 1)
+    finally:
+        await connection.close()
+    assert bot.runtime is not None
+    await bot.runtime.service.upkeep.sweep()
+    await settle(bot)
+    return str(thread_id["thread_id"])
+
+
+def _bot_posts(api, channel: int) -> list[str]:
+    """What the bot posted in `channel` (its refused attempts left out)."""
+    posts = api.requests_to("POST", MESSAGES.format(channel=channel))
+    return [str((r.json or {}).get("content")) for r in posts if r.status < 300]
+
+
+@pytest.mark.parametrize("deleted", [True, False], ids=["deleted", "kept"])
+async def test_a_message_given_up_is_quoted_in_the_channel_only_while_it_exists(
+    discord_bot, discord_api, db_url, deleted
+):
+    """A message given up after the last attempt is quoted publicly only if its author has not deleted it."""
+    discord_api.fail_next("POST", MESSAGES.format(channel=D_CHANNEL), status=403, code=50013)  # the answer
+    sent = await mention(discord_api, D_ALICE, "the vault code is 7741")
+    thread_id = await _given_up(discord_bot, discord_api, db_url, sent, D_CHANNEL, deleted=deleted)
+    posts = _bot_posts(discord_api, D_CHANNEL)
+    gone = msg.MESSAGE_FAILED_DELETED.format(thread_id=thread_id)
+    quoted = msg.MESSAGE_FAILED.format(excerpt="the vault code is 7741", thread_id=thread_id)
+    assert (gone in posts, quoted in posts) == (deleted, not deleted)
+    if deleted:
+        assert not any("7741" in post or "vault" in post for post in posts)
+    assert discord_api.requests_to("GET", rf"/channels/{D_CHANNEL}/messages/{sent['id']}")  # it was looked for
+
+
+async def test_a_deleted_mention_in_a_thread_of_a_whole_channel_conversation_is_not_quoted(
+    discord_bot, discord_api, db_url
+):
+    """With `scope channel`, a mention in a thread answers in the channel; given up after its deletion, it is not quoted."""
+    scope = await discord_api.invoke_command(
+        "countersign",
+        D_CAROL,
+        channel_id=D_CHANNEL,
+        options=[{"type": 1, "name": "scope", "options": [{"name": "kind", "type": 3, "value": "channel"}]}],
+    )
+    await discord_api.wait_for_request("POST", rf"/webhooks/\d+/{scope.token}")
+    discord_api.fail_next("POST", MESSAGES.format(channel=D_CHANNEL), status=403, code=50013)  # the answer
+    sent = await mention(discord_api, D_ALICE, "the vault code is 7741", channel=D_THREAD)
+    thread_id = await _given_up(discord_bot, discord_api, db_url, sent, D_THREAD, deleted=True)
+    assert thread_id == f"discord:{D_GUILD}:{D_CHANNEL}"
+    posts = _bot_posts(discord_api, D_CHANNEL)
+    assert msg.MESSAGE_FAILED_DELETED.format(thread_id=thread_id) in posts
+    assert not any("7741" in post for post in posts + _bot_posts(discord_api, D_THREAD))
+    assert discord_api.requests_to("GET", rf"/channels/{D_THREAD}/messages/{sent['id']}")  # where it was written

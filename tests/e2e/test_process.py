@@ -500,7 +500,7 @@ async def test_a_bad_workers_option_is_named_as_typed(tmp_path):
     bot = await BotProcess(base_env(GOOGLE_API_KEY="k"), tmp_path, args=("--workers", "0")).start()
     assert await bot.wait(timeout=60) == 2
     lines = bot.stderr.decode().strip().splitlines()
-    assert lines == ["countersign: invalid setting --workers: Input should be greater than or equal to 1"], lines
+    assert lines == ["countersign: invalid setting --workers: must be at least 1, not 0"], lines
 
 
 async def test_a_refused_setting_reads_as_our_own_words(tmp_path):

@@ -11,12 +11,14 @@ import asyncpg
 import pytest
 
 from adapters.slack import blocks
+from bot.settings import DatabaseSettings
 from countersign.server import BotServer
 from tests.e2e.agent_script import LONG_ANSWER
-from tests.e2e.conftest import ALICE, BOB, CAROL, CHANNEL, SIGNING_SECRET, TEAM
+from tests.e2e.conftest import ALICE, BOB, CAROL, CHANNEL, SIGNING_SECRET, TEAM, make_settings
 from tests.standins.slack_api import SlackApiStandIn
 from tests.standins.slack_events import SlackEventSender
 from tests.support.barriers import GENEROUS_S, slack_listeners_done
+from tests.support.postgres import inbox_refusing_claims, own_embedded, start_embedded_again, stop_embedded
 
 pytestmark = pytest.mark.e2e
 
@@ -481,6 +483,94 @@ async def test_a_message_the_database_cannot_take_is_not_acknowledged_and_its_re
     await settle(bot)
     assert answer == "You said: hello"
     assert [c.args["text"] for c in slack.calls_to("chat.postMessage")] == ["You said: hello"]
+
+
+def _ephemerals(slack: SlackApiStandIn) -> list[dict[str, Any]]:
+    return [c.args for c in slack.calls_to("chat.postEphemeral")]
+
+
+def _not_taken(slack: SlackApiStandIn) -> list[dict[str, Any]]:
+    """The ephemeral notices saying a message could not be taken (`MESSAGE_FAILED`)."""
+    return [a for a in _ephemerals(slack) if "could not answer your message" in a["text"]]
+
+
+async def test_slack_s_last_retry_of_a_message_the_database_cannot_take_tells_its_sender_once(
+    tmp_path, gemini, slack, target
+):
+    """The database is down: the first delivery and retries 1 and 2 get a 500 and nobody is told; the last
+    retry (3) gets a 500 too, and its sender one ephemeral notice, where they wrote, quoting the message."""
+    async with own_embedded(tmp_path / "own") as (embedded, url):
+        settings = make_settings(url, gemini, slack, target).model_copy(
+            update={"database": DatabaseSettings(url=url, pool_max_size=4, connect_timeout_s=2)}
+        )
+        async with (
+            BotServer(settings) as bot,
+            SlackEventSender(f"http://127.0.0.1:{bot.port}/slack/events", SIGNING_SECRET, team_id=TEAM) as events,
+        ):
+            await stop_embedded(embedded)
+            first = await events.app_mention(CHANNEL, ALICE, "<@UBOT> deploy the release")
+            assert first.status == 500
+            for retry_num in (1, 2):
+                assert (await events.retry(first, retry_num=retry_num)).status == 500
+            await slack_listeners_done()
+            assert _ephemerals(slack) == []
+            last = await events.retry(first, retry_num=3)
+            assert last.status == 500
+            [notice] = await slack.wait_for("chat.postEphemeral", timeout=GENEROUS_S)
+            await slack_listeners_done()
+            await start_embedded_again(embedded)
+    assert _ephemerals(slack) == [notice.args]
+    assert (notice.args["channel"], notice.args["user"], notice.args.get("thread_ts")) == (CHANNEL, ALICE, None)
+    assert notice.args["text"] == (
+        "Something went wrong on my side and I could not answer your message “deploy the release”. Please send "
+        f"it again; the details are in the bot's log (conversation `slack:{TEAM}:{CHANNEL}:{first.ts}`)."
+    )
+    assert slack.calls_to("chat.postMessage") == []
+
+
+async def test_a_message_stored_on_slack_s_second_retry_is_answered_and_nobody_is_told(bot, events, slack, db_url):
+    """The inbox refuses the first delivery and retry 1, takes retry 2: one answer, no notice."""
+    async with inbox_refusing_claims(db_url, claims=2):
+        first = await events.app_mention(CHANNEL, ALICE, "<@UBOT> hello")
+        assert first.status == 500
+        assert (await events.retry(first, retry_num=1)).status == 500
+        assert (await events.retry(first, retry_num=2)).status == 200
+        [answer] = await wait_answer(slack, first.ts, starts="You said")
+    await settle(bot)
+    await slack_listeners_done()
+    assert answer == "You said: hello"
+    assert _ephemerals(slack) == []
+
+
+async def test_a_message_stored_just_after_slack_s_last_retry_is_answered_and_nobody_is_told(
+    bot, events, slack, db_url
+):
+    """Retry 3's claim fails, the last try after its 500 is stored: the message is answered, never also given up."""
+    async with inbox_refusing_claims(db_url, claims=4):
+        first = await events.app_mention(CHANNEL, ALICE, "<@UBOT> hello")
+        for retry_num in (1, 2, 3):
+            assert (await events.retry(first, retry_num=retry_num)).status == 500
+        [answer] = await wait_answer(slack, first.ts, starts="You said")
+    await settle(bot)
+    await slack_listeners_done()
+    assert answer == "You said: hello"
+    assert _ephemerals(slack) == []
+
+
+async def test_a_thread_reply_slack_gives_up_on_is_answered_in_its_thread(bot, events, slack, db_url):
+    """A reply in the bot's thread that the inbox never takes: after Slack's last retry, the notice is in that thread."""
+    mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> hello")
+    await wait_answer(slack, mention.ts, starts="You said")
+    await settle(bot)
+    async with inbox_refusing_claims(db_url):
+        reply = await events.message(CHANNEL, ALICE, "and the staging one", thread_ts=mention.ts)
+        for retry_num in (1, 2, 3):
+            assert (await events.retry(reply, retry_num=retry_num)).status == 500
+        await slack.wait_for("chat.postEphemeral", timeout=GENEROUS_S)
+        await slack_listeners_done()
+    [notice] = _not_taken(slack)
+    assert (notice["channel"], notice["user"], notice["thread_ts"]) == (CHANNEL, ALICE, mention.ts)
+    assert "“and the staging one”" in notice["text"] and f"slack:{TEAM}:{CHANNEL}:{mention.ts}" in notice["text"]
 
 
 async def test_app_uninstalled_with_one_token_is_acknowledged_and_logged(bot, events, slack, caplog):

@@ -321,3 +321,61 @@ async def test_uninstall_removes_the_tokens_and_the_team_is_no_longer_answered(b
     assert (
         await count(db_url, "SELECT count(*) FROM inbox WHERE thread_id LIKE $1", f"slack:{A.team}:%:{later_a.ts}") == 0
     )
+
+
+async def test_while_the_installations_cannot_be_read_slack_delivers_a_message_again(
+    bot, slack, browser, db_url, caplog
+):
+    """The installation store cannot be read: Slack gets a 500, not a 200 asking to reinstall, and delivers the
+    message again; once the store is back, that delivery is answered."""
+    await install(browser, bot, slack, A)
+    connection = await asyncpg.connect(db_url)
+    try:
+        await connection.execute("ALTER TABLE slack_installations RENAME TO slack_installations_away")
+        async with sender(bot, A) as events:
+            first = await events.app_mention(A.channel, A.person, f"<@{A.bot_user}> hello")
+            assert (first.status, first.body) == (500, "")
+            assert (await events.retry(first, retry_num=1)).status == 500
+            await connection.execute("ALTER TABLE slack_installations_away RENAME TO slack_installations")
+            assert (await events.retry(first, retry_num=2)).status == 200
+            answer = await wait_reply(slack, first.ts, "You said: hello")
+    finally:
+        await connection.close()
+    await settle(bot)
+    assert answer.team_id == A.team
+    refusals = [
+        r.getMessage() for r in caplog.records if r.getMessage().startswith("answered a Slack request with 500")
+    ]
+    assert len(refusals) == 2 and f"could not read the Slack installation of team {A.team}" in refusals[0]
+    assert not [c for c in slack.calls if "reinstall" in str(c.args.get("text", ""))]
+
+
+@pytest.mark.parametrize("unreadable", ["inbox", "slack_installations"])
+async def test_slack_s_last_retry_is_told_with_the_workspace_s_token_when_it_can_be_read(
+    bot, slack, browser, db_url, caplog, unreadable
+):
+    """After Slack's last retry of a message the inbox never took, its sender is told with the workspace's own
+    token; when the installations cannot be read either, there is no token, and the log says nobody was told."""
+    await install(browser, bot, slack, A)
+    connection = await asyncpg.connect(db_url)
+    try:
+        await connection.execute(f"ALTER TABLE {unreadable} RENAME TO {unreadable}_away")
+        async with sender(bot, A) as events:
+            first = await events.app_mention(A.channel, A.person, f"<@{A.bot_user}> hello")
+            for retry_num in (1, 2, 3):
+                assert (await events.retry(first, retry_num=retry_num)).status == 500
+            if unreadable == "inbox":
+                await slack.wait_for("chat.postEphemeral", timeout=GENEROUS_S)
+            await slack_listeners_done()
+        await connection.execute(f"ALTER TABLE {unreadable}_away RENAME TO {unreadable}")
+    finally:
+        await connection.close()
+    notices = slack.calls_to("chat.postEphemeral")
+    if unreadable == "inbox":
+        [notice] = notices
+        assert (notice.team_id, notice.args["channel"], notice.args["user"]) == (A.team, A.channel, A.person)
+        assert "could not answer your message “hello”" in notice.args["text"]
+    else:
+        assert notices == []
+        lost = [r.getMessage() for r in caplog.records if "without the workspace's token nobody" in r.getMessage()]
+        assert len(lost) == 1 and lost[0].startswith("answered Slack's last delivery of an event with 500")

@@ -27,9 +27,10 @@ from tests.e2e.test_slack_flow import _actions, card_state, click, settle, wait_
 from tests.standins.gemini import GeminiStandIn
 from tests.standins.slack_api import SlackApiStandIn
 from tests.standins.slack_socket import SocketModeEventSender
-from tests.support.barriers import GENEROUS_S, wait_until, wait_until_async
+from tests.support.barriers import GENEROUS_S, slack_listeners_done, wait_until, wait_until_async
 from tests.support.gate import Gate
 from tests.support.http_target import HttpTarget
+from tests.support.postgres import inbox_refusing_claims
 
 pytestmark = pytest.mark.e2e
 
@@ -273,6 +274,26 @@ async def test_an_event_the_database_cannot_take_is_not_acked_and_its_redelivery
     await settle(bot)
     assert answer == "You said: hello"
     assert [c.args["text"] for c in slack.calls_to("chat.postMessage")] == ["You said: hello"]
+
+
+async def test_a_dm_the_inbox_never_takes_is_told_after_slack_s_last_redelivery(bot, events, slack, db_url):
+    """A DM the inbox refuses is never acked: Slack redelivers it with retry_attempt 1, 2, 3; after the last its
+    sender gets one ephemeral notice quoting it, and none before."""
+    slack.socket.ack_timeout_s = 0.5  # Slack waits about 3 s for an ack before delivering again
+    events.wait_for_ack = False
+    async with inbox_refusing_claims(db_url):
+        first = await events.message("D1", ALICE, "rotate the keys", channel_type="im")
+        sent = await slack.socket.wait_sent(first.envelope_id, attempts=4, timeout=GENEROUS_S)
+        [notice] = await slack.wait_for("chat.postEphemeral", timeout=GENEROUS_S)
+        await slack.socket.redeliveries_done(timeout=GENEROUS_S)
+        await slack_listeners_done()
+    assert [e.retry_attempt for e in sent] == [0, 1, 2, 3]
+    assert slack.socket.acks_of(first.envelope_id) == []
+    assert notice.at > sent[-1].at  # retries 1 and 2 told nobody
+    assert [c.args for c in slack.calls_to("chat.postEphemeral")] == [notice.args]
+    assert (notice.args["channel"], notice.args["user"], notice.args.get("thread_ts")) == ("D1", ALICE, None)
+    assert "could not answer your message “rotate the keys”. Please send it again" in notice.args["text"]
+    assert slack.calls_to("chat.postMessage") == []
 
 
 async def test_disconnect_message_moves_the_bot_to_a_new_socket(bot, events, slack):

@@ -1671,6 +1671,13 @@ class DiscordStandIn:
         await self._dispatch_message("MESSAGE_UPDATE", stored)
         return self._gateway_message(stored, full=True)
 
+    async def delete_message(self, channel_id: Snowflake, message_id: Snowflake) -> None:
+        """Have a person delete their message, dispatching MESSAGE_DELETE; reading it is then 404 (10008)."""
+        stored = self._message(message_id)
+        if stored.channel_id != _sid(channel_id):
+            raise ValueError(f"message {message_id} is not in channel {channel_id}")
+        await self._delete(stored)
+
     async def click_button(
         self,
         message_id: Snowflake,

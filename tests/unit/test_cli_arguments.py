@@ -41,3 +41,33 @@ def test_a_closed_standard_stream_is_reopened_on_dev_null(closed: int) -> None:
 
     assert done.returncode == 0, done.stderr
     assert done.stderr == b"/dev/null"
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "line"),
+    [
+        (["run", "--workers", "0"], {}, "countersign: invalid setting --workers: must be at least 1, not 0"),
+        (["run", "--workers", "65"], {}, "countersign: invalid setting --workers: must be at most 64, not 65"),
+        (
+            ["run"],
+            {"COUNTERSIGN_WORKERS": "two"},
+            "countersign: invalid setting COUNTERSIGN_WORKERS: must be a whole number, not two",
+        ),
+        (
+            ["run"],
+            {"COUNTERSIGN_WORKERS": "9\n" * 30},
+            "countersign: invalid setting COUNTERSIGN_WORKERS: must be a whole number, not '9\\n9\\n9\\n9\\n9\\n9\\n"
+            "9\\n9\\n9\\n9\\n9\\n9\\n9\\n9\\n9\\n9\\n9\\n9\\n9\\n9\\n'",
+        ),
+    ],
+)
+def test_a_number_out_of_range_is_refused_in_plain_words(
+    argv: list[str], env: dict[str, str], line: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker count out of range or not a number: one line saying what it must be and what was given."""
+    monkeypatch.setenv("COUNTERSIGN_WORKERS", "1")  # `--workers` writes it; this restores it afterwards
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+
+    assert main(argv) == 2
+    assert capsys.readouterr().err.splitlines() == [line]

@@ -1,9 +1,10 @@
-"""Thread ids: the DESIGN.md formats, their round trip, and refusal of ambiguous parts."""
+"""Thread ids: the DESIGN.md formats, their round trip, and refusal of ambiguous parts; Discord message refs."""
 
 from __future__ import annotations
 
 import pytest
 
+from adapters.discord.conversations import message_ref, parse_message_ref
 from bot.conversation import Actor, ConversationRef
 
 
@@ -101,3 +102,27 @@ def test_refs_are_frozen_values():
     actor = Actor(platform="slack", workspace_id="T1", user_id="U1", display_name="Ann")
     assert actor.is_admin is None
     assert actor.groups == frozenset()
+
+
+_CHANNEL = ConversationRef(platform="discord", workspace_id="1234", channel_id="5678")
+_TICKET = ConversationRef(platform="discord", workspace_id="1234", channel_id="5678", thread="9012")
+
+
+@pytest.mark.parametrize(
+    ("conversation", "channel", "ref", "place"),
+    [
+        (_CHANNEL, 5678, "77", (5678, 77)),  # a mention in the channel
+        (_TICKET, 9012, "77", (9012, 77)),  # a message in a ticket
+        (_CHANNEL, 9012, "9012/77", (9012, 77)),  # a mention in a thread of a whole-channel conversation
+    ],
+)
+def test_a_discord_message_ref_names_where_the_message_is(conversation, channel, ref, place):
+    """A Discord message's id in the core is bare where the conversation posts, `<channel>/<id>` elsewhere."""
+    assert message_ref(conversation, channel, 77) == ref
+    assert parse_message_ref(conversation, ref) == place
+
+
+@pytest.mark.parametrize("ref", ["", "x", "12/x", "a/12", "1/2/3", "/"])
+def test_a_discord_message_ref_that_is_none_names_no_message(ref):
+    """Anything but `<id>` or `<channel>/<id>` names no message (nothing is read for it)."""
+    assert parse_message_ref(_CHANNEL, ref) is None
