@@ -323,6 +323,11 @@ class ServerSettings(BaseSettings):
     shutdown_grace_s: float = Field(default=30.0, ge=0, le=3600, validation_alias="SHUTDOWN_GRACE_S")
     """Seconds in-flight turns may run on after SIGTERM before they are cancelled (a cancelled
     turn is finished by the upkeep of a live replica or of the next start)."""
+    start_retry_s: float = Field(default=300.0, ge=0, le=86400, validation_alias="START_RETRY_S")
+    """Seconds after its start first failed for which `countersign run` (each worker, and the
+    supervisor) keeps trying again while PostgreSQL, Slack or Discord cannot be reached (an
+    outage, not a refusal), waiting 1 s and doubling up to 30 s between attempts; then it exits
+    with status 75. 0: no second attempt (docs/decisions/XXXX-outages-probes-and-tokens-at-rest.md)."""
     workers: int = Field(default=1, ge=1, le=64, validation_alias="COUNTERSIGN_WORKERS")
     """Worker processes `countersign run` starts on this machine (`--workers`); more than one
     runs them under a supervisor sharing the port (countersign.workers)."""

@@ -27,6 +27,7 @@ from bot.settings import Settings
 from countersign.event_loop import running_loop_name, settle_heap
 from countersign.runtime import Runtime, check_configuration, open_runtime
 from countersign.signals import cancel_on_signals
+from countersign.starting import start_with_retries
 
 if TYPE_CHECKING:
     from adapters.slack.ack_board import AckBoard
@@ -51,9 +52,11 @@ since 5.4; 128 on older kernels, where raising that sysctl is the operator's par
 async def serve(settings: Settings) -> None:
     """Run the bot: Slack and Discord when configured, else the terminal chat.
 
-    A signal during start-up cancels the start (everything opened so far is closed again);
-    after start-up it begins the orderly shutdown. A worker of `--workers` does the same when
-    its supervisor is gone (`countersign.workers.watch_supervisor`).
+    A start that fails because PostgreSQL, Slack or Discord cannot be reached is closed and
+    tried again with backoff for `START_RETRY_S` seconds (`countersign.starting`). A signal
+    during start-up (or between two attempts) cancels the start (everything opened so far is
+    closed again); after start-up it begins the orderly shutdown. A worker of `--workers` does
+    the same when its supervisor is gone (`countersign.workers.watch_supervisor`).
 
     Raises:
         ConfigurationError: a platform is only half configured (e.g. a Slack bot token with
@@ -61,7 +64,9 @@ async def serve(settings: Settings) -> None:
             SMTP_URL cannot be used (checked first); several workers are asked for without Slack
             or Discord, or on an OS without `SO_REUSEPORT`; no platform is configured and stdin
             is not a terminal (a container without `-it` would otherwise exit 0 at once); the
-            listener cannot bind HOST:PORT.
+            listener cannot bind HOST:PORT; a platform refused its token.
+        DatabaseUnavailableError: PostgreSQL refused us (a wrong password, a missing database).
+        GaveUpError: an outage outlasted `START_RETRY_S`.
     """
     _check_platforms(settings)
     check_configuration(settings)
@@ -107,7 +112,10 @@ async def serve(settings: Settings) -> None:
 
         orphan_watch = asyncio.create_task(watch_supervisor(on_signal), name="supervisor watch")
     try:
-        async with BotServer(settings) as server:
+        async with AsyncExitStack() as stack:
+            server = await start_with_retries(
+                lambda: stack.enter_async_context(BotServer(settings)), retry_for_s=settings.server.start_retry_s
+            )
             started = True
             settle_heap()
             log.info(
