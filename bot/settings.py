@@ -309,12 +309,19 @@ class DiscordSettings(BaseSettings):
 
 
 class ServerSettings(BaseSettings):
-    """The HTTP listener for Slack events and `GET /healthz`."""
+    """The HTTP listeners (Slack's events; `/healthz`, `/readyz`, `/metrics`), logs, workers, start and stop."""
 
     model_config = _section()
 
     host: str = Field(default="0.0.0.0", validation_alias="HOST")  # noqa: S104 - a server
     port: int = Field(default=3000, ge=0, le=65535, validation_alias="PORT")
+    metrics_port: int | None = Field(default=None, ge=0, le=65535, validation_alias="METRICS_PORT")
+    """When set, `/healthz`, `/readyz` and `/metrics` are served on this port only (not on
+    `PORT`), from the start of `countersign run`, so that they can stay inside the network and
+    answer while the start waits out an outage; 0 picks a free port. Unset: on `PORT`, once
+    started."""
+    metrics_host: str | None = Field(default=None, validation_alias="METRICS_HOST")
+    """The address `METRICS_PORT` listens on; unset: `HOST`."""
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = Field(
         default="INFO", validation_alias="LOG_LEVEL"
     )
@@ -340,6 +347,23 @@ class ServerSettings(BaseSettings):
     event_loop: Literal["auto", "uvloop", "asyncio"] = Field(default="auto", validation_alias="COUNTERSIGN_EVENT_LOOP")
     """The event loop of every `countersign` command: `auto` is uvloop where it is installed
     (not on Windows), else asyncio's own (`countersign.event_loop`)."""
+
+    @field_validator("metrics_port", "metrics_host", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, value: object) -> object:
+        return None if value == "" else value
+
+    @field_validator("metrics_port")
+    @classmethod
+    def _apart_from_port(cls, value: int | None, info: ValidationInfo) -> int | None:
+        if value is not None and value != 0 and value == info.data.get("port"):
+            raise ValueError("METRICS_PORT must differ from PORT (unset it to serve the probes on PORT)")
+        return value
+
+    @property
+    def probes_host(self) -> str:
+        """Where `METRICS_PORT` listens: `METRICS_HOST`, else `HOST`."""
+        return self.metrics_host if self.metrics_host is not None else self.host
 
     @field_validator("log_level", mode="before")
     @classmethod

@@ -6,7 +6,8 @@ The supervisor (this module) owns what the workers share and starts nothing of t
   migrations once, and hands every worker the URL (workers never run initdb side by side);
 - the port: workers listen on the same HOST:PORT with `SO_REUSEPORT`, so the kernel spreads
   Slack's connections over them; the supervisor holds a bound, never-listening socket on it
-  for its whole life, which picks the port for `PORT=0` and keeps it ours between restarts;
+  for its whole life, which picks the port for `PORT=0` and keeps it ours between restarts
+  (and the same for `METRICS_PORT`, when the probes have a bind of their own);
 - metrics: `PROMETHEUS_MULTIPROC_DIR` (a fresh directory, or the operator's, emptied at start),
   so `GET /metrics` on any worker sums them all (prometheus-client's multiprocess mode);
 - the cores: an `AckBoard`, a small shared memory (its file descriptor passed to each worker,
@@ -161,7 +162,7 @@ async def supervise(settings: Settings, workers: int, stop: asyncio.Event) -> No
 
     Args:
         settings: the supervisor's settings (the workers read the same environment, plus what
-            they share: `DATABASE_URL`, `PORT`, `PROMETHEUS_MULTIPROC_DIR`,
+            they share: `DATABASE_URL`, `PORT`, `METRICS_PORT` when set, `PROMETHEUS_MULTIPROC_DIR`,
             `COUNTERSIGN_ACK_BOARD_FD`).
         workers: how many (at least 2; `check_workers` has passed).
         stop: set on SIGTERM or SIGINT; set during start-up, it cancels the start-up and this
@@ -169,8 +170,8 @@ async def supervise(settings: Settings, workers: int, stop: asyncio.Event) -> No
 
     Raises:
         WorkersFailedError: a worker exited with status 2 (its own message is on stderr).
-        ConfigurationError: HOST:PORT cannot be bound, or another process already listens on it
-            (`_hold_port`); the workers' ack board cannot be made (`_ack_board`); Discord
+        ConfigurationError: HOST:PORT (or METRICS_HOST:METRICS_PORT) cannot be bound, or another
+            process already listens on it (`_hold_port`); the workers' ack board cannot be made (`_ack_board`); Discord
             refused the token.
         DatabaseUnavailableError: the database refused us or the embedded one cannot start.
         GaveUpError: the database or Discord was still unreachable after `START_RETRY_S`.
@@ -180,6 +181,11 @@ async def supervise(settings: Settings, workers: int, stop: asyncio.Event) -> No
         # its running siblings use before it is refused.
         holder = _hold_port(settings.server.host, settings.server.port)
         stack.callback(holder.close)
+        probes_holder = None
+        server = settings.server
+        if server.metrics_port is not None:
+            probes_holder = _hold_port(server.probes_host, server.metrics_port, "METRICS_HOST, METRICS_PORT")
+            stack.callback(probes_holder.close)
 
         async def prepare() -> tuple[str, list[dict[str, str]]]:
             # An attempt that fails closes what it opened (an embedded server it started).
@@ -217,12 +223,16 @@ async def supervise(settings: Settings, workers: int, stop: asyncio.Event) -> No
             "COUNTERSIGN_ACK_BOARD_FD": str(board),
             "COUNTERSIGN_WORKERS": "1",
         }
+        if probes_holder is not None:
+            env["METRICS_PORT"] = str(probes_holder.getsockname()[1])
         log.info("Countersign starts %d workers on %s:%s", workers, settings.server.host, port)
         await _Supervisor(env, shard_env, metrics_dir, settings.server.shutdown_grace_s, board).run(stop)
 
 
-def _hold_port(host: str, port: int) -> socket.socket:
-    """A socket bound to HOST:PORT with SO_REUSEPORT that never listens (see the module docstring).
+def _hold_port(host: str, port: int, names: str = "HOST, PORT") -> socket.socket:
+    """A socket bound to `host:port` with SO_REUSEPORT that never listens (see the module docstring).
+
+    For `PORT`, and for `METRICS_PORT` when it is set (`names` says which, in messages).
 
     SO_REUSEPORT lets any process of the same user bind the port too, so a second supervisor
     (or an orphaned worker of an earlier one) would otherwise share it silently, the kernel
@@ -242,7 +252,7 @@ def _hold_port(host: str, port: int) -> socket.socket:
                 probe.bind((host, port))
             except OSError as exc:
                 raise ConfigurationError(
-                    f"cannot listen on {host}:{port} (HOST, PORT): {exc.strerror or exc} "
+                    f"cannot listen on {host}:{port} ({names}): {exc.strerror or exc} "
                     "(another countersign run, or its workers, may still serve it)"
                 ) from None
     holder = socket.socket(family, socket.SOCK_STREAM)
@@ -252,7 +262,7 @@ def _hold_port(host: str, port: int) -> socket.socket:
         holder.bind((host, port))
     except OSError as exc:
         holder.close()
-        raise ConfigurationError(f"cannot listen on {host}:{port} (HOST, PORT): {exc.strerror or exc}") from None
+        raise ConfigurationError(f"cannot listen on {host}:{port} ({names}): {exc.strerror or exc}") from None
     return holder
 
 

@@ -8,6 +8,7 @@ import signal
 from collections.abc import Awaitable
 from pathlib import Path
 
+import httpx
 import psutil
 import pytest
 
@@ -18,7 +19,7 @@ from countersign.server import LISTEN_BACKLOG
 from tests.e2e.conftest import ALICE, BOT_TOKEN, CHANNEL, SIGNING_SECRET, TEAM
 from tests.e2e.test_slack_flow import click, wait_answer, wait_card
 from tests.standins.slack_events import SlackEventSender
-from tests.support.barriers import wait_until
+from tests.support.barriers import wait_until, wait_until_async
 from tests.support.bot_process import BotProcess, base_env, chat_env, free_port, run_chat, start_chat
 
 pytestmark = pytest.mark.e2e
@@ -328,21 +329,31 @@ async def test_unreachable_discord_is_one_line(db_url, gemini, tmp_path):
 
 
 async def test_a_start_while_slack_cannot_answer_waits_for_slack(db_url, gemini, slack, target, tmp_path):
-    """auth.test answers 503 at start: each attempt is logged with the reason, and once Slack answers the bot serves."""
+    """auth.test answers 503 at start: each attempt is logged, METRICS_PORT says live but not ready and why; then it serves."""
     slack.fail("auth.test", error="service_unavailable", status=503, times=10_000)
-    port = free_port()
-    bot = await BotProcess(bot_env(gemini, slack, target, port, DATABASE_URL=db_url), tmp_path).start()
+    port, probes = free_port(), free_port()
+    env = bot_env(gemini, slack, target, port, DATABASE_URL=db_url, METRICS_PORT=str(probes))
+    bot = await BotProcess(env, tmp_path).start()
     try:
         await _first_of(
             wait_until(lambda: b"start-up attempt 2 failed: the Slack Web API" in bot.stderr, "a second attempt"),
             bot,
             "a second failed attempt",
         )
-        assert f"at {slack.base_url} cannot answer now (HTTP 503, service_unavailable); trying again in".encode() in (
-            bot.stderr
-        )
-        slack.clear_faults()
-        await bot.wait_healthy(port, timeout=90)
+        outage = f"the Slack Web API at {slack.base_url} cannot answer now (HTTP 503, service_unavailable)"
+        assert f"{outage}; trying again in".encode() in bot.stderr
+        async with httpx.AsyncClient(timeout=30) as client:
+            assert (await client.get(f"http://127.0.0.1:{probes}/healthz")).status_code == 200
+            waiting = await client.get(f"http://127.0.0.1:{probes}/readyz")
+            assert waiting.status_code == 503
+            assert waiting.json()["status"] == "starting" and waiting.json()["waiting_for"] == outage
+            assert waiting.json()["attempts"] >= 2
+            slack.clear_faults()
+
+            async def ready() -> bool:
+                return (await client.get(f"http://127.0.0.1:{probes}/readyz")).status_code == 200
+
+            await _first_of(wait_until_async(ready, "readiness once Slack answers", timeout=90), bot, "readiness")
         async with SlackEventSender(f"http://127.0.0.1:{port}/slack/events", SIGNING_SECRET, team_id=TEAM) as events:
             mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> hello")
             await wait_answer(slack, mention.ts, starts="You said: hello")

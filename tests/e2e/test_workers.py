@@ -292,6 +292,30 @@ async def test_the_workers_flag_sets_the_count(db_url, gemini, slack, target, tm
         assert await bot.stop() == 0, bot.stderr.decode()
 
 
+async def test_workers_serve_the_probes_on_metrics_port_apart_from_slack(db_url, gemini, slack, target, tmp_path):
+    """METRICS_PORT with two workers: both answer the probes there (summed metrics), and PORT has Slack's routes only."""
+    port, probes = free_port(), free_port()
+    env = bot_env(gemini, slack, target, port, DATABASE_URL=db_url, COUNTERSIGN_WORKERS="2", METRICS_PORT=str(probes))
+    bot = await BotProcess(env, tmp_path).start()
+    try:
+        await bot.wait_healthy(probes)
+        await wait_until(lambda: runs(bot, 0) == runs(bot, 1) == 1, "both workers running")
+        seen: set[str] = set()
+        async with httpx.AsyncClient(timeout=30) as client:
+            while seen != {"0", "1"}:  # each request on a new connection: the kernel spreads them
+                response = await client.get(f"http://127.0.0.1:{probes}/readyz", headers={"Connection": "close"})
+                assert response.status_code == 200, response.text
+                seen.add(response.headers[WORKER])
+            scraped = await client.get(f"http://127.0.0.1:{probes}/metrics")
+            assert scraped.status_code == 200 and "countersign_turns_running" in scraped.text
+            assert (await client.get(f"http://127.0.0.1:{port}/metrics")).status_code == 404
+        async with sender_on(port, "1") as sender:
+            assert (await sender.url_verification()).status == 200
+    finally:
+        code = await bot.stop()
+    assert code == 0, bot.stderr.decode()
+
+
 async def test_workers_stop_when_their_supervisor_is_killed(db_url, gemini, slack, target, tmp_path):
     """kill -9 on the supervisor: both workers notice they are orphans and shut down on their own, none keeps the port."""
     port = free_port()

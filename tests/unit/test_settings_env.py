@@ -60,6 +60,10 @@ ENV_NAMES = (
     "LOG_LEVEL",
     "LOG_FORMAT",
     "SHUTDOWN_GRACE_S",
+    "START_RETRY_S",
+    "METRICS_PORT",
+    "METRICS_HOST",
+    "COUNTERSIGN_ENCRYPTION_KEY",
     "COUNTERSIGN_WORKERS",
     "COUNTERSIGN_WORKER_INDEX",
     "COUNTERSIGN_EVENT_LOOP",
@@ -290,6 +294,30 @@ def test_shutdown_grace_is_read_and_bounded(clean_env):
     assert ServerSettings().shutdown_grace_s == 5.5
     clean_env.setenv("SHUTDOWN_GRACE_S", "-1")
     with pytest.raises(ValidationError, match="SHUTDOWN_GRACE_S"):
+        ServerSettings()
+
+
+def test_start_retry_is_read_and_bounded(clean_env):
+    """START_RETRY_S bounds the tries after an outage at start (300 s by default; 0 allowed); a negative one is refused."""
+    assert ServerSettings().start_retry_s == 300.0
+    clean_env.setenv("START_RETRY_S", "0")
+    assert ServerSettings().start_retry_s == 0.0
+    clean_env.setenv("START_RETRY_S", "-1")
+    with pytest.raises(ValidationError, match="START_RETRY_S"):
+        ServerSettings()
+
+
+def test_metrics_port_is_optional_and_apart_from_port(clean_env):
+    """METRICS_PORT unset (or blank) serves the probes on PORT; set, on its own port and METRICS_HOST (else HOST); never PORT itself."""
+    clean_env.setenv("METRICS_PORT", "")
+    assert ServerSettings().metrics_port is None
+    clean_env.setenv("HOST", "10.0.0.5")
+    clean_env.setenv("METRICS_PORT", "9100")
+    assert (ServerSettings().metrics_port, ServerSettings().probes_host) == (9100, "10.0.0.5")
+    clean_env.setenv("METRICS_HOST", "127.0.0.1")
+    assert ServerSettings().probes_host == "127.0.0.1"
+    clean_env.setenv("METRICS_PORT", "3000")
+    with pytest.raises(ValidationError, match="METRICS_PORT must differ from PORT"):
         ServerSettings()
 
 
