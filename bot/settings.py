@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
+from cryptography.fernet import Fernet
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
@@ -398,6 +399,41 @@ class RetentionSettings(BaseSettings):
         return None if value == "" else value
 
 
+class EncryptionSettings(BaseSettings):
+    """How the secrets the bot stores are encrypted at rest (`bot.storage.secret_box`).
+
+    Today these are the Slack bot tokens of OAuth installs (docs/decisions/0019).
+    """
+
+    model_config = SettingsConfigDict(**_section(), hide_input_in_errors=True)
+
+    keys: Annotated[tuple[SecretStr, ...], NoDecode] = Field(default=(), validation_alias="COUNTERSIGN_ENCRYPTION_KEY")
+    """Fernet keys, comma-separated: the first encrypts, every one decrypts (to rotate, put a new
+    key first and keep the old ones until a start has encrypted everything again). Unset or
+    blank: secrets are stored unencrypted, and the start says so."""
+
+    @field_validator("keys", mode="before")
+    @classmethod
+    def _split_keys(cls, value: object) -> object:
+        if isinstance(value, str):
+            return tuple(key.strip() for key in value.split(",") if key.strip())
+        return value
+
+    @field_validator("keys")
+    @classmethod
+    def _fernet_keys(cls, value: tuple[SecretStr, ...]) -> tuple[SecretStr, ...]:
+        for key in value:
+            try:
+                Fernet(key.get_secret_value())
+            except ValueError:
+                raise ValueError(
+                    "COUNTERSIGN_ENCRYPTION_KEY must be Fernet keys (32 url-safe base64-encoded bytes each, "
+                    "comma-separated); make one with: python -c "
+                    '"from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())"'
+                ) from None
+        return value
+
+
 class Settings(BaseModel):
     """Everything the bot can be told, one section per concern.
 
@@ -415,3 +451,4 @@ class Settings(BaseModel):
     discord: DiscordSettings = Field(default_factory=DiscordSettings)
     server: ServerSettings = Field(default_factory=ServerSettings)
     retention: RetentionSettings = Field(default_factory=RetentionSettings)
+    encryption: EncryptionSettings = Field(default_factory=EncryptionSettings)

@@ -24,6 +24,7 @@ from adapters.console.chat import StdinLines
 from bot.errors import ConfigurationError
 from bot.settings import ServerSettings, Settings
 from bot.storage.probe import DatabaseProbe
+from bot.storage.secret_box import SecretBox
 from countersign.event_loop import running_loop_name, settle_heap
 from countersign.probes import CHECK_TIMEOUT_S, Probes
 from countersign.runtime import Runtime, check_configuration, open_runtime
@@ -273,8 +274,14 @@ class BotServer:
         if settings.slack.enabled:
             from adapters.slack.app import SlackAdapter
 
+            keys = [key.get_secret_value() for key in settings.encryption.keys]
             slack = SlackAdapter(
-                settings.slack, runtime.service, runtime.admin, runtime.database.pool, board=self._ack_board()
+                settings.slack,
+                runtime.service,
+                runtime.admin,
+                runtime.database.pool,
+                board=self._ack_board(),
+                box=SecretBox(keys),
             )
             runtime.platforms[slack.platform.name] = slack.platform
             slack.add_routes(web_app)

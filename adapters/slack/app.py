@@ -39,6 +39,7 @@ from bot.admin.service import AdminService
 from bot.errors import ConfigurationError, UnreachableError
 from bot.service import Countersign
 from bot.settings import SlackSettings
+from bot.storage.secret_box import SecretBox
 
 if TYPE_CHECKING:
     from adapters.slack.socket_mode import SocketModeConnection
@@ -139,6 +140,8 @@ class SlackAdapter:
         pool: the asyncpg pool, for the installation and OAuth state stores (OAuth mode only).
         board: the machine's `AckBoard` in a worker of `countersign run --workers N` (None: a
             lone process); whoever opened it closes it after the adapter.
+        box: encrypts the workspaces' bot tokens at rest (OAuth mode; `COUNTERSIGN_ENCRYPTION_KEY`);
+            None: no key, stored as they are.
 
     Construct it inside the running event loop (it opens an HTTP session).
 
@@ -156,6 +159,7 @@ class SlackAdapter:
         pool: asyncpg.Pool | None = None,
         *,
         board: AckBoard | None = None,
+        box: SecretBox | None = None,
     ) -> None:
         if settings.problem is not None:
             raise ConfigurationError(settings.problem)
@@ -171,7 +175,7 @@ class SlackAdapter:
         self.installations: PostgresInstallationStore | None = None
         oauth_settings: AsyncOAuthSettings | None = None
         if settings.oauth and pool is not None:
-            self.installations = PostgresInstallationStore(pool)
+            self.installations = PostgresInstallationStore(pool, box)
             oauth_settings = self._oauth_settings(settings, self.installations, PostgresOAuthStateStore(pool))
             self.clients = WorkspaceClients(self._session, settings.api_url, installations=self.installations)
         else:
@@ -317,16 +321,20 @@ class SlackAdapter:
         `auth.test` proves SLACK_BOT_TOKEN (and SLACK_API_URL) before the bot says it is
         running; with Socket Mode, `apps.connections.open` proves SLACK_APP_TOKEN, which the
         Socket Mode client would otherwise retry forever. In OAuth mode there is no token to
-        prove until a workspace installs the app (Bolt checks each one per request).
+        prove until a workspace installs the app (Bolt checks each one per request); the stored
+        tokens are checked to be readable, and encrypted when a key is set
+        (`PostgresInstallationStore.prepare`).
 
         Raises:
-            ConfigurationError: Slack refused a token.
+            ConfigurationError: Slack refused a token; in OAuth mode, a stored token no key of
+                `COUNTERSIGN_ENCRYPTION_KEY` decrypts.
             UnreachableError: the Web API cannot be reached or cannot answer now (a 5xx, a 429,
                 `SLACK_OUTAGE_ERRORS`), or the Socket Mode WebSocket did not open within
                 `SOCKET_CONNECT_TIMEOUT_S`: `countersign run` tries again
                 (`countersign.starting`).
         """
-        if self.clients.multi_workspace:
+        if self.installations is not None:
+            await self.installations.prepare()
             log.info("Slack OAuth mode: workspaces install at %s", INSTALL_PATH)
             return
         await self._check("SLACK_BOT_TOKEN", self.client.auth_test())

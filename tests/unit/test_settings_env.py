@@ -321,6 +321,23 @@ def test_metrics_port_is_optional_and_apart_from_port(clean_env):
         ServerSettings()
 
 
+def test_encryption_keys_are_split_and_a_bad_one_is_refused_without_echo(clean_env):
+    """COUNTERSIGN_ENCRYPTION_KEY: unset or blank means none; comma-separated Fernet keys in order; a bad one is refused, unshown."""
+    from cryptography.fernet import Fernet
+
+    assert Settings().encryption.keys == ()
+    clean_env.setenv("COUNTERSIGN_ENCRYPTION_KEY", " ")
+    assert Settings().encryption.keys == ()
+    new, old = Fernet.generate_key().decode(), Fernet.generate_key().decode()
+    clean_env.setenv("COUNTERSIGN_ENCRYPTION_KEY", f" {new} , {old},")
+    assert [key.get_secret_value() for key in Settings().encryption.keys] == [new, old]
+    assert new not in repr(Settings())
+    clean_env.setenv("COUNTERSIGN_ENCRYPTION_KEY", f"{new},not-a-fernet-key-but-secret")
+    with pytest.raises(ValidationError, match="COUNTERSIGN_ENCRYPTION_KEY must be Fernet keys") as info:
+        Settings()
+    assert "not-a-fernet-key-but-secret" not in str(info.value) and new not in str(info.value)
+
+
 def test_retention_keeps_everything_unless_set(clean_env):
     """Both retentions are off by default (and when blank); set, they are whole days of at least 1."""
     assert Settings().retention.conversation_days is None and Settings().retention.audit_days is None
