@@ -43,8 +43,9 @@ USER 10001
 
 VOLUME ["/data"]
 EXPOSE 3000
+# /healthz is on METRICS_PORT when that is set (it answers during the start's retries too), else on PORT.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s \
-  CMD python -c "import os, urllib.request; urllib.request.urlopen(f'http://127.0.0.1:{os.environ[\"PORT\"]}/healthz', timeout=4)"
+  CMD python -c "import os, urllib.request; urllib.request.urlopen(f'http://127.0.0.1:{os.environ.get(\"METRICS_PORT\") or os.environ[\"PORT\"]}/healthz', timeout=4)"
 
 # The process itself receives SIGTERM (no shell, no uv wrapper) and shuts down cleanly.
 STOPSIGNAL SIGTERM

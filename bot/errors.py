@@ -18,8 +18,21 @@ class ConfigurationError(CountersignError):
     """The settings cannot work (a missing key, an unloadable tools module, ...)."""
 
 
+class UnreachableError(CountersignError):
+    """A service the bot needs could not be reached now, or answered that it cannot serve now.
+
+    An outage, not a setting to fix: a refused, reset or timed-out connection, a name that does
+    not resolve, PostgreSQL starting or shutting down, Slack or Discord answering 5xx or 429.
+    `countersign run` tries its start again with backoff (`START_RETRY_S`) and then exits with
+    status 75; a worker that does is restarted by its supervisor, which never stops the other
+    workers for it (docs/decisions/0037-outages-probes-and-tokens-at-rest.md). A refusal (a bad
+    token, a wrong password, a missing database) is a `ConfigurationError` or a
+    `DatabaseUnavailableError` instead.
+    """
+
+
 class DatabaseUnavailableError(CountersignError):
-    """PostgreSQL cannot be reached or the URL is wrong.
+    """PostgreSQL refused us, the URL is wrong, or (as `DatabaseUnreachableError`) it cannot be reached.
 
     Args:
         target: where we tried to connect, with any password removed.
@@ -30,6 +43,10 @@ class DatabaseUnavailableError(CountersignError):
         super().__init__(f"cannot reach PostgreSQL at {target}: {detail}")
         self.target = target
         self.detail = detail
+
+
+class DatabaseUnreachableError(DatabaseUnavailableError, UnreachableError):
+    """PostgreSQL cannot be reached now (an outage: see `UnreachableError`); same arguments."""
 
 
 class ModelErrorKind(StrEnum):

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
+from cryptography.fernet import Fernet
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
@@ -309,12 +310,19 @@ class DiscordSettings(BaseSettings):
 
 
 class ServerSettings(BaseSettings):
-    """The HTTP listener for Slack events and `GET /healthz`."""
+    """The HTTP listeners (Slack's events; `/healthz`, `/readyz`, `/metrics`), logs, workers, start and stop."""
 
     model_config = _section()
 
     host: str = Field(default="0.0.0.0", validation_alias="HOST")  # noqa: S104 - a server
     port: int = Field(default=3000, ge=0, le=65535, validation_alias="PORT")
+    metrics_port: int | None = Field(default=None, ge=0, le=65535, validation_alias="METRICS_PORT")
+    """When set, `/healthz`, `/readyz` and `/metrics` are served on this port only (not on
+    `PORT`), from the start of `countersign run`, so that they can stay inside the network and
+    answer while the start waits out an outage; 0 picks a free port. Unset: on `PORT`, once
+    started."""
+    metrics_host: str | None = Field(default=None, validation_alias="METRICS_HOST")
+    """The address `METRICS_PORT` listens on; unset: `HOST`."""
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = Field(
         default="INFO", validation_alias="LOG_LEVEL"
     )
@@ -323,6 +331,11 @@ class ServerSettings(BaseSettings):
     shutdown_grace_s: float = Field(default=30.0, ge=0, le=3600, validation_alias="SHUTDOWN_GRACE_S")
     """Seconds in-flight turns may run on after SIGTERM before they are cancelled (a cancelled
     turn is finished by the upkeep of a live replica or of the next start)."""
+    start_retry_s: float = Field(default=300.0, ge=0, le=86400, validation_alias="START_RETRY_S")
+    """Seconds after its start first failed for which `countersign run` (each worker, and the
+    supervisor) keeps trying again while PostgreSQL, Slack or Discord cannot be reached (an
+    outage, not a refusal), waiting 1 s and doubling up to 30 s between attempts; then it exits
+    with status 75. 0: no second attempt (docs/decisions/0037-outages-probes-and-tokens-at-rest.md)."""
     workers: int = Field(default=1, ge=1, le=64, validation_alias="COUNTERSIGN_WORKERS")
     """Worker processes `countersign run` starts on this machine (`--workers`); more than one
     runs them under a supervisor sharing the port (countersign.workers)."""
@@ -335,6 +348,23 @@ class ServerSettings(BaseSettings):
     event_loop: Literal["auto", "uvloop", "asyncio"] = Field(default="auto", validation_alias="COUNTERSIGN_EVENT_LOOP")
     """The event loop of every `countersign` command: `auto` is uvloop where it is installed
     (not on Windows), else asyncio's own (`countersign.event_loop`)."""
+
+    @field_validator("metrics_port", "metrics_host", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, value: object) -> object:
+        return None if value == "" else value
+
+    @field_validator("metrics_port")
+    @classmethod
+    def _apart_from_port(cls, value: int | None, info: ValidationInfo) -> int | None:
+        if value is not None and value != 0 and value == info.data.get("port"):
+            raise ValueError("METRICS_PORT must differ from PORT (unset it to serve the probes on PORT)")
+        return value
+
+    @property
+    def probes_host(self) -> str:
+        """Where `METRICS_PORT` listens: `METRICS_HOST`, else `HOST`."""
+        return self.metrics_host if self.metrics_host is not None else self.host
 
     @field_validator("log_level", mode="before")
     @classmethod
@@ -369,6 +399,41 @@ class RetentionSettings(BaseSettings):
         return None if value == "" else value
 
 
+class EncryptionSettings(BaseSettings):
+    """How the secrets the bot stores are encrypted at rest (`bot.storage.secret_box`).
+
+    Today these are the Slack bot tokens of OAuth installs (docs/decisions/0019).
+    """
+
+    model_config = SettingsConfigDict(**_section(), hide_input_in_errors=True)
+
+    keys: Annotated[tuple[SecretStr, ...], NoDecode] = Field(default=(), validation_alias="COUNTERSIGN_ENCRYPTION_KEY")
+    """Fernet keys, comma-separated: the first encrypts, every one decrypts (to rotate, put a new
+    key first and keep the old ones until a start has encrypted everything again). Unset or
+    blank: secrets are stored unencrypted, and the start says so."""
+
+    @field_validator("keys", mode="before")
+    @classmethod
+    def _split_keys(cls, value: object) -> object:
+        if isinstance(value, str):
+            return tuple(key.strip() for key in value.split(",") if key.strip())
+        return value
+
+    @field_validator("keys")
+    @classmethod
+    def _fernet_keys(cls, value: tuple[SecretStr, ...]) -> tuple[SecretStr, ...]:
+        for key in value:
+            try:
+                Fernet(key.get_secret_value())
+            except ValueError:
+                raise ValueError(
+                    "COUNTERSIGN_ENCRYPTION_KEY must be Fernet keys (32 url-safe base64-encoded bytes each, "
+                    "comma-separated); make one with: python -c "
+                    '"from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())"'
+                ) from None
+        return value
+
+
 class Settings(BaseModel):
     """Everything the bot can be told, one section per concern.
 
@@ -386,3 +451,4 @@ class Settings(BaseModel):
     discord: DiscordSettings = Field(default_factory=DiscordSettings)
     server: ServerSettings = Field(default_factory=ServerSettings)
     retention: RetentionSettings = Field(default_factory=RetentionSettings)
+    encryption: EncryptionSettings = Field(default_factory=EncryptionSettings)

@@ -16,9 +16,10 @@ from collections.abc import Sequence
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
-from bot.errors import ConfigurationError, DatabaseUnavailableError
+from bot.errors import ConfigurationError, DatabaseUnavailableError, UnreachableError
 from bot.settings import Settings
 from countersign import event_loop
+from countersign.exits import CONFIGURATION_EXIT, UNREACHABLE_EXIT
 from countersign.logs import configure_logging
 from countersign.signals import cancel_on_signals
 
@@ -46,9 +47,11 @@ def open_standard_streams() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse the command line and run; returns the process exit code.
 
-    Known failures (a missing key, an unreachable database, invalid settings) print one line
-    to stderr and exit 2; `migrate` stopped by SIGTERM or Ctrl-C says so and exits 1;
-    tracebacks are for bugs.
+    Known failures print one line to stderr: a refusal (a missing key, a token refused, a wrong
+    database password, invalid settings) exits 2; an outage that outlasted `START_RETRY_S`
+    (PostgreSQL, Slack or Discord unreachable: `countersign.starting`; `migrate` does not try
+    again) exits 75; `migrate` stopped by SIGTERM or Ctrl-C says so and exits 1; tracebacks are
+    for bugs.
     """
     open_standard_streams()
     parser = argparse.ArgumentParser(prog="countersign", description=__doc__)
@@ -80,13 +83,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         if where == "COUNTERSIGN_WORKERS" and getattr(args, "workers", None) is not None:
             where = "--workers"
         print(f"countersign: invalid setting {where}: {_problem(first)}", file=sys.stderr)
-        return 2
+        return CONFIGURATION_EXIT
     configure_logging(settings.server.log_level, settings.server.log_format, settings.server.worker_index)
     try:
         event_loop.run(_dispatch(args.command, settings), settings.server.event_loop)
+    except UnreachableError as exc:  # before DatabaseUnavailableError: an unreachable database is both
+        print(f"countersign: {exc}", file=sys.stderr)
+        return UNREACHABLE_EXIT
     except (ConfigurationError, DatabaseUnavailableError) as exc:
         print(f"countersign: {exc}", file=sys.stderr)
-        return 2
+        return CONFIGURATION_EXIT
     except _StoppedEarlyError as exc:
         print(f"countersign: {exc}", file=sys.stderr)
         return 1
@@ -145,7 +151,7 @@ async def _dispatch(command: str, settings: Settings) -> None:
             log.info("migrations: already up to date")
         return
     if settings.gemini.api_key is None:
-        # Before anything starts, so the operator reads one line (issue 2, "Model").
+        # Before anything starts, so the operator reads one line.
         raise ConfigurationError("GOOGLE_API_KEY is not set: the agent needs a Gemini API key")
     from countersign.server import chat, serve
 

@@ -285,7 +285,9 @@ async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
 
     Raises:
         ConfigurationError: missing key, unloadable tools module, ...
-        DatabaseUnavailableError: PostgreSQL cannot be reached.
+        DatabaseUnreachableError: PostgreSQL cannot be reached now (an outage: `countersign run`
+            tries again, `countersign.starting`).
+        DatabaseUnavailableError: PostgreSQL refused us (a wrong password, a missing database).
     """
     model = build_chat_model(settings.gemini)
     registry = build_registry(settings.tools, settings.agent.tools_module)

@@ -21,23 +21,21 @@ from aiohttp import web
 
 from adapters.console import ConsoleChat, ConsolePlatform
 from adapters.console.chat import StdinLines
-from bot import metrics
 from bot.errors import ConfigurationError
-from bot.settings import Settings
+from bot.settings import ServerSettings, Settings
+from bot.storage.probe import DatabaseProbe
+from bot.storage.secret_box import SecretBox
 from countersign.event_loop import running_loop_name, settle_heap
+from countersign.probes import CHECK_TIMEOUT_S, Probes
 from countersign.runtime import Runtime, check_configuration, open_runtime
 from countersign.signals import cancel_on_signals
+from countersign.starting import start_with_retries
 
 if TYPE_CHECKING:
     from adapters.slack.ack_board import AckBoard
 
 log = logging.getLogger(__name__)
 
-HEALTH_PATH = "/healthz"
-READY_PATH = "/readyz"
-METRICS_PATH = "/metrics"
-CHECK_TIMEOUT_S = 2.0
-"""Seconds `/healthz` and `/readyz` wait for the database (and a platform) to answer."""
 LISTEN_BACKLOG = 1024
 """Connections the kernel queues for `accept` on the HTTP port (each worker's socket has its own).
 
@@ -51,9 +49,11 @@ since 5.4; 128 on older kernels, where raising that sysctl is the operator's par
 async def serve(settings: Settings) -> None:
     """Run the bot: Slack and Discord when configured, else the terminal chat.
 
-    A signal during start-up cancels the start (everything opened so far is closed again);
-    after start-up it begins the orderly shutdown. A worker of `--workers` does the same when
-    its supervisor is gone (`countersign.workers.watch_supervisor`).
+    A start that fails because PostgreSQL, Slack or Discord cannot be reached is closed and
+    tried again with backoff for `START_RETRY_S` seconds (`countersign.starting`). A signal
+    during start-up (or between two attempts) cancels the start (everything opened so far is
+    closed again); after start-up it begins the orderly shutdown. A worker of `--workers` does
+    the same when its supervisor is gone (`countersign.workers.watch_supervisor`).
 
     Raises:
         ConfigurationError: a platform is only half configured (e.g. a Slack bot token with
@@ -61,7 +61,9 @@ async def serve(settings: Settings) -> None:
             SMTP_URL cannot be used (checked first); several workers are asked for without Slack
             or Discord, or on an OS without `SO_REUSEPORT`; no platform is configured and stdin
             is not a terminal (a container without `-it` would otherwise exit 0 at once); the
-            listener cannot bind HOST:PORT.
+            listener cannot bind HOST:PORT; a platform refused its token.
+        DatabaseUnavailableError: PostgreSQL refused us (a wrong password, a missing database).
+        GaveUpError: an outage outlasted `START_RETRY_S`.
     """
     _check_platforms(settings)
     check_configuration(settings)
@@ -107,7 +109,16 @@ async def serve(settings: Settings) -> None:
 
         orphan_watch = asyncio.create_task(watch_supervisor(on_signal), name="supervisor watch")
     try:
-        async with BotServer(settings) as server:
+        async with AsyncExitStack() as stack:
+            probes = Probes()
+            if settings.server.metrics_port is not None:
+                # A bind of their own answers from now on: /readyz says what the start waits for.
+                await stack.enter_async_context(ProbeServer(settings.server, probes))
+            server = await start_with_retries(
+                lambda: stack.enter_async_context(BotServer(settings, probes)),
+                retry_for_s=settings.server.start_retry_s,
+                on_retry=probes.retrying,
+            )
             started = True
             settle_heap()
             log.info(
@@ -152,18 +163,83 @@ def _check_platforms(settings: Settings) -> None:
         raise ConfigurationError(f"Slack is only half configured: set {missing} too (see README, Slack setup)")
 
 
+class ProbeServer:
+    """`/healthz`, `/readyz` and `/metrics` on `METRICS_HOST:METRICS_PORT`, apart from Slack's `PORT`.
+
+    Workers of `countersign run --workers N` share the port (`SO_REUSEPORT`), as they share
+    `PORT`: the kernel picks the worker that answers.
+
+    Args:
+        server: `metrics_port` must be set (0 picks a free port: see `port`).
+        probes: what the endpoints answer.
+    """
+
+    def __init__(self, server: ServerSettings, probes: Probes) -> None:
+        if server.metrics_port is None:
+            raise ValueError("ProbeServer needs METRICS_PORT")
+        self._server = server
+        self._probes = probes
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+
+    async def __aenter__(self) -> ProbeServer:
+        """Listen; raises `ConfigurationError` when `METRICS_HOST:METRICS_PORT` cannot be bound."""
+        server = self._server
+        app = web.Application(middlewares=_worker_header(server.worker_index))
+        self._probes.add_routes(app)
+        runner = web.AppRunner(app, access_log=None, shutdown_timeout=1)
+        await runner.setup()
+        try:
+            port = server.metrics_port or 0
+            sock = _listen(server.probes_host, port, server.worker_index, "METRICS_HOST, METRICS_PORT")
+        except BaseException:
+            await runner.cleanup()
+            raise
+        self._runner = runner
+        await web.SockSite(runner, sock).start()
+        self.port = sock.getsockname()[1]
+        log.info("/healthz, /readyz and /metrics are served on %s:%s (METRICS_PORT)", server.probes_host, self.port)
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+
+def _listen(host: str, port: int, worker_index: int | None, names: str) -> socket.socket:
+    """A listening socket on `host:port`, shared with sibling workers (`SO_REUSEPORT`) in a worker.
+
+    Raises:
+        ConfigurationError: the address cannot be bound (naming the settings `names`).
+    """
+    try:
+        return socket.create_server((host, port), reuse_port=worker_index is not None, backlog=LISTEN_BACKLOG)
+    except OSError as exc:
+        raise ConfigurationError(f"cannot listen on {host}:{port} ({names}): {exc.strerror or exc}") from None
+
+
 class BotServer:
     """The running bot: core, platform adapters and the HTTP listener, as one context.
 
+    `/healthz`, `/readyz` and `/metrics` (`countersign.probes`) are served on `PORT` beside
+    Slack's routes, or with `METRICS_PORT` set on a listener of their own (`ProbeServer`): the
+    one whoever passed `probes` opened, else this server's own (see `metrics_port`).
+
     Args:
         settings: everything; `server.port` 0 picks a free port (see `port`).
+        probes: the process's probes, already served on `METRICS_PORT` when that is set
+            (`serve` makes them before its first start attempt); None: this server makes its own.
     """
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, probes: Probes | None = None) -> None:
         self._settings = settings
         self._stack = AsyncExitStack()
         self.runtime: Runtime | None = None
         self.port = 0
+        self.metrics_port: int | None = None
+        """The port of this server's own `ProbeServer` (`METRICS_PORT` set and no `probes` given)."""
+        self._own_probes = probes is None
+        self.probes = probes if probes is not None else Probes()
         self._adapters: list[Any] = []
 
     def describe(self) -> str:
@@ -179,22 +255,33 @@ class BotServer:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
+        self.probes.stopping()
         await self._stack.aclose()
 
     async def _start(self) -> None:
         settings = self._settings
+        if settings.server.metrics_port is not None and self._own_probes:
+            probe_server = await self._stack.enter_async_context(ProbeServer(settings.server, self.probes))
+            self.metrics_port = probe_server.port
         runtime = await self._stack.enter_async_context(open_runtime(settings))
         self.runtime = runtime
+        database_probe = DatabaseProbe(runtime.database.url, timeout_s=CHECK_TIMEOUT_S)
+        self._stack.push_async_callback(database_probe.close)
         web_app = web.Application(middlewares=_worker_header(settings.server.worker_index))
-        web_app.router.add_get(HEALTH_PATH, _health(runtime))
-        web_app.router.add_get(READY_PATH, self._ready)
-        web_app.router.add_get(METRICS_PATH, _metrics(runtime))
+        if settings.server.metrics_port is None:
+            self.probes.add_routes(web_app)
         slack_adapter = None
         if settings.slack.enabled:
             from adapters.slack.app import SlackAdapter
 
+            keys = [key.get_secret_value() for key in settings.encryption.keys]
             slack = SlackAdapter(
-                settings.slack, runtime.service, runtime.admin, runtime.database.pool, board=self._ack_board()
+                settings.slack,
+                runtime.service,
+                runtime.admin,
+                runtime.database.pool,
+                board=self._ack_board(),
+                box=SecretBox(keys),
             )
             runtime.platforms[slack.platform.name] = slack.platform
             slack.add_routes(web_app)
@@ -209,8 +296,9 @@ class BotServer:
             discord_adapter = DiscordAdapter(settings.discord, runtime.service, runtime.admin, identify_gate=spacing)
             runtime.platforms[discord_adapter.platform.name] = discord_adapter.platform
             self._adapters.append(discord_adapter)
-        # Adapters connect first (Discord waits for READY), then the listener opens, so
-        # `/healthz` answering 200 means the bot is ready. Unwound in reverse (DESIGN.md
+        # Adapters connect first (Discord waits for READY), then the listener opens, so `PORT`
+        # answering (its `/healthz`, without METRICS_PORT) means the bot has started; `/readyz`
+        # says 200 once the service has recovered too (`Probes.serving`). Unwound in reverse (DESIGN.md
         # "Lifecycle"): the listener stops taking events, the service drains in-flight turns
         # (they still post through the adapters' clients), the adapters close, then the runtime
         # closes pools and the embedded server.
@@ -224,20 +312,14 @@ class BotServer:
         runner = web.AppRunner(web_app, access_log=None, shutdown_timeout=5)
         await runner.setup()
         self._stack.push_async_callback(runner.cleanup)
-        try:
-            # A worker shares the port with its siblings (countersign.workers).
-            shared = settings.server.worker_index is not None
-            sock = socket.create_server(
-                (settings.server.host, settings.server.port), reuse_port=shared, backlog=LISTEN_BACKLOG
-            )
-        except OSError as exc:
-            where = f"{settings.server.host}:{settings.server.port}"
-            raise ConfigurationError(f"cannot listen on {where} (HOST, PORT): {exc.strerror or exc}") from None
+        # A worker shares the port with its siblings (countersign.workers).
+        sock = _listen(settings.server.host, settings.server.port, settings.server.worker_index, "HOST, PORT")
         site = web.SockSite(runner, sock, backlog=LISTEN_BACKLOG)
         await site.start()
         self.port = sock.getsockname()[1]
         runtime.service.start()
         await runtime.service.recover()
+        self.probes.serving(database_probe, self._adapters)
 
     def _ack_board(self) -> AckBoard | None:
         """A worker's view of the machine's `AckBoard` (None outside `countersign run --workers N`).
@@ -266,30 +348,6 @@ class BotServer:
         os.close(server.ack_board_fd)
         self._stack.callback(board.close)
         return board
-
-    async def _ready(self, request: web.Request) -> web.Response:
-        """`GET /readyz`: 200 only when the database answers and every platform is connected.
-
-        For a load balancer or an orchestrator to route around a replica that lost its
-        database or a platform (issue 11 item 5); `/healthz` stays the liveness check. The
-        body names what is down: `{"status": "unavailable", "database": "ok", "platforms":
-        {"DiscordAdapter": "disconnected"}}`.
-        """
-        runtime = self.runtime
-        database = "unreachable"
-        if runtime is not None and await _database_answers(runtime):
-            database = "ok"
-        platforms: dict[str, str] = {}
-        for adapter in self._adapters:
-            try:
-                up = await asyncio.wait_for(adapter.connected(), timeout=CHECK_TIMEOUT_S)
-            except Exception as exc:
-                log.warning("readiness: %s did not say whether it is connected: %s", type(adapter).__name__, exc)
-                up = False
-            platforms[type(adapter).__name__] = "connected" if up else "disconnected"
-        ready = database == "ok" and all(state == "connected" for state in platforms.values())
-        body = {"status": "ok" if ready else "unavailable", "database": database, "platforms": platforms}
-        return web.json_response(body, status=200 if ready else 503)
 
 
 async def chat(settings: Settings) -> None:
@@ -362,40 +420,3 @@ def _worker_header(index: int | None) -> list[Any]:
         return response
 
     return [name_the_worker]
-
-
-async def _database_answers(runtime: Runtime) -> bool:
-    """Whether PostgreSQL answers `SELECT 1` within `CHECK_TIMEOUT_S` (a failure is logged)."""
-    try:
-        await asyncio.wait_for(runtime.database.pool.fetchval("SELECT 1"), timeout=CHECK_TIMEOUT_S)
-    except Exception as exc:
-        log.warning("health check failed: %s", exc)
-        return False
-    return True
-
-
-def _health(runtime: Runtime) -> Callable[[web.Request], Awaitable[web.Response]]:
-    async def health(request: web.Request) -> web.Response:
-        """200 when PostgreSQL answers within `CHECK_TIMEOUT_S`, else 503."""
-        if not await _database_answers(runtime):
-            return web.json_response({"status": "unavailable", "database": "unreachable"}, status=503)
-        return web.json_response({"status": "ok"})
-
-    return health
-
-
-def _metrics(runtime: Runtime) -> Callable[[web.Request], Awaitable[web.Response]]:
-    async def serve_metrics(request: web.Request) -> web.Response:
-        """`GET /metrics`: `bot.metrics` in Prometheus' text format."""
-
-        async def count_pending() -> int:
-            value = await asyncio.wait_for(
-                runtime.database.pool.fetchval("SELECT count(*) FROM approvals WHERE status = 'pending'"),
-                timeout=CHECK_TIMEOUT_S,
-            )
-            return int(value)
-
-        body = await metrics.render(count_pending)
-        return web.Response(body=body, headers={"Content-Type": metrics.CONTENT_TYPE_LATEST})
-
-    return serve_metrics

@@ -6,7 +6,8 @@ The supervisor (this module) owns what the workers share and starts nothing of t
   migrations once, and hands every worker the URL (workers never run initdb side by side);
 - the port: workers listen on the same HOST:PORT with `SO_REUSEPORT`, so the kernel spreads
   Slack's connections over them; the supervisor holds a bound, never-listening socket on it
-  for its whole life, which picks the port for `PORT=0` and keeps it ours between restarts;
+  for its whole life, which picks the port for `PORT=0` and keeps it ours between restarts
+  (and the same for `METRICS_PORT`, when the probes have a bind of their own);
 - metrics: `PROMETHEUS_MULTIPROC_DIR` (a fresh directory, or the operator's, emptied at start),
   so `GET /metrics` on any worker sums them all (prometheus-client's multiprocess mode);
 - the cores: an `AckBoard`, a small shared memory (its file descriptor passed to each worker,
@@ -19,10 +20,14 @@ The supervisor (this module) owns what the workers share and starts nothing of t
   a restarted worker gets its own back (docs/decisions/0018). A worker left without one opens
   no gateway session (`DISCORD_SHARD_IDS=none`).
 
-Each worker is `countersign run` with `COUNTERSIGN_WORKER_INDEX` set: it shuts down as a single
-process does. A worker that exits on its own is restarted (after 0.5 s, doubling with each quick
-failure up to 30 s); one that exits with status 2 (a configuration error: a refused token, a
-busy port) stops them all, since its siblings would fail the same way. SIGTERM or SIGINT to the
+Each worker is `countersign run` with `COUNTERSIGN_WORKER_INDEX` set: it starts, tries its start
+again after an outage (`countersign.starting`) and shuts down as a single process does. A
+worker that exits on its own is restarted (after 0.5 s, doubling with each quick failure up to
+30 s), also one that gave up on an outage (status 75: PostgreSQL, Slack or Discord unreachable
+for `START_RETRY_S`); only one that exits with status 2 (a refusal: a token refused, a busy
+port, a wrong database password) stops them all, since its siblings would fail the same way
+(docs/decisions/0037-outages-probes-and-tokens-at-rest.md). The supervisor's own start (the
+database, the migrations, Discord's shard count) tries again after an outage too. SIGTERM or SIGINT to the
 supervisor is forwarded to every worker as SIGTERM; a worker still running
 `SHUTDOWN_GRACE_S` + `KILL_AFTER_S` seconds later is killed. A worker whose supervisor is gone
 without a word (kill -9, the OOM killer) shuts down as on SIGTERM within about a second
@@ -55,6 +60,8 @@ from bot import metrics
 from bot.errors import ConfigurationError
 from bot.settings import Settings
 from bot.storage.database import migrate, resolve_url
+from countersign.exits import CONFIGURATION_EXIT, UNREACHABLE_EXIT
+from countersign.starting import start_with_retries
 
 log = logging.getLogger(__name__)
 
@@ -64,8 +71,6 @@ FIRST_RESTART_DELAY_S = 0.5
 MAX_RESTART_DELAY_S = 30.0
 STABLE_AFTER_S = 60.0
 """A worker that ran this long before exiting is restarted after the first delay again."""
-CONFIGURATION_EXIT = 2
-"""The exit status of `countersign run` for a configuration error (countersign.cli)."""
 SUPERVISOR_PID_ENV = "COUNTERSIGN_SUPERVISOR_PID"
 """Set by the supervisor in each worker's environment: the pid `watch_supervisor` watches."""
 SUPERVISOR_POLL_S = 1.0
@@ -128,7 +133,8 @@ async def plan_shards(settings: Settings, workers: int) -> list[dict[str, str]]:
     than recommended). No Discord: no settings.
 
     Raises:
-        ConfigurationError: Discord refuses the token or cannot be reached.
+        ConfigurationError: Discord refuses the token.
+        UnreachableError: Discord cannot be reached or cannot answer now.
     """
     discord = settings.discord
     if not discord.enabled:
@@ -156,7 +162,7 @@ async def supervise(settings: Settings, workers: int, stop: asyncio.Event) -> No
 
     Args:
         settings: the supervisor's settings (the workers read the same environment, plus what
-            they share: `DATABASE_URL`, `PORT`, `PROMETHEUS_MULTIPROC_DIR`,
+            they share: `DATABASE_URL`, `PORT`, `METRICS_PORT` when set, `PROMETHEUS_MULTIPROC_DIR`,
             `COUNTERSIGN_ACK_BOARD_FD`).
         workers: how many (at least 2; `check_workers` has passed).
         stop: set on SIGTERM or SIGINT; set during start-up, it cancels the start-up and this
@@ -164,25 +170,38 @@ async def supervise(settings: Settings, workers: int, stop: asyncio.Event) -> No
 
     Raises:
         WorkersFailedError: a worker exited with status 2 (its own message is on stderr).
-        ConfigurationError: HOST:PORT cannot be bound, or another process already listens on it
-            (`_hold_port`); the workers' ack board cannot be made (`_ack_board`).
-        DatabaseUnavailableError: the database cannot be reached or the embedded one started.
+        ConfigurationError: HOST:PORT (or METRICS_HOST:METRICS_PORT) cannot be bound, or another
+            process already listens on it (`_hold_port`); the workers' ack board cannot be made (`_ack_board`); Discord
+            refused the token.
+        DatabaseUnavailableError: the database refused us or the embedded one cannot start.
+        GaveUpError: the database or Discord was still unreachable after `START_RETRY_S`.
     """
     async with AsyncExitStack() as stack:
         # The port first: a second supervisor on a served port must not migrate the database
         # its running siblings use before it is refused.
         holder = _hold_port(settings.server.host, settings.server.port)
         stack.callback(holder.close)
+        probes_holder = None
+        server = settings.server
+        if server.metrics_port is not None:
+            probes_holder = _hold_port(server.probes_host, server.metrics_port, "METRICS_HOST, METRICS_PORT")
+            stack.callback(probes_holder.close)
 
         async def prepare() -> tuple[str, list[dict[str, str]]]:
-            url = await resolve_url(settings.database, stack)
-            await migrate(url)
-            return url, await plan_shards(settings, workers)
+            # An attempt that fails closes what it opened (an embedded server it started).
+            async with AsyncExitStack() as attempt:
+                url = await resolve_url(settings.database, attempt)
+                await migrate(url)
+                shards = await plan_shards(settings, workers)
+                stack.push_async_callback(attempt.pop_all().aclose)
+            return url, shards
 
         # A signal during start-up (the embedded database starting, `GET /gateway/bot` being
-        # retried) cancels it, as a single `countersign run` does, instead of being noticed
-        # only when the start-up is over.
-        preparing = asyncio.ensure_future(prepare())
+        # retried, a wait between two attempts) cancels it, as a single `countersign run`
+        # does, instead of being noticed only when the start-up is over.
+        preparing = asyncio.ensure_future(
+            start_with_retries(prepare, retry_for_s=settings.server.start_retry_s, what="the supervisor's start")
+        )
         stopping = asyncio.ensure_future(stop.wait())
         await asyncio.wait({preparing, stopping}, return_when=asyncio.FIRST_COMPLETED)
         stopping.cancel()
@@ -204,12 +223,16 @@ async def supervise(settings: Settings, workers: int, stop: asyncio.Event) -> No
             "COUNTERSIGN_ACK_BOARD_FD": str(board),
             "COUNTERSIGN_WORKERS": "1",
         }
+        if probes_holder is not None:
+            env["METRICS_PORT"] = str(probes_holder.getsockname()[1])
         log.info("Countersign starts %d workers on %s:%s", workers, settings.server.host, port)
         await _Supervisor(env, shard_env, metrics_dir, settings.server.shutdown_grace_s, board).run(stop)
 
 
-def _hold_port(host: str, port: int) -> socket.socket:
-    """A socket bound to HOST:PORT with SO_REUSEPORT that never listens (see the module docstring).
+def _hold_port(host: str, port: int, names: str = "HOST, PORT") -> socket.socket:
+    """A socket bound to `host:port` with SO_REUSEPORT that never listens (see the module docstring).
+
+    For `PORT`, and for `METRICS_PORT` when it is set (`names` says which, in messages).
 
     SO_REUSEPORT lets any process of the same user bind the port too, so a second supervisor
     (or an orphaned worker of an earlier one) would otherwise share it silently, the kernel
@@ -229,7 +252,7 @@ def _hold_port(host: str, port: int) -> socket.socket:
                 probe.bind((host, port))
             except OSError as exc:
                 raise ConfigurationError(
-                    f"cannot listen on {host}:{port} (HOST, PORT): {exc.strerror or exc} "
+                    f"cannot listen on {host}:{port} ({names}): {exc.strerror or exc} "
                     "(another countersign run, or its workers, may still serve it)"
                 ) from None
     holder = socket.socket(family, socket.SOCK_STREAM)
@@ -239,7 +262,7 @@ def _hold_port(host: str, port: int) -> socket.socket:
         holder.bind((host, port))
     except OSError as exc:
         holder.close()
-        raise ConfigurationError(f"cannot listen on {host}:{port} (HOST, PORT): {exc.strerror or exc}") from None
+        raise ConfigurationError(f"cannot listen on {host}:{port} ({names}): {exc.strerror or exc}") from None
     return holder
 
 
@@ -355,8 +378,15 @@ class _Supervisor:
                 self._failed = worker
                 raise WorkersFailedError(str(worker.index))
             delay = self._restart_delay(worker)
+            # An outage (status 75) is restarted like a crash: it may be over by then, and
+            # its siblings keep serving meanwhile.
+            ended = "could not reach a service it needs (exit status 75, see above)"
             log.warning(
-                "worker %d (pid %d) %s; restarting it in %.1f s", worker.index, process.pid, _how_it_ended(code), delay
+                "worker %d (pid %d) %s; restarting it in %.1f s",
+                worker.index,
+                process.pid,
+                ended if code == UNREACHABLE_EXIT else _how_it_ended(code),
+                delay,
             )
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), timeout=delay)

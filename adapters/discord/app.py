@@ -30,7 +30,7 @@ from adapters.discord import messages as msg
 from adapters.discord.client import CountersignClient, IdentifyGate
 from adapters.discord.platform import DiscordPlatform
 from bot.admin.service import AdminService
-from bot.errors import ConfigurationError
+from bot.errors import ConfigurationError, CountersignError, UnreachableError
 from bot.service import Countersign
 from bot.settings import DiscordSettings
 
@@ -86,8 +86,13 @@ class DiscordAdapter:
         """Log in, discover the gateway, connect, and wait until READY.
 
         Raises:
-            ConfigurationError: the token is refused, or the Message Content intent is not
-                enabled for the application (one line, with what to do).
+            ConfigurationError: the token is refused (401, 403, or another 4xx), the gateway
+                closed for a reason that is ours (4004 authentication failed, 4010 to 4013), or
+                the Message Content intent is not enabled for the application (one line, with
+                what to do).
+            UnreachableError: Discord cannot be reached or cannot answer now (a 5xx, a 429, a
+                refused or dropped connection, no READY within `READY_TIMEOUT_S`):
+                `countersign run` tries again (`countersign.starting`).
         """
         token = self._settings.token
         if token is None:  # pragma: no cover - checked in __init__
@@ -96,13 +101,9 @@ class DiscordAdapter:
         try:
             await self.client.login(token.get_secret_value())
             recommended, gateway_url, limits = await self.client.http.get_bot_gateway()
-        except discord.LoginFailure:
-            await self.client.close()
-            raise ConfigurationError("Discord refused DISCORD_TOKEN (401 Unauthorized)") from None
         except (OSError, aiohttp.ClientError, discord.DiscordException) as exc:
             await self.client.close()
-            detail = " ".join(str(exc).split()) or type(exc).__name__
-            raise ConfigurationError(f"cannot reach Discord at {self._settings.api_url}: {detail}") from None
+            raise rest_failure(exc, self._settings.api_url) from None
         DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(gateway_url)
         self.client.max_concurrency = int(limits.get("max_concurrency", 1))
         if not self.gateway:
@@ -130,11 +131,15 @@ class DiscordAdapter:
             await self.client.close()
             if isinstance(error, discord.PrivilegedIntentsRequired):
                 raise ConfigurationError(msg.MISSING_INTENT)
-            raise ConfigurationError(f"the Discord gateway connection failed: {error}")
+            if isinstance(error, discord.ConnectionClosed | discord.LoginFailure):
+                # discord.py ends `connect` on a close code it may not resume after: 4004
+                # (authentication failed) or 4010 to 4014 (Discord's Gateway docs, "Close Event Codes").
+                raise ConfigurationError(f"the Discord gateway refused the connection: {error}")
+            raise UnreachableError(f"the Discord gateway connection failed: {error}")
         if ready not in done:
             ready.cancel()
             await self.close()
-            raise ConfigurationError(f"Discord did not become ready within {READY_TIMEOUT_S:.0f}s")
+            raise UnreachableError(f"Discord did not become ready within {READY_TIMEOUT_S:.0f}s")
         log.info("Discord connected as %s (gateway %s)", self.client.user, gateway_url)
 
     async def connected(self) -> bool:
@@ -183,7 +188,8 @@ async def fetch_gateway_limits(settings: DiscordSettings) -> GatewayLimits:
     """Ask `GET /gateway/bot` once with the bot token (the supervisor, before it starts workers).
 
     Raises:
-        ConfigurationError: the token is missing or refused, or Discord cannot be reached.
+        ConfigurationError: the token is missing or refused.
+        UnreachableError: Discord cannot be reached or cannot answer now (`rest_failure`).
     """
     token = settings.token
     if token is None:
@@ -193,11 +199,30 @@ async def fetch_gateway_limits(settings: DiscordSettings) -> GatewayLimits:
     try:
         await http.static_login(token.get_secret_value())
         shards, _, limits = await http.get_bot_gateway()
-    except discord.LoginFailure:
-        raise ConfigurationError("Discord refused DISCORD_TOKEN (401 Unauthorized)") from None
     except (OSError, aiohttp.ClientError, discord.DiscordException) as exc:
-        detail = " ".join(str(exc).split()) or type(exc).__name__
-        raise ConfigurationError(f"cannot reach Discord at {settings.api_url}: {detail}") from None
+        raise rest_failure(exc, settings.api_url) from None
     finally:
         await http.close()
     return GatewayLimits(shards=int(shards), max_concurrency=int(limits.get("max_concurrency", 1)))
+
+
+def rest_failure(exc: Exception, api_url: str) -> CountersignError:
+    """The start's error for a failed login or `GET /gateway/bot`: a refusal, or an outage.
+
+    discord.py has already waited out 429s and tried 5xx and dropped connections again (five
+    attempts); what still fails is a refusal when Discord answered 4xx (401 is discord.py's
+    `LoginFailure`), an outage otherwise.
+
+    Args:
+        exc: what discord.py or aiohttp raised.
+        api_url: `DISCORD_API_URL`, for the message.
+
+    Returns:
+        A `ConfigurationError` (refused: status 2) or an `UnreachableError` (tried again).
+    """
+    if isinstance(exc, discord.LoginFailure):
+        return ConfigurationError("Discord refused DISCORD_TOKEN (401 Unauthorized)")
+    detail = " ".join(str(exc).split()) or type(exc).__name__
+    if isinstance(exc, discord.HTTPException) and 400 <= exc.status < 500 and exc.status != 429:
+        return ConfigurationError(f"Discord refused the bot at {api_url}: {detail}")
+    return UnreachableError(f"cannot reach Discord at {api_url}: {detail}")

@@ -41,9 +41,10 @@ from adapters.slack.platform import SlackPlatform, UserDirectory, finish_decorat
 from adapters.slack.state_store import PostgresOAuthStateStore
 from adapters.slack.workspaces import WorkspaceClients
 from bot.admin.service import AdminService
-from bot.errors import ConfigurationError
+from bot.errors import ConfigurationError, UnreachableError
 from bot.service import Countersign
 from bot.settings import SlackSettings
+from bot.storage.secret_box import SecretBox
 
 if TYPE_CHECKING:
     from adapters.slack.socket_mode import SocketModeConnection
@@ -80,6 +81,12 @@ def _not_the_refused_body(record: logging.LogRecord) -> bool:
 
 
 logging.getLogger("slack_bolt.RequestVerification").addFilter(_not_the_refused_body)
+
+SLACK_OUTAGE_ERRORS = frozenset(
+    {"ratelimited", "fatal_error", "internal_error", "service_unavailable", "request_timeout"}
+)
+"""Web API `error`s that mean "not now" (Slack's method docs, "Errors" common to every method),
+whatever the HTTP status: a start that meets one tries again instead of calling it a refusal."""
 
 _REFUSED_CODE = "Failed to fetch oauth.v2.access result with code: "
 _SLACK_ERROR = re.compile(r"'error': '([a-z0-9_]{1,64})'")
@@ -138,6 +145,8 @@ class SlackAdapter:
         pool: the asyncpg pool, for the installation and OAuth state stores (OAuth mode only).
         board: the machine's `AckBoard` in a worker of `countersign run --workers N` (None: a
             lone process); whoever opened it closes it after the adapter.
+        box: encrypts the workspaces' bot tokens at rest (OAuth mode; `COUNTERSIGN_ENCRYPTION_KEY`);
+            None: no key, stored as they are.
 
     Construct it inside the running event loop (it opens an HTTP session).
 
@@ -155,6 +164,7 @@ class SlackAdapter:
         pool: asyncpg.Pool | None = None,
         *,
         board: AckBoard | None = None,
+        box: SecretBox | None = None,
     ) -> None:
         if settings.problem is not None:
             raise ConfigurationError(settings.problem)
@@ -170,7 +180,7 @@ class SlackAdapter:
         self.installations: PostgresInstallationStore | None = None
         oauth_settings: AsyncOAuthSettings | None = None
         if settings.oauth and pool is not None:
-            self.installations = PostgresInstallationStore(pool)
+            self.installations = PostgresInstallationStore(pool, box)
             oauth_settings = self._oauth_settings(settings, self.installations, PostgresOAuthStateStore(pool))
             self.clients = WorkspaceClients(self._session, settings.api_url, installations=self.installations)
         else:
@@ -327,13 +337,20 @@ class SlackAdapter:
         `auth.test` proves SLACK_BOT_TOKEN (and SLACK_API_URL) before the bot says it is
         running; with Socket Mode, `apps.connections.open` proves SLACK_APP_TOKEN, which the
         Socket Mode client would otherwise retry forever. In OAuth mode there is no token to
-        prove until a workspace installs the app (Bolt checks each one per request).
+        prove until a workspace installs the app (Bolt checks each one per request); the stored
+        tokens are checked to be readable, and encrypted when a key is set
+        (`PostgresInstallationStore.prepare`).
 
         Raises:
-            ConfigurationError: Slack refused a token, the Web API cannot be reached, or the
-                Socket Mode WebSocket did not open within `SOCKET_CONNECT_TIMEOUT_S`.
+            ConfigurationError: Slack refused a token; in OAuth mode, a stored token no key of
+                `COUNTERSIGN_ENCRYPTION_KEY` decrypts.
+            UnreachableError: the Web API cannot be reached or cannot answer now (a 5xx, a 429,
+                `SLACK_OUTAGE_ERRORS`), or the Socket Mode WebSocket did not open within
+                `SOCKET_CONNECT_TIMEOUT_S`: `countersign run` tries again
+                (`countersign.starting`).
         """
-        if self.clients.multi_workspace:
+        if self.installations is not None:
+            await self.installations.prepare()
             log.info("Slack OAuth mode: workspaces install at %s", INSTALL_PATH)
             return
         await self._check("SLACK_BOT_TOKEN", self.client.auth_test())
@@ -349,7 +366,7 @@ class SlackAdapter:
         try:
             await self._socket.connect(SOCKET_CONNECT_TIMEOUT_S)
         except TimeoutError:
-            raise ConfigurationError(
+            raise UnreachableError(
                 f"Slack Socket Mode did not connect within {SOCKET_CONNECT_TIMEOUT_S:.0f}s: apps.connections.open "
                 f"at {self.client.base_url} answered, but the WebSocket it named did not open (see the errors above)"
             ) from None
@@ -387,14 +404,25 @@ class SlackAdapter:
         await self._session.close()
 
     async def _check(self, variable: str, call: Awaitable[object]) -> None:
+        """Await a Web API call that proves `variable`: a refusal is a `ConfigurationError`, an outage not.
+
+        slack_sdk's retry handlers have already tried a connection error, a 429 and a 5xx again
+        (`adapters.slack.workspaces`); what still fails here is told apart by its HTTP status
+        and its `error`.
+        """
         try:
             await call
         except SlackApiError as exc:
             error = exc.response.get("error") if exc.response is not None else None
+            status = exc.response.status_code if exc.response is not None else 200
+            if status == 429 or status >= 500 or error in SLACK_OUTAGE_ERRORS:
+                raise UnreachableError(
+                    f"the Slack Web API at {self.client.base_url} cannot answer now (HTTP {status}, {error})"
+                ) from None
             raise ConfigurationError(f"Slack refused {variable} ({error or 'no reason given'})") from None
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
             reason = str(exc) or type(exc).__name__
-            raise ConfigurationError(f"cannot reach the Slack Web API at {self.client.base_url}: {reason}") from None
+            raise UnreachableError(f"cannot reach the Slack Web API at {self.client.base_url}: {reason}") from None
 
     async def _on_error(self, error: Exception, request: AsyncBoltRequest) -> None:
         # A listener's exception is logged here; Slack users never see a stack trace.

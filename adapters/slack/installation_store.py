@@ -8,7 +8,10 @@ recovery) looks the bot token up by team id here too (`adapters.slack.workspaces
 
 Only the bot is kept: the app asks for bot scopes only (adapters/slack/manifest.yml), so an
 installation has no user token worth storing; `async_find_installation` answers from the bot
-row. Tokens are secrets: nothing here logs one. See docs/decisions/0019.
+row. Tokens are secrets: nothing here logs one, and with `COUNTERSIGN_ENCRYPTION_KEY` set the
+bot token and its refresh token are stored encrypted (`bot.storage.secret_box`; `prepare`
+encrypts what was stored before at start). See docs/decisions/0019 and
+docs/decisions/0037-outages-probes-and-tokens-at-rest.md.
 """
 
 from __future__ import annotations
@@ -25,6 +28,9 @@ from slack_bolt.context.async_context import AsyncBoltContext
 from slack_sdk.oauth.installation_store.async_installation_store import AsyncInstallationStore
 from slack_sdk.oauth.installation_store.models.bot import Bot
 from slack_sdk.oauth.installation_store.models.installation import Installation
+
+from bot.errors import ConfigurationError
+from bot.storage.secret_box import SecretBox, UnreadableSecretError
 
 log = logging.getLogger(__name__)
 
@@ -59,14 +65,76 @@ class PostgresInstallationStore(AsyncInstallationStore):
 
     Args:
         pool: the asyncpg pool.
+        box: encrypts the tokens before they are written and decrypts them when read (None:
+            no key, tokens stored as they are).
 
     Errors from asyncpg (the database is down) propagate: the OAuth redirect then shows
     Bolt's failure page, and a request authorized with `StoreCheckingAuthorize` is answered
-    500 (an event is delivered again).
+    500 (an event is delivered again), as is one whose stored token no key decrypts
+    (`UnreadableSecretError`; `prepare` refuses to start on one).
     """
 
-    def __init__(self, pool: asyncpg.Pool) -> None:
+    def __init__(self, pool: asyncpg.Pool, box: SecretBox | None = None) -> None:
         self._pool = pool
+        self._box = box if box is not None else SecretBox()
+
+    async def prepare(self) -> None:
+        """At start: check every stored token can be read, and encrypt those that are not yet.
+
+        Without a key, says (once, as a warning) that tokens are stored unencrypted. With one,
+        rewrites each token stored in clear text (before the key was set) or under an older key
+        (`COUNTERSIGN_ENCRYPTION_KEY` lists it after the newest), each row only if it is still
+        as read, so workers starting together do it once.
+
+        Raises:
+            ConfigurationError: a stored token is encrypted and no key given decrypts it (or no
+                key is set), naming the workspace, never the token.
+        """
+        if not self._box.encrypting:
+            log.warning(
+                "COUNTERSIGN_ENCRYPTION_KEY is not set: the Slack bot tokens of installed workspaces are stored "
+                "unencrypted in PostgreSQL (table slack_installations; README, Installing into many workspaces)"
+            )
+        rows = await self._pool.fetch(
+            "SELECT enterprise_key, team_key, bot_token, bot_refresh_token FROM slack_installations"
+        )
+        rewritten = 0
+        for row in rows:
+            try:
+                stale = self._box.needs_sealing(row["bot_token"]) or self._box.needs_sealing(row["bot_refresh_token"])
+            except UnreadableSecretError as exc:
+                where = row["team_key"] or f"enterprise {row['enterprise_key']}"
+                raise ConfigurationError(
+                    f"cannot read the stored Slack bot token of team {where}: {exc}; set COUNTERSIGN_ENCRYPTION_KEY "
+                    "to the key it was stored with (a newer key first, the older ones after it)"
+                ) from None
+            if not stale:
+                continue
+            updated = await self._pool.fetchval(
+                """
+                WITH updated AS (
+                    UPDATE slack_installations SET bot_token = $5, bot_refresh_token = $6
+                    WHERE enterprise_key = $1 AND team_key = $2
+                      AND bot_token = $3 AND bot_refresh_token IS NOT DISTINCT FROM $4
+                    RETURNING 1
+                )
+                SELECT count(*) FROM updated
+                """,
+                row["enterprise_key"],
+                row["team_key"],
+                row["bot_token"],
+                row["bot_refresh_token"],
+                self._box.seal(self._box.unseal(row["bot_token"])),
+                self._box.seal(self._box.unseal(row["bot_refresh_token"])),
+            )
+            rewritten += int(updated)
+        if self._box.encrypting:
+            log.info(
+                "Slack bot tokens are stored encrypted (COUNTERSIGN_ENCRYPTION_KEY): %d installation(s), "
+                "%d encrypted with the newest key now",
+                len(rows),
+                rewritten,
+            )
 
     @property
     def logger(self) -> logging.Logger:
@@ -112,9 +180,9 @@ class PostgresInstallationStore(AsyncInstallationStore):
             bot.app_id,
             bot.bot_id,
             bot.bot_user_id,
-            bot.bot_token,
+            self._box.seal(bot.bot_token),
             scopes,
-            bot.bot_refresh_token,
+            self._box.seal(bot.bot_refresh_token),
             _at(bot.bot_token_expires_at),
             bool(bot.is_enterprise_install),
             installer,
@@ -134,7 +202,7 @@ class PostgresInstallationStore(AsyncInstallationStore):
         `enterprise_id` None finds the workspace by team id alone, in or outside an org (`_find`).
         """
         row = await self._find(enterprise_id, team_id, is_enterprise_install)
-        return None if row is None else _bot(row)
+        return None if row is None else self._bot(row)
 
     async def async_find_installation(
         self,
@@ -151,7 +219,7 @@ class PostgresInstallationStore(AsyncInstallationStore):
         row = await self._find(enterprise_id, team_id, is_enterprise_install)
         if row is None or (user_id is not None and user_id != row["installer_user_id"]):
             return None
-        bot = _bot(row)
+        bot = self._bot(row)
         return Installation(
             app_id=bot.app_id,
             enterprise_id=bot.enterprise_id,
@@ -239,6 +307,21 @@ class PostgresInstallationStore(AsyncInstallationStore):
         )
         log.info("Slack installation deleted for team %s (enterprise %s): %s row(s)", team_id, enterprise_id, deleted)
 
+    def _bot(self, row: asyncpg.Record) -> Bot:
+        """The row as slack_sdk's `Bot`, its tokens decrypted.
+
+        Raises:
+            UnreadableSecretError: no key decrypts them (replicas with different keys); left for
+                `StoreCheckingAuthorize` like a failed read, so the request is answered 500.
+        """
+        try:
+            token, refresh_token = self._box.unseal(row["bot_token"]), self._box.unseal(row["bot_refresh_token"])
+        except UnreadableSecretError as exc:
+            failures = _FAILURES.get()
+            if failures is not None:
+                failures.append(exc)
+            raise
+        return _bot(row, token, refresh_token)
 
 class StoreCheckingAuthorize(AsyncInstallationStoreAuthorize):
     """Bolt's authorize from the installation store, failing the request when the store cannot be read.
@@ -292,7 +375,7 @@ class StoreCheckingAuthorize(AsyncInstallationStoreAuthorize):
         return result
 
 
-def _bot(row: asyncpg.Record) -> Bot:
+def _bot(row: asyncpg.Record, token: str | None, refresh_token: str | None) -> Bot:
     expires: datetime | None = row["bot_token_expires_at"]
     fields: dict[str, Any] = {
         "app_id": row["app_id"],
@@ -300,11 +383,11 @@ def _bot(row: asyncpg.Record) -> Bot:
         "enterprise_name": row["enterprise_name"],
         "team_id": row["team_id"],
         "team_name": row["team_name"],
-        "bot_token": row["bot_token"],
+        "bot_token": token,
         "bot_id": row["bot_id"],
         "bot_user_id": row["bot_user_id"],
         "bot_scopes": row["bot_scopes"],
-        "bot_refresh_token": row["bot_refresh_token"],
+        "bot_refresh_token": refresh_token,
         "bot_token_expires_at": None if expires is None else int(expires.timestamp()),
         "is_enterprise_install": row["is_enterprise_install"],
         "installed_at": row["installed_at"].timestamp(),

@@ -9,17 +9,19 @@ from __future__ import annotations
 
 import json
 import logging
+import ssl
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
+import psycopg
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
-from bot.errors import DatabaseUnavailableError
+from bot.errors import DatabaseUnavailableError, DatabaseUnreachableError
 from bot.settings import DatabaseSettings
 from bot.storage.connections import check_if_told, keep_session
 from bot.storage.embedded import DATABASE_NAME, EmbeddedPostgres
@@ -60,7 +62,9 @@ async def resolve_url(settings: DatabaseSettings, stack: AsyncExitStack) -> str:
     """The URL to use: `DATABASE_URL`, or the embedded server's (started, stopped on exit).
 
     Raises:
-        DatabaseUnavailableError: the URL is malformed or the server cannot be reached.
+        DatabaseUnreachableError: the server cannot be reached now (`check_reachable`).
+        DatabaseUnavailableError: the URL is malformed, the server refused us, or the embedded
+            server could not be started.
     """
     if settings.url is not None:
         raw = settings.url.get_secret_value()
@@ -78,17 +82,47 @@ async def resolve_url(settings: DatabaseSettings, stack: AsyncExitStack) -> str:
     return with_database(admin_url, DATABASE_NAME)
 
 
+OUTAGE_SQLSTATE_CLASSES = frozenset({"08", "53", "57"})
+"""SQLSTATE classes that mean "not now" rather than "no" (PostgreSQL's docs, Appendix A): 08
+connection exception, 53 insufficient resources (too many connections), 57 operator
+intervention (shutting down, starting up, in recovery)."""
+
+
+def is_outage(exc: BaseException) -> bool:
+    """Whether `exc` says PostgreSQL cannot be reached now, rather than that it refused us.
+
+    An outage: a refused, reset or timed-out connection, a host name that does not resolve
+    (OSError, TimeoutError), or a server error of `OUTAGE_SQLSTATE_CLASSES`; psycopg's connection
+    failures without a SQLSTATE count too (asyncpg has checked the URL and the password first:
+    `check_reachable`). Not an outage: a wrong password or user (28), a missing database (3D), a
+    certificate that does not verify, a malformed URL, or any other error.
+    """
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return False
+    if isinstance(exc, (OSError, TimeoutError)):
+        return True
+    if isinstance(exc, asyncpg.PostgresError | psycopg.Error):
+        sqlstate = exc.sqlstate
+        if sqlstate is None:
+            return isinstance(exc, psycopg.OperationalError)
+        return sqlstate[:2] in OUTAGE_SQLSTATE_CLASSES
+    return False
+
+
 async def check_reachable(url: str, timeout_s: float) -> None:
     """Connect once to fail early with one readable line instead of a traceback.
 
     Raises:
-        DatabaseUnavailableError: naming the redacted target and the driver's reason.
+        DatabaseUnreachableError: the server cannot be reached now (`is_outage`).
+        DatabaseUnavailableError: it refused us (a wrong password, a missing database) or the
+            URL is wrong; both name the redacted target and the driver's reason.
     """
     try:
         connection = await asyncpg.connect(url, timeout=timeout_s)
     except (TimeoutError, OSError, asyncpg.PostgresError, ValueError) as exc:
         detail = " ".join(str(exc).split()) or type(exc).__name__
-        raise DatabaseUnavailableError(redact(url), detail) from None
+        error = DatabaseUnreachableError if is_outage(exc) else DatabaseUnavailableError
+        raise error(redact(url), detail) from None
     await connection.close()
 
 
@@ -136,7 +170,9 @@ async def open_database(settings: DatabaseSettings, *, run_migrations: bool = Tr
             fresh machine needs no separate step; both are idempotent).
 
     Raises:
-        DatabaseUnavailableError: the server cannot be reached or the URL is wrong.
+        DatabaseUnreachableError: the server cannot be reached now.
+        DatabaseUnavailableError: it refused us or the URL is wrong (`resolve_url`). A
+            connection lost later in the opening raises the driver's error (`is_outage` tells).
     """
     async with AsyncExitStack() as stack:
         url = await resolve_url(settings, stack)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import httpx
@@ -10,9 +11,11 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from adapters.slack import blocks
 from bot.settings import DatabaseSettings
+from countersign.probes import CHECK_TIMEOUT_S
 from countersign.server import BotServer
-from tests.e2e.conftest import ALICE, BOB, CHANNEL, make_settings
+from tests.e2e.conftest import ALICE, BOB, CHANNEL, SIGNING_SECRET, TEAM, make_settings
 from tests.e2e.test_slack_flow import click, settle, wait_answer, wait_card
+from tests.standins.slack_events import SlackEventSender
 from tests.support.barriers import wait_until_async
 from tests.support.postgres import own_embedded, start_embedded_again, stop_embedded
 
@@ -106,7 +109,7 @@ async def test_readyz_is_ready_with_the_database_and_slack(bot):
 async def test_readyz_turns_503_while_the_database_is_down_and_200_when_it_is_back(
     tmp_path: Path, gemini, slack, target
 ):
-    """The bot's own embedded PostgreSQL, stopped for real: readiness fails, liveness too; then both recover."""
+    """The bot's own embedded PostgreSQL, stopped for real: readiness fails, liveness does not; then readiness recovers."""
     async with own_embedded(tmp_path / "own") as (embedded, url):
         settings = make_settings(url, gemini, slack, target)
         settings = settings.model_copy(
@@ -119,6 +122,9 @@ async def test_readyz_turns_503_while_the_database_is_down_and_200_when_it_is_ba
             assert response.status_code == 503
             assert response.json()["database"] == "unreachable"
             assert response.json()["platforms"] == {"SlackAdapter": "connected"}
+            async with httpx.AsyncClient(timeout=30) as client:
+                # Liveness: restarting the process would not bring the database back.
+                assert (await client.get(f"http://127.0.0.1:{bot.port}/healthz")).status_code == 200
             await start_embedded_again(embedded)
 
             async def ready() -> bool:
@@ -145,3 +151,45 @@ async def test_readyz_turns_503_while_discord_is_disconnected(discord_bot, disco
         return (await readiness(discord_bot)).status_code == 200
 
     await wait_until_async(ready, "readiness did not come back after the gateway did")
+
+
+async def test_probes_answer_in_time_while_message_intake_holds_every_pool_connection(bot, events, slack):
+    """Every connection of the main pool taken: /healthz, /readyz and /metrics still answer within their timeout, rightly."""
+    await events.app_mention(CHANNEL, ALICE, "<@UBOT> post widget")
+    await wait_card(slack)
+    assert bot.runtime is not None
+    pool = bot.runtime.database.pool
+    held = [await pool.acquire() for _ in range(pool.get_max_size())]
+    try:
+        async with httpx.AsyncClient(timeout=30) as client:
+            answers = {}
+            for path in ("/healthz", "/readyz", "/metrics"):
+                started = time.monotonic()
+                answers[path] = await client.get(f"http://127.0.0.1:{bot.port}{path}")
+                assert time.monotonic() - started < CHECK_TIMEOUT_S, path
+    finally:
+        for connection in held:
+            await pool.release(connection)
+    assert answers["/healthz"].status_code == 200
+    assert answers["/readyz"].status_code == 200, answers["/readyz"].text
+    assert answers["/readyz"].json()["database"] == "ok"
+    assert answers["/metrics"].status_code == 200
+    pending = [
+        line for line in answers["/metrics"].text.splitlines() if line.startswith("countersign_pending_approvals ")
+    ]
+    assert pending == ["countersign_pending_approvals 1.0"]
+
+
+async def test_metrics_port_serves_the_probes_apart_from_slacks_port(db_url, gemini, slack, target):
+    """METRICS_PORT set: /healthz, /readyz and /metrics answer there and are gone from PORT; Slack's events stay on PORT."""
+    settings = make_settings(db_url, gemini, slack, target, metrics_port=0)
+    async with BotServer(settings) as bot, httpx.AsyncClient(timeout=30) as client:
+        assert bot.metrics_port is not None and bot.metrics_port != bot.port
+        for path in ("/healthz", "/readyz", "/metrics"):
+            assert (await client.get(f"http://127.0.0.1:{bot.metrics_port}{path}")).status_code == 200, path
+            assert (await client.get(f"http://127.0.0.1:{bot.port}{path}")).status_code == 404, path
+        assert (await client.post(f"http://127.0.0.1:{bot.metrics_port}/slack/events")).status_code == 404
+        async with SlackEventSender(
+            f"http://127.0.0.1:{bot.port}/slack/events", SIGNING_SECRET, team_id=TEAM
+        ) as sender:
+            assert (await sender.url_verification()).status == 200

@@ -8,6 +8,7 @@ import signal
 from collections.abc import Awaitable
 from pathlib import Path
 
+import httpx
 import psutil
 import pytest
 
@@ -18,7 +19,7 @@ from countersign.server import LISTEN_BACKLOG
 from tests.e2e.conftest import ALICE, BOT_TOKEN, CHANNEL, SIGNING_SECRET, TEAM
 from tests.e2e.test_slack_flow import click, wait_answer, wait_card
 from tests.standins.slack_events import SlackEventSender
-from tests.support.barriers import wait_until
+from tests.support.barriers import wait_until, wait_until_async
 from tests.support.bot_process import BotProcess, base_env, chat_env, free_port, run_chat, start_chat
 
 pytestmark = pytest.mark.e2e
@@ -115,10 +116,10 @@ async def test_missing_api_key_is_one_line_and_a_failure_exit(tmp_path):
 
 
 async def test_unreachable_database_is_one_line_without_the_password(tmp_path):
-    """A DATABASE_URL nobody answers on gives one readable line, password redacted, exit 2."""
+    """A DATABASE_URL nobody answers on gives one readable line, password redacted, exit 75 (an outage, not a setting)."""
     env = base_env(GOOGLE_API_KEY="k", DATABASE_URL="postgresql://app:s3cret@127.0.0.1:1/app")
     bot = await BotProcess(env, tmp_path, command="migrate").start()
-    assert await bot.wait() == 2
+    assert await bot.wait() == 75
     err = bot.stderr.decode()
     assert "s3cret" not in err
     assert (
@@ -309,7 +310,7 @@ async def test_slack_oauth_mixed_with_a_bot_token_is_one_line(tmp_path):
 
 
 async def test_unreachable_discord_is_one_line(db_url, gemini, tmp_path):
-    """A Discord API nobody answers gives one line naming it, no traceback, exit 2."""
+    """A Discord API nobody answers, with no time to try again (START_RETRY_S=0): one line naming it, no traceback, exit 75."""
     env = base_env(
         GOOGLE_API_KEY="k",
         GEMINI_BASE_URL=gemini.base_url,
@@ -318,12 +319,64 @@ async def test_unreachable_discord_is_one_line(db_url, gemini, tmp_path):
         DISCORD_API_URL="http://127.0.0.1:9/api/v10",
         PORT=str(free_port()),
         HOST="127.0.0.1",
+        START_RETRY_S="0",
     )
     bot = await BotProcess(env, tmp_path).start()
-    assert await bot.wait(timeout=90) == 2
+    assert await bot.wait(timeout=90) == 75
     err = bot.stderr.decode()
     assert err.strip().splitlines()[-1].startswith("countersign: cannot reach Discord at http://127.0.0.1:9/api/v10")
     assert "Traceback" not in err
+
+
+async def test_a_start_while_slack_cannot_answer_waits_for_slack(db_url, gemini, slack, target, tmp_path):
+    """auth.test answers 503 at start: each attempt is logged, METRICS_PORT says live but not ready and why; then it serves."""
+    slack.fail("auth.test", error="service_unavailable", status=503, times=10_000)
+    port, probes = free_port(), free_port()
+    env = bot_env(gemini, slack, target, port, DATABASE_URL=db_url, METRICS_PORT=str(probes))
+    bot = await BotProcess(env, tmp_path).start()
+    try:
+        await _first_of(
+            wait_until(lambda: b"start-up attempt 2 failed: the Slack Web API" in bot.stderr, "a second attempt"),
+            bot,
+            "a second failed attempt",
+        )
+        outage = f"the Slack Web API at {slack.base_url} cannot answer now (HTTP 503, service_unavailable)"
+        assert f"{outage}; trying again in".encode() in bot.stderr
+        async with httpx.AsyncClient(timeout=30) as client:
+            assert (await client.get(f"http://127.0.0.1:{probes}/healthz")).status_code == 200
+            waiting = await client.get(f"http://127.0.0.1:{probes}/readyz")
+            assert waiting.status_code == 503
+            assert waiting.json()["status"] == "starting" and waiting.json()["waiting_for"] == outage
+            assert waiting.json()["attempts"] >= 2
+            slack.clear_faults()
+
+            async def ready() -> bool:
+                return (await client.get(f"http://127.0.0.1:{probes}/readyz")).status_code == 200
+
+            await _first_of(wait_until_async(ready, "readiness once Slack answers", timeout=90), bot, "readiness")
+        async with SlackEventSender(f"http://127.0.0.1:{port}/slack/events", SIGNING_SECRET, team_id=TEAM) as events:
+            mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> hello")
+            await wait_answer(slack, mention.ts, starts="You said: hello")
+    finally:
+        code = await bot.stop()
+    assert code == 0, bot.stderr.decode()
+    assert b"Traceback" not in bot.stderr
+
+
+async def test_an_outage_longer_than_start_retry_s_exits_75(db_url, gemini, slack, target, tmp_path):
+    """Slack answers 503 past START_RETRY_S: the last line names the outage and the bound, exit 75 (not 2)."""
+    slack.fail("auth.test", error="service_unavailable", status=503, times=10_000)
+    env = bot_env(gemini, slack, target, free_port(), DATABASE_URL=db_url, START_RETRY_S="2")
+    bot = await BotProcess(env, tmp_path).start()
+    assert await bot.wait(timeout=90) == 75, bot.stderr.decode()
+    err = bot.stderr.decode()
+    last = err.strip().splitlines()[-1]
+    assert last.startswith(
+        f"countersign: the Slack Web API at {slack.base_url} cannot answer now (HTTP 503, service_unavailable) "
+        "(gave up after "
+    ), last
+    assert last.endswith("START_RETRY_S=2)"), last
+    assert "start-up attempt 1 failed" in err and "Traceback" not in err
 
 
 async def test_a_signal_during_start_up_stops_the_bot(gemini, tmp_path):

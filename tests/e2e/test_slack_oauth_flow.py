@@ -8,6 +8,7 @@ A browser is played by httpx: it carries Bolt's state cookie from `/slack/instal
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from http.cookies import SimpleCookie
@@ -15,9 +16,14 @@ from http.cookies import SimpleCookie
 import asyncpg
 import httpx
 import pytest
+from cryptography.fernet import Fernet
+from pydantic import SecretStr
+from slack_sdk.oauth.installation_store.models.installation import Installation
 
 from adapters.slack import blocks
-from bot.settings import Settings, SlackSettings
+from adapters.slack.installation_store import PostgresInstallationStore
+from bot.settings import EncryptionSettings, Settings, SlackSettings
+from bot.storage.secret_box import SecretBox
 from countersign.server import BotServer
 from tests.e2e.conftest import SIGNING_SECRET, make_settings
 from tests.e2e.test_slack_flow import _actions, settle
@@ -25,6 +31,7 @@ from tests.standins.gemini import GeminiStandIn
 from tests.standins.slack_api import ApiCall, SlackApiStandIn
 from tests.standins.slack_events import SlackEventSender
 from tests.support.barriers import GENEROUS_S, slack_listeners_done
+from tests.support.bot_process import BotProcess, base_env, free_port
 from tests.support.http_target import HttpTarget
 
 pytestmark = pytest.mark.e2e
@@ -379,3 +386,81 @@ async def test_slack_s_last_retry_is_told_with_the_workspace_s_token_when_it_can
         assert notices == []
         lost = [r.getMessage() for r in caplog.records if "without the workspace's token nobody" in r.getMessage()]
         assert len(lost) == 1 and lost[0].startswith("answered Slack's last delivery of an event with 500")
+
+
+async def stored_row(db_url: str, team: str) -> str:
+    """Workspace `team`'s whole stored row, every column, as PostgreSQL's text."""
+    connection = await asyncpg.connect(db_url)
+    try:
+        return str(await connection.fetchval("SELECT t::text FROM slack_installations t WHERE team_id = $1", team))
+    finally:
+        await connection.close()
+
+
+async def test_with_an_encryption_key_the_installed_token_is_stored_encrypted_and_answers_use_it(
+    settings, slack, browser, db_url
+):
+    """COUNTERSIGN_ENCRYPTION_KEY set: the token Slack issued in the OAuth flow is not in its stored row; the workspace is answered with it."""
+    keyed = settings.model_copy(
+        update={"encryption": EncryptionSettings(keys=(SecretStr(Fernet.generate_key().decode()),))}
+    )
+    async with BotServer(keyed) as bot:
+        slack.redirect_url = f"http://127.0.0.1:{bot.port}/slack/oauth_redirect"
+        await install(browser, bot, slack, A)
+        [token] = slack.tokens_of(A.team)
+        row = await stored_row(db_url, A.team)
+        assert token not in row and token.split("-")[-1] not in row and "fernet:" in row
+        async with sender(bot, A) as events:
+            mention = await events.app_mention(A.channel, A.person, f"<@{A.bot_user}> hello encrypted")
+            answer = await wait_reply(slack, mention.ts, "You said: hello encrypted")
+        await settle(bot)
+        await slack_listeners_done()
+    assert (answer.token, answer.team_id) == (token, A.team)
+
+
+async def test_a_key_that_does_not_decrypt_the_stored_tokens_stops_the_start_in_one_line(
+    db_url, gemini, slack, tmp_path
+):
+    """Tokens stored under one key and COUNTERSIGN_ENCRYPTION_KEY another: `countersign run` exits 2 naming the team, not the token."""
+    pool = await asyncpg.create_pool(db_url, min_size=1, max_size=1)
+    try:
+        store = PostgresInstallationStore(pool, SecretBox([Fernet.generate_key().decode()]))
+        await store.async_save(
+            Installation(
+                app_id="A1",
+                team_id=A.team,
+                bot_token="xoxb-under-the-old-key",
+                bot_id="BA",
+                bot_user_id=A.bot_user,
+                user_id=A.person,
+                installed_at=time.time(),
+            )
+        )
+    finally:
+        await pool.close()
+    env = base_env(
+        GOOGLE_API_KEY="e2e-gemini-key",
+        GEMINI_BASE_URL=gemini.base_url,
+        DATABASE_URL=db_url,
+        SLACK_CLIENT_ID=slack.client_id,
+        SLACK_CLIENT_SECRET=slack.client_secret,
+        SLACK_SIGNING_SECRET=SIGNING_SECRET,
+        SLACK_API_URL=slack.base_url,
+        COUNTERSIGN_ENCRYPTION_KEY=Fernet.generate_key().decode(),
+        PORT=str(free_port()),
+        HOST="127.0.0.1",
+    )
+    bot = await BotProcess(env, tmp_path).start()
+    try:
+        code = await bot.wait(timeout=60)
+    finally:  # a bot that did start (the key ignored) is stopped, not left running
+        if bot.proc is not None and bot.proc.returncode is None:
+            await bot.stop()
+    err = bot.stderr.decode()
+    assert code == 2, err
+    assert err.strip().splitlines()[-1] == (
+        f"countersign: cannot read the stored Slack bot token of team {A.team}: no key of COUNTERSIGN_ENCRYPTION_KEY "
+        "decrypts the value; set COUNTERSIGN_ENCRYPTION_KEY to the key it was stored with (a newer key first, the "
+        "older ones after it)"
+    )
+    assert "xoxb-under-the-old-key" not in err and "Traceback" not in err

@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from adapters.slack import blocks
-from bot.errors import ConfigurationError
+from bot.errors import UnreachableError
 from bot.settings import Settings, SlackSettings
 from countersign.server import BotServer
 from tests.e2e.conftest import ALICE, BOB, BOT_TOKEN, CAROL, CHANNEL, TEAM, make_settings
@@ -348,12 +348,12 @@ async def test_a_clicker_who_is_not_permitted_is_refused_over_the_socket(bot, ev
 
 
 async def test_a_socket_that_never_opens_fails_the_start_with_a_readable_error(settings, slack, monkeypatch):
-    """apps.connections.open answers but its WebSocket refuses: the start fails with a ConfigurationError, not a hang."""
+    """apps.connections.open answers but its WebSocket refuses (503): the start fails as an outage (tried again), not a hang."""
     from adapters.slack import app as slack_app
 
     monkeypatch.setattr(slack_app, "SOCKET_CONNECT_TIMEOUT_S", 3.0)
     slack.socket.refuse_status = 503
-    with pytest.raises(ConfigurationError, match=r"Socket Mode did not connect within 3s"):
+    with pytest.raises(UnreachableError, match=r"Socket Mode did not connect within 3s"):
         async with asyncio.timeout(GENEROUS_S), BotServer(settings):
             pass
     assert len(slack.calls_to("apps.connections.open")) >= 2  # the check, then the client's try

@@ -30,6 +30,7 @@ from tests.e2e.test_slack_flow import click, wait_answer, wait_card
 from tests.standins.slack_events import SEND_ERRORS, SlackEventSender
 from tests.support.barriers import wait_until, wait_until_async
 from tests.support.bot_process import BotProcess, free_port
+from tests.support.postgres import own_embedded, start_embedded_again, stop_embedded
 
 pytestmark = pytest.mark.e2e
 
@@ -177,6 +178,93 @@ async def test_a_worker_that_cannot_start_stops_them_all_in_one_line(db_url, gem
     assert "restart in" not in err and "Traceback" not in err
 
 
+def running(bot: BotProcess) -> bool:
+    """Whether the supervisor is still running (it exits once it has stopped every worker)."""
+    return bot.proc is not None and bot.proc.returncode is None
+
+
+def runs(bot: BotProcess, index: int) -> int:
+    """How many times worker `index` has said it is running (once per start that succeeded)."""
+    return bot.stderr.count(b"worker %d INFO countersign.server: Countersign is running" % index)
+
+
+async def test_a_supervisor_started_while_postgresql_is_down_starts_its_workers_once_it_is_up(
+    gemini, slack, target, tmp_path
+):
+    """PostgreSQL down when the supervisor starts: it says so per attempt, and starts both workers once it is up."""
+    async with own_embedded(tmp_path / "own") as (embedded, url):
+        await stop_embedded(embedded)
+        port = free_port()
+        env = bot_env(gemini, slack, target, port, DATABASE_URL=url, COUNTERSIGN_WORKERS="2")
+        bot = await BotProcess(env, tmp_path).start()
+        try:
+            waiting = b"the supervisor's start attempt 1 failed: cannot reach PostgreSQL"
+            await wait_until(lambda: waiting in bot.stderr or not running(bot), "the supervisor waiting")
+            assert running(bot), bot.stderr.decode()
+            await start_embedded_again(embedded)
+            await wait_until(lambda: runs(bot, 0) == runs(bot, 1) == 1 or not running(bot), "both workers running")
+            assert running(bot), bot.stderr.decode()
+        finally:
+            code = await bot.stop()
+    assert code == 0, bot.stderr.decode()
+    assert [len(pids) for pids in worker_pids(bot).values()] == [1, 1]
+
+
+async def test_a_worker_restarted_while_postgresql_is_down_waits_for_it_and_stops_no_sibling(
+    gemini, slack, target, tmp_path
+):
+    """kill -9 on a worker while PostgreSQL is down: the new one waits for it and then serves; its sibling runs on."""
+    async with own_embedded(tmp_path / "own") as (embedded, url):
+        port = free_port()
+        env = bot_env(gemini, slack, target, port, DATABASE_URL=url, COUNTERSIGN_WORKERS="2")
+        bot = await BotProcess(env, tmp_path).start()
+        try:
+            await wait_until(lambda: runs(bot, 0) == runs(bot, 1) == 1 or not running(bot), "both workers running")
+            await stop_embedded(embedded)
+            [victim] = worker_pids(bot)[0]
+            os.kill(victim, signal.SIGKILL)
+            waiting = b"worker 0 WARNING countersign.starting: start-up attempt 1 failed: cannot reach PostgreSQL"
+            await wait_until(lambda: waiting in bot.stderr or not running(bot), "the restarted worker waiting")
+            assert running(bot), bot.stderr.decode()
+            await start_embedded_again(embedded)
+            await wait_until(lambda: runs(bot, 0) == 2 or not running(bot), "the restarted worker running")
+            assert running(bot), bot.stderr.decode()
+            async with sender_on(port, "0") as restarted:
+                assert (await restarted.url_verification()).status == 200
+            assert [len(pids) for pids in worker_pids(bot).values()] == [2, 1]  # the sibling ran on throughout
+        finally:
+            code = await bot.stop()
+    err = bot.stderr.decode()
+    assert code == 0, err
+    assert "could not start" not in err
+
+
+async def test_workers_started_while_slack_cannot_answer_all_come_up(db_url, gemini, slack, target, tmp_path):
+    """auth.test answers 503 while two workers start: both try again, and both serve once Slack answers; none is stopped."""
+    slack.fail("auth.test", error="service_unavailable", status=503, times=10_000)
+    port = free_port()
+    env = bot_env(gemini, slack, target, port, DATABASE_URL=db_url, COUNTERSIGN_WORKERS="2")
+    bot = await BotProcess(env, tmp_path).start()
+
+    def waiting(index: int) -> bool:
+        line = b"worker %d WARNING countersign.starting: start-up attempt 1 failed: the Slack Web API" % index
+        return line in bot.stderr or not running(bot)
+
+    try:
+        await wait_until(lambda: waiting(0) and waiting(1), "both workers waiting for Slack")
+        assert running(bot), bot.stderr.decode()
+        slack.clear_faults()
+        await bot.wait_healthy(port, timeout=120)
+        for index in ("0", "1"):
+            async with sender_on(port, index) as sender:
+                assert (await sender.url_verification()).status == 200
+        assert [len(pids) for pids in worker_pids(bot).values()] == [1, 1]
+    finally:
+        code = await bot.stop()
+    assert code == 0, bot.stderr.decode()
+    assert b"Traceback" not in bot.stderr
+
+
 @pytest.mark.parametrize(
     ("extra", "expected"),
     [
@@ -202,6 +290,30 @@ async def test_the_workers_flag_sets_the_count(db_url, gemini, slack, target, tm
         await wait_until(lambda: len(worker_pids(bot)) == 2, "both workers started")
     finally:
         assert await bot.stop() == 0, bot.stderr.decode()
+
+
+async def test_workers_serve_the_probes_on_metrics_port_apart_from_slack(db_url, gemini, slack, target, tmp_path):
+    """METRICS_PORT with two workers: both answer the probes there (summed metrics), and PORT has Slack's routes only."""
+    port, probes = free_port(), free_port()
+    env = bot_env(gemini, slack, target, port, DATABASE_URL=db_url, COUNTERSIGN_WORKERS="2", METRICS_PORT=str(probes))
+    bot = await BotProcess(env, tmp_path).start()
+    try:
+        await bot.wait_healthy(probes)
+        await wait_until(lambda: runs(bot, 0) == runs(bot, 1) == 1, "both workers running")
+        seen: set[str] = set()
+        async with httpx.AsyncClient(timeout=30) as client:
+            while seen != {"0", "1"}:  # each request on a new connection: the kernel spreads them
+                response = await client.get(f"http://127.0.0.1:{probes}/readyz", headers={"Connection": "close"})
+                assert response.status_code == 200, response.text
+                seen.add(response.headers[WORKER])
+            scraped = await client.get(f"http://127.0.0.1:{probes}/metrics")
+            assert scraped.status_code == 200 and "countersign_turns_running" in scraped.text
+            assert (await client.get(f"http://127.0.0.1:{port}/metrics")).status_code == 404
+        async with sender_on(port, "1") as sender:
+            assert (await sender.url_verification()).status == 200
+    finally:
+        code = await bot.stop()
+    assert code == 0, bot.stderr.decode()
 
 
 async def test_workers_stop_when_their_supervisor_is_killed(db_url, gemini, slack, target, tmp_path):

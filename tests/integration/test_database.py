@@ -6,9 +6,10 @@ import asyncpg
 import pytest
 from pydantic import ValidationError
 
-from bot.errors import ConfigurationError, DatabaseUnavailableError
+from bot.errors import ConfigurationError, DatabaseUnavailableError, DatabaseUnreachableError, UnreachableError
 from bot.settings import DatabaseSettings
-from bot.storage.database import migrate, open_database
+from bot.storage.database import check_reachable, migrate, open_database
+from bot.storage.urls import with_database
 
 
 async def test_open_database_creates_our_tables_and_checkpoint_tables(db_url: str) -> None:
@@ -38,6 +39,17 @@ async def test_unreachable_server_gives_one_readable_line() -> None:
     assert message.startswith("cannot reach PostgreSQL at postgresql://bob:***@127.0.0.1:1/db: ")
     assert "hunter2" not in message
     assert "\n" not in message
+
+
+async def test_nobody_listening_is_an_outage_and_a_missing_database_a_refusal(pg_server) -> None:
+    """A port nobody listens on is tried again later (an outage); a database the live server lacks is not."""
+    with pytest.raises(DatabaseUnreachableError) as unreachable:
+        await check_reachable("postgresql://bob:hunter2@127.0.0.1:1/db", 2)
+    assert isinstance(unreachable.value, UnreachableError)
+    with pytest.raises(DatabaseUnavailableError) as refused:
+        await check_reachable(with_database(pg_server.admin_url, "no_such_database"), 2)
+    assert not isinstance(refused.value, UnreachableError)
+    assert 'database "no_such_database" does not exist' in str(refused.value)
 
 
 async def test_wrong_scheme_is_refused() -> None:

@@ -2,21 +2,29 @@
 
 from __future__ import annotations
 
+import logging
 import time
 
+import pytest
+from cryptography.fernet import Fernet
 from slack_sdk.oauth.installation_store.models.installation import Installation
 
 from adapters.slack.installation_store import PostgresInstallationStore
 from adapters.slack.state_store import PostgresOAuthStateStore
+from bot.errors import ConfigurationError
 from bot.storage.database import Database
+from bot.storage.secret_box import SecretBox, UnreadableSecretError
+
+OLD_KEY, NEW_KEY = Fernet.generate_key().decode(), Fernet.generate_key().decode()
 
 
-def installation(team: str, token: str, *, user: str = "UINSTALLER") -> Installation:
+def installation(team: str, token: str, *, user: str = "UINSTALLER", refresh: str | None = None) -> Installation:
     return Installation(
         app_id="A1",
         team_id=team,
         team_name=f"Team {team}",
         bot_token=token,
+        bot_refresh_token=refresh,
         bot_id=f"B{team}",
         bot_user_id=f"UBOT{team}",
         bot_scopes="chat:write,commands",
@@ -83,3 +91,76 @@ async def test_issuing_sweeps_expired_states(database: Database):
     )
     fresh = await states.async_issue()
     assert [r["state"] for r in await database.pool.fetch("SELECT state FROM slack_oauth_states")] == [fresh]
+
+
+async def stored_rows(database: Database) -> dict[str, str]:
+    """Each team's whole row as PostgreSQL holds it, in text (every column)."""
+    rows = await database.pool.fetch("SELECT team_key, t::text AS whole FROM slack_installations t")
+    return {row["team_key"]: row["whole"] for row in rows}
+
+
+async def test_with_a_key_the_tokens_are_stored_encrypted_and_read_back(database: Database):
+    """COUNTERSIGN_ENCRYPTION_KEY set: the stored row holds neither the bot token nor its refresh token; reads give them back."""
+    store = PostgresInstallationStore(database.pool, SecretBox([NEW_KEY]))
+    await store.async_save(installation("T1", "xoxb-secret-one", refresh="xoxe-1-refresh-one"))
+    [whole] = (await stored_rows(database)).values()
+    assert "secret-one" not in whole and "refresh-one" not in whole and "fernet:" in whole
+    bot = await store.async_find_bot(enterprise_id=None, team_id="T1")
+    assert bot is not None and (bot.bot_token, bot.bot_refresh_token) == ("xoxb-secret-one", "xoxe-1-refresh-one")
+    found = await store.async_find_installation(enterprise_id=None, team_id="T1")
+    assert found is not None and found.bot_token == "xoxb-secret-one"
+
+
+async def test_tokens_stored_before_a_key_keep_working_and_are_encrypted_at_the_next_start(
+    database: Database, caplog: pytest.LogCaptureFixture
+):
+    """Rows stored without a key are read with one, and the start encrypts them; without the key they are refused."""
+    plain = PostgresInstallationStore(database.pool)
+    with caplog.at_level(logging.WARNING, logger="adapters.slack.installation_store"):
+        await plain.prepare()
+    assert "COUNTERSIGN_ENCRYPTION_KEY is not set: the Slack bot tokens" in caplog.text
+    await plain.async_save(installation("T1", "xoxb-plain-one"))
+    await plain.async_save(installation("T2", "xoxb-plain-two", refresh="xoxe-1-plain-refresh"))
+    assert "xoxb-plain-one" in (await stored_rows(database))["T1"]
+
+    keyed = PostgresInstallationStore(database.pool, SecretBox([NEW_KEY]))
+    before = await keyed.async_find_bot(enterprise_id=None, team_id="T1")
+    assert before is not None and before.bot_token == "xoxb-plain-one"
+    await keyed.prepare()
+    rows = await stored_rows(database)
+    assert not any(secret in whole for whole in rows.values() for secret in ("plain-one", "plain-two", "plain-refresh"))
+    after = await keyed.async_find_bot(enterprise_id=None, team_id="T2")
+    assert after is not None and (after.bot_token, after.bot_refresh_token) == (
+        "xoxb-plain-two",
+        "xoxe-1-plain-refresh",
+    )
+    await keyed.prepare()  # a second start finds nothing to do
+    assert await stored_rows(database) == rows
+
+    with pytest.raises(UnreadableSecretError):
+        await plain.async_find_bot(enterprise_id=None, team_id="T1")
+    with pytest.raises(
+        ConfigurationError, match=r"team T1: the value is encrypted and COUNTERSIGN_ENCRYPTION_KEY is not set"
+    ):
+        await plain.prepare()
+
+
+async def test_a_wrong_key_is_refused_at_start_and_an_old_key_after_the_new_one_rotates(database: Database):
+    """Tokens under one key: another key alone is a start error naming the team; the new key first and the old after re-encrypt them."""
+    await PostgresInstallationStore(database.pool, SecretBox([OLD_KEY])).async_save(installation("T1", "xoxb-rotated"))
+    under_old = await stored_rows(database)
+    wrong = PostgresInstallationStore(database.pool, SecretBox([NEW_KEY]))
+    with pytest.raises(ConfigurationError) as refused:
+        await wrong.prepare()
+    assert "cannot read the stored Slack bot token of team T1: no key of COUNTERSIGN_ENCRYPTION_KEY decrypts" in str(
+        refused.value
+    )
+    assert "xoxb-rotated" not in str(refused.value) and NEW_KEY not in str(refused.value)
+    assert await stored_rows(database) == under_old
+
+    rotating = PostgresInstallationStore(database.pool, SecretBox([NEW_KEY, OLD_KEY]))
+    await rotating.prepare()
+    assert await stored_rows(database) != under_old
+    await wrong.prepare()  # the new key alone reads everything now
+    bot = await wrong.async_find_bot(enterprise_id=None, team_id="T1")
+    assert bot is not None and bot.bot_token == "xoxb-rotated"

@@ -60,6 +60,10 @@ ENV_NAMES = (
     "LOG_LEVEL",
     "LOG_FORMAT",
     "SHUTDOWN_GRACE_S",
+    "START_RETRY_S",
+    "METRICS_PORT",
+    "METRICS_HOST",
+    "COUNTERSIGN_ENCRYPTION_KEY",
     "COUNTERSIGN_WORKERS",
     "COUNTERSIGN_WORKER_INDEX",
     "COUNTERSIGN_EVENT_LOOP",
@@ -291,6 +295,47 @@ def test_shutdown_grace_is_read_and_bounded(clean_env):
     clean_env.setenv("SHUTDOWN_GRACE_S", "-1")
     with pytest.raises(ValidationError, match="SHUTDOWN_GRACE_S"):
         ServerSettings()
+
+
+def test_start_retry_is_read_and_bounded(clean_env):
+    """START_RETRY_S bounds the tries after an outage at start (300 s by default; 0 allowed); a negative one is refused."""
+    assert ServerSettings().start_retry_s == 300.0
+    clean_env.setenv("START_RETRY_S", "0")
+    assert ServerSettings().start_retry_s == 0.0
+    clean_env.setenv("START_RETRY_S", "-1")
+    with pytest.raises(ValidationError, match="START_RETRY_S"):
+        ServerSettings()
+
+
+def test_metrics_port_is_optional_and_apart_from_port(clean_env):
+    """METRICS_PORT unset (or blank) serves the probes on PORT; set, on its own port and METRICS_HOST (else HOST); never PORT itself."""
+    clean_env.setenv("METRICS_PORT", "")
+    assert ServerSettings().metrics_port is None
+    clean_env.setenv("HOST", "10.0.0.5")
+    clean_env.setenv("METRICS_PORT", "9100")
+    assert (ServerSettings().metrics_port, ServerSettings().probes_host) == (9100, "10.0.0.5")
+    clean_env.setenv("METRICS_HOST", "127.0.0.1")
+    assert ServerSettings().probes_host == "127.0.0.1"
+    clean_env.setenv("METRICS_PORT", "3000")
+    with pytest.raises(ValidationError, match="METRICS_PORT must differ from PORT"):
+        ServerSettings()
+
+
+def test_encryption_keys_are_split_and_a_bad_one_is_refused_without_echo(clean_env):
+    """COUNTERSIGN_ENCRYPTION_KEY: unset or blank means none; comma-separated Fernet keys in order; a bad one is refused, unshown."""
+    from cryptography.fernet import Fernet
+
+    assert Settings().encryption.keys == ()
+    clean_env.setenv("COUNTERSIGN_ENCRYPTION_KEY", " ")
+    assert Settings().encryption.keys == ()
+    new, old = Fernet.generate_key().decode(), Fernet.generate_key().decode()
+    clean_env.setenv("COUNTERSIGN_ENCRYPTION_KEY", f" {new} , {old},")
+    assert [key.get_secret_value() for key in Settings().encryption.keys] == [new, old]
+    assert new not in repr(Settings())
+    clean_env.setenv("COUNTERSIGN_ENCRYPTION_KEY", f"{new},not-a-fernet-key-but-secret")
+    with pytest.raises(ValidationError, match="COUNTERSIGN_ENCRYPTION_KEY must be Fernet keys") as info:
+        Settings()
+    assert "not-a-fernet-key-but-secret" not in str(info.value) and new not in str(info.value)
 
 
 def test_retention_keeps_everything_unless_set(clean_env):
