@@ -323,6 +323,7 @@ class PostgresInstallationStore(AsyncInstallationStore):
             raise
         return _bot(row, token, refresh_token)
 
+
 class StoreCheckingAuthorize(AsyncInstallationStoreAuthorize):
     """Bolt's authorize from the installation store, failing the request when the store cannot be read.
 
