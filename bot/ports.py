@@ -185,6 +185,19 @@ class TurnFailed:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ResumeGivenUp:
+    """The bot gave up carrying out a decided pause after its attempts; its requester is told once.
+
+    Attributes:
+        approvals: the pause's approvals as now stored, in order: a decided call that did not
+            run has `not_run`, one that may have run has `outcome_unknown`; the others ran, or
+            were rejected, expired or stopped (their cards say so).
+    """
+
+    approvals: tuple[ApprovalRecord, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TurnStopped:
     """The turn was stopped (issue 12, "Stop"): said in the conversation in place of an answer.
 
@@ -217,7 +230,16 @@ class AskElsewhere:
     unchecked: bool = False
 
 
-Notice = ReviewPending | ModelFailed | TurnFailed | CardsElsewhere | ApprovalExpired | TurnStopped | AskElsewhere
+Notice = (
+    ReviewPending
+    | ModelFailed
+    | TurnFailed
+    | CardsElsewhere
+    | ApprovalExpired
+    | TurnStopped
+    | AskElsewhere
+    | ResumeGivenUp
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -341,7 +341,7 @@ class Countersign:
                         for entry in waiting:
                             if entry.key == owner:  # the run is its turn: its sender is told, once
                                 await self._give_up(entry.message, entry.key)
-                        await self._runner.give_up_run(conversation)
+                        await self._runner.give_up(conversation)
                     elif attempts:
                         log.info("finishing interrupted work (attempt %d)", attempts)
                         await self._runner.settle(conversation)
@@ -677,8 +677,13 @@ class Countersign:
         self.tasks.spawn(self._finish_stop(recorded), name=f"stopped {thread_id}")
 
     async def _finish_stop(self, recorded: StopRecorded) -> None:
-        """Redraw the closed cards, then resume once they show it (`CardDesk.redraw`)."""
-        if recorded.claimed:
+        """Redraw the closed cards, then resume once they show it (`CardDesk.redraw`).
+
+        A turn stopped while a decision of it waited for its resume is resumed too, now: the
+        resume answers its calls as stopped, and a pause whose resume failed every attempt is
+        given up instead (`TurnRunner.resume`), so a stop frees a conversation stuck on one.
+        """
+        if recorded.claimed or recorded.turn.resuming:
             await self._runner.redraw_cards(*recorded.closed)
             await self._resume(recorded.turn.thread_id)
         else:

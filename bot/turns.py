@@ -33,6 +33,7 @@ from bot import metrics
 from bot.agents.checkpointing import STEP_BUDGET_KEY, StepBudget
 from bot.agents.context_window import AUTHOR_KEY
 from bot.agents.delegation import DelegationEvent
+from bot.agents.given_up import given_up_results
 from bot.agents.history import unanswered_tool_calls
 from bot.agents.kind import AgentKind
 from bot.agents.llm_node import RefusedHere
@@ -58,6 +59,7 @@ from bot.ports import (
     Notice,
     Platform,
     Progress,
+    ResumeGivenUp,
     TurnFailed,
     TurnStopped,
 )
@@ -66,6 +68,7 @@ from bot.stop_watch import StopWatch
 from bot.storage.approval_store import ApprovalStore
 from bot.storage.config_store import ConfigStore
 from bot.storage.conversation_store import ConversationRow, ConversationStore, Stopper, TurnStart, UnfinishedRun
+from bot.upkeep import MAX_ATTEMPTS
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +82,11 @@ PAUSE_STORED_WAIT_S = 30.0
 PAUSE_STORED_SLOW_S = 1.0
 """A look for a pause's checkpoint that takes longer than this is logged (the cards wait for it)."""
 _PAUSE_STORED_POLL_S = 0.02
+
+_STATE_WRITER = "llm_call"
+"""The node a given-up pause's results are written as: both agents' graphs have it, and from it
+`should_continue` ends the graph after tool results, so nothing is left to run (as a context
+reset, `bot.contexts`)."""
 
 OFFER_STOP_AFTER_S = 2.0
 """A run still going after this many seconds shows a progress indicator with a Stop button
@@ -343,19 +351,94 @@ class TurnRunner:
         )
         return await self.notify(conversation, ApprovalExpired(approval=approval), recipient=requester)
 
-    async def give_up_run(self, conversation: ConversationRef) -> None:
-        """Stop finishing a run that failed every attempt: clear its mark, then tell the conversation once.
+    async def give_up(self, conversation: ConversationRef) -> None:
+        """Stop finishing work that failed every attempt: the decided pauses being resumed, then the run.
 
-        The mark is cleared before the notice (one outcome, docs/decisions/XXXX-one-outcome-per-message.md);
-        a run given up before (its failure, or its message's, was told) is cleared without a
-        second notice.
+        Each is given up before anyone is told, and each outcome is told once
+        (docs/decisions/XXXX-one-outcome-per-message.md): the pauses' requesters learn that
+        their decided calls did not run, or may have (`give_up_reviews`); the conversation is
+        told that the run failed only when nobody was told of it yet (not when it was a given-up
+        pause's resume, nor a run given up with its message or after its failure was told).
+        Call it under the conversation's lock.
         """
+        told = await self.give_up_reviews(conversation)
         unfinished = await self._conversations.unfinished_run(conversation.thread_id)
         if unfinished is None:
             return
         await self._conversations.mark_delivered(conversation.thread_id)
-        if not unfinished.given_up:
+        if not unfinished.given_up and not told:
             await self.notify(conversation, TurnFailed(thread_id=conversation.thread_id), recipient=None)
+
+    async def give_up_spent(self, conversation: ConversationRef) -> bool:
+        """Give up the conversation's pauses if a resume of theirs failed every attempt; whether they were.
+
+        For a conversation stuck on such a pause (a context reset frees it so); see
+        `give_up_reviews`. Call it under the conversation's lock.
+        """
+        claimed = await self._approvals.reviews_in_thread(conversation.thread_id, [ReviewStatus.RESUMING])
+        return _spent(claimed) and await self.give_up_reviews(conversation)
+
+    async def give_up_reviews(self, conversation: ConversationRef) -> bool:
+        """Give up the conversation's decided pauses whose resume keeps failing; tell each requester once.
+
+        A pause is given up as a whole, and only once none of the conversation's cards waits
+        (a sibling delegation's card may: then the pause waits for its decision, which the next
+        resume or give-up takes with it). In this order, each step safe to repeat after a crash:
+
+        1. The checkpoint: the pause's tasks are dropped (a sibling delegation that reported
+           keeps its result) and every call of the paused answer without a result gets one,
+           without running, from what the ledger knows (`bot.agents.given_up`). Nothing can
+           resume the pause any more, so no decided call can run after its requester was told
+           it did not.
+        2. The reviews, in one transaction (`ApprovalStore.give_up_reviews`): done, each decided
+           call that never started `not_run`, one that started `outcome_unknown`, the resume's
+           run given up; then its mark cleared.
+        3. The cards are redrawn, and each requester is told once (`ResumeGivenUp`).
+
+        Call it under the conversation's lock.
+
+        Returns:
+            Whether pauses were given up (their requesters told); False when none was being
+            resumed, a card still waits, or another handler gave them up.
+
+        Raises:
+            Exception: the checkpointer's or the database's (what was done stays done; the rest
+                is done by the next call).
+        """
+        thread_id = conversation.thread_id
+        claimed = await self._approvals.reviews_in_thread(thread_id, [ReviewStatus.RESUMING])
+        if not claimed:
+            return False
+        if await self._approvals.pending_in_thread(thread_id):
+            log.warning("a resume failed for good; it is given up once the cards of its pause are decided")
+            return False
+        graph = await self.graph_for(conversation)
+        config = self.config(conversation)
+        state = await graph.aget_state(config)
+        if state.interrupts or state.tasks:
+            await graph.aupdate_state(config, None, as_node=END)  # drops the pause's tasks
+            state = await graph.aget_state(config)
+        unanswered = unanswered_tool_calls(state.values.get("messages", []))
+        if unanswered:
+            runs = await self._approvals.tool_runs(thread_id, [str(call["id"]) for call in unanswered])
+            results = given_up_results(unanswered, runs, self._tools)
+            await graph.aupdate_state(config, {"messages": results}, as_node=_STATE_WRITER)
+        given_up = await self._approvals.give_up_reviews(thread_id, [review.id for review in claimed])
+        if not given_up:
+            return False
+        await self._out(conversation, settled=True)
+        log.error(
+            "gave up resuming review(s) %s after their attempts; their decided calls did not run, or may have "
+            "(thread_id=%s)",
+            ", ".join(given_up),
+            thread_id,
+        )
+        await self._cards.redraw(*(approval for approvals in given_up.values() for approval in approvals))
+        for review in claimed:
+            if review.id in given_up:
+                notice = ResumeGivenUp(approvals=tuple(given_up[review.id]))
+                await self.notify(conversation, notice, recipient=_requester_of(review, conversation))
+        return True
 
     async def _finish_unfinished(
         self, conversation: ConversationRef, state: StateSnapshot, unfinished: UnfinishedRun
@@ -656,9 +739,16 @@ class TurnRunner:
         before a crash or a stop: the run that stopped before its end is finished. A review is
         marked done only once its interrupt is no longer pending and its run reached its end
         (or, when later work failed, once its decisions were applied), so a failed resume is
-        tried again by the next message (see `settle`).
+        tried again by the next message (see `settle`) or the upkeep. Reviews past their
+        attempts (`bot.upkeep.MAX_ATTEMPTS`) are given up instead (`give_up_reviews`).
         """
         claimed = await self._approvals.reviews_in_thread(conversation.thread_id, [ReviewStatus.RESUMING])
+        if _spent(claimed):
+            # Its resume failed every attempt (the upkeep's give-up could not finish, or an older
+            # version left it so): given up, never tried again, so the thread is not kept busy
+            # (docs/decisions/XXXX-one-outcome-per-message.md).
+            await self.give_up_reviews(conversation)
+            return
         graph = await self.graph_for(conversation)
         state = await graph.aget_state(self.config(conversation))
         pending = {interrupt.id: interrupt for interrupt in state.interrupts}
@@ -1081,6 +1171,23 @@ def _trust_matching(config: WorkspaceConfig, tool_name: str, channel_id: str) ->
     """
     setting = config.trust_for(tool_name, channel_id)
     return setting.matching if setting is not None else ()
+
+
+def _spent(reviews: Sequence[ReviewRecord]) -> bool:
+    """Whether a review among these has used up its attempts at resuming (`bot.upkeep.MAX_ATTEMPTS`)."""
+    return any(review.attempts > MAX_ATTEMPTS for review in reviews)
+
+
+def _requester_of(review: ReviewRecord, conversation: ConversationRef) -> Actor | None:
+    """Who asked for a review's calls, to be told privately; None when nobody known did (the conversation is told)."""
+    if not review.requester_id:
+        return None
+    return Actor(
+        platform=conversation.platform,
+        workspace_id=conversation.workspace_id,
+        user_id=review.requester_id,
+        display_name=review.requester_name,
+    )
 
 
 def _unknown_requester(conversation: ConversationRef) -> Actor:

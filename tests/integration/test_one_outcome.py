@@ -12,15 +12,25 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
+from bot.admin.commands import ResetContext
+from bot.admin.views import ContextReset
+from bot.agents import prompts
+from bot.agents.kind import AgentKind
+from bot.approvals.decisions import Approve
+from bot.approvals.lifecycle import ApprovalStatus, ReviewStatus
 from bot.errors import ModelError, ModelErrorKind
+from bot.ports import ApprovalCard, ResumeGivenUp
 from bot.storage.inbox import Inbox, inbox_key
+from bot.upkeep import MAX_ATTEMPTS
+from tests.integration.test_subagents_service import SPECS, team
 from tests.integration.test_unfinished_work import FlakyPlatform, inbox_status, unfinished, upkeep_pass
 from tests.support.db_faults import StatementDrop
 from tests.support.recording_platform import RecordingPlatform
-from tests.support.scripted_model import ScriptedChatModel
-from tests.support.service import Harness, conversation, message, open_service
+from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
+from tests.support.service import Harness, actor, conversation, message, open_service
+from tests.support.tools import ToolLog
 
 
 def told(h: Harness) -> list[tuple[str, str | None, str | None]]:
@@ -182,3 +192,134 @@ async def test_a_message_whose_failure_cannot_be_recorded_is_given_up_with_its_r
     assert told(h) == [("TurnFailed", "alice", "hello")]
     assert h.platform.answers == [(conversation().thread_id, "first")]
     assert len(model.prompts) == 2
+
+
+# --- a decided pause whose resume fails for good ------------------------------------------------
+
+REFUSE_RESUMES = """
+CREATE FUNCTION refuse_resume() RETURNS trigger LANGUAGE plpgsql AS
+  $$ BEGIN RAISE EXCEPTION 'resuming is broken here'; END $$;
+CREATE TRIGGER refuse_resume BEFORE UPDATE ON conversations FOR EACH ROW
+  WHEN (OLD.running_since IS NULL AND NEW.running_since IS NOT NULL AND NEW.turn_id IS NOT DISTINCT FROM OLD.turn_id)
+  EXECUTE FUNCTION refuse_resume();
+"""
+"""Every run that is not a new message's turn (a resume) fails to start; new messages still run."""
+
+
+def send_then_chat() -> ScriptedChatModel:
+    """Asks to `send` (a card) for "send ...", and answers anything else with "re: <text>"."""
+
+    def script(messages):
+        last = messages[-1]
+        if isinstance(last, HumanMessage) and str(last.content).startswith("send"):
+            return calls(tool_call("send", {"to": "bob", "body": "hi"}))
+        return AIMessage(f"re: {last.content}")
+
+    return ScriptedChatModel(script=script)
+
+
+async def approved_but_never_resumed(h: Harness) -> ApprovalCard:
+    """Alice asks to send, approves the card, and the resume fails (and will fail every time)."""
+    await h.service.handle_message(message("send bob hi", message_id="7.1"))
+    [card] = h.platform.cards.values()
+    await h.database.pool.execute(REFUSE_RESUMES)
+    await h.service.decide(card.approval.id, actor("alice"), Approve())
+    await h.service.tasks.join()
+    review = await h.approvals.review(card.approval.review_id)
+    assert review is not None and review.status is ReviewStatus.RESUMING
+    return card
+
+
+async def left_stuck_by_an_older_version(h: Harness) -> ApprovalCard:
+    """A decided review whose resume failed every attempt, left resuming (what versions before this one did)."""
+    card = await approved_but_never_resumed(h)
+    await h.database.pool.execute("UPDATE reviews SET attempts = $1", MAX_ATTEMPTS + 1)
+    return card
+
+
+async def given_up_and_free(h: Harness, card: ApprovalCard, tool_log: ToolLog) -> None:
+    """The review is done, its call did not run and its card says so, Alice was told once, and the next message is answered."""
+    review = await h.approvals.review(card.approval.review_id)
+    approval = await h.approvals.get(card.approval.id)
+    assert review is not None and review.status is ReviewStatus.DONE
+    assert approval is not None and approval.status is ApprovalStatus.APPROVED and approval.not_run
+    [shown] = [c.approval for c in h.platform.cards.values() if c.approval.id == card.approval.id]
+    assert shown.not_run  # the card was redrawn to say so
+    [(_, notice, who)] = h.platform.notices
+    assert isinstance(notice, ResumeGivenUp) and who == "alice"
+    assert [(a.tool_name, a.not_run) for a in notice.approvals] == [("send", True)]
+    await h.service.handle_message(message("hello again", message_id="7.9"))
+    assert h.platform.answers[-1] == (conversation().thread_id, "re: hello again")
+    assert tool_log.calls == []
+    assert await upkeep_pass(h) == []
+
+
+async def test_a_resume_that_fails_every_attempt_is_given_up_and_its_requester_told_once(db_url, registry, tool_log):
+    """The resume after Approve fails each time: nobody is told meanwhile; after the last attempt the call is marked not run, Alice is told once, and the thread goes on."""
+    model = send_then_chat()
+    async with open_service(db_url, model, registry) as h:
+        card = await approved_but_never_resumed(h)
+        await upkeep_pass(h)  # a second attempt fails too, silently
+        assert h.platform.notices == []
+        await h.database.pool.execute("UPDATE reviews SET attempts = $1", MAX_ATTEMPTS)
+        await upkeep_pass(h)  # the attempt after the last gives it up
+        await given_up_and_free(h, card, tool_log)
+    [result] = [m for m in model.prompts[-1] if isinstance(m, ToolMessage)]
+    assert result.content == prompts.GIVEN_UP_CALL and result.status == "error"
+
+
+async def test_a_conversation_stuck_on_a_spent_resume_answers_the_next_message(db_url, registry, tool_log):
+    """A review an older version left resuming after its last attempt does not make the next message 'busy': it is given up first."""
+    async with open_service(db_url, send_then_chat(), registry) as h:
+        card = await left_stuck_by_an_older_version(h)
+        await h.service.handle_message(message("anyone there?", message_id="7.2"))
+        assert h.platform.answers == [(conversation().thread_id, "re: anyone there?")]
+        await given_up_and_free(h, card, tool_log)
+
+
+async def test_stop_frees_a_conversation_stuck_on_a_spent_resume(db_url, registry, tool_log):
+    """`/countersign stop` in a conversation stuck on a spent resume gives the pause up: Alice is told, the next message is answered."""
+    async with open_service(db_url, send_then_chat(), registry) as h:
+        card = await left_stuck_by_an_older_version(h)
+        await h.service.stop_turn(actor("alice"), conversation=conversation())
+        await h.service.tasks.join()
+        await given_up_and_free(h, card, tool_log)
+
+
+async def test_a_context_reset_frees_a_conversation_stuck_on_a_spent_resume(db_url, registry, tool_log):
+    """`/countersign context reset` in a conversation stuck on a spent resume gives the pause up first, then resets."""
+    async with open_service(db_url, send_then_chat(), registry, RecordingPlatform(admins={"boss"})) as h:
+        card = await left_stuck_by_an_older_version(h)
+        reply = await h.admin.execute(actor("boss"), ResetContext(), here="C1", conversation=conversation())
+        assert isinstance(reply, ContextReset) and reply.changed
+        await given_up_and_free(h, card, tool_log)
+
+
+async def test_the_upkeep_frees_a_conversation_stuck_on_a_spent_resume(db_url, registry, tool_log):
+    """After an upgrade, the first look of the upkeep gives up a review an older version left resuming for good."""
+    async with open_service(db_url, send_then_chat(), registry) as h:
+        card = await left_stuck_by_an_older_version(h)
+        assert await h.service.recover() == [conversation().thread_id]
+        await h.service.tasks.join()
+        await given_up_and_free(h, card, tool_log)
+
+
+async def test_a_subagents_pause_whose_resume_is_spent_is_given_up_and_the_supervisor_goes_on(
+    db_url, registry, tool_log
+):
+    """A delegation's card was approved, its resume never worked: the pause is given up, the supervisor reads why, and answers the next message."""
+    model = team(lambda text: [("alpha", "bob")] if text.startswith("send") else [])
+    async with open_service(db_url, model, registry, subagents=SPECS, default_agent=AgentKind.SUBAGENTS) as h:
+        card = await left_stuck_by_an_older_version(h)
+        assert card.approval.source == "alpha"
+        await h.service.handle_message(message("hello", message_id="7.2"))
+        review = await h.approvals.review(card.approval.review_id)
+        approval = await h.approvals.get(card.approval.id)
+    assert review is not None and review.status is ReviewStatus.DONE
+    assert approval is not None and approval.not_run
+    [(_, notice, who)] = h.platform.notices
+    assert isinstance(notice, ResumeGivenUp) and who == "alice"
+    assert h.platform.answers == [(conversation().thread_id, "ok")]
+    assert tool_log.calls == []
+    [result] = [m for m in model.prompts[-1] if isinstance(m, ToolMessage)]
+    assert result.content == prompts.GIVEN_UP_DELEGATION.format(name="alpha")
