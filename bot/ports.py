@@ -172,8 +172,9 @@ class TurnFailed:
     Attributes:
         thread_id: the conversation, as the log names it.
         message: the text of the message that could not be answered, when one message failed
-            (its handling failed, or it was given up after `bot.upkeep.MAX_ATTEMPTS`), so that
-            its sender knows which one to send again; None when a run failed.
+            (its handling failed, or it was given up after `bot.upkeep.MAX_ATTEMPTS` or
+            `bot.upkeep.ANSWER_WITHIN_S`), so that its sender knows which one to send again;
+            None when a run failed.
         message_id: that message's platform id (`IncomingMessage.message_id`), so that an
             adapter posting the notice where others read it can first check that its author
             has not deleted it; None when a run failed or the message had no id.
