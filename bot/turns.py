@@ -506,14 +506,14 @@ class TurnRunner:
         decisions were applied tells nobody and is tried again. The thread stays usable.
         Counted in `bot.metrics` (runs under way, seconds by outcome).
 
-        Raises:
-            Exception: the database's, when a failure could not be recorded as given up
-                (nobody was told; the run stays marked and is tried again).
-
         The run gets its turn's stop signal (`bot.stop_watch`); a stopped turn ends at its next
         step (`bot.agents.stop_signal`). A pause the run raised in the moment between a stop
         recorded on another replica and this process learning of it is closed as stopped and
         answered at once, so no card of a stopped turn stays open.
+
+        Raises:
+            Exception: the database's, when a failure could not be recorded as given up
+                (nobody was told; the run stays marked and is tried again).
         """
         started = time.monotonic()
         metrics.TURNS_RUNNING.inc()
