@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from bot.approvals.shown import reveal_invisible as reveal_invisible
 from bot.errors import ModelErrorKind, NoAnswerReason
-from bot.ports import Activity, ModelFailed
+from bot.ports import Activity, ModelFailed, ResumeGivenUp
 
 _NOTHING_TO_READ = {"Cc", "Cf", "Zs", "Zl", "Zp"}
 
@@ -133,6 +133,22 @@ def model_failed_text(
     if notice.kind is ModelErrorKind.BUSY and notice.retry_after_s:
         return busy_for.format(wait=duration_words(notice.retry_after_s))
     return by_kind[notice.kind]
+
+
+def given_up_calls(notice: ResumeGivenUp) -> tuple[list[str], list[str]]:
+    """The decided calls of a given-up pause: (those that did not run, those that may have), by name.
+
+    A subagent's call is named as its card names it, `subagent: tool`; a name appears once.
+    """
+    not_run: dict[str, None] = {}
+    unknown: dict[str, None] = {}
+    for approval in notice.approvals:
+        name = f"{approval.source}: {approval.tool_name}" if approval.source else approval.tool_name
+        if approval.not_run:
+            not_run[name] = None
+        elif approval.outcome_unknown:
+            unknown[name] = None
+    return list(not_run), list(unknown)
 
 
 def duration_words(seconds: float) -> str:

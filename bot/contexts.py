@@ -9,8 +9,10 @@ empty history). Older checkpoints, the audit log, approvals and the tool-run led
 
 A reset happens only under the conversation's lock, taken without waiting (a running turn is
 not queued behind), and only at rest: never while a card waits (its calls must stay in the
-history the graph resumes), a turn runs, a message waits in the inbox, or a run cut short by a
-fault is still unfinished (`bot.turns.TurnRunner.settle` finishes it first).
+history the graph resumes), a turn runs, a decision waits for its resume, a message waits in
+the inbox, or a run cut short by a fault is still unfinished (`bot.turns.TurnRunner.settle`
+finishes it first). A decided pause whose resume failed every attempt does not keep it busy:
+the reset gives it up first (`TurnRunner.give_up_spent`; its requester is told).
 """
 
 from __future__ import annotations
@@ -93,20 +95,25 @@ class ContextKeeper:
 
         Raises:
             ConversationBusyError: `REVIEW_PENDING` while a card waits, `TURN_RUNNING` while
-                the conversation's lock is held, a message waits to be answered, a run's
-                outcome is still due, or a tool round was cut short; nothing was changed. (A
-                model step left pending by a failed model call does not block a reset.)
+                the conversation's lock is held, a decision waits for its resume, a message
+                waits to be answered, a run's outcome is still due, or a tool round was cut
+                short; nothing was changed. (A model step left pending by a failed model call
+                does not block a reset, nor does a pause whose resume failed every attempt:
+                it is given up first.)
         """
         thread_id = conversation.thread_id
         async with self._locks.try_hold(thread_id) as held:
             if not held:
                 raise ConversationBusyError(BusyReason.TURN_RUNNING)
+            await self._runner.give_up_spent(conversation)
             state = await self._state(conversation)
             before = await self._view(conversation, state)
             if not before.exists or before.is_empty:
                 return ContextReset(before=before, changed=False)
-            if state.interrupts or await self._approvals.pending_in_thread(thread_id):
+            if await self._approvals.pending_in_thread(thread_id):
                 raise ConversationBusyError(BusyReason.REVIEW_PENDING)
+            if state.interrupts:  # every card is decided: the resume is due
+                raise ConversationBusyError(BusyReason.TURN_RUNNING)
             # A model step left pending by a failed model call is not work under way (the
             # message waits for the next one); a tool round cut short is, until settle ends it.
             if (

@@ -172,8 +172,9 @@ class TurnFailed:
     Attributes:
         thread_id: the conversation, as the log names it.
         message: the text of the message that could not be answered, when one message failed
-            (its handling failed, or it was given up after `bot.upkeep.MAX_ATTEMPTS`), so that
-            its sender knows which one to send again; None when a run failed.
+            (its handling failed, or it was given up after `bot.upkeep.MAX_ATTEMPTS` or
+            `bot.upkeep.ANSWER_WITHIN_S`), so that its sender knows which one to send again;
+            None when a run failed.
         message_id: that message's platform id (`IncomingMessage.message_id`), so that an
             adapter posting the notice where others read it can first check that its author
             has not deleted it; None when a run failed or the message had no id.
@@ -182,6 +183,19 @@ class TurnFailed:
     thread_id: str
     message: str | None = None
     message_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResumeGivenUp:
+    """The bot gave up carrying out a decided pause after its attempts; its requester is told once.
+
+    Attributes:
+        approvals: the pause's approvals as now stored, in order: a decided call that did not
+            run has `not_run`, one that may have run has `outcome_unknown`; the others ran, or
+            were rejected, expired or stopped (their cards say so).
+    """
+
+    approvals: tuple[ApprovalRecord, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -217,7 +231,16 @@ class AskElsewhere:
     unchecked: bool = False
 
 
-Notice = ReviewPending | ModelFailed | TurnFailed | CardsElsewhere | ApprovalExpired | TurnStopped | AskElsewhere
+Notice = (
+    ReviewPending
+    | ModelFailed
+    | TurnFailed
+    | CardsElsewhere
+    | ApprovalExpired
+    | TurnStopped
+    | AskElsewhere
+    | ResumeGivenUp
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -204,6 +204,10 @@ class Countersign:
         could not be posted) are handled first, in order: a handled-again message is recognised
         by its turn in the checkpoint (`TurnRunner.message_in_state`), which this message's
         turn could fold into the summary, and the message would then be asked again.
+
+        A message past its last attempt (`upkeep.MAX_ATTEMPTS`), or one that arrived more than
+        `upkeep.ANSWER_WITHIN_S` ago, is given up instead, and so is one whose handling fails
+        here: its sender is told once, and nothing answers it afterwards (`_give_up`).
         """
         conversation = message.conversation
         attempts = 1
@@ -219,33 +223,69 @@ class Countersign:
                     await self._handle(entry.message, entry.key, older_first=False)
             if attempts > upkeep.MAX_ATTEMPTS:
                 log.error("giving up on message %s after %d attempts", key, attempts - 1)
-                await self._inbox.abandon(key)
-                failed = TurnFailed(
-                    thread_id=conversation.thread_id, message=message.text, message_id=message.message_id
-                )
-                await self._runner.notify(conversation, failed, recipient=message.actor)
+                await self._give_up(message, key)
+                return
+            if begun.waited_s > upkeep.ANSWER_WITHIN_S:
+                log.error("giving up on message %s: it arrived %d minutes ago", key, begun.waited_s // 60)
+                await self._give_up(message, key)
                 return
         try:
             row = await self._conversations.touch(conversation)
-            handled = await self._answer(message, again=attempts > 1, row=row)
+            handled = await self._answer(message, key, again=attempts > 1, row=row)
         except asyncio.CancelledError:
             if key is not None:
                 await self._cut_at_shutdown(self._inbox.uncount(key))
             raise
         except Exception:
             log.exception("handling a message failed")
-            failed = TurnFailed(thread_id=conversation.thread_id, message=message.text, message_id=message.message_id)
-            handled = await self._runner.notify(conversation, failed, recipient=message.actor)
+            await self._give_up(message, key, retry_untold=True)
+            return
         if key is not None and handled:
             await self._inbox.handled(key)
 
-    async def _answer(self, message: IncomingMessage, *, again: bool, row: ConversationRow) -> bool:
+    async def _give_up(self, message: IncomingMessage, key: str | None, *, retry_untold: bool = False) -> None:
+        """Give a message up: record it, with its turn's run, as given up; then tell its sender, once.
+
+        One outcome per message (docs/decisions/XXXX-one-outcome-per-message.md): the record
+        comes first (`Inbox.give_up`), so that no later attempt answers a message whose sender
+        was told it could not be; when it cannot be written (the database is down), nobody is
+        told now and the message stays for the upkeep, which tries it again silently. A message
+        another handler finished meanwhile is left alone. A message without a platform id has
+        no record; its sender is told.
+
+        Args:
+            message: the message.
+            key: its inbox key (None: it has no platform id).
+            retry_untold: when the notice cannot be sent, take the give-up back so that the
+                message is tried again (this attempt failed, it was not the last one).
+        """
+        conversation = message.conversation
+        given = None
+        if key is not None:
+            try:
+                given = await self._inbox.give_up(key)
+            except Exception:
+                log.exception("could not record that message %s is given up; it is tried again, nobody told yet", key)
+                return
+            if given is None:
+                return  # finished meanwhile (another handler answered it or told its sender)
+        failed = TurnFailed(thread_id=conversation.thread_id, message=message.text, message_id=message.message_id)
+        told = await self._runner.notify(conversation, failed, recipient=message.actor)
+        if not told and retry_untold and given is not None:
+            try:
+                await self._inbox.take_back(given)
+            except Exception:
+                log.exception("could not take back the give-up of message %s, whose sender was not told", key)
+
+    async def _answer(self, message: IncomingMessage, key: str | None, *, again: bool, row: ConversationRow) -> bool:
         """Settle the conversation and run the message's turn; return whether its outcome is out.
 
         Args:
             message: the message.
+            key: its inbox key, recorded with its turn (`TurnRunner.ask`).
             again: its handling began before (a fault interrupted it): if its turn already
-                started, `settle` finished that turn, and it is not asked again.
+                started, `settle` finished that turn (or cleared it, given up), and it is not
+                asked again.
             row: the conversation's row as `touch` just returned it (under the lock).
         """
         conversation = message.conversation
@@ -258,18 +298,25 @@ class Countersign:
             )
         agent = await self._runner.choose_agent(conversation, row)
         outcome = await self._runner.ask(
-            conversation, message.text, requester=message.actor, anchor=message.message_id, agent=agent
+            conversation,
+            message.text,
+            requester=message.actor,
+            anchor=message.message_id,
+            agent=agent,
+            message_key=key,
         )
         return outcome.delivered
 
     async def tend(self, thread_id: str) -> bool:
         """Finish what a fault left unfinished in one conversation, unless someone is at work there.
 
-        Under the conversation's lock (only if it is free now): counts the attempt, then lets
-        `settle` resume claimed reviews and deliver or finish an unfinished run, then handles
-        the messages the inbox still holds, oldest first. After `upkeep.MAX_ATTEMPTS` the
-        unfinished run is given up: the conversation is told, and no later message restarts
-        it. Called by the upkeep (`bot.upkeep.Upkeep`) of every replica.
+        Under the conversation's lock (only if it is free now): gives up the messages that
+        arrived more than `upkeep.ANSWER_WITHIN_S` ago (before `settle` could finish their
+        turns), counts the attempt, then lets `settle` resume claimed reviews and deliver or
+        finish an unfinished run, then handles the messages the inbox still holds, oldest first.
+        After `upkeep.MAX_ATTEMPTS` the unfinished run is given up and no later message restarts
+        it; who is told is told once: the sender of the message whose turn it was, else the
+        conversation. Called by the upkeep (`bot.upkeep.Upkeep`) of every replica.
 
         Returns:
             Whether it worked on the conversation (False: its lock was held).
@@ -279,13 +326,22 @@ class Countersign:
             async with self._locks.try_hold(thread_id) as held:
                 if not held:
                     return False
+                waiting = await self._inbox.unhandled(thread_id)
+                for entry in waiting:
+                    if entry.waited_s > upkeep.ANSWER_WITHIN_S:
+                        log.error("giving up on message %s: it arrived %d minutes ago", entry.key, entry.waited_s // 60)
+                        await self._give_up(entry.message, entry.key)
                 attempts = await self._upkeep_store.count_attempt(
                     thread_id, first_retry_s=upkeep.FIRST_RETRY_S, max_retry_s=upkeep.MAX_DELAY_S
                 )
                 try:
                     if attempts > upkeep.MAX_ATTEMPTS:
                         log.error("giving up on finishing interrupted work after %d attempts", attempts - 1)
-                        await self._runner.give_up_run(conversation)
+                        owner = await self._conversations.run_message(thread_id)
+                        for entry in waiting:
+                            if entry.key == owner:  # the run is its turn: its sender is told, once
+                                await self._give_up(entry.message, entry.key)
+                        await self._runner.give_up(conversation)
                     elif attempts:
                         log.info("finishing interrupted work (attempt %d)", attempts)
                         await self._runner.settle(conversation)
@@ -621,8 +677,13 @@ class Countersign:
         self.tasks.spawn(self._finish_stop(recorded), name=f"stopped {thread_id}")
 
     async def _finish_stop(self, recorded: StopRecorded) -> None:
-        """Redraw the closed cards, then resume once they show it (`CardDesk.redraw`)."""
-        if recorded.claimed:
+        """Redraw the closed cards, then resume once they show it (`CardDesk.redraw`).
+
+        A turn stopped while a decision of it waited for its resume is resumed too, now: the
+        resume answers its calls as stopped, and a pause whose resume failed every attempt is
+        given up instead (`TurnRunner.resume`), so a stop frees a conversation stuck on one.
+        """
+        if recorded.claimed or recorded.turn.resuming:
             await self._runner.redraw_cards(*recorded.closed)
             await self._resume(recorded.turn.thread_id)
         else:

@@ -33,6 +33,7 @@ from bot import metrics
 from bot.agents.checkpointing import STEP_BUDGET_KEY, StepBudget
 from bot.agents.context_window import AUTHOR_KEY
 from bot.agents.delegation import DelegationEvent
+from bot.agents.given_up import given_up_results
 from bot.agents.history import unanswered_tool_calls
 from bot.agents.kind import AgentKind
 from bot.agents.llm_node import RefusedHere
@@ -58,6 +59,7 @@ from bot.ports import (
     Notice,
     Platform,
     Progress,
+    ResumeGivenUp,
     TurnFailed,
     TurnStopped,
 )
@@ -66,6 +68,7 @@ from bot.stop_watch import StopWatch
 from bot.storage.approval_store import ApprovalStore
 from bot.storage.config_store import ConfigStore
 from bot.storage.conversation_store import ConversationRow, ConversationStore, Stopper, TurnStart, UnfinishedRun
+from bot.upkeep import MAX_ATTEMPTS
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +82,11 @@ PAUSE_STORED_WAIT_S = 30.0
 PAUSE_STORED_SLOW_S = 1.0
 """A look for a pause's checkpoint that takes longer than this is logged (the cards wait for it)."""
 _PAUSE_STORED_POLL_S = 0.02
+
+_STATE_WRITER = "llm_call"
+"""The node a given-up pause's results are written as: both agents' graphs have it, and from it
+`should_continue` ends the graph after tool results, so nothing is left to run (as a context
+reset, `bot.contexts`)."""
 
 OFFER_STOP_AFTER_S = 2.0
 """A run still going after this many seconds shows a progress indicator with a Stop button
@@ -343,22 +351,113 @@ class TurnRunner:
         )
         return await self.notify(conversation, ApprovalExpired(approval=approval), recipient=requester)
 
-    async def give_up_run(self, conversation: ConversationRef) -> None:
-        """Stop finishing a run that failed every attempt: clear its mark and tell the conversation."""
+    async def give_up(self, conversation: ConversationRef) -> None:
+        """Stop finishing work that failed every attempt: the decided pauses being resumed, then the run.
+
+        Each is given up before anyone is told, and each outcome is told once
+        (docs/decisions/XXXX-one-outcome-per-message.md): the pauses' requesters learn that
+        their decided calls did not run, or may have (`give_up_reviews`); the conversation is
+        told that the run failed only when nobody was told of it yet (not when it was a given-up
+        pause's resume, nor a run given up with its message or after its failure was told).
+        Call it under the conversation's lock.
+        """
+        told = await self.give_up_reviews(conversation)
+        unfinished = await self._conversations.unfinished_run(conversation.thread_id)
+        if unfinished is None:
+            return
         await self._conversations.mark_delivered(conversation.thread_id)
-        await self.notify(conversation, TurnFailed(thread_id=conversation.thread_id), recipient=None)
+        if not unfinished.given_up and not told:
+            await self.notify(conversation, TurnFailed(thread_id=conversation.thread_id), recipient=None)
+
+    async def give_up_spent(self, conversation: ConversationRef) -> bool:
+        """Give up the conversation's pauses if a resume of theirs failed every attempt; whether they were.
+
+        For a conversation stuck on such a pause (a context reset frees it so); see
+        `give_up_reviews`. Call it under the conversation's lock.
+        """
+        claimed = await self._approvals.reviews_in_thread(conversation.thread_id, [ReviewStatus.RESUMING])
+        return _spent(claimed) and await self.give_up_reviews(conversation)
+
+    async def give_up_reviews(self, conversation: ConversationRef) -> bool:
+        """Give up the conversation's decided pauses whose resume keeps failing; tell each requester once.
+
+        A pause is given up as a whole, and only once none of the conversation's cards waits
+        (a sibling delegation's card may: then the pause waits for its decision, which the next
+        resume or give-up takes with it). In this order, each step safe to repeat after a crash:
+
+        1. The checkpoint: the pause's tasks are dropped (a sibling delegation that reported
+           keeps its result) and every call of the paused answer without a result gets one,
+           without running, from what the ledger knows (`bot.agents.given_up`). Nothing can
+           resume the pause any more, so no decided call can run after its requester was told
+           it did not.
+        2. The reviews, in one transaction (`ApprovalStore.give_up_reviews`): done, each decided
+           call that never started `not_run`, one that started `outcome_unknown`, the resume's
+           run given up; then its mark cleared.
+        3. The cards are redrawn, and each requester is told once (`ResumeGivenUp`).
+
+        Call it under the conversation's lock.
+
+        Returns:
+            Whether pauses were given up (their requesters told); False when none was being
+            resumed, a card still waits, or another handler gave them up.
+
+        Raises:
+            Exception: the checkpointer's or the database's (what was done stays done; the rest
+                is done by the next call).
+        """
+        thread_id = conversation.thread_id
+        claimed = await self._approvals.reviews_in_thread(thread_id, [ReviewStatus.RESUMING])
+        if not claimed:
+            return False
+        if await self._approvals.pending_in_thread(thread_id):
+            log.warning("a resume failed for good; it is given up once the cards of its pause are decided")
+            return False
+        graph = await self.graph_for(conversation)
+        config = self.config(conversation)
+        state = await graph.aget_state(config)
+        if state.interrupts or state.tasks:
+            await graph.aupdate_state(config, None, as_node=END)  # drops the pause's tasks
+            state = await graph.aget_state(config)
+        unanswered = unanswered_tool_calls(state.values.get("messages", []))
+        if unanswered:
+            runs = await self._approvals.tool_runs(thread_id, [str(call["id"]) for call in unanswered])
+            results = given_up_results(unanswered, runs, self._tools)
+            await graph.aupdate_state(config, {"messages": results}, as_node=_STATE_WRITER)
+        given_up = await self._approvals.give_up_reviews(thread_id, [review.id for review in claimed])
+        if not given_up:
+            return False
+        await self._out(conversation, settled=True)
+        log.error(
+            "gave up resuming review(s) %s after their attempts; their decided calls did not run, or may have "
+            "(thread_id=%s)",
+            ", ".join(given_up),
+            thread_id,
+        )
+        await self._cards.redraw(*(approval for approvals in given_up.values() for approval in approvals))
+        for review in claimed:
+            if review.id in given_up:
+                notice = ResumeGivenUp(approvals=tuple(given_up[review.id]))
+                await self.notify(conversation, notice, recipient=_requester_of(review, conversation))
+        return True
 
     async def _finish_unfinished(
         self, conversation: ConversationRef, state: StateSnapshot, unfinished: UnfinishedRun
     ) -> None:
         """Finish a run whose outcome was never delivered.
 
-        A run that wrote no checkpoint made no progress: there is nothing to finish (its
-        message, still unhandled in the inbox, is asked again). A run with steps left goes on
-        from its last checkpoint; a run that reached its end gets its answer posted.
+        A run given up after a failure (`ConversationStore.give_up_run`) only has its mark
+        cleared: its notice went out, or was about to. A run that wrote no checkpoint made no
+        progress: there is nothing to finish (its message, still unhandled in the inbox, is
+        asked again). A run with steps left goes on from its last checkpoint; a run that reached
+        its end gets its answer posted.
         """
         checkpoint = state.config.get("configurable", {}).get("checkpoint_id")
-        if checkpoint == unfinished.from_checkpoint:
+        if unfinished.given_up:
+            # Its failure was told (or was about to be when the process or the database went):
+            # one outcome per run, so it is neither run again nor told again.
+            log.warning("clearing a run given up after a failure (thread_id=%s)", conversation.thread_id)
+            await self._conversations.mark_delivered(conversation.thread_id)
+        elif checkpoint == unfinished.from_checkpoint:
             await self._conversations.mark_delivered(conversation.thread_id)
         elif state.next or state.tasks:
             # `next` alone misses a run cut short right after its input checkpoint: its start
@@ -369,7 +468,7 @@ class TurnRunner:
         else:
             log.warning("posting the undelivered outcome of a run (thread_id=%s)", conversation.thread_id)
             if await self._deliver(conversation, state.values, opened=set()):
-                await self._conversations.mark_delivered(conversation.thread_id)
+                await self._out(conversation)
 
     async def run(
         self,
@@ -402,13 +501,19 @@ class TurnRunner:
         The conversation is marked as running until the outcome is out (the answer or the
         cards posted, or a failure told); a crash, a cancelled run or a post that failed leaves
         the mark, and `settle` (before the next message, or from the upkeep) delivers it.
-        Model and graph failures become notices instead of exceptions: the thread stays usable.
+        Model and graph failures become one notice instead of an exception, the run given up
+        first so that nothing answers after it (`_failed`); a resume that failed before its
+        decisions were applied tells nobody and is tried again. The thread stays usable.
         Counted in `bot.metrics` (runs under way, seconds by outcome).
 
         The run gets its turn's stop signal (`bot.stop_watch`); a stopped turn ends at its next
         step (`bot.agents.stop_signal`). A pause the run raised in the moment between a stop
         recorded on another replica and this process learning of it is closed as stopped and
         answered at once, so no card of a stopped turn stays open.
+
+        Raises:
+            Exception: the database's, when a failure could not be recorded as given up
+                (nobody was told; the run stays marked and is tried again).
         """
         started = time.monotonic()
         metrics.TURNS_RUNNING.inc()
@@ -421,7 +526,12 @@ class TurnRunner:
             label = "stopped"
         metrics.TURN_SECONDS.labels(outcome=label).observe(time.monotonic() - started)
         if outcome.stopped_by is not None and outcome.finished:
-            await self._answer_late_pauses(conversation, outcome.stopped_by)
+            try:
+                await self._answer_late_pauses(conversation, outcome.stopped_by)
+            except Exception:
+                # The outcome is out: a failure here must not reach the message as a second one.
+                # A card left open is closed by the next `settle` (the turn's stop is stored).
+                log.exception("closing the cards of a stopped turn failed (thread_id=%s)", conversation.thread_id)
         return outcome
 
     async def _answer_late_pauses(self, conversation: ConversationRef, stopper: Stopper) -> None:
@@ -461,12 +571,15 @@ class TurnRunner:
         tracker = DelegationTracker(paused=paused, resumed=resumed, turn_id=running.turn_id)
         with self._stops.watching(running) as signal:
             outcome = await self._run_watched(
-                conversation, graph, graph_input, anchor, platform, tracker, seen, signal, requester
+                conversation, graph, graph_input, anchor, platform, tracker, seen, signal, requester, resumed
             )
             if outcome.paused and not signal.is_set and running.turn_id is not None:
                 # A stop recorded on another replica before this run's pause was stored could
                 # not close its cards; look once now, so that they are closed below.
-                await self._stops.look(running.turn_id)
+                try:
+                    await self._stops.look(running.turn_id)
+                except Exception:
+                    log.exception("looking for a stop failed (thread_id=%s)", conversation.thread_id)
         if signal.is_set:
             stopper = Stopper(user_id=signal.stopped_by_id, display_name=signal.stopped_by)
             return RunOutcome(
@@ -485,6 +598,7 @@ class TurnRunner:
         seen: set[str],
         signal: StopSignal,
         requester: str | None = None,
+        resumed: Sequence[Interrupt] = (),
     ) -> RunOutcome:
         result: dict[str, Any] | None = None
         try:
@@ -494,15 +608,15 @@ class TurnRunner:
                 )
         except ModelError as exc:
             log.warning("model failed (thread_id=%s): %s", conversation.thread_id, exc)
-            return await self._failed(conversation, ModelFailed.of(exc))
+            return await self._failed(conversation, graph, ModelFailed.of(exc), resumed)
         except GraphRecursionError:
             # The step guard should make this impossible; if it happens, it is a bug.
             log.exception("recursion limit hit despite the step guard (thread_id=%s)", conversation.thread_id)
-            return await self._failed(conversation, TurnFailed(thread_id=conversation.thread_id))
+            return await self._failed(conversation, graph, TurnFailed(thread_id=conversation.thread_id), resumed)
         except Exception:
             if result is None:
                 log.exception("turn failed (thread_id=%s)", conversation.thread_id)
-                return await self._failed(conversation, TurnFailed(thread_id=conversation.thread_id))
+                return await self._failed(conversation, graph, TurnFailed(thread_id=conversation.thread_id), resumed)
             # The run is complete; only the progress indicator failed on the way out.
             log.exception("clearing the progress indicator failed (thread_id=%s)", conversation.thread_id)
         try:
@@ -511,9 +625,9 @@ class TurnRunner:
             # e.g. the database refused to store a review: tell the conversation, do not lose
             # the message task; the next message retries through settle().
             log.exception("delivering the turn failed (thread_id=%s)", conversation.thread_id)
-            return await self._failed(conversation, TurnFailed(thread_id=conversation.thread_id))
+            return await self._failed(conversation, graph, TurnFailed(thread_id=conversation.thread_id), resumed)
         if delivered:
-            await self._conversations.mark_delivered(conversation.thread_id, settled=True)
+            await self._out(conversation, settled=True)
         else:
             log.error(
                 "the outcome of the run could not be posted; it is posted again later (thread_id=%s)",
@@ -521,12 +635,55 @@ class TurnRunner:
             )
         return RunOutcome(finished=True, delivered=delivered, paused=bool(result.get("__interrupt__")))
 
-    async def _failed(self, conversation: ConversationRef, notice: Notice) -> RunOutcome:
-        """Tell the conversation that its run failed; the outcome is out once it was told."""
-        told = await self.notify(conversation, notice, recipient=None)
-        if told:
-            await self._conversations.mark_delivered(conversation.thread_id)
-        return RunOutcome(finished=False, delivered=told)
+    async def _failed(
+        self, conversation: ConversationRef, graph: ReviewAgent, notice: Notice, resumed: Sequence[Interrupt]
+    ) -> RunOutcome:
+        """Tell the conversation once that its run failed, or leave the run to be tried again silently.
+
+        One outcome (docs/decisions/XXXX-one-outcome-per-message.md): a resume that failed
+        before its decisions were applied (a resumed interrupt is still pending) is tried again
+        by the upkeep, so nobody is told now. Otherwise the run is given up before the notice
+        goes out (`ConversationStore.give_up_run`): when that cannot be written, nobody is told
+        and the exception propagates (the run is tried again); when the mark cannot be cleared
+        after the notice (the database dropped), `settle` clears it later without running the
+        rest or telling again. A notice the platform refused takes the give-up back: nobody
+        heard, so the run may still be finished later.
+
+        Raises:
+            Exception: the database's, when the give-up cannot be recorded (nothing was told).
+        """
+        thread_id = conversation.thread_id
+        if resumed:
+            state = await graph.aget_state(self.config(conversation))
+            still = {interrupt.id for interrupt in state.interrupts}
+            if any(interrupt.id in still for interrupt in resumed):
+                log.warning(
+                    "the resume failed before its decisions were applied; it is tried again (thread_id=%s)", thread_id
+                )
+                return RunOutcome(finished=False, delivered=False)
+        await self._conversations.give_up_run(thread_id)
+        if not await self.notify(conversation, notice, recipient=None):
+            try:
+                await self._conversations.take_back_run(thread_id)
+            except Exception:
+                log.exception("could not take back the give-up of a run nobody was told of (thread_id=%s)", thread_id)
+            return RunOutcome(finished=False, delivered=False)
+        await self._out(conversation)
+        return RunOutcome(finished=False, delivered=True)
+
+    async def _out(self, conversation: ConversationRef, *, settled: bool = False) -> None:
+        """Clear the run's mark now that its outcome is out; a failure here is logged, not raised.
+
+        The outcome already reached the conversation: an error now must not turn into a second
+        outcome (a failure notice after an answer). The mark stays; `settle` then posts an
+        answer again (answers are delivered at least once) or clears a given-up run.
+        """
+        try:
+            await self._conversations.mark_delivered(conversation.thread_id, settled=settled)
+        except Exception:
+            log.exception(
+                "could not record that the run's outcome is out; settled later (thread_id=%s)", conversation.thread_id
+            )
 
     async def ask(
         self,
@@ -536,6 +693,7 @@ class TurnRunner:
         requester: Actor,
         anchor: str | None,
         agent: AgentKind | None = None,
+        message_key: str | None = None,
     ) -> RunOutcome:
         """Run a turn for a new human message; its author is stored with it (see `settle`).
 
@@ -550,11 +708,16 @@ class TurnRunner:
                 checkpoint (`message_in_state`), so that a message handled again after a fault
                 is not asked twice.
             agent: the agent `choose_agent` chose (None: the checkpoint's owner).
+            message_key: the message's inbox key, recorded with the turn: giving the message
+                up gives its run up too (`bot.storage.inbox.Inbox.give_up`).
         """
         author = {"user_id": requester.user_id, "name": requester.display_name}
         human = HumanMessage(content=text, additional_kwargs={_AUTHOR: author}, id=_human_id(anchor))
         turn = TurnStart(
-            turn_id=uuid.uuid4().hex, requester_id=requester.user_id, requester_name=requester.display_name
+            turn_id=uuid.uuid4().hex,
+            requester_id=requester.user_id,
+            requester_name=requester.display_name,
+            message_key=message_key,
         )
         return await self.run(
             conversation, {"messages": [human]}, anchor=anchor, agent=agent, turn=turn, requester=requester.user_id
@@ -576,9 +739,16 @@ class TurnRunner:
         before a crash or a stop: the run that stopped before its end is finished. A review is
         marked done only once its interrupt is no longer pending and its run reached its end
         (or, when later work failed, once its decisions were applied), so a failed resume is
-        tried again by the next message (see `settle`).
+        tried again by the next message (see `settle`) or the upkeep. Reviews past their
+        attempts (`bot.upkeep.MAX_ATTEMPTS`) are given up instead (`give_up_reviews`).
         """
         claimed = await self._approvals.reviews_in_thread(conversation.thread_id, [ReviewStatus.RESUMING])
+        if _spent(claimed):
+            # Its resume failed every attempt (the upkeep's give-up could not finish, or an older
+            # version left it so): given up, never tried again, so the thread is not kept busy
+            # (docs/decisions/XXXX-one-outcome-per-message.md).
+            await self.give_up_reviews(conversation)
+            return
         graph = await self.graph_for(conversation)
         state = await graph.aget_state(self.config(conversation))
         pending = {interrupt.id: interrupt for interrupt in state.interrupts}
@@ -1001,6 +1171,23 @@ def _trust_matching(config: WorkspaceConfig, tool_name: str, channel_id: str) ->
     """
     setting = config.trust_for(tool_name, channel_id)
     return setting.matching if setting is not None else ()
+
+
+def _spent(reviews: Sequence[ReviewRecord]) -> bool:
+    """Whether a review among these has used up its attempts at resuming (`bot.upkeep.MAX_ATTEMPTS`)."""
+    return any(review.attempts > MAX_ATTEMPTS for review in reviews)
+
+
+def _requester_of(review: ReviewRecord, conversation: ConversationRef) -> Actor | None:
+    """Who asked for a review's calls, to be told privately; None when nobody known did (the conversation is told)."""
+    if not review.requester_id:
+        return None
+    return Actor(
+        platform=conversation.platform,
+        workspace_id=conversation.workspace_id,
+        user_id=review.requester_id,
+        display_name=review.requester_name,
+    )
 
 
 def _unknown_requester(conversation: ConversationRef) -> Actor:

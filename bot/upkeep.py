@@ -8,11 +8,13 @@ migration 0004). Every replica runs one `Upkeep` loop: every `INTERVAL_S` second
 conversations with due work and hands each to the service's `tend`, which works on it only if
 the conversation's lock is free (a live handler holds it) and counts the attempt first. The
 delay between attempts doubles from `FIRST_RETRY_S`; after `MAX_ATTEMPTS` the work is given up
-with an error in the log (a message's sender, or the conversation of a run, is told). Work that a
-graceful shutdown cancels takes its attempt back (`Countersign.tend`): only failures and crashes
-count. At most
-`AT_ONCE` conversations are tended at a time, so a backlog never starves live messages. The
-same loop deletes inbox entries older than `INBOX_KEPT_H` hours (docs/decisions/0009).
+with an error in the log (a message's sender, the requester of a decided call, or the
+conversation of a run, is told once). A message not answered `ANSWER_WITHIN_S` after it arrived
+(an outage kept every replica from it) is given up the same way rather than answered that late.
+Work that a graceful shutdown cancels takes its attempt back (`Countersign.tend`): only failures
+and crashes count. At most `AT_ONCE` conversations are tended at a time, so a backlog never
+starves live messages. The same loop deletes finished inbox entries older than `INBOX_KEPT_H`
+hours (docs/decisions/0009, docs/decisions/XXXX-one-outcome-per-message.md).
 
 A database restart (or failover) is an outage, not a failure of the work: every attempt under
 way then failed with it, and each counted attempt doubled that work's delay, so a few restarts
@@ -51,15 +53,22 @@ MAX_DELAY_S = 900.0
 MAX_ATTEMPTS = 5
 """Attempts at a piece of work; the next one gives it up (about 15 minutes after the first)."""
 
+ANSWER_WITHIN_S = 3600.0
+"""A message whose handling (re)begins this many seconds after it arrived is given up, its
+sender told once, instead of being answered so late: after an outage longer than this, a
+question may be stale and an instruction dangerous to carry out unasked
+(docs/decisions/XXXX-one-outcome-per-message.md)."""
+
 AT_ONCE = 2
 """Conversations tended at the same time: a backlog (after an outage) must not take every
 database connection from live messages."""
 
 INBOX_KEPT_H = 24.0
-"""Hours an inbox entry is kept: platforms retry a delivery within minutes."""
+"""Hours a finished inbox entry is kept: platforms retry a delivery within minutes. An entry
+not finished stays until the upkeep answers it or gives it up."""
 
 PRUNE_EVERY_S = 3600.0
-"""How often old inbox entries are deleted (seconds)."""
+"""How often old finished inbox entries are deleted (seconds)."""
 
 Tend = Callable[[str], Awaitable[bool]]
 
@@ -174,10 +183,14 @@ class Upkeep:
         return tended
 
     async def prune(self) -> int:
-        """Delete inbox entries older than `INBOX_KEPT_H` hours; return how many."""
+        """Delete finished inbox entries older than `INBOX_KEPT_H` hours; return how many.
+
+        A message never handled is kept, however old: the upkeep answers it or gives it up
+        (telling its sender) first, also when this runs before the first look reached it.
+        """
         deleted = await self._inbox.forget_older_than(INBOX_KEPT_H)
         if deleted:
-            log.info("deleted %d inbox entries older than %g hours", deleted, INBOX_KEPT_H)
+            log.info("deleted %d finished inbox entries older than %g hours", deleted, INBOX_KEPT_H)
         return deleted
 
     async def _tend_one(self, thread_id: str) -> None:

@@ -16,7 +16,7 @@ from contextlib import asynccontextmanager
 from adapters.admin_text import target_words
 from adapters.console import messages as msg
 from adapters.console.people import CONSOLE_MARKUP, operator_name
-from adapters.display import duration_words, excerpt, model_failed_text, reveal_invisible
+from adapters.display import duration_words, excerpt, given_up_calls, model_failed_text, reveal_invisible
 from bot.approvals.escalation import TargetKind
 from bot.approvals.lifecycle import ApprovalStatus
 from bot.approvals.records import ApprovalRecord
@@ -32,6 +32,7 @@ from bot.ports import (
     CardTarget,
     ModelFailed,
     Notice,
+    ResumeGivenUp,
     ReviewPending,
     TurnStopped,
 )
@@ -99,6 +100,8 @@ class ConsolePlatform:
             line += msg.OUTCOME_REASON.format(reason=approval.reason)
         if approval.outcome_unknown:
             line += msg.OUTCOME_UNKNOWN
+        elif approval.not_run:
+            line += msg.OUTCOME_NOT_RUN
         self.write(line)
 
     def unshowable(self, arguments: Arguments) -> Unshowable | None:
@@ -124,6 +127,14 @@ class ConsolePlatform:
             self.write(msg.STOPPED.format(name=CONSOLE_MARKUP.user(notice.stopped_by_id or notice.stopped_by_name)))
         elif isinstance(notice, AskElsewhere):  # the terminal is one workspace: never sent today
             self.write(msg.ASK_ELSEWHERE.format(tool=notice.tool_name))
+        elif isinstance(notice, ResumeGivenUp):
+            not_run, unknown = given_up_calls(notice)
+            self.write(
+                msg.RESUME_GIVEN_UP.format(
+                    not_run=msg.RESUME_NOT_RUN.format(tools=", ".join(not_run)) if not_run else "",
+                    unknown=msg.RESUME_OUTCOME_UNKNOWN.format(tools=", ".join(unknown)) if unknown else "",
+                )
+            )
         elif notice.message is not None:
             self.write(msg.MESSAGE_FAILED.format(excerpt=excerpt(notice.message), thread_id=notice.thread_id))
         else:

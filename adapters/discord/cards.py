@@ -161,6 +161,8 @@ def _card_embed(card: ApprovalCard, room: int) -> discord.Embed:
             )
         if approval.outcome_unknown:
             embed.add_field(name=msg.FIELD_OUTCOME_UNKNOWN, value=msg.OUTCOME_UNKNOWN, inline=False)
+        elif approval.not_run:
+            embed.add_field(name=msg.FIELD_NOT_RUN, value=msg.NOT_RUN, inline=False)
     return embed
 
 

@@ -67,6 +67,9 @@ ARGS_TOO_LONG = "These arguments are too long to show in Discord. Nothing was ch
 FIELD_DECIDED = "Decision"
 FIELD_OUTCOME_UNKNOWN = "⚠️ Outcome unknown"
 OUTCOME_UNKNOWN = "The bot stopped while this call ran. It was not run again; it may or may not have taken effect."
+FIELD_NOT_RUN = "⛔ Not run"
+NOT_RUN = "The bot could not carry on after this decision and gave up, so the call did not run."
+"""The field on the card of an approved call whose pause the bot gave up resuming before it ran."""
 FIELD_REASON = "Reason"
 FIELD_ESCALATED = "↗️ Escalated"
 CARD_ESCALATED = "to {target} <t:{ts}:f>"
@@ -195,6 +198,18 @@ ASK_IN_A_SERVER = (
 """Told in a DM when the servers that could be stricter could not be checked (the call is refused to be safe)."""
 SERVER_NAME = "**{name}**"
 SERVERS_OR = "{some} or {last}"
+RESUME_GIVEN_UP = (
+    "<@{user}> I could not carry on after the decision on your request: I tried several times and gave up."
+    "{not_run}{unknown} You can ask again."
+)
+"""To the requester, in the channel (pinging only them), once the bot gave up resuming a decided pause."""
+RESUME_GIVEN_UP_NOBODY = (
+    "I could not carry on after the decision on a request here: I tried several times and gave up."
+    "{not_run}{unknown} You can ask again."
+)
+"""The same, when the requester is not known."""
+RESUME_NOT_RUN = " Did not run: {tools}."
+RESUME_OUTCOME_UNKNOWN = " Started before the bot gave up, so it may or may not have taken effect: {tools}."
 STOPPED_NOTICE = "⏹️ Stopped by <@{user}>."
 """Said in the conversation in place of an answer when a turn was stopped (pings nobody)."""
 FIELD_TALLY = "Approvals"

@@ -17,7 +17,7 @@ from adapters.discord.buttons import card_view, stop_view
 from adapters.discord.cards import card_embed, shows_all_button, target_mention
 from adapters.discord.cards import unshowable as unshowable_in_discord
 from adapters.discord.conversations import DM, known_guild, parse_message_ref, target_channel_id
-from adapters.display import excerpt, model_failed_text, offers_stop, progress_line, shows_something
+from adapters.display import excerpt, given_up_calls, model_failed_text, offers_stop, progress_line, shows_something
 from bot.approvals.escalation import TargetKind
 from bot.approvals.shown import Arguments, Unshowable
 from bot.conversation import Actor, ConversationRef
@@ -30,6 +30,7 @@ from bot.ports import (
     CardTarget,
     ModelFailed,
     Notice,
+    ResumeGivenUp,
     ReviewPending,
     TurnFailed,
     TurnStopped,
@@ -49,6 +50,11 @@ _SPOILER = re.compile(r"\|\|.*?\|\|", re.DOTALL)
 def card_ref(channel_id: int, message_id: int) -> str:
     """Our reference to a posted card: `<channel id>/<message id>`."""
     return f"{channel_id}/{message_id}"
+
+
+def _tools(names: list[str]) -> str:
+    """Call names for a notice, each as code: `send`, `researcher: lookup` (names of configured tools and subagents)."""
+    return ", ".join(f"`{name}`" for name in names)
 
 
 def _card_view(card: ApprovalCard) -> discord.ui.View:
@@ -151,10 +157,10 @@ class DiscordPlatform:
     async def notify(self, conversation: ConversationRef, notice: Notice, *, recipient: Actor | None) -> None:
         """Post a notice in the conversation (plain messages cannot be ephemeral on Discord).
 
-        Only an expiry notice may ping, and only its requester. A call refused in a DM
-        (`AskElsewhere`) names the servers where to ask (a server the bot can no longer see is
-        left out; with none left, "a server"). A notice about a message that could not be
-        answered quotes it only while it is still there (`_message_failed`).
+        Only an expiry notice and a given-up pause's may ping, and only their requester. A call
+        refused in a DM (`AskElsewhere`) names the servers where to ask (a server the bot can no
+        longer see is left out; with none left, "a server"). A notice about a message that could
+        not be answered quotes it only while it is still there (`_message_failed`).
         """
         if isinstance(notice, AskElsewhere):
             text = await self._ask_elsewhere(notice)
@@ -165,6 +171,8 @@ class DiscordPlatform:
         mentions = NO_PINGS
         if isinstance(notice, ApprovalExpired):
             mentions = discord.AllowedMentions(users=[discord.Object(int(notice.approval.requester_id))])
+        if isinstance(notice, ResumeGivenUp) and recipient is not None:
+            mentions = discord.AllowedMentions(users=[discord.Object(int(recipient.user_id))])
         channel = self._channel(target_channel_id(conversation))
         for chunk in split_message(text, MESSAGE_CHARS):
             await channel.send(chunk, allowed_mentions=mentions)
@@ -325,6 +333,14 @@ class DiscordPlatform:
             return msg.STOPPED_NOTICE.format(user=notice.stopped_by_id)
         if isinstance(notice, AskElsewhere):  # rendered with server names by `notify`
             return msg.ASK_IN_A_SERVER.format(tool=notice.tool_name)
+        if isinstance(notice, ResumeGivenUp):
+            not_run, unknown = given_up_calls(notice)
+            template = msg.RESUME_GIVEN_UP if recipient is not None else msg.RESUME_GIVEN_UP_NOBODY
+            return template.format(
+                user=recipient.user_id if recipient is not None else "",
+                not_run=msg.RESUME_NOT_RUN.format(tools=_tools(not_run)) if not_run else "",
+                unknown=msg.RESUME_OUTCOME_UNKNOWN.format(tools=_tools(unknown)) if unknown else "",
+            )
         raise TypeError(f"unknown notice {notice!r}")
 
 

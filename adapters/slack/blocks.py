@@ -199,6 +199,8 @@ def card_blocks(card: ApprovalCard) -> list[dict[str, Any]]:
         blocks.append(_trust_context(msg.CARD_TRUSTED_FREE, card))
     if approval.outcome_unknown:
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": msg.CARD_OUTCOME_UNKNOWN}})
+    elif approval.not_run:
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": msg.CARD_NOT_RUN}})
     return blocks + _batch_blocks(card.batch)
 
 

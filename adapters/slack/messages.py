@@ -73,6 +73,8 @@ CARD_REASON = "*Reason:* {reason}"
 CARD_OUTCOME_UNKNOWN = (
     ":warning: The bot stopped while this call ran. It was not run again; it may or may not have taken effect."
 )
+CARD_NOT_RUN = ":no_entry_sign: The bot could not carry on after this decision and gave up, so the call did not run."
+"""The line on the card of an approved call whose pause the bot gave up resuming before it ran."""
 CARD_ESCALATED = ":arrow_upper_right: Escalated to {target} · {when}"
 """The line on every copy of a card that escalated (`/countersign escalate`)."""
 CARD_ESCALATED_TEXT = "{mention} This card was escalated to you: {card}"
@@ -171,6 +173,13 @@ CARDS_IN_DMS = "Approval needed for {tools}: the card was sent to the approvers 
 EXPIRED_NOTICE = "Your request to run `{tool}` expired without a decision, so it did not run."
 ASK_ELSEWHERE = "I can't run `{tool}` here: it needs someone other than you to approve it. Ask in a channel instead."
 """A call refused for want of a decider where it was asked (Discord DMs have it; Slack never sends it today)."""
+RESUME_GIVEN_UP = (
+    "I could not carry on after the decision on your request: I tried several times and gave up."
+    "{not_run}{unknown} You can ask again."
+)
+"""To the requester, privately, once the bot gave up resuming a decided pause (its cards say the same)."""
+RESUME_NOT_RUN = " Did not run: {tools}."
+RESUME_OUTCOME_UNKNOWN = " Started before the bot gave up, so it may or may not have taken effect: {tools}."
 STOPPED_NOTICE = ":black_square_for_stop: Stopped by <@{user}>."
 """Said in the conversation in place of an answer when a turn was stopped."""
 CARD_TALLY = "*Approvals:* {count} of {quorum}{names}"

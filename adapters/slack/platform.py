@@ -14,7 +14,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters import model_messages as model_msg
-from adapters.display import excerpt, model_failed_text, offers_stop, progress_line, shows_something
+from adapters.display import excerpt, given_up_calls, model_failed_text, offers_stop, progress_line, shows_something
 from adapters.slack import messages as msg
 from adapters.slack.blocks import card_blocks, card_text, progress_blocks, target_mention
 from adapters.slack.blocks import unshowable as unshowable_in_slack
@@ -31,6 +31,7 @@ from bot.ports import (
     CardTarget,
     ModelFailed,
     Notice,
+    ResumeGivenUp,
     ReviewPending,
     TurnFailed,
     TurnStopped,
@@ -349,6 +350,12 @@ class SlackPlatform:
             return msg.STOPPED_NOTICE.format(user=escape(notice.stopped_by_id))
         if isinstance(notice, AskElsewhere):  # a Slack DM is its workspace's: never sent today
             return msg.ASK_ELSEWHERE.format(tool=escape(notice.tool_name))
+        if isinstance(notice, ResumeGivenUp):
+            not_run, unknown = given_up_calls(notice)
+            return msg.RESUME_GIVEN_UP.format(
+                not_run=msg.RESUME_NOT_RUN.format(tools=_tools(not_run)) if not_run else "",
+                unknown=msg.RESUME_OUTCOME_UNKNOWN.format(tools=_tools(unknown)) if unknown else "",
+            )
         raise TypeError(f"unknown notice {notice!r}")
 
     async def _permalink(self, conversation: ConversationRef, ref: str | None) -> str | None:
@@ -450,6 +457,11 @@ rate limit), held here so the tasks are not garbage-collected."""
 
 DECORATION_GRACE_S = 5.0
 """Seconds `finish_decorations` waits for the background decoration before cancelling it."""
+
+
+def _tools(names: list[str]) -> str:
+    """Call names for a notice, each as code: `send`, `researcher: lookup`."""
+    return ", ".join(f"`{escape(name)}`" for name in names)
 
 
 def _in_background(coro: Coroutine[Any, Any, None], *, name: str) -> None:

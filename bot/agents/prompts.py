@@ -79,6 +79,15 @@ CANCELLED_CALL = (
     "Tell the user and ask before trying again."
 )
 """The result of a cancellable tool that a stop cut short (`bot.tools.registry.CANCELLABLE`)."""
+GIVEN_UP_CALL = (
+    "Not run: the bot could not carry on after this call was reviewed, tried several times, and "
+    "gave up. Tell the user and ask before trying again."
+)
+GIVEN_UP_DELEGATION = (
+    "{name} could not finish: the bot could not carry on after the calls it wanted were reviewed, "
+    "tried several times, and gave up. Its outcome is unknown; do not assume it did anything."
+)
+"""The results of the calls of a pause whose resume the bot gave up on (`bot.agents.given_up`)."""
 
 SUPERVISOR_INSTRUCTIONS = """\
 

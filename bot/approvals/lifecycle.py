@@ -24,6 +24,11 @@ Review (one interrupt)::
     PENDING  --claim--> RESUMING   its last pending approval was decided or expired; exactly
                                    one decision (the one that made it) claims the resume
     RESUMING --finish-> DONE       the resume was applied (the interrupt is no longer pending)
+    RESUMING --give_up> DONE       the resume failed every attempt: the pause is answered in the
+                                   checkpoint without running anything, a decided call that had
+                                   not started is marked not run, one that had is outcome
+                                   unknown (`RUNS`), and the requester is told once
+                                   (docs/decisions/XXXX-one-outcome-per-message.md)
 
 `open -> votes -> decided or expired -> resuming -> done` is the path of a review whose
 approvals collect votes. Deciding the last approval and claiming the resume happen in one
@@ -106,6 +111,7 @@ class ReviewEvent(StrEnum):
 
     CLAIM = "claim"
     FINISH = "finish"
+    GIVE_UP = "give_up"
 
 
 class TrustStatus(StrEnum):
@@ -142,7 +148,7 @@ APPROVAL_TRANSITIONS: Mapping[ApprovalStatus, Mapping[ApprovalEvent, ApprovalSta
 
 REVIEW_TRANSITIONS: Mapping[ReviewStatus, Mapping[ReviewEvent, ReviewStatus]] = {
     ReviewStatus.PENDING: {ReviewEvent.CLAIM: ReviewStatus.RESUMING},
-    ReviewStatus.RESUMING: {ReviewEvent.FINISH: ReviewStatus.DONE},
+    ReviewStatus.RESUMING: {ReviewEvent.FINISH: ReviewStatus.DONE, ReviewEvent.GIVE_UP: ReviewStatus.DONE},
     ReviewStatus.DONE: {},
 }
 
@@ -154,6 +160,10 @@ TRUST_TRANSITIONS: Mapping[TrustStatus, Mapping[TrustEvent, TrustStatus]] = {
 
 DECIDED = frozenset(s for s in ApprovalStatus if not APPROVAL_TRANSITIONS[s])
 """Final approval states."""
+
+RUNS = frozenset({ApprovalStatus.APPROVED, ApprovalStatus.EDITED})
+"""The final approval states whose call runs when its pause resumes (the others never run).
+A review given up marks each such call not run, or outcome unknown when it had started."""
 
 
 class EscalationStatus(StrEnum):

@@ -62,6 +62,8 @@ class ReviewRecord:
     Attributes:
         source: the subagent whose review gate raised the interrupt; None for the top-level
             agent.
+        attempts: the upkeep's attempts at resuming it (`bot.upkeep.MAX_ATTEMPTS`; a review
+            past them is given up, not resumed).
     """
 
     id: str
@@ -72,6 +74,7 @@ class ReviewRecord:
     status: ReviewStatus
     created_at: datetime
     source: str | None = None
+    attempts: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -108,6 +111,9 @@ class ApprovalRecord:
     outcome_unknown: bool = False
     """The call was approved and started, and the bot stopped before it finished: it is not run
     again, and whether it took effect is unknown (cards say so; see `bot.tools.ledger`)."""
+    not_run: bool = False
+    """The call was approved, and the bot gave up resuming its pause before the call started:
+    it did not run, and never will (cards say so; `bot.approvals.lifecycle`, give_up)."""
     trust_offer_s: int | None = None
     """The trust the card offers while pending, in seconds (None: no "Approve and trust" button);
     fixed when the card opens, like `quorum`."""

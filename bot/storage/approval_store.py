@@ -22,6 +22,7 @@ from bot.approvals.digest import args_digest
 from bot.approvals.escalation import EscalationTarget, TargetKind
 from bot.approvals.lifecycle import (
     ESCALATES_FROM,
+    RUNS,
     ApprovalEvent,
     ApprovalStatus,
     EscalationEvent,
@@ -33,6 +34,7 @@ from bot.approvals.lifecycle import (
     escalation_after,
     escalation_sources,
     grants_trust,
+    review_after,
     review_sources,
     tally,
 )
@@ -51,6 +53,7 @@ from bot.storage.audit_store import AuditStore
 from bot.storage.conversation_store import Stopper
 from bot.storage.trust_store import insert_grant
 from bot.tools.canonical import canonical_values
+from bot.tools.ledger import ToolResult
 
 RESUME_WITHIN_S = 30.0
 """How long a decision's follow-up has to resume its review before the upkeep takes it over."""
@@ -676,6 +679,94 @@ class ApprovalStore:
         )
         return await self.get(approval_id) if approval_id is not None else None
 
+    async def tool_runs(self, thread_id: str, tool_call_ids: Sequence[str]) -> dict[str, ToolResult | None]:
+        """What the tool-run ledger knows of these calls: the result of each that finished, None for one that started.
+
+        A call missing from the answer never started (`bot.storage.ledger.PostgresLedger`
+        claims a call before it runs).
+        """
+        rows = await self._pool.fetch(
+            "SELECT tool_call_id, result FROM tool_runs WHERE thread_id = $1 AND tool_call_id = ANY($2::text[])",
+            thread_id,
+            list(tool_call_ids),
+        )
+        return {
+            row["tool_call_id"]: (
+                ToolResult(content=row["result"]["content"], status=str(row["result"].get("status") or "success"))
+                if isinstance(row["result"], dict)
+                else None
+            )
+            for row in rows
+        }
+
+    async def give_up_reviews(self, thread_id: str, review_ids: Sequence[str]) -> dict[str, list[ApprovalRecord]]:
+        """Give up resuming these reviews of the thread, in one transaction; return what was given up.
+
+        The `give_up` transition (`bot.approvals.lifecycle`) as one conditional update: each
+        review still resuming becomes done, so of two handlers giving one up, one does. Each
+        decided call of theirs that would have run (`RUNS`) is marked from the tool-run ledger:
+        `not_run` when it never started, `outcome_unknown` when it started and did not finish
+        (a call that finished keeps its result and no mark). The conversation's run, the
+        resume that kept failing, is given up too (`run_given_up`: cleared without a notice).
+        Call it under the conversation's lock, once the checkpoint no longer holds the pauses.
+
+        Args:
+            thread_id: the conversation.
+            review_ids: the reviews to give up.
+
+        Returns:
+            The approvals, as now stored, of each review this call gave up, by review id.
+        """
+        async with self._pool.acquire() as connection, connection.transaction():
+            moved = await connection.fetch(
+                """
+                UPDATE reviews SET status = $3, completed_at = now()
+                WHERE thread_id = $1 AND id = ANY($2::uuid[]) AND status = ANY($4::text[])
+                RETURNING id
+                """,
+                thread_id,
+                [uuid.UUID(review_id) for review_id in review_ids],
+                review_after(ReviewStatus.RESUMING, ReviewEvent.GIVE_UP).value,
+                review_sources(ReviewEvent.GIVE_UP),
+            )
+            ids = [row["id"] for row in moved]
+            if not ids:
+                return {}
+            runs = sorted(status.value for status in RUNS)
+            await connection.execute(
+                """
+                UPDATE approvals a SET outcome_unknown = true
+                WHERE a.review_id = ANY($1::uuid[]) AND a.status = ANY($2::text[]) AND EXISTS (
+                    SELECT 1 FROM tool_runs t
+                    WHERE t.thread_id = a.thread_id AND t.tool_call_id = a.tool_call_id AND t.result IS NULL
+                )
+                """,
+                ids,
+                runs,
+            )
+            await connection.execute(
+                """
+                UPDATE approvals a SET not_run = true
+                WHERE a.review_id = ANY($1::uuid[]) AND a.status = ANY($2::text[]) AND NOT EXISTS (
+                    SELECT 1 FROM tool_runs t WHERE t.thread_id = a.thread_id AND t.tool_call_id = a.tool_call_id
+                )
+                """,
+                ids,
+                runs,
+            )
+            await connection.execute(
+                "UPDATE conversations SET run_given_up = true WHERE thread_id = $1 AND running_since IS NOT NULL",
+                thread_id,
+            )
+            rows = await connection.fetch(
+                f"{_SELECT} WHERE a.review_id = ANY($1::uuid[]) ORDER BY a.created_at, a.position", ids
+            )
+        given_up: dict[str, list[ApprovalRecord]] = {str(review_id): [] for review_id in ids}
+        for row in rows:
+            approval = _approval(row)
+            given_up[approval.review_id].append(approval)
+        return given_up
+
     async def complete_review(self, review_id: str) -> bool:
         """Mark a claimed review done once its resume was applied; False if it was not claimed."""
         done = await self._pool.fetchval(
@@ -789,6 +880,7 @@ def _review(row: asyncpg.Record) -> ReviewRecord:
         status=ReviewStatus(row["status"]),
         created_at=row["created_at"],
         source=row["source"],
+        attempts=row["attempts"],
     )
 
 
@@ -828,6 +920,7 @@ def _approval(row: asyncpg.Record) -> ApprovalRecord:
         expires_at=row["expires_at"],
         source=row["source"],
         outcome_unknown=row["outcome_unknown"],
+        not_run=row["not_run"],
         trust_offer_s=row["trust_offer_s"],
         trust_offer_matching=(tuple(row["trust_offer_matching"]) if row["trust_offer_matching"] is not None else None),
         trust_id=row["trust_id"],

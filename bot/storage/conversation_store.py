@@ -49,7 +49,7 @@ class ConversationStore:
             INSERT INTO conversations (thread_id, platform, workspace_id, channel_id, thread)
             VALUES ($1, $2, $3, $4, $5)
             ON CONFLICT (thread_id) DO UPDATE SET last_active_at = now()
-            RETURNING agent, running_since IS NOT NULL AS running, run_from, xmax = 0 AS created, settled,
+            RETURNING agent, running_since IS NOT NULL AS running, run_from, run_given_up, xmax = 0 AS created, settled,
                 EXISTS (SELECT 1 FROM reviews r WHERE r.thread_id = $1 AND r.status <> 'done') AS reviews_open
             """,
             conversation.thread_id,
@@ -62,7 +62,9 @@ class ConversationStore:
             raise RuntimeError("the conversation row was not returned")
         return ConversationRow(
             agent=AgentKind(row["agent"]) if row["agent"] else None,
-            unfinished=UnfinishedRun(from_checkpoint=row["run_from"]) if row["running"] else None,
+            unfinished=UnfinishedRun(from_checkpoint=row["run_from"], given_up=row["run_given_up"])
+            if row["running"]
+            else None,
             created=bool(row["created"]),
             reviews_open=bool(row["reviews_open"]),
             settled=bool(row["settled"]),
@@ -95,8 +97,9 @@ class ConversationStore:
         `''`) as where the run started, unless an earlier run's outcome is still due, and counts
         the run: every `prune_every_runs` runs the conversation is due for pruning once the run
         is over (`bot.housekeeping`).
-        A new human message's run starts a new turn here too (its id and requester, no stop),
-        in the same statement, so a turn costs no round trip of its own.
+        A new human message's run starts a new turn here too (its id, requester and inbox key,
+        no stop), in the same statement, so a turn costs no round trip of its own. A run starts
+        not given up (`give_up_run`).
 
         Args:
             thread_id: the conversation.
@@ -131,7 +134,9 @@ class ConversationStore:
                 turn_requester_name = CASE WHEN $4::text IS NULL THEN turn_requester_name ELSE $6 END,
                 stop_requested_at = CASE WHEN $4::text IS NULL THEN stop_requested_at END,
                 stopped_by_id = CASE WHEN $4::text IS NULL THEN stopped_by_id END,
-                stopped_by_name = CASE WHEN $4::text IS NULL THEN stopped_by_name END
+                stopped_by_name = CASE WHEN $4::text IS NULL THEN stopped_by_name END,
+                turn_message = CASE WHEN $4::text IS NULL THEN turn_message ELSE $8 END,
+                run_given_up = false
             WHERE thread_id = $1
             RETURNING turn_id, stop_requested_at IS NOT NULL AS stopped, stopped_by_id, stopped_by_name
             """,
@@ -142,6 +147,7 @@ class ConversationStore:
             turn.requester_id if turn is not None else None,
             turn.requester_name if turn is not None else None,
             self._prune_every_runs,
+            turn.message_key if turn is not None else None,
         )
         if row is None:
             return RunningTurn(turn_id=None)
@@ -162,10 +168,39 @@ class ConversationStore:
         """
         await self._pool.execute(
             "UPDATE conversations SET running_since = NULL, run_from = NULL, attempts = 0, retry_at = NULL, "
-            "settled = $2 WHERE thread_id = $1 AND running_since IS NOT NULL",
+            "run_given_up = false, settled = $2 WHERE thread_id = $1 AND running_since IS NOT NULL",
             thread_id,
             settled,
         )
+
+    async def give_up_run(self, thread_id: str) -> None:
+        """The run failed and the conversation is about to be told: it is never run again.
+
+        Written before the notice goes out (docs/decisions/XXXX-one-outcome-per-message.md):
+        if the mark cannot be cleared after the notice (the database dropped), `TurnRunner.settle`
+        clears it later without running or telling anything. A conversation with no run
+        marked is left alone.
+
+        Raises:
+            Exception: the database's (then nobody may be told: the run is tried again instead).
+        """
+        await self._pool.execute(
+            "UPDATE conversations SET run_given_up = true WHERE thread_id = $1 AND running_since IS NOT NULL",
+            thread_id,
+        )
+
+    async def take_back_run(self, thread_id: str) -> None:
+        """Undo `give_up_run` when the notice could not be sent: nobody heard, so the run may go on later."""
+        await self._pool.execute("UPDATE conversations SET run_given_up = false WHERE thread_id = $1", thread_id)
+
+    async def run_message(self, thread_id: str) -> str | None:
+        """The inbox key of the message whose turn the conversation's marked run is, if any (not given up)."""
+        value: str | None = await self._pool.fetchval(
+            "SELECT turn_message FROM conversations "
+            "WHERE thread_id = $1 AND running_since IS NOT NULL AND NOT run_given_up",
+            thread_id,
+        )
+        return value
 
     async def mark_settled(self, thread_id: str) -> None:
         """`TurnRunner.settle` found the conversation at rest (no run due, no pause): it is settled."""
@@ -176,9 +211,10 @@ class ConversationStore:
     async def unfinished_run(self, thread_id: str) -> UnfinishedRun | None:
         """The run whose outcome was never delivered (a crash, a failed post), if any."""
         row = await self._pool.fetchrow(
-            "SELECT run_from FROM conversations WHERE thread_id = $1 AND running_since IS NOT NULL", thread_id
+            "SELECT run_from, run_given_up FROM conversations WHERE thread_id = $1 AND running_since IS NOT NULL",
+            thread_id,
         )
-        return UnfinishedRun(from_checkpoint=row["run_from"]) if row is not None else None
+        return UnfinishedRun(from_checkpoint=row["run_from"], given_up=row["run_given_up"]) if row is not None else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,11 +263,14 @@ class TurnStart:
         turn_id: a new random id (a Stop button names it).
         requester_id: the message's author, who may stop the turn.
         requester_name: their display name.
+        message_key: the message's inbox key (`bot.storage.inbox.inbox_key`), when it has one:
+            giving the message up gives the turn's run up too (`Inbox.give_up`).
     """
 
     turn_id: str
     requester_id: str
     requester_name: str
+    message_key: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -263,6 +302,9 @@ class UnfinishedRun:
     Attributes:
         from_checkpoint: the newest top-level checkpoint when it started (None: there was
             none); if the thread's newest checkpoint is still this one, the run made no progress.
+        given_up: the run failed and its failure was told, or was about to be (`give_up_run`):
+            it is never run again, its mark only cleared.
     """
 
     from_checkpoint: str | None
+    given_up: bool = False

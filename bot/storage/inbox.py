@@ -3,10 +3,13 @@
 A message is claimed by its platform id when it arrives (`accept`), atomically in PostgreSQL,
 so a platform's retry, the same message seen twice, or another replica never starts a second
 turn. The claim stands only for a message that gets handled: `handled` is written once the
-sender was answered, refused, or told of an error. A message still `accepted` at its
-`retry_at` (its handler crashed, or nobody could be told of its failure) is handled again by
-the upkeep of whichever replica is alive (`bot.upkeep`), under the conversation's lock; `begin`
-under that lock makes sure only one handler runs it (docs/decisions/0009).
+sender was answered or refused, and `abandoned` once it was given up (its sender is then told it
+could not be answered). A message still `accepted` at its `retry_at` (its handler crashed, or
+nobody could be told of its failure) is handled again by the upkeep of whichever replica is
+alive (`bot.upkeep`), under the conversation's lock; `begin` under that lock makes sure only one
+handler runs it (docs/decisions/0009). Giving a message up is recorded before its sender is
+told, together with its run, so that nothing answers it afterwards
+(docs/decisions/XXXX-one-outcome-per-message.md). Only finished entries are deleted with age.
 """
 
 from __future__ import annotations
@@ -29,10 +32,12 @@ class InboxEntry:
     Attributes:
         key: `<thread_id>:<message_id>`.
         message: the message as accepted.
+        waited_s: seconds since it arrived (the database's clock).
     """
 
     key: str
     message: IncomingMessage
+    waited_s: float = 0.0
 
 
 def inbox_key(message: IncomingMessage) -> str | None:
@@ -89,9 +94,9 @@ class Inbox:
             max_retry_s: the longest such delay.
 
         Returns:
-            How many times its handling has begun, this time included, and whether an older
-            message of the same conversation is still unhandled; None when it is no longer
-            `accepted` (another handler finished it).
+            How many times its handling has begun, this time included, whether an older
+            message of the same conversation is still unhandled, and how long ago it arrived;
+            None when it is no longer `accepted` (another handler finished it).
         """
         row = await self._pool.fetchrow(
             """
@@ -102,13 +107,15 @@ class Inbox:
                 SELECT 1 FROM inbox o
                 WHERE o.thread_id = inbox.thread_id AND o.status = 'accepted' AND o.message IS NOT NULL
                   AND (o.received_at, o.event_key) < (inbox.received_at, inbox.event_key)
-            ) AS behind
+            ) AS behind, extract(epoch FROM now() - received_at)::float8 AS waited_s
             """,
             key,
             first_retry_s,
             max_retry_s,
         )
-        return Begun(attempts=int(row["attempts"]), behind=bool(row["behind"])) if row is not None else None
+        if row is None:
+            return None
+        return Begun(attempts=int(row["attempts"]), behind=bool(row["behind"]), waited_s=float(row["waited_s"]))
 
     async def uncount(self, key: str) -> None:
         """Take back the attempt `begin` counted: shutdown cut the handling, it did not fail.
@@ -123,33 +130,93 @@ class Inbox:
         )
 
     async def handled(self, key: str) -> None:
-        """The message was answered, refused, or its sender told of an error."""
-        await self._pool.execute("UPDATE inbox SET status = 'handled' WHERE event_key = $1", key)
+        """The message was answered or refused (one given up meanwhile stays given up)."""
+        await self._pool.execute(
+            "UPDATE inbox SET status = 'handled' WHERE event_key = $1 AND status = 'accepted'", key
+        )
 
-    async def abandon(self, key: str) -> None:
-        """Give up on a message that could not be handled in many attempts."""
-        await self._pool.execute("UPDATE inbox SET status = 'abandoned' WHERE event_key = $1", key)
+    async def give_up(self, key: str) -> GivenUp | None:
+        """Give a message up, with the run of its turn, before its sender is told; None if it was finished already.
+
+        One transaction: the message becomes `abandoned`, and a run of the conversation that
+        belongs to its turn (`conversations.turn_message`) and is still marked is given up
+        (`run_given_up`): `TurnRunner.settle` then clears it and never runs it again, so no
+        answer can follow the notice (docs/decisions/XXXX-one-outcome-per-message.md). Of two
+        handlers giving up one message, one gets it; only that one tells the sender.
+
+        Args:
+            key: the message's key.
+
+        Returns:
+            What was given up; None when the message was no longer `accepted`.
+
+        Raises:
+            Exception: the database's (nothing was given up).
+        """
+        async with self._pool.acquire() as connection, connection.transaction():
+            thread_id = await connection.fetchval(
+                "UPDATE inbox SET status = 'abandoned' WHERE event_key = $1 AND status = 'accepted' "
+                "RETURNING thread_id",
+                key,
+            )
+            if thread_id is None:
+                return None
+            run = await connection.fetchval(
+                """
+                UPDATE conversations SET run_given_up = true
+                WHERE thread_id = $1 AND turn_message = $2 AND running_since IS NOT NULL AND NOT run_given_up
+                RETURNING true
+                """,
+                thread_id,
+                key,
+            )
+        return GivenUp(key=key, run=bool(run))
+
+    async def take_back(self, given_up: GivenUp) -> None:
+        """Undo `give_up` when its sender could not be told: the message is handled again later.
+
+        Nobody heard of the failure, so the message may still be answered: it is `accepted`
+        again (due at once), and its run, if `give_up` gave it up, may be finished again.
+        """
+        async with self._pool.acquire() as connection, connection.transaction():
+            thread_id = await connection.fetchval(
+                "UPDATE inbox SET status = 'accepted', retry_at = now() WHERE event_key = $1 AND status = 'abandoned' "
+                "RETURNING thread_id",
+                given_up.key,
+            )
+            if thread_id is not None and given_up.run:
+                await connection.execute(
+                    "UPDATE conversations SET run_given_up = false WHERE thread_id = $1 AND turn_message = $2",
+                    thread_id,
+                    given_up.key,
+                )
 
     async def unhandled(self, thread_id: str) -> list[InboxEntry]:
         """The thread's accepted messages, oldest first."""
         rows = await self._pool.fetch(
             """
-            SELECT event_key, message FROM inbox
+            SELECT event_key, message, extract(epoch FROM now() - received_at)::float8 AS waited_s FROM inbox
             WHERE thread_id = $1 AND status = 'accepted' AND message IS NOT NULL
             ORDER BY received_at, event_key
             """,
             thread_id,
         )
-        return [InboxEntry(key=row["event_key"], message=_from_json(row["message"])) for row in rows]
+        return [
+            InboxEntry(key=row["event_key"], message=_from_json(row["message"]), waited_s=float(row["waited_s"]))
+            for row in rows
+        ]
 
     async def forget_older_than(self, hours: float) -> int:
-        """Delete entries received more than `hours` ago (platforms retry within minutes); return how many.
+        """Delete finished entries received more than `hours` ago (platforms retry within minutes); return how many.
 
-        An entry that old was handled or abandoned long since: the upkeep gives up on a
-        message within an hour.
+        Only `handled` and `abandoned` entries go. An entry still `accepted` is a message
+        nobody answered yet (an outage kept the upkeep from it): it stays until the upkeep
+        answers it, or gives it up and tells its sender (`bot.upkeep.ANSWER_WITHIN_S`), and
+        goes with age after that.
         """
         result: str = await self._pool.execute(
-            "DELETE FROM inbox WHERE received_at < now() - make_interval(secs => $1)", hours * 3600
+            "DELETE FROM inbox WHERE received_at < now() - make_interval(secs => $1) AND status <> 'accepted'",
+            hours * 3600,
         )
         return int(result.split()[-1])
 
@@ -198,7 +265,22 @@ class Begun:
         behind: an older message of the same conversation is still unhandled (its handler
             died, or its answer could not be posted): it is to be handled first, while its
             turn is still in the checkpoint to be recognised (a later turn may fold it away).
+        waited_s: seconds since the message arrived (the database's clock).
     """
 
     attempts: int
     behind: bool
+    waited_s: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class GivenUp:
+    """A message `Inbox.give_up` gave up.
+
+    Attributes:
+        key: the message's key.
+        run: the run of its turn was given up with it (`Inbox.take_back` undoes that too).
+    """
+
+    key: str
+    run: bool

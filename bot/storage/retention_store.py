@@ -62,7 +62,7 @@ _DELETE_CONVERSATION = (
     "DELETE FROM conversations WHERE thread_id = $1",
 )
 """Everything stored about one conversation except its audit rows. Inbox entries are not
-listed: every one is deleted a day after it arrived (`Inbox.forget_older_than`), and an
+listed: each finished one is deleted a day after it arrived (`Inbox.forget_older_than`), and an
 accepted one keeps the conversation."""
 
 

@@ -43,7 +43,11 @@ class UpkeepStore:
             platforms: `ConversationRef.platform` names: those this process serves. Another
                 platform's work is left to the processes that serve it; trying it here would
                 fail and count attempts against it (docs/decisions/0031).
-            max_attempts: items attempted this often are given up and not listed.
+            max_attempts: messages and runs attempted this often are given up and not listed.
+                A review still resuming is listed whatever its attempts: the attempt after the
+                last gives it up (`TurnRunner.give_up_reviews`), and one an older version left
+                resuming after its last attempt is given up so, instead of keeping its
+                conversation busy for good.
             everything: list unfinished work whether or not it is due (at start, when every
                 handler of before is gone; the conversation's lock still guards live ones).
             limit: at most this many conversations.
@@ -59,7 +63,7 @@ class UpkeepStore:
                  WHERE running_since IS NOT NULL AND attempts < $1 AND ($2 OR retry_at <= now())
                 UNION
                 SELECT thread_id FROM reviews
-                 WHERE status = 'resuming' AND attempts < $1 AND ($2 OR retry_at <= now())
+                 WHERE status = 'resuming' AND ($2 OR retry_at <= now())
             ) AS due
             WHERE split_part(thread_id, ':', 1) = ANY($4::text[])
             LIMIT $3

@@ -38,6 +38,7 @@ from tests.e2e.test_workers import worker_pids
 from tests.standins.gemini import GeminiReply, GeminiRequest, GeminiStandIn
 from tests.standins.slack_api import SlackApiStandIn
 from tests.support.barriers import wait_until as wait_for_condition
+from tests.support.db_faults import statement_waits, waiting_backends
 from tests.support.gate import Gate
 from tests.support.replicas import WAIT_S, Cluster, Replicas, bot_texts, cards_in, eventually
 
@@ -267,22 +268,6 @@ async def approve_answered_once(replicas: Cluster, slack: SlackApiStandIn, threa
     assert time.monotonic() - started < ANSWER_WITHIN_S
     assert (await replicas.click(slack, ALICE, cards[-1])).status == 200
     await slack.wait_for("chat.postEphemeral", lambda a: "already" in str(a.get("text", "")).lower(), timeout=WAIT_S)
-
-
-async def statement_waits(connection: asyncpg.Connection, statement: str) -> bool:
-    """Whether a statement starting with `statement` waits for a row lock (one the test holds)."""
-    waiting = await connection.fetchval(
-        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1", f"%{statement}%"
-    )
-    return bool(waiting)
-
-
-async def waiting_backends(connection: asyncpg.Connection, statement: str) -> list[int]:
-    """The server sessions whose statement starting with `statement` waits for a lock."""
-    rows = await connection.fetch(
-        "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1", f"%{statement}%"
-    )
-    return [row["pid"] for row in rows]
 
 
 async def lose_waiting(connection: asyncpg.Connection, backends: list[int]) -> None:

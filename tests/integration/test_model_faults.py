@@ -10,6 +10,7 @@ results, signatures), so the follow-up message proves it.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -21,6 +22,7 @@ from bot.approvals.mode import Mode
 from bot.errors import ModelErrorKind, NoAnswerReason
 from bot.ports import ModelFailed
 from bot.tools.registry import ToolSpec
+from tests.integration.test_unfinished_work import upkeep_pass
 from tests.standins.gemini import (
     blocked,
     call,
@@ -30,7 +32,9 @@ from tests.standins.gemini import (
     stopped,
     text,
 )
+from tests.support.db_faults import StatementDrop
 from tests.support.gemini_service import gemini_core, model_notices, no_empty_answers, stored
+from tests.support.recording_platform import RecordingPlatform
 from tests.support.service import conversation, message
 from tests.support.tools import make_test_registry
 
@@ -184,3 +188,43 @@ async def test_a_subagents_model_wait_is_shown_too(db_url, registry):
     [(_, answer)] = h.platform.answers
     assert "x is 42" in answer
     assert [r.status_code for r in gemini.requests] == [200, 429, 200, 200]
+
+
+# --- one outcome per message -------------------------------------------------------------------
+
+
+@dataclass
+class DroppingAfterTheNotice(RecordingPlatform):
+    """Tells; right after a "model failed" notice, the database drops the bot's next write to the conversation."""
+
+    drop: StatementDrop | None = None
+
+    async def notify(self, conversation, notice, *, recipient):
+        await super().notify(conversation, notice, recipient=recipient)
+        if isinstance(notice, ModelFailed) and self.drop is not None:
+            drop, self.drop = self.drop, None
+            await drop.arm(
+                "SELECT 1 FROM conversations WHERE thread_id = $1 FOR UPDATE",
+                conversation.thread_id,
+                statement="UPDATE conversations SET running_since = NULL",
+            )
+            self.dropped = drop
+
+    dropped: StatementDrop | None = None
+
+
+async def test_a_database_drop_right_after_a_model_failure_notice_adds_no_notice_and_no_answer(db_url, registry):
+    """Gemini fails, "model failed" is told, then the database drops: no second notice, no late answer; the resend is answered once."""
+    platform = DroppingAfterTheNotice(drop=StatementDrop(db_url))
+    async with gemini_core(db_url, registry, [error(500)] * 3, platform=platform) as (h, gemini):
+        await h.service.handle_message(message("hello", message_id="40.1"))
+        assert platform.dropped is not None
+        await platform.dropped.done()
+        assert platform.dropped.dropped  # the bot's write failed under it
+        await upkeep_pass(h)  # what the upkeep does within a minute, with nobody writing
+        assert h.platform.answers == []
+        await h.service.handle_message(message("hello", message_id="40.2"))  # the user sends it again
+        assert await upkeep_pass(h) == []
+    assert [type(notice) for _, notice, _ in h.platform.notices] == [ModelFailed]
+    assert h.platform.answers == [(conversation().thread_id, "You said: hello")]
+    assert [r.status_code for r in gemini.requests] == [500, 500, 500, 200]

@@ -92,7 +92,7 @@ class FlakyPlatform(RecordingPlatform):
 
 
 async def test_a_decision_whose_follow_up_failed_is_resumed_without_traffic(db_url, registry, tool_log):
-    """The resume after the last click fails: the upkeep resumes the review once, with nobody writing."""
+    """The resume after the last click fails: nobody is told (it is tried again); the upkeep resumes the review once, with nobody writing."""
     model = ScriptedChatModel(replies=[calls(tool_call("send", {"to": "bob", "body": "hi"})), AIMessage("sent")])
     platform = FlakyPlatform()
     async with open_service(db_url, model, registry, platform) as h:
@@ -103,7 +103,7 @@ async def test_a_decision_whose_follow_up_failed_is_resumed_without_traffic(db_u
         await h.service.tasks.join()
         review = await h.approvals.review(card.approval.review_id)
         assert review is not None and review.status is ReviewStatus.RESUMING
-        assert tool_log.calls == [] and [type(n) for _, n, _ in platform.notices] == [TurnFailed]
+        assert tool_log.calls == [] and platform.notices == []
 
         assert await upkeep_pass(h) == [conversation().thread_id]
         review = await h.approvals.review(card.approval.review_id)
@@ -111,6 +111,7 @@ async def test_a_decision_whose_follow_up_failed_is_resumed_without_traffic(db_u
     assert review is not None and review.status is ReviewStatus.DONE
     assert tool_log.calls == [("send", {"to": "bob", "body": "hi", "urgent": False})]
     assert platform.answers == [(conversation().thread_id, "sent")]
+    assert platform.notices == []  # one outcome: the answer, no failure before it
 
 
 async def test_a_database_restart_makes_the_next_look_take_work_that_is_not_due_yet(tmp_path: Path, registry, tool_log):
@@ -246,7 +247,7 @@ async def test_a_repeated_delivery_is_dropped_when_handled_and_handled_when_not(
 
 
 async def test_a_message_that_cannot_be_handled_is_given_up_and_its_sender_told(db_url, registry):
-    """After the last attempt the message is abandoned and its sender told; the upkeep stops trying."""
+    """After the last attempt the message is abandoned and its sender told, once; the upkeep stops trying."""
     model = ScriptedChatModel(replies=[AIMessage("never posted")])
     platform = FlakyPlatform(down=True)
     incoming = message("hello", message_id="6.1")
@@ -259,9 +260,9 @@ async def test_a_message_that_cannot_be_handled_is_given_up_and_its_sender_told(
         await upkeep_pass(h)
         assert await inbox_status(h, key) == "abandoned"
         assert await upkeep_pass(h) == []
-    # The run given up is told in the conversation, the message given up to its sender.
-    assert [(type(n), who) for _, n, who in platform.notices] == [(TurnFailed, None), (TurnFailed, "alice")]
-    assert [n.message for _, n, _ in platform.notices] == [None, "hello"]  # the sender learns which message
+    # The run given up is the message's turn: one notice, to its sender, naming the message.
+    assert [(type(n), who) for _, n, who in platform.notices] == [(TurnFailed, "alice")]
+    assert [n.message for _, n, _ in platform.notices] == ["hello"]
     assert platform.answers == []
 
 
@@ -392,7 +393,7 @@ async def test_a_run_killed_before_its_first_step_was_saved_is_finished(db_url, 
 
 
 async def test_a_run_that_fails_every_attempt_is_given_up_once_and_not_restarted(db_url, registry):
-    """The last attempt at a cut run gives it up: the conversation is told once; the next message is answered."""
+    """The last attempt at a cut run gives it up: its message's sender is told once; the next message is answered."""
     model = StallingModel(replies=[AIMessage("answer to the next message")])
     async with open_service(db_url, model, registry) as h:
         task = asyncio.create_task(h.service.handle_message(message("poison", message_id="13.1")))
@@ -405,7 +406,7 @@ async def test_a_run_that_fails_every_attempt_is_given_up_once_and_not_restarted
         assert not await unfinished(h, conversation())
         assert await upkeep_pass(h) == []  # given up: nothing left to try
         await h.service.handle_message(message("hello", message_id="13.2"))
-    assert [(type(n), who) for _, n, who in h.platform.notices] == [(TurnFailed, None)]
+    assert [(type(n), who, n.message) for _, n, who in h.platform.notices] == [(TurnFailed, "alice", "poison")]
     assert h.platform.answers == [(conversation().thread_id, "answer to the next message")]
     assert len(model.prompts) == 1  # only the next message's call: the cut run was not run again
 

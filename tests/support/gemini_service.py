@@ -39,12 +39,14 @@ async def gemini_core(
     agent: AgentKind = AgentKind.REACT,
     rules: tuple[Callable[[GeminiRequest], GeminiReply | None], ...] = (),
     context_tokens: int = DEFAULT_CONTEXT_TOKENS,
+    platform: RecordingPlatform | None = None,
     **gemini: Any,
 ) -> AsyncIterator[tuple[Harness, GeminiStandIn]]:
     """The core with the real Gemini client against a stand-in answering `replies`, then `echo`.
 
     The stand-in refuses placeholder thought signatures, so every call must come back with the
     signature it was issued with; `gemini` overrides `GeminiSettings` fields (fast retries by default).
+    `platform` is where the core posts (a new `RecordingPlatform` when None).
     """
     responder = ScriptedResponder(replies, rules=rules)
     responder.add_rule(lambda request: echo(request) if responder.remaining == 0 else None)
@@ -65,7 +67,7 @@ async def gemini_core(
             db_url,
             model,
             registry,
-            RecordingPlatform(),
+            platform or RecordingPlatform(),
             subagents=(RESEARCHER,),
             default_agent=agent,
             model_kwargs=call_options(settings),

@@ -93,9 +93,10 @@ def test_every_approval_event_may_leave_only_pending(event):
 
 
 def test_a_review_goes_pending_resuming_done():
-    """claim: PENDING -> RESUMING; finish: RESUMING -> DONE."""
+    """claim: PENDING -> RESUMING; finish, or give up after failed resumes: RESUMING -> DONE."""
     assert review_after(ReviewStatus.PENDING, ReviewEvent.CLAIM) is ReviewStatus.RESUMING
     assert review_after(ReviewStatus.RESUMING, ReviewEvent.FINISH) is ReviewStatus.DONE
+    assert review_after(ReviewStatus.RESUMING, ReviewEvent.GIVE_UP) is ReviewStatus.DONE
     assert set(REVIEW_TRANSITIONS) == set(ReviewStatus)
     assert not REVIEW_TRANSITIONS[ReviewStatus.DONE]
 
@@ -107,6 +108,8 @@ def test_a_review_goes_pending_resuming_done():
         (ReviewStatus.RESUMING, ReviewEvent.CLAIM),  # a second claim of one resume
         (ReviewStatus.DONE, ReviewEvent.CLAIM),
         (ReviewStatus.DONE, ReviewEvent.FINISH),
+        (ReviewStatus.PENDING, ReviewEvent.GIVE_UP),  # a card still waits: nothing to give up
+        (ReviewStatus.DONE, ReviewEvent.GIVE_UP),  # given up (or finished) once only
     ],
 )
 def test_a_review_refuses_events_that_do_not_fit(state, event):
@@ -117,9 +120,10 @@ def test_a_review_refuses_events_that_do_not_fit(state, event):
 
 
 def test_review_events_leave_one_state_each():
-    """Only a pending review can be claimed, only a resuming one finished."""
+    """Only a pending review can be claimed, only a resuming one finished or given up."""
     assert review_sources(ReviewEvent.CLAIM) == [ReviewStatus.PENDING.value]
     assert review_sources(ReviewEvent.FINISH) == [ReviewStatus.RESUMING.value]
+    assert review_sources(ReviewEvent.GIVE_UP) == [ReviewStatus.RESUMING.value]
 
 
 @pytest.mark.parametrize(

@@ -365,6 +365,15 @@ def test_approved_card_has_no_final_args_section():
     assert "Arguments used" not in text
 
 
+def test_an_approved_call_the_bot_gave_up_on_says_it_did_not_run():
+    """An approved call whose pause was given up before it started says it did not run; one that started says its outcome is unknown."""
+    not_run = all_text(card_blocks(card(decided(ApprovalStatus.APPROVED, not_run=True))))
+    assert "the call did not run" in not_run and "may or may not" not in not_run
+    started = all_text(card_blocks(card(decided(ApprovalStatus.APPROVED, outcome_unknown=True))))
+    assert "may or may not have taken effect" in started and "did not run" not in started
+    assert "did not run" not in all_text(card_blocks(card(decided(ApprovalStatus.APPROVED))))
+
+
 def test_edited_card_shows_final_arguments():
     """An edited approval shows the proposed and the final arguments."""
     approval = decided(
