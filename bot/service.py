@@ -246,7 +246,7 @@ class Countersign:
     async def _give_up(self, message: IncomingMessage, key: str | None, *, retry_untold: bool = False) -> None:
         """Give a message up: record it, with its turn's run, as given up; then tell its sender, once.
 
-        One outcome per message (docs/decisions/XXXX-one-outcome-per-message.md): the record
+        One outcome per message (docs/decisions/0038-one-outcome-per-message.md): the record
         comes first (`Inbox.give_up`), so that no later attempt answers a message whose sender
         was told it could not be; when it cannot be written (the database is down), nobody is
         told now and the message stays for the upkeep, which tries it again silently. A message

@@ -355,7 +355,7 @@ class TurnRunner:
         """Stop finishing work that failed every attempt: the decided pauses being resumed, then the run.
 
         Each is given up before anyone is told, and each outcome is told once
-        (docs/decisions/XXXX-one-outcome-per-message.md): the pauses' requesters learn that
+        (docs/decisions/0038-one-outcome-per-message.md): the pauses' requesters learn that
         their decided calls did not run, or may have (`give_up_reviews`); the conversation is
         told that the run failed only when nobody was told of it yet (not when it was a given-up
         pause's resume, nor a run given up with its message or after its failure was told).
@@ -640,7 +640,7 @@ class TurnRunner:
     ) -> RunOutcome:
         """Tell the conversation once that its run failed, or leave the run to be tried again silently.
 
-        One outcome (docs/decisions/XXXX-one-outcome-per-message.md): a resume that failed
+        One outcome (docs/decisions/0038-one-outcome-per-message.md): a resume that failed
         before its decisions were applied (a resumed interrupt is still pending) is tried again
         by the upkeep, so nobody is told now. Otherwise the run is given up before the notice
         goes out (`ConversationStore.give_up_run`): when that cannot be written, nobody is told
@@ -746,7 +746,7 @@ class TurnRunner:
         if _spent(claimed):
             # Its resume failed every attempt (the upkeep's give-up could not finish, or an older
             # version left it so): given up, never tried again, so the thread is not kept busy
-            # (docs/decisions/XXXX-one-outcome-per-message.md).
+            # (docs/decisions/0038-one-outcome-per-message.md).
             await self.give_up_reviews(conversation)
             return
         graph = await self.graph_for(conversation)

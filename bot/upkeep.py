@@ -14,7 +14,7 @@ conversation of a run, is told once). A message not answered `ANSWER_WITHIN_S` a
 Work that a graceful shutdown cancels takes its attempt back (`Countersign.tend`): only failures
 and crashes count. At most `AT_ONCE` conversations are tended at a time, so a backlog never
 starves live messages. The same loop deletes finished inbox entries older than `INBOX_KEPT_H`
-hours (docs/decisions/0009, docs/decisions/XXXX-one-outcome-per-message.md).
+hours (docs/decisions/0009, docs/decisions/0038-one-outcome-per-message.md).
 
 A database restart (or failover) is an outage, not a failure of the work: every attempt under
 way then failed with it, and each counted attempt doubled that work's delay, so a few restarts
@@ -57,7 +57,7 @@ ANSWER_WITHIN_S = 3600.0
 """A message whose handling (re)begins this many seconds after it arrived is given up, its
 sender told once, instead of being answered so late: after an outage longer than this, a
 question may be stale and an instruction dangerous to carry out unasked
-(docs/decisions/XXXX-one-outcome-per-message.md)."""
+(docs/decisions/0038-one-outcome-per-message.md)."""
 
 AT_ONCE = 2
 """Conversations tended at the same time: a backlog (after an outage) must not take every

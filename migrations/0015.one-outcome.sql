@@ -1,4 +1,4 @@
--- One outcome per message (docs/decisions/XXXX-one-outcome-per-message.md): every accepted
+-- One outcome per message (docs/decisions/0038-one-outcome-per-message.md): every accepted
 -- message ends in one answer or one notice, and a decided call the bot gives up on says so.
 -- depends: 0014.trust-offer-matching
 

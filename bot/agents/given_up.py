@@ -1,7 +1,7 @@
 """The results a given-up pause leaves in the checkpoint: nothing runs, and the model reads why.
 
 When the bot gives up resuming a decided pause (its resume failed every attempt;
-docs/decisions/XXXX-one-outcome-per-message.md), every call of the paused answer that has no
+docs/decisions/0038-one-outcome-per-message.md), every call of the paused answer that has no
 result yet gets one without running, from what the tool-run ledger knows (`bot.tools.ledger`):
 a call that finished keeps its recorded result, a call that started and did not finish is
 answered as of unknown outcome (it never runs twice), and a call that never started did not

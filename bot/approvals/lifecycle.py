@@ -28,7 +28,7 @@ Review (one interrupt)::
                                    checkpoint without running anything, a decided call that had
                                    not started is marked not run, one that had is outcome
                                    unknown (`RUNS`), and the requester is told once
-                                   (docs/decisions/XXXX-one-outcome-per-message.md)
+                                   (docs/decisions/0038-one-outcome-per-message.md)
 
 `open -> votes -> decided or expired -> resuming -> done` is the path of a review whose
 approvals collect votes. Deciding the last approval and claiming the resume happen in one

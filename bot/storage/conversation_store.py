@@ -176,7 +176,7 @@ class ConversationStore:
     async def give_up_run(self, thread_id: str) -> None:
         """The run failed and the conversation is about to be told: it is never run again.
 
-        Written before the notice goes out (docs/decisions/XXXX-one-outcome-per-message.md):
+        Written before the notice goes out (docs/decisions/0038-one-outcome-per-message.md):
         if the mark cannot be cleared after the notice (the database dropped), `TurnRunner.settle`
         clears it later without running or telling anything. A conversation with no run
         marked is left alone.

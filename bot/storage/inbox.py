@@ -9,7 +9,7 @@ nobody could be told of its failure) is handled again by the upkeep of whichever
 alive (`bot.upkeep`), under the conversation's lock; `begin` under that lock makes sure only one
 handler runs it (docs/decisions/0009). Giving a message up is recorded before its sender is
 told, together with its run, so that nothing answers it afterwards
-(docs/decisions/XXXX-one-outcome-per-message.md). Only finished entries are deleted with age.
+(docs/decisions/0038-one-outcome-per-message.md). Only finished entries are deleted with age.
 """
 
 from __future__ import annotations
@@ -141,7 +141,7 @@ class Inbox:
         One transaction: the message becomes `abandoned`, and a run of the conversation that
         belongs to its turn (`conversations.turn_message`) and is still marked is given up
         (`run_given_up`): `TurnRunner.settle` then clears it and never runs it again, so no
-        answer can follow the notice (docs/decisions/XXXX-one-outcome-per-message.md). Of two
+        answer can follow the notice (docs/decisions/0038-one-outcome-per-message.md). Of two
         handlers giving up one message, one gets it; only that one tells the sender.
 
         Args:

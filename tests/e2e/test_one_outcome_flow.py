@@ -2,7 +2,7 @@
 
 Every resume of the conversation fails (a trigger on PostgreSQL refuses to start any run that
 is not a new message's turn); new messages still run. The bot gives the decided pause up after
-its attempts (docs/decisions/XXXX-one-outcome-per-message.md): the card says the call did not
+its attempts (docs/decisions/0038-one-outcome-per-message.md): the card says the call did not
 run, the requester is told once, privately, and the thread answers the next message.
 """
 

@@ -1,4 +1,4 @@
-"""One outcome per message: an answer or one notice, never both, never none (docs/decisions/XXXX-one-outcome-per-message.md).
+"""One outcome per message: an answer or one notice, never both, never none (docs/decisions/0038-one-outcome-per-message.md).
 
 Each test leaves a message, a run or a decided review the way a fault would (an outage that
 outlasted the upkeep, a database that drops or refuses a write at a chosen moment, a resume
