@@ -3,7 +3,7 @@
 `cs:<action>:<approval id>` (43 characters; Discord allows 100; `trust`, Approve and trust, is
 one more action on a card that offers it), on a pause's first card
 `cs:all-<approve|reject>:<review id>:<version>` (59), `cs:stop:<turn id>` (40) on a status
-line while the agent works (issue 12), `cs:args:<approval id>` (40) for All arguments on a
+line while the agent works, `cs:args:<approval id>` (40) for All arguments on a
 card and `cs:page:<approval id>:<version>:<page>` (at most 56) for Previous / Next on its pages
 (docs/decisions/0034-arguments-approvers-can-see.md). The classes are registered once in
 `setup_hook` with `Client.add_dynamic_items`, so a click on any card, page or status line, from
@@ -273,7 +273,7 @@ def card_view(
         pending: whether the card's own Approve / Edit / Reject are shown.
         batch: Approve all / Reject all for its pause, on a second row.
         trust_s: the trust the card offers, in seconds: adds "Approve and trust for ..." after
-            Approve (issue 12), on the first row; None: no such button.
+            Approve, on the first row; None: no such button.
         approve: whether Approve (and Approve and trust) are shown: not where Discord cannot
             show the arguments in full (`adapters.discord.cards.unshowable`).
         show_all: adds All arguments last on the first row (five buttons at most, Discord's
