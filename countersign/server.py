@@ -324,11 +324,12 @@ class BotServer:
     def _ack_board(self) -> AckBoard | None:
         """A worker's view of the machine's `AckBoard` (None outside `countersign run --workers N`).
 
-        Opened before the adapter and unmapped after everything else on this server's stack;
-        the inherited file descriptor is closed once mapped (nothing this process starts needs
-        it). A board that cannot be opened, or a descriptor that is not one, is logged and done
-        without (the descriptor left as it was): the worker's decisions then wait only for its
-        own acks, as a lone process's do.
+        Opened before the adapter and unmapped after everything else on this server's stack.
+        The inherited file descriptor stays open for the worker's life, so that a start retried
+        after an outage (`countersign.starting`) maps the board again, but no process the
+        worker starts inherits it. A board that cannot be opened, or a descriptor that is not
+        one, is logged and done without (the descriptor left as it was): the worker's decisions
+        then wait only for its own acks, as a lone process's do.
         """
         from adapters.slack.ack_board import AckBoard
 
@@ -345,7 +346,7 @@ class BotServer:
                 exc,
             )
             return None
-        os.close(server.ack_board_fd)
+        os.set_inheritable(server.ack_board_fd, False)
         self._stack.callback(board.close)
         return board
 

@@ -117,7 +117,7 @@ class CardPrompt:
 
     async def ask(self, approval_id: str) -> Asked:
         """Ask about one card until it is decided or waits for more approvals, or the person leaves."""
-        shown: str | None = None
+        shown: tuple[str, tuple[tuple[str, str], ...]] | None = None
         decided = False
         while True:
             pause = await self._pause(approval_id)
@@ -130,10 +130,15 @@ class CardPrompt:
                 # Typed while the card was fetched, before it was shown: not its answer. No
                 # await from here to the read, so nothing typed later is taken for one either.
                 return Asked.LATER
-            if shown != approval.version:
-                self._show(approval, pause)
-                shown = approval.version
             pending = [row for row in pause if row.is_pending]
+            # Approve all decides the other waiting calls too: an edit of any of them, or one
+            # decided meanwhile, shows them again before it is offered.
+            now_shown = (approval.version, tuple((row.id, row.version) for row in pending))
+            if shown != now_shown:
+                self._show(approval, pause)
+                if len(pending) >= 2:
+                    self._show_others(approval, pending, len(pause))
+                shown = now_shown
             try:
                 answer = await self._answer(self._question(approval, len(pending)), approval_id)
             except asyncio.CancelledError:  # Ctrl-C or SIGTERM at the prompt: the bot stops
@@ -188,7 +193,18 @@ class CardPrompt:
             if left > 0:
                 self._write(msg.CARD_EXPIRES.format(duration=duration_words(left)))
 
-    def _write_arguments(self, approval: ApprovalRecord, pause: list[ApprovalRecord]) -> None:
+    def _show_others(self, approval: ApprovalRecord, pending: list[ApprovalRecord], total: int) -> None:
+        """The other calls that wait in the pause, each with every argument: what Approve all also decides."""
+        self._write(msg.OTHERS_WAITING.format(count=len(pending)))
+        for other in pending:
+            if other.id == approval.id:
+                continue
+            self._write(msg.OTHER_CALL.format(tool=other.tool_name, position=other.position + 1, total=total))
+            self._write_arguments(other, pending, total=total)
+
+    def _write_arguments(
+        self, approval: ApprovalRecord, pause: list[ApprovalRecord], *, total: int | None = None
+    ) -> None:
         """Every argument under vote, in the tool's order, invisible characters shown.
 
         On the `args:` line when short, else as indented JSON, a line at a time.
@@ -198,7 +214,7 @@ class CardPrompt:
         card = ApprovalCard(
             approval=approval,
             position=approval.position + 1,
-            total=len(pause),
+            total=total if total is not None else len(pause),
             key_order=self._service.key_order(approval.tool_name),
         )
         arguments = card.under_vote

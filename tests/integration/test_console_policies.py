@@ -451,6 +451,17 @@ async def test_approve_all_decides_every_waiting_call_of_a_pause(db_url, registr
     assert [args["to"] for _, args in tool_log.calls] == ["ann", "ben"]
 
 
+async def test_approve_all_is_offered_only_once_every_waiting_call_was_printed(db_url, registry, tool_log):
+    """Two calls in one pause: before [A]pprove all is offered, the second call's arguments are printed too."""
+    model = ScriptedChatModel(replies=[calls(send("ann"), send("ben@example.com")), AIMessage("both sent")])
+    text, terminal = await run(db_url, registry, model, "send two", "A")
+    assert terminal.questions() == ["   [a]pprove / [e]dit / [r]eject / [A]pprove all 2 / [R]eject all 2? "]
+    before_answer = text[: text.index("   Approved: send (1), send (2).")]
+    assert "   (2 of 2) send" in before_answer
+    assert '"to": "ben@example.com"' in before_answer  # what Approve all also decides, shown before it
+    assert [args["to"] for _, args in tool_log.calls] == ["ann", "ben@example.com"]
+
+
 async def test_reject_all_asks_for_one_reason(db_url, registry, tool_log):
     """[R]eject all with a reason rejects every waiting call; the model reads the reason for each."""
     model = ScriptedChatModel(replies=[calls(send("ann"), send("ben")), AIMessage("none sent")])

@@ -163,24 +163,29 @@ def test_a_worker_that_cannot_map_the_board_goes_on_without_it(
     os.fstat(board_fd)  # left open: it may be something else of the process's
 
 
-def test_a_worker_maps_the_board_and_closes_the_descriptor_it_was_handed(
+def test_a_worker_maps_the_board_at_each_start_attempt_and_keeps_its_descriptor_from_children(
     board_fd: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Each start attempt of a worker (one retried after an outage too) maps the board; no child inherits it."""
     from countersign.server import BotServer
 
     handed = os.dup(board_fd)
+    os.set_inheritable(handed, True)  # as the supervisor's pass_fds hands it over
     monkeypatch.setenv("COUNTERSIGN_WORKER_INDEX", "1")
     monkeypatch.setenv("COUNTERSIGN_ACK_BOARD_FD", str(handed))
+    first = BotServer(Settings())._ack_board()
+    assert first is not None
+    first.close()  # the first attempt failed and unwound its stack
     board = BotServer(Settings())._ack_board()
 
     assert board is not None
-    with pytest.raises(OSError):
-        os.fstat(handed)
+    assert not os.get_inheritable(handed)
     sibling = AckBoard.open(board_fd, 0)
     board.publish(2)
     assert sibling.others()[0]
     board.close()
     sibling.close()
+    os.close(handed)
 
 
 def test_a_file_that_is_not_a_board_is_refused_and_left_as_it_was(tmp_path: Path) -> None:
