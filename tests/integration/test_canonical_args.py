@@ -276,3 +276,52 @@ async def test_a_path_servers_resolve_differently_is_never_sent(db_url, target, 
     assert target.requests == []
     [result] = [m for m in model.prompts[-1] if m.type == "tool"]
     assert result.text.startswith("Error:") and "path" in result.text
+
+
+@pytest.mark.parametrize("path", ["/admin./users", "/admin%20/users", "/admin%2e/users", "/admin .../users"])
+async def test_a_segment_windows_strips_cannot_pass_a_path_prefix_rule(db_url, target, path):
+    """`/admin./users` is `/admin/users` to IIS: under the README's `/admin/` prefix rule the GET is held for
+    review (no canonical form), and even approved the tool sends nothing."""
+    model = ScriptedChatModel(
+        replies=[calls(tool_call("http_request", {"method": "GET", "url": target.url(path)})), AIMessage("done")]
+    )
+    async with open_service(db_url, model, _http_registry(target)) as h:
+        await h.config.set_rule(
+            actor("root", is_admin=True),
+            channel_id=ALL,
+            tool_name="http_request",
+            mode=Mode.REVIEW,
+            condition="url(args.url).getEscapedPath().startsWith('/admin/')",
+        )
+        approval = await _pending(h)
+        await h.service.decide(approval.id, actor("alice"), Approve())
+        await h.service.tasks.join()
+    assert target.requests == []
+    [result] = [m for m in model.prompts[-1] if m.type == "tool"]
+    assert result.text.startswith("Error: the URL path ") and "ending in `.` or a space" in result.text
+
+
+async def test_a_header_name_with_an_underscore_cannot_pass_a_rule_on_its_dashed_name(db_url, target):
+    """CGI-style servers read `x_sudo` as `x-sudo`: a GET with it is held for review under a rule on `'x-sudo'`,
+    and even approved the tool refuses it and sends nothing."""
+    model = ScriptedChatModel(
+        replies=[
+            calls(tool_call("http_request", {"method": "GET", "url": target.url(), "headers": {"X_Sudo": "yes"}})),
+            AIMessage("done"),
+        ]
+    )
+    async with open_service(db_url, model, _http_registry(target)) as h:
+        await h.config.set_rule(
+            actor("root", is_admin=True),
+            channel_id=ALL,
+            tool_name="http_request",
+            mode=Mode.REVIEW,
+            condition="args.method != 'GET' || (has(args.headers) && 'x-sudo' in args.headers)",
+        )
+        approval = await _pending(h)
+        await h.service.decide(approval.id, actor("alice"), Approve())
+        await h.service.tasks.join()
+    assert target.requests == []
+    [result] = [m for m in model.prompts[-1] if m.type == "tool"]
+    assert result.text.startswith("Error: the header name 'X_Sudo' has a `_`")
+
