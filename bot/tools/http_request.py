@@ -44,6 +44,7 @@ from types import TracebackType
 from typing import Annotated, Any, Final
 
 import httpx
+import idna
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field, WithJsonSchema
 
@@ -117,6 +118,30 @@ class _HostRule:
     def __str__(self) -> str:
         shown = f"[{self.host}]" if ":" in self.host else self.host
         return shown if self.port is None else f"{shown}:{self.port}"
+
+    def explained(self, hosts: set[str], port: int) -> str:
+        """The entry as a refusal names it, given the names and port a URL asked for.
+
+        A host listed without a port, asked for on another port, says which ports it allows and
+        what to list (`127.0.0.1 (port 80 for http, 443 for https; list 127.0.0.1:18080 for port
+        18080)`), so the refusal does not seem to contradict itself.
+        """
+        if self.port is not None or self.host not in hosts:
+            return str(self)
+        wanted = _HostRule(self.host, port)
+        return f"{self} (port 80 for http, 443 for https; list {wanted} for port {port})"
+
+
+def _host_names(raw_host: str) -> set[str]:
+    """The names an allow-list entry may match for a URL's ASCII host.
+
+    That host, and its Unicode spelling when it has `xn--` labels (an entry may be written `faß.de`).
+    """
+    name = raw_host.lower().rstrip(".")
+    try:
+        return {name, idna.decode(name)}
+    except (idna.IDNAError, UnicodeError):
+        return {name}  # e.g. a label with `_`, which IDNA does not allow: compared as written
 
 
 def _parse_port(text: str, entry: str) -> int:
@@ -228,10 +253,11 @@ async def system_resolver(host: str, port: int) -> list[str]:
 def non_public_kind(address: IpAddress) -> str | None:
     """What makes `address` something other than a public unicast address, or None when it is one.
 
-    Covers loopback, unspecified, link-local, multicast, private (RFC 1918, ULA), shared
-    (100.64.0.0/10, CGNAT), reserved and documentation ranges, and every address Python's
-    `ipaddress` does not call global. An IPv4-mapped IPv6 address is refused as such; a 6to4 or
-    NAT64 address is judged by the IPv4 address it reaches.
+    Covers loopback, unspecified, link-local, IPv6 site-local (`fec0::/10`: deprecated, but still
+    routed inside networks that use it, and Python 3.11 calls it global), multicast, private
+    (RFC 1918, ULA), shared (100.64.0.0/10, CGNAT), reserved and documentation ranges, and every
+    address Python's `ipaddress` does not call global. An IPv4-mapped IPv6 address is refused as
+    such; a 6to4 or NAT64 address is judged by the IPv4 address it reaches.
 
     Returns:
         A few words for the error message (`"loopback"`, `"private"`, ...), or None.
@@ -248,6 +274,7 @@ def non_public_kind(address: IpAddress) -> str | None:
         ("unspecified", address.is_unspecified),
         ("loopback", address.is_loopback),
         ("link-local", address.is_link_local),
+        ("site-local", isinstance(address, ipaddress.IPv6Address) and address.is_site_local),
         ("multicast", address.is_multicast),
         ("private", address.is_private),
         ("reserved", address.is_reserved),
@@ -266,6 +293,11 @@ class _PinnedTransport(httpx.AsyncBaseTransport):
     connection is refused. The request keeps its `Host` header and, for https, verifies the
     server's certificate against the host name (httpx's `sni_hostname` extension), so only
     the TCP destination is pinned.
+
+    The name resolved and verified is the ASCII one the URL carries (`url.raw_host`,
+    `xn--fa-hia.de`), never httpx's Unicode `url.host` (`faß.de`): `getaddrinfo` and `ssl`
+    encode a Unicode name with IDNA 2003, which maps `ß` to `ss`, and `fass.de` is another
+    domain than the one allowed.
 
     Args:
         inner: the transport that sends (it is closed with this one).
@@ -293,7 +325,7 @@ class _PinnedTransport(httpx.AsyncBaseTransport):
                 connection.
         """
         url = request.url
-        host, scheme = url.host, url.scheme
+        host, scheme = url.raw_host.decode("ascii"), url.scheme
         port = url.port if url.port is not None else DEFAULT_PORTS[scheme]
         addresses = await self._addresses(host, port)
         refusal: _RefusedError | None = None
@@ -540,10 +572,7 @@ def make_http_request_tool(
         except InvalidArgumentsError as exc:
             raise _RefusedError(f"{exc.message}.") from None
         port = url.port if url.port is not None else DEFAULT_PORTS[url.scheme]
-        names = {
-            url.host.lower().rstrip("."),
-            url.raw_host.decode("ascii", errors="replace").lower().rstrip("."),
-        }
+        names = _host_names(url.raw_host.decode("ascii"))
         if not any(rule.matches(names, port, url.scheme) for rule in rules):
             if not rules:
                 raise _RefusedError(
@@ -551,9 +580,10 @@ def make_http_request_tool(
                     "administrator can allow hosts with HTTP_REQUEST_ALLOWED_HOSTS."
                 )
             shown = url.netloc.decode("ascii", errors="replace")
+            listed = ", ".join(rule.explained(names, port) for rule in rules)
             raise _RefusedError(
-                f"host {shown} is not allowed. Allowed hosts: {allowed_text}. Use one of "
-                "them, or ask an administrator to add this host to HTTP_REQUEST_ALLOWED_HOSTS."
+                f"host {shown} is not allowed. Allowed hosts: {listed}. Use one of them, or ask an "
+                "administrator to add it to HTTP_REQUEST_ALLOWED_HOSTS."
             )
         return url
 
