@@ -17,8 +17,10 @@ What keeps it safe, in order of the checks:
 - redirects are never followed: a 3xx comes back to the model with its Location, and following
   it is a new call that passes the allow-list (and the review policy) again;
 - headers that would change where or how the request is framed (`Host`, `Content-Length`,
-  `Transfer-Encoding`, hop-by-hop headers) or that override the method behind the reviewer's
-  back (`X-HTTP-Method-Override` and friends) are refused;
+  `Transfer-Encoding`, hop-by-hop headers), that override the method behind the reviewer's
+  back (`X-HTTP-Method-Override` and friends), or that make a server route another path or
+  host than the URL's (`X-Original-URL`, `X-Rewrite-URL`, `Forwarded`, every `X-Forwarded-*`)
+  are refused (`FORBIDDEN_HEADERS`);
 - GET and HEAD carry no body, so a call that skips review (see `bot.tools.builtin`) cannot carry
   a payload either;
 - the response is read up to a byte cap and shown up to `HTTP_REQUEST_MAX_RESPONSE_CHARS`.
@@ -84,8 +86,26 @@ FORBIDDEN_HEADERS: Final = frozenset(
         "x-http-method-override",
         "x-http-method",
         "x-method-override",
+        # Would make the server route another path than the URL's: IIS URL Rewrite sets
+        # X-Original-URL and apps behind it read it; Symfony (before 2018) and Zend Framework
+        # took either as the request's path; X-Original-URI is the name nginx `auth_request`
+        # setups pass it under.
+        "x-original-url",
+        "x-rewrite-url",
+        "x-original-uri",
+        # Another host (or scheme, or path prefix) than the URL's to servers that trust proxies:
+        # RFC 7239's Forwarded (Spring, Jetty, Undertow), Jetty's X-Forwarded-Server; every
+        # `x-forwarded-*` name is refused too (FORBIDDEN_HEADER_PREFIXES).
+        "forwarded",
     }
 )
+"""Header names (lower case) the tool refuses to send; see also `FORBIDDEN_HEADER_PREFIXES`."""
+FORBIDDEN_HEADER_PREFIXES: Final = ("x-forwarded-",)
+"""Refused header name prefixes: X-Forwarded-Host, -Prefix, -Uri, -Path, -Proto, -For ... tell a
+server behind a proxy what the proxy received (Django, Rails, Express, Symfony, Spring and ASP.NET
+Core read the host and prefix from them; Traefik's ForwardAuth servers the URI and method). The
+bot is no proxy, and a server that trusts them would route or authorise by them, not by the URL
+a condition judged."""
 
 _MAX_HEADERS: Final = 50
 _MAX_HEADER_VALUE_CHARS: Final = 8192
@@ -415,8 +435,9 @@ class _HttpRequestArgs(BaseModel):
     headers: dict[str, str] | None = Field(
         default=None,
         description="Optional request headers, an object mapping header names to string values "
-        '(e.g. {"Accept": "application/json"}). Host, Content-Length, Transfer-Encoding and '
-        "method-override headers are not allowed.",
+        '(e.g. {"Accept": "application/json"}). Host, Content-Length, Transfer-Encoding, '
+        "method-override and path-override headers (X-Original-URL, Forwarded, X-Forwarded-*) and "
+        "names with `_` are not allowed.",
     )
     body: Annotated[Any, WithJsonSchema(_JSON_VALUE_SCHEMA)] = Field(
         default=None,
@@ -444,12 +465,14 @@ def _check_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
         headers = canonical_headers(headers)
     except InvalidArgumentsError as exc:
         raise _RefusedError(f"{exc.message}.") from None
-    refused = sorted(name for name in headers if name in FORBIDDEN_HEADERS)
+    refused = sorted(
+        name for name in headers if name in FORBIDDEN_HEADERS or name.startswith(FORBIDDEN_HEADER_PREFIXES)
+    )
     if refused:
         raise _RefusedError(
-            f"these headers may not be set: {', '.join(refused)}. The URL decides the host, the "
-            "tool frames the body itself, and the method must be the `method` argument. Remove "
-            "them and try again."
+            f"these headers may not be set: {', '.join(refused)}. The URL decides the host and the "
+            "path, the tool frames the body itself, and the method must be the `method` argument. "
+            "Remove them and try again."
         )
     checked: dict[str, str] = {}
     for name, value in headers.items():

@@ -295,14 +295,70 @@ async def test_bad_scheme_method_or_body_is_refused(server, args, fragment):
 
 @pytest.mark.parametrize(
     "name",
-    ["Host", "host", "Content-Length", "Transfer-Encoding", "Connection", "X-HTTP-Method-Override"],
+    [
+        "Host",
+        "host",
+        "Content-Length",
+        "Transfer-Encoding",
+        "Connection",
+        "X-HTTP-Method-Override",
+        "X-Original-URL",
+        "X-Rewrite-URL",
+        "X-Original-URI",
+        "Forwarded",
+        "X-Forwarded-Host",
+        "X-Forwarded-Prefix",
+        "X-Forwarded-Uri",
+        "X-Forwarded-Path",
+        "X-Forwarded-For",
+    ],
 )
 async def test_framing_and_override_headers_are_refused(server, name):
-    """Host, Content-Length, Transfer-Encoding, hop-by-hop and override headers are refused."""
+    """Host, Content-Length, Transfer-Encoding, hop-by-hop, method-override headers and headers that make a
+    server route another path or host than the URL's (X-Original-URL, Forwarded, X-Forwarded-*) are refused."""
     tool = make_http_request_tool(settings_for(f"127.0.0.1:{server.port}"))
     result = await call(tool, method="GET", url=f"{server.base}/echo", headers={name: "evil.example"})
     assert result.startswith("Error: these headers may not be set: " + name.lower())
+    assert "The URL decides the host and the path" in result
     assert server.received == []
+
+
+@pytest.fixture
+async def rewriting_server() -> AsyncIterator[tuple[int, list[str]]]:
+    """A server that routes by X-Original-URL or X-Rewrite-URL when given, as IIS URL Rewrite apps, older Symfony
+    and Zend Framework do; it records the path it routed."""
+    routed: list[str] = []
+
+    async def route(request: web.Request) -> web.Response:
+        path = request.headers.get("X-Original-URL") or request.headers.get("X-Rewrite-URL") or request.path
+        routed.append(path)
+        return web.Response(text=f"served {path}")
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", route)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    yield runner.addresses[0][1], routed
+    await runner.cleanup()
+
+
+@pytest.mark.parametrize("header", ["X-Original-URL", "X-Rewrite-URL", "x-original-url"])
+async def test_a_get_judged_as_one_path_cannot_reach_another_through_a_rewrite_header(rewriting_server, header):
+    """A GET (no card by default) that a path rule judged as /public never reaches /admin/ through a header."""
+    from bot.approvals.conditions import compile_condition
+
+    port, routed = rewriting_server
+    args = {"method": "GET", "url": f"http://127.0.0.1:{port}/public", "headers": {header: "/admin/users/delete"}}
+    rule = "url(args.url).getEscapedPath().startsWith('/admin/')"
+    sample = {"method": "", "url": "", "headers": {}, "body": None}
+    assert not needs_review(args)
+    assert compile_condition(rule, ["method", "url", "headers", "body"], sample).holds(args) is False
+    tool = make_http_request_tool(settings_for(f"127.0.0.1:{port}"))
+    result = await call(tool, **args)
+    assert result.startswith("Error: these headers may not be set: ")
+    assert routed == []
 
 
 @pytest.mark.parametrize("headers", [{"X-A": "one\r\nHost: evil"}, {"Bad Name": "x"}, {"X-A": "café"}])
