@@ -325,3 +325,30 @@ async def test_a_header_name_with_an_underscore_cannot_pass_a_rule_on_its_dashed
     [result] = [m for m in model.prompts[-1] if m.type == "tool"]
     assert result.text.startswith("Error: the header name 'X_Sudo' has a `_`")
 
+
+async def test_every_surface_shows_an_edit_refusal_as_one_sentence(db_url, target):
+    """A refused edit reads as a sentence on Slack, Discord and the terminal: the canonical form's clause gets its
+    final period, and a refusal that has one already (the allow-list's) does not get a second."""
+    from adapters.console import messages as console_msg
+    from adapters.decision_errors import decision_error_text
+    from adapters.discord.errors import edit_refusal_text
+    from adapters.discord.errors import error_text as discord_text
+    from adapters.slack.errors import error_text as slack_text
+
+    url = target.url("/things")
+    model = ScriptedChatModel(replies=[calls(tool_call("http_request", {"method": "POST", "url": url})), AIMessage("")])
+    async with open_service(db_url, model, _http_registry(target)) as h:
+        approval = await _pending(h)
+        refusals = []
+        for bad_url in (target.url("/a//b"), "http://unlisted.example/things"):
+            edit = Edit(edited_action=EditedAction(name="http_request", args={"method": "POST", "url": bad_url}))
+            with pytest.raises(InvalidDecisionError) as refused:
+                await h.service.decide(approval.id, actor("alice"), edit)
+            refusals.append(refused.value)
+    path, host = refusals
+    for shown in (slack_text(path), discord_text(path), decision_error_text(path, console_msg, str)):
+        assert shown.endswith("remove the extra `/`."), shown
+    assert "remove the extra `/`. Nothing was changed; press **Edit again**" in edit_refusal_text(path)
+    for shown in (slack_text(host), edit_refusal_text(host), decision_error_text(host, console_msg, str)):
+        assert "HTTP_REQUEST_ALLOWED_HOSTS." in shown and ".." not in shown, shown
+
