@@ -6,6 +6,9 @@ local HTTP target, the real `send_email` tool against a local SMTP server.
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
@@ -352,3 +355,30 @@ async def test_every_surface_shows_an_edit_refusal_as_one_sentence(db_url, targe
     for shown in (slack_text(host), edit_refusal_text(host), decision_error_text(host, console_msg, str)):
         assert "HTTP_REQUEST_ALLOWED_HOSTS." in shown and ".." not in shown, shown
 
+
+def _readme_recipient_rule() -> str:
+    """The deny-list condition on recipients' domains that the README's "Writing conditions that hold" gives."""
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("**Writing conditions that hold.**", 1)[1].split("Not safe as a deny-list", 1)[0]
+    bullet = section.split("- a domain of a recipient", 1)[1].split("\n- ", 1)[0]
+    return next(code for code in re.findall(r"`([^`]+)`", bullet) if "endsWith('@external.example')" in code)
+
+
+async def test_the_readmes_recipient_rule_holds_for_every_recipient_field(db_url):
+    """The README's rule on recipients' domains catches an outside address in `cc` too: the mail waits for a card."""
+    rule = _readme_recipient_rule()
+    reply = calls(
+        tool_call(
+            "send_email", {"to": ["colleague@corp.example"], "cc": ["a@external.example"], "subject": "s", "body": "b"}
+        )
+    )
+    with smtp_server() as smtp:
+        settings = ToolSettings(smtp_url=SecretStr(smtp.url), smtp_from="bot@corp.example")
+        model = ScriptedChatModel(replies=[reply, AIMessage("done")])
+        async with open_service(db_url, model, ToolRegistry(builtin_tools(settings))) as h:
+            await h.config.set_rule(
+                actor("root", is_admin=True), channel_id=ALL, tool_name="send_email", mode=Mode.REVIEW, condition=rule
+            )
+            approval = await _pending(h)
+            assert approval.proposed_args["cc"] == ["a@external.example"]
+        assert smtp.recorder.messages == []
