@@ -32,6 +32,18 @@ _REFUSALS = {
 }
 
 
+def as_sentence(text: str) -> str:
+    """`text` ending as a sentence: with a final `.` unless it already ends in `.`, `!`, `?` or `…`.
+
+    The core's refusals are clauses that are also built into longer messages (`http_request
+    would refuse these arguments: the URL path '//a' has an empty segment ...; remove the extra
+    `/``), and some end in a period of their own (the tool's `ARGS_CHECK`); a sentence shown to
+    a person ends once, whichever it was.
+    """
+    text = text.rstrip()
+    return text if text.endswith((".", "!", "?", "…")) else f"{text}."
+
+
 def decision_error_text(error: Exception, msg: ModuleType, when: Callable[[datetime], str]) -> str:
     """The adapter's sentence for `error` (never a traceback).
 
@@ -59,7 +71,7 @@ def decision_error_text(error: Exception, msg: ModuleType, when: Callable[[datet
     if isinstance(error, ApprovalNotFoundError):
         return str(msg.UNKNOWN_APPROVAL)
     if isinstance(error, InvalidDecisionError):
-        return str(msg.INVALID_DECISION.format(problem=error.message))
+        return str(msg.INVALID_DECISION.format(problem=as_sentence(error.message)))
     if isinstance(error, ShuttingDownError):
         return str(msg.SHUTTING_DOWN)
     return str(msg.DECISION_FAILED)

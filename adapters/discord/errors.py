@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from adapters.decision_errors import decision_error_text
+from adapters.decision_errors import as_sentence, decision_error_text
 from adapters.discord import messages as msg
+from bot.errors import InvalidDecisionError
 
 
 def when(moment: datetime) -> str:
@@ -16,3 +17,8 @@ def when(moment: datetime) -> str:
 def error_text(error: Exception) -> str:
     """What the clicker reads about `error` (ephemeral); never a traceback."""
     return decision_error_text(error, msg, when)
+
+
+def edit_refusal_text(error: InvalidDecisionError) -> str:
+    """What the editor reads (ephemeral, with **Edit again**) when an edit's arguments are refused."""
+    return str(msg.EDIT_INVALID.format(problem=as_sentence(error.message)))

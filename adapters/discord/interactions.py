@@ -23,7 +23,7 @@ from adapters.discord.buttons import dispatched_to_a_button, edit_again_view, pa
 from adapters.discord.cards import MAX_PAGES, args_json, arguments_page, arguments_pages
 from adapters.discord.commands import DISCORD_MARKUP
 from adapters.discord.conversations import DM, clicker_actor, member_actor
-from adapters.discord.errors import error_text, when
+from adapters.discord.errors import edit_refusal_text, error_text, when
 from adapters.discord.modals import (
     ARGS_INPUT,
     REASON_INPUT,
@@ -215,7 +215,7 @@ class InteractionHandler:
                 decision = Edit(edited_action=EditedAction(name=approval.tool_name, args=args))
             await self._service.decide(approval_id, actor, decision)
         except InvalidDecisionError as exc:
-            text = msg.EDIT_INVALID.format(problem=exc.message)
+            text = edit_refusal_text(exc)
             view = edit_again_view(approval_id) if args is not None else discord.utils.MISSING
             await interaction.followup.send(text, ephemeral=True, view=view)
         except Exception as exc:

@@ -9,8 +9,11 @@ tool sends exactly that spelling:
 - Unicode NFKC first (full-width letters, `@` and `.` become ASCII), then surrounding
   whitespace removed;
 - exactly one `@`; the local part a dot-atom of ASCII letters, digits and
-  ``!#$%&'*+/=?^_`{|}~-`` (no quotes, comments, spaces or display names: nothing a model writes
-  can add a header or a hidden recipient), at most 64 characters, in lower case;
+  ``#$&'*+/=?^_`{|}~-`` (no quotes, comments, spaces or display names: nothing a model writes
+  can add a header or a hidden recipient), at most 64 characters, in lower case; `%` and `!`,
+  which RFC 5322 allows, are refused: a relay may read `user%evil.example@relay` (the
+  "percent hack") or `evil.example!user@relay` (a UUCP bang path) as mail for another host than
+  the domain a condition reads;
 - the domain through IDNA's UTS #46 processing (non-transitional, STD3 rules), as browsers and
   mail libraries do: case folded, `。` and other full stops mapped to `.`, an internationalised
   name in its ASCII `xn--` form, the root's trailing dot dropped; a domain ending in a number
@@ -20,6 +23,10 @@ The local part is case-folded although RFC 5321 lets a server tell `Ana@` from `
 widespread mail servers and providers do not, and an admin's rule naming an address must not
 be passed by writing it in capitals. The card shows the lower-case address, so the approver
 sees what is sent (docs/decisions/0033-fresh-call-ids-and-canonical-forms.md).
+
+The subject is one line: every character `str.splitlines` breaks at (LF, CR, VT, FF, U+001C to
+U+001E, U+0085, U+2028, U+2029) is refused, not only CR and LF, because the email package
+refuses them when the message is built, after the call was approved.
 """
 
 from __future__ import annotations
@@ -38,8 +45,12 @@ ADDRESS_FIELDS: Final = ("to", "cc")
 
 MAX_LOCAL_CHARS: Final = 64
 MAX_ADDRESS_CHARS: Final = 254
-_LOCAL_PART: Final = re.compile(r"[a-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[a-z0-9!#$%&'*+/=?^_`{|}~-]+)*", re.IGNORECASE)
+_LOCAL_PART: Final = re.compile(r"[a-z0-9#$&'*+/=?^_`{|}~-]+(?:\.[a-z0-9#$&'*+/=?^_`{|}~-]+)*", re.IGNORECASE)
+_ROUTING: Final = frozenset("%!")
+"""Local-part characters a relay may read as a route to another host (`a%b@relay`, `b!a@relay`)."""
 _WHITESPACE: Final = " \t\r\n\f\v"
+LINE_BREAKS: Final = frozenset("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
+"""Exactly the characters `str.splitlines` breaks a line at; the email package refuses a header with any of them."""
 
 
 def canonical_address(text: str, *, field: str = "args.to") -> str:
@@ -54,8 +65,8 @@ def canonical_address(text: str, *, field: str = "args.to") -> str:
 
     Raises:
         InvalidArgumentsError: with `field`, saying what is wrong: not exactly one `@`, a display
-            name, quotes, comments or spaces, a local part that is not ASCII, a domain that is no
-            host name, or an address longer than 254 characters.
+            name, quotes, comments or spaces, a local part that is not ASCII or holds `%` or `!`,
+            a domain that is no host name, or an address longer than 254 characters.
     """
     shown = text[:100]
     address = unicodedata.normalize("NFKC", text).strip(_WHITESPACE)
@@ -68,6 +79,12 @@ def canonical_address(text: str, *, field: str = "args.to") -> str:
             field=field,
         )
     local, _, domain = address.partition("@")
+    if _ROUTING & set(local):
+        raise InvalidArgumentsError(
+            f"{shown!r} has a `%` or `!` before the `@`, which a mail relay may read as a route to another "
+            "host; give the recipient's own address",
+            field=field,
+        )
     if not local or len(local) > MAX_LOCAL_CHARS or not local.isascii() or not _LOCAL_PART.fullmatch(local):
         raise InvalidArgumentsError(
             f"{shown!r} is not a bare email address: write it like 'name@example.com', with ASCII letters, "
@@ -107,7 +124,7 @@ def canonical_send_email_args(args: Mapping[str, Any]) -> dict[str, Any]:
 
     Raises:
         InvalidArgumentsError: an address has no canonical form (field `args.to` or `args.cc`),
-            or the subject has a line break (field `args.subject`).
+            or the subject has a line break of any kind (`LINE_BREAKS`; field `args.subject`).
     """
     out = dict(args)
     seen: set[str] = set()
@@ -124,7 +141,11 @@ def canonical_send_email_args(args: Mapping[str, Any]) -> dict[str, Any]:
         out[name] = addresses
     subject = out.get("subject")
     if isinstance(subject, str):
-        if "\r" in subject or "\n" in subject:
-            raise InvalidArgumentsError("the subject must be a single line", field="args.subject")
+        if not LINE_BREAKS.isdisjoint(subject):
+            raise InvalidArgumentsError(
+                "the subject must be a single line: it has a line break (a newline, or a character such "
+                "as U+2028 that mail software also breaks lines at); remove it",
+                field="args.subject",
+            )
         out["subject"] = subject.strip()
     return out

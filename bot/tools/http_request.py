@@ -17,8 +17,10 @@ What keeps it safe, in order of the checks:
 - redirects are never followed: a 3xx comes back to the model with its Location, and following
   it is a new call that passes the allow-list (and the review policy) again;
 - headers that would change where or how the request is framed (`Host`, `Content-Length`,
-  `Transfer-Encoding`, hop-by-hop headers) or that override the method behind the reviewer's
-  back (`X-HTTP-Method-Override` and friends) are refused;
+  `Transfer-Encoding`, hop-by-hop headers), that override the method behind the reviewer's
+  back (`X-HTTP-Method-Override` and friends), or that make a server route another path or
+  host than the URL's (`X-Original-URL`, `X-Rewrite-URL`, `Forwarded`, every `X-Forwarded-*`)
+  are refused (`FORBIDDEN_HEADERS`);
 - GET and HEAD carry no body, so a call that skips review (see `bot.tools.builtin`) cannot carry
   a payload either;
 - the response is read up to a byte cap and shown up to `HTTP_REQUEST_MAX_RESPONSE_CHARS`.
@@ -44,6 +46,7 @@ from types import TracebackType
 from typing import Annotated, Any, Final
 
 import httpx
+import idna
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field, WithJsonSchema
 
@@ -83,8 +86,26 @@ FORBIDDEN_HEADERS: Final = frozenset(
         "x-http-method-override",
         "x-http-method",
         "x-method-override",
+        # Would make the server route another path than the URL's: IIS URL Rewrite sets
+        # X-Original-URL and apps behind it read it; Symfony (before 2018) and Zend Framework
+        # took either as the request's path; X-Original-URI is the name nginx `auth_request`
+        # setups pass it under.
+        "x-original-url",
+        "x-rewrite-url",
+        "x-original-uri",
+        # Another host (or scheme, or path prefix) than the URL's to servers that trust proxies:
+        # RFC 7239's Forwarded (Spring, Jetty, Undertow), Jetty's X-Forwarded-Server; every
+        # `x-forwarded-*` name is refused too (FORBIDDEN_HEADER_PREFIXES).
+        "forwarded",
     }
 )
+"""Header names (lower case) the tool refuses to send; see also `FORBIDDEN_HEADER_PREFIXES`."""
+FORBIDDEN_HEADER_PREFIXES: Final = ("x-forwarded-",)
+"""Refused header name prefixes: X-Forwarded-Host, -Prefix, -Uri, -Path, -Proto, -For ... tell a
+server behind a proxy what the proxy received (Django, Rails, Express, Symfony, Spring and ASP.NET
+Core read the host and prefix from them; Traefik's ForwardAuth servers the URI and method). The
+bot is no proxy, and a server that trusts them would route or authorise by them, not by the URL
+a condition judged."""
 
 _MAX_HEADERS: Final = 50
 _MAX_HEADER_VALUE_CHARS: Final = 8192
@@ -117,6 +138,30 @@ class _HostRule:
     def __str__(self) -> str:
         shown = f"[{self.host}]" if ":" in self.host else self.host
         return shown if self.port is None else f"{shown}:{self.port}"
+
+    def explained(self, hosts: set[str], port: int) -> str:
+        """The entry as a refusal names it, given the names and port a URL asked for.
+
+        A host listed without a port, asked for on another port, says which ports it allows and
+        what to list (`127.0.0.1 (port 80 for http, 443 for https; list 127.0.0.1:18080 for port
+        18080)`), so the refusal does not seem to contradict itself.
+        """
+        if self.port is not None or self.host not in hosts:
+            return str(self)
+        wanted = _HostRule(self.host, port)
+        return f"{self} (port 80 for http, 443 for https; list {wanted} for port {port})"
+
+
+def _host_names(raw_host: str) -> set[str]:
+    """The names an allow-list entry may match for a URL's ASCII host.
+
+    That host, and its Unicode spelling when it has `xn--` labels (an entry may be written `faß.de`).
+    """
+    name = raw_host.lower().rstrip(".")
+    try:
+        return {name, idna.decode(name)}
+    except (idna.IDNAError, UnicodeError):
+        return {name}  # e.g. a label with `_`, which IDNA does not allow: compared as written
 
 
 def _parse_port(text: str, entry: str) -> int:
@@ -228,10 +273,11 @@ async def system_resolver(host: str, port: int) -> list[str]:
 def non_public_kind(address: IpAddress) -> str | None:
     """What makes `address` something other than a public unicast address, or None when it is one.
 
-    Covers loopback, unspecified, link-local, multicast, private (RFC 1918, ULA), shared
-    (100.64.0.0/10, CGNAT), reserved and documentation ranges, and every address Python's
-    `ipaddress` does not call global. An IPv4-mapped IPv6 address is refused as such; a 6to4 or
-    NAT64 address is judged by the IPv4 address it reaches.
+    Covers loopback, unspecified, link-local, IPv6 site-local (`fec0::/10`: deprecated, but still
+    routed inside networks that use it, and Python 3.11 calls it global), multicast, private
+    (RFC 1918, ULA), shared (100.64.0.0/10, CGNAT), reserved and documentation ranges, and every
+    address Python's `ipaddress` does not call global. An IPv4-mapped IPv6 address is refused as
+    such; a 6to4 or NAT64 address is judged by the IPv4 address it reaches.
 
     Returns:
         A few words for the error message (`"loopback"`, `"private"`, ...), or None.
@@ -248,6 +294,7 @@ def non_public_kind(address: IpAddress) -> str | None:
         ("unspecified", address.is_unspecified),
         ("loopback", address.is_loopback),
         ("link-local", address.is_link_local),
+        ("site-local", isinstance(address, ipaddress.IPv6Address) and address.is_site_local),
         ("multicast", address.is_multicast),
         ("private", address.is_private),
         ("reserved", address.is_reserved),
@@ -266,6 +313,11 @@ class _PinnedTransport(httpx.AsyncBaseTransport):
     connection is refused. The request keeps its `Host` header and, for https, verifies the
     server's certificate against the host name (httpx's `sni_hostname` extension), so only
     the TCP destination is pinned.
+
+    The name resolved and verified is the ASCII one the URL carries (`url.raw_host`,
+    `xn--fa-hia.de`), never httpx's Unicode `url.host` (`faß.de`): `getaddrinfo` and `ssl`
+    encode a Unicode name with IDNA 2003, which maps `ß` to `ss`, and `fass.de` is another
+    domain than the one allowed.
 
     Args:
         inner: the transport that sends (it is closed with this one).
@@ -293,7 +345,7 @@ class _PinnedTransport(httpx.AsyncBaseTransport):
                 connection.
         """
         url = request.url
-        host, scheme = url.host, url.scheme
+        host, scheme = url.raw_host.decode("ascii"), url.scheme
         port = url.port if url.port is not None else DEFAULT_PORTS[scheme]
         addresses = await self._addresses(host, port)
         refusal: _RefusedError | None = None
@@ -383,8 +435,9 @@ class _HttpRequestArgs(BaseModel):
     headers: dict[str, str] | None = Field(
         default=None,
         description="Optional request headers, an object mapping header names to string values "
-        '(e.g. {"Accept": "application/json"}). Host, Content-Length, Transfer-Encoding and '
-        "method-override headers are not allowed.",
+        '(e.g. {"Accept": "application/json"}). Host, Content-Length, Transfer-Encoding, '
+        "method-override and path-override headers (X-Original-URL, Forwarded, X-Forwarded-*) and "
+        "names with `_` are not allowed.",
     )
     body: Annotated[Any, WithJsonSchema(_JSON_VALUE_SCHEMA)] = Field(
         default=None,
@@ -412,12 +465,14 @@ def _check_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
         headers = canonical_headers(headers)
     except InvalidArgumentsError as exc:
         raise _RefusedError(f"{exc.message}.") from None
-    refused = sorted(name for name in headers if name in FORBIDDEN_HEADERS)
+    refused = sorted(
+        name for name in headers if name in FORBIDDEN_HEADERS or name.startswith(FORBIDDEN_HEADER_PREFIXES)
+    )
     if refused:
         raise _RefusedError(
-            f"these headers may not be set: {', '.join(refused)}. The URL decides the host, the "
-            "tool frames the body itself, and the method must be the `method` argument. Remove "
-            "them and try again."
+            f"these headers may not be set: {', '.join(refused)}. The URL decides the host and the "
+            "path, the tool frames the body itself, and the method must be the `method` argument. "
+            "Remove them and try again."
         )
     checked: dict[str, str] = {}
     for name, value in headers.items():
@@ -540,10 +595,7 @@ def make_http_request_tool(
         except InvalidArgumentsError as exc:
             raise _RefusedError(f"{exc.message}.") from None
         port = url.port if url.port is not None else DEFAULT_PORTS[url.scheme]
-        names = {
-            url.host.lower().rstrip("."),
-            url.raw_host.decode("ascii", errors="replace").lower().rstrip("."),
-        }
+        names = _host_names(url.raw_host.decode("ascii"))
         if not any(rule.matches(names, port, url.scheme) for rule in rules):
             if not rules:
                 raise _RefusedError(
@@ -551,9 +603,10 @@ def make_http_request_tool(
                     "administrator can allow hosts with HTTP_REQUEST_ALLOWED_HOSTS."
                 )
             shown = url.netloc.decode("ascii", errors="replace")
+            listed = ", ".join(rule.explained(names, port) for rule in rules)
             raise _RefusedError(
-                f"host {shown} is not allowed. Allowed hosts: {allowed_text}. Use one of "
-                "them, or ask an administrator to add this host to HTTP_REQUEST_ALLOWED_HOSTS."
+                f"host {shown} is not allowed. Allowed hosts: {listed}. Use one of them, or ask an "
+                "administrator to add it to HTTP_REQUEST_ALLOWED_HOSTS."
             )
         return url
 

@@ -1,4 +1,6 @@
-"""The canonical form of `http_request` arguments: one spelling per request (issue 9, finding 4).
+"""The canonical form of `http_request` arguments: one spelling per request.
+
+See docs/decisions/0010-canonical-arguments.md.
 
 A URL can be written many ways that the tool sends to the same place: `HTTPS://Internal.Example:443/a`,
 `https://internal.example./a`, `https://internal.example/x/../a#top`. An admin's condition compares
@@ -6,10 +8,12 @@ strings, so it must see the one spelling the tool will send. `canonical_url` par
 parser the tool sends with (httpx), then writes the URL back in this form:
 
 - scheme and host lower-case; an internationalised host in its ASCII (IDNA, `xn--`) form, as
-  sent on the wire; the trailing dot of a fully qualified name dropped (the allow-list ignores
-  it too); IPv6 addresses compressed (`[0:0::1]` is `[::1]`); IPv4 addresses only as four
-  decimal numbers (`127.1`, `2130706433` or `0x7f.0.0.1` would reach the same address through
-  the system resolver under another name, so they are refused);
+  sent on the wire (an `xn--` label that is no valid IDNA 2008 label is refused, as httpx
+  refuses the Unicode name it would stand for, and so is a host starting with one that httpx
+  cannot decode whole, e.g. with a `_` in another label); the trailing dot of a fully
+  qualified name dropped (the allow-list ignores it too); IPv6 addresses compressed (`[0:0::1]` is `[::1]`);
+  IPv4 addresses only as four decimal numbers (`127.1`, `2130706433` or `0x7f.0.0.1` would
+  reach the same address through the system resolver under another name, so they are refused);
 - the port only when it is not the scheme's default (80 for http, 443 for https);
 - the path at least `/`, with RFC 3986 normalisation: percent-encodings of unreserved
   characters decoded (`%7E` is `~`, `%2e` is `.`), other percent-encodings in upper case, a
@@ -27,12 +31,16 @@ an invalid port, and a path that servers resolve differently (`check_path`): an 
 (`//`, which some servers merge into one `/`), an encoded slash or backslash, or a backslash
 (`%2F`, `%5C`: some servers decode them into separators), a `;` (Tomcat, Jetty and Spring drop
 what follows it in a segment, so `/public/..;/admin` is `/admin` to them), an encoded NUL
-(`%00`). A path-prefix condition then reads the segments the server will.
+(`%00`), a segment that ends in `.` or a space once decoded (IIS and Windows strip them, so
+`/admin./x` and `/admin%20/x` are `/admin/x` there). A path-prefix condition then reads the
+segments the server will.
 
 The method is written in upper case. Header names are written in lower case, as HTTP/2 sends
 them (HTTP reads them case-insensitively), and values without surrounding spaces or tabs (HTTP
 drops them); two names that differ only in case are refused: HTTP reads them as one header, a
-condition as two. `canonical_http_request_args` is idempotent, and the tool sends exactly the
+condition as two. A name with `_` is refused: CGI, PHP, Rack and many WSGI servers read
+`x_sudo` and `x-sudo` as one variable (`HTTP_X_SUDO`), a condition as two (nginx drops such
+headers by default). `canonical_http_request_args` is idempotent, and the tool sends exactly the
 URL and headers it returns.
 """
 
@@ -42,8 +50,10 @@ import ipaddress
 import re
 from collections.abc import Mapping
 from typing import Any, Final
+from urllib.parse import unquote
 
 import httpx
+import idna
 
 from bot.errors import InvalidArgumentsError
 
@@ -55,6 +65,8 @@ _PERCENT: Final = re.compile(r"%([0-9A-Fa-f]{2})|%")
 _UNRESERVED: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 HEADER_NAME: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 """An HTTP field name (RFC 9110 `token`)."""
+_STRIPPED_AT_SEGMENT_END: Final = (".", " ")
+"""What Windows (and so IIS) strips from the end of a path segment: `/admin./` is `/admin/` there."""
 _PATH_REFUSALS: Final = (
     ("//", "has an empty segment (`//`), which some servers merge into one `/`; remove the extra `/`"),
     ("%2F", "has an encoded `/` (`%2F`), which some servers decode into a separator; remove it"),
@@ -124,12 +136,20 @@ def canonical_headers(headers: Mapping[str, Any]) -> dict[str, Any]:
 
     Raises:
         InvalidArgumentsError: (field `args.headers`) for a name that is not an HTTP field name,
-            or two names that are one header in HTTP (`Accept` and `accept`).
+            a name with `_` (`x_sudo`, which CGI-style servers read as `x-sudo`), or two names
+            that are one header in HTTP (`Accept` and `accept`).
     """
     out: dict[str, Any] = {}
     for name, value in headers.items():
         if not isinstance(name, str) or not HEADER_NAME.fullmatch(name):
             raise InvalidArgumentsError(f"{str(name)[:100]!r} is not a valid header name", field="args.headers")
+        if "_" in name:
+            # CGI (and PHP, Rack, many WSGI servers) turn `-` into `_` for HTTP_* variables.
+            raise InvalidArgumentsError(
+                f"the header name {name[:100]!r} has a `_`, which CGI, PHP and Rack servers read as `-` "
+                "(and nginx drops such headers); write `-` instead",
+                field="args.headers",
+            )
         key = name.lower()
         if key in out:
             raise InvalidArgumentsError(
@@ -191,7 +211,8 @@ def canonical_host(raw_host: str) -> str:
 
     Raises:
         InvalidArgumentsError: for a host that is neither a plain name, a dotted-quad IPv4
-            address nor an IPv6 address.
+            address nor an IPv6 address, or a name with an `xn--` label that is no valid IDNA
+            2008 label (`xn--zz`), or one starting with `xn--` that IDNA cannot decode whole.
     """
     host = raw_host.lower()
     if ":" in host:
@@ -217,11 +238,25 @@ def canonical_host(raw_host: str) -> str:
             raise _refused(
                 f"the host {raw_host!r} is not a valid IPv4 address: write it as four decimal numbers (e.g. 10.0.0.1)"
             ) from None
+    try:
+        for label in labels:
+            if label.startswith("xn--"):
+                idna.decode(label)
+        if name.startswith("xn--"):
+            # httpx decodes such a host whole (IDNA 2008) for every request it builds (`url.host`).
+            idna.decode(name)
+    except (idna.IDNAError, UnicodeError) as exc:
+        raise _refused(
+            f"the host {raw_host!r} is not a valid internationalised (IDNA) name ({exc}); write it in its own "
+            "letters or in its correct `xn--` form"
+        ) from None
     return name
 
 
 def check_path(path: str) -> None:
     """Refuse a normalised path that servers resolve differently (see the module docstring).
+
+    A segment is checked once decoded too: `%20` at its end is a space that Windows strips.
 
     Args:
         path: the path as `canonical_url` writes it (percent-encodings in upper case, dot
@@ -233,6 +268,12 @@ def check_path(path: str) -> None:
     for needle, problem in _PATH_REFUSALS:
         if needle in path:
             raise _refused(f"the URL path {path[:200]!r} {problem}")
+    for segment in unquote(path).split("/"):
+        if segment.endswith(_STRIPPED_AT_SEGMENT_END):
+            raise _refused(
+                f"the URL path {path[:200]!r} has a segment ending in `.` or a space ({segment[:100]!r}), which IIS "
+                "and Windows servers strip (`/admin./` is `/admin/` to them); remove the trailing `.` or space"
+            )
 
 
 def _normalize_percent(text: str) -> str:

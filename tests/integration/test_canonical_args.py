@@ -6,6 +6,9 @@ local HTTP target, the real `send_email` tool against a local SMTP server.
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
@@ -276,3 +279,106 @@ async def test_a_path_servers_resolve_differently_is_never_sent(db_url, target, 
     assert target.requests == []
     [result] = [m for m in model.prompts[-1] if m.type == "tool"]
     assert result.text.startswith("Error:") and "path" in result.text
+
+
+@pytest.mark.parametrize("path", ["/admin./users", "/admin%20/users", "/admin%2e/users", "/admin .../users"])
+async def test_a_segment_windows_strips_cannot_pass_a_path_prefix_rule(db_url, target, path):
+    """`/admin./users` is `/admin/users` to IIS: under the README's `/admin/` prefix rule the GET is held for
+    review (no canonical form), and even approved the tool sends nothing."""
+    model = ScriptedChatModel(
+        replies=[calls(tool_call("http_request", {"method": "GET", "url": target.url(path)})), AIMessage("done")]
+    )
+    async with open_service(db_url, model, _http_registry(target)) as h:
+        await h.config.set_rule(
+            actor("root", is_admin=True),
+            channel_id=ALL,
+            tool_name="http_request",
+            mode=Mode.REVIEW,
+            condition="url(args.url).getEscapedPath().startsWith('/admin/')",
+        )
+        approval = await _pending(h)
+        await h.service.decide(approval.id, actor("alice"), Approve())
+        await h.service.tasks.join()
+    assert target.requests == []
+    [result] = [m for m in model.prompts[-1] if m.type == "tool"]
+    assert result.text.startswith("Error: the URL path ") and "ending in `.` or a space" in result.text
+
+
+async def test_a_header_name_with_an_underscore_cannot_pass_a_rule_on_its_dashed_name(db_url, target):
+    """CGI-style servers read `x_sudo` as `x-sudo`: a GET with it is held for review under a rule on `'x-sudo'`,
+    and even approved the tool refuses it and sends nothing."""
+    model = ScriptedChatModel(
+        replies=[
+            calls(tool_call("http_request", {"method": "GET", "url": target.url(), "headers": {"X_Sudo": "yes"}})),
+            AIMessage("done"),
+        ]
+    )
+    async with open_service(db_url, model, _http_registry(target)) as h:
+        await h.config.set_rule(
+            actor("root", is_admin=True),
+            channel_id=ALL,
+            tool_name="http_request",
+            mode=Mode.REVIEW,
+            condition="args.method != 'GET' || (has(args.headers) && 'x-sudo' in args.headers)",
+        )
+        approval = await _pending(h)
+        await h.service.decide(approval.id, actor("alice"), Approve())
+        await h.service.tasks.join()
+    assert target.requests == []
+    [result] = [m for m in model.prompts[-1] if m.type == "tool"]
+    assert result.text.startswith("Error: the header name 'X_Sudo' has a `_`")
+
+
+async def test_every_surface_shows_an_edit_refusal_as_one_sentence(db_url, target):
+    """A refused edit reads as a sentence on Slack, Discord and the terminal: the canonical form's clause gets its
+    final period, and a refusal that has one already (the allow-list's) does not get a second."""
+    from adapters.console import messages as console_msg
+    from adapters.decision_errors import decision_error_text
+    from adapters.discord.errors import edit_refusal_text
+    from adapters.discord.errors import error_text as discord_text
+    from adapters.slack.errors import error_text as slack_text
+
+    url = target.url("/things")
+    model = ScriptedChatModel(replies=[calls(tool_call("http_request", {"method": "POST", "url": url})), AIMessage("")])
+    async with open_service(db_url, model, _http_registry(target)) as h:
+        approval = await _pending(h)
+        refusals = []
+        for bad_url in (target.url("/a//b"), "http://unlisted.example/things"):
+            edit = Edit(edited_action=EditedAction(name="http_request", args={"method": "POST", "url": bad_url}))
+            with pytest.raises(InvalidDecisionError) as refused:
+                await h.service.decide(approval.id, actor("alice"), edit)
+            refusals.append(refused.value)
+    path, host = refusals
+    for shown in (slack_text(path), discord_text(path), decision_error_text(path, console_msg, str)):
+        assert shown.endswith("remove the extra `/`."), shown
+    assert "remove the extra `/`. Nothing was changed; press **Edit again**" in edit_refusal_text(path)
+    for shown in (slack_text(host), edit_refusal_text(host), decision_error_text(host, console_msg, str)):
+        assert "HTTP_REQUEST_ALLOWED_HOSTS." in shown and ".." not in shown, shown
+
+
+def _readme_recipient_rule() -> str:
+    """The deny-list condition on recipients' domains that the README's "Writing conditions that hold" gives."""
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("**Writing conditions that hold.**", 1)[1].split("Not safe as a deny-list", 1)[0]
+    bullet = section.split("- a domain of a recipient", 1)[1].split("\n- ", 1)[0]
+    return next(code for code in re.findall(r"`([^`]+)`", bullet) if "endsWith('@external.example')" in code)
+
+
+async def test_the_readmes_recipient_rule_holds_for_every_recipient_field(db_url):
+    """The README's rule on recipients' domains catches an outside address in `cc` too: the mail waits for a card."""
+    rule = _readme_recipient_rule()
+    reply = calls(
+        tool_call(
+            "send_email", {"to": ["colleague@corp.example"], "cc": ["a@external.example"], "subject": "s", "body": "b"}
+        )
+    )
+    with smtp_server() as smtp:
+        settings = ToolSettings(smtp_url=SecretStr(smtp.url), smtp_from="bot@corp.example")
+        model = ScriptedChatModel(replies=[reply, AIMessage("done")])
+        async with open_service(db_url, model, ToolRegistry(builtin_tools(settings))) as h:
+            await h.config.set_rule(
+                actor("root", is_admin=True), channel_id=ALL, tool_name="send_email", mode=Mode.REVIEW, condition=rule
+            )
+            approval = await _pending(h)
+            assert approval.proposed_args["cc"] == ["a@external.example"]
+        assert smtp.recorder.messages == []

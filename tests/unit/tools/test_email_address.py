@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bot.errors import InvalidArgumentsError
-from bot.tools.email_address import canonical_address, canonical_send_email_args
+from bot.tools.email_address import LINE_BREAKS, canonical_address, canonical_send_email_args
 
 _FULL_WIDTH = {chr(c): chr(c + 0xFEE0) for c in range(0x21, 0x7F)}
 """ASCII `!`..`~` to their full-width forms (NFKC maps them back)."""
@@ -97,6 +97,36 @@ def test_a_bad_cc_address_names_its_field_and_a_broken_subject_is_refused():
     with pytest.raises(InvalidArgumentsError, match="single line") as refused:
         canonical_send_email_args({"to": ["a@example.com"], "subject": "Hi\r\nBcc: eve@evil.example"})
     assert refused.value.field == "args.subject"
+
+
+_SEPARATORS = ["\n", "\r", "\u2028", "\u2029", "\x85", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e"]
+
+
+@pytest.mark.parametrize("separator", _SEPARATORS, ids=[f"U+{ord(s):04X}" for s in _SEPARATORS])
+def test_a_subject_with_any_line_break_is_refused(separator):
+    """Every character the email package would refuse in a header (what `str.splitlines` breaks at) is refused
+    when the call enters, not after it was approved."""
+    with pytest.raises(InvalidArgumentsError, match="single line") as refused:
+        canonical_send_email_args({"to": ["a@example.com"], "subject": f"Report{separator}Bcc: eve@evil.example"})
+    assert refused.value.field == "args.subject"
+
+
+def test_the_line_breaks_are_exactly_those_of_splitlines():
+    """`LINE_BREAKS` is every code point `str.splitlines` breaks a line at, no more and no fewer."""
+    breaking = {chr(c) for c in range(0x110000) if len(f"a{chr(c)}b".splitlines()) > 1}
+    assert breaking == LINE_BREAKS
+
+
+@pytest.mark.parametrize(
+    "written", ["ana%evil.example@relay.corp.example", "evil.example!ana@relay.corp.example", "ana\uff05x@corp.example"]
+)
+def test_a_local_part_that_routes_through_a_relay_is_refused(written):
+    """`%` (the percent hack) and `!` (a bang path) would let a relay deliver to another host than the domain a
+    condition reads: refused, saying why, in whichever spelling (a full-width `%` too)."""
+    with pytest.raises(InvalidArgumentsError, match="`%` or `!` before the `@`") as refused:
+        canonical_address(written, field="args.cc")
+    assert "route to another host" in refused.value.message
+    assert refused.value.field == "args.cc"
 
 
 def test_values_of_unexpected_types_are_left_for_the_schema():

@@ -146,6 +146,14 @@ async def test_any_json_value_is_sent_as_json(server, body):
     assert json.loads(server.received[0].body) == body
 
 
+async def test_a_string_body_is_sent_json_quoted_whatever_the_content_type(server):
+    """As the README says: the body is always JSON, so a string goes out with its quotes even as text/plain."""
+    tool = make_http_request_tool(settings_for(server.allowed))
+    await call(tool, method="POST", url=f"{server.base}/echo", headers={"Content-Type": "text/plain"}, body="hello")
+    [got] = server.received
+    assert (got.headers["content-type"], got.body) == ("text/plain", b'"hello"')
+
+
 async def test_content_type_from_headers_is_kept(server):
     """A Content-Type given in headers replaces the application/json default."""
     tool = make_http_request_tool(settings_for(server.allowed))
@@ -161,9 +169,12 @@ async def test_content_type_from_headers_is_kept(server):
 
 async def test_a_host_listed_without_a_port_allows_its_schemes_default_port_only(server):
     """`127.0.0.1` allows port 80 for http (and 443 for https), not the server's other port; `host:port` allows that port."""
-    bare = make_http_request_tool(settings_for("127.0.0.1"))
+    bare = make_http_request_tool(settings_for("127.0.0.1", "api.example.com"))
     refused = await call(bare, method="GET", url=f"{server.base}/echo")
-    assert refused.startswith(f"Error: host 127.0.0.1:{server.port} is not allowed. Allowed hosts: 127.0.0.1.")
+    assert refused.startswith(
+        f"Error: host 127.0.0.1:{server.port} is not allowed. Allowed hosts: 127.0.0.1 (port 80 for http, 443 for "
+        f"https; list 127.0.0.1:{server.port} for port {server.port}), api.example.com. Use one of them"
+    )
     assert server.received == []
     with_port = make_http_request_tool(settings_for(server.allowed))
     assert (await call(with_port, method="GET", url=f"{server.base}/echo")).startswith("HTTP/1.1 200 OK")
@@ -284,14 +295,70 @@ async def test_bad_scheme_method_or_body_is_refused(server, args, fragment):
 
 @pytest.mark.parametrize(
     "name",
-    ["Host", "host", "Content-Length", "Transfer-Encoding", "Connection", "X-HTTP-Method-Override"],
+    [
+        "Host",
+        "host",
+        "Content-Length",
+        "Transfer-Encoding",
+        "Connection",
+        "X-HTTP-Method-Override",
+        "X-Original-URL",
+        "X-Rewrite-URL",
+        "X-Original-URI",
+        "Forwarded",
+        "X-Forwarded-Host",
+        "X-Forwarded-Prefix",
+        "X-Forwarded-Uri",
+        "X-Forwarded-Path",
+        "X-Forwarded-For",
+    ],
 )
 async def test_framing_and_override_headers_are_refused(server, name):
-    """Host, Content-Length, Transfer-Encoding, hop-by-hop and override headers are refused."""
+    """Host, Content-Length, Transfer-Encoding, hop-by-hop, method-override headers and headers that make a
+    server route another path or host than the URL's (X-Original-URL, Forwarded, X-Forwarded-*) are refused."""
     tool = make_http_request_tool(settings_for(f"127.0.0.1:{server.port}"))
     result = await call(tool, method="GET", url=f"{server.base}/echo", headers={name: "evil.example"})
     assert result.startswith("Error: these headers may not be set: " + name.lower())
+    assert "The URL decides the host and the path" in result
     assert server.received == []
+
+
+@pytest.fixture
+async def rewriting_server() -> AsyncIterator[tuple[int, list[str]]]:
+    """A server that routes by X-Original-URL or X-Rewrite-URL when given, as IIS URL Rewrite apps, older Symfony
+    and Zend Framework do; it records the path it routed."""
+    routed: list[str] = []
+
+    async def route(request: web.Request) -> web.Response:
+        path = request.headers.get("X-Original-URL") or request.headers.get("X-Rewrite-URL") or request.path
+        routed.append(path)
+        return web.Response(text=f"served {path}")
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", route)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    yield runner.addresses[0][1], routed
+    await runner.cleanup()
+
+
+@pytest.mark.parametrize("header", ["X-Original-URL", "X-Rewrite-URL", "x-original-url"])
+async def test_a_get_judged_as_one_path_cannot_reach_another_through_a_rewrite_header(rewriting_server, header):
+    """A GET (no card by default) that a path rule judged as /public never reaches /admin/ through a header."""
+    from bot.approvals.conditions import compile_condition
+
+    port, routed = rewriting_server
+    args = {"method": "GET", "url": f"http://127.0.0.1:{port}/public", "headers": {header: "/admin/users/delete"}}
+    rule = "url(args.url).getEscapedPath().startsWith('/admin/')"
+    sample = {"method": "", "url": "", "headers": {}, "body": None}
+    assert not needs_review(args)
+    assert compile_condition(rule, ["method", "url", "headers", "body"], sample).holds(args) is False
+    tool = make_http_request_tool(settings_for(f"127.0.0.1:{port}"))
+    result = await call(tool, **args)
+    assert result.startswith("Error: these headers may not be set: ")
+    assert routed == []
 
 
 @pytest.mark.parametrize("headers", [{"X-A": "one\r\nHost: evil"}, {"Bad Name": "x"}, {"X-A": "café"}])
@@ -457,6 +524,97 @@ def test_needs_review(args, expected):
 # --- the address a request connects to (DNS rebinding) ----------------------------------------
 
 
+class SystemLikeDns:
+    """A resolver stand-in that asks as `socket.getaddrinfo` does: a text host is encoded with Python's `idna`
+    codec (IDNA 2003, which maps `ß` to `ss`) before it is looked up in `zone`."""
+
+    def __init__(self, zone: dict[str, str]) -> None:
+        self.zone = zone
+        self.asked: list[str] = []
+
+    async def __call__(self, host: str, port: int) -> list[str]:
+        self.asked.append(host)
+        wire = host.encode("idna").decode("ascii")
+        if wire not in self.zone:
+            raise OSError(-2, "Name or service not known")
+        return [self.zone[wire]]
+
+
+@pytest.fixture
+async def twin_hosts() -> AsyncIterator[tuple[int, list[str]]]:
+    """Two servers on one port: `faß.de` (xn--fa-hia.de) at 127.0.0.2, its IDNA 2003 twin `fass.de` at 127.0.0.3."""
+    port = free_port()
+    got: list[str] = []
+    runners: list[web.AppRunner] = []
+    for address, name in (("127.0.0.2", "faß.de"), ("127.0.0.3", "fass.de")):
+
+        async def answer(request: web.Request, name: str = name) -> web.Response:
+            got.append(f"{name} {request.method} {request.path} {await request.text()}")
+            return web.Response(text=f"this is {name}")
+
+        app = web.Application()
+        app.router.add_route("*", "/{tail:.*}", answer)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        await web.TCPSite(runner, address, port).start()
+        runners.append(runner)
+    yield port, got
+    for runner in runners:
+        await runner.cleanup()
+
+
+async def test_a_punycode_host_is_resolved_under_the_name_that_was_allowed(twin_hosts):
+    """A request for http://xn--fa-hia.de (faß.de) is resolved as `xn--fa-hia.de` and reaches that host's
+    address with its body, never `fass.de`, the name IDNA 2003 would make of the Unicode spelling."""
+    port, got = twin_hosts
+    dns = SystemLikeDns({"xn--fa-hia.de": "127.0.0.2", "fass.de": "127.0.0.3"})
+    # The loopback addresses are listed only because the stand-ins live there.
+    tool = make_http_request_tool(
+        settings_for(f"xn--fa-hia.de:{port}", f"127.0.0.2:{port}", f"127.0.0.3:{port}"), resolver=dns
+    )
+    result = await call(tool, method="POST", url=f"http://xn--fa-hia.de:{port}/pay", body={"x": 1})
+    assert result.startswith("HTTP/1.1 200 OK"), result
+    assert got == ['faß.de POST /pay {"x": 1}']
+    assert dns.asked == ["xn--fa-hia.de"]
+
+
+async def test_tls_is_verified_against_the_ascii_name_that_was_allowed():
+    """SNI and the certificate check of a pinned https request name `xn--fa-hia.de`, as ssl reads it, not `fass.de`."""
+    import ssl
+
+    from bot.tools.http_request import _PinnedTransport
+
+    seen: list[str] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request.extensions["sni_hostname"])
+        return httpx.Response(204)
+
+    dns = StandInDns(**{"xn--fa-hia_de": [["93.184.216.34"]]})
+    transport = _PinnedTransport(httpx.MockTransport(answer), lambda address, port, scheme: None, dns)
+    async with httpx.AsyncClient(transport=transport) as client:
+        await client.get("https://xn--fa-hia.de/")
+    [sni] = seen
+    # The ssl module encodes a text server_hostname with the `idna` codec (IDNA 2003), as getaddrinfo does.
+    checked_as = ssl.create_default_context().wrap_bio(ssl.MemoryBIO(), ssl.MemoryBIO(), server_hostname=sni)
+    assert checked_as.server_hostname == "xn--fa-hia.de"
+    assert dns.asked == ["xn--fa-hia.de"]
+
+
+async def test_a_host_with_an_invalid_punycode_label_is_an_error_string():
+    """`xn--zz` is no IDNA label: the tool answers with the reason, sends nothing and raises nothing."""
+    sent: list[str] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        sent.append(str(request.url))
+        return httpx.Response(204)
+
+    tool = make_http_request_tool(settings_for("xn--zz.example"), transport=httpx.MockTransport(answer))
+    result = await call(tool, method="GET", url="https://xn--zz.example/")
+    assert result.startswith("Error: the host 'xn--zz.example' is not a valid internationalised (IDNA) name")
+    assert sent == []
+
+
 class StandInDns:
     """A resolver stand-in: answers each name from a script, one answer per question, and counts the questions."""
 
@@ -493,6 +651,16 @@ async def test_a_name_rebound_to_a_private_address_is_refused(server):
     assert f"(e.g. 127.0.0.1:{server.port})" in loopback
     assert private.startswith("Error: the host resolves to 10.1.2.3, a private address")
     assert server.received == []
+
+
+async def test_a_name_rebound_to_a_site_local_address_is_refused():
+    """A public name whose answer is now fec0::5 (site-local, an internal network's address) gets no connection."""
+    dns = StandInDns(api_example_com=[["fec0::5"]])
+    tool = make_http_request_tool(settings_for("api.example.com"), resolver=dns)
+    result = await call(tool, method="GET", url="https://api.example.com/")
+    assert result.startswith("Error: the host resolves to fec0::5, a site-local address, which is not allowed")
+    assert "(e.g. [fec0::5]:443)" in result
+    assert dns.asked == ["api.example.com"]
 
 
 async def test_the_request_goes_to_the_address_that_was_checked_under_its_host_name(server):
@@ -562,6 +730,8 @@ async def test_https_connects_to_the_address_and_verifies_the_host_name():
         ("::", "unspecified"),
         ("169.254.169.254", "link-local"),
         ("fe80::1", "link-local"),
+        ("fec0::1", "site-local"),  # deprecated (RFC 3879), still routed where configured; Python calls it global
+        ("feff::1", "site-local"),
         ("224.0.0.1", "multicast"),
         ("ff02::1", "multicast"),
         ("10.0.0.1", "private"),

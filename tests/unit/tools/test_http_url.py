@@ -78,6 +78,16 @@ def test_spellings_of_one_request_have_one_canonical_url(written, canonical):
         ("https://internal.example/public/%2e%2e;jsessionid=1/admin", "`;`"),
         ("https://internal.example/admin;x/reset", "`;`"),
         ("https://internal.example/admin%00.png", "NUL"),
+        ("https://xn--zz.example/", "not a valid internationalised (IDNA) name"),
+        ("https://www.XN--ZZ.example/", "not a valid internationalised (IDNA) name"),
+        ("https://xn--.example/", "not a valid internationalised (IDNA) name"),
+        ("https://xn--fa-hia.a_b/", "not a valid internationalised (IDNA) name"),  # httpx could not show it
+        ("https://internal.example/admin./users", "ending in `.` or a space"),
+        ("https://internal.example/admin%2E/users", "ending in `.` or a space"),
+        ("https://internal.example/admin%20/users", "ending in `.` or a space"),
+        ("https://internal.example/admin .../users", "ending in `.` or a space"),
+        ("https://internal.example/a/...", "ending in `.` or a space"),
+        ("https://internal.example/report.", "ending in `.` or a space"),
     ],
 )
 def test_urls_without_a_safe_spelling_are_refused_with_a_reason(written, reason):
@@ -113,6 +123,22 @@ def test_a_header_name_that_is_no_http_name_is_refused(name):
     with pytest.raises(InvalidArgumentsError, match="not a valid header name") as refused:
         canonical_http_request_args({"method": "GET", "url": "https://h/", "headers": {name: "x"}})
     assert refused.value.field == "args.headers"
+
+
+@pytest.mark.parametrize("name", ["x_sudo", "X_Sudo", "x-sudo_", "_"])
+def test_a_header_name_with_an_underscore_is_refused(name):
+    """CGI, PHP and Rack read `x_sudo` as `x-sudo` (both are HTTP_X_SUDO): a rule on `'x-sudo'` would miss it,
+    so the name is refused, saying to write `-`."""
+    with pytest.raises(InvalidArgumentsError, match="has a `_`") as refused:
+        canonical_http_request_args({"method": "GET", "url": "https://h/", "headers": {name: "yes"}})
+    assert "write `-` instead" in refused.value.message
+    assert refused.value.field == "args.headers"
+
+
+@pytest.mark.parametrize("url", ["https://xn--bcher-kva.example/a", "https://h/.well-known/x", "https://h/v1.0/a"])
+def test_valid_punycode_and_dots_inside_a_segment_are_kept(url):
+    """A valid `xn--` host, a segment starting with a dot and a dot inside a segment are no trailing-dot case."""
+    assert canonical_url(url) == url
 
 
 def test_headers_differing_only_in_case_are_refused():
@@ -172,6 +198,7 @@ def test_property_canonical_url_is_idempotent_or_refuses(text):
         problem = ""
         assert canonical_url(canonical) == canonical
         assert str(httpx.URL(canonical)) == canonical
+        assert httpx.Request("GET", canonical).url == httpx.URL(canonical)  # httpx can build the request
     assert problem or canonical
 
 
@@ -192,6 +219,8 @@ _PATH_PIECES = [
     "%00",
     "%3B",
     "~",
+    "%20",
+    "a.",
 ]
 
 
@@ -199,7 +228,8 @@ _PATH_PIECES = [
 @given(pieces=st.lists(st.sampled_from(_PATH_PIECES), max_size=8))
 def test_property_a_canonical_path_has_nothing_servers_resolve_differently(pieces):
     """Whatever the path, the URL is refused or its canonical path has no `//`, `;`, backslash, `%2F`, `%5C`, `%00`,
-    and no `.` or `..` segment: every server reads its segments as a condition does."""
+    no `.` or `..` segment and no segment ending in `.` or a space: every server reads its segments as a condition
+    does."""
     try:
         canonical = canonical_url("https://internal.example/" + "".join(pieces))
     except InvalidArgumentsError:
@@ -207,3 +237,4 @@ def test_property_a_canonical_path_has_nothing_servers_resolve_differently(piece
     path = httpx.URL(canonical).raw_path.decode("ascii")
     assert not any(bad in path for bad in ("//", ";", "\\", "%2F", "%5C", "%00")), canonical
     assert not {".", ".."} & set(path.split("/")), canonical
+    assert not any(segment.endswith((".", "%20")) for segment in path.split("/")), canonical

@@ -155,6 +155,8 @@ async def test_unreachable_server_is_an_error_string():
         (["ana@[127.0.0.1]"], None),
         ([" "], None),
         ([], None),
+        (["ana%evil.example@relay.example.com"], None),  # the percent hack: a relay may send it on to evil.example
+        (["ana@example.com"], ["evil.example!ana@relay.example.com"]),  # a bang path
     ],
 )
 async def test_bad_address_is_refused(smtp_server, to, cc):
@@ -174,11 +176,13 @@ async def test_too_many_recipients_is_refused(smtp_server):
     assert smtp_server.recorder.messages == []
 
 
-async def test_multiline_subject_is_refused(smtp_server):
-    """A subject with a line break (header injection) is refused."""
+@pytest.mark.parametrize("separator", ["\r\n", "\u2028", "\u2029", "\x85", "\x0b", "\x0c", "\x1c", "\x1e"])
+async def test_multiline_subject_is_refused(smtp_server, separator):
+    """A subject with any line break (header injection, or a character the email package refuses) is refused
+    with a reason before connecting, never with a failure while the message is built."""
     tool = make_send_email_tool(settings_for(f"smtp://127.0.0.1:{smtp_server.port}"))
-    result = await send(tool, to=["ana@example.com"], subject="Hi\r\nBcc: eve@evil.example", body="b")
-    assert result == "Error: the subject must be a single line."
+    result = await send(tool, to=["ana@example.com"], subject=f"Hi{separator}Bcc: eve@evil.example", body="b")
+    assert result.startswith("Error: the subject must be a single line: it has a line break")
     assert smtp_server.recorder.messages == []
 
 
