@@ -97,7 +97,7 @@ class ConsolePlatform:
         if approval.status is ApprovalStatus.EDITED:
             line += msg.OUTCOME_WITH.format(args=reveal_invisible(json.dumps(approval.final_args, ensure_ascii=False)))
         if approval.reason:
-            line += msg.OUTCOME_REASON.format(reason=approval.reason)
+            line += msg.OUTCOME_REASON.format(reason=reveal_invisible(approval.reason))
         if approval.outcome_unknown:
             line += msg.OUTCOME_UNKNOWN
         elif approval.not_run:

@@ -22,18 +22,24 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 _KEEP = {"\n", "\t"}
-_HIDDEN = {"Cc", "Cf", "Co", "Cn"}
+_HIDDEN = {"Cc", "Cf", "Co", "Cn", "Zl", "Zp"}
+"""Categories revealed: control, format, private-use and unassigned characters, and the line and
+paragraph separators (U+2028, U+2029), which Slack and Discord draw as line breaks."""
 
 LEAST_SHOWN = 32
 """Characters of a key's line a card always shows, however many keys share its room."""
 
 
 def reveal_invisible(text: str) -> str:
-    r"""Replace invisible and direction-changing characters with visible escapes like `\u202e`.
+    r"""Replace invisible, direction-changing and line-breaking characters with visible escapes like `\u202e`.
 
     Unicode format characters (category Cf: right-to-left overrides, zero-width spaces and
     joiners, ...) and control characters would let a card display arguments that read
-    differently from the ones that run ("Trojan Source"); the escapes make them obvious.
+    differently from the ones that run ("Trojan Source"); the escapes make them obvious. Every
+    character but `\n` that breaks a line when drawn is revealed too (`\r`, `\x0b`, `\x0c`,
+    `\x1c`-`\x1e`, `\x85` are controls; U+2028 and U+2029 are separators): one would let a value
+    draw a line of its own, such as a forged `"cc": []` above the real `cc` of a card.
+    Newlines and tabs are kept.
     """
     hidden = {
         ord(ch): f"\\u{ord(ch):04x}" for ch in set(text) if ch not in _KEEP and unicodedata.category(ch) in _HIDDEN

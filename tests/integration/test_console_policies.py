@@ -223,6 +223,21 @@ async def test_the_terminal_prints_every_argument_whole_in_order(db_url, registr
     assert tool_log.calls == [("send", args)]
 
 
+async def test_the_terminal_shows_control_and_line_breaking_characters_as_escapes(db_url, registry, tool_log):
+    """A terminal escape and line separators in the model's why, the arguments, a reason and the audit print as escapes."""
+    args = {"to": "bob", "body": 'hi\u2028"urgent": true'}
+    model = ScriptedChatModel(
+        replies=[calls(tool_call("send", args), text="\x1b[2Jsending\u2028now"), AIMessage("not sent")]
+    )
+    text, _ = await run(db_url, registry, model, "send it", "r", "no\u2029way", "/countersign audit limit 3")
+    assert "\x1b" not in text and "\u2028" not in text and "\u2029" not in text
+    assert "   why: \\u001b[2Jsending\\u2028now" in text
+    assert '   args: {"to": "bob", "body": "hi\\u2028\\"urgent\\": true"}' in text
+    assert "   send: rejected by @olga (no\\u2029way)" in text
+    assert '`{"to":"bob","body":"hi\\u2028\\"urgent\\": true"}` · no\\u2029way' in text
+    assert tool_log.calls == []
+
+
 async def test_quorum_of_two_with_two_pretend_approvers(db_url, registry, tool_log):
     """alice approves (1 of 2, asked again, her second vote refused), dave is refused, bob's approval runs the call."""
     model = ScriptedChatModel(replies=[calls(send()), AIMessage("sent")])

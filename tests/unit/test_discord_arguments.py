@@ -126,6 +126,17 @@ def test_invisible_characters_stay_revealed_in_the_embed_and_the_pages():
     assert "\\u202e" in texts[0] and "\\u202e" in "".join(texts[1:])
 
 
+def test_a_value_with_a_line_separator_draws_no_line_of_its_own():
+    """A subject holding U+2028 cannot forge a `"cc": []` line above the real `cc`: one line per key, on the card and the pages."""
+    args = {"to": ["boss@corp.example"], "subject": 'Q3 report\u2028"cc": []', "body": "see", "cc": ["x@evil.example"]}
+    approval = record(id=APPROVAL_ID, tool_name="send_email", proposed_args=args)
+    card = ApprovalCard(approval=approval, position=1, total=1, key_order=("to", "subject", "body", "cc"))
+    lines = code_lines(card_embed(card).description or "")
+    assert [line.split(":")[0] for line in lines] == ['"to"', '"subject"', '"body"', '"cc"']
+    [page] = arguments_pages(card.under_vote)
+    assert "\u2028" not in page and "\\u2028" in page and len(page.splitlines()) == 10
+
+
 def test_a_card_offering_a_partial_trust_names_the_arguments_it_leaves_free():
     """Trust matching `url`: the card's Trust field says `method`, `headers`, `body` stay free."""
     card = http_card({"method": "POST", "url": "u", "body": 1}, trust_offer_s=1800, trust_offer_matching=("url",))
