@@ -118,6 +118,15 @@ async def test_the_card_offers_all_arguments_only_when_a_value_is_shortened():
     assert ids[-1] == f"cs:args:{APPROVAL_ID}"
 
 
+def test_a_tally_of_long_names_is_clipped_within_its_field_and_shows_names_as_typed():
+    """Forty 32-character names fit one field, clipped, its parenthesis closed; markdown and line separators show as typed."""
+    votes = ("**ann**\u2028[x](https://evil.example)", *(f"{i:02}" + "n" * 30 for i in range(40)))
+    card = http_card({"method": "POST"}, quorum=50, votes=votes)
+    [tally] = [f.value or "" for f in card_embed(card).fields if f.name == "Approvals"]
+    assert len(tally) <= 320 and tally.endswith("…)")
+    assert "\\*\\*ann\\*\\*\\\\u2028\\[x](https://evil.example)" in tally  # `\\` draws one backslash
+
+
 def test_invisible_characters_stay_revealed_in_the_embed_and_the_pages():
     """A right-to-left override shows as an escape on the card and on every page."""
     card = http_card({"pay_to": "ACME-\u202e9876", "body": "w\u200d" * 3_000})
