@@ -207,7 +207,9 @@ class AdminService:
             spec = self._tool(command.tool)
             condition = None
             if command.condition is not None:
-                condition = compile_condition(command.condition, spec.argument_names, _samples(spec)).text
+                condition = compile_condition(
+                    command.condition, spec.argument_names, _samples(spec), case_rules=spec.canonical_case
+                ).text
             before, after = await self._config.set_rule(
                 actor, channel_id=command.channel_id or ALL, tool_name=spec.name, mode=command.mode, condition=condition
             )
