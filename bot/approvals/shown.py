@@ -8,8 +8,10 @@ in full says so (`Unshowable`), so the call cannot be approved there (`bot.decid
 
 The keys are laid out in the tool's own order (`arrange`): the properties of its schema as the
 tool declares them, which puts short, decisive keys first (`method`, `url` before `body`), then
-any other keys, shortest value first. Never in the order PostgreSQL's jsonb gives them back
-(shorter keys first), which let a long `body` push `method` and `headers` off a card.
+any other keys, shortest value first. Never in the order the arguments were stored in (the
+`jsonb` they were once kept as put shorter keys first, which let a long `body` push `method` and
+`headers` off a card). Nested objects keep their keys in the order the call runs in: the
+database keeps that order (docs/decisions/0034-arguments-approvers-can-see.md).
 """
 
 from __future__ import annotations
@@ -88,7 +90,8 @@ def arrange(args: Mapping[str, Any], tool_order: Iterable[str] = ()) -> Argument
     """Lay out `args` in the tool's own order.
 
     Args:
-        args: the call's arguments (top level; nested values are kept as they are).
+        args: the call's arguments (top level; nested values are kept as they are, in the
+            order the call runs in).
         tool_order: the tool's argument names in its schema's order (`ToolRegistry.argument_order`);
             empty when unknown.
 

@@ -885,10 +885,12 @@ def _review(row: asyncpg.Record) -> ReviewRecord:
 
 
 def _args(stored: dict[str, Any] | None) -> dict[str, Any] | None:
-    """Arguments read from jsonb, in canonical form (`bot.tools.canonical.canonical_values`).
+    """Arguments read from the database, in canonical form (`bot.tools.canonical.canonical_values`).
 
-    jsonb gives a float beyond 64 bits back as an integer, which the checkpoint cannot hold
-    and an edit would refuse (issue 9, finding 7).
+    The columns are `json` (migration 0016): the text as written, so an object's keys keep the
+    order the call runs in (docs/decisions/0034-arguments-approvers-can-see.md). Rows written
+    before were `jsonb`, which gives a float beyond 64 bits back as an integer, which the
+    checkpoint cannot hold and an edit would refuse (docs/decisions/0010-canonical-arguments.md).
     """
     return None if stored is None else canonical_values(stored)
 

@@ -13,7 +13,7 @@ Two layers:
 
 - `canonical_values`, for every tool: JSON values as both stores keep them (an integer beyond
   64 bits becomes the float the checkpoint can hold; tuples become lists). Also applied to
-  arguments read back from jsonb.
+  arguments read back from the database (rows stored as jsonb before migration 0016).
 - a tool's own form, declared by the tool in its `metadata` under `CANONICAL_ARGS` (or through
   `ToolSpec(canonical=...)`), e.g. `bot.tools.http_url.canonical_http_request_args`. It
   rewrites its arguments into the spelling the tool itself will use, and raises
