@@ -497,6 +497,11 @@ class ApprovalStore:
                 if args is None:
                     raise ValueError("an edit vote needs the new arguments")
                 under_vote, digest = dict(args), args_digest(args)
+                if digest == args_digest(current.proposed_args):
+                    # Back to the proposal, perhaps with keys in another order: approved, it
+                    # runs as proposed (from the checkpoint), so that order is what is kept
+                    # and shown (docs/decisions/0034-arguments-approvers-can-see.md).
+                    under_vote = dict(current.proposed_args)
                 await connection.execute(
                     "UPDATE approvals SET current_args = $2, current_digest = $3 WHERE id = $1",
                     approval_id,

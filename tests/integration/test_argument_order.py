@@ -112,3 +112,18 @@ async def test_a_trust_grant_lists_what_it_binds_in_the_order_it_was_approved(db
     assert list(line.grant.matched) == ["method", "url", "headers", "body"]
     assert _keys(line.grant.matched["body"]) == _keys(BODY)
     assert list(line.grant.matched["headers"]) == ["x-sudo", "authorization", "content-type"]
+
+
+async def test_an_edit_that_only_reorders_the_proposal_keeps_the_order_that_runs(db_url, target):
+    """An edit equal to the proposal but for key order is no edit: the call runs as proposed, and the card shows that order."""
+    async with open_service(db_url, _post(target), _registry(target), RecordingPlatform(admins={ADMIN})) as h:
+        card = await _card(h)
+        proposal = card.approval.proposed_args
+        reordered = {**proposal, "body": dict(reversed(list(BODY.items())))}
+        edit = Edit(edited_action=EditedAction(name="http_request", args=reordered))
+        await h.service.decide(card.approval.id, actor("alice"), edit)
+        await h.service.tasks.join()
+        [decided] = [c for c in h.platform.cards.values() if c.approval.id == card.approval.id]
+    [request] = target.requests
+    assert decided.approval.status is ApprovalStatus.APPROVED
+    assert list(request.json) == list(BODY) == list(decided.shown.as_dict()["body"])
