@@ -96,7 +96,7 @@ class ConsolePlatform:
             line += msg.OUTCOME_BY.format(name=CONSOLE_MARKUP.user(approval.decided_by_id))
         if approval.status is ApprovalStatus.EDITED:
             # In the tool's order, as the card printed them (docs/decisions/0034-arguments-approvers-can-see.md).
-            edited = card.arranged(approval.final_args).as_dict()
+            edited = card.shown.as_dict()  # the arguments that ran
             line += msg.OUTCOME_WITH.format(args=reveal_invisible(json.dumps(edited, ensure_ascii=False, default=str)))
         if approval.reason:
             line += msg.OUTCOME_REASON.format(reason=reveal_invisible(approval.reason))
