@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from adapters.display import reveal_invisible
 from adapters.stop_text import STOP_HELP, stop_error_text, stopped_text
 from bot.admin.parse import USAGE, CommandError
 from bot.admin.views import (
@@ -301,7 +302,7 @@ def _audit(page: AuditPage, markup: Markup) -> str:
         if args is not None:
             parts.append(f"`{markup.escape(_short(args))}`")
         if entry.reason:
-            parts.append(markup.escape(entry.reason[:120]))
+            parts.append(markup.escape(reveal_invisible(entry.reason[:120])))
         if entry.kind.value == "config" and entry.detail:
             parts.append(
                 markup.escape(_short({"before": entry.detail.get("before"), "after": entry.detail.get("after")}))
@@ -421,5 +422,9 @@ def _duration(seconds: int | None) -> str:
 
 
 def _short(value: Any) -> str:
+    """`value` as compact JSON on one line, cut to `_ARGS_CHARS` with "…", invisible characters shown.
+
+    Revealed after the cut (`reveal_invisible`), so that no escape is cut in half.
+    """
     text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
-    return text if len(text) <= _ARGS_CHARS else text[: _ARGS_CHARS - 1] + "…"
+    return reveal_invisible(text if len(text) <= _ARGS_CHARS else text[: _ARGS_CHARS - 1] + "…")

@@ -26,6 +26,7 @@ from bot.service import ShuttingDownError
 
 _REFUSALS = {
     "other_workspace": "REFUSED_OTHER_WORKSPACE",
+    "other_dm": "REFUSED_OTHER_DM",
     "self_approval_off": "REFUSED_SELF_APPROVAL",
     "not_an_approver": "REFUSED_NOT_AN_APPROVER",
     "escalation_no_edit": "REFUSED_ESCALATION_EDIT",
@@ -58,7 +59,9 @@ def decision_error_text(error: Exception, msg: ModuleType, when: Callable[[datet
         moment = when(error.decided_at) if error.decided_at else ""
         return str(msg.ALREADY_DECIDED.format(outcome=error.outcome, user=error.decided_by_id, when=moment))
     if isinstance(error, NotPermittedError):
-        return str(getattr(msg, _REFUSALS.get(error.reason, "REFUSED_NOT_PERMITTED")))
+        # A platform without the reason's own sentence (Slack has no DM outside a workspace)
+        # says the general one.
+        return str(getattr(msg, _REFUSALS.get(error.reason, ""), msg.REFUSED_NOT_PERMITTED))
     if isinstance(error, AlreadyVotedError):
         return str(msg.ALREADY_VOTED)
     if isinstance(error, StaleVoteError):

@@ -17,7 +17,7 @@ from bot.approvals.decisions import Approve, Edit, Reject
 from bot.approvals.records import ApprovalRecord, DecideResult, pause_version
 from bot.approvals.shown import Arguments
 from bot.batch import BatchOutcome, decide_each, is_review_id
-from bot.conversation import Actor, ConversationRef, IncomingMessage
+from bot.conversation import DM_WORKSPACE, Actor, ConversationRef, IncomingMessage
 from bot.deciding import Decider, is_approval_id
 from bot.errors import ApprovalNotFoundError, CountersignError, NotPermittedError, StaleVoteError
 from bot.escalation import EscalationSweeper
@@ -389,8 +389,10 @@ class Countersign:
         """The approval and the whole arguments its card's full view shows ("All arguments").
 
         Pending: the arguments an Approve would approve; decided: those that ran (or would have).
-        In the order cards list them (docs/decisions/0034-arguments-approvers-can-see.md). Anyone
-        who can see the card may open them; a person of another workspace may not.
+        In the order cards list them (docs/decisions/0034-arguments-approvers-can-see.md). Only
+        people who could see the card may open them: in a workspace (a Slack team, a Discord
+        server), its people; in a Discord DM, which belongs to no server, only the requester,
+        the one person in it besides the bot (docs/decisions/0035-dms-and-escalation-audiences.md).
 
         Args:
             approval_id: the id the button named (any payload value).
@@ -398,14 +400,22 @@ class Countersign:
 
         Raises:
             ApprovalNotFoundError: no such approval (audited).
-            NotPermittedError: `other_workspace` (audited); nothing is shown.
+            NotPermittedError: `other_workspace` (another platform or workspace) or `other_dm`
+                (someone else's DM), audited; nothing is shown.
         """
         approval = await self._decider.approval(approval_id, actor=actor)
-        if actor.workspace_id != approval.workspace_id:
+        asked_in = ConversationRef.from_thread_id(approval.thread_id)
+        if (actor.platform, actor.workspace_id) != (asked_in.platform, approval.workspace_id):
             await self._decider.refuse(
                 approval.id, actor, outcome="not_permitted", reason="the arguments of another workspace's call"
             )
             raise NotPermittedError("other_workspace")
+        if approval.workspace_id == DM_WORKSPACE and actor.user_id != approval.requester_id:
+            # Every Discord DM has the workspace id `dm`: the same workspace says nothing here.
+            await self._decider.refuse(
+                approval.id, actor, outcome="not_permitted", reason="the arguments of a call asked in another DM"
+            )
+            raise NotPermittedError("other_dm")
         decided = not approval.is_pending and approval.final_args is not None
         shown = approval.final_args if decided and approval.final_args is not None else approval.args_under_vote
         return approval, self._decider.arranged(approval.tool_name, shown)

@@ -95,9 +95,11 @@ class ConsolePlatform:
         if approval.decided_by_id:
             line += msg.OUTCOME_BY.format(name=CONSOLE_MARKUP.user(approval.decided_by_id))
         if approval.status is ApprovalStatus.EDITED:
-            line += msg.OUTCOME_WITH.format(args=reveal_invisible(json.dumps(approval.final_args, ensure_ascii=False)))
+            # In the tool's order, as the card printed them (docs/decisions/0034-arguments-approvers-can-see.md).
+            edited = card.shown.as_dict()  # the arguments that ran
+            line += msg.OUTCOME_WITH.format(args=reveal_invisible(json.dumps(edited, ensure_ascii=False, default=str)))
         if approval.reason:
-            line += msg.OUTCOME_REASON.format(reason=approval.reason)
+            line += msg.OUTCOME_REASON.format(reason=reveal_invisible(approval.reason))
         if approval.outcome_unknown:
             line += msg.OUTCOME_UNKNOWN
         elif approval.not_run:

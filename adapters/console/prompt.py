@@ -176,7 +176,7 @@ class CardPrompt:
         else:
             self._write(msg.CARD_TOOL.format(**where))
         if approval.description:
-            self._write(msg.CARD_WHY.format(why=approval.description))
+            self._write(msg.CARD_WHY.format(why=reveal_invisible(approval.description)))
         self._write_arguments(approval, pause)
         if approval.quorum > 1:
             names = ", ".join(CONSOLE_MARKUP.user(name) for name in approval.votes)

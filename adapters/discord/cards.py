@@ -55,7 +55,8 @@ EMBED_CHARS = 6000
 """Discord's limit for all text of one embed together."""
 _WHY_CHARS = 600
 _REASON_CHARS = 600
-_TALLY_CHARS = 300
+_TALLY_CHARS = 280
+"""Characters of the voters' names in the tally field (its words and counts add a few more)."""
 _TOOL_CHARS = 200
 _TRUST_CHARS = 400
 """Fields are clipped so that an embed stays within `EMBED_CHARS` with the arguments' full room."""
@@ -143,9 +144,12 @@ def _card_embed(card: ApprovalCard, room: int) -> discord.Embed:
             name=msg.FIELD_PROPOSED_ARGS, value=_field_lines(card.arranged(approval.proposed_args)), inline=False
         )
     if pending and approval.quorum > 1:
-        names = f" ({', '.join(approval.votes)})" if approval.votes else ""
+        # Names are people's own display names: markdown in them is shown as typed, and clipping
+        # keeps the closing parenthesis.
+        voters = _clip(discord.utils.escape_markdown(reveal_invisible(", ".join(approval.votes))), _TALLY_CHARS)
+        names = f" ({voters})" if approval.votes else ""
         tally = msg.CARD_TALLY.format(count=len(approval.votes), quorum=approval.quorum, names=names)
-        embed.add_field(name=msg.FIELD_TALLY, value=_clip(tally, _TALLY_CHARS), inline=False)
+        embed.add_field(name=msg.FIELD_TALLY, value=tally, inline=False)
     escalated = _escalated_line(approval)
     if escalated:
         embed.add_field(name=msg.FIELD_ESCALATED, value=escalated, inline=False)

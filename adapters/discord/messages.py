@@ -130,6 +130,7 @@ REFUSED_NOT_PERMITTED = (
     "Server permission and the bot admins can (in a DM, only the person who asked)."
 )
 REFUSED_OTHER_WORKSPACE = "You can't decide this approval: it belongs to another server."
+REFUSED_OTHER_DM = "You can't open this approval: it was asked in someone else's DM with me. Nothing was shown."
 ALREADY_DECIDED = "This was already {outcome} by <@{user}>{when}. Nothing was changed."
 ALREADY_DECIDED_NOBODY = "This was already {outcome}. Nothing was changed."
 UNKNOWN_APPROVAL = "I can't find this approval any more. Nothing was changed."

@@ -53,6 +53,9 @@ INPUT_CHARS = 3000
 REASON_CHARS = 2000
 MODAL_BLOCKS = 100
 _WHY_CHARS = 600
+_TALLY_CHARS = 600
+"""Escaped characters of the voters' names on a card: with the why line, the section stays far
+within its 3,000 (escaping makes a name of `<` or `&` four or five times as long)."""
 ARGS_ROOM = SECTION_CHARS - 300
 """What a card's lines of arguments may take of their section (escaped): room for the title,
 the fences and the note below them."""
@@ -142,7 +145,8 @@ def card_blocks(card: ApprovalCard) -> list[dict[str, Any]]:
     if approval.description:
         lines.append(msg.CARD_WHY_LINE.format(why=_clip(to_mrkdwn(reveal_invisible(approval.description)), _WHY_CHARS)))
     if pending and approval.quorum > 1:
-        names = f" ({escape(', '.join(approval.votes))})" if approval.votes else ""
+        voters = _clip(escape(reveal_invisible(", ".join(approval.votes))), _TALLY_CHARS)
+        names = f" ({voters})" if approval.votes else ""
         lines.append(msg.CARD_TALLY.format(count=len(approval.votes), quorum=approval.quorum, names=names))
     header = msg.CARD_HEADER_PENDING if pending else msg.CARD_HEADER[approval.status.value]
     edited = pending and approval.current_args is not None and approval.current_args != approval.proposed_args

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, Protocol
 
 from langchain_core.utils.json_schema import dereference_refs
@@ -63,7 +64,7 @@ from bot.approvals.conditions import compile_condition, sample_arguments, strip_
 from bot.approvals.config import ALL, ApproverRule, ConversationScope, SettingKey, TrustSetting, WorkspaceConfig
 from bot.approvals.escalation import EscalationRule
 from bot.approvals.mode import Mode
-from bot.approvals.shown import leaves_free
+from bot.approvals.shown import arrange, leaves_free
 from bot.approvals.trust import TrustGrant, still_fits
 from bot.audit import AuditEntry, AuditKind
 from bot.conversation import DM_WORKSPACE, Actor, ConversationRef
@@ -199,7 +200,15 @@ class AdminService:
             entries = await self._audit.recent(
                 actor.workspace_id, limit=command.limit, tool_name=command.tool, actor_id=command.user_id
             )
-            return AuditPage(entries=tuple(entries), tool=command.tool, user_id=command.user_id)
+            shown = tuple(
+                replace(
+                    entry,
+                    proposed_args=self._in_tool_order(entry.tool_name, entry.proposed_args),
+                    final_args=self._in_tool_order(entry.tool_name, entry.final_args),
+                )
+                for entry in entries
+            )
+            return AuditPage(entries=shown, tool=command.tool, user_id=command.user_id)
         return await self._change(actor, command)
 
     async def _change(self, actor: Actor, command: Command) -> Changed:
@@ -207,7 +216,9 @@ class AdminService:
             spec = self._tool(command.tool)
             condition = None
             if command.condition is not None:
-                condition = compile_condition(command.condition, spec.argument_names, _samples(spec)).text
+                condition = compile_condition(
+                    command.condition, spec.argument_names, _samples(spec), case_rules=spec.canonical_case
+                ).text
             before, after = await self._config.set_rule(
                 actor, channel_id=command.channel_id or ALL, tool_name=spec.name, mode=command.mode, condition=condition
             )
@@ -334,7 +345,7 @@ class AdminService:
             grants, now = await self._grants.live_in(actor.platform, actor.workspace_id, channel_id=command.channel_id)
             lines = tuple(
                 TrustLine(
-                    grant=g,
+                    grant=self._grant_shown(g),
                     applies=still_fits(g, config.trust_for(g.tool_name, g.channel_id), now),
                     free=leaves_free(g.matching, self._registry.argument_order(g.tool_name)),
                 )
@@ -354,7 +365,21 @@ class AdminService:
             ended = "was revoked already" if after is not None and after.revoked_at is not None else "has expired"
             raise CommandError(f"trust `{grant.id}` {ended}; nothing to revoke")
         log.info("trust %s revoked by %s (thread_id=%s)", revoked.id, actor.user_id, revoked.thread_id)
-        return TrustRevoked(grant=revoked)
+        return TrustRevoked(grant=self._grant_shown(revoked))
+
+    def _in_tool_order(self, tool_name: str | None, args: dict[str, Any] | None) -> dict[str, Any] | None:
+        """`args` with its top-level keys in the tool's order, as cards list them (`arrange`); None stays None.
+
+        Nested objects keep the order they are stored in, which is the order the call runs in
+        (docs/decisions/0034-arguments-approvers-can-see.md).
+        """
+        if args is None:
+            return None
+        return arrange(args, self._registry.argument_order(tool_name or "")).as_dict()
+
+    def _grant_shown(self, grant: TrustGrant) -> TrustGrant:
+        """`grant` with the values it binds in the tool's order (`_in_tool_order`), for `trust list` and `revoke`."""
+        return replace(grant, matched=self._in_tool_order(grant.tool_name, grant.matched) or {})
 
     def _context_of(self, conversation: ConversationRef | None) -> tuple[ContextPort, ConversationRef]:
         if conversation is None or self._contexts is None:

@@ -8,8 +8,10 @@ in full says so (`Unshowable`), so the call cannot be approved there (`bot.decid
 
 The keys are laid out in the tool's own order (`arrange`): the properties of its schema as the
 tool declares them, which puts short, decisive keys first (`method`, `url` before `body`), then
-any other keys, shortest value first. Never in the order PostgreSQL's jsonb gives them back
-(shorter keys first), which let a long `body` push `method` and `headers` off a card.
+any other keys, shortest value first. Never in the order the arguments were stored in (the
+`jsonb` they were once kept as put shorter keys first, which let a long `body` push `method` and
+`headers` off a card). Nested objects keep their keys in the order the call runs in: the
+database keeps that order (docs/decisions/0034-arguments-approvers-can-see.md).
 """
 
 from __future__ import annotations
@@ -22,18 +24,24 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 _KEEP = {"\n", "\t"}
-_HIDDEN = {"Cc", "Cf", "Co", "Cn"}
+_HIDDEN = {"Cc", "Cf", "Co", "Cn", "Zl", "Zp"}
+"""Categories revealed: control, format, private-use and unassigned characters, and the line and
+paragraph separators (U+2028, U+2029), which Slack and Discord draw as line breaks."""
 
 LEAST_SHOWN = 32
 """Characters of a key's line a card always shows, however many keys share its room."""
 
 
 def reveal_invisible(text: str) -> str:
-    r"""Replace invisible and direction-changing characters with visible escapes like `\u202e`.
+    r"""Replace invisible, direction-changing and line-breaking characters with visible escapes like `\u202e`.
 
     Unicode format characters (category Cf: right-to-left overrides, zero-width spaces and
     joiners, ...) and control characters would let a card display arguments that read
-    differently from the ones that run ("Trojan Source"); the escapes make them obvious.
+    differently from the ones that run ("Trojan Source"); the escapes make them obvious. Every
+    character but `\n` that breaks a line when drawn is revealed too (`\r`, `\x0b`, `\x0c`,
+    `\x1c`-`\x1e`, `\x85` are controls; U+2028 and U+2029 are separators): one would let a value
+    draw a line of its own, such as a forged `"cc": []` above the real `cc` of a card.
+    Newlines and tabs are kept.
     """
     hidden = {
         ord(ch): f"\\u{ord(ch):04x}" for ch in set(text) if ch not in _KEEP and unicodedata.category(ch) in _HIDDEN
@@ -82,7 +90,8 @@ def arrange(args: Mapping[str, Any], tool_order: Iterable[str] = ()) -> Argument
     """Lay out `args` in the tool's own order.
 
     Args:
-        args: the call's arguments (top level; nested values are kept as they are).
+        args: the call's arguments (top level; nested values are kept as they are, in the
+            order the call runs in).
         tool_order: the tool's argument names in its schema's order (`ToolRegistry.argument_order`);
             empty when unknown.
 

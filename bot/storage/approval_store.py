@@ -497,6 +497,11 @@ class ApprovalStore:
                 if args is None:
                     raise ValueError("an edit vote needs the new arguments")
                 under_vote, digest = dict(args), args_digest(args)
+                if digest == args_digest(current.proposed_args):
+                    # Back to the proposal, perhaps with keys in another order: approved, it
+                    # runs as proposed (from the checkpoint), so that order is what is kept
+                    # and shown (docs/decisions/0034-arguments-approvers-can-see.md).
+                    under_vote = dict(current.proposed_args)
                 await connection.execute(
                     "UPDATE approvals SET current_args = $2, current_digest = $3 WHERE id = $1",
                     approval_id,
@@ -885,10 +890,12 @@ def _review(row: asyncpg.Record) -> ReviewRecord:
 
 
 def _args(stored: dict[str, Any] | None) -> dict[str, Any] | None:
-    """Arguments read from jsonb, in canonical form (`bot.tools.canonical.canonical_values`).
+    """Arguments read from the database, in canonical form (`bot.tools.canonical.canonical_values`).
 
-    jsonb gives a float beyond 64 bits back as an integer, which the checkpoint cannot hold
-    and an edit would refuse (issue 9, finding 7).
+    The columns are `json` (migration 0016): the text as written, so an object's keys keep the
+    order the call runs in (docs/decisions/0034-arguments-approvers-can-see.md). Rows written
+    before were `jsonb`, which gives a float beyond 64 bits back as an integer, which the
+    checkpoint cannot hold and an edit would refuse (docs/decisions/0010-canonical-arguments.md).
     """
     return None if stored is None else canonical_values(stored)
 

@@ -19,7 +19,7 @@ class AuditStore:
     """Writes and reads audit rows.
 
     Args:
-        pool: the asyncpg pool (jsonb codecs installed by `open_database`).
+        pool: the asyncpg pool (json and jsonb codecs installed by `open_database`).
     """
 
     def __init__(self, pool: asyncpg.Pool) -> None:

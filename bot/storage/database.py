@@ -41,7 +41,7 @@ class Database:
     Attributes:
         url: the `postgresql://` URL in use (contains the password; never log it, use
             `bot.storage.urls.redact`).
-        pool: asyncpg pool for Countersign's tables; jsonb columns map to Python values.
+        pool: asyncpg pool for Countersign's tables; json and jsonb columns map to Python values.
         lock_pool: asyncpg pool whose connections only hold conversation advisory locks. It is
             separate so that lock holders, which also query, can never take every connection
             of `pool` and wait on each other forever; its size caps concurrent turns.

@@ -13,7 +13,7 @@ Two layers:
 
 - `canonical_values`, for every tool: JSON values as both stores keep them (an integer beyond
   64 bits becomes the float the checkpoint can hold; tuples become lists). Also applied to
-  arguments read back from jsonb.
+  arguments read back from the database (rows stored as jsonb before migration 0016).
 - a tool's own form, declared by the tool in its `metadata` under `CANONICAL_ARGS` (or through
   `ToolSpec(canonical=...)`), e.g. `bot.tools.http_url.canonical_http_request_args`. It
   rewrites its arguments into the spelling the tool itself will use, and raises
@@ -24,6 +24,8 @@ Two layers:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any, Final
 
 from langchain_core.tools import BaseTool
@@ -35,6 +37,55 @@ CANONICAL_ARGS: Final = "countersign_canonical_args"
 
 CanonicalForm = Callable[[Mapping[str, Any]], dict[str, Any]]
 """`args -> canonical args`; raises `InvalidArgumentsError` for arguments the tool would refuse."""
+
+CANONICAL_CASE: Final = "countersign_canonical_case"
+"""Key in a tool's `metadata` of the `CaseRule`s its canonical form keeps (read by `canonical_case`)."""
+
+
+class Case(StrEnum):
+    """The one case a canonical form writes some text in."""
+
+    LOWER = "lower"
+    UPPER = "upper"
+
+
+class Part(StrEnum):
+    """Which text of an argument a `CaseRule` is about."""
+
+    VALUE = "value"
+    """The argument itself, a string (`http_request`'s `method`)."""
+    ITEMS = "items"
+    """Each string of a list (`send_email`'s `to`)."""
+    KEYS = "keys"
+    """Each key of an object (`http_request`'s `headers`)."""
+    HOST = "host"
+    """The scheme and host of a URL, as `url(...).getScheme()`, `getHost()` and `getHostname()` give them."""
+
+
+@dataclass(frozen=True, slots=True)
+class CaseRule:
+    """Text that a tool's canonical form always writes in one case.
+
+    A condition comparing such text with a string literal in the other case can never match
+    (`'X-Sudo' in args.headers` when header names are lower case): as a deny-list it lets every
+    call through. `bot.approvals.conditions.compile_condition` refuses one when it is saved.
+
+    Attributes:
+        argument: the argument's name.
+        part: which of its text.
+        case: the case the canonical form writes it in.
+        words: what that text is, in the plural, for the refusal ("header names").
+    """
+
+    argument: str
+    part: Part
+    case: Case
+    words: str
+
+    def spelled(self, literal: str) -> str:
+        """`literal` in this rule's case: what a condition must write to match."""
+        return literal.lower() if self.case is Case.LOWER else literal.upper()
+
 
 _INT64: Final = (-(2**63), 2**63 - 1)
 
@@ -72,6 +123,12 @@ def canonical_form(tool: BaseTool | None) -> CanonicalForm | None:
     """The tool's own canonical form (its `metadata[CANONICAL_ARGS]`), or None."""
     form = (tool.metadata or {}).get(CANONICAL_ARGS) if tool is not None else None
     return form if callable(form) else None
+
+
+def canonical_case(tool: BaseTool | None) -> tuple[CaseRule, ...]:
+    """The `CaseRule`s the tool's canonical form keeps (its `metadata[CANONICAL_CASE]`); empty for none."""
+    rules = (tool.metadata or {}).get(CANONICAL_CASE) if tool is not None else None
+    return tuple(rule for rule in rules or () if isinstance(rule, CaseRule))
 
 
 def canonical_args(tool: BaseTool | None, args: Mapping[str, Any]) -> dict[str, Any]:

@@ -52,7 +52,7 @@ from pydantic import BaseModel, Field, WithJsonSchema
 
 from bot.errors import ConfigurationError, InvalidArgumentsError
 from bot.settings import ToolSettings
-from bot.tools.canonical import CANONICAL_ARGS
+from bot.tools.canonical import CANONICAL_ARGS, CANONICAL_CASE, Case, CaseRule, Part
 from bot.tools.http_url import (
     DEFAULT_PORTS,
     canonical_headers,
@@ -106,6 +106,14 @@ server behind a proxy what the proxy received (Django, Rails, Express, Symfony, 
 Core read the host and prefix from them; Traefik's ForwardAuth servers the URI and method). The
 bot is no proxy, and a server that trusts them would route or authorise by them, not by the URL
 a condition judged."""
+
+HTTP_REQUEST_CASE: Final = (
+    CaseRule("method", Part.VALUE, Case.UPPER, "methods"),
+    CaseRule("headers", Part.KEYS, Case.LOWER, "header names"),
+    CaseRule("url", Part.HOST, Case.LOWER, "schemes and host names"),
+)
+"""What `canonical_http_request_args` writes in one case (`bot.tools.canonical.CaseRule`): a condition
+naming them in the other case never matches, and is refused when saved."""
 
 _MAX_HEADERS: Final = 50
 _MAX_HEADER_VALUE_CHARS: Final = 8192
@@ -733,5 +741,10 @@ def make_http_request_tool(
         args_schema=_HttpRequestArgs,
         # A stop may cancel a request under way: the server sees a closed connection, and the
         # model reads that the outcome is unknown (bot.agents.stop_signal).
-        metadata={ARGS_CHECK: refusal, CANONICAL_ARGS: canonical_http_request_args, CANCELLABLE: True},
+        metadata={
+            ARGS_CHECK: refusal,
+            CANONICAL_ARGS: canonical_http_request_args,
+            CANONICAL_CASE: HTTP_REQUEST_CASE,
+            CANCELLABLE: True,
+        },
     )

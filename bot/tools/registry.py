@@ -9,7 +9,7 @@ from typing import Any
 from langchain_core.tools import BaseTool
 
 from bot.approvals.mode import Mode
-from bot.tools.canonical import CANONICAL_ARGS, CanonicalForm
+from bot.tools.canonical import CANONICAL_ARGS, CanonicalForm, CaseRule, canonical_case
 
 ARGS_CHECK = "countersign_args_check"
 """Key in a tool's `metadata` of an `args -> problem or None` check for what its schema cannot say.
@@ -78,6 +78,15 @@ class ToolSpec:
     def name(self) -> str:
         """The tool's name."""
         return self.tool.name
+
+    @property
+    def canonical_case(self) -> tuple[CaseRule, ...]:
+        """What the tool's canonical form writes in one case (its `metadata`'s `CANONICAL_CASE`).
+
+        A condition comparing such text in the other case is refused when saved
+        (`bot.approvals.conditions.compile_condition`).
+        """
+        return canonical_case(self.tool)
 
     @property
     def argument_names(self) -> tuple[str, ...]:

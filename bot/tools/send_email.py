@@ -33,10 +33,14 @@ from pydantic import BaseModel, Field
 
 from bot.errors import ConfigurationError, InvalidArgumentsError
 from bot.settings import ToolSettings
-from bot.tools.canonical import CANONICAL_ARGS
-from bot.tools.email_address import canonical_address, canonical_send_email_args
+from bot.tools.canonical import CANONICAL_ARGS, CANONICAL_CASE, Case, CaseRule, Part
+from bot.tools.email_address import ADDRESS_FIELDS, canonical_address, canonical_send_email_args
 
 log = logging.getLogger(__name__)
+
+SEND_EMAIL_CASE: Final = tuple(CaseRule(name, Part.ITEMS, Case.LOWER, "addresses") for name in ADDRESS_FIELDS)
+"""Addresses are lower case in canonical form (`bot.tools.canonical.CaseRule`): a condition naming one
+in capitals never matches, and is refused when saved."""
 
 MAX_RECIPIENTS: Final = 20
 """To and Cc together."""
@@ -257,5 +261,5 @@ def make_send_email_tool(settings: ToolSettings) -> BaseTool:
         name="send_email",
         description=inspect.cleandoc(send_email.__doc__ or ""),
         args_schema=_SendEmailArgs,
-        metadata={CANONICAL_ARGS: canonical_send_email_args},
+        metadata={CANONICAL_ARGS: canonical_send_email_args, CANONICAL_CASE: SEND_EMAIL_CASE},
     )

@@ -372,8 +372,8 @@ async def test_a_discord_edit_refused_with_a_long_reason_still_tells_the_editor(
 
 
 async def test_a_condition_that_fails_at_run_time_requires_review(bot, events, slack: SlackApiStandIn, target):
-    """Holds: `args.headers['X-Env'] == 'prod'` on a call without headers errors at run time, so the POST gets a card."""
-    reply = await slash_countersign(events, slack, "policy http_request review when args.headers['X-Env'] == 'prod'")
+    """Holds: `args.headers['x-env'] == 'prod'` on a call without headers errors at run time, so the POST gets a card."""
+    reply = await slash_countersign(events, slack, "policy http_request review when args.headers['x-env'] == 'prod'")
     assert "Updated policy" in reply, reply
     await events.app_mention(CHANNEL, ALICE, "<@UBOT> post widget")
     [card] = await card_ready(bot, slack)

@@ -5,6 +5,8 @@
   calls when the calculator is reviewed too (`policy calculator review`).
 - "longbody <n>" -> a gated POST with a header and a body of <n> characters (its card shortens it).
 - "longcc <n>" -> a gated POST whose body lists <n> addresses, then `evil@attacker.example`.
+- "ordered" -> a gated POST whose headers and body (`ORDERED_HEADERS`, `ORDERED_BODY`) have keys
+  in an order that is not by length.
 - "hugebody" -> a gated POST with a body of `HUGE_BODY_CHARS` characters, more than Slack's or
   Discord's All arguments holds; "hugebatch" -> that POST and a `calculator` call in one answer.
 - "get" -> an ungated GET.
@@ -24,6 +26,8 @@ SHOUT = "<!channel> <!here> <!everyone> <@U999> read this & <https://evil.exampl
 HUGE_BODY_CHARS = 310_000
 """More than Slack's All arguments modal (99 sections) or Discord's pages (50) can hold."""
 EVIL = "evil@attacker.example"
+ORDERED_HEADERS = {"X-Sudo": "1", "Authorization": "Bearer t", "Content-Type": "application/json"}
+ORDERED_BODY = {"zeta": 1, "alpha": 2, "mid": 3, "b": [{"yy": 1, "x": 2}]}
 
 
 def agent_script(target_url: str) -> ScriptedResponder:
@@ -48,6 +52,9 @@ def agent_script(target_url: str) -> ScriptedResponder:
         if words[:1] == ["longcc"] and len(words) > 1:
             cc = [f"person{i}@example.com" for i in range(int(words[1]))] + [EVIL]
             return call("http_request", {"method": "POST", "url": target_url, "body": {"subject": "hi", "cc": cc}})
+        if said == "ordered":
+            args = {"method": "POST", "url": target_url, "headers": ORDERED_HEADERS, "body": ORDERED_BODY}
+            return call("http_request", args)
         if said in ("hugebody", "hugebatch"):
             post = {"method": "POST", "url": target_url, "body": "y" * HUGE_BODY_CHARS}
             if said == "hugebody":

@@ -155,6 +155,19 @@ async def test_an_invalid_condition_is_refused_at_save(driver):
     assert "`http_request`: review when the method is not GET or HEAD (built-in)" in shown
 
 
+async def test_a_header_name_in_capitals_is_refused_and_its_lower_case_name_holds(driver, target):
+    """`'X-Pay-To' in args.headers` could never match: refused with what to write; `'x-pay-to'` then holds for `X-Pay-To`."""
+    capitals = "has(args.headers) && 'X-Pay-To' in args.headers"
+    reply = await driver.command("carol", "policy", tool="http_request", mode="review", when=capitals)
+    assert "refused" in reply and "header names are compared in lower case: write 'x-pay-to'" in reply, reply
+    assert "review when the method is not GET or HEAD (built-in)" in await driver.command("carol", "show")
+    lower = capitals.replace("X-Pay-To", "x-pay-to")
+    assert "Updated policy" in await driver.command("carol", "policy", tool="http_request", mode="review", when=lower)
+    await driver.ask("alice", "longbody 100")  # a POST whose headers name X-Pay-To
+    [card] = await driver.cards()
+    assert target.requests == [] and driver.actions(card)[0] == "approve"
+
+
 async def test_expiry_fires_with_no_traffic(driver, target):
     """An expired card says so, the requester is told, the model hears why, nothing runs."""
     await driver.command("carol", "expiry", duration="10s")

@@ -15,7 +15,7 @@ import pytest
 from bot.approvals.decisions import Edit, EditedAction
 from bot.conversation import Actor
 from tests.e2e import conftest as c
-from tests.e2e.agent_script import EVIL, HUGE_BODY_CHARS
+from tests.e2e.agent_script import EVIL, HUGE_BODY_CHARS, ORDERED_BODY
 from tests.e2e.drivers import DiscordDriver, SlackDriver
 from tests.e2e.test_escalation_and_batch_flow import _escalate_soon, _runtime
 from tests.e2e.test_trust_flow import approve_and_trust, trust
@@ -62,6 +62,22 @@ async def test_a_long_body_comes_after_method_and_headers_on_the_card(driver, ta
     [request] = target.requests
     assert {name.lower(): value for name, value in request.headers.items()}["x-pay-to"] == "eve"
     assert request.json == "x" * 20_000
+
+
+async def test_nested_keys_are_shown_in_the_order_the_request_sends_them(driver, target):
+    """Headers and a body whose keys are not ordered by length: the card lists them as sent, and that is what runs."""
+    await driver.ask("alice", "ordered")
+    [card] = await driver.cards()
+    shown = driver.card_text(card)
+    headers = '"headers": {"x-sudo": "1", "authorization": "Bearer t", "content-type": "application/json"}'
+    body = '"body": {"zeta": 1, "alpha": 2, "mid": 3, "b": [{"yy": 1, "x": 2}]}'
+    assert json.dumps(headers)[1:-1] in shown and json.dumps(body)[1:-1] in shown, shown
+    await driver.approve(card, "alice")
+    await driver.answer()
+    [request] = target.requests
+    ours = [name.lower() for name in request.headers if name.lower() in {"x-sudo", "authorization", "content-type"}]
+    assert ours == ["x-sudo", "authorization", "content-type"]
+    assert json.dumps(request.json) == json.dumps(ORDERED_BODY)
 
 
 async def test_the_address_at_the_end_of_a_long_list_is_in_all_arguments(driver, target):

@@ -400,6 +400,25 @@ async def test_a_slack_dm_follows_its_workspaces_rules(bot, events, slack, targe
     assert target.requests == []
 
 
+async def test_a_tally_of_names_that_escaping_grows_still_redraws_the_card(bot, events, slack, target):
+    """Nine admins named with 80 `&` each approve a quorum-10 card: Slack accepts every redraw, the last says 9 of 10."""
+    voters = [f"UAMP{i}" for i in range(9)]
+    for i, user in enumerate(voters):
+        slack.add_user(user, f"{i}" + "&" * 79, is_admin=True)
+    assert "Updated" in await _command(events, slack, CAROL, "quorum http_request 10")
+    await events.app_mention(CHANNEL, ALICE, "<@UBOT> post widget")
+    [card] = await wait_card(slack)
+    for count, user in enumerate(voters, start=1):
+        await click(events, slack, user, blocks.ACTION_APPROVE, card)
+        await slack.wait_for("chat.postEphemeral", lambda a, user=user: a.get("user") == user)
+        await slack.wait_for("chat.update", lambda a, n=count: a.get("ts") == card.ts and f"{n} of 10" in json.dumps(a))
+    await settle(bot)
+    updates = [call for call in slack.calls_to("chat.update") if call.args.get("ts") == card.ts]
+    assert [call.error for call in updates if call.error] == []
+    assert "*Approvals:* 9 of 10 (0&amp;&amp;" in json.dumps(card_state(slack, card)["blocks"])
+    assert target.requests == []
+
+
 async def test_agent_text_cannot_broadcast_and_long_answers_are_split(bot, events, slack):
     """Mentions and links in agent text are escaped; a 5,000-character answer arrives in pieces."""
     shout = await events.app_mention(CHANNEL, ALICE, "<@UBOT> shout")

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, ToolMessage
+from pydantic import SecretStr
 
 from bot.admin.commands import (
     ChangeAdmins,
@@ -35,7 +36,10 @@ from bot.approvals.mode import Mode
 from bot.audit import AuditEntry, AuditKind
 from bot.errors import AlreadyVotedError, NotPermittedError
 from bot.ports import ApprovalExpired, CardsElsewhere
+from bot.settings import ToolSettings
 from bot.storage.approval_store import VoteKind
+from bot.tools.builtin import builtin_tools
+from bot.tools.registry import ToolRegistry
 from tests.support.barriers import wait_until
 from tests.support.recording_platform import RecordingPlatform
 from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
@@ -193,6 +197,38 @@ async def test_invalid_settings_are_refused_at_save(db_url, registry, text, erro
         with pytest.raises(error, match=expected):
             await configure(h, registry, parse_command(text))
         assert await h.database.pool.fetchval("SELECT count(*) FROM tool_policies") == 0
+
+
+@pytest.mark.parametrize(
+    ("tool", "condition", "expected"),
+    [
+        (
+            "http_request",
+            "has(args.headers) && 'X-Sudo' in args.headers",
+            "header names are compared in lower case: write 'x-sudo'",
+        ),
+        ("http_request", "args.method == 'delete'", "methods are compared in upper case: write 'DELETE'"),
+        (
+            "send_email",
+            "args.to.exists(a, a == 'Bob@X.example')",
+            "addresses are compared in lower case: write 'bob@x.example'",
+        ),
+    ],
+)
+async def test_a_condition_that_could_never_match_the_canonical_case_is_refused_at_save(
+    db_url, tool, condition, expected
+):
+    """A header name or an address in capitals, a method in small letters: refused with what to write; the fix is saved."""
+    registry = ToolRegistry(builtin_tools(ToolSettings(smtp_url=SecretStr("smtp://mail.example:25"))))
+    async with open_service(db_url, ScriptedChatModel(), registry, RecordingPlatform(admins={ADMIN})) as h:
+        with pytest.raises(InvalidConditionError) as refused:
+            await configure(h, registry, parse_command(f"policy {tool} review when {condition}"))
+        assert refused.value.message == expected
+        assert await h.database.pool.fetchval("SELECT count(*) FROM tool_policies") == 0
+        fixed = condition.replace("'X-Sudo'", "'x-sudo'").replace("'delete'", "'DELETE'").replace("Bob@X", "bob@x")
+        [changed] = await configure(h, registry, parse_command(f"policy {tool} review when {fixed}"))
+        assert isinstance(changed, Changed) and changed.changed
+        assert await h.database.pool.fetchval("SELECT condition FROM tool_policies") == fixed
 
 
 async def test_audit_filters_by_tool_and_user(db_url, registry):

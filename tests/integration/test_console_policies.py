@@ -20,6 +20,9 @@ from adapters.console import messages as console_msg
 from bot.approvals.decisions import Approve
 from bot.audit import AuditKind
 from bot.conversation import Actor, ConversationRef
+from bot.settings import ToolSettings
+from bot.tools.builtin import builtin_tools
+from bot.tools.registry import ToolRegistry
 from tests.e2e.agent_script import agent_script
 from tests.standins.gemini import GeminiStandIn
 from tests.support.barriers import wait_until
@@ -221,6 +224,56 @@ async def test_the_terminal_prints_every_argument_whole_in_order(db_url, registr
     assert json.loads(printed) == args  # every character: the escape reads back as what runs
     assert "\u202e" not in text and "\\u202eevil@attacker.example" in printed
     assert tool_log.calls == [("send", args)]
+
+
+async def test_the_terminal_shows_control_and_line_breaking_characters_as_escapes(db_url, registry, tool_log):
+    """A terminal escape and line separators in the model's why, the arguments, a reason and the audit print as escapes."""
+    args = {"to": "bob", "body": 'hi\u2028"urgent": true'}
+    model = ScriptedChatModel(
+        replies=[calls(tool_call("send", args), text="\x1b[2Jsending\u2028now"), AIMessage("not sent")]
+    )
+    text, _ = await run(db_url, registry, model, "send it", "r", "no\u2029way", "/countersign audit limit 3")
+    assert "\x1b" not in text and "\u2028" not in text and "\u2029" not in text
+    assert "   why: \\u001b[2Jsending\\u2028now" in text
+    assert '   args: {"to": "bob", "body": "hi\\u2028\\"urgent\\": true"}' in text
+    assert "   send: rejected by @olga (no\\u2029way)" in text
+    assert '`{"to":"bob","body":"hi\\u2028\\"urgent\\": true"}` · no\\u2029way' in text
+    assert tool_log.calls == []
+
+
+async def test_an_edit_the_audit_and_trust_list_print_arguments_in_the_tools_order(db_url):
+    """The edit's confirmation, `audit` and `trust list` print `method`, `url`, `body` as the card does, not as stored."""
+    async with HttpTarget() as target:
+        url = target.url("/things")
+        registry = ToolRegistry(builtin_tools(ToolSettings(http_allowed_hosts=(target.host,))))
+        post = {"body": {"name": "widget"}, "url": url, "method": "POST"}
+        model = ScriptedChatModel(
+            replies=[
+                calls(tool_call("http_request", post)),
+                AIMessage("posted"),
+                calls(tool_call("http_request", {**post, "body": {"name": "gadget"}})),
+                AIMessage("posted again"),
+            ]
+        )
+        edited = json.dumps({"body": {"name": "gizmo"}, "url": url, "method": "POST"})
+        text, _ = await run(
+            db_url,
+            registry,
+            model,
+            "post a widget",
+            "e",
+            edited,
+            "/countersign trust http_request up-to 30m",
+            "post a gadget",
+            "t",
+            "/countersign audit http_request limit 1",
+            "/countersign trust list",
+        )
+    in_order = f'"method": "POST", "url": "{url}", "body": {{"name": "gizmo"}}'
+    assert f"   http_request: edited by @olga with {{{in_order}}}" in text, text
+    compact = f'{{"method":"POST","url":"{url}","body":{{"name":"gadget"}}}}'
+    assert text.count(compact) == 2  # the audit's approval and the trust it granted
+    assert [r.json for r in target.requests] == [{"name": "gizmo"}, {"name": "gadget"}]
 
 
 async def test_quorum_of_two_with_two_pretend_approvers(db_url, registry, tool_log):

@@ -7,8 +7,11 @@ written with the configuration store (as `/countersign` would). alice asks in th
 
 from __future__ import annotations
 
+import pytest
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
+from adapters.discord import messages as discord_msg
+from adapters.discord.errors import error_text
 from bot.agents import prompts
 from bot.approvals.config import SettingKey, TrustSetting
 from bot.approvals.decisions import Approve
@@ -17,6 +20,7 @@ from bot.approvals.mode import Mode
 from bot.approvals.records import DENIED_BY_POLICY
 from bot.conversation import DM_WORKSPACE, Actor, ConversationRef, IncomingMessage
 from bot.dm_rules import MAX_SERVERS
+from bot.errors import NotPermittedError
 from bot.ports import AskElsewhere
 from tests.support.recording_platform import RecordingPlatform
 from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
@@ -200,3 +204,27 @@ async def test_a_trust_grant_in_a_dm_covers_nothing_a_shared_server_would_refuse
         await ask(h, "send bob")
         assert len(sent(tool_log)) == 2 and len(cards(h)) == 1
         assert told(h) == [AskElsewhere(tool_name="send", workspace_ids=("S1",))]
+
+
+async def test_only_the_requester_opens_all_arguments_of_a_dm_card(db_url, registry, tool_log):
+    """mallory, in her own DM (the same workspace id `dm`), is refused alice's DM card's arguments, audited; alice sees them."""
+    async with open_service(db_url, model(), registry, RecordingPlatform()) as h:
+        await ask(h, "send bob")
+        [card] = cards(h)
+        with pytest.raises(NotPermittedError) as refused:
+            await h.service.shown_arguments(card.id, in_dm("mallory"))
+        assert refused.value.reason == "other_dm"
+        assert "someone else's DM" in error_text(refused.value)
+        elsewhere = Actor(platform="other", workspace_id=DM_WORKSPACE, user_id="alice", display_name="alice")
+        with pytest.raises(NotPermittedError, match="other_workspace"):
+            await h.service.shown_arguments(card.id, elsewhere)
+        approval, arguments = await h.service.shown_arguments(card.id, in_dm())
+        assert approval.id == card.id and arguments.as_dict() == {"to": "bob", "body": "hi", "urgent": False}
+        refusals = await h.database.pool.fetch(
+            "SELECT actor_id, outcome FROM audit_log WHERE kind = 'refused' AND approval_id = $1 ORDER BY id", card.id
+        )
+    assert [(r["actor_id"], r["outcome"]) for r in refusals] == [
+        ("mallory", "not_permitted"),
+        ("alice", "not_permitted"),
+    ]
+    assert discord_msg.REFUSED_OTHER_DM in error_text(refused.value) and sent(tool_log) == []

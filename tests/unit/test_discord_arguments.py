@@ -118,12 +118,32 @@ async def test_the_card_offers_all_arguments_only_when_a_value_is_shortened():
     assert ids[-1] == f"cs:args:{APPROVAL_ID}"
 
 
+def test_a_tally_of_long_names_is_clipped_within_its_field_and_shows_names_as_typed():
+    """Forty 32-character names fit one field, clipped, its parenthesis closed; markdown and line separators show as typed."""
+    votes = ("**ann**\u2028[x](https://evil.example)", *(f"{i:02}" + "n" * 30 for i in range(40)))
+    card = http_card({"method": "POST"}, quorum=50, votes=votes)
+    [tally] = [f.value or "" for f in card_embed(card).fields if f.name == "Approvals"]
+    assert len(tally) <= 320 and tally.endswith("…)")
+    assert "\\*\\*ann\\*\\*\\\\u2028\\[x](https://evil.example)" in tally  # `\\` draws one backslash
+
+
 def test_invisible_characters_stay_revealed_in_the_embed_and_the_pages():
     """A right-to-left override shows as an escape on the card and on every page."""
     card = http_card({"pay_to": "ACME-\u202e9876", "body": "w\u200d" * 3_000})
     texts = [card_embed(card).description or "", *arguments_pages(card.under_vote)]
     assert all("\u202e" not in text and "\u200d" not in text for text in texts)
     assert "\\u202e" in texts[0] and "\\u202e" in "".join(texts[1:])
+
+
+def test_a_value_with_a_line_separator_draws_no_line_of_its_own():
+    """A subject holding U+2028 cannot forge a `"cc": []` line above the real `cc`: one line per key, on the card and the pages."""
+    args = {"to": ["boss@corp.example"], "subject": 'Q3 report\u2028"cc": []', "body": "see", "cc": ["x@evil.example"]}
+    approval = record(id=APPROVAL_ID, tool_name="send_email", proposed_args=args)
+    card = ApprovalCard(approval=approval, position=1, total=1, key_order=("to", "subject", "body", "cc"))
+    lines = code_lines(card_embed(card).description or "")
+    assert [line.split(":")[0] for line in lines] == ['"to"', '"subject"', '"body"', '"cc"']
+    [page] = arguments_pages(card.under_vote)
+    assert "\u2028" not in page and "\\u2028" in page and len(page.splitlines()) == 10
 
 
 def test_a_card_offering_a_partial_trust_names_the_arguments_it_leaves_free():

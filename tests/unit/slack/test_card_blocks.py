@@ -147,6 +147,17 @@ def assert_within_limits(rendered: list[dict[str, Any]]) -> None:
 # pending cards ---------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("character", ["<", "&", ">"])
+def test_a_tally_of_long_names_that_escaping_grows_stays_within_the_section(character):
+    """Nine voters named with 80 `<`, `&` or `>` each: the tally is clipped (after escaping, never inside an entity)."""
+    votes = tuple(f"{i}{character * 79}" for i in range(9))
+    rendered = card_blocks(card(record(quorum=10, votes=votes, description="why " * 400)))
+    assert_within_limits(rendered)
+    [tally] = [line for line in all_text(rendered).splitlines() if line.startswith("*Approvals:* 9 of 10 (")]
+    assert tally.endswith("…)") and re.search(r"&[a-z]*…", tally) is None
+    assert "\u2028" not in all_text(card_blocks(card(record(quorum=2, votes=("ann\u2028*Approvals:* 2 of 2",)))))
+
+
 def test_pending_card_shows_tool_requester_reason_and_args():
     """A pending card names the tool, mentions the requester, says why and lists the args."""
     rendered = card_blocks(card())
