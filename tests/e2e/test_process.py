@@ -562,8 +562,7 @@ async def test_a_refused_setting_reads_as_our_own_words(tmp_path):
     assert await bot.wait(timeout=60) == 2
     lines = bot.stderr.decode().strip().splitlines()
     assert lines == [
-        "countersign: invalid setting DISCORD_SHARD_IDS: DISCORD_SHARD_IDS needs DISCORD_SHARD_COUNT "
-        "(the shard count of the whole bot)"
+        "countersign: invalid setting DISCORD_SHARD_IDS: needs DISCORD_SHARD_COUNT (the shard count of the whole bot)"
     ], lines
 
 
