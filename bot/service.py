@@ -299,15 +299,21 @@ class Countersign:
         past its attempts. Its turn is in the checkpoint (`TurnRunner.message_in_state`, the
         check a message handled again makes before asking the model) and the conversation's
         marked run is not that turn's (a run still marked for it has an outcome that may not
-        be out: giving the message up gives that run up too). Call it under the conversation's
-        lock.
+        be out: giving the message up gives that run up too). A checkpoint that cannot be read
+        (the checkpointer failing while the rest of the database answers) counts as not
+        answered: the message is given up, as before this check. Call it under the
+        conversation's lock.
 
         Raises:
-            Exception: the database's or the checkpointer's.
+            Exception: the database's, when the conversation's row cannot be read.
         """
         if message.message_id is None or await self._conversations.run_message(message.conversation.thread_id) == key:
             return False
-        return await self._runner.message_in_state(message.conversation, message.message_id)
+        try:
+            return await self._runner.message_in_state(message.conversation, message.message_id)
+        except Exception:
+            log.warning("could not read the checkpoint for message %s; it is taken as unanswered", key, exc_info=True)
+            return False
 
     async def _answer(self, message: IncomingMessage, key: str | None, *, again: bool, row: ConversationRow) -> bool:
         """Settle the conversation and run the message's turn; return whether its outcome is out.
