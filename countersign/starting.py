@@ -148,14 +148,15 @@ class KeptDatabase:
 
     async def url(self, database: DatabaseSettings) -> str:
         """`bot.storage.database.resolve_url`, but the embedded server once (raises as that does)."""
-        if database.url is None and self._embedded is not None:
-            return self._embedded
-        async with AsyncExitStack() as opening:  # an attempt that fails half-way closes what it opened
-            url = await resolve_url(database, opening)
-            self._stack.push_async_callback(opening.pop_all().aclose)
-        if database.url is None:
+        if database.url is not None:
+            async with AsyncExitStack() as nothing:  # an external server: nothing to keep
+                return await resolve_url(database, nothing)
+        if self._embedded is None:
+            async with AsyncExitStack() as opening:  # an attempt that fails half-way closes what it opened
+                url = await resolve_url(database, opening)
+                self._stack.push_async_callback(opening.pop_all().aclose)
             self._embedded = url
-        return url
+        return self._embedded
 
     async def settings(self, settings: Settings) -> Settings:
         """`settings` as they are with `DATABASE_URL` set; else with the embedded server's URL as `DATABASE_URL`."""

@@ -98,7 +98,8 @@ def _why_not_locked(backend: Any, url: str) -> Exception:
     A row in `yoyo_lock` is another process's lock: it is released when that process's
     migrations end (a row left by a process killed while migrating stays until it is deleted,
     which the message says). Without a row, the insert failed for a reason of its own, which
-    one more insert, rolled back, brings out.
+    one more insert, rolled back, brings out; one that goes through now means the lock was
+    released meanwhile (an outage too: the next attempt takes it).
     """
     row = backend.execute(backend.format_sql("SELECT ctime FROM {0.lock_table_quoted}")).fetchone()
     if row is not None:
@@ -109,13 +110,14 @@ def _why_not_locked(backend: Any, url: str) -> Exception:
                 backend.format_sql("INSERT INTO {0.lock_table_quoted} (locked, ctime, pid) VALUES (1, now(), 0)")
             )
     except backend.DatabaseError as exc:
-        from bot.storage.database import is_outage
+        from bot.storage.database import is_outage  # that module imports this one
 
         reason = getattr(getattr(exc, "diag", None), "message_primary", None) or str(exc)  # psycopg's, or any
         detail = f"cannot take the migration lock (table yoyo_lock): {' '.join(reason.split())}"
         error = DatabaseUnreachableError if is_outage(exc) else DatabaseUnavailableError
         return error(redact(url), detail)
-    return MigrationLockedError(redact(url), "a moment ago")  # released meanwhile: the next attempt takes it
+    # Released right after yoyo gave up: the next attempt takes it.
+    return DatabaseUnreachableError(redact(url), "the migration lock (table yoyo_lock) was held by another process")
 
 
 def _refuse_a_newer_schema(backend: Any, known: set[str]) -> None:
