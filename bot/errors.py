@@ -49,6 +49,27 @@ class DatabaseUnreachableError(DatabaseUnavailableError, UnreachableError):
     """PostgreSQL cannot be reached now (an outage: see `UnreachableError`); same arguments."""
 
 
+class MigrationLockedError(UnreachableError):
+    """Another process holds the database's migration lock (a row in yoyo's `yoyo_lock` table).
+
+    An outage: the lock is released once that process's migrations end (another replica
+    starting during a rolling deploy), so a start tries again. A row left by a process killed
+    while it migrated stays until someone deletes it, which the message says.
+
+    Args:
+        target: the database, with any password removed.
+        since: when the lock was taken, as shown (UTC).
+    """
+
+    def __init__(self, target: str, since: str) -> None:
+        super().__init__(
+            f"another process holds the migration lock of PostgreSQL at {target} (since {since}): its migrations "
+            "are running, or it was killed while they ran (then delete the row of table yoyo_lock)"
+        )
+        self.target = target
+        self.since = since
+
+
 class ModelErrorKind(StrEnum):
     """Why a model call failed, as far as the user needs to know."""
 

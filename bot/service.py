@@ -207,7 +207,8 @@ class Countersign:
 
         A message past its last attempt (`upkeep.MAX_ATTEMPTS`), or one that arrived more than
         `upkeep.ANSWER_WITHIN_S` ago, is given up instead, and so is one whose handling fails
-        here: its sender is told once, and nothing answers it afterwards (`_give_up`).
+        here: its sender is told once, and nothing answers it afterwards (`_give_up`), unless its
+        turn had its outcome before a fault kept it from being recorded handled.
         """
         conversation = message.conversation
         attempts = 1
@@ -241,7 +242,12 @@ class Countersign:
             await self._give_up(message, key, retry_untold=True)
             return
         if key is not None and handled:
-            await self._inbox.handled(key)
+            try:
+                await self._inbox.handled(key)
+            except Exception:
+                # Its outcome is out: an error now must not become a second one
+                # (docs/decisions/0038-one-outcome-per-message.md).
+                log.exception("could not record message %s as handled; its turn tells it later", key)
 
     async def _give_up(self, message: IncomingMessage, key: str | None, *, retry_untold: bool = False) -> None:
         """Give a message up: record it, with its turn's run, as given up; then tell its sender, once.
@@ -250,8 +256,11 @@ class Countersign:
         comes first (`Inbox.give_up`), so that no later attempt answers a message whose sender
         was told it could not be; when it cannot be written (the database is down), nobody is
         told now and the message stays for the upkeep, which tries it again silently. A message
-        another handler finished meanwhile is left alone. A message without a platform id has
-        no record; its sender is told.
+        another handler finished meanwhile is left alone. A message whose turn already ran to
+        its outcome (answered, its cards posted, or its failure told) before its handling could
+        be recorded (the database dropped right after) is recorded as handled instead, and
+        nobody is told (`_answered_before`). A message without a platform id has no record; its
+        sender is told.
 
         Args:
             message: the message.
@@ -263,9 +272,13 @@ class Countersign:
         given = None
         if key is not None:
             try:
+                if await self._answered_before(message, key):
+                    log.warning("message %s had its outcome before it could be recorded; now recorded as handled", key)
+                    await self._inbox.handled(key)
+                    return
                 given = await self._inbox.give_up(key)
             except Exception:
-                log.exception("could not record that message %s is given up; it is tried again, nobody told yet", key)
+                log.exception("could not record message %s as given up or handled; it is tried again, nobody told", key)
                 return
             if given is None:
                 return  # finished meanwhile (another handler answered it or told its sender)
@@ -276,6 +289,31 @@ class Countersign:
                 await self._inbox.take_back(given)
             except Exception:
                 log.exception("could not take back the give-up of message %s, whose sender was not told", key)
+
+    async def _answered_before(self, message: IncomingMessage, key: str) -> bool:
+        """Whether the message's turn already ran to its outcome, although the message is still `accepted`.
+
+        Its outcome was out (its answer or cards posted, or its failure told), then the
+        database dropped before `Inbox.handled` could record it, and stayed down: the message
+        is handled again later, or given up once it is over `upkeep.ANSWER_WITHIN_S` old or
+        past its attempts. Its turn is in the checkpoint (`TurnRunner.message_in_state`, the
+        check a message handled again makes before asking the model) and the conversation's
+        marked run is not that turn's (a run still marked for it has an outcome that may not
+        be out: giving the message up gives that run up too). A checkpoint that cannot be read
+        (the checkpointer failing while the rest of the database answers) counts as not
+        answered: the message is given up, as before this check. Call it under the
+        conversation's lock.
+
+        Raises:
+            Exception: the database's, when the conversation's row cannot be read.
+        """
+        if message.message_id is None or await self._conversations.run_message(message.conversation.thread_id) == key:
+            return False
+        try:
+            return await self._runner.message_in_state(message.conversation, message.message_id)
+        except Exception:
+            log.warning("could not read the checkpoint for message %s; it is taken as unanswered", key, exc_info=True)
+            return False
 
     async def _answer(self, message: IncomingMessage, key: str | None, *, again: bool, row: ConversationRow) -> bool:
         """Settle the conversation and run the message's turn; return whether its outcome is out.
@@ -312,7 +350,8 @@ class Countersign:
 
         Under the conversation's lock (only if it is free now): gives up the messages that
         arrived more than `upkeep.ANSWER_WITHIN_S` ago (before `settle` could finish their
-        turns), counts the attempt, then lets `settle` resume claimed reviews and deliver or
+        turns; one whose turn had its outcome already is recorded handled instead, see
+        `_give_up`), counts the attempt, then lets `settle` resume claimed reviews and deliver or
         finish an unfinished run, then handles the messages the inbox still holds, oldest first.
         After `upkeep.MAX_ATTEMPTS` the unfinished run is given up and no later message restarts
         it; who is told is told once: the sender of the message whose turn it was, else the

@@ -290,7 +290,7 @@ class DiscordSettings(BaseSettings):
             return value  # `none` opens no gateway session: it needs no shard count
         count = info.data.get("shard_count")
         if count is None:
-            raise ValueError("DISCORD_SHARD_IDS needs DISCORD_SHARD_COUNT (the shard count of the whole bot)")
+            raise ValueError("needs DISCORD_SHARD_COUNT (the shard count of the whole bot)")
         outside = [i for i in value if not 0 <= i < count]
         if outside:
             raise ValueError(f"shard ids must be within 0..{count - 1} (DISCORD_SHARD_COUNT={count}), not {outside}")
@@ -358,7 +358,7 @@ class ServerSettings(BaseSettings):
     @classmethod
     def _apart_from_port(cls, value: int | None, info: ValidationInfo) -> int | None:
         if value is not None and value != 0 and value == info.data.get("port"):
-            raise ValueError("METRICS_PORT must differ from PORT (unset it to serve the probes on PORT)")
+            raise ValueError("must differ from PORT (unset it to serve the probes on PORT)")
         return value
 
     @property
@@ -426,10 +426,12 @@ class EncryptionSettings(BaseSettings):
             try:
                 Fernet(key.get_secret_value())
             except ValueError:
+                # Said after the setting's name ("invalid setting COUNTERSIGN_ENCRYPTION_KEY: ..."):
+                # not named again. The key itself is never shown (`hide_input_in_errors`).
                 raise ValueError(
-                    "COUNTERSIGN_ENCRYPTION_KEY must be Fernet keys (32 url-safe base64-encoded bytes each, "
-                    "comma-separated); make one with: python -c "
-                    '"from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())"'
+                    "must be Fernet keys (32 url-safe base64-encoded bytes each, comma-separated); make one with: "
+                    'uv run --frozen python -c "from cryptography.fernet import Fernet; '
+                    'print(Fernet.generate_key().decode())"'
                 ) from None
         return value
 

@@ -19,7 +19,7 @@ from pydantic_core import ErrorDetails
 from bot.errors import ConfigurationError, DatabaseUnavailableError, UnreachableError
 from bot.settings import Settings
 from countersign import event_loop
-from countersign.exits import CONFIGURATION_EXIT, UNREACHABLE_EXIT
+from countersign.exits import CONFIGURATION_EXIT, START_FAILED_EXIT, UNREACHABLE_EXIT
 from countersign.logs import configure_logging
 from countersign.signals import cancel_on_signals
 
@@ -49,9 +49,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Known failures print one line to stderr: a refusal (a missing key, a token refused, a wrong
     database password, invalid settings) exits 2; an outage that outlasted `START_RETRY_S`
-    (PostgreSQL, Slack or Discord unreachable: `countersign.starting`; `migrate` does not try
-    again) exits 75; `migrate` stopped by SIGTERM or Ctrl-C says so and exits 1; tracebacks are
-    for bugs.
+    (PostgreSQL, Slack or Discord unreachable, a migration lock held elsewhere:
+    `countersign.starting`; `migrate` does not try again) exits 75; any other failure of
+    `countersign run`'s start exits 70 (`StartFailedError`); `migrate` stopped by SIGTERM or
+    Ctrl-C says so and exits 1; tracebacks are for bugs after the start. In a worker of
+    `countersign run --workers N` that line is logged, with its time and `worker N`, as the
+    worker's other lines are (`_say`).
     """
     open_standard_streams()
     parser = argparse.ArgumentParser(prog="countersign", description=__doc__)
@@ -85,20 +88,39 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"countersign: invalid setting {where}: {_problem(first)}", file=sys.stderr)
         return CONFIGURATION_EXIT
     configure_logging(settings.server.log_level, settings.server.log_format, settings.server.worker_index)
+    worker = settings.server.worker_index
+    from countersign.starting import StartFailedError  # the drivers it imports: only past the settings
+
     try:
         event_loop.run(_dispatch(args.command, settings), settings.server.event_loop)
     except UnreachableError as exc:  # before DatabaseUnavailableError: an unreachable database is both
-        print(f"countersign: {exc}", file=sys.stderr)
+        _say(exc, worker)
         return UNREACHABLE_EXIT
     except (ConfigurationError, DatabaseUnavailableError) as exc:
-        print(f"countersign: {exc}", file=sys.stderr)
+        _say(exc, worker)
         return CONFIGURATION_EXIT
+    except StartFailedError as exc:
+        _say(exc, worker)
+        return START_FAILED_EXIT
     except _StoppedEarlyError as exc:
-        print(f"countersign: {exc}", file=sys.stderr)
+        _say(exc, worker)
         return 1
     except KeyboardInterrupt:
         return 130
     return 0
+
+
+def _say(failure: Exception, worker: int | None) -> None:
+    """The one line a failure ends the command with: `countersign: <failure>` on stderr.
+
+    In a worker (`worker`, its index) it is logged instead, as an error of the `countersign`
+    logger: the worker's lines all reach the supervisor's stderr, and this one then carries the
+    time and `worker N` (or the JSON fields, `LOG_FORMAT=json`) as the others do.
+    """
+    if worker is None:
+        print(f"countersign: {failure}", file=sys.stderr)
+    else:
+        log.error("%s", failure)
 
 
 _PYDANTIC_WORDS = {

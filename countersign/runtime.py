@@ -277,11 +277,16 @@ def check_configuration(settings: Settings) -> None:
 
 
 @asynccontextmanager
-async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
+async def open_runtime(settings: Settings, *, announce: bool = True) -> AsyncIterator[Runtime]:
     """Open everything the core needs, in order, and close it in reverse.
 
     The model and the tools are built before the database is touched, so a missing
     `GOOGLE_API_KEY` or a broken tools module fails in one line without starting PostgreSQL.
+
+    Args:
+        settings: everything.
+        announce: log which agent, subagents and tools run (False: a start attempt after the
+            first, which said so already).
 
     Raises:
         ConfigurationError: missing key, unloadable tools module, ...
@@ -292,14 +297,15 @@ async def open_runtime(settings: Settings) -> AsyncIterator[Runtime]:
     model = build_chat_model(settings.gemini)
     registry = build_registry(settings.tools, settings.agent.tools_module)
     subagents = load_subagents(settings.agent.subagents_file, registry)
-    if settings.tools.smtp_url is None:
+    if announce and settings.tools.smtp_url is None:
         # Said here, once: `check_configuration` builds the tools before this too.
         log.info("send_email is off: SMTP_URL is not set")
-    log.info(
-        "agent for channels without a setting: %s; subagents: %s",
-        settings.agent.agent.value,
-        ", ".join(f"{spec.name} ({', '.join(spec.tools) or 'no tools'})" for spec in subagents),
-    )
+    if announce:
+        log.info(
+            "agent for channels without a setting: %s; subagents: %s",
+            settings.agent.agent.value,
+            ", ".join(f"{spec.name} ({', '.join(spec.tools) or 'no tools'})" for spec in subagents),
+        )
 
     def model_named(name: str) -> BaseChatModel:
         return build_chat_model(settings.gemini.model_copy(update={"model": name}))

@@ -29,7 +29,7 @@ from countersign.event_loop import running_loop_name, settle_heap
 from countersign.probes import CHECK_TIMEOUT_S, Probes
 from countersign.runtime import Runtime, check_configuration, open_runtime
 from countersign.signals import cancel_on_signals
-from countersign.starting import start_with_retries
+from countersign.starting import KeptDatabase, start_with_retries
 
 if TYPE_CHECKING:
     from adapters.slack.ack_board import AckBoard
@@ -50,7 +50,9 @@ async def serve(settings: Settings) -> None:
     """Run the bot: Slack and Discord when configured, else the terminal chat.
 
     A start that fails because PostgreSQL, Slack or Discord cannot be reached is closed and
-    tried again with backoff for `START_RETRY_S` seconds (`countersign.starting`). A signal
+    tried again with backoff for `START_RETRY_S` seconds (`countersign.starting`); the embedded
+    PostgreSQL (no `DATABASE_URL`) is started once and kept across the attempts
+    (`KeptDatabase`), and which agent and tools run is logged by the first attempt only. A signal
     during start-up (or between two attempts) cancels the start (everything opened so far is
     closed again); after start-up it begins the orderly shutdown. A worker of `--workers` does
     the same when its supervisor is gone (`countersign.workers.watch_supervisor`).
@@ -64,6 +66,7 @@ async def serve(settings: Settings) -> None:
             listener cannot bind HOST:PORT; a platform refused its token.
         DatabaseUnavailableError: PostgreSQL refused us (a wrong password, a missing database).
         GaveUpError: an outage outlasted `START_RETRY_S`.
+        StartFailedError: the start failed for another reason (one line; `countersign.starting`).
     """
     _check_platforms(settings)
     check_configuration(settings)
@@ -114,10 +117,18 @@ async def serve(settings: Settings) -> None:
             if settings.server.metrics_port is not None:
                 # A bind of their own answers from now on: /readyz says what the start waits for.
                 await stack.enter_async_context(ProbeServer(settings.server, probes))
+            # The embedded PostgreSQL, once started, stays up across attempts until the process exits.
+            kept = KeptDatabase(stack)
+            announced = False
+
+            async def attempt() -> BotServer:
+                nonlocal announced
+                bot = BotServer(await kept.settings(settings), probes, announce=not announced)
+                announced = True  # its first step says which agent and tools run: once, not per attempt
+                return await stack.enter_async_context(bot)
+
             server = await start_with_retries(
-                lambda: stack.enter_async_context(BotServer(settings, probes)),
-                retry_for_s=settings.server.start_retry_s,
-                on_retry=probes.retrying,
+                attempt, retry_for_s=settings.server.start_retry_s, on_retry=probes.retrying
             )
             started = True
             settle_heap()
@@ -229,10 +240,13 @@ class BotServer:
         settings: everything; `server.port` 0 picks a free port (see `port`).
         probes: the process's probes, already served on `METRICS_PORT` when that is set
             (`serve` makes them before its first start attempt); None: this server makes its own.
+        announce: log which agent, subagents and tools run (`open_runtime`); False for a start
+            attempt after the first.
     """
 
-    def __init__(self, settings: Settings, probes: Probes | None = None) -> None:
+    def __init__(self, settings: Settings, probes: Probes | None = None, *, announce: bool = True) -> None:
         self._settings = settings
+        self._announce = announce
         self._stack = AsyncExitStack()
         self.runtime: Runtime | None = None
         self.port = 0
@@ -263,7 +277,7 @@ class BotServer:
         if settings.server.metrics_port is not None and self._own_probes:
             probe_server = await self._stack.enter_async_context(ProbeServer(settings.server, self.probes))
             self.metrics_port = probe_server.port
-        runtime = await self._stack.enter_async_context(open_runtime(settings))
+        runtime = await self._stack.enter_async_context(open_runtime(settings, announce=self._announce))
         self.runtime = runtime
         database_probe = DatabaseProbe(runtime.database.url, timeout_s=CHECK_TIMEOUT_S)
         self._stack.push_async_callback(database_probe.close)

@@ -3,7 +3,8 @@
 A start (`countersign run`, each of its workers, their supervisor) that fails because PostgreSQL,
 Slack or Discord cannot be reached now is tried again with backoff, for `START_RETRY_S`
 seconds; a refusal (a token refused, a wrong password, a missing database, a bad setting) ends
-it at once, with status 2 (docs/decisions/0037-outages-probes-and-tokens-at-rest.md).
+it at once, with status 2 (docs/decisions/0037-outages-probes-and-tokens-at-rest.md). Any other
+failure ends it at once too, in one line (`StartFailedError`, status 70), never a traceback.
 """
 
 from __future__ import annotations
@@ -12,10 +13,14 @@ import asyncio
 import logging
 import random
 from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
 from typing import TypeVar
 
+from pydantic import SecretStr
+
 from bot.errors import CountersignError, UnreachableError
-from bot.storage.database import is_outage
+from bot.settings import DatabaseSettings, Settings
+from bot.storage.database import is_outage, resolve_url
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +50,26 @@ class GaveUpError(UnreachableError):
     """The start still met an outage after `START_RETRY_S` seconds (exit status 75, `countersign.exits`)."""
 
 
+class StartFailedError(CountersignError):
+    """The start failed for a reason that is neither a refusal nor an outage: most likely a bug.
+
+    Said in one line (exit status 70, `countersign.exits.START_FAILED_EXIT`): the error's type
+    and message; its traceback is logged at DEBUG (`LOG_LEVEL=DEBUG`). The error is its
+    `__cause__`.
+
+    Args:
+        what: the attempt's name (`start_with_retries`'s `what`).
+        error: what the attempt raised.
+    """
+
+    def __init__(self, what: str, error: BaseException) -> None:
+        detail = " ".join(str(error).split())
+        super().__init__(
+            f"{what} failed: {type(error).__name__}" + (f": {detail}" if detail else "") + " (neither an outage "
+            "nor a refusal; LOG_LEVEL=DEBUG logs where it was raised)"
+        )
+
+
 async def start_with_retries(
     start: Callable[[], Awaitable[T]],
     *,
@@ -70,7 +95,9 @@ async def start_with_retries(
 
     Raises:
         GaveUpError: the last attempt met an outage `retry_for_s` after the first failed.
-        Exception: a refusal or a bug, at once, as `start` raised it.
+        CountersignError: a refusal (`ConfigurationError`, `DatabaseUnavailableError`), at once,
+            as `start` raised it.
+        StartFailedError: any other error, at once (its traceback logged at DEBUG).
     """
     loop = asyncio.get_running_loop()
     first_failed: float | None = None
@@ -81,7 +108,10 @@ async def start_with_retries(
         except Exception as exc:
             reason = outage_reason(exc)
             if reason is None:
-                raise
+                if isinstance(exc, CountersignError):
+                    raise
+                log.debug("%s failed", what, exc_info=exc)
+                raise StartFailedError(what, exc) from exc
             now = loop.time()
             first_failed = now if first_failed is None else first_failed
             left = retry_for_s - (now - first_failed)
@@ -95,3 +125,42 @@ async def start_with_retries(
                 on_retry(reason, attempt)
             await asyncio.sleep(delay)
             attempt += 1
+
+
+class KeptDatabase:
+    """The database a process's start attempts share: the embedded PostgreSQL is started once, not per attempt.
+
+    Without `DATABASE_URL`, the first attempt that gets the embedded server ready keeps it on
+    `stack` (the process's own, closed when it exits), and every later attempt uses its URL:
+    an attempt that failed because Slack or Discord could not be reached no longer stops the
+    server and starts it again (seconds each, and its lines logged every attempt). What the
+    attempt opened on the server (pools, the core) is still closed with the attempt. With
+    `DATABASE_URL` nothing is kept: each attempt checks the server again
+    (docs/decisions/0037-outages-probes-and-tokens-at-rest.md).
+
+    Args:
+        stack: closed when the process is done with the database (after what used it).
+    """
+
+    def __init__(self, stack: AsyncExitStack) -> None:
+        self._stack = stack
+        self._embedded: str | None = None
+
+    async def url(self, database: DatabaseSettings) -> str:
+        """`bot.storage.database.resolve_url`, but the embedded server once (raises as that does)."""
+        if database.url is not None:
+            async with AsyncExitStack() as nothing:  # an external server: nothing to keep
+                return await resolve_url(database, nothing)
+        if self._embedded is None:
+            async with AsyncExitStack() as opening:  # an attempt that fails half-way closes what it opened
+                url = await resolve_url(database, opening)
+                self._stack.push_async_callback(opening.pop_all().aclose)
+            self._embedded = url
+        return self._embedded
+
+    async def settings(self, settings: Settings) -> Settings:
+        """`settings` as they are with `DATABASE_URL` set; else with the embedded server's URL as `DATABASE_URL`."""
+        if settings.database.url is not None:
+            return settings
+        url = await self.url(settings.database)
+        return settings.model_copy(update={"database": settings.database.model_copy(update={"url": SecretStr(url)})})

@@ -21,14 +21,15 @@ The supervisor (this module) owns what the workers share and starts nothing of t
   no gateway session (`DISCORD_SHARD_IDS=none`).
 
 Each worker is `countersign run` with `COUNTERSIGN_WORKER_INDEX` set: it starts, tries its start
-again after an outage (`countersign.starting`) and shuts down as a single process does. A
-worker that exits on its own is restarted (after 0.5 s, doubling with each quick failure up to
-30 s), also one that gave up on an outage (status 75: PostgreSQL, Slack or Discord unreachable
-for `START_RETRY_S`); only one that exits with status 2 (a refusal: a token refused, a busy
-port, a wrong database password) stops them all, since its siblings would fail the same way
-(docs/decisions/0037-outages-probes-and-tokens-at-rest.md). The supervisor's own start (the
-database, the migrations, Discord's shard count) tries again after an outage too. SIGTERM or SIGINT to the
-supervisor is forwarded to every worker as SIGTERM; a worker still running
+again after an outage (`countersign.starting`) and shuts down as a single process does. A worker
+that exits on its own is restarted (after 0.5 s, doubling with each quick failure up to 30 s),
+also one that gave up on an outage (status 75: PostgreSQL, Slack or Discord unreachable for
+`START_RETRY_S`) or whose start failed otherwise (status 70); only one that exits with status 2
+(a refusal: a token refused, a busy port, a wrong database password) stops them all, since its
+siblings would fail the same way (docs/decisions/0037-outages-probes-and-tokens-at-rest.md). The
+supervisor's own start (the database, the migrations, Discord's shard count) tries again after
+an outage too, keeping the embedded PostgreSQL it started across its attempts. SIGTERM or SIGINT
+to the supervisor is forwarded to every worker as SIGTERM; a worker still running
 `SHUTDOWN_GRACE_S` + `KILL_AFTER_S` seconds later is killed. A worker whose supervisor is gone
 without a word (kill -9, the OOM killer) shuts down as on SIGTERM within about a second
 (`watch_supervisor`), so no orphan keeps serving the port beside the next supervisor's workers.
@@ -59,9 +60,9 @@ from adapters.slack.ack_board import AckBoard
 from bot import metrics
 from bot.errors import ConfigurationError
 from bot.settings import Settings
-from bot.storage.database import migrate, resolve_url
-from countersign.exits import CONFIGURATION_EXIT, UNREACHABLE_EXIT
-from countersign.starting import start_with_retries
+from bot.storage.database import migrate
+from countersign.exits import CONFIGURATION_EXIT, START_FAILED_EXIT, UNREACHABLE_EXIT
+from countersign.starting import KeptDatabase, start_with_retries
 
 log = logging.getLogger(__name__)
 
@@ -175,6 +176,7 @@ async def supervise(settings: Settings, workers: int, stop: asyncio.Event) -> No
             refused the token.
         DatabaseUnavailableError: the database refused us or the embedded one cannot start.
         GaveUpError: the database or Discord was still unreachable after `START_RETRY_S`.
+        StartFailedError: the supervisor's start failed for another reason.
     """
     async with AsyncExitStack() as stack:
         # The port first: a second supervisor on a served port must not migrate the database
@@ -187,14 +189,13 @@ async def supervise(settings: Settings, workers: int, stop: asyncio.Event) -> No
             probes_holder = _hold_port(server.probes_host, server.metrics_port, "METRICS_HOST, METRICS_PORT")
             stack.callback(probes_holder.close)
 
+        # The embedded server, once started, is kept across attempts (Discord may be what fails).
+        kept = KeptDatabase(stack)
+
         async def prepare() -> tuple[str, list[dict[str, str]]]:
-            # An attempt that fails closes what it opened (an embedded server it started).
-            async with AsyncExitStack() as attempt:
-                url = await resolve_url(settings.database, attempt)
-                await migrate(url)
-                shards = await plan_shards(settings, workers)
-                stack.push_async_callback(attempt.pop_all().aclose)
-            return url, shards
+            url = await kept.url(settings.database)
+            await migrate(url)
+            return url, await plan_shards(settings, workers)
 
         # A signal during start-up (the embedded database starting, `GET /gateway/bot` being
         # retried, a wait between two attempts) cancels it, as a single `countersign run`
@@ -282,6 +283,13 @@ def _metrics_dir(stack: AsyncExitStack) -> Path:
     directory = Path(tempfile.mkdtemp(prefix="countersign-metrics-"))
     stack.callback(shutil.rmtree, directory, ignore_errors=True)
     return directory
+
+
+_ENDINGS = {
+    UNREACHABLE_EXIT: f"could not reach a service it needs (exit status {UNREACHABLE_EXIT}, see above)",
+    START_FAILED_EXIT: f"could not start (exit status {START_FAILED_EXIT}, see above)",
+}
+"""A worker's end in words, for the exit statuses that say why (`countersign.exits`)."""
 
 
 def _how_it_ended(returncode: int | None) -> str:
@@ -379,13 +387,12 @@ class _Supervisor:
                 raise WorkersFailedError(str(worker.index))
             delay = self._restart_delay(worker)
             # An outage (status 75) is restarted like a crash: it may be over by then, and
-            # its siblings keep serving meanwhile.
-            ended = "could not reach a service it needs (exit status 75, see above)"
+            # its siblings keep serving meanwhile. So is a start that failed otherwise (70).
             log.warning(
                 "worker %d (pid %d) %s; restarting it in %.1f s",
                 worker.index,
                 process.pid,
-                ended if code == UNREACHABLE_EXIT else _how_it_ended(code),
+                _ENDINGS.get(code or 0) or _how_it_ended(code),
                 delay,
             )
             with contextlib.suppress(TimeoutError):

@@ -184,7 +184,8 @@ MESSAGE_FAILED_LINKED = (
     "Something went wrong on my side and I could not answer [this message]({url}). Please send it "
     "again; the details are in the bot's log (conversation `{thread_id}`)."
 )
-"""`MESSAGE_FAILED` for a message the bot could not read back to see whether it is still there."""
+"""`MESSAGE_FAILED` for a message the bot could not read back to see whether it is still there, or one
+its author edited down to nothing but the bot's mention."""
 CARDS_IN_CHANNEL = "Approval needed for {tools}: the card is in <#{channel}>."
 CARDS_IN_DMS = "Approval needed for {tools}: the card was sent to the approvers by direct message."
 EXPIRED_NOTICE = "<@{user}> your request to run `{tool}` expired without a decision, so it did not run."

@@ -16,8 +16,16 @@ from adapters.discord import messages as msg
 from adapters.discord.buttons import card_view, stop_view
 from adapters.discord.cards import card_embed, shows_all_button, target_mention
 from adapters.discord.cards import unshowable as unshowable_in_discord
-from adapters.discord.conversations import DM, known_guild, parse_message_ref, target_channel_id
-from adapters.display import excerpt, given_up_calls, model_failed_text, offers_stop, progress_line, shows_something
+from adapters.discord.conversations import DM, known_guild, parse_message_ref, strip_bot_mention, target_channel_id
+from adapters.display import (
+    excerpt,
+    given_up_calls,
+    is_blank,
+    model_failed_text,
+    offers_stop,
+    progress_line,
+    shows_something,
+)
 from bot.approvals.escalation import TargetKind
 from bot.approvals.shown import Arguments, Unshowable
 from bot.conversation import Actor, ConversationRef
@@ -267,33 +275,40 @@ class DiscordPlatform:
         return msg.ASK_IN_SERVERS.format(tool=notice.tool_name, servers=servers)
 
     async def _message_failed(self, conversation: ConversationRef, notice: TurnFailed) -> str:
-        """The notice for a message that could not be answered: quoted only if its author has not deleted it.
+        """The notice for a message that could not be answered: quoted as it reads now, never as it was sent.
 
         The notice is public, and a message given up was sent up to `bot.upkeep.MAX_ATTEMPTS`
-        attempts (about 15 minutes) before: its author may have deleted it meanwhile, and the
-        bot must not show again what they took back. So the message is read first
-        (`GET /channels/{id}/messages/{id}`). Still there: quoted (60 characters, spoilers
-        masked). Gone (404: Unknown Message, or Unknown Channel): the notice says a deleted
-        message could not be answered, without a word of it. Not readable for another reason
-        (no Read Message History in the channel, Discord failing): not quoted either, but
-        linked, since it may be there (docs/decisions/0036-messages-given-up.md).
+        attempts (about 15 minutes) before: its author may have deleted it meanwhile, or edited
+        out what they should not have posted, and the bot must not show again what they took
+        back. So the message is read first (`GET /channels/{id}/messages/{id}`). Still there:
+        its content now is quoted (60 characters, the bot's mention left out as when it was
+        accepted, spoilers masked); nothing left of it but the mention: linked, not quoted.
+        Gone (404: Unknown Message, or Unknown Channel): the notice says a deleted message
+        could not be answered, without a word of it. Not readable for another reason (no Read
+        Message History in the channel, Discord failing): not quoted either, but linked, since
+        it may be there (docs/decisions/0036-messages-given-up.md).
         """
         found = None if notice.message_id is None else parse_message_ref(conversation, notice.message_id)
         if found is None:
             return msg.TURN_FAILED.format(thread_id=notice.thread_id)  # no id to check it by
         channel_id, message_id = found
+        guild = "@me" if conversation.workspace_id == DM else conversation.workspace_id
+        url = f"https://discord.com/channels/{guild}/{channel_id}/{message_id}"
         try:
-            await self._channel(channel_id).fetch_message(message_id)
+            current = await self._channel(channel_id).fetch_message(message_id)
         except discord.NotFound:
             log.info("not quoting message %s in a notice: it was deleted", message_id)
             return msg.MESSAGE_FAILED_DELETED.format(thread_id=notice.thread_id)
         except (discord.HTTPException, aiohttp.ClientError, OSError, TimeoutError) as exc:
             log.warning("not quoting message %s in a notice: it could not be read (%s)", message_id, exc)
-            guild = "@me" if conversation.workspace_id == DM else conversation.workspace_id
-            url = f"https://discord.com/channels/{guild}/{channel_id}/{message_id}"
+            return msg.MESSAGE_FAILED_LINKED.format(url=url, thread_id=notice.thread_id)
+        me = self._client.user
+        text = current.content if me is None else strip_bot_mention(current.content, me.id)
+        if is_blank(text):
+            log.info("not quoting message %s in a notice: its author left nothing in it but the mention", message_id)
             return msg.MESSAGE_FAILED_LINKED.format(url=url, thread_id=notice.thread_id)
         # The notice is public: text its author hid as a spoiler stays hidden.
-        quoted = discord.utils.escape_markdown(excerpt(_SPOILER.sub("▒▒▒", notice.message or "")))
+        quoted = discord.utils.escape_markdown(excerpt(_SPOILER.sub("▒▒▒", text)))
         return msg.MESSAGE_FAILED.format(excerpt=quoted, thread_id=notice.thread_id)
 
     def _render(self, conversation: ConversationRef, notice: Notice, recipient: Actor | None) -> str:

@@ -86,16 +86,20 @@ OUTAGE_SQLSTATE_CLASSES = frozenset({"08", "53", "57"})
 """SQLSTATE classes that mean "not now" rather than "no" (PostgreSQL's docs, Appendix A): 08
 connection exception, 53 insufficient resources (too many connections), 57 operator
 intervention (shutting down, starting up, in recovery)."""
+OUTAGE_SQLSTATES = frozenset({"25006"})
+"""Single SQLSTATEs that mean "not now": 25006 read_only_sql_transaction, what a hot standby
+answers every write with (the server the URL names is a standby during a failover)."""
 
 
 def is_outage(exc: BaseException) -> bool:
     """Whether `exc` says PostgreSQL cannot be reached now, rather than that it refused us.
 
     An outage: a refused, reset or timed-out connection, a host name that does not resolve
-    (OSError, TimeoutError), or a server error of `OUTAGE_SQLSTATE_CLASSES`; psycopg's connection
-    failures without a SQLSTATE count too (asyncpg has checked the URL and the password first:
-    `check_reachable`). Not an outage: a wrong password or user (28), a missing database (3D), a
-    certificate that does not verify, a malformed URL, or any other error.
+    (OSError, TimeoutError), or a server error of `OUTAGE_SQLSTATE_CLASSES` or `OUTAGE_SQLSTATES`
+    (a read-only server); psycopg's connection failures without a SQLSTATE count too (asyncpg has
+    checked the URL and the password first: `check_reachable`). Not an outage: a wrong password
+    or user (28), a missing database (3D), a certificate that does not verify, a malformed URL,
+    or any other error.
     """
     if isinstance(exc, ssl.SSLCertVerificationError):
         return False
@@ -105,7 +109,7 @@ def is_outage(exc: BaseException) -> bool:
         sqlstate = exc.sqlstate
         if sqlstate is None:
             return isinstance(exc, psycopg.OperationalError)
-        return sqlstate[:2] in OUTAGE_SQLSTATE_CLASSES
+        return sqlstate[:2] in OUTAGE_SQLSTATE_CLASSES or sqlstate in OUTAGE_SQLSTATES
     return False
 
 
@@ -142,7 +146,14 @@ async def ensure_database(admin_url: str, name: str) -> None:
 
 
 async def migrate(url: str) -> list[str]:
-    """Apply our migrations and LangGraph's checkpoint setup; return our applied ids."""
+    """Apply our migrations and LangGraph's checkpoint setup; return our applied ids.
+
+    Raises:
+        DatabaseUnreachableError: the server is read-only (a standby, as during a failover).
+        MigrationLockedError: another process held the migration lock too long (an outage too).
+        DatabaseUnavailableError, ConfigurationError: see `bot.storage.migrate.apply_migrations`.
+        Exception: the driver's, when the connection fails or drops (`is_outage` tells).
+    """
     applied = await apply_migrations(url)
     async with await _psycopg_connect(url) as connection:
         await AsyncPostgresSaver(connection).setup()
@@ -170,7 +181,8 @@ async def open_database(settings: DatabaseSettings, *, run_migrations: bool = Tr
             fresh machine needs no separate step; both are idempotent).
 
     Raises:
-        DatabaseUnreachableError: the server cannot be reached now.
+        DatabaseUnreachableError: the server cannot be reached now, or is read-only (`migrate`).
+        MigrationLockedError: another process's migrations held their lock too long (`migrate`).
         DatabaseUnavailableError: it refused us or the URL is wrong (`resolve_url`). A
             connection lost later in the opening raises the driver's error (`is_outage` tells).
     """

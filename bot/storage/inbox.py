@@ -7,8 +7,10 @@ sender was answered or refused, and `abandoned` once it was given up (its sender
 could not be answered). A message still `accepted` at its `retry_at` (its handler crashed, or
 nobody could be told of its failure) is handled again by the upkeep of whichever replica is
 alive (`bot.upkeep`), under the conversation's lock; `begin` under that lock makes sure only one
-handler runs it (docs/decisions/0009). Giving a message up is recorded before its sender is
-told, together with its run, so that nothing answers it afterwards
+handler runs it (docs/decisions/0009). So is one whose outcome was out when the database
+dropped before `handled` was written: its turn is found in the checkpoint and it is recorded
+handled then, never given up. Giving a message up is recorded before its sender is told,
+together with its run, so that nothing answers it afterwards
 (docs/decisions/0038-one-outcome-per-message.md). Only finished entries are deleted with age.
 """
 
@@ -142,7 +144,9 @@ class Inbox:
         belongs to its turn (`conversations.turn_message`) and is still marked is given up
         (`run_given_up`): `TurnRunner.settle` then clears it and never runs it again, so no
         answer can follow the notice (docs/decisions/0038-one-outcome-per-message.md). Of two
-        handlers giving up one message, one gets it; only that one tells the sender.
+        handlers giving up one message, one gets it; only that one tells the sender. A message
+        whose turn already had its outcome is not to be given up but recorded `handled`: the
+        caller looks first, under the conversation's lock (`Countersign._give_up`).
 
         Args:
             key: the message's key.

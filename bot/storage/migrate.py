@@ -1,7 +1,12 @@
 """Schema migrations: versioned SQL in `migrations/`, applied by yoyo-migrations.
 
-yoyo records applied migrations in its own table and takes a lock while applying, so two
-replicas starting at once do not apply a migration twice.
+yoyo records applied migrations in its own table and takes a lock while applying (a row in
+`yoyo_lock`), so two replicas starting at once do not apply a migration twice. yoyo takes any
+database error while inserting that row for a lock held elsewhere, and gives up after
+`LOCK_WAIT_S` with its `LockTimeout`; `_apply_blocking` tells the cases apart, so that a start
+is tried again when that helps (docs/decisions/0037-outages-probes-and-tokens-at-rest.md): a
+read-only server (a standby during a failover) and a lock another process holds are outages, a
+lock row that cannot be written for another reason is what the server answers.
 """
 
 from __future__ import annotations
@@ -11,10 +16,13 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from bot.errors import ConfigurationError
-from bot.storage.urls import for_yoyo
+from bot.errors import ConfigurationError, DatabaseUnavailableError, DatabaseUnreachableError, MigrationLockedError
+from bot.storage.urls import for_yoyo, redact
 
 log = logging.getLogger(__name__)
+
+LOCK_WAIT_S = 10.0
+"""Seconds one attempt waits for the migration lock another process holds (yoyo's default)."""
 
 
 def migrations_dir() -> Path:
@@ -42,20 +50,36 @@ async def apply_migrations(url: str) -> list[str]:
 
     Returns:
         The ids of the migrations applied now (empty when up to date).
+
+    Raises:
+        DatabaseUnreachableError: the server is read-only (a standby, as during a failover).
+        MigrationLockedError: another process held the migration lock for `LOCK_WAIT_S`.
+        DatabaseUnavailableError: the lock could not be taken for another reason the server
+            gave (e.g. no right to write `yoyo_lock`).
+        ConfigurationError: the database was migrated by a newer Countersign.
+        Exception: the driver's, when the connection fails or drops (`database.is_outage`
+            tells an outage).
     """
     return await asyncio.to_thread(_apply_blocking, url)
 
 
 def _apply_blocking(url: str) -> list[str]:
     from yoyo import get_backend, read_migrations
+    from yoyo.exceptions import LockTimeout
 
     backend = get_backend(for_yoyo(url))
     try:
+        if backend.execute("SELECT current_setting('transaction_read_only')").fetchone()[0] == "on":
+            # yoyo would spend its lock wait failing to insert the lock row, then call it held.
+            raise DatabaseUnreachableError(redact(url), "the server is read-only (a standby, as during a failover)")
         migrations = read_migrations(str(migrations_dir()))
-        with backend.lock():
-            _refuse_a_newer_schema(backend, {m.hash for m in migrations})
-            pending = backend.to_apply(migrations)
-            backend.apply_migrations(pending)
+        try:
+            with backend.lock(timeout=LOCK_WAIT_S):
+                _refuse_a_newer_schema(backend, {m.hash for m in migrations})
+                pending = backend.to_apply(migrations)
+                backend.apply_migrations(pending)
+        except LockTimeout:
+            raise _why_not_locked(backend, url) from None
         applied = [m.id for m in pending]
     finally:
         backend.connection.close()
@@ -66,6 +90,34 @@ def _apply_blocking(url: str) -> list[str]:
         # start-up error after it off the screen.
         log.info("applied %d migrations, %s to %s", len(applied), applied[0], applied[-1])
     return applied
+
+
+def _why_not_locked(backend: Any, url: str) -> Exception:
+    """Why yoyo could not take the migration lock for `LOCK_WAIT_S`: held by another process, or an error.
+
+    A row in `yoyo_lock` is another process's lock: it is released when that process's
+    migrations end (a row left by a process killed while migrating stays until it is deleted,
+    which the message says). Without a row, the insert failed for a reason of its own, which
+    one more insert, rolled back, brings out; one that goes through now means the lock was
+    released meanwhile (an outage too: the next attempt takes it).
+    """
+    row = backend.execute(backend.format_sql("SELECT ctime FROM {0.lock_table_quoted}")).fetchone()
+    if row is not None:
+        return MigrationLockedError(redact(url), f"{row[0]:%Y-%m-%d %H:%M:%S} UTC" if row[0] else "unknown")
+    try:
+        with backend.transaction(rollback_on_exit=True):
+            backend.execute(
+                backend.format_sql("INSERT INTO {0.lock_table_quoted} (locked, ctime, pid) VALUES (1, now(), 0)")
+            )
+    except backend.DatabaseError as exc:
+        from bot.storage.database import is_outage  # that module imports this one
+
+        reason = getattr(getattr(exc, "diag", None), "message_primary", None) or str(exc)  # psycopg's, or any
+        detail = f"cannot take the migration lock (table yoyo_lock): {' '.join(reason.split())}"
+        error = DatabaseUnreachableError if is_outage(exc) else DatabaseUnavailableError
+        return error(redact(url), detail)
+    # Released right after yoyo gave up: the next attempt takes it.
+    return DatabaseUnreachableError(redact(url), "the migration lock (table yoyo_lock) was held by another process")
 
 
 def _refuse_a_newer_schema(backend: Any, known: set[str]) -> None:

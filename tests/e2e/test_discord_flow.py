@@ -479,6 +479,29 @@ async def test_a_message_given_up_is_quoted_in_the_channel_only_while_it_exists(
     assert discord_api.requests_to("GET", rf"/channels/{D_CHANNEL}/messages/{sent['id']}")  # it was looked for
 
 
+@pytest.mark.parametrize(
+    ("edited", "quoted"),
+    [("the vault code is (removed)", "the vault code is (removed)"), ("", None)],
+    ids=["edited", "emptied"],
+)
+async def test_a_message_given_up_is_quoted_as_its_author_last_edited_it(
+    discord_bot, discord_api, db_url, edited, quoted
+):
+    """Alice edits the secret out of her message before it is given up: the public notice quotes what it says now, or only links it when nothing is left."""
+    discord_api.fail_next("POST", MESSAGES.format(channel=D_CHANNEL), status=403, code=50013)  # the answer
+    sent = await mention(discord_api, D_ALICE, "the vault code is 7741")
+    await discord_api.wait_for_request("POST", MESSAGES.format(channel=D_CHANNEL), lambda r: r.status == 403)
+    await discord_api.edit_message(D_CHANNEL, sent["id"], f"<@{D_BOT}> {edited}")
+    thread_id = await _given_up(discord_bot, discord_api, db_url, sent, D_CHANNEL, deleted=False)
+    posts = _bot_posts(discord_api, D_CHANNEL)
+    assert not any("7741" in post for post in posts), posts
+    if quoted is not None:
+        assert msg.MESSAGE_FAILED.format(excerpt=quoted, thread_id=thread_id) in posts, posts
+    else:
+        url = f"https://discord.com/channels/{D_GUILD}/{D_CHANNEL}/{sent['id']}"
+        assert msg.MESSAGE_FAILED_LINKED.format(url=url, thread_id=thread_id) in posts, posts
+
+
 async def test_a_deleted_mention_in_a_thread_of_a_whole_channel_conversation_is_not_quoted(
     discord_bot, discord_api, db_url
 ):

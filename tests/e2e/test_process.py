@@ -7,7 +7,9 @@ import json
 import signal
 from collections.abc import Awaitable
 from pathlib import Path
+from urllib.parse import urlsplit
 
+import asyncpg
 import httpx
 import psutil
 import pytest
@@ -15,6 +17,7 @@ import pytest
 from adapters.slack import blocks
 from bot.storage.embedded import EmbeddedPostgres
 from bot.storage.migrate import migrations_dir
+from bot.storage.urls import redact
 from countersign.server import LISTEN_BACKLOG
 from tests.e2e.conftest import ALICE, BOT_TOKEN, CHANNEL, SIGNING_SECRET, TEAM
 from tests.e2e.test_slack_flow import click, wait_answer, wait_card
@@ -379,6 +382,43 @@ async def test_an_outage_longer_than_start_retry_s_exits_75(db_url, gemini, slac
     assert "start-up attempt 1 failed" in err and "Traceback" not in err
 
 
+async def test_the_embedded_server_is_kept_across_start_attempts(gemini, slack, target, tmp_path):
+    """No DATABASE_URL while Slack answers 503: the embedded PostgreSQL starts once and stays up through every attempt, the agent's lines are said once."""
+    slack.fail("auth.test", error="service_unavailable", status=503, times=10_000)
+    data_dir = tmp_path / "data"
+    # One second after the first failure: at least a second attempt.
+    env = bot_env(gemini, slack, target, free_port(), COUNTERSIGN_DATA_DIR=str(data_dir), START_RETRY_S="1")
+    bot = await BotProcess(env, tmp_path).start()
+    assert await bot.wait(timeout=180) == 75, bot.stderr.decode()
+    err = bot.stderr.decode()
+    assert " attempts over " in err.strip().splitlines()[-1], err  # "1 attempt" is singular
+    assert err.count("embedded PostgreSQL ready") == 1, err
+    assert err.count("embedded PostgreSQL released") == 1, err
+    assert err.count("agent for channels without a setting") == 1, err
+    assert err.index("embedded PostgreSQL released") > err.rindex("start-up attempt"), err  # released at the end
+    assert _postmaster_pid(data_dir) is None, "the embedded server outlived the bot"
+
+
+async def test_a_read_only_database_at_start_is_an_outage_in_one_line(db_url, gemini, slack, target, tmp_path):
+    """A standby during a failover (read-only) at start: an outage, tried again, then one line naming it and status 75, never a traceback."""
+    connection = await asyncpg.connect(db_url)
+    try:
+        await connection.execute(
+            f'ALTER DATABASE "{urlsplit(db_url).path.lstrip("/")}" SET default_transaction_read_only = on'
+        )
+    finally:
+        await connection.close()
+    env = bot_env(gemini, slack, target, free_port(), DATABASE_URL=db_url, START_RETRY_S="0")
+    bot = await BotProcess(env, tmp_path).start()
+    assert await bot.wait(timeout=90) == 75, bot.stderr.decode()
+    err = bot.stderr.decode()
+    assert err.strip().splitlines()[-1] == (
+        f"countersign: cannot reach PostgreSQL at {redact(db_url)}: the server is read-only (a standby, as during a "
+        "failover) (gave up after 1 attempt; START_RETRY_S=0)"
+    ), err
+    assert "Traceback" not in err
+
+
 async def test_a_signal_during_start_up_stops_the_bot(gemini, tmp_path):
     """SIGTERM while the bot is still starting (Discord took the connection and answers nothing) ends it cleanly, PostgreSQL too.
 
@@ -562,8 +602,7 @@ async def test_a_refused_setting_reads_as_our_own_words(tmp_path):
     assert await bot.wait(timeout=60) == 2
     lines = bot.stderr.decode().strip().splitlines()
     assert lines == [
-        "countersign: invalid setting DISCORD_SHARD_IDS: DISCORD_SHARD_IDS needs DISCORD_SHARD_COUNT "
-        "(the shard count of the whole bot)"
+        "countersign: invalid setting DISCORD_SHARD_IDS: needs DISCORD_SHARD_COUNT (the shard count of the whole bot)"
     ], lines
 
 

@@ -239,6 +239,27 @@ async def test_a_worker_restarted_while_postgresql_is_down_waits_for_it_and_stop
     assert "could not start" not in err
 
 
+async def test_a_worker_that_gives_up_says_so_in_a_line_with_its_index_and_the_time(gemini, slack, target, tmp_path):
+    """A worker's last line (an outage past START_RETRY_S) is a log line like its others, not a bare `countersign:` line."""
+    env = bot_env(
+        gemini,
+        slack,
+        target,
+        free_port(),
+        DATABASE_URL="postgresql://app:hunter2@127.0.0.1:1/app",
+        START_RETRY_S="0",
+        COUNTERSIGN_WORKER_INDEX="1",  # as the supervisor starts its worker 1
+    )
+    bot = await BotProcess(env, tmp_path).start()
+    assert await bot.wait(timeout=90) == 75, bot.stderr.decode()
+    last = bot.stderr.decode().strip().splitlines()[-1]
+    assert re.fullmatch(
+        r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} worker 1 ERROR countersign: cannot reach PostgreSQL at "
+        r"postgresql://app:\*\*\*@127\.0\.0\.1:1/app: .+ \(gave up after 1 attempt; START_RETRY_S=0\)",
+        last,
+    ), last
+
+
 async def test_workers_started_while_slack_cannot_answer_all_come_up(db_url, gemini, slack, target, tmp_path):
     """auth.test answers 503 while two workers start: both try again, and both serve once Slack answers; none is stopped."""
     slack.fail("auth.test", error="service_unavailable", status=503, times=10_000)

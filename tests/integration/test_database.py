@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
+import asyncio
+from urllib.parse import urlsplit
+
 import asyncpg
 import pytest
 from pydantic import ValidationError
 
-from bot.errors import ConfigurationError, DatabaseUnavailableError, DatabaseUnreachableError, UnreachableError
+from bot.errors import (
+    ConfigurationError,
+    DatabaseUnavailableError,
+    DatabaseUnreachableError,
+    MigrationLockedError,
+    UnreachableError,
+)
 from bot.settings import DatabaseSettings
+from bot.storage import migrate as migrations
 from bot.storage.database import check_reachable, migrate, open_database
-from bot.storage.urls import with_database
+from bot.storage.urls import redact, with_database
+from countersign.starting import outage_reason
 
 
 async def test_open_database_creates_our_tables_and_checkpoint_tables(db_url: str) -> None:
@@ -102,3 +113,74 @@ async def test_prepared_statements_can_be_turned_off_for_a_transaction_mode_pool
             row = await (await conn.execute("SELECT count(*) AS n FROM pg_prepared_statements")).fetchone()
     assert (ours > 0) is prepared
     assert (row["n"] > 0) is prepared
+
+
+async def test_a_read_only_server_at_start_is_an_outage_said_at_once(db_url: str) -> None:
+    """A standby during a failover answers every write "read-only" (25006): the start is tried again, named so, without waiting for the migration lock."""
+    name = urlsplit(db_url).path.lstrip("/")
+    connection = await asyncpg.connect(db_url)
+    try:
+        # What a hot standby is to every session (PostgreSQL: read_only_sql_transaction).
+        await connection.execute(f'ALTER DATABASE "{name}" SET default_transaction_read_only = on')
+    finally:
+        await connection.close()
+    started = asyncio.get_running_loop().time()
+    with pytest.raises(DatabaseUnreachableError) as caught:
+        async with open_database(DatabaseSettings(url=db_url, pool_max_size=2)):
+            pass
+    assert asyncio.get_running_loop().time() - started < migrations.LOCK_WAIT_S
+    assert outage_reason(caught.value) == (
+        f"cannot reach PostgreSQL at {redact(db_url)}: the server is read-only (a standby, as during a failover)"
+    )
+
+
+async def hold_the_migration_lock(db_url: str) -> asyncpg.Connection:
+    """Another replica's migrations under way: its row in `yoyo_lock` (the caller closes the connection)."""
+    holder = await asyncpg.connect(db_url)
+    await holder.execute("INSERT INTO yoyo_lock (locked, ctime, pid) VALUES (1, '2030-01-02 03:04:05', 4242)")
+    return holder
+
+
+async def test_a_migration_lock_held_elsewhere_is_waited_for_as_an_outage(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another replica migrates longer than an attempt waits: the attempt fails as an outage naming the lock (tried again), and goes through once it is released."""
+    monkeypatch.setattr(migrations, "LOCK_WAIT_S", 0.5)
+    holder = await hold_the_migration_lock(db_url)
+    try:
+        with pytest.raises(MigrationLockedError) as caught:
+            await migrate(db_url)
+        assert outage_reason(caught.value) == (
+            f"another process holds the migration lock of PostgreSQL at {redact(db_url)} (since 2030-01-02 03:04:05 UTC): "
+            "its migrations are running, or it was killed while they ran (then delete the row of table yoyo_lock)"
+        )
+
+        await holder.execute("DELETE FROM yoyo_lock WHERE pid = 4242")  # its migrations ended
+        assert await migrate(db_url) == []  # the next attempt: up to date
+    finally:
+        await holder.close()
+
+
+async def test_a_migration_lock_that_cannot_be_written_is_refused_with_the_servers_reason(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lock row cannot be written for a reason of the server's own (here a trigger; a missing grant alike): that reason, not "locked"."""
+    monkeypatch.setattr(migrations, "LOCK_WAIT_S", 0.5)
+    connection = await asyncpg.connect(db_url)
+    try:
+        await connection.execute(
+            """
+            CREATE FUNCTION refuse_lock() RETURNS trigger LANGUAGE plpgsql AS
+              $$ BEGIN RAISE EXCEPTION 'no migrations from this role'; END $$;
+            CREATE TRIGGER refuse_lock BEFORE INSERT ON yoyo_lock FOR EACH ROW EXECUTE FUNCTION refuse_lock();
+            """
+        )
+    finally:
+        await connection.close()
+    with pytest.raises(DatabaseUnavailableError) as caught:
+        await migrate(db_url)
+    assert outage_reason(caught.value) is None
+    assert str(caught.value) == (
+        f"cannot reach PostgreSQL at {redact(db_url)}: cannot take the migration lock (table yoyo_lock): "
+        "no migrations from this role"
+    )

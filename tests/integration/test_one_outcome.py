@@ -160,6 +160,63 @@ async def test_an_answer_followed_by_a_database_drop_is_not_followed_by_a_failur
     assert len(model.prompts) == 1
 
 
+@dataclass
+class DroppingTheInboxAfterTheAnswer(RecordingPlatform):
+    """Posts; right after the first answer, the database drops the write that records its message handled."""
+
+    drop: StatementDrop | None = None
+    dropped: StatementDrop | None = None
+
+    async def post_answer(self, conversation, text):
+        await super().post_answer(conversation, text)
+        if self.drop is not None:
+            drop, self.drop = self.drop, None
+            await drop.arm("SELECT 1 FROM inbox FOR UPDATE", statement="UPDATE inbox SET status = 'handled'")
+            self.dropped = drop
+
+
+async def answered_then_dropped(h: Harness, platform: DroppingTheInboxAfterTheAnswer, incoming) -> str:
+    """`incoming` answered, then left `accepted` (the database dropped), and the database back two hours later."""
+    h.service.submit_message(incoming)  # as the adapters do
+    await h.service.tasks.join()
+    assert platform.dropped is not None
+    await platform.dropped.done()
+    assert platform.dropped.dropped
+    key = inbox_key(incoming) or ""
+    assert await inbox_status(h, key) == "accepted"
+    # Back after more than `bot.upkeep.ANSWER_WITHIN_S`.
+    await h.database.pool.execute("UPDATE inbox SET received_at = now() - interval '2 hours' WHERE event_key = $1", key)
+    return key
+
+
+async def test_an_answered_message_left_accepted_by_a_long_outage_is_not_given_up_by_the_upkeep(db_url, registry):
+    """Answered, then the database dropped before the message was recorded handled and stayed down over an hour: the upkeep records it handled and tells nobody."""
+    model = ScriptedChatModel(replies=[AIMessage("the answer"), AIMessage("asked twice")])
+    platform = DroppingTheInboxAfterTheAnswer(drop=StatementDrop(db_url))
+    async with open_service(db_url, model, registry, platform) as h:
+        key = await answered_then_dropped(h, platform, message("send the weekly report", message_id="5.2"))
+        await upkeep_pass(h)
+        assert await inbox_status(h, key) == "handled"
+        assert await upkeep_pass(h) == []
+    assert told(h) == []
+    assert platform.answers == [(conversation().thread_id, "the answer")]
+    assert len(model.prompts) == 1
+
+
+async def test_an_answered_message_left_accepted_by_a_long_outage_is_not_given_up_before_the_next(db_url, registry):
+    """The same, and the next message of the conversation arrives before the upkeep: it is answered, the earlier one only recorded handled."""
+    model = ScriptedChatModel(replies=[AIMessage("the answer"), AIMessage("the next answer")])
+    platform = DroppingTheInboxAfterTheAnswer(drop=StatementDrop(db_url))
+    async with open_service(db_url, model, registry, platform) as h:
+        key = await answered_then_dropped(h, platform, message("send the weekly report", message_id="5.3"))
+        await h.service.handle_message(message("thanks", message_id="5.4"))
+        assert await inbox_status(h, key) == "handled"
+        assert await upkeep_pass(h) == []
+    assert told(h) == []
+    assert platform.answers == [(conversation().thread_id, "the answer"), (conversation().thread_id, "the next answer")]
+    assert len(model.prompts) == 2
+
+
 class DroppingAfterTheModel(ScriptedChatModel):
     """Scripted; once armed, its next call first has the database drop the bot's next write to the conversation."""
 

@@ -71,3 +71,31 @@ def test_a_number_out_of_range_is_refused_in_plain_words(
 
     assert main(argv) == 2
     assert capsys.readouterr().err.splitlines() == [line]
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "line"),
+    [
+        (
+            "COUNTERSIGN_ENCRYPTION_KEY",
+            "not-a-fernet-key-but-secret",
+            "countersign: invalid setting COUNTERSIGN_ENCRYPTION_KEY: must be Fernet keys (32 url-safe "
+            "base64-encoded bytes each, comma-separated); make one with: uv run --frozen python -c "
+            '"from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())"',
+        ),
+        (
+            "METRICS_PORT",
+            "3000",
+            "countersign: invalid setting METRICS_PORT: must differ from PORT (unset it to serve the probes on PORT)",
+        ),
+    ],
+)
+def test_a_refused_setting_is_named_once(
+    name: str, value: str, line: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A setting our validators refuse: the line names it once, then says what it must be (never what it was)."""
+    monkeypatch.setenv("PORT", "3000")
+    monkeypatch.setenv(name, value)
+
+    assert main(["run"]) == 2
+    assert capsys.readouterr().err.splitlines() == [line]

@@ -40,7 +40,7 @@ def test_ids_are_parsed_sorted_and_none_means_no_gateway(monkeypatch):
 @pytest.mark.parametrize(
     ("values", "message"),
     [
-        ({"DISCORD_SHARD_IDS": "0"}, "DISCORD_SHARD_IDS needs DISCORD_SHARD_COUNT"),
+        ({"DISCORD_SHARD_IDS": "0"}, "needs DISCORD_SHARD_COUNT"),
         ({"DISCORD_SHARD_COUNT": "2", "DISCORD_SHARD_IDS": "0,2"}, "shard ids must be within 0..1"),
         ({"DISCORD_SHARD_COUNT": "2", "DISCORD_SHARD_IDS": "1,1"}, "a shard id is listed twice"),
         ({"DISCORD_SHARD_COUNT": "2", "DISCORD_SHARD_IDS": "-1"}, "shard ids must be within 0..1"),

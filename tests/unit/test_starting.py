@@ -10,8 +10,14 @@ import asyncpg
 import psycopg
 import pytest
 
-from bot.errors import ConfigurationError, DatabaseUnavailableError, DatabaseUnreachableError, UnreachableError
-from countersign.starting import GaveUpError, outage_reason, start_with_retries
+from bot.errors import (
+    ConfigurationError,
+    DatabaseUnavailableError,
+    DatabaseUnreachableError,
+    MigrationLockedError,
+    UnreachableError,
+)
+from countersign.starting import GaveUpError, StartFailedError, outage_reason, start_with_retries
 
 
 @pytest.mark.parametrize(
@@ -26,12 +32,15 @@ from countersign.starting import GaveUpError, outage_reason, start_with_retries
         asyncpg.AdminShutdownError("terminating connection due to administrator command"),
         asyncpg.ConnectionDoesNotExistError("connection was closed in the middle of operation"),
         psycopg.OperationalError("server closed the connection unexpectedly"),
+        asyncpg.ReadOnlySQLTransactionError("cannot execute INSERT in a read-only transaction"),
+        psycopg.errors.ReadOnlySqlTransaction("cannot execute CREATE TABLE in a read-only transaction"),
         DatabaseUnreachableError("postgresql://app:***@db/app", "Connection refused"),
+        MigrationLockedError("postgresql://app:***@db/app", "2030-01-02 03:04:05 UTC"),
         UnreachableError("cannot reach the Slack Web API at https://slack.com/api/: timed out"),
     ],
 )
 def test_an_outage_is_told_apart(exc: BaseException) -> None:
-    """Refused, reset or timed-out connections, DNS, PostgreSQL starting or full, a platform's outage: tried again."""
+    """Refused, reset or timed-out connections, DNS, PostgreSQL starting, full or read-only, a migration lock held elsewhere, a platform's outage: tried again."""
     assert outage_reason(exc)
 
 
@@ -105,3 +114,26 @@ async def test_an_outage_longer_than_the_bound_gives_up_with_the_reason() -> Non
     )
     assert message.endswith("(gave up after 1 attempt; START_RETRY_S=0)")
     assert isinstance(caught.value, UnreachableError)
+
+
+async def test_a_bug_ends_the_start_at_once_in_one_line_with_its_traceback_at_debug(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Neither an outage nor a refusal: one attempt, one line naming the error (status 70), the traceback only at DEBUG."""
+    attempts = 0
+
+    async def start() -> None:
+        nonlocal attempts
+        attempts += 1
+        raise KeyError("workspace")
+
+    with caplog.at_level(logging.DEBUG, logger="countersign.starting"), pytest.raises(StartFailedError) as caught:
+        await start_with_retries(start, retry_for_s=60, first_delay_s=0.01)
+    assert attempts == 1
+    assert str(caught.value) == (
+        "start-up failed: KeyError: 'workspace' (neither an outage nor a refusal; LOG_LEVEL=DEBUG logs where it was "
+        "raised)"
+    )
+    assert isinstance(caught.value.__cause__, KeyError)
+    [record] = [r for r in caplog.records if r.name == "countersign.starting" and r.exc_info]
+    assert record.levelno == logging.DEBUG
