@@ -222,7 +222,8 @@ class SlackDriver:
         return None
 
     async def edit(self, card: CardHandle, who: str, args: dict[str, Any], *, private: bool = False) -> str | None:
-        before, updates = len(self.slack.calls_to("views.open")), self._updates(card)
+        """Click Edit and submit `args`; return the form's error, or else wait until the card shows the edit."""
+        before, shown = len(self.slack.calls_to("views.open")), self.card_text(card)
         await self._click(card, who, blocks.ACTION_EDIT)
         [*_, opened] = await self.slack.wait_for("views.open", count=before + 1)
         reply = await self.events.view_submission(
@@ -233,7 +234,9 @@ class SlackDriver:
         )
         if reply.json and reply.json.get("response_action") == "errors":
             return str(reply.json["errors"][blocks.EDIT_BLOCK])
-        await self.slack.wait_for("chat.update", lambda a: a.get("ts") == card.message, count=updates + 1)
+        # The card as drawn after this edit, not after any redraw: one still due for an earlier
+        # click would let the next step click a card that predates the edit.
+        await barriers.wait_until(lambda: self.card_text(card) != shown, f"card {card.message} to show the edit")
         await _settle(self.bot)
         return None
 
@@ -615,7 +618,8 @@ class DiscordDriver:
         return None
 
     async def edit(self, card: CardHandle, who: str, args: dict[str, Any], *, private: bool = False) -> str | None:
-        before = self._patches(card)
+        """Click Edit and submit `args`; return the private reply, or else wait until the card shows the edit."""
+        shown = self._drawn(card)
         await self._click(card, who, "edit")
         submitted = await self.api.submit_modal(
             f"cs:edit-modal:{card.approval_id}", int(self.user(who)), {"args": json.dumps(args)}
@@ -623,8 +627,17 @@ class DiscordDriver:
         await self.api.wait_for_request("POST", rf"/interactions/{submitted.id}/[^/]+/callback")
         if private:
             return await self._followup(submitted)
-        await self._card_redrawn(card, before)
+        # The card as drawn after this edit (its buttons name the new arguments' version), not
+        # after any redraw: one still due for an earlier click would let the next step click a
+        # card that predates the edit.
+        await barriers.wait_until(lambda: self._drawn(card) != shown, f"card {card.message} to show the edit")
+        await _settle(self.bot)
         return None
+
+    def _drawn(self, card: CardHandle) -> str:
+        """What the card shows now: its embeds and buttons."""
+        message = self.api.message(card.message)
+        return json.dumps([message.get("embeds"), message.get("components")])
 
     async def edit_refused(self, card: CardHandle, who: str) -> str:
         """Click Edit and expect no form: return the private reply (the interaction's own message)."""
