@@ -362,6 +362,9 @@ def _case_problem(tree: Tree[Token], rules: Collection[CaseRule]) -> str | None:
         walk(tree, {})
     except _WrongCaseError as wrong:
         return str(wrong)
+    except RecursionError:
+        # Hundreds of nested parentheses: cel-python parses them, but no one writes them.
+        return "the condition is nested too deeply to check; write it with fewer parentheses"
     return None
 
 

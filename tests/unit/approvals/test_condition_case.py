@@ -71,3 +71,10 @@ def test_literals_in_the_canonical_case_and_other_text_are_accepted(tool, condit
 def test_conditions_stored_before_still_compile_at_run_time():
     """Without the tool's rules (how stored conditions are compiled for each call) nothing is refused."""
     assert compile_condition("'X-Sudo' in args.headers").text == "'X-Sudo' in args.headers"
+
+
+def test_a_condition_nested_too_deeply_to_check_is_refused_in_words():
+    """Hundreds of nested parentheses are refused with a sentence, never a RecursionError (a failed command)."""
+    condition = "(" * 400 + "true" + ")" * 400
+    with pytest.raises(InvalidConditionError, match="nested too deeply"):
+        saved("http_request", condition)
