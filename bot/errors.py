@@ -256,6 +256,23 @@ class UnshowableError(CountersignError):
         self.limit = limit
 
 
+class CardNotPostedError(CountersignError):
+    """Approve all reached a call whose card has not been posted; that call stays pending, unchanged.
+
+    Approve all is one click on the pause's first card; it approves only calls whose own card
+    is posted, so nobody approves arguments that were never shown
+    (docs/decisions/XXXX-no-card-no-approval.md). The bot posts a card that failed again
+    (`bot.cards.CardDesk.post`, then the upkeep); it is decided on that card.
+
+    Args:
+        approval_id: the call left pending.
+    """
+
+    def __init__(self, approval_id: str) -> None:
+        super().__init__(f"the card of {approval_id!r} has not been posted")
+        self.approval_id = approval_id
+
+
 class InvalidDecisionError(CountersignError):
     """A decision does not fit the pending action; nothing was changed and the card stays usable.
 

@@ -97,16 +97,18 @@ async def test_an_edit_that_renames_the_tool_or_smuggles_arguments_is_refused(db
 
 @pytest.mark.e2e
 async def test_a_card_that_failed_to_post_is_posted_again(bot, events, slack: SlackApiStandIn, target):
-    """Slack fails the card's chat.postMessage once: the next message brings the card back."""
+    """Slack fails the card's chat.postMessage once: the card is posted again at once, without a new
+    message; the next message is told that it waits."""
     slack.fail("chat.postMessage", "internal_error")
     mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> post widget")
     await slack_listeners_done()
     await settle(bot)
+    [card] = await wait_card(slack)
     await events.message(CHANNEL, ALICE, "where is the card?", thread_ts=mention.ts)
     await slack.wait_for("chat.postEphemeral", lambda a: a.get("user") == ALICE)
     await settle(bot)
     assert any("waiting for approval" in t for t in ephemerals_to(slack, ALICE))
-    [card] = await wait_card(slack)
+    assert [c.ts for c in await wait_card(slack)] == [card.ts]  # posted once, not again
     await click(events, slack, ALICE, blocks.ACTION_APPROVE, card)
     await wait_answer(slack, mention.ts)
 
