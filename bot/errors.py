@@ -291,7 +291,8 @@ class InvalidArgumentsError(CountersignError):
     """A tool call's arguments have no canonical form: the tool would refuse them as written.
 
     Raised by a tool's canonical form (`bot.tools.canonical`), e.g. an `http_request` URL with a
-    user name in it. The call then cannot run; a policy condition never judges such arguments
+    user name in it. The call then cannot run: the model's call is answered at once with this
+    message, with no card (`bot.tools.refusals`), a policy condition never judges such arguments
     (it fails closed), and an edit with them is refused before anything is recorded.
 
     Args:
