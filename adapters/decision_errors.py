@@ -16,6 +16,7 @@ from bot.errors import (
     AlreadyDecidedError,
     AlreadyVotedError,
     ApprovalNotFoundError,
+    CardNotPostedError,
     InvalidDecisionError,
     NotPermittedError,
     StaleVoteError,
@@ -71,6 +72,8 @@ def decision_error_text(error: Exception, msg: ModuleType, when: Callable[[datet
     if isinstance(error, UnshowableError):
         words = msg.REFUSED_TOO_MANY_KEYS if error.keys else msg.REFUSED_TOO_LONG
         return str(words.format(size=f"{error.size:,}", limit=f"{error.limit:,}"))
+    if isinstance(error, CardNotPostedError):
+        return str(msg.CARD_NOT_POSTED)
     if isinstance(error, ApprovalNotFoundError):
         return str(msg.UNKNOWN_APPROVAL)
     if isinstance(error, InvalidDecisionError):

@@ -1,14 +1,17 @@
-"""Deciding a pause at once: *Approve all* / *Reject all* on its first card (issue 12).
+"""Deciding a pause at once: *Approve all* / *Reject all* on its first card.
 
 A batch is no decision of its own: it is one decision per pending call of the pause, each taken
 through the same path as a single click (`Decider.decide`: validation, authorisation, the policy
 again, quorum votes, self-approval, exactly once), one after the other. A call the clicker may
 not decide stays pending and is reported with the reason, and so does a call whose arguments
 the clicker's platform cannot show in full, which Approve all never approves
-(`bot.errors.UnshowableError`; docs/decisions/0034-arguments-approvers-can-see.md); a call
-decided before (by someone else, or by a double click) is skipped. Each decision is its own transaction, so a batch cut
-short (a crash, a database error) leaves every call either decided or pending, never half of
-one; the pause resumes once, claimed by whichever decision was its last, as for single clicks.
+(`bot.errors.UnshowableError`; docs/decisions/0034-arguments-approvers-can-see.md), and a call
+whose own card has not been posted (its post failed and is tried again), which nobody has seen
+(`bot.errors.CardNotPostedError`; docs/decisions/XXXX-no-card-no-approval.md); a call
+decided before (by someone else, or by a double click) is skipped. Each decision is its own
+transaction, so a batch cut short (a crash, a database error) leaves every call either decided
+or pending, never half of one; the pause resumes once, claimed by whichever decision was its
+last, as for single clicks.
 """
 
 from __future__ import annotations
@@ -49,8 +52,9 @@ class BatchOutcome:
     Attributes:
         decided: calls this click decided (approved or rejected, as stored now).
         voted: calls whose approval was counted while a quorum still waits for others.
-        left: calls left pending: the clicker may not decide them, their arguments changed, or
-            the platform cannot show their arguments in full.
+        left: calls left pending: the clicker may not decide them, their arguments changed,
+            the platform cannot show their arguments in full, or (Approve all) their own card
+            has not been posted.
         skipped: calls decided before the click got to them.
     """
 

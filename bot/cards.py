@@ -2,8 +2,10 @@
 
 Routing (`/countersign cards`): in the conversation (default), in one approvals channel, or in
 each approver's DMs; the conversation always learns where the cards went. A card that cannot be
-posted where it is routed falls back to the conversation (docs/decisions/0007). An escalated
-card gets more copies (`post_copies`, `bot.escalation`); every copy is redrawn on each change.
+posted where it is routed falls back to the conversation (docs/decisions/0007); one that could
+not be posted anywhere is tried again at once, twice (`POST_RETRY_S`), then by the upkeep. An
+escalated card gets more copies (`post_copies`, `bot.escalation`); every copy is redrawn on each
+change.
 The first card of a pause with two or more pending calls carries the pause's Approve all /
 Reject all (`BatchOffer`), and is redrawn when a sibling is decided.
 """
@@ -34,6 +36,13 @@ MAX_DM_CARDS = 20
 KeyOrder = Callable[[str], Sequence[str]]
 """A tool's argument names in its own order, by tool name (`ToolRegistry.argument_order`)."""
 
+POST_RETRY_S = (1.0, 4.0)
+"""Seconds before the second and third attempt at a card of which no copy could be posted (a
+5xx, a dropped connection): a missing card is posted again at once, by the work that posted it
+(a run, `TurnRunner.settle`), while it still holds the conversation. A card still missing after
+them keeps the run undelivered, and the upkeep posts it again later (`bot.upkeep`); until it is
+posted, Approve all does not approve its call (docs/decisions/XXXX-no-card-no-approval.md)."""
+
 REDRAW_WAIT_S = 5.0
 """Seconds the work that follows a redraw (a run, a resume, a sweep) waits for it (`CardDesk.redraw`)."""
 
@@ -49,6 +58,8 @@ class CardDesk:
             there (shutdown waits for it within its grace).
         key_order: each tool's argument order, in which every card lists the arguments
             (default: none known, so keys come by the length of their values).
+        retry_s: seconds before each further attempt at a card of which no copy could be
+            posted (default `POST_RETRY_S`).
     """
 
     def __init__(
@@ -58,8 +69,10 @@ class CardDesk:
         platforms: Mapping[str, Platform],
         tasks: TaskTracker,
         key_order: KeyOrder | None = None,
+        retry_s: Sequence[float] = POST_RETRY_S,
     ) -> None:
         self._key_order: KeyOrder = key_order or (lambda _tool: ())
+        self._retry_s = tuple(retry_s)
         self._approvals = approvals
         self._config = config
         self._platforms = platforms
@@ -78,6 +91,11 @@ class CardDesk:
         self, conversation: ConversationRef, config: WorkspaceConfig, rows: Sequence[ApprovalRecord]
     ) -> list[ApprovalRecord]:
         """Post the card of every pending approval in `rows` that has none yet.
+
+        A card of which no copy could be posted (the platform failed every target) is tried
+        again after each delay of `retry_s`, unless its call was decided or its card posted
+        meanwhile; a card still missing then is left to `post_missing` (`TurnRunner.settle`,
+        also from the upkeep).
 
         Args:
             conversation: where the calls were made.
@@ -99,19 +117,19 @@ class CardDesk:
                 # closed), the card falls back to the conversation: a card nobody can see
                 # would leave the thread waiting for nothing.
                 targets.append(CardTarget(conversation=conversation))
-            posted = 0
-            for target in targets:
-                fallback = target.channel_id is None and target.user_id is None
-                if fallback and posted and len(targets) > 1:
+            for attempt, delay_s in enumerate((0.0, *self._retry_s)):
+                if delay_s:
+                    log.warning(
+                        "posting the card for approval %s again in %g s (thread_id=%s)", row.id, delay_s, row.thread_id
+                    )
+                    await asyncio.sleep(delay_s)
+                    again = await self._approvals.get(row.id)
+                    if again is None or not again.is_pending or again.card_ref is not None:
+                        break  # decided meanwhile (an expiry, a stop), or posted by another path
+                posted, elsewhere = await self._post_copies(platform, row, card, targets, first_attempt=attempt == 0)
+                posted_elsewhere |= elsewhere
+                if posted:
                     break
-                try:
-                    card_ref = await platform.post_card(target, card)
-                except Exception:
-                    log.exception("could not post the card for approval %s (thread_id=%s)", row.id, row.thread_id)
-                    continue
-                await self._approvals.add_card(row.id, card_ref, primary=posted == 0)
-                posted += 1
-                posted_elsewhere |= not fallback
             now = await self._approvals.get(row.id)
             if now is not None and replace(now, card_ref=row.card_ref) != row:
                 # A click (a decision, a vote, an edit) beat the stored card reference: its
@@ -125,6 +143,42 @@ class CardDesk:
                 recipient=None,
             )
         return stored
+
+    async def _post_copies(
+        self,
+        platform: Platform,
+        row: ApprovalRecord,
+        card: ApprovalCard,
+        targets: Sequence[CardTarget],
+        *,
+        first_attempt: bool,
+    ) -> tuple[int, bool]:
+        """Post `card` to `targets` (the conversation last, as the fallback); each failure is logged.
+
+        Returns:
+            How many copies went out, and whether one of them went elsewhere than the
+            conversation (an approvals channel, DMs).
+        """
+        posted = 0
+        elsewhere = False
+        for target in targets:
+            fallback = target.channel_id is None and target.user_id is None
+            if fallback and posted and len(targets) > 1:
+                break
+            try:
+                card_ref = await platform.post_card(target, card)
+            except Exception:
+                log.exception(
+                    "could not post the card for approval %s%s (thread_id=%s)",
+                    row.id,
+                    "" if first_attempt else " again",
+                    row.thread_id,
+                )
+                continue
+            await self._approvals.add_card(row.id, card_ref, primary=posted == 0)
+            posted += 1
+            elsewhere |= not fallback
+        return posted, elsewhere
 
     async def post_missing(self, conversation: ConversationRef, review: ReviewRecord) -> None:
         """Post the cards of a pending review that could not be posted before (a platform error)."""

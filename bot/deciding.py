@@ -2,9 +2,11 @@
 
 Order matters (seed 001 and issue 4): nothing is written before the decision is validated and
 the clicker is authorised; an approval is refused where the platform cannot show the arguments
-it approves in full (docs/decisions/0034-arguments-approvers-can-see.md); an edit is checked
-against the tool's schema and evaluated by the policy again (it may now need more approvals,
-run without review, or be denied); the vote is then one transaction (`ApprovalStore.vote`).
+it approves in full (docs/decisions/0034-arguments-approvers-can-see.md), and Approve all
+approves no call whose own card was never posted (docs/decisions/XXXX-no-card-no-approval.md);
+an edit is checked against the tool's schema and evaluated by the policy again (it may now need
+more approvals, run without review, or be denied); the vote is then one transaction
+(`ApprovalStore.vote`).
 Every refusal is audited and changes nothing.
 """
 
@@ -32,6 +34,7 @@ from bot.errors import (
     AlreadyDecidedError,
     AlreadyVotedError,
     ApprovalNotFoundError,
+    CardNotPostedError,
     InvalidDecisionError,
     NotPermittedError,
     StaleVoteError,
@@ -237,7 +240,8 @@ class Decider:
             trust: "Approve and trust" (issue 12; with `Approve` only): the approval and a trust
                 grant are recorded together, or nothing is. The grant lasts what the card
                 offered, or less if the trust setting in force now allows less.
-            batch: the decision is one of an Approve all / Reject all (noted in the audit row).
+            batch: the decision is one of an Approve all / Reject all (noted in the audit row);
+                an approval in a batch needs the call's own card posted (`CardNotPostedError`).
 
         Raises:
             ApprovalNotFoundError: unknown id (audited).
@@ -252,6 +256,9 @@ class Decider:
                 whose arguments under vote the card's platform cannot show in full; audited,
                 nothing changed. A reject, or an edit (whose arguments the approver wrote), is
                 not refused for this.
+            CardNotPostedError: an approval in a batch of a call whose card has not been posted
+                (its post failed, and is tried again); audited, nothing changed. A single click
+                comes from the call's own card and is not refused for this.
         """
         for attempt in range(2):
             approval = await self.approval(approval_id, actor=actor)
@@ -285,6 +292,8 @@ class Decider:
         under_vote = approval.args_under_vote
         if isinstance(parsed, Approve):
             await self._ensure_shown(approval, actor, under_vote)
+            if batch:
+                await self._ensure_posted(approval, actor)
         try:
             checked = check_decision(
                 parsed, {"name": approval.tool_name, "args": under_vote}, self._tools.get(approval.tool_name)
@@ -379,6 +388,24 @@ class Decider:
             f"{shortfall.size} {shortfall.shortfall.value} do not fit {platform}'s view (at most {shortfall.limit})",
         )
         raise UnshowableError(platform=platform, keys=keys, size=shortfall.size, limit=shortfall.limit)
+
+    async def _ensure_posted(self, approval: ApprovalRecord, actor: Actor) -> None:
+        """Refuse a batch approval of a call no card of which was posted (audited).
+
+        Approve all is clicked on the pause's first card; the other calls are approved because
+        their own cards showed their arguments. A card whose post failed (a 5xx, a dropped
+        connection) shows nothing until it is posted again, so its call is left pending
+        (docs/decisions/XXXX-no-card-no-approval.md). Any posted copy counts: the primary card,
+        or an escalated copy. A card posted a moment ago whose reference is not stored yet
+        counts as not posted: the call waits for a click on its own card, which is safe.
+
+        Raises:
+            CardNotPostedError: see `decide`.
+        """
+        if approval.card_ref is not None or await self._approvals.card_refs(approval.id):
+            return
+        await self._refused(approval, actor, "card_not_posted", "its card has not been posted")
+        raise CardNotPostedError(approval.id)
 
     async def _trust_for(
         self,

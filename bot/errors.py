@@ -256,6 +256,23 @@ class UnshowableError(CountersignError):
         self.limit = limit
 
 
+class CardNotPostedError(CountersignError):
+    """Approve all reached a call whose card has not been posted; that call stays pending, unchanged.
+
+    Approve all is one click on the pause's first card; it approves only calls whose own card
+    is posted, so nobody approves arguments that were never shown
+    (docs/decisions/XXXX-no-card-no-approval.md). The bot posts a card that failed again
+    (`bot.cards.CardDesk.post`, then the upkeep); it is decided on that card.
+
+    Args:
+        approval_id: the call left pending.
+    """
+
+    def __init__(self, approval_id: str) -> None:
+        super().__init__(f"the card of {approval_id!r} has not been posted")
+        self.approval_id = approval_id
+
+
 class InvalidDecisionError(CountersignError):
     """A decision does not fit the pending action; nothing was changed and the card stays usable.
 
@@ -274,7 +291,8 @@ class InvalidArgumentsError(CountersignError):
     """A tool call's arguments have no canonical form: the tool would refuse them as written.
 
     Raised by a tool's canonical form (`bot.tools.canonical`), e.g. an `http_request` URL with a
-    user name in it. The call then cannot run; a policy condition never judges such arguments
+    user name in it. The call then cannot run: the model's call is answered at once with this
+    message, with no card (`bot.tools.refusals`), a policy condition never judges such arguments
     (it fails closed), and an edit with them is refused before anything is recorded.
 
     Args:

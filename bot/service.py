@@ -567,7 +567,8 @@ class Countersign:
 
         See `bot.batch`. Each decision recorded is followed up like a single click's (its card
         redrawn; the pause resumed by whichever decision was its last). Approve all leaves
-        pending, and reports, every call whose arguments the platform cannot show in full.
+        pending, and reports, every call whose arguments the platform cannot show in full, and
+        every call whose own card has not been posted (nobody has seen it).
 
         Args:
             review_id: the pause the first card's batch button named (32 hex digits).

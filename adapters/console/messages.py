@@ -147,6 +147,9 @@ ALREADY_DECIDED = "This was already {outcome} by @{user}{when}. Nothing was chan
 ALREADY_DECIDED_NOBODY = "This was already {outcome}. Nothing was changed."
 ALREADY_VOTED = "You already approved this; each person counts once, so it now needs someone else (/as ...)."
 STALE_VOTE = "The arguments changed meanwhile; look at the card again."
+CARD_NOT_POSTED = "Its card is not shown yet, so Approve all did not approve it; it is asked on its own."
+"""Why Approve all left a call pending (`bot.errors.CardNotPostedError`); the terminal keeps every card, so
+it never says this today."""
 UNKNOWN_APPROVAL = "This approval is gone. Nothing was changed."
 INVALID_DECISION = "That decision was refused: {problem}"
 DECISION_FAILED = "Something went wrong while recording your decision; nothing was changed. Please try again."

@@ -185,6 +185,11 @@ STOPPED_NOTICE = ":black_square_for_stop: Stopped by <@{user}>."
 CARD_TALLY = "*Approvals:* {count} of {quorum}{names}"
 ALREADY_VOTED = "You already approved this; each person counts once, so it now needs other approvers."
 STALE_VOTE = "The arguments changed while you clicked; look at the card again."
+CARD_NOT_POSTED = (
+    "Its card has not been posted yet (posting it failed; the bot tries again), so nobody has seen its "
+    "arguments and Approve all did not approve it. Decide it on its own card once it shows."
+)
+"""Why Approve all left a call pending: its own card is missing (`bot.errors.CardNotPostedError`)."""
 REFUSED_SELF_APPROVAL = (
     "You asked for this call, and self-approval is off for this tool, so someone else must approve it."
 )

@@ -129,9 +129,9 @@ def with_canonical_args(message: AIMessage, tools: Mapping[str, BaseTool]) -> AI
 
     This is where the model's calls enter the system: from here on the policy judges, the card
     shows, the approval binds and the tool runs these arguments (issue 9, findings 4 and 7).
-    A call whose arguments the tool's form refuses keeps them as sent: the policy then fails
-    closed on it (`bot.approvals.policy.effective_mode`), and the tool refuses it with the same
-    reason when it would run.
+    A call whose arguments the tool's form refuses keeps them as sent: `llm_call` answers it at
+    once with the form's reason, with no card (`bot.tools.refusals`), and the policy fails
+    closed on it (`bot.approvals.policy.effective_mode`).
 
     Args:
         message: the model's answer (NUL already replaced, see `without_nul`).

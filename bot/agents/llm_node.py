@@ -19,13 +19,14 @@ from bot.agents.history import with_canonical_args, with_fresh_call_ids, without
 from bot.agents.model_errors import to_model_error
 from bot.agents.no_answer import ASK_AGAIN, gemini_says, no_answer_reason
 from bot.agents.nodes import Node
-from bot.agents.prompts import ASK_AGAIN_NOTES, STEP_LIMIT_MESSAGE, STOPPED_ANSWER
+from bot.agents.prompts import ASK_AGAIN_NOTES, REFUSED_BY_TOOL, STEP_LIMIT_MESSAGE, STOPPED_ANSWER
 from bot.agents.state import AgentState
 from bot.agents.stop_signal import StopSignal, stop_signal, stopped_answer, unless_stopped
 from bot.approvals.mode import Mode
 from bot.approvals.policy import PolicyContext, ReviewPolicy, Ruling
 from bot.approvals.trust import TrustCheck
 from bot.errors import NoAnswerError
+from bot.tools.refusals import refusal
 
 log = logging.getLogger(__name__)
 
@@ -93,10 +94,13 @@ def make_llm_call(
             stands in when it has no text. The extra call costs no graph step.
         tools: the tools by name, whose canonical forms are applied to the calls before the
             policy sees them (`bot.agents.history.with_canonical_args`); without it, only
-            `bot.tools.canonical.canonical_values`.
-        trust: asked, for each call the plan sends to review and only for those, whether a
-            live trust grant covers it (issue 12); covered calls are stored in `trusted` and
-            get no card. None: no trust applies.
+            `bot.tools.canonical.canonical_values`. A call whose tool refuses its arguments
+            before doing anything (`bot.tools.refusals.refusal`) is stored in `refused` with
+            the error the model reads, whatever its mode but `deny`: `human_review` answers it
+            at once, with no card, and nothing runs it (docs/decisions/0010-canonical-arguments.md).
+        trust: asked, for each call the plan sends to review that its tool does not refuse,
+            and only for those, whether a live trust grant covers it; covered calls are stored
+            in `trusted` and get no card. None: no trust applies.
 
     The step guard (seed 000): a tool call is replaced by `STEP_LIMIT_MESSAGE` when
     `remaining_steps <= steps_per_tool_round`, because the round it starts would leave the
@@ -176,14 +180,25 @@ def make_llm_call(
             response = await _closing_answer(response, messages, config)
         where = PolicyContext.from_config(config)
         plan: dict[str, str] = {}
+        refused: dict[str, str] = {}
         for call in response.tool_calls:
             ruling = await policy.ruling_for(call, where)
             plan[str(call["id"])] = ruling.mode.value
             if ruling.referred:
                 _tell_in_stream(RefusedHere(tool_name=call["name"], ruling=ruling))
+            if ruling.mode is not Mode.DENY:  # a denied tool is answered as denied, whatever its arguments
+                answer = _refused_by_tool(call, tools or {}, where)
+                if answer is not None:
+                    refused[str(call["id"])] = answer
         update: dict[str, Any] = {"messages": [*fitted.removed, response], "review_plan": plan}
+        if refused or state.get("refused"):
+            update["refused"] = refused
         if trust is not None:
-            reviewed = [call for call in response.tool_calls if plan[str(call["id"])] == Mode.REVIEW.value]
+            reviewed = [
+                call
+                for call in response.tool_calls
+                if plan[str(call["id"])] == Mode.REVIEW.value and str(call["id"]) not in refused
+            ]
             if reviewed or state.get("trusted"):
                 update["trusted"] = await _trusted(reviewed, trust, where)
         if fitted.removed:
@@ -207,6 +222,20 @@ def make_llm_call(
         return AIMessage(id=response.id, content=step_limit_message)
 
     return llm_call
+
+
+def _refused_by_tool(call: ToolCall, tools: Mapping[str, BaseTool], where: PolicyContext) -> str | None:
+    """The error answering `call` at once when its tool refuses its arguments as written; else None.
+
+    Only the tool's own refusals before it does anything count (`bot.tools.refusals.refusal`);
+    a call of an unknown tool is left to the tool node, which names the real tools.
+    """
+    tool = tools.get(call["name"])
+    problem = refusal(tool, call["args"]) if tool is not None else None
+    if problem is None:
+        return None
+    log.info("%s refuses its arguments; answered at once, no card (thread_id=%s)", call["name"], where.thread_id)
+    return REFUSED_BY_TOOL.format(problem=problem, name=call["name"])
 
 
 async def _trusted(calls: Sequence[ToolCall], trust: TrustCheck, where: PolicyContext) -> dict[str, str]:

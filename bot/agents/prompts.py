@@ -58,6 +58,12 @@ REJECTED_INVALID_DECISION = "Rejected: the reviewer's decision was invalid ({pro
 REJECTED_BY_POLICY = "Rejected by policy: the tool {name} may not be used here."
 """Tool results for calls that did not run; the model reads them (seed 001: a rejection is a
 result, not a deleted call, so every call keeps its answer)."""
+REFUSED_BY_TOOL = (
+    "Error: {problem} Not run, and nobody was asked to approve it: {name} refuses these arguments as "
+    "written. Fix them and call it again if it is still needed."
+)
+"""The answer, at once and without a card, to a call whose arguments its tool refuses before
+doing anything (`bot.tools.refusals.refusal`); `problem` is the tool's reason, a sentence."""
 POLICY_CHANGED_NEEDS_REVIEW = (
     "Not run: while this call waited for the reviewed calls beside it, an admin changed the policy, "
     "and {name} now needs approval. Call it again if it is still needed."

@@ -53,7 +53,10 @@ def make_human_review(
     missing from it (a checkpoint from before the plan existed) needs review (fail closed). A
     reviewed call that `llm_call` found covered by a trust grant (`trusted`, fixed with the plan
     so that a re-run on resume pairs the decisions with the same calls) is let through to the
-    tool node, which checks the grant again.
+    tool node, which checks the grant again. A call whose tool refuses its arguments before
+    doing anything (`refused`, fixed with the plan too) opens no card and never runs, whatever
+    its mode: it is answered at once with the tool's error; a denied call is answered as
+    denied (docs/decisions/0010-canonical-arguments.md).
 
     The node pairs decisions with reviewed calls by position. Two defaults point in opposite
     directions (seed 001): a call that needs no review is approved; a reviewed call with no
@@ -76,13 +79,15 @@ def make_human_review(
             return _stopped(ai, answers_after(state["messages"], index), signal)
         plan = state.get("review_plan") or {}
         trusted = state.get("trusted") or {}
+        refused = state.get("refused") or {}
         modes = [Mode(plan.get(str(call["id"]), Mode.REVIEW.value)) for call in ai.tool_calls]
         # Calls a trust grant covered when the plan was made get no card; the tool node checks
-        # the grant again before each runs (issue 12).
+        # the grant again before each runs. Calls whose tool refuses their arguments get no
+        # card either: they are answered with the tool's error below, and never run.
         reviewed = [
             call
             for call, mode in zip(ai.tool_calls, modes, strict=True)
-            if mode is Mode.REVIEW and str(call["id"]) not in trusted
+            if mode is Mode.REVIEW and str(call["id"]) not in trusted and str(call["id"]) not in refused
         ]
 
         outcomes: dict[str, Approve | Edit | str] = {}
@@ -98,6 +103,8 @@ def make_human_review(
         for call, mode in zip(ai.tool_calls, modes, strict=True):
             if mode is Mode.DENY:
                 answers.append(_rejection(call, prompts.REJECTED_BY_POLICY.format(name=call["name"])))
+            elif str(call["id"]) in refused:
+                answers.append(_rejection(call, refused[str(call["id"])]))
             elif mode is Mode.REVIEW and str(call["id"]) not in trusted:
                 outcome = outcomes[str(call["id"])]
                 if isinstance(outcome, str):

@@ -28,6 +28,11 @@ class AgentState(TypedDict):
     the message arrived (`call id -> grant id`, issue 12), decided by `llm_call` with the plan:
     `human_review` opens no card for them, and `tool_node` checks the grant again before each
     runs. Absent or empty: none."""
+    refused: NotRequired[dict[str, str]]
+    """The calls of the last AI message whose arguments their tool refuses before doing anything
+    (`call id -> the error the model reads`, `bot.tools.refusals`), decided by `llm_call` with
+    the plan, for every mode but `deny`: `human_review` answers them at once, with no card, and
+    nothing runs them. Absent or empty: none."""
     tool_rounds: NotRequired[int]
     """Tool rounds started so far, counted only by graphs with a hard cap (subagents; see
     `make_llm_call`). LangGraph gives every invocation, and so every resume, a fresh

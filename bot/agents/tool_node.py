@@ -14,7 +14,6 @@ from uuid import uuid4
 from langchain_core.messages import AIMessage, RemoveMessage, ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
-from pydantic import BaseModel, ValidationError
 
 from bot.agents import prompts
 from bot.agents.history import answers_after, last_tool_call_message
@@ -25,6 +24,7 @@ from bot.approvals.mode import Mode
 from bot.approvals.policy import PolicyContext, ReviewPolicy
 from bot.approvals.trust import TrustCheck
 from bot.tools.ledger import Claim, ToolResult, ToolRunLedger, TrustUse
+from bot.tools.refusals import schema_problem
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +52,9 @@ def make_tool_node(
             to call again for a card; a covering grant is claimed through the ledger, which
             checks it once more with the claim. Without it, such a call does not run.
 
+    A call `llm_call` found its tool refusing before doing anything (`refused`) never runs:
+    `human_review` answered it with the tool's error, and so would this node.
+
     Once the run's turn is stopped (`bot.agents.stop_signal`), no further call starts: each
     gets a "not run: stopped" result; a call already running is let finish, or cancelled when
     its tool declared it may be (see `run_tool`).
@@ -71,9 +74,11 @@ def make_tool_node(
         thread_id = str(config.get("configurable", {}).get("thread_id", ""))
         plan = state.get("review_plan") or {}
         trusted = state.get("trusted") or {}
+        refused = state.get("refused") or {}
         context = PolicyContext.from_config(config)
         waited = any(
-            plan.get(str(call["id"])) != Mode.AUTO.value and str(call["id"]) not in trusted for call in ai.tool_calls
+            plan.get(str(call["id"])) != Mode.AUTO.value and str(call["id"]) not in trusted | refused
+            for call in ai.tool_calls
         )
         signal = stop_signal(config)
         results: dict[str, ToolMessage] = {}
@@ -84,6 +89,9 @@ def make_tool_node(
             if signal is not None and signal.is_set:
                 # No new tool call once the turn is stopped.
                 results[call_id] = _error(call, prompts.STOPPED_CALL.format(name=signal.stopped_by or "someone"))
+                continue
+            if call_id in refused:  # `human_review` answered it already; never run it anyway
+                results[call_id] = _error(call, refused[call_id])
                 continue
             if policy is not None and waited and plan.get(call_id) == Mode.AUTO.value:
                 refusal = await _refusal_now(call, policy, context)
@@ -131,7 +139,7 @@ async def run_tool(
     if tool is None:
         available = ", ".join(sorted(tools)) or "none"
         return _error(call, f"Error: {name} is not a valid tool, try one of: {available}.")
-    problem = _argument_problem(tool, call.get("args") or {})
+    problem = schema_problem(tool, call.get("args") or {})
     if problem is not None:
         return _error(call, f"Error: invalid arguments for {name}: {problem}. Fix them and try again.")
     claim = await ledger.claim(
@@ -230,19 +238,6 @@ async def _refusal_now(call: ToolCall, policy: ReviewPolicy, context: PolicyCont
         return _error(call, prompts.REJECTED_BY_POLICY.format(name=call["name"]))
     if mode is Mode.REVIEW:
         return _error(call, prompts.POLICY_CHANGED_NEEDS_REVIEW.format(name=call["name"]))
-    return None
-
-
-def _argument_problem(tool: BaseTool, args: Mapping[str, Any]) -> str | None:
-    schema = tool.tool_call_schema
-    if not isinstance(schema, type) or not issubclass(schema, BaseModel):
-        return None
-    try:
-        schema.model_validate(dict(args))
-    except ValidationError as exc:
-        return "; ".join(
-            f"{'.'.join(str(p) for p in error['loc']) or 'args'}: {error['msg']}" for error in exc.errors()
-        )
     return None
 
 

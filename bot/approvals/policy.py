@@ -163,7 +163,9 @@ def effective_mode(spec: ToolSpec | None, rule: ToolRule | None, args: Mapping[s
     anyway (the tool node answers with the real tool list) and a card for a tool that does not
     exist would only confuse. Any failure while evaluating a condition gives REVIEW, and so do
     arguments without a canonical form (the tool would refuse them) whenever a condition
-    decides, and arguments outside the tool's schema when an admin condition decides.
+    decides, and arguments outside the tool's schema when an admin condition decides. (A call
+    its tool refuses is answered before review whatever its mode but DENY, `bot.tools.refusals`;
+    the REVIEW here holds wherever that answer is not given, e.g. a form that breaks.)
 
     Args:
         spec: the tool's spec; None for an unknown tool.

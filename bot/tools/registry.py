@@ -14,8 +14,10 @@ from bot.tools.canonical import CANONICAL_ARGS, CanonicalForm, CaseRule, canonic
 ARGS_CHECK = "countersign_args_check"
 """Key in a tool's `metadata` of an `args -> problem or None` check for what its schema cannot say.
 
-An edit is refused with that problem before it is recorded (e.g. `http_request` to a host that
-is not allowed), so an approver learns at once instead of the model reading the refusal later.
+The check must say only what the tool itself refuses before doing anything. A model's call with
+such arguments is answered at once with that problem, with no card, whatever its mode but
+`deny` (`bot.tools.refusals`), and an edit is refused with it before it is recorded (e.g.
+`http_request` to a host that is not allowed): nobody is asked to approve what cannot run.
 """
 
 CANCELLABLE = "countersign_cancellable"
@@ -44,7 +46,8 @@ class ToolSpec:
             It receives the canonical arguments when they have one, else the arguments as sent.
         canonical: the tool's canonical form of its arguments (see `bot.tools.canonical`):
             `args -> args` in the spelling the tool itself uses, raising
-            `bot.errors.InvalidArgumentsError` for arguments it would refuse. It is stored in
+            `bot.errors.InvalidArgumentsError` for arguments it would refuse (such a call is
+            answered at once with that error, with no card, `bot.tools.refusals`). It is stored in
             the tool's `metadata` under `CANONICAL_ARGS`, where every part of the bot that
             holds only the tool (the graph's nodes, subagents, edits) finds it; a tool that
             already carries one there (the built-in `http_request`) needs none here.

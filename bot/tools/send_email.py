@@ -20,11 +20,12 @@ import asyncio
 import inspect
 import ipaddress
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.message import EmailMessage
 from email.utils import format_datetime, make_msgid
-from typing import Final
+from typing import Any, Final
 from urllib.parse import quote, unquote, urlsplit
 
 import aiosmtplib
@@ -35,6 +36,7 @@ from bot.errors import ConfigurationError, InvalidArgumentsError
 from bot.settings import ToolSettings
 from bot.tools.canonical import CANONICAL_ARGS, CANONICAL_CASE, Case, CaseRule, Part
 from bot.tools.email_address import ADDRESS_FIELDS, canonical_address, canonical_send_email_args
+from bot.tools.registry import ARGS_CHECK
 
 log = logging.getLogger(__name__)
 
@@ -126,6 +128,20 @@ def _checked(to: list[str], cc: list[str] | None, subject: str, body: str) -> tu
     if len(body) > MAX_BODY_CHARS:
         raise _RefusedError(f"the body is longer than {MAX_BODY_CHARS} characters.")
     return to_list, cc_list, canonical["subject"]
+
+
+def refusal(args: Mapping[str, Any]) -> str | None:
+    """Why `send_email` would refuse `args` without sending anything, or None (its `ARGS_CHECK`).
+
+    The same checks the tool makes first (`_checked`): recipients, their number, the lengths
+    of the subject and body. An edit with such arguments is refused in the form, and a call
+    with them is answered at once, with no card (`bot.tools.refusals`).
+    """
+    try:
+        _checked(args.get("to") or [], args.get("cc"), args.get("subject") or "", args.get("body") or "")
+    except _RefusedError as refused:
+        return str(refused)
+    return None
 
 
 def _build_message(sender: str, to: list[str], cc: list[str], subject: str, body: str) -> EmailMessage:
@@ -261,5 +277,5 @@ def make_send_email_tool(settings: ToolSettings) -> BaseTool:
         name="send_email",
         description=inspect.cleandoc(send_email.__doc__ or ""),
         args_schema=_SendEmailArgs,
-        metadata={CANONICAL_ARGS: canonical_send_email_args, CANONICAL_CASE: SEND_EMAIL_CASE},
+        metadata={CANONICAL_ARGS: canonical_send_email_args, CANONICAL_CASE: SEND_EMAIL_CASE, ARGS_CHECK: refusal},
     )

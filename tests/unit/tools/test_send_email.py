@@ -11,6 +11,7 @@ from pydantic import SecretStr
 from bot.errors import ConfigurationError
 from bot.settings import ToolSettings
 from bot.tools.canonical import canonical_args
+from bot.tools.refusals import refusal
 from bot.tools.send_email import MAX_RECIPIENTS, make_send_email_tool
 from tests.support.bot_process import free_port
 from tests.support.smtp_target import PASSWORD, SmtpServer
@@ -230,3 +231,15 @@ def test_schema_seen_by_the_model():
     assert schema["required"] == ["to", "subject", "body"]
     assert schema["properties"]["cc"]["default"] is None
     assert all(p["description"] for p in schema["properties"].values())
+
+
+async def test_what_the_tool_refuses_before_sending_is_refused_before_a_card(smtp_server):
+    """`send_email` refuses too many recipients (its `ARGS_CHECK`, with the tool's own words) and a display
+    name (its canonical form) before anything is sent, so no card asks about them; a good call passes."""
+    tool = make_send_email_tool(settings_for(f"smtp://127.0.0.1:{smtp_server.port}"))
+    crowd = {"to": [f"user{i}@example.com" for i in range(MAX_RECIPIENTS + 1)], "subject": "s", "body": "b"}
+    assert refusal(tool, crowd) == f"at most {MAX_RECIPIENTS} recipients (To and Cc together) are allowed."
+    assert (await send(tool, **crowd)) == f"Error: {refusal(tool, crowd)}"
+    assert "display name" in (refusal(tool, {"to": ["Ana <a@x.example>"], "subject": "s", "body": "b"}) or "")
+    assert refusal(tool, {"to": ["ana@example.com"], "subject": "s", "body": "b"}) is None
+    assert smtp_server.recorder.messages == []
