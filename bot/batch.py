@@ -7,7 +7,7 @@ not decide stays pending and is reported with the reason, and so does a call who
 the clicker's platform cannot show in full, which Approve all never approves
 (`bot.errors.UnshowableError`; docs/decisions/0034-arguments-approvers-can-see.md), and a call
 whose own card has not been posted (its post failed and is tried again), which nobody has seen
-(`bot.errors.CardNotPostedError`; docs/decisions/XXXX-no-card-no-approval.md); a call
+(`bot.errors.CardNotPostedError`; docs/decisions/0041-no-card-no-approval.md); a call
 decided before (by someone else, or by a double click) is skipped. Each decision is its own
 transaction, so a batch cut short (a crash, a database error) leaves every call either decided
 or pending, never half of one; the pause resumes once, claimed by whichever decision was its

@@ -41,7 +41,7 @@ POST_RETRY_S = (1.0, 4.0)
 5xx, a dropped connection): a missing card is posted again at once, by the work that posted it
 (a run, `TurnRunner.settle`), while it still holds the conversation. A card still missing after
 them keeps the run undelivered, and the upkeep posts it again later (`bot.upkeep`); until it is
-posted, Approve all does not approve its call (docs/decisions/XXXX-no-card-no-approval.md)."""
+posted, Approve all does not approve its call (docs/decisions/0041-no-card-no-approval.md)."""
 
 REDRAW_WAIT_S = 5.0
 """Seconds the work that follows a redraw (a run, a resume, a sweep) waits for it (`CardDesk.redraw`)."""

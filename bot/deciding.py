@@ -3,7 +3,7 @@
 Order matters (seed 001 and issue 4): nothing is written before the decision is validated and
 the clicker is authorised; an approval is refused where the platform cannot show the arguments
 it approves in full (docs/decisions/0034-arguments-approvers-can-see.md), and Approve all
-approves no call whose own card was never posted (docs/decisions/XXXX-no-card-no-approval.md);
+approves no call whose own card was never posted (docs/decisions/0041-no-card-no-approval.md);
 an edit is checked against the tool's schema and evaluated by the policy again (it may now need
 more approvals, run without review, or be denied); the vote is then one transaction
 (`ApprovalStore.vote`).
@@ -395,7 +395,7 @@ class Decider:
         Approve all is clicked on the pause's first card; the other calls are approved because
         their own cards showed their arguments. A card whose post failed (a 5xx, a dropped
         connection) shows nothing until it is posted again, so its call is left pending
-        (docs/decisions/XXXX-no-card-no-approval.md). Any posted copy counts: the primary card,
+        (docs/decisions/0041-no-card-no-approval.md). Any posted copy counts: the primary card,
         or an escalated copy. A card posted a moment ago whose reference is not stored yet
         counts as not posted: the call waits for a click on its own card, which is safe.
 

@@ -261,7 +261,7 @@ class CardNotPostedError(CountersignError):
 
     Approve all is one click on the pause's first card; it approves only calls whose own card
     is posted, so nobody approves arguments that were never shown
-    (docs/decisions/XXXX-no-card-no-approval.md). The bot posts a card that failed again
+    (docs/decisions/0041-no-card-no-approval.md). The bot posts a card that failed again
     (`bot.cards.CardDesk.post`, then the upkeep); it is decided on that card.
 
     Args:
