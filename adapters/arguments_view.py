@@ -2,8 +2,9 @@
 
 The core lays the arguments out (`bot.approvals.shown`); each adapter draws them in its own
 markup within its own limits. What they share is here: text that cannot close the code block
-it is drawn in (`fence_safe`), and the whole arguments cut into parts that each fit one block
-(`parts`), for the full views ("All arguments") that show every character
+it is drawn in (`fence_safe`), one argument's line as a card draws it (`drawn`), and the whole
+arguments cut into parts that each fit one block (`parts`), for the full views ("All
+arguments") that show every character
 (docs/decisions/0034-arguments-approvers-can-see.md).
 """
 
@@ -11,6 +12,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+
+from bot.approvals.shown import ShownLine
 
 _TWO_TICKS = re.compile(r"`(?=`)")
 ZERO_WIDTH = "\u200b"
@@ -26,6 +29,18 @@ def fence_safe(text: str) -> str:
     escapes: they only keep the backticks apart.
     """
     return _TWO_TICKS.sub("`" + ZERO_WIDTH, text)
+
+
+LINE_CUT = "… (+{hidden} characters)"
+"""The end of a shortened argument's line on a card (inside its code block); the full view shows the rest."""
+
+
+def drawn(line: ShownLine) -> str:
+    """One argument's line as a card draws it (before any markup escaping): fence-safe, its cut marked."""
+    text = fence_safe(line.text)
+    if line.hidden:
+        text += LINE_CUT.format(hidden=f"{line.hidden:,}")
+    return text
 
 
 def parts(text: str, room: int, cost: Callable[[str], int], *, at_lines: bool = True) -> list[str]:

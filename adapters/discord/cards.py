@@ -16,7 +16,7 @@ from typing import Any
 
 import discord
 
-from adapters.arguments_view import fence_safe, parts
+from adapters.arguments_view import drawn, fence_safe, parts
 from adapters.discord import messages as msg
 from adapters.display import duration_words, reveal_invisible
 from bot.approvals.escalation import EscalationTarget, TargetKind
@@ -266,22 +266,14 @@ def _field_lines(arguments: Arguments) -> str:
     return _code_block(lines) + note
 
 
-def _drawn(line: ShownLine) -> str:
-    """One argument's line as the card draws it: fence-safe (invisible characters already shown), its cut marked."""
-    text = fence_safe(line.text)
-    if line.hidden:
-        text += msg.CARD_LINE_CUT.format(hidden=f"{line.hidden:,}")
-    return text
-
-
 def _line_cost(line: ShownLine) -> int:
-    return len(_drawn(line)) + 1  # and its line break
+    return len(drawn(line)) + 1  # and its line break
 
 
 def _code_block(lines: tuple[ShownLine, ...]) -> str:
     # A line never starts or ends with a backtick next to the fences: it starts with the key's
     # quote and ends with a value's last character or the cut's mark.
-    return "```\n" + "\n".join(_drawn(line) for line in lines) + "\n```"
+    return "```\n" + "\n".join(drawn(line) for line in lines) + "\n```"
 
 
 def _clip(text: str, limit: int) -> str:

@@ -18,7 +18,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from adapters.arguments_view import ZERO_WIDTH, fence_safe, parts
+from adapters.arguments_view import ZERO_WIDTH, drawn, fence_safe, parts
 from adapters.display import duration_words, reveal_invisible
 from adapters.slack import messages as msg
 from adapters.slack.text import escape, to_mrkdwn
@@ -483,7 +483,7 @@ def _args_section(title: str, arguments: Arguments, *, under_vote: bool = False)
     lines = shorten(arguments, ARGS_ROOM, _line_cost)
     if lines is None:
         return {"type": "section", "text": {"type": "mrkdwn", "text": f"{title}\n{msg.CARD_KEYS_NOT_LISTED}"}}, True
-    body = "\n".join(_drawn(line) for line in lines)
+    body = "\n".join(drawn(line) for line in lines)
     shortened = any(line.hidden for line in lines)
     note = ""
     if shortened:
@@ -492,16 +492,8 @@ def _args_section(title: str, arguments: Arguments, *, under_vote: bool = False)
     return {"type": "section", "text": {"type": "mrkdwn", "text": text}}, shortened
 
 
-def _drawn(line: ShownLine) -> str:
-    """One argument's line as the card draws it (before escaping): fence-safe, its cut marked."""
-    text = fence_safe(line.text)
-    if line.hidden:
-        text += msg.CARD_LINE_CUT.format(hidden=f"{line.hidden:,}")
-    return text
-
-
 def _line_cost(line: ShownLine) -> int:
-    return _escaped_length(_drawn(line)) + 1  # and its line break
+    return _escaped_length(drawn(line)) + 1  # and its line break
 
 
 def _escaped_length(text: str) -> int:
