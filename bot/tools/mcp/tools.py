@@ -210,8 +210,15 @@ def _block_text(block: Any) -> str:
 
 
 def _same_json(text: str, value: Any) -> bool:
-    """Whether `text` is the JSON of `value` (servers often send structured content as text too)."""
+    """Whether `text` already says `value` (servers often send structured content as text too).
+
+    True when `text` is the JSON of `value`, or `value` is `{"result": text}` (or its JSON):
+    FastMCP wraps a tool's plain return value so.
+    """
     try:
-        return bool(json.loads(text) == value)
+        parsed: Any = json.loads(text)
     except ValueError:
-        return False
+        parsed = text
+    if parsed == value:
+        return True
+    return isinstance(value, dict) and set(value) == {"result"} and value["result"] in (parsed, text)
