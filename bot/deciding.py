@@ -41,6 +41,7 @@ from bot.errors import (
     TrustRefusedError,
     UnshowableError,
 )
+from bot.ports import ToolOrigin
 from bot.storage.approval_store import ApprovalStore, VoteKind
 from bot.storage.audit_store import AuditStore
 from bot.storage.config_store import ConfigStore
@@ -124,6 +125,10 @@ class Decider:
     def key_order(self, tool_name: str) -> tuple[str, ...]:
         """The tool's argument names in its own order (`ToolRegistry.argument_order`)."""
         return self._registry.argument_order(tool_name)
+
+    def origin(self, tool_name: str) -> ToolOrigin | None:
+        """The MCP server behind the tool, with the server's hints (`ToolRegistry.origin`); None for the bot's own."""
+        return self._registry.origin(tool_name)
 
     def arranged(self, tool_name: str, args: Mapping[str, object]) -> Arguments:
         """`args` of a call of `tool_name` in the order cards show them (`bot.approvals.shown.arrange`)."""

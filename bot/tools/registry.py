@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from langchain_core.tools import BaseTool
 
 from bot.approvals.mode import Mode
+from bot.ports import ToolOrigin
 from bot.tools.canonical import CANONICAL_ARGS, CanonicalForm, CaseRule, canonical_case
 
 if TYPE_CHECKING:
@@ -243,6 +244,14 @@ class ToolRegistry:
             return spec
         absent = self.absent(name)
         return absent.last_spec if absent is not None else None
+
+    def origin(self, name: str) -> ToolOrigin | None:
+        """The MCP server and tool behind `name`, with the server's hints, for its cards; None for the bot's own."""
+        spec = self.known(name)
+        info = spec.mcp if spec is not None else None
+        if info is None:
+            return None
+        return ToolOrigin(server=info.server, tool=info.upstream, hints=info.hints.words())
 
     def argument_order(self, name: str) -> tuple[str, ...]:
         """The argument names of the tool `name` in its own order (`ToolSpec.argument_names`); empty if unknown."""

@@ -103,7 +103,7 @@ async def test_an_approved_call_runs_once_on_the_server(db_url, stdio):
     )
     text = await converse(db_url, registry_with(servers), model, "note groceries", "a")
     assert "notes__create_note wants to run" in text and "bot> noted" in text
-    # CARD LINE
+    assert "MCP server notes, tool create_note · the server's hints: destructive" in text
     assert calls_of(events, "create_note")[before:] == [
         {"event": "call", "tool": "create_note", "args": {"title": "groceries", "body": "milk"}}
     ]
