@@ -23,7 +23,7 @@ from bot.approvals.config import ApproverKind, CardRouting, WorkspaceConfig
 from bot.approvals.lifecycle import batch_open
 from bot.approvals.records import ApprovalRecord, ReviewRecord, pause_version
 from bot.conversation import Actor, ConversationRef
-from bot.ports import ApprovalCard, BatchOffer, CardsElsewhere, CardTarget, Notice, Platform
+from bot.ports import ApprovalCard, BatchOffer, CardsElsewhere, CardTarget, Notice, Platform, ToolOrigin
 from bot.storage.approval_store import ApprovalStore
 from bot.storage.config_store import ConfigStore
 from bot.tasks import TaskTracker
@@ -34,6 +34,8 @@ MAX_DM_CARDS = 20
 """At most this many approvers get a card in their DMs per call (a big user group is not spammed)."""
 
 KeyOrder = Callable[[str], Sequence[str]]
+OriginOf = Callable[[str], ToolOrigin | None]
+"""A tool's MCP server and name there, with the server's hints (`ToolRegistry.origin`); None for the bot's own."""
 """A tool's argument names in its own order, by tool name (`ToolRegistry.argument_order`)."""
 
 POST_RETRY_S = (1.0, 4.0)
@@ -58,6 +60,7 @@ class CardDesk:
             there (shutdown waits for it within its grace).
         key_order: each tool's argument order, in which every card lists the arguments
             (default: none known, so keys come by the length of their values).
+        origin_of: the MCP server behind each tool, shown on its cards (default: none).
         retry_s: seconds before each further attempt at a card of which no copy could be
             posted (default `POST_RETRY_S`).
     """
@@ -70,8 +73,10 @@ class CardDesk:
         tasks: TaskTracker,
         key_order: KeyOrder | None = None,
         retry_s: Sequence[float] = POST_RETRY_S,
+        origin_of: OriginOf | None = None,
     ) -> None:
         self._key_order: KeyOrder = key_order or (lambda _tool: ())
+        self._origin_of = origin_of
         self._retry_s = tuple(retry_s)
         self._approvals = approvals
         self._config = config
@@ -110,7 +115,7 @@ class CardDesk:
         for row in rows:
             if row.card_ref is not None or not row.is_pending:
                 continue
-            card = card_of(row, rows, self._key_order)
+            card = card_of(row, rows, self._key_order, self._origin_of)
             targets = await _card_targets(platform, conversation, config, row)
             if targets[0].channel_id or targets[0].user_id:
                 # When no routed copy can be posted (a channel the bot cannot write in, DMs
@@ -257,7 +262,7 @@ class CardDesk:
         refs = await self._approvals.card_refs(approval.id) or ([approval.card_ref] if approval.card_ref else [])
         if not refs:
             return
-        card = card_of(approval, siblings, self._key_order)
+        card = card_of(approval, siblings, self._key_order, self._origin_of)
         for card_ref in refs:
             try:
                 await self.platform(conversation).update_card(conversation, card_ref, card)
@@ -278,7 +283,7 @@ class CardDesk:
         if not targets:
             return 0
         siblings = await self._approvals.approvals_of(approval.review_id)
-        card = card_of(approval, siblings, self._key_order)
+        card = card_of(approval, siblings, self._key_order, self._origin_of)
         platform = self.platform(targets[0].conversation)
         posted = 0
         for target in targets:
@@ -302,13 +307,17 @@ class CardDesk:
 
 
 def card_of(
-    approval: ApprovalRecord, siblings: Sequence[ApprovalRecord], key_order: KeyOrder | None = None
+    approval: ApprovalRecord,
+    siblings: Sequence[ApprovalRecord],
+    key_order: KeyOrder | None = None,
+    origin_of: OriginOf | None = None,
 ) -> ApprovalCard:
     """The card of `approval`, one of the pause whose approvals are `siblings` (in any order).
 
     The first card of a pause with two or more pending calls offers Approve all / Reject all
     (`lifecycle.batch_open`). The card lists the arguments in the tool's own order, from
-    `key_order` (docs/decisions/0034-arguments-approvers-can-see.md).
+    `key_order` (docs/decisions/0034-arguments-approvers-can-see.md); a tool of an MCP server
+    carries its server, its name there and the server's hints, from `origin_of`.
     """
     batch = None
     if approval.position == 0 and batch_open(row.status for row in siblings):
@@ -319,7 +328,12 @@ def card_of(
         )
     order = tuple(key_order(approval.tool_name)) if key_order is not None else ()
     return ApprovalCard(
-        approval=approval, position=approval.position + 1, total=len(siblings), batch=batch, key_order=order
+        approval=approval,
+        position=approval.position + 1,
+        total=len(siblings),
+        batch=batch,
+        key_order=order,
+        origin=origin_of(approval.tool_name) if origin_of is not None else None,
     )
 
 

@@ -41,6 +41,7 @@ from bot.errors import (
     TrustRefusedError,
     UnshowableError,
 )
+from bot.ports import ToolOrigin
 from bot.storage.approval_store import ApprovalStore, VoteKind
 from bot.storage.audit_store import AuditStore
 from bot.storage.config_store import ConfigStore
@@ -99,7 +100,7 @@ class Decider:
         self.audit = audit
         self._config = config
         self._registry = registry
-        self._tools: Mapping[str, BaseTool] = {spec.name: spec.tool for spec in registry}
+        self._tools: Mapping[str, BaseTool] = registry.view()
         self._directory_for = directory_for
         self._subagent_tools = dict(subagent_tools or {})
         self._dms = dms
@@ -111,9 +112,11 @@ class Decider:
         that tool. Cards outlive restarts, and a restart may bring another tools module or subagents file;
         the graph would then answer the approved call with "not a valid tool" or "not a
         subagent", so an approval is recorded as a rejection that says why instead of a
-        "Approved" that runs nothing.
+        "Approved" that runs nothing. A tool that is configured but not offered now (its MCP
+        server is not connected, `ToolRegistry.absent`) can still run: a decision on its card
+        waits until it is back (`decide` refuses it meanwhile).
         """
-        if approval.tool_name not in self._tools:
+        if approval.tool_name not in self._tools and self._registry.absent(approval.tool_name) is None:
             return False
         if approval.source is None:
             return True
@@ -122,6 +125,10 @@ class Decider:
     def key_order(self, tool_name: str) -> tuple[str, ...]:
         """The tool's argument names in its own order (`ToolRegistry.argument_order`)."""
         return self._registry.argument_order(tool_name)
+
+    def origin(self, tool_name: str) -> ToolOrigin | None:
+        """The MCP server behind the tool, with the server's hints (`ToolRegistry.origin`); None for the bot's own."""
+        return self._registry.origin(tool_name)
 
     def arranged(self, tool_name: str, args: Mapping[str, object]) -> Arguments:
         """`args` of a call of `tool_name` in the order cards show them (`bot.approvals.shown.arrange`)."""
@@ -248,7 +255,9 @@ class Decider:
             AlreadyDecidedError: decided before; nothing changed.
             AlreadyVotedError: this person already approved these arguments.
             NotPermittedError: the actor may not decide it; nothing changed.
-            InvalidDecisionError: the decision does not fit the action; the card stays usable.
+            InvalidDecisionError: the decision does not fit the action, or (an approval or an
+                edit) its tool is configured but not offered now, its MCP server being down;
+                the card stays usable.
             TrustRefusedError: trust was asked where no single click may grant it now (no
                 trust setting covers the tool here, or it needs more than one approval);
                 audited, nothing changed, the card stays usable.
@@ -295,6 +304,11 @@ class Decider:
             if batch:
                 await self._ensure_posted(approval, actor)
         try:
+            absent = self._registry.absent(approval.tool_name) if not isinstance(parsed, Reject) else None
+            if absent is not None:
+                # Configured, but not offered now (its MCP server is down): approving would run
+                # nothing, so the card waits until it is back; a reject needs no server.
+                raise InvalidDecisionError(f"{absent.reason}; decide again when it is back")
             checked = check_decision(
                 parsed, {"name": approval.tool_name, "args": under_vote}, self._tools.get(approval.tool_name)
             )

@@ -287,6 +287,24 @@ class InvalidDecisionError(CountersignError):
         self.field = field
 
 
+class ToolOutcomeUnknownError(CountersignError):
+    """A tool's call was sent and may or may not have taken effect.
+
+    Raised by a tool when it lost sight of a call it had sent: the connection closed, or the
+    call timed out, while the far side was working on it (an MCP server's tool, say). The
+    tool node answers the model with `message` and records the call's outcome as unknown, so
+    its card says it may or may not have taken effect, as for a call a stop cut short
+    (docs/decisions/0009-unfinished-work-and-the-upkeep.md: tool calls are at most once).
+
+    Args:
+        message: what the model reads: what happened and that the outcome is unknown.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
 class InvalidArgumentsError(CountersignError):
     """A tool call's arguments have no canonical form: the tool would refuse them as written.
 

@@ -36,6 +36,22 @@ class BatchOffer:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ToolOrigin:
+    """Where a card's tool comes from when it is not the bot's own: an MCP server's tool.
+
+    Attributes:
+        server: the server's key in the MCP servers file.
+        tool: the tool's name on the server.
+        hints: what the server says of the tool ("read-only", "destructive", "idempotent",
+            "open world"): shown as the server's hints, never checked, never a policy on their own.
+    """
+
+    server: str
+    tool: str
+    hints: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ApprovalCard:
     """Everything a card shows: the approval (pending or decided) and its place in the pause.
 
@@ -47,6 +63,8 @@ class ApprovalCard:
         batch: the pause's batch buttons, on its first card while two or more calls wait.
         key_order: the tool's argument names in its own order (`ToolRegistry.argument_order`),
             in which the card lists the arguments (`arranged`); empty when unknown.
+        origin: the MCP server and tool behind the card's tool, with the server's hints
+            (`ToolRegistry.origin`); None for the bot's own tools.
     """
 
     approval: ApprovalRecord
@@ -54,6 +72,7 @@ class ApprovalCard:
     total: int
     batch: BatchOffer | None = None
     key_order: tuple[str, ...] = ()
+    origin: ToolOrigin | None = None
 
     def arranged(self, args: Mapping[str, Any]) -> Arguments:
         """`args` in the order the card lists them (`bot.approvals.shown.arrange`)."""

@@ -24,7 +24,7 @@ from bot.escalation import EscalationSweeper
 from bot.expiry import ExpirySweeper
 from bot.housekeeping import Housekeeping
 from bot.log_context import about
-from bot.ports import ReviewPending, TurnFailed
+from bot.ports import ReviewPending, ToolOrigin, TurnFailed
 from bot.stopping import TurnStopper
 from bot.storage.approval_store import ApprovalStore
 from bot.storage.conversation_store import ConversationRow, ConversationStore
@@ -462,6 +462,10 @@ class Countersign:
     def arranged(self, tool_name: str, args: Mapping[str, object]) -> Arguments:
         """A call's arguments in the order cards list them (the tool's own; `bot.approvals.shown.arrange`)."""
         return self._decider.arranged(tool_name, args)
+
+    def tool_origin(self, tool_name: str) -> ToolOrigin | None:
+        """The MCP server behind the tool, for its card (`ApprovalCard.origin`); None for the bot's own tools."""
+        return self._decider.origin(tool_name)
 
     def key_order(self, tool_name: str) -> tuple[str, ...]:
         """The tool's argument names in its own order (`ApprovalCard.key_order`); empty for an unknown tool."""

@@ -130,7 +130,7 @@ class AgentSettings(BaseSettings):
 
 
 class ToolSettings(BaseSettings):
-    """Built-in tools: which hosts `http_request` may call, how email is sent."""
+    """Built-in tools: which hosts `http_request` may call, how email is sent; the MCP servers."""
 
     model_config = _section()
 
@@ -144,6 +144,10 @@ class ToolSettings(BaseSettings):
     """`smtp://user:pass@host:port` (STARTTLS when offered) or `smtps://...` (implicit TLS)."""
     smtp_from: str = Field(default="countersign@localhost", validation_alias="SMTP_FROM")
     smtp_timeout_s: float = Field(default=15.0, gt=0)
+    mcp_config: Path | None = Field(default=None, validation_alias="COUNTERSIGN_MCP_CONFIG")
+    """A JSON file listing the team's MCP servers (`bot.tools.mcp.config`); unset = none."""
+    mcp_timeout_s: float = Field(default=60.0, gt=0, le=3600, validation_alias="COUNTERSIGN_MCP_TIMEOUT")
+    """Seconds an MCP tool call may take, unless its server's entry sets its own `timeout`."""
 
     @field_validator("http_allowed_hosts", mode="before")
     @classmethod
@@ -152,7 +156,7 @@ class ToolSettings(BaseSettings):
             return tuple(h.strip().lower() for h in value.split(",") if h.strip())
         return value
 
-    @field_validator("smtp_url", mode="before")
+    @field_validator("smtp_url", "mcp_config", mode="before")
     @classmethod
     def _blank_is_unset(cls, value: object) -> object:
         return None if value == "" else value

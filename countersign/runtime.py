@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import os
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -28,7 +30,7 @@ from bot.escalation import EscalationSweeper
 from bot.housekeeping import Housekeeping
 from bot.ports import Platform
 from bot.service import Countersign
-from bot.settings import Settings
+from bot.settings import Settings, ToolSettings
 from bot.stop_watch import StopWatch
 from bot.stopping import TurnStopper
 from bot.storage.approval_store import ApprovalStore
@@ -44,6 +46,8 @@ from bot.storage.stop_store import StopStore
 from bot.storage.trust_store import TrustStore
 from bot.storage.upkeep_store import UpkeepStore
 from bot.tasks import TaskTracker
+from bot.tools.mcp.config import load_mcp_config
+from bot.tools.mcp.servers import McpServers
 from bot.tools.operator import build_registry
 from bot.tools.registry import ToolRegistry
 from bot.trusting import TrustGate
@@ -132,7 +136,7 @@ def assemble_core(
     approvals = ApprovalStore(database.pool, audit)
     config = ConfigStore(database.pool, audit)
     tasks = TaskTracker()
-    cards = CardDesk(approvals, config, platforms, tasks, key_order=registry.argument_order)
+    cards = CardDesk(approvals, config, platforms, tasks, key_order=registry.argument_order, origin_of=registry.origin)
     ledger = PostgresLedger(database.pool, approvals, on_outcome_unknown=cards.redraw, audit=audit)
     dms = SharedServerRules(config=config, registry=registry, directory_for=lambda name: platforms[name])
     policy = ConfiguredPolicy(registry, config.load, dms)
@@ -140,13 +144,13 @@ def assemble_core(
     trust = TrustGate(
         grants=grants, config=config, registry=registry, directory_for=lambda name: platforms[name], dms=dms
     )
-    tools = {tool.name: tool for tool in registry.tools()}
+    tools = registry.view()
     specs = default_subagents(registry) if subagents is None else subagents
     compiled = [
         build_subagent(
             spec,
             model=model_named(spec.model) if spec.model and model_named else model,
-            tools=[tools[name] for name in spec.tools],
+            tools=registry.view(spec.tools),
             policy=policy,
             ledger=ledger,
             context_tokens=context_tokens,
@@ -160,7 +164,7 @@ def assemble_core(
             AgentKind.REACT: [
                 build_review_agent(
                     model=model,
-                    tools=registry.tools(),
+                    tools=tools,
                     policy=policy,
                     checkpointer=saver,
                     ledger=ledger,
@@ -273,7 +277,26 @@ def check_configuration(settings: Settings) -> None:
         ConfigurationError: as `open_runtime` does for these.
     """
     build_chat_model(settings.gemini)
-    load_subagents(settings.agent.subagents_file, build_registry(settings.tools, settings.agent.tools_module))
+    registry = build_registry(settings.tools, settings.agent.tools_module)
+    mcp_servers(settings.tools, registry)
+    load_subagents(settings.agent.subagents_file, registry)
+
+
+def mcp_servers(settings: ToolSettings, registry: ToolRegistry) -> McpServers | None:
+    """The MCP servers of `COUNTERSIGN_MCP_CONFIG`, their tools offered by `registry`; None when it is unset.
+
+    Nothing is connected yet (`McpServers.start`).
+
+    Raises:
+        ConfigurationError: the file cannot be used, or a server's key makes the name of one of
+            `registry`'s tools (one line, `bot.tools.mcp.config`).
+    """
+    if settings.mcp_config is None:
+        return None
+    config = load_mcp_config(settings.mcp_config, os.environ)
+    servers = McpServers(config, fixed_names=registry.names(), default_timeout_s=settings.mcp_timeout_s)
+    registry.add_source(servers)
+    return servers
 
 
 @asynccontextmanager
@@ -281,7 +304,10 @@ async def open_runtime(settings: Settings, *, announce: bool = True) -> AsyncIte
     """Open everything the core needs, in order, and close it in reverse.
 
     The model and the tools are built before the database is touched, so a missing
-    `GOOGLE_API_KEY` or a broken tools module fails in one line without starting PostgreSQL.
+    `GOOGLE_API_KEY`, a broken tools module or MCP servers file fails in one line without
+    starting PostgreSQL. The MCP servers (`COUNTERSIGN_MCP_CONFIG`) connect in the background
+    once the core is assembled (one that cannot be reached stops nothing), and are closed after
+    the service, within what is left of `SHUTDOWN_GRACE_S`.
 
     Args:
         settings: everything.
@@ -289,14 +315,17 @@ async def open_runtime(settings: Settings, *, announce: bool = True) -> AsyncIte
             first, which said so already).
 
     Raises:
-        ConfigurationError: missing key, unloadable tools module, ...
+        ConfigurationError: missing key, unloadable tools module, unusable MCP servers file, ...
         DatabaseUnreachableError: PostgreSQL cannot be reached now (an outage: `countersign run`
             tries again, `countersign.starting`).
         DatabaseUnavailableError: PostgreSQL refused us (a wrong password, a missing database).
     """
     model = build_chat_model(settings.gemini)
     registry = build_registry(settings.tools, settings.agent.tools_module)
+    servers = mcp_servers(settings.tools, registry)
     subagents = load_subagents(settings.agent.subagents_file, registry)
+    if announce and servers is not None:
+        log.info("MCP servers: %s (connecting)", ", ".join(servers.statuses()))
     if announce and settings.tools.smtp_url is None:
         # Said here, once: `check_configuration` builds the tools before this too.
         log.info("send_email is off: SMTP_URL is not set")
@@ -328,6 +357,8 @@ async def open_runtime(settings: Settings, *, announce: bool = True) -> AsyncIte
             audit_retention_days=settings.retention.audit_days,
         )
         service, admin = core.service, core.admin
+        if servers is not None:
+            servers.start()
         try:
             yield Runtime(
                 settings=settings,
@@ -338,4 +369,8 @@ async def open_runtime(settings: Settings, *, announce: bool = True) -> AsyncIte
                 registry=registry,
             )
         finally:
+            loop = asyncio.get_running_loop()
+            began = loop.time()
             await service.aclose(settings.server.shutdown_grace_s)
+            if servers is not None:  # after the turns, which may still be calling them
+                await servers.aclose(max(settings.server.shutdown_grace_s - (loop.time() - began), 1.0))

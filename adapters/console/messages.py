@@ -94,6 +94,8 @@ HELP_EXAMPLES = (
 # The approval prompt -------------------------------------------------------------------------
 
 CARD_TOOL = "?  {tool} wants to run ({position} of {total}), asked by {requester}"
+CARD_ORIGIN = "   {origin}"
+"""Under `CARD_TOOL` for an MCP server's tool (`adapters.mcp_text.origin_line`)."""
 CARD_SUBAGENT = "?  {subagent} wants to call {tool} ({position} of {total}), asked by {requester}"
 CARD_WHY = "   why: {why}"
 CARD_ARGS = "   args: {args}"

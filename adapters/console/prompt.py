@@ -27,6 +27,7 @@ from adapters.console.people import CONSOLE_MARKUP, Session
 from adapters.console.platform import ConsolePlatform, where_it_went
 from adapters.decision_errors import decision_error_text, parse_edited_args
 from adapters.display import duration_words, reveal_invisible
+from adapters.mcp_text import origin_line
 from bot.approvals.decisions import Approve, Edit, EditedAction, Reject
 from bot.approvals.escalation import TargetKind
 from bot.approvals.records import ApprovalRecord, pause_version
@@ -175,6 +176,9 @@ class CardPrompt:
             self._write(msg.CARD_SUBAGENT.format(subagent=approval.source, **where))
         else:
             self._write(msg.CARD_TOOL.format(**where))
+        origin = self._service.tool_origin(approval.tool_name)
+        if origin is not None:
+            self._write(msg.CARD_ORIGIN.format(origin=reveal_invisible(origin_line(origin))))
         if approval.description:
             self._write(msg.CARD_WHY.format(why=reveal_invisible(approval.description)))
         self._write_arguments(approval, pause)

@@ -19,6 +19,7 @@ import discord
 from adapters.arguments_view import drawn, fence_safe, parts
 from adapters.discord import messages as msg
 from adapters.display import duration_words, reveal_invisible
+from adapters.mcp_text import origin_line
 from bot.approvals.escalation import EscalationTarget, TargetKind
 from bot.approvals.lifecycle import ApprovalStatus, EscalationStatus
 from bot.approvals.records import ApprovalRecord
@@ -132,6 +133,8 @@ def _card_embed(card: ApprovalCard, room: int) -> discord.Embed:
     tool = f"`{approval.tool_name}`"
     if card.total > 1:
         tool += " · " + msg.CARD_POSITION.format(position=card.position, total=card.total)
+    if card.origin is not None:
+        tool += "\n" + discord.utils.escape_markdown(reveal_invisible(origin_line(card.origin)))
     field = msg.FIELD_SUBAGENT_TOOL.format(subagent=approval.source) if approval.source else msg.FIELD_TOOL
     embed.add_field(name=field, value=_clip(tool, _TOOL_CHARS), inline=True)
     embed.add_field(name=msg.FIELD_REQUESTER, value=f"<@{approval.requester_id}>", inline=True)

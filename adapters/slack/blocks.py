@@ -20,6 +20,7 @@ from typing import Any
 
 from adapters.arguments_view import ZERO_WIDTH, drawn, fence_safe, parts
 from adapters.display import duration_words, reveal_invisible
+from adapters.mcp_text import origin_line
 from adapters.slack import messages as msg
 from adapters.slack.text import escape, to_mrkdwn
 from bot.approvals.escalation import EscalationTarget, TargetKind
@@ -138,10 +139,10 @@ def card_blocks(card: ApprovalCard) -> list[dict[str, Any]]:
         if approval.source
         else msg.CARD_TOOL_LINE.format(tool=escape(approval.tool_name), position=position)
     )
-    lines = [
-        tool_line,
-        msg.CARD_REQUESTER_LINE.format(user=approval.requester_id),
-    ]
+    lines = [tool_line]
+    if card.origin is not None:
+        lines.append(escape(reveal_invisible(origin_line(card.origin))))
+    lines.append(msg.CARD_REQUESTER_LINE.format(user=approval.requester_id))
     if approval.description:
         lines.append(msg.CARD_WHY_LINE.format(why=_clip(to_mrkdwn(reveal_invisible(approval.description)), _WHY_CHARS)))
     if pending and approval.quorum > 1:

@@ -7,14 +7,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_core.language_models import LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolCall, ToolMessage
-from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.config import get_stream_writer
 
+from bot.agents.binding import BoundModel
 from bot.agents.checkpointing import step_budget
-from bot.agents.context_window import ContextWindow, measured_scale, tool_tokens
+from bot.agents.context_window import ContextWindow, measured_scale
 from bot.agents.history import with_canonical_args, with_fresh_call_ids, without_nul
 from bot.agents.model_errors import to_model_error
 from bot.agents.no_answer import ASK_AGAIN, gemini_says, no_answer_reason
@@ -60,7 +60,7 @@ def _tell_in_stream(event: RefusedHere) -> None:
 
 
 def make_llm_call(
-    model: Runnable[LanguageModelInput, BaseMessage],
+    model: BoundModel,
     *,
     policy: ReviewPolicy,
     system_prompt: str,
@@ -69,13 +69,14 @@ def make_llm_call(
     max_tool_rounds: int | None = None,
     step_limit_message: str = STEP_LIMIT_MESSAGE,
     closing_instruction: str | None = None,
-    tools: Mapping[str, BaseTool] | None = None,
+    own_checks: bool = True,
     trust: TrustCheck | None = None,
 ) -> LlmNode:
     """Build the `llm_call` node.
 
     Args:
-        model: the chat model with the tools bound.
+        model: the chat model bound to the graph's tools, bound again per call when they
+            changed (an MCP server connected or went away; `bot.agents.binding`).
         policy: gives each tool call of the answer its mode, stored as `review_plan`; a call
             refused for want of a decider where it was asked (a Discord DM) is also written to
             the run's custom stream as `RefusedHere`, so that its requester is told where to ask.
@@ -92,12 +93,14 @@ def make_llm_call(
             this appended to the system prompt, for a final text (a subagent's report of what
             it has so far); any tool call in that answer is dropped, and `step_limit_message`
             stands in when it has no text. The extra call costs no graph step.
-        tools: the tools by name, whose canonical forms are applied to the calls before the
-            policy sees them (`bot.agents.history.with_canonical_args`); without it, only
-            `bot.tools.canonical.canonical_values`. A call whose tool refuses its arguments
-            before doing anything (`bot.tools.refusals.refusal`) is stored in `refused` with
-            the error the model reads, whatever its mode but `deny`: `human_review` answers it
-            at once, with no card, and nothing runs it (docs/decisions/0010-canonical-arguments.md).
+        own_checks: apply the canonical forms of the model's `tools` to the calls before the
+            policy sees them (`bot.agents.history.with_canonical_args`), and store in
+            `refused` a call whose tool refuses its arguments before doing anything
+            (`bot.tools.refusals.refusal`), with the error the model reads, whatever its mode
+            but `deny`: `human_review` answers it at once, with no card, and nothing runs it
+            (docs/decisions/0010-canonical-arguments.md). False (the supervisor's
+            delegations, which answer a bad call in their own words): only
+            `bot.tools.canonical.canonical_values`, and no refusal.
         trust: asked, for each call the plan sends to review that its tool does not refuse,
             and only for those, whether a live trust grant covers it; covered calls are stored
             in `trusted` and get no card. None: no trust applies.
@@ -125,14 +128,13 @@ def make_llm_call(
         bot.errors.ModelError: the model failed after its bounded retries.
         bot.errors.NoAnswerError: the model gave no answer, also when asked once more.
     """
+    tools: Mapping[str, BaseTool] = model.tools if own_checks else {}
 
     async def _ask(messages: list[BaseMessage], config: RunnableConfig) -> AIMessage:
         try:
-            return _as_ai(await model.ainvoke(messages, config))
+            return _as_ai(await model.current().ainvoke(messages, config))
         except Exception as exc:
             raise to_model_error(exc) from exc
-
-    fixed_tokens = tool_tokens(list((tools or {}).values()))
 
     async def _answer(history: Sequence[BaseMessage], prompt: str, config: RunnableConfig) -> AIMessage:
         """The model's answer to `history`; raises `NoAnswerError` instead of returning no answer."""
@@ -171,8 +173,8 @@ def make_llm_call(
         )
         messages: list[BaseMessage] = [SystemMessage(content=fitted.system_prompt), *fitted.view]
         response = await _answer(fitted.view, fitted.system_prompt, config)
-        measured = measured_scale(_input_tokens(response), messages, fixed_tokens, scale)
-        response = with_canonical_args(without_nul(response), tools or {})
+        measured = measured_scale(_input_tokens(response), messages, model.tool_tokens(), scale)
+        response = with_canonical_args(without_nul(response), tools)
         response = with_fresh_call_ids(response)  # never the model's ids (`with_fresh_call_ids`)
         rounds = state.get("tool_rounds", 0)
         capped = max_tool_rounds is not None and rounds >= max_tool_rounds
@@ -187,7 +189,7 @@ def make_llm_call(
             if ruling.referred:
                 _tell_in_stream(RefusedHere(tool_name=call["name"], ruling=ruling))
             if ruling.mode is not Mode.DENY:  # a denied tool is answered as denied, whatever its arguments
-                answer = _refused_by_tool(call, tools or {}, where)
+                answer = _refused_by_tool(call, tools, where)
                 if answer is not None:
                     refused[str(call["id"])] = answer
         update: dict[str, Any] = {"messages": [*fitted.removed, response], "review_plan": plan}

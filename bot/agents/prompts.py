@@ -78,6 +78,8 @@ TRUST_ENDED = (
 STOPPED_ANSWER = "Stopped by {name}."
 """The closing message of a stopped turn (issue 12, "Stop"): the model's history records that
 the user stopped it, so the next message continues from there (`bot.agents.stop_signal`)."""
+TOOL_UNAVAILABLE = "Error: {name} is not available now: {reason}; nothing ran. Tell the user, and try later."
+"""Answer for a call of a tool that exists but is not offered now (its MCP server is not connected)."""
 STOPPED_CALL = "Not run: {name} stopped this turn before the call ran."
 """The result of every call a stopped turn leaves unanswered (a reviewed one, a waiting one)."""
 CANCELLED_CALL = (

@@ -10,14 +10,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from langchain_core.language_models import BaseChatModel, LanguageModelInput
-from langchain_core.messages import AIMessage, BaseMessage, ToolCall
-from langchain_core.runnables import Runnable
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, ToolCall
 from langchain_core.tools import BaseTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
+from bot.agents.binding import BoundModel, bind_model
 from bot.agents.context_window import DEFAULT_CONTEXT_TOKENS, ContextWindow
 from bot.agents.llm_node import make_llm_call
 from bot.agents.prompts import STEP_LIMIT_MESSAGE, SYSTEM_PROMPT
@@ -28,6 +28,7 @@ from bot.approvals.mode import Mode
 from bot.approvals.policy import PolicyContext, ReviewPolicy, Ruling
 from bot.approvals.trust import TrustCheck
 from bot.tools.ledger import ToolRunLedger
+from bot.tools.registry import ToolView
 
 STEPS_PER_TOOL_ROUND = 3
 """`human_review`, `tool_node`, `llm_call`: the steps one tool round costs (seed 001)."""
@@ -41,7 +42,7 @@ ReviewAgent = CompiledStateGraph[AgentState, None, AgentState, AgentState]
 def build_review_agent(
     *,
     model: BaseChatModel,
-    tools: Sequence[BaseTool],
+    tools: Sequence[BaseTool] | ToolView,
     policy: ReviewPolicy,
     checkpointer: BaseCheckpointSaver[Any],
     ledger: ToolRunLedger,
@@ -54,7 +55,8 @@ def build_review_agent(
 
     Args:
         model: the chat model; the tools are bound here.
-        tools: every tool the model may call.
+        tools: every tool the model may call: a live view of the registry (its tools are
+            bound, reviewed and run as they are at each model call), or a fixed list.
         policy: decides which calls wait for review; every tool it names must be in `tools`.
         checkpointer: required, as in seed 001: a paused review lives only in the checkpoint.
         ledger: claims each tool call before it runs.
@@ -69,12 +71,13 @@ def build_review_agent(
         ValueError: when the policy names a tool that is not in `tools`, so a typo shows at
             build time instead of a tool silently running without review (seed 001).
     """
-    unknown = sorted(policy.configured_tools() - {tool.name for tool in tools})
+    view = tools if isinstance(tools, ToolView) else ToolView.of(tools)
+    unknown = sorted(policy.configured_tools() - set(view))
     if unknown:
         raise ValueError(f"the approval policy names unknown tool(s): {', '.join(unknown)}")
     graph = react_graph(
         model=model,
-        tools=tools,
+        tools=view,
         policy=policy,
         ledger=ledger,
         system_prompt=system_prompt,
@@ -88,7 +91,7 @@ def build_review_agent(
 def react_graph(
     *,
     model: BaseChatModel,
-    tools: Sequence[BaseTool],
+    tools: Sequence[BaseTool] | ToolView,
     policy: ReviewPolicy,
     ledger: ToolRunLedger,
     system_prompt: str,
@@ -103,8 +106,9 @@ def react_graph(
     """The uncompiled ReAct graph with the review gate, shared by the agent and subagents.
 
     Args:
-        model: the chat model; the tools are bound here.
-        tools: every tool the model may call.
+        model: the chat model; the tools are bound here, again whenever they changed.
+        tools: every tool the model may call: a live view (`bot.tools.registry.ToolView`),
+            read by every node at each step, or a fixed list.
         policy: decides which calls wait for review.
         ledger: claims each tool call before it runs.
         system_prompt: prepended on every model call, never stored.
@@ -119,13 +123,13 @@ def react_graph(
         trust: the trust check, asked by `llm_call` for calls the policy sends to review and by
             `tool_node` again before such a call runs (issue 12); the same at every depth.
     """
-    by_name = {tool.name: tool for tool in tools}
+    by_name = tools if isinstance(tools, ToolView) else ToolView.of(tools)
     policy = OwnToolsPolicy(policy, by_name)
     graph = StateGraph(AgentState)
     graph.add_node(
         "llm_call",
         make_llm_call(
-            bind_model(model, tools, model_kwargs),
+            BoundModel(model, by_name, model_kwargs),
             policy=policy,
             system_prompt=system_prompt,
             steps_per_tool_round=STEPS_PER_TOOL_ROUND,
@@ -136,7 +140,6 @@ def react_graph(
             max_tool_rounds=max_tool_rounds,
             step_limit_message=step_limit_message,
             closing_instruction=closing_instruction,
-            tools=by_name,
             trust=trust,
         ),
     )
@@ -159,12 +162,13 @@ class OwnToolsPolicy:
 
     Args:
         policy: the policy of the graph's tools.
-        tools: the graph's tools by name.
+        tools: the graph's tools by name, as they are at each call (a live view): a tool not
+            offered now (its MCP server is down) never runs either.
     """
 
     def __init__(self, policy: ReviewPolicy, tools: Mapping[str, BaseTool]) -> None:
         self._policy = policy
-        self._names = frozenset(tools)
+        self._names = tools
 
     def configured_tools(self) -> frozenset[str]:
         """The wrapped policy's tools."""
@@ -181,15 +185,6 @@ class OwnToolsPolicy:
         if call["name"] not in self._names:
             return Ruling(mode=Mode.AUTO)
         return await self._policy.ruling_for(call, context)
-
-
-def bind_model(
-    model: BaseChatModel, tools: Sequence[BaseTool], model_kwargs: dict[str, Any] | None
-) -> Runnable[LanguageModelInput, BaseMessage]:
-    """The model with `tools` and the call options bound (options alone when there are no tools)."""
-    if tools:
-        return model.bind_tools(list(tools), **(model_kwargs or {}))
-    return model.bind(**model_kwargs) if model_kwargs else model
 
 
 def should_continue(state: AgentState) -> str:

@@ -21,6 +21,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 
 from bot.agents import prompts
+from bot.agents.binding import BoundModel, bind_model
 from bot.agents.context_window import DEFAULT_CONTEXT_TOKENS, ContextWindow
 from bot.agents.delegation import (
     DELEGATE,
@@ -31,13 +32,14 @@ from bot.agents.delegation import (
     make_delegate,
 )
 from bot.agents.llm_node import make_llm_call
-from bot.agents.review_agent import STEPS_PER_TOOL_ROUND, ReviewAgent, bind_model, react_graph, should_continue
+from bot.agents.review_agent import STEPS_PER_TOOL_ROUND, ReviewAgent, react_graph, should_continue
 from bot.agents.review_node import make_human_review
 from bot.agents.state import AgentState
 from bot.agents.subagent_specs import SubagentSpec
 from bot.approvals.policy import ReviewPolicy
 from bot.approvals.trust import TrustCheck
 from bot.tools.ledger import ToolRunLedger
+from bot.tools.registry import ToolView
 
 
 def max_tool_rounds(step_limit: int) -> int:
@@ -54,7 +56,7 @@ def build_subagent(
     spec: SubagentSpec,
     *,
     model: BaseChatModel,
-    tools: Sequence[BaseTool],
+    tools: Sequence[BaseTool] | ToolView,
     policy: ReviewPolicy,
     ledger: ToolRunLedger,
     context_tokens: int = DEFAULT_CONTEXT_TOKENS,
@@ -66,7 +68,9 @@ def build_subagent(
     Args:
         spec: its configuration (tools must already be checked against the registry).
         model: its model (its own, or the supervisor's).
-        tools: the registered tools `spec.tools` names, in that order.
+        tools: the registered tools `spec.tools` names, in that order: a live view
+            (`ToolRegistry.view(spec.tools)`: a listed MCP tool is offered while its server is
+            connected), or a fixed list.
         policy: the same policy as everywhere: a GET runs, a POST waits for a card.
         ledger: the same ledger as everywhere, so the approved-digest check covers its calls.
         context_tokens: tokens of history sent per model call (a delegation is never cut).
@@ -122,21 +126,22 @@ def build_supervisor_agent(
     names = [subagent.spec.name for subagent in subagents]
     if not names or len(set(names)) != len(names):
         raise ValueError(f"the supervisor needs subagents with unique names, got {names}")
-    tools = [delegation_tool(subagent.spec) for subagent in subagents]
+    tools = ToolView.of(delegation_tool(subagent.spec) for subagent in subagents)
     graph = StateGraph(AgentState)
     graph.add_node(
         "llm_call",
         make_llm_call(
-            bind_model(model, tools, model_kwargs),
+            BoundModel(model, tools, model_kwargs),
             policy=DelegationPolicy(names),
             system_prompt=system_prompt + prompts.SUPERVISOR_INSTRUCTIONS,
+            own_checks=False,
             steps_per_tool_round=STEPS_PER_TOOL_ROUND,
             context=ContextWindow(budget_tokens=context_tokens, summarizer=bind_model(model, (), model_kwargs)),
         ),
     )
     graph.add_node(
         "human_review",
-        make_human_review({tool.name: tool for tool in tools}, tool_round=delegation_sends),
+        make_human_review(tools, tool_round=delegation_sends),
         destinations=(DELEGATE, "llm_call"),
     )
     graph.add_node(DELEGATE, make_delegate({subagent.spec.name: subagent for subagent in subagents}))

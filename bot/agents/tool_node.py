@@ -23,8 +23,10 @@ from bot.agents.stop_signal import StopSignal, is_cancellable, stop_signal, unle
 from bot.approvals.mode import Mode
 from bot.approvals.policy import PolicyContext, ReviewPolicy
 from bot.approvals.trust import TrustCheck
+from bot.errors import ToolOutcomeUnknownError
 from bot.tools.ledger import Claim, ToolResult, ToolRunLedger, TrustUse
 from bot.tools.refusals import schema_problem
+from bot.tools.registry import ToolView
 
 log = logging.getLogger(__name__)
 
@@ -132,11 +134,18 @@ async def run_tool(
             (`bot.tools.registry.CANCELLABLE`) is cancelled when the turn is stopped while
             it runs, and its result says so (recorded like any result, and the call's card,
             if it had one, says it may or may not have taken effect); any other tool finishes.
+
+    A tool that is not offered now but would be (`ToolView.absent`: its MCP server is not
+    connected) is answered with the reason, before any claim: nothing ran. A tool that raises
+    `ToolOutcomeUnknownError` after sending its call is recorded like a call a stop cut short.
     """
     name = call["name"]
     call_id = str(call["id"])
     tool = tools.get(name)
     if tool is None:
+        absent = tools.absent(name) if isinstance(tools, ToolView) else None
+        if absent is not None:  # e.g. its MCP server is not connected now
+            return _error(call, prompts.TOOL_UNAVAILABLE.format(name=name, reason=absent))
         available = ", ".join(sorted(tools)) or "none"
         return _error(call, f"Error: {name} is not a valid tool, try one of: {available}.")
     problem = schema_problem(tool, call.get("args") or {})
@@ -165,13 +174,13 @@ async def run_tool(
         return _error(call, prompts.STOPPED_CALL.format(name=stopper or "someone"))
     cut_short = False
     if is_cancellable(tool):
-        cut_short, finished = await unless_stopped(signal, _invoke(call, tool))
+        stopped, finished = await unless_stopped(signal, _invoke(call, tool))
         stopper = signal.stopped_by if signal is not None else ""
-        result = finished or _error(call, prompts.CANCELLED_CALL.format(name=stopper or "someone"))
-        if cut_short:
+        result, cut_short = finished or (_error(call, prompts.CANCELLED_CALL.format(name=stopper or "someone")), True)
+        if stopped:
             log.info("%s cancelled by a stop (tool_call_id=%s thread_id=%s)", name, call_id, thread_id)
     else:
-        result = await _invoke(call, tool)
+        result, cut_short = await _invoke(call, tool)
     try:
         await ledger.record(
             thread_id=thread_id,
@@ -185,19 +194,27 @@ async def run_tool(
     return result
 
 
-async def _invoke(call: ToolCall, tool: BaseTool) -> ToolMessage:
-    """Run the tool; its own failure becomes an error result (DESIGN.md "Tool errors")."""
+async def _invoke(call: ToolCall, tool: BaseTool) -> tuple[ToolMessage, bool]:
+    """Run the tool: its result, and whether its outcome is unknown.
+
+    Its own failure becomes an error result (DESIGN.md "Tool errors"); a tool that lost sight
+    of a call it had sent (`ToolOutcomeUnknownError`) gives its message as an error result
+    whose outcome is unknown.
+    """
     name, call_id = call["name"], str(call["id"])
     try:
         output = await tool.ainvoke({**call, "type": "tool_call"})
+    except ToolOutcomeUnknownError as exc:
+        log.warning("the outcome of %s is unknown (tool_call_id=%s): %s", name, call_id, exc.message)
+        return _error(call, exc.message), True
     except Exception as exc:
         log.exception("tool %s failed (tool_call_id=%s)", name, call_id)
-        return _error(call, f"Error: {name} failed: {type(exc).__name__}: {exc}")
+        return _error(call, f"Error: {name} failed: {type(exc).__name__}: {exc}"), False
     if isinstance(output, ToolMessage):
         if output.name is None:
             output.name = name
-        return output
-    return ToolMessage(content=str(output), tool_call_id=call_id, name=name)
+        return output, False
+    return ToolMessage(content=str(output), tool_call_id=call_id, name=name), False
 
 
 async def _run_trusted(

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from bot.errors import InvalidArgumentsError, InvalidDecisionError
 from bot.tools.canonical import canonical_args
+from bot.tools.refusals import input_json_schema, json_schema_error
 from bot.tools.registry import ARGS_CHECK
 
 MAX_REASON_CHARS = 2000
@@ -133,7 +134,9 @@ def validate_tool_args(tool: BaseTool, args: Mapping[str, Any], *, tool_checks: 
     edit is judged, stored, shown and run in the same spelling as a call from the model
     (issue 9, findings 4 and 7). With `tool_checks`, the tool's own check of what its schema
     cannot express (the `ARGS_CHECK` in its metadata, e.g. `http_request`'s allowed hosts)
-    runs too.
+    runs too. A tool described by a JSON Schema instead of a pydantic model (an MCP tool's
+    `inputSchema`, `bot.tools.registry.INPUT_SCHEMA`) is checked against that schema with
+    `jsonschema`, so an approver cannot send what the tool would refuse.
 
     Returns:
         The canonical arguments (only keys the caller sent), after validation succeeded.
@@ -161,7 +164,7 @@ def validate_tool_args(tool: BaseTool, args: Mapping[str, Any], *, tool_checks: 
             f"{tool.name} would refuse these arguments: {_clip(exc.message)}", field=exc.field or "args"
         ) from None
     if model is None:
-        return dict(args)  # a tool with a raw JSON schema: nothing stricter to check here
+        return _fit_json_schema(tool, dict(args), tool_checks=tool_checks)
     schema = model
     try:
         schema.model_validate(dict(args))
@@ -193,6 +196,38 @@ def validate_tool_args(tool: BaseTool, args: Mapping[str, Any], *, tool_checks: 
     if problem:
         raise InvalidDecisionError(f"{tool.name} would refuse these arguments: {_clip(str(problem))}", field="args")
     return dict(args)
+
+
+def _fit_json_schema(tool: BaseTool, args: dict[str, Any], *, tool_checks: bool) -> dict[str, Any]:
+    """`validate_tool_args` for a tool described by a JSON Schema (an MCP tool's `inputSchema`).
+
+    The arguments must fit the tool's own schema (`bot.tools.refusals.input_json_schema`), and
+    a key it does not declare is refused where the schema lists properties and says nothing of
+    others (a typo would otherwise reach the tool, or be dropped by it, silently).
+    """
+    json_schema = input_json_schema(tool)
+    if json_schema is not None:
+        found = json_schema_error(json_schema, args)
+        if found is not None:
+            path, message = found
+            raise InvalidDecisionError(
+                f"invalid arguments for {tool.name}: {path + ': ' if path else ''}{_clip(message)}",
+                field=f"args.{path}" if path else "args",
+            )
+        nested = _unknown_key(args, json_schema, "args")
+        if nested is not None:
+            where, key, known = nested
+            owner = f"{tool.name}" if where == "args" else where
+            raise InvalidDecisionError(
+                f"{owner} has no {'argument' if where == 'args' else 'field'} {key!r} "
+                f"(its {'arguments' if where == 'args' else 'fields'}: {', '.join(known) or 'none'})",
+                field=f"{where}.{key}",
+            )
+    check = (tool.metadata or {}).get(ARGS_CHECK) if tool_checks else None
+    problem = check(dict(args)) if callable(check) else None
+    if problem:
+        raise InvalidDecisionError(f"{tool.name} would refuse these arguments: {_clip(str(problem))}", field="args")
+    return args
 
 
 _MESSAGE_CHARS = 300

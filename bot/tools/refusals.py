@@ -10,7 +10,8 @@ denied tool stays denied (docs/decisions/0010-canonical-arguments.md).
 Only the tool's own refusals count, each one a check the tool applies before it does anything:
 
 1. its canonical form (`bot.tools.canonical`) raises `InvalidArgumentsError`;
-2. its call schema refuses them (the tool node's own check, `schema_problem`);
+2. its call schema refuses them (the tool node's own check, `schema_problem`; a JSON Schema,
+   such as an MCP tool's, is checked with `jsonschema`);
 3. its `ARGS_CHECK` (`bot.tools.registry`) names a problem.
 
 A check that fails any other way (a form or check that raises something else) refuses nothing:
@@ -24,12 +25,15 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match
+from jsonschema.validators import validator_for
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, ValidationError
 
 from bot.errors import InvalidArgumentsError
 from bot.tools.canonical import canonical_form, canonical_values
-from bot.tools.registry import ARGS_CHECK
+from bot.tools.registry import ARGS_CHECK, INPUT_SCHEMA
 
 log = logging.getLogger(__name__)
 
@@ -37,12 +41,52 @@ _PROBLEM_CHARS = 500
 """A refusal quotes the offending value; past this it is cut (the model reads it, and so may a log)."""
 
 
+def input_json_schema(tool: BaseTool) -> dict[str, Any] | None:
+    """The JSON Schema `tool`'s arguments are checked against, when it has one instead of a pydantic model.
+
+    Its own (`bot.tools.registry.INPUT_SCHEMA`), else its `args_schema` when that is a dict
+    (without the description LangChain adds); None for a tool with a pydantic model.
+    """
+    own = (tool.metadata or {}).get(INPUT_SCHEMA)
+    if isinstance(own, dict):
+        return own
+    if isinstance(tool.args_schema, dict):
+        return tool.args_schema
+    return None
+
+
+def json_schema_error(schema: Mapping[str, Any], args: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The first error of `args` against a JSON Schema, as `(path, message)`; None when they fit.
+
+    `path` is dotted from the arguments' root ("" for the root itself). The draft is the one the
+    schema names in `$schema`, else 2020-12 (MCP's). A schema that cannot be used (invalid, or
+    with a reference that cannot be resolved here) finds nothing: the tool is then the judge.
+    """
+    try:
+        validator = validator_for(schema, default=Draft202012Validator)(schema)
+        error = best_match(validator.iter_errors(dict(args)))
+    except Exception:
+        log.warning("a tool's JSON Schema cannot be used to check arguments", exc_info=True)
+        return None
+    if error is None:
+        return None
+    return ".".join(str(p) for p in error.absolute_path), error.message
+
+
 def schema_problem(tool: BaseTool, args: Mapping[str, Any]) -> str | None:
-    """What the tool's call schema (pydantic) finds wrong with `args`, or None when they fit.
+    """What the tool's call schema finds wrong with `args`, or None when they fit.
 
     The tool node runs no call with such arguments (`bot.agents.tool_node.run_tool`). A tool
-    with a raw JSON schema instead of a pydantic model is not checked here (None).
+    with a JSON Schema instead of a pydantic model (`input_json_schema`, an MCP tool's) is
+    checked against it with `jsonschema`.
     """
+    json_schema = input_json_schema(tool)
+    if json_schema is not None:
+        found = json_schema_error(json_schema, args)
+        if found is None:
+            return None
+        path, message = found
+        return f"{path or 'args'}: {message}"
     schema = tool.tool_call_schema
     if not isinstance(schema, type) or not issubclass(schema, BaseModel):
         return None

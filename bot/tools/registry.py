@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+import logging
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from langchain_core.tools import BaseTool
 
 from bot.approvals.mode import Mode
+from bot.ports import ToolOrigin
 from bot.tools.canonical import CANONICAL_ARGS, CanonicalForm, CaseRule, canonical_case
+
+if TYPE_CHECKING:
+    from bot.tools.mcp.tools import McpToolInfo
+
+log = logging.getLogger(__name__)
 
 ARGS_CHECK = "countersign_args_check"
 """Key in a tool's `metadata` of an `args -> problem or None` check for what its schema cannot say.
@@ -28,6 +35,18 @@ moment without leaving something worse than a failed call: an HTTP request (the 
 closed connection). A tool without it is let finish when its turn is stopped, and its result
 is kept (`bot.agents.stop_signal`). A cancelled call's result tells the model that it may or
 may not have taken effect.
+"""
+
+INPUT_SCHEMA = "countersign_input_schema"
+"""Key in a tool's `metadata`: the JSON Schema (a dict) its arguments are checked against.
+
+For a tool whose arguments are described by a JSON Schema rather than a pydantic model (an MCP
+tool's `inputSchema`): the model's arguments are checked against it before a card or a claim
+(`bot.tools.refusals.schema_problem`), and so are an approver's edits
+(`bot.approvals.decisions.validate_tool_args`), so nobody approves what the tool would refuse.
+Without it, a tool whose `args_schema` is a dict is checked against that dict. The schema the
+model is shown may be a simplified copy (see `bot.tools.mcp.tools.model_schema`); this one is
+the tool's own.
 """
 
 ReviewCondition = Callable[[Mapping[str, Any]], bool]
@@ -53,6 +72,8 @@ class ToolSpec:
             already carries one there (the built-in `http_request`) needs none here.
         cancellable: a Stop may cancel the tool while it runs (see `CANCELLABLE`); stored in
             the tool's `metadata`. Default False: a running call finishes.
+        mcp: for a tool of an MCP server, where it comes from and its definition as the server
+            listed it (annotations included); None for every other tool.
 
     Raises:
         ValueError: when `canonical` is given for a tool that already carries another one.
@@ -65,6 +86,7 @@ class ToolSpec:
     """`review_when` in words, for `/countersign show` (e.g. "the method is not GET or HEAD")."""
     canonical: CanonicalForm | None = None
     cancellable: bool = False
+    mcp: McpToolInfo | None = None
 
     def __post_init__(self) -> None:
         if self.cancellable:
@@ -96,17 +118,58 @@ class ToolSpec:
         """The tool's argument names in its own order: the properties of the schema the model sees.
 
         Cards list a call's arguments in this order (`bot.approvals.shown.arrange`); `trust ...
-        matching` names are checked against it. Empty when the tool has no readable schema.
+        matching` names are checked against it. A tool with its own `INPUT_SCHEMA` is read
+        there. Empty when the tool has no readable schema.
         """
-        schema = self.tool.tool_call_schema
+        own = (self.tool.metadata or {}).get(INPUT_SCHEMA)
+        schema = own if isinstance(own, dict) else self.tool.tool_call_schema
         fields = getattr(schema, "model_fields", None)
         if isinstance(fields, dict):
             return tuple(fields)
         return tuple((schema.get("properties") or {}) if isinstance(schema, dict) else ())
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AbsentTool:
+    """Why a tool a source would offer is not offered now (e.g. its MCP server is not connected).
+
+    Attributes:
+        reason: one clause for the model and for logs, e.g. "MCP server 'github' is not
+            connected"; the model reads it followed by "; nothing ran".
+        last_spec: the tool as its source last offered it in this process, if it ever did
+            (admin commands and cards still know its arguments); None otherwise.
+    """
+
+    reason: str
+    last_spec: ToolSpec | None = None
+
+
+class ToolSource(Protocol):
+    """A set of tools that changes while the bot runs (the tools of MCP servers).
+
+    A registry asks `version` on every look-up and reads `specs()` again only when it changed,
+    so `version` must be cheap and must change whenever `specs()` would answer differently.
+    """
+
+    @property
+    def version(self) -> int:
+        """A number that changes whenever `specs()` changes."""
+        ...
+
+    def specs(self) -> Sequence[ToolSpec]:
+        """The tools offered now, in the order the model sees them."""
+        ...
+
+    def absent(self, name: str) -> AbsentTool | None:
+        """Why `name`, a tool this source would offer, is not offered now; None for any other name."""
+        ...
+
+
 class ToolRegistry:
-    """An ordered set of `ToolSpec`s keyed by tool name.
+    """An ordered set of `ToolSpec`s keyed by tool name: fixed ones, then those of live sources.
+
+    The fixed tools are registered at start (`register`); a source (`add_source`) adds tools
+    that come and go while the bot runs. Every look-up sees the tools offered at that moment.
 
     Raises:
         ValueError: from `register` when a name is taken twice, so that an operator tool can
@@ -115,34 +178,168 @@ class ToolRegistry:
 
     def __init__(self, specs: Iterable[ToolSpec] = ()) -> None:
         self._specs: dict[str, ToolSpec] = {}
+        self._sources: list[ToolSource] = []
+        self._changes = 0
+        self._merged: dict[str, ToolSpec] = {}
+        self._merged_version: tuple[int, ...] | None = None
         for spec in specs:
             self.register(spec)
 
     def register(self, spec: ToolSpec) -> None:
-        """Add a tool; see the class docstring for the duplicate-name rule."""
+        """Add a fixed tool; see the class docstring for the duplicate-name rule."""
         if spec.name in self._specs:
             raise ValueError(f"a tool named {spec.name!r} is already registered")
         self._specs[spec.name] = spec
+        self._changes += 1
+
+    def add_source(self, source: ToolSource) -> None:
+        """Offer the tools of `source` after the fixed ones, for as long as it offers them.
+
+        A source's tool named like a fixed tool, or like an earlier source's, is not offered
+        (the source is expected to leave such tools out and say why, as `bot.tools.mcp` does).
+        """
+        self._sources.append(source)
+        self._changes += 1
+
+    @property
+    def version(self) -> tuple[int, ...]:
+        """Changes whenever the tools offered change (a registration, a source's own version)."""
+        return (self._changes, *(source.version for source in self._sources))
+
+    def _current(self) -> dict[str, ToolSpec]:
+        version = self.version
+        if version != self._merged_version:
+            merged = dict(self._specs)
+            for source in self._sources:
+                for spec in source.specs():
+                    if spec.name in merged:
+                        log.warning("tool %s is offered twice; the first one is kept", spec.name)
+                        continue
+                    merged[spec.name] = spec
+            self._merged, self._merged_version = merged, version
+        return self._merged
 
     def get(self, name: str) -> ToolSpec | None:
-        """The spec for `name`, or None."""
-        return self._specs.get(name)
+        """The spec for `name` when it is offered now, or None."""
+        return self._current().get(name)
+
+    def absent(self, name: str) -> AbsentTool | None:
+        """Why `name` is not offered now when a source would offer it; None when it is offered or unknown."""
+        if name in self._current():
+            return None
+        for source in self._sources:
+            found = source.absent(name)
+            if found is not None:
+                return found
+        return None
+
+    def known(self, name: str) -> ToolSpec | None:
+        """The spec for `name` when offered now, else as its source last offered it (`AbsentTool.last_spec`).
+
+        Admin settings and cards may name a tool whose MCP server is down for a while; what
+        can run is asked with `get`.
+        """
+        spec = self.get(name)
+        if spec is not None:
+            return spec
+        absent = self.absent(name)
+        return absent.last_spec if absent is not None else None
+
+    def origin(self, name: str) -> ToolOrigin | None:
+        """The MCP server and tool behind `name`, with the server's hints, for its cards; None for the bot's own."""
+        spec = self.known(name)
+        info = spec.mcp if spec is not None else None
+        if info is None:
+            return None
+        return ToolOrigin(server=info.server, tool=info.upstream, hints=info.hints.words())
 
     def argument_order(self, name: str) -> tuple[str, ...]:
         """The argument names of the tool `name` in its own order (`ToolSpec.argument_names`); empty if unknown."""
-        spec = self._specs.get(name)
+        spec = self.known(name)
         return spec.argument_names if spec is not None else ()
 
     def names(self) -> list[str]:
-        """Tool names in registration order."""
-        return list(self._specs)
+        """Tool names offered now, fixed ones first, in registration order."""
+        return list(self._current())
 
     def tools(self) -> list[BaseTool]:
-        """The LangChain tools in registration order (what the model is bound to)."""
-        return [spec.tool for spec in self._specs.values()]
+        """The LangChain tools offered now, in registration order (what the model is bound to)."""
+        return [spec.tool for spec in self._current().values()]
+
+    def view(self, names: Sequence[str] | None = None) -> ToolView:
+        """A live view of the tools offered now: all of them, or those of `names` (a subagent's)."""
+        return ToolView(self, names)
 
     def __iter__(self) -> Iterator[ToolSpec]:
-        return iter(self._specs.values())
+        return iter(list(self._current().values()))
 
     def __len__(self) -> int:
-        return len(self._specs)
+        return len(self._current())
+
+
+class ToolView(Mapping[str, BaseTool]):
+    """The tools one graph offers, by name, as they are at each look-up.
+
+    A graph's nodes read their tools through a view, so that a tool offered after the graph
+    was compiled (an MCP server that connected) is bound to the model, reviewed and run, and a
+    tool that went away is answered as unavailable (`absent`) instead of being called.
+
+    Args:
+        registry: the tools.
+        names: the names this graph may call, in its order (a subagent's `tools`); None for
+            every tool of the registry.
+    """
+
+    def __init__(self, registry: ToolRegistry, names: Sequence[str] | None = None) -> None:
+        self._registry = registry
+        self._names = tuple(names) if names is not None else None
+        self._tools: dict[str, BaseTool] = {}
+        self._version: tuple[int, ...] | None = None
+
+    @classmethod
+    def of(cls, tools: Iterable[BaseTool]) -> ToolView:
+        """A view of a fixed list of tools (the supervisor's delegations, tests).
+
+        Raises:
+            ValueError: when two tools share a name.
+        """
+        return cls(ToolRegistry(ToolSpec(tool=tool) for tool in tools))
+
+    @property
+    def version(self) -> tuple[int, ...]:
+        """Changes whenever the tools of the view may have changed (cache what you derive from them by it)."""
+        return self._registry.version
+
+    def _current(self) -> dict[str, BaseTool]:
+        version = self._registry.version
+        if version != self._version:
+            if self._names is None:
+                self._tools = {spec.name: spec.tool for spec in self._registry}
+            else:
+                found = ((name, self._registry.get(name)) for name in self._names)
+                self._tools = {name: spec.tool for name, spec in found if spec is not None}
+            self._version = version
+        return self._tools
+
+    def absent(self, name: str) -> str | None:
+        """Why `name`, one of this view's tools, is not offered now; None when it is, or is not the view's."""
+        if self._names is not None and name not in self._names:
+            return None
+        absent = self._registry.absent(name)
+        return absent.reason if absent is not None else None
+
+    def tools(self) -> list[BaseTool]:
+        """The tools offered now, in order (what the model is bound to)."""
+        return list(self._current().values())
+
+    def __getitem__(self, name: str) -> BaseTool:
+        return self._current()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._current()))
+
+    def __len__(self) -> int:
+        return len(self._current())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._current()

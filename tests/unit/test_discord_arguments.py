@@ -15,7 +15,7 @@ from adapters.discord.platform import _card_view
 from bot.approvals.escalation import EscalationTarget, TargetKind
 from bot.approvals.lifecycle import EscalationStatus
 from bot.approvals.shown import Shortfall, arrange
-from bot.ports import ApprovalCard
+from bot.ports import ApprovalCard, ToolOrigin
 from tests.unit.slack.test_card_blocks import record
 
 HTTP_ORDER = ("method", "url", "headers", "body")
@@ -152,3 +152,12 @@ def test_a_card_offering_a_partial_trust_names_the_arguments_it_leaves_free():
     [field] = [f for f in card_embed(card).fields if f.name == "🔓 Trust"]
     assert "binds only `url`" in (field.value or "")
     assert "**any** `method`, `headers`, `body`" in (field.value or "")
+
+
+def test_a_card_of_an_mcp_tool_names_its_server_and_shows_its_hints_as_hints():
+    """An MCP tool's embed says which server and tool, and the server's hints as the server's."""
+    origin = ToolOrigin(server="notes", tool="create_note", hints=("read-only",))
+    approval = http_card({"url": "https://x"}).approval
+    embed = card_embed(ApprovalCard(approval=approval, position=1, total=1, origin=origin))
+    tool_field = next(field for field in embed.fields if "`" in str(field.value))
+    assert str(tool_field.value).endswith("MCP server notes, tool create\\_note · the server's hints: read-only")

@@ -25,7 +25,7 @@ from adapters.slack.blocks import (
 )
 from bot.approvals.lifecycle import ApprovalStatus
 from bot.approvals.records import ApprovalRecord
-from bot.ports import ApprovalCard
+from bot.ports import ApprovalCard, ToolOrigin
 
 APPROVAL_ID = "0b5c9f3e-7d0e-4a51-9a7f-3c2f8f1d2e44"
 DECIDED_AT = datetime(2024, 5, 17, 9, 30, tzinfo=UTC)
@@ -535,3 +535,11 @@ def test_args_json_is_indented_and_keeps_order_and_unicode():
     assert list(json.loads(text)) == ["z", "a", "m"]
     assert "ü" in text
     assert '\n  "z": 1' in text
+
+
+def test_a_card_of_an_mcp_tool_names_its_server_and_shows_its_hints_as_hints():
+    """An MCP tool's card says which server and tool, and the server's hints as the server's."""
+    origin = ToolOrigin(server="notes", tool="create_note", hints=("destructive", "open world"))
+    rendered = card_blocks(ApprovalCard(approval=record(), position=1, total=1, origin=origin))
+    assert "MCP server notes, tool create_note · the server's hints: destructive, open world" in all_text(rendered)
+    assert "MCP server" not in all_text(card_blocks(card()))

@@ -1,0 +1,181 @@
+"""The MCP servers file (`COUNTERSIGN_MCP_CONFIG`): the `mcpServers` shape every MCP client reads.
+
+```json
+{"mcpServers": {
+    "github": {"url": "https://example.com/mcp", "headers": {"Authorization": "Bearer ${GITHUB_TOKEN}"}},
+    "notes": {"command": "python", "args": ["notes_server.py"], "env": {"NOTES_DIR": "/srv/notes"}, "timeout": 20}
+}}
+```
+
+An entry with `command` (and optional `args`, `env`, `cwd`) is a stdio server, one with `url`
+(and optional `headers`) a Streamable HTTP server; either may set `timeout`, the seconds one
+call of its tools may take. `${NAME}` in any string value is replaced by the bot's environment
+variable `NAME`, so tokens stay out of the file. Anything else stops the start with one line
+(`bot.errors.ConfigurationError`): a file that cannot be read or is not JSON, an unknown key, an
+entry with both or neither of `command` and `url`, a `${NAME}` that is not set, two server keys
+that make the same tool-name prefix (`safe_server_name`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from bot.errors import ConfigurationError
+
+_REFERENCE = re.compile(r"\$\{([^}]*)\}")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def safe_server_name(key: str) -> str:
+    """The server part of its tools' names: `key` with each character other than a letter, digit, `_` or `-` as `_`.
+
+    The tool the model calls, cards show and `/countersign` commands take is
+    `<safe_server_name(key)>__<tool>`.
+    """
+    return _UNSAFE.sub("_", key)
+
+
+class _Entry(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    timeout: float | None = Field(default=None, gt=0, le=3600)
+    """Seconds one call of this server's tools may take; None: `COUNTERSIGN_MCP_TIMEOUT`."""
+
+
+class StdioServer(_Entry):
+    """A server the bot starts as a subprocess and talks to over its stdin and stdout.
+
+    Attributes:
+        command: the program (looked up on `PATH`).
+        args: its arguments.
+        env: its environment variables: the only ones it gets besides what any process needs
+            (`HOME`, `LOGNAME`, `PATH`, `SHELL`, `TERM`, `USER`: the MCP SDK's default), so
+            the bot's own secrets never reach it.
+        cwd: its working directory; a relative one is read from the file's directory. None:
+            the bot's working directory.
+    """
+
+    command: str = Field(min_length=1)
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: Path | None = None
+
+
+class HttpServer(_Entry):
+    """A server reached over Streamable HTTP.
+
+    Attributes:
+        url: its endpoint (`http://` or `https://`), e.g. `https://example.com/mcp`.
+        headers: sent with every request (e.g. `Authorization`).
+    """
+
+    url: str
+    headers: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        if not re.match(r"https?://[^/\s]+", value):
+            raise ValueError("must be an http:// or https:// URL")
+        return value
+
+
+ServerEntry = StdioServer | HttpServer
+
+
+class McpConfig(BaseModel):
+    """The servers of the file, by their key, in the file's order.
+
+    Attributes:
+        servers: key → entry.
+        source: the file it was read from (for messages).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    servers: dict[str, ServerEntry]
+    source: Path
+
+
+def load_mcp_config(path: Path, environ: Mapping[str, str]) -> McpConfig:
+    """Read and check the MCP servers file.
+
+    Args:
+        path: the file (`COUNTERSIGN_MCP_CONFIG`).
+        environ: the bot's environment, for `${NAME}` references.
+
+    Raises:
+        ConfigurationError: one line naming the file and what is wrong with it (see the module
+            docstring).
+    """
+    where = f"COUNTERSIGN_MCP_CONFIG ({path})"
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigurationError(f"{where} cannot be read: {exc.strerror or exc}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigurationError(f"{where} is not valid JSON: {exc}") from None
+    if not isinstance(raw, dict) or set(raw) != {"mcpServers"} or not isinstance(raw["mcpServers"], dict):
+        raise ConfigurationError(f'{where} must be a JSON object with one key, "mcpServers", an object of servers')
+    servers: dict[str, ServerEntry] = {}
+    prefixes: dict[str, str] = {}
+    for key, entry in raw["mcpServers"].items():
+        safe = safe_server_name(key)
+        if not key or (safe in prefixes):
+            other = prefixes.get(safe)
+            raise ConfigurationError(
+                f"{where}: servers {other!r} and {key!r} both make tool names {safe}__…; rename one"
+                if other is not None
+                else f"{where}: a server's key must not be empty"
+            )
+        prefixes[safe] = key
+        servers[key] = _entry(where, key, _substituted(where, key, entry, environ), path.parent)
+    return McpConfig(servers=servers, source=path)
+
+
+def _entry(where: str, key: str, entry: Any, base: Path) -> ServerEntry:
+    """One server's entry, checked; raises `ConfigurationError` naming the server and the problem."""
+    if not isinstance(entry, dict):
+        raise ConfigurationError(f"{where}: server {key!r} must be an object")
+    if ("command" in entry) == ("url" in entry):
+        raise ConfigurationError(
+            f"{where}: server {key!r} needs either `command` (a stdio server) or `url` (a Streamable HTTP server)"
+        )
+    model: type[StdioServer] | type[HttpServer] = StdioServer if "command" in entry else HttpServer
+    try:
+        checked = model.model_validate(entry)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first.get("loc", ())) or "entry"
+        problem = "unknown key" if first["type"] == "extra_forbidden" else first["msg"].removeprefix("Value error, ")
+        raise ConfigurationError(f"{where}: server {key!r}: {field}: {problem}") from None
+    if isinstance(checked, StdioServer) and checked.cwd is not None and not checked.cwd.is_absolute():
+        checked = checked.model_copy(update={"cwd": base / checked.cwd})
+    return checked
+
+
+def _substituted(where: str, key: str, value: Any, environ: Mapping[str, str]) -> Any:
+    """`value` with every `${NAME}` in its strings replaced from `environ` (keys are left as written)."""
+    if isinstance(value, str):
+
+        def replace(match: re.Match[str]) -> str:
+            name = match.group(1)
+            if not _ENV_NAME.fullmatch(name):
+                raise ConfigurationError(f"{where}: server {key!r}: ${{{name}}} is not a variable name")
+            if name not in environ:
+                raise ConfigurationError(f"{where}: server {key!r} uses ${{{name}}}, which is not set")
+            return environ[name]
+
+        return _REFERENCE.sub(replace, value)
+    if isinstance(value, list):
+        return [_substituted(where, key, item, environ) for item in value]
+    if isinstance(value, dict):
+        return {name: _substituted(where, key, item, environ) for name, item in value.items()}
+    return value

@@ -1,0 +1,288 @@
+"""One MCP server's session, kept by one supervisor task per process.
+
+The supervisor (`McpConnection.run`) owns the `fastmcp.Client`: it connects, lists the tools,
+polls `tools/list` as its health check and change detector (`ping` does not exist on the
+2026-07-28 protocol), and on any failure leaves the session and connects again after a capped,
+jittered exponential backoff. Callers never enter the client: `call` sends on the live session
+or refuses at once, before anything is sent, when there is none. A stdio server is started once
+per connection, never per call (docs/decisions/XXXX-mcp-client.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import mcp_types
+from fastmcp import Client
+from fastmcp.client.transports import ClientTransport, StdioTransport, StreamableHttpTransport
+from mcp.shared.exceptions import MCPError
+
+from bot.tools.mcp.config import HttpServer, ServerEntry
+
+log = logging.getLogger(__name__)
+
+POLL_S = 30.0
+"""Seconds between two `tools/list` polls of a connected server."""
+FIRST_RETRY_S = 1.0
+"""The wait before connecting again after the first failure; doubled up to `MAX_RETRY_S`."""
+MAX_RETRY_S = 60.0
+CONNECT_TIMEOUT_S = 30.0
+"""Seconds a connection's start (a stdio server's start, the handshake, the first `tools/list`) may take."""
+LIST_TIMEOUT_S = 30.0
+"""Seconds one poll may take before the server counts as lost."""
+
+_REFUSED_CODES = frozenset(
+    {mcp_types.PARSE_ERROR, mcp_types.INVALID_REQUEST, mcp_types.METHOD_NOT_FOUND, mcp_types.INVALID_PARAMS}
+)
+"""JSON-RPC errors by which a server says it did not take the request: nothing ran."""
+
+
+class State(StrEnum):
+    """Where a server's connection is."""
+
+    CONNECTING = "connecting"
+    CONNECTED = "connected"
+    RETRYING = "retrying"
+    STOPPED = "stopped"
+
+
+class NotConnectedError(Exception):
+    """The call was not sent: the server is not connected now.
+
+    Args:
+        reason: why, in one clause ("MCP server 'notes' is not connected: ...").
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class CallRefusedError(Exception):
+    """The server answered the call with a JSON-RPC error saying it did not take it: nothing ran.
+
+    Args:
+        detail: the server's message.
+    """
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
+class OutcomeUnknownError(Exception):
+    """The call was sent and its answer never came: the server may or may not have acted.
+
+    Args:
+        what: what happened, in one clause ("the connection was lost", "no answer within 30 s").
+    """
+
+    def __init__(self, what: str) -> None:
+        super().__init__(what)
+        self.what = what
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    """A server's connection as it is now.
+
+    Attributes:
+        state: connected, connecting, retrying or stopped.
+        reason: why it is not connected (the last failure), else "".
+        protocol_version: the negotiated MCP protocol version while connected, else "".
+    """
+
+    state: State
+    reason: str = ""
+    protocol_version: str = ""
+
+
+class McpConnection:
+    """The supervised session of one configured server.
+
+    Args:
+        key: the server's key in the file.
+        entry: its entry.
+        on_tools: called with the server's tools each time they were listed (on connecting and
+            at each poll), and with None when the connection is lost; never raises into the
+            supervisor (a failure is logged).
+        on_status: called with the new status at each change.
+        poll_s: seconds between polls.
+        connect_timeout_s: seconds a connection's start may take.
+        first_retry_s: the first wait after a failure, doubled up to `MAX_RETRY_S`.
+    """
+
+    def __init__(
+        self,
+        key: str,
+        entry: ServerEntry,
+        *,
+        on_tools: Callable[[Sequence[mcp_types.Tool] | None], None],
+        on_status: Callable[[Status], None] = lambda status: None,
+        poll_s: float = POLL_S,
+        connect_timeout_s: float = CONNECT_TIMEOUT_S,
+        first_retry_s: float = FIRST_RETRY_S,
+    ) -> None:
+        self.key = key
+        self._entry = entry
+        self._on_tools = on_tools
+        self._on_status = on_status
+        self._poll_s = poll_s
+        self._connect_timeout_s = connect_timeout_s
+        self._first_retry_s = first_retry_s
+        self._client: Client[Any] | None = None
+        self._lost = asyncio.Event()
+        self._lost_reason = ""
+        self._poll_now = asyncio.Event()
+        self.status = Status(State.CONNECTING)
+
+    def _transport(self) -> ClientTransport:
+        entry = self._entry
+        if isinstance(entry, HttpServer):
+            return StreamableHttpTransport(entry.url, headers=dict(entry.headers))
+        # Only the configured variables: the SDK adds what any process needs (PATH, HOME, ...),
+        # never the bot's own environment and its secrets.
+        return StdioTransport(
+            command=entry.command,
+            args=list(entry.args),
+            env=dict(entry.env),
+            cwd=str(entry.cwd or Path.cwd()),
+            keep_alive=False,
+        )
+
+    def _set_status(self, status: Status) -> None:
+        self.status = status
+        try:
+            self._on_status(status)
+        except Exception:
+            log.exception("MCP server %s: a status listener failed", self.key)
+
+    def _publish(self, tools: Sequence[mcp_types.Tool] | None) -> None:
+        try:
+            self._on_tools(tools)
+        except Exception:
+            log.exception("MCP server %s: its tools could not be offered", self.key)
+
+    def lost(self, reason: str) -> None:
+        """Say the session is dead (a call saw the connection close): the supervisor connects again."""
+        if self._client is not None and not self._lost.is_set():
+            self._lost_reason = reason
+            self._lost.set()
+
+    def poll_now(self) -> None:
+        """Ask for a `tools/list` now rather than at the next poll (a server said its tools changed)."""
+        self._poll_now.set()
+
+    async def run(self) -> None:
+        """Keep the server connected until cancelled; never raises otherwise."""
+        failures = 0
+        while True:
+            self._lost.clear()
+            self._poll_now.clear()
+            client: Client[Any] = Client(
+                self._transport(),
+                name=f"countersign-{self.key}",
+                init_timeout=self._connect_timeout_s,
+                timeout=max(self._connect_timeout_s, LIST_TIMEOUT_S),
+                cache=False,
+            )
+            was_connected = False
+            try:
+                reason = await self._session(client)
+            except asyncio.CancelledError:
+                self._set_status(Status(State.STOPPED, "the bot is stopping"))
+                raise
+            except Exception as exc:
+                reason = _describe(exc)
+            finally:
+                if self._client is not None:
+                    was_connected = True
+                    self._client = None
+                    self._publish(None)
+            failures = 1 if was_connected else failures + 1
+            delay = min(MAX_RETRY_S, self._first_retry_s * 2.0 ** (failures - 1)) * (0.5 + random.random() / 2)  # noqa: S311 - jitter
+            self._set_status(Status(State.RETRYING, reason or "the connection ended"))
+            log.warning("MCP server %s is not connected: %s; trying again in %.1f s", self.key, reason, delay)
+            await asyncio.sleep(delay)
+
+    async def _session(self, client: Client[Any]) -> str:
+        """One connection, from connecting to its loss; returns why it ended."""
+        async with client:
+            tools = await asyncio.wait_for(client.list_tools(cache_mode="bypass"), self._connect_timeout_s)
+            self._client = client
+            protocol = str(client.protocol_version or "")
+            self._set_status(Status(State.CONNECTED, protocol_version=protocol))
+            log.info("MCP server %s connected (protocol %s, %d tools)", self.key, protocol or "?", len(tools))
+            self._publish(tools)
+            while True:
+                waits = [asyncio.ensure_future(self._lost.wait()), asyncio.ensure_future(self._poll_now.wait())]
+                try:
+                    await asyncio.wait(waits, timeout=self._poll_s, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    for wait in waits:
+                        wait.cancel()
+                if self._lost.is_set():
+                    return self._lost_reason
+                self._poll_now.clear()
+                tools = await asyncio.wait_for(client.list_tools(cache_mode="bypass"), LIST_TIMEOUT_S)
+                self._publish(tools)
+
+    async def call(self, upstream: str, arguments: dict[str, Any], *, timeout_s: float) -> mcp_types.CallToolResult:
+        """Send one `tools/call` on the live session and return the server's result.
+
+        Args:
+            upstream: the tool's name on the server.
+            arguments: its arguments (already checked against its input schema).
+            timeout_s: seconds to wait for the answer; then the server is told to cancel it.
+
+        Raises:
+            NotConnectedError: nothing was sent (no live session).
+            CallRefusedError: the server refused the request as malformed or unknown; nothing ran.
+            OutcomeUnknownError: sent, and no answer came (the connection was lost, the call timed
+                out, the answer could not be read): the server may have acted.
+            asyncio.CancelledError: the caller was cancelled (a Stop): the SDK tells the server
+                to cancel (`notifications/cancelled`, or the HTTP request is aborted).
+        """
+        client = self._client
+        if client is None or self.status.state is not State.CONNECTED:
+            why = self.status.reason
+            raise NotConnectedError(f"MCP server {self.key!r} is not connected" + (f" ({why})" if why else ""))
+        try:
+            return await client.call_tool_mcp(upstream, arguments, timeout=timeout_s)
+        except MCPError as exc:
+            code = exc.error.code
+            if code == mcp_types.REQUEST_TIMEOUT:
+                raise OutcomeUnknownError(
+                    f"no answer within {timeout_s:g} s; the server was told to cancel the call"
+                ) from exc
+            if code in _REFUSED_CODES:
+                raise CallRefusedError(exc.error.message) from exc
+            if code == mcp_types.CONNECTION_CLOSED:
+                self.lost("the connection closed during a call")
+                raise OutcomeUnknownError("the connection to the server was lost during the call") from exc
+            raise OutcomeUnknownError(f"the server answered with error {code}: {exc.error.message}") from exc
+        except (httpx2.HTTPError, OSError) as exc:
+            self.lost(_describe(exc))
+            raise OutcomeUnknownError(
+                f"the connection to the server failed during the call ({_describe(exc)})"
+            ) from exc
+        except Exception as exc:  # e.g. an answer the SDK cannot read: it was sent, and may have run
+            raise OutcomeUnknownError(f"the server's answer could not be read ({_describe(exc)})") from exc
+
+
+def _describe(exc: BaseException) -> str:
+    """`exc` in one line: its type and message, and its cause's (the SDK wraps connect failures)."""
+    detail = " ".join(str(exc).split())[:300]
+    text = f"{type(exc).__name__}" + (f": {detail}" if detail else "")
+    cause = exc.__cause__
+    if cause is not None and str(cause) and str(cause) not in detail:
+        text += f" ({type(cause).__name__}: {' '.join(str(cause).split())[:200]})"
+    return text

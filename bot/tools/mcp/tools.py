@@ -1,0 +1,224 @@
+"""An MCP server's tools as registry tools, and their results as what the model reads.
+
+Each tool becomes a `ToolSpec` named `<server>__<tool>` (`tool_name`) whose default is review,
+whatever the server's hints say (hints are shown on the card, never obeyed on their own). Its
+`INPUT_SCHEMA` is the server's own `inputSchema`, against which the model's arguments and an
+approver's edits are checked (`bot.tools.refusals`, `bot.approvals.decisions`); the model is
+shown `gemini_parameters` of it. A call goes through the tool node like any other: claimed in
+the tool-run ledger before it is sent, the approved digest checked, its result recorded; a
+call whose answer never came raises `bot.errors.ToolOutcomeUnknownError`, so it is recorded
+as outcome unknown and never sent again (docs/decisions/XXXX-mcp-client.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import mcp_types
+from langchain_core.tools import StructuredTool, ToolException
+
+from bot.approvals.mode import Mode
+from bot.errors import ToolOutcomeUnknownError
+from bot.tools.mcp.connection import CallRefusedError, McpConnection, NotConnectedError, OutcomeUnknownError
+from bot.tools.mcp.gemini_schema import gemini_parameters
+from bot.tools.registry import INPUT_SCHEMA, ToolSpec
+
+MAX_NAME_CHARS = 64
+"""Gemini's limit on a function name; a longer tool name is left out."""
+MAX_RESULT_CHARS = 8_000
+"""Characters of one MCP result the model reads; the rest is cut, and the cut said."""
+_GEMINI_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.:-]*")
+
+
+def tool_name(server: str, upstream: str) -> str:
+    """The name the model calls, cards show and commands take: `<server>__<upstream>`.
+
+    Args:
+        server: the server's safe name (`bot.tools.mcp.config.safe_server_name`).
+        upstream: the tool's name on the server, as it is.
+    """
+    return f"{server}__{upstream}"
+
+
+def name_problem(name: str) -> str | None:
+    """Why `name` cannot be a function name Gemini accepts, or None when it can."""
+    if len(name) > MAX_NAME_CHARS:
+        return f"its name has {len(name)} characters, over Gemini's {MAX_NAME_CHARS}"
+    if not _GEMINI_NAME.fullmatch(name):
+        return "its name has characters Gemini refuses (letters, digits, _ . : - only, not first a digit)"
+    return None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolHints:
+    """What the server says of its tool (MCP's `ToolAnnotations`): hints, never a guarantee.
+
+    Each is None when the server did not say. They are shown on the card; they never make a
+    call run without review on their own.
+    """
+
+    read_only: bool | None = None
+    destructive: bool | None = None
+    idempotent: bool | None = None
+    open_world: bool | None = None
+
+    @classmethod
+    def of(cls, annotations: mcp_types.ToolAnnotations | None) -> ToolHints:
+        """The hints of a listed tool's annotations (all None without any)."""
+        if annotations is None:
+            return cls()
+        return cls(
+            read_only=annotations.read_only_hint,
+            destructive=annotations.destructive_hint,
+            idempotent=annotations.idempotent_hint,
+            open_world=annotations.open_world_hint,
+        )
+
+    def words(self) -> tuple[str, ...]:
+        """The hints the server gave, as card words: "read-only", "destructive", "idempotent", "open world"."""
+        said = (
+            (self.read_only, "read-only"),
+            (self.destructive, "destructive"),
+            (self.idempotent, "idempotent"),
+            (self.open_world, "open world"),
+        )
+        return tuple(word for value, word in said if value)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class McpToolInfo:
+    """Where an MCP tool comes from and how its server defined it.
+
+    Attributes:
+        server: the server's key in the MCP servers file.
+        upstream: the tool's name on the server.
+        description: the server's description of it.
+        hints: its annotations' hints.
+        definition: the tool as the server listed it (`name`, `description`, `inputSchema`,
+            `annotations`, ... in MCP's JSON spelling).
+        digest: SHA-256 of the canonical JSON of its name, description, input schema and
+            annotations: changes whenever what the tool is said to do changes.
+    """
+
+    server: str
+    upstream: str
+    description: str
+    hints: ToolHints
+    definition: Mapping[str, Any] = field(repr=False)
+    digest: str
+
+
+def tool_info(server: str, tool: mcp_types.Tool) -> McpToolInfo:
+    """The `McpToolInfo` of a listed tool of the server `server` (its key)."""
+    definition = tool.model_dump(mode="json", by_alias=True, exclude_none=True)
+    pinned = {key: definition.get(key) for key in ("name", "description", "inputSchema", "annotations")}
+    digest = hashlib.sha256(json.dumps(pinned, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    return McpToolInfo(
+        server=server,
+        upstream=tool.name,
+        description=tool.description or tool.title or "",
+        hints=ToolHints.of(tool.annotations),
+        definition=definition,
+        digest=digest,
+    )
+
+
+def mcp_tool_spec(name: str, info: McpToolInfo, connection: McpConnection, *, timeout_s: float) -> ToolSpec:
+    """The registry tool that calls `info`'s tool on `connection`.
+
+    Args:
+        name: its name (`tool_name`, already checked with `name_problem`).
+        info: the tool as listed.
+        connection: its server's supervised session.
+        timeout_s: seconds one call may take.
+
+    Raises:
+        bot.tools.mcp.gemini_schema.UnusableSchemaError: its input schema cannot be shown to the model.
+    """
+    input_schema = dict(info.definition.get("inputSchema") or {"type": "object"})
+    parameters = gemini_parameters(input_schema)
+
+    async def call(**arguments: Any) -> str:
+        try:
+            result = await connection.call(info.upstream, arguments, timeout_s=timeout_s)
+        except NotConnectedError as exc:
+            raise ToolException(f"Error: {name} is not available now: {exc.reason}; nothing ran.") from None
+        except CallRefusedError as exc:
+            raise ToolException(
+                f"Error: the MCP server refused the call of {name}: {exc.detail}; nothing ran."
+            ) from None
+        except OutcomeUnknownError as exc:
+            raise ToolOutcomeUnknownError(
+                f"Error: {name}: {exc.what}. Whether it took effect is unknown; do not call it again "
+                "without asking the user."
+            ) from None
+        text = result_text(result)
+        if result.is_error:
+            raise ToolException(f"Error: {name} failed: {text or 'the server gave no reason'}")
+        return text
+
+    tool = StructuredTool(
+        name=name,
+        description=info.description,
+        args_schema=parameters,
+        coroutine=call,
+        handle_tool_error=True,
+        metadata={INPUT_SCHEMA: input_schema},
+    )
+    return ToolSpec(tool=tool, default_mode=Mode.REVIEW, cancellable=True, mcp=info)
+
+
+def result_text(result: mcp_types.CallToolResult, limit: int = MAX_RESULT_CHARS) -> str:
+    """What the model reads of an MCP result, at most `limit` characters and the note of a cut.
+
+    Text blocks are joined with newlines; an image, audio or binary resource is described (its
+    type and size), never dropped silently; a resource link names its URI; `structuredContent`
+    is added as JSON when the text does not already carry it.
+    """
+    parts = [_block_text(block) for block in result.content]
+    text = "\n".join(part for part in parts if part)
+    structured = result.structured_content
+    if structured is not None and not _same_json(text, structured):
+        dumped = json.dumps(structured, ensure_ascii=False, default=str)
+        text = f"{text}\nstructured content: {dumped}" if text else dumped
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n[cut: the result had {len(text)} characters; the first {limit} are shown]"
+
+
+def _block_text(block: Any) -> str:
+    """One content block in words (text as it is, anything else described)."""
+    if isinstance(block, mcp_types.TextContent):
+        return block.text
+    if isinstance(block, mcp_types.ImageContent | mcp_types.AudioContent):
+        kind = "image" if isinstance(block, mcp_types.ImageContent) else "audio"
+        return f"[{kind}: {block.mime_type}, about {len(block.data) * 3 // 4} bytes, not shown]"
+    if isinstance(block, mcp_types.ResourceLink):
+        return f"[resource link: {block.uri}" + (f" ({block.name})" if block.name else "") + "]"
+    if isinstance(block, mcp_types.EmbeddedResource):
+        resource = block.resource
+        if isinstance(resource, mcp_types.TextResourceContents):
+            return f"[resource {resource.uri}]\n{resource.text}"
+        size = len(getattr(resource, "blob", "")) * 3 // 4
+        return f"[resource {resource.uri}: {resource.mime_type or 'binary'}, about {size} bytes, not shown]"
+    return f"[{getattr(block, 'type', type(block).__name__)} content, not shown]"
+
+
+def _same_json(text: str, value: Any) -> bool:
+    """Whether `text` already says `value` (servers often send structured content as text too).
+
+    True when `text` is the JSON of `value`, or `value` is `{"result": text}` (or its JSON):
+    FastMCP wraps a tool's plain return value so.
+    """
+    try:
+        parsed: Any = json.loads(text)
+    except ValueError:
+        parsed = text
+    if parsed == value:
+        return True
+    return isinstance(value, dict) and set(value) == {"result"} and value["result"] in (parsed, text)

@@ -1,0 +1,123 @@
+"""A small real MCP server (FastMCP) for tests, over stdio (a subprocess) or Streamable HTTP (in process).
+
+Every call it receives, every cancellation it sees, is written as one JSON line to the file
+`MCP_TEST_LOG` names (stdio) or appended to `events` (in process), so a test asserts what the
+server saw, not what the bot believes it sent.
+
+Run as a stdio server: `python -m tests.support.mcp_server` (from the repository's root).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import socket
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+from fastmcp import FastMCP
+from mcp_types import ToolAnnotations
+
+
+def build_server(record: Callable[[dict[str, Any]], None], name: str = "notes") -> FastMCP:
+    """The test server; `record` is called with each event (`{"event": ..., ...}`)."""
+    mcp = FastMCP(name)
+
+    @mcp.tool(annotations=ToolAnnotations(readOnlyHint=True, idempotentHint=True))
+    def add(a: int, b: int) -> int:
+        """Add two whole numbers."""
+        record({"event": "call", "tool": "add", "args": {"a": a, "b": b}})
+        return a + b
+
+    @mcp.tool(annotations=ToolAnnotations(destructiveHint=True, openWorldHint=False))
+    def create_note(title: str, body: str = "") -> str:
+        """Create a note."""
+        record({"event": "call", "tool": "create_note", "args": {"title": title, "body": body}})
+        return f"created {title}"
+
+    @mcp.tool
+    async def slow(seconds: float) -> str:
+        """Wait `seconds`, then answer."""
+        record({"event": "call", "tool": "slow"})
+        try:
+            await asyncio.sleep(seconds)
+        except asyncio.CancelledError:
+            record({"event": "cancelled", "tool": "slow"})
+            raise
+        return "done"
+
+    @mcp.tool
+    def fail(why: str) -> str:
+        """Always fails."""
+        record({"event": "call", "tool": "fail"})
+        raise ValueError(f"refused: {why}")
+
+    @mcp.tool
+    def huge(chars: int) -> str:
+        """A long answer."""
+        record({"event": "call", "tool": "huge"})
+        return "x" * chars
+
+    @mcp.tool
+    def die() -> str:
+        """The server exits in the middle of the call."""
+        record({"event": "call", "tool": "die"})
+        os._exit(3)
+
+    return mcp
+
+
+def file_recorder(path: Path) -> Callable[[dict[str, Any]], None]:
+    """A `record` that appends JSON lines to `path`."""
+
+    def record(event: dict[str, Any]) -> None:
+        with path.open("a", encoding="utf-8") as out:
+            out.write(json.dumps(event) + "\n")
+
+    return record
+
+
+def read_events(path: Path) -> list[dict[str, Any]]:
+    """The events a stdio server wrote to `path` so far."""
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on now (for a server that starts later)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@contextlib.asynccontextmanager
+async def serve_http(mcp: FastMCP, port: int = 0) -> AsyncIterator[str]:
+    """Serve `mcp` over Streamable HTTP in this process; yields its URL (`http://127.0.0.1:PORT/mcp`).
+
+    Stopped by `should_exit` when the context ends (cancelling the server instead leaks its socket).
+    """
+    import uvicorn
+
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
+    server = uvicorn.Server(uvicorn.Config(mcp.http_app(), log_level="warning", lifespan="on"))
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    try:
+        while not server.started:
+            if task.done():
+                task.result()
+            await asyncio.sleep(0.01)
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
+    finally:
+        server.should_exit = True
+        await task
+        sock.close()
+
+
+if __name__ == "__main__":
+    build_server(file_recorder(Path(os.environ["MCP_TEST_LOG"]))).run(transport="stdio", show_banner=False)

@@ -1,0 +1,124 @@
+"""The MCP servers file: its shape, `${NAME}`, tool names, and every refusal that stops the start."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from langchain_core.tools import tool
+
+from bot.errors import ConfigurationError
+from bot.settings import ToolSettings
+from bot.tools.builtin import builtin_tools
+from bot.tools.mcp.config import HttpServer, StdioServer, load_mcp_config, safe_server_name
+from bot.tools.mcp.servers import McpServers
+from bot.tools.mcp.tools import name_problem, tool_name
+from bot.tools.registry import ToolRegistry, ToolSpec
+from countersign.cli import main
+
+
+@tool
+def calc__add(a: int) -> int:
+    """An operator tool whose name an MCP server `calc` would make."""
+    return a
+
+
+def write(tmp_path: Path, content: object) -> Path:
+    path = tmp_path / "mcp.json"
+    path.write_text(content if isinstance(content, str) else json.dumps(content))
+    return path
+
+
+def test_stdio_and_http_entries_are_read_with_env_references(tmp_path: Path) -> None:
+    """`command` makes a stdio server, `url` an HTTP one; `${NAME}` is replaced from the environment."""
+    path = write(
+        tmp_path,
+        {
+            "mcpServers": {
+                "notes": {
+                    "command": "python",
+                    "args": ["-m", "srv", "${MODE}"],
+                    "env": {"T": "${TOKEN}"},
+                    "cwd": "sub",
+                },
+                "git.hub": {
+                    "url": "https://example.com/mcp",
+                    "headers": {"Authorization": "Bearer ${TOKEN}"},
+                    "timeout": 5,
+                },
+            }
+        },
+    )
+    config = load_mcp_config(path, {"TOKEN": "s3cret", "MODE": "fast"})
+    notes, github = config.servers["notes"], config.servers["git.hub"]
+    assert isinstance(notes, StdioServer) and isinstance(github, HttpServer)
+    assert notes.args == ("-m", "srv", "fast") and notes.env == {"T": "s3cret"} and notes.cwd == tmp_path / "sub"
+    assert github.headers == {"Authorization": "Bearer s3cret"} and github.timeout == 5
+    assert list(config.servers) == ["notes", "git.hub"]
+
+
+@pytest.mark.parametrize(
+    ("content", "env", "expected"),
+    [
+        ("{not json", {}, "is not valid JSON"),
+        ({"servers": {}}, {}, 'one key, "mcpServers"'),
+        ({"mcpServers": {"a": {"command": "x", "tools": ["y"]}}}, {}, "server 'a': tools: unknown key"),
+        ({"mcpServers": {"a": {"url": "https://h/mcp", "env": {}}}}, {}, "server 'a': env: unknown key"),
+        ({"mcpServers": {"a": {"args": ["x"]}}}, {}, "server 'a' needs either `command`"),
+        ({"mcpServers": {"a": {"command": "x", "url": "https://h"}}}, {}, "server 'a' needs either `command`"),
+        ({"mcpServers": {"a": {"url": "ftp://h"}}}, {}, "server 'a': url: must be an http:// or https:// URL"),
+        ({"mcpServers": {"a": {"command": "x", "timeout": 0}}}, {}, "server 'a': timeout:"),
+        (
+            {"mcpServers": {"a": {"command": "x", "env": {"K": "${MISSING_TOKEN}"}}}},
+            {},
+            "${MISSING_TOKEN}, which is not set",
+        ),
+        ({"mcpServers": {"a.b": {"command": "x"}, "a_b": {"command": "y"}}}, {}, "servers 'a.b' and 'a_b' both make"),
+        ({"mcpServers": {"a": "python"}}, {}, "server 'a' must be an object"),
+    ],
+)
+def test_a_bad_file_is_refused_in_one_line(tmp_path: Path, content: object, env: dict[str, str], expected: str) -> None:
+    """Each problem of the file is one line naming the file and what is wrong."""
+    with pytest.raises(ConfigurationError) as refused:
+        load_mcp_config(write(tmp_path, content), env)
+    message = str(refused.value)
+    assert expected in message and message.startswith("COUNTERSIGN_MCP_CONFIG (") and "\n" not in message
+
+
+def test_a_missing_file_is_refused(tmp_path: Path) -> None:
+    """A path that names no file is said so."""
+    with pytest.raises(ConfigurationError, match="cannot be read"):
+        load_mcp_config(tmp_path / "nope.json", {})
+
+
+def test_a_server_making_a_builtin_tool_name_stops_the_start(tmp_path: Path) -> None:
+    """A server key whose prefix is a built-in or operator tool's name is refused, naming both."""
+    registry = ToolRegistry(builtin_tools(ToolSettings()))
+    registry.register(ToolSpec(tool=calc__add))
+    config = load_mcp_config(write(tmp_path, {"mcpServers": {"calc": {"command": "x"}}}), {})
+    with pytest.raises(ConfigurationError, match=r"server 'calc' makes tool names calc__…, like the tool 'calc__add'"):
+        McpServers(config, fixed_names=registry.names(), default_timeout_s=10)
+
+
+def test_names_are_server_then_tool_and_bad_ones_are_named() -> None:
+    """`<server>__<tool>` with the key made safe; over 64 characters or a character Gemini refuses is a problem."""
+    assert tool_name(safe_server_name("my server.v2"), "create_issue") == "my_server_v2__create_issue"
+    assert name_problem("srv__" + "x" * 59) is None
+    assert "over Gemini's 64" in (name_problem("srv__" + "x" * 60) or "")
+    assert "characters Gemini refuses" in (name_problem("srv__do it") or "")
+
+
+def test_countersign_run_stops_with_one_line_for_a_bad_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`countersign run` with a file naming an unset variable exits 2 with one line, before anything starts."""
+    path = write(tmp_path, {"mcpServers": {"gh": {"url": "https://h/mcp", "headers": {"A": "${GH_TOKEN_UNSET}"}}}})
+    monkeypatch.delenv("GH_TOKEN_UNSET", raising=False)
+    monkeypatch.setenv("GOOGLE_API_KEY", "k")
+    monkeypatch.setenv("COUNTERSIGN_MCP_CONFIG", str(path))
+    monkeypatch.setenv("COUNTERSIGN_WORKERS", "1")
+    assert main(["run"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"countersign: COUNTERSIGN_MCP_CONFIG ({path}): server 'gh' uses ${{GH_TOKEN_UNSET}}, which is not set"
+    ]
