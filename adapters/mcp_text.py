@@ -1,7 +1,7 @@
 """The line a card of an MCP server's tool shows, the same on Slack, Discord and in the terminal.
 
 The server's hints are shown as what the server says, never as checked facts: they never make a
-call run without review on their own (docs/decisions/XXXX-mcp-client.md). Each adapter escapes
+call run without review on their own (docs/decisions/0042-mcp-client.md). Each adapter escapes
 the line for its own markup.
 """
 

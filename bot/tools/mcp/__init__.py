@@ -3,5 +3,5 @@
 `config` reads the `mcpServers` file (`COUNTERSIGN_MCP_CONFIG`), `connection` keeps one
 supervised session per server per process, `tools` turns a server's tools into `ToolSpec`s
 and their results into what the model reads, and `servers` offers them to the registry while
-their server is connected (docs/decisions/XXXX-mcp-client.md).
+their server is connected (docs/decisions/0042-mcp-client.md).
 """

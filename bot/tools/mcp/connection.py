@@ -5,7 +5,7 @@ polls `tools/list` as its health check and change detector (`ping` does not exis
 2026-07-28 protocol), and on any failure leaves the session and connects again after a capped,
 jittered exponential backoff. Callers never enter the client: `call` sends on the live session
 or refuses at once, before anything is sent, when there is none. A stdio server is started once
-per connection, never per call (docs/decisions/XXXX-mcp-client.md).
+per connection, never per call (docs/decisions/0042-mcp-client.md).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ approver's edits are checked (`bot.tools.refusals`, `bot.approvals.decisions`); 
 shown `gemini_parameters` of it. A call goes through the tool node like any other: claimed in
 the tool-run ledger before it is sent, the approved digest checked, its result recorded; a
 call whose answer never came raises `bot.errors.ToolOutcomeUnknownError`, so it is recorded
-as outcome unknown and never sent again (docs/decisions/XXXX-mcp-client.md).
+as outcome unknown and never sent again (docs/decisions/0042-mcp-client.md).
 """
 
 from __future__ import annotations
