@@ -1,0 +1,1 @@
+"""A team's own MCP servers' tools behind Countersign's approvals."""
