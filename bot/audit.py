@@ -22,6 +22,9 @@ class AuditKind(StrEnum):
     ESCALATION = "escalation"
     """A card posted to its escalation target (when, to whom); decisions of that audience are
     `decision` rows with `detail["via"] == "escalation"`."""
+    PIN = "pin"
+    """An MCP tool's definition pinned at first sight, held when its server changed or added it,
+    or accepted by an admin (`bot.tools.mcp.pins.audit`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
