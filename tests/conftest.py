@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import traceback
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -57,13 +58,58 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  
 
     pytest-xdist sends each report to the controller through execnet, which refuses strings
     that are not UTF-8 encodable: a hypothesis failure whose example holds a lone surrogate
-    ended the whole run with an INTERNALERROR instead of showing the falsifying example.
+    ended the whole run with an INTERNALERROR instead of showing the falsifying example. So
+    did a failure whose source pytest could not parse (`_report_without_source`).
     """
     outcome = yield
-    report = outcome.get_result()
+    try:
+        report = outcome.get_result()
+    except Exception as error:
+        if not _ast_race(error):
+            raise
+        # CPython 3.11 keeps the AST constructor's recursion depth in state shared by every
+        # thread, so pytest parsing a test's source for its traceback while another thread
+        # parses too fails with "AST constructor recursion depth mismatch" (and the xdist
+        # worker, and the run, with it). The failure is reported without its source lines.
+        report = _report_without_source(item, call)
+        outcome.force_result(report)
     if report.longrepr is not None and not isinstance(report.longrepr, tuple):
         report.longrepr = _utf8(str(report.longrepr))
     report.sections = [(_utf8(title), _utf8(body)) for title, body in report.sections]
+
+
+def _ast_race(error: BaseException | None) -> bool:
+    """Whether `error`, or one it was raised from or during, is CPython 3.11's AST depth mismatch.
+
+    A hook wrapper around pytest's (hypothesis's) turns it into a warning, which the suite's
+    warning filter turns into an error of its own.
+    """
+    while error is not None:
+        if isinstance(error, SystemError) and "AST constructor recursion depth" in str(error):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
+
+
+def _report_without_source(item: pytest.Item, call: pytest.CallInfo[None]) -> pytest.TestReport:
+    """`call`'s report with a traceback of file, line and function only (no source is parsed)."""
+    excinfo = call.excinfo
+    assert excinfo is not None  # only a failure's traceback is formatted
+    frames = traceback.extract_tb(excinfo.tb)
+    lines = [f"{frame.filename}:{frame.lineno}: in {frame.name}" for frame in frames]
+    lines += traceback.format_exception_only(excinfo.type, excinfo.value)
+    return pytest.TestReport(
+        nodeid=item.nodeid,
+        location=item.location,
+        keywords=dict.fromkeys(item.keywords, 1),
+        outcome="failed",
+        longrepr="\n".join(line.rstrip("\n") for line in lines),
+        when=call.when,
+        duration=call.duration,
+        start=call.start,
+        stop=call.stop,
+        user_properties=item.user_properties,
+    )
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
