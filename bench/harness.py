@@ -18,7 +18,7 @@ from bot.settings import Settings
 from countersign.server import BotServer
 from tests.e2e.agent_script import agent_script
 from tests.e2e.conftest import ALICE, BOT_TOKEN, SIGNING_SECRET, TEAM, make_settings
-from tests.standins.gemini import GeminiReply, GeminiRequest, GeminiStandIn
+from tests.standins.gemini import GeminiReply, GeminiRequest, GeminiStandIn, ScriptedResponder
 from tests.standins.slack_api import ApiCall, SlackApiStandIn
 from tests.standins.slack_events import SlackEventSender
 from tests.support.http_target import HttpTarget
@@ -162,9 +162,11 @@ class TimedSlack(SlackApiStandIn):
         self._waiters = waiting
 
 
-def marking_responder(marks: Marks, target_url: str) -> Callable[[GeminiRequest], Any]:
-    """The end-to-end tests' Gemini script, marking "gemini" when each request reaches it."""
-    script = agent_script(target_url)
+def marking_responder(
+    marks: Marks, target_url: str, script_for: Callable[[str], ScriptedResponder] = agent_script
+) -> Callable[[GeminiRequest], Any]:
+    """A Gemini script (the end-to-end tests' by default), marking "gemini" when each request reaches it."""
+    script = script_for(target_url)
 
     async def respond(request: GeminiRequest) -> GeminiReply:
         marks.mark("gemini")
@@ -238,15 +240,23 @@ class Stage:
 
 
 @contextlib.asynccontextmanager
-async def open_stage(data_dir: Path) -> AsyncIterator[Stage]:
-    """Start PostgreSQL (prepared template) and the stand-ins; stop them all on exit."""
+async def open_stage(
+    data_dir: Path, script_for: Callable[[str], ScriptedResponder] = agent_script
+) -> AsyncIterator[Stage]:
+    """Start PostgreSQL (prepared template) and the stand-ins; stop them all on exit.
+
+    Args:
+        data_dir: where PostgreSQL keeps its data.
+        script_for: the Gemini stand-in's script, given the HTTP target's URL (the end-to-end
+            tests' agent by default).
+    """
     server = await TestServer.start(data_dir)
     try:
         await server.prepare_template()
         marks = Marks()
         async with (
             HttpTarget() as target,
-            GeminiStandIn(marking_responder(marks, target.url()), api_key=GEMINI_KEY) as gemini,
+            GeminiStandIn(marking_responder(marks, target.url(), script_for), api_key=GEMINI_KEY) as gemini,
             TimedSlack(marks, bot_token=BOT_TOKEN, team_id=TEAM, bot_user_id=BOT_USER) as slack,
         ):
             slack.add_user(ALICE, "alice")

@@ -1,9 +1,10 @@
-"""What `GET /metrics` shows: the life of approvals, turns, model calls and platform calls.
+"""What `GET /metrics` shows: the life of approvals, turns, model calls, platform calls and MCP calls.
 
-Issue 11 item 4. The metrics are prometheus-client's, defined once here (the library's idiom:
+The metrics are prometheus-client's, defined once here (the library's idiom:
 module-level metrics on its default registry) and served by `render`. Labels are only names the
-bot or its admin chose (tool names, outcome names, error kinds, Web API method names): never a
-person's text, a tool's arguments, a user id or a secret.
+bot or its admin chose (tool names, outcome names, error kinds, Web API method names, MCP
+servers' keys in `COUNTERSIGN_MCP_CONFIG`): never a person's text, a tool's arguments, a user id
+or a secret. MCP metrics are by server only (docs/decisions/XXXX-mcp-operations.md).
 
 With `PROMETHEUS_MULTIPROC_DIR` set (several worker processes), prometheus-client writes each
 process's values to files in that directory and `render` sums them (the library's multiprocess
@@ -104,6 +105,36 @@ PLATFORM_API_ERRORS = Counter(
     "countersign_platform_api_errors",
     "Failed calls to a platform's API (refused or not answered), by platform and method.",
     ["platform", "method"],
+)
+
+MCP_CALL_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, float("inf"))
+"""Seconds of one MCP tool call, from sending it to its answer: a local server answers in
+milliseconds, a remote one or a slow tool in seconds, a timeout at `COUNTERSIGN_MCP_TIMEOUT`."""
+
+MCP_CALLS = Counter(
+    "countersign_mcp_calls",
+    "MCP tool calls sent to a server (or refused at once because it was not connected), by server key.",
+    ["server"],
+)
+MCP_CALL_ERRORS = Counter(
+    "countersign_mcp_call_errors",
+    "MCP tool calls that did not answer a result, by server key and kind: not_connected (nothing "
+    "sent), refused (the server refused the request: nothing ran), is_error (the tool answered an "
+    "error), timeout and outcome_unknown (sent, no answer: it may have run), cancelled (a Stop).",
+    ["server", "kind"],
+)
+MCP_CALL_SECONDS = Histogram(
+    "countersign_mcp_call_seconds",
+    "Seconds of MCP tool calls sent to a server, from sending to the answer (or the failure), by server key.",
+    ["server"],
+    buckets=MCP_CALL_BUCKETS_S,
+)
+MCP_SERVER_CONNECTED = Gauge(
+    "countersign_mcp_server_connected",
+    "1 while the MCP server's session is live, 0 while it connects or retries, by server key. With "
+    "several workers each holds its own session: the minimum over the live workers.",
+    ["server"],
+    multiprocess_mode="livemin",
 )
 
 

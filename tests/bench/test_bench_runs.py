@@ -140,3 +140,11 @@ async def test_the_throughput_benchmark_prints_every_side_side_by_side(pg_server
         assert side in table[1], text[-3000:]
     processes = next(line for line in table if line.lstrip().startswith("the stack's processes"))
     assert processes.split()[-4:] == ["1", "1", "1", "3"], processes
+
+
+async def test_the_mcp_benchmark_prints_both_sides_and_one_server_process_each(pg_server):
+    """A tiny run of `python -m bench.mcp_turns` prints the bare and Slack rows, their ratio, and one server start per side."""
+    text = await run_bench(pg_server, "bench.mcp_turns", "--turns", "2", "--warmup", "1")
+    for line in ("bare stack (seeds graph, fastmcp session)", "whole Slack path, one MCP call (auto)", "p50 target"):
+        assert line in text, text[-3000:]
+    assert "MCP server processes started during the run: bare stack 1, Countersign 1 (for 3 calls each)" in text, text

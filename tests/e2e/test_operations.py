@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import sys
 import time
 from pathlib import Path
 
@@ -16,7 +18,7 @@ from countersign.server import BotServer
 from tests.e2e.conftest import ALICE, BOB, CHANNEL, SIGNING_SECRET, TEAM, make_settings
 from tests.e2e.test_slack_flow import click, settle, wait_answer, wait_card
 from tests.standins.slack_events import SlackEventSender
-from tests.support.barriers import wait_until_async
+from tests.support.barriers import wait_until, wait_until_async
 from tests.support.postgres import own_embedded, start_embedded_again, stop_embedded
 
 pytestmark = pytest.mark.e2e
@@ -131,6 +133,31 @@ async def test_readyz_turns_503_while_the_database_is_down_and_200_when_it_is_ba
                 return (await readiness(bot)).status_code == 200
 
             await wait_until_async(ready, "readiness did not come back with the database")
+
+
+async def test_readyz_stays_200_while_an_mcp_server_is_down_and_metrics_show_it_down(
+    tmp_path: Path, db_url, gemini, slack, target
+):
+    """An MCP server that cannot start: the bot still serves, /readyz is 200, /metrics shows it not connected."""
+    config = tmp_path / "mcp.json"
+    down = {"command": sys.executable, "args": ["-c", "raise SystemExit(3)"]}
+    config.write_text(json.dumps({"mcpServers": {"down": down}}))
+    settings = make_settings(db_url, gemini, slack, target)
+    settings = settings.model_copy(update={"tools": settings.tools.model_copy(update={"mcp_config": config})})
+    async with BotServer(settings) as bot:
+        assert bot.runtime is not None
+        registry = bot.runtime.registry
+
+        def failed_once() -> bool:
+            absent = registry.absent("down__anything")
+            return absent is not None and absent.reason != "MCP server 'down' is not connected"
+
+        await wait_until(failed_once, "the MCP server's first failed start")
+        response = await readiness(bot)
+        assert response.status_code == 200, response.text
+        assert response.json() == {"status": "ok", "database": "ok", "platforms": {"SlackAdapter": "connected"}}
+        samples = await scrape(bot)
+        assert samples[("countersign_mcp_server_connected", frozenset({("server", "down")}))] == 0
 
 
 async def test_readyz_turns_503_while_discord_is_disconnected(discord_bot, discord_api):

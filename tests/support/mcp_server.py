@@ -14,6 +14,7 @@ import contextlib
 import json
 import os
 import socket
+import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -60,6 +61,16 @@ def build_server(record: Callable[[dict[str, Any]], None], name: str = "notes") 
         """A long answer."""
         record({"event": "call", "tool": "huge"})
         return "x" * chars
+
+    @mcp.tool
+    def shout(lines: list[str], times: int = 1) -> str:
+        """Write `lines` to stderr, `times` over, then answer."""
+        record({"event": "call", "tool": "shout"})
+        for _ in range(times):
+            for line in lines:
+                sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+        return "shouted"
 
     @mcp.tool
     def die() -> str:

@@ -5,7 +5,10 @@ polls `tools/list` as its health check and change detector (`ping` does not exis
 2026-07-28 protocol), and on any failure leaves the session and connects again after a capped,
 jittered exponential backoff. Callers never enter the client: `call` sends on the live session
 or refuses at once, before anything is sent, when there is none. A stdio server is started once
-per connection, never per call (docs/decisions/0042-mcp-client.md).
+per connection, never per call (docs/decisions/0042-mcp-client.md); its stderr becomes the bot's
+log lines (`bot.tools.mcp.stderr`). Each call is counted and timed in `bot.metrics` by server, and
+the connection's state is the gauge `countersign_mcp_server_connected`
+(docs/decisions/XXXX-mcp-operations.md).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -25,7 +29,9 @@ from fastmcp import Client
 from fastmcp.client.transports import ClientTransport, StdioTransport, StreamableHttpTransport
 from mcp.shared.exceptions import MCPError
 
-from bot.tools.mcp.config import HttpServer, ServerEntry
+from bot import metrics
+from bot.tools.mcp.config import HttpServer, ServerEntry, StdioServer
+from bot.tools.mcp.stderr import StderrLog
 
 log = logging.getLogger(__name__)
 
@@ -83,11 +89,14 @@ class OutcomeUnknownError(Exception):
 
     Args:
         what: what happened, in one clause ("the connection was lost", "no answer within 30 s").
+        timed_out: no answer came within the call's timeout (else the connection failed or the
+            answer could not be read).
     """
 
-    def __init__(self, what: str) -> None:
+    def __init__(self, what: str, *, timed_out: bool = False) -> None:
         super().__init__(what)
         self.what = what
+        self.timed_out = timed_out
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,7 +151,9 @@ class McpConnection:
         self._lost = asyncio.Event()
         self._lost_reason = ""
         self._poll_now = asyncio.Event()
+        self._stderr = StderrLog(key) if isinstance(entry, StdioServer) else None
         self.status = Status(State.CONNECTING)
+        metrics.MCP_SERVER_CONNECTED.labels(server=key).set(0)
 
     def _transport(self) -> ClientTransport:
         entry = self._entry
@@ -156,10 +167,12 @@ class McpConnection:
             env=dict(entry.env),
             cwd=str(entry.cwd or Path.cwd()),
             keep_alive=False,
+            log_file=self._stderr.open() if self._stderr is not None else None,
         )
 
     def _set_status(self, status: Status) -> None:
         self.status = status
+        metrics.MCP_SERVER_CONNECTED.labels(server=self.key).set(1 if status.state is State.CONNECTED else 0)
         try:
             self._on_status(status)
         except Exception:
@@ -207,6 +220,8 @@ class McpConnection:
                     was_connected = True
                     self._client = None
                     self._publish(None)
+                if self._stderr is not None:  # the process is gone: its last lines, then the pipe's end
+                    await self._stderr.aclose()
             failures = 1 if was_connected else failures + 1
             delay = min(MAX_RETRY_S, self._first_retry_s * 2.0 ** (failures - 1)) * (0.5 + random.random() / 2)  # noqa: S311 - jitter
             self._set_status(Status(State.RETRYING, reason or "the connection ended"))
@@ -252,16 +267,47 @@ class McpConnection:
                 to cancel (`notifications/cancelled`, or the HTTP request is aborted).
         """
         client = self._client
+        metrics.MCP_CALLS.labels(server=self.key).inc()
         if client is None or self.status.state is not State.CONNECTED:
+            metrics.MCP_CALL_ERRORS.labels(server=self.key, kind="not_connected").inc()
             why = self.status.reason
             raise NotConnectedError(f"MCP server {self.key!r} is not connected" + (f" ({why})" if why else ""))
+        started = time.monotonic()
+        kind: str | None = "cancelled"  # unless it ends otherwise: only a cancellation skips the handlers
+        try:
+            result = await self._send(client, upstream, arguments, timeout_s)
+            kind = "is_error" if result.is_error else None
+            return result
+        except CallRefusedError:
+            kind = "refused"
+            raise
+        except OutcomeUnknownError as exc:
+            kind = "timeout" if exc.timed_out else "outcome_unknown"
+            raise
+        finally:
+            self._counted(upstream, kind, time.monotonic() - started)
+
+    def _counted(self, upstream: str, kind: str | None, seconds: float) -> None:
+        """Count and time one sent call (`kind`: None for a result, else its error kind) and log it."""
+        metrics.MCP_CALL_SECONDS.labels(server=self.key).observe(seconds)
+        if kind is None:
+            log.debug("MCP server %s: %s answered in %.0f ms", self.key, upstream, seconds * 1000)
+            return
+        metrics.MCP_CALL_ERRORS.labels(server=self.key, kind=kind).inc()
+        level = logging.WARNING if kind in ("timeout", "outcome_unknown") else logging.INFO
+        log.log(level, "MCP server %s: %s ended after %.0f ms: %s", self.key, upstream, seconds * 1000, kind)
+
+    async def _send(
+        self, client: Client[Any], upstream: str, arguments: dict[str, Any], timeout_s: float
+    ) -> mcp_types.CallToolResult:
+        """`call`'s `tools/call` on `client`, its failures as `call` raises them."""
         try:
             return await client.call_tool_mcp(upstream, arguments, timeout=timeout_s)
         except MCPError as exc:
             code = exc.error.code
             if code == mcp_types.REQUEST_TIMEOUT:
                 raise OutcomeUnknownError(
-                    f"no answer within {timeout_s:g} s; the server was told to cancel the call"
+                    f"no answer within {timeout_s:g} s; the server was told to cancel the call", timed_out=True
                 ) from exc
             if code in _REFUSED_CODES:
                 raise CallRefusedError(exc.error.message) from exc

@@ -24,6 +24,7 @@ from langchain_core.tools import StructuredTool, ToolException
 
 from bot.approvals.mode import Mode
 from bot.errors import ToolOutcomeUnknownError
+from bot.log_context import about
 from bot.tools.mcp.connection import CallRefusedError, McpConnection, NotConnectedError, OutcomeUnknownError
 from bot.tools.mcp.gemini_schema import gemini_parameters
 from bot.tools.registry import INPUT_SCHEMA, ToolSpec
@@ -144,6 +145,10 @@ def mcp_tool_spec(name: str, info: McpToolInfo, connection: McpConnection, *, ti
     parameters = gemini_parameters(input_schema)
 
     async def call(**arguments: Any) -> str:
+        with about(mcp_server=info.server, tool=name):
+            return await calling(arguments)
+
+    async def calling(arguments: dict[str, Any]) -> str:
         try:
             result = await connection.call(info.upstream, arguments, timeout_s=timeout_s)
         except NotConnectedError as exc:
