@@ -4,7 +4,7 @@ The metrics are prometheus-client's, defined once here (the library's idiom:
 module-level metrics on its default registry) and served by `render`. Labels are only names the
 bot or its admin chose (tool names, outcome names, error kinds, Web API method names, MCP
 servers' keys in `COUNTERSIGN_MCP_CONFIG`): never a person's text, a tool's arguments, a user id
-or a secret. MCP metrics are by server only (docs/decisions/XXXX-mcp-operations.md).
+or a secret. MCP metrics are by server only (docs/decisions/0044-mcp-operations.md).
 
 With `PROMETHEUS_MULTIPROC_DIR` set (several worker processes), prometheus-client writes each
 process's values to files in that directory and `render` sums them (the library's multiprocess

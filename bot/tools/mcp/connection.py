@@ -8,7 +8,7 @@ or refuses at once, before anything is sent, when there is none. A stdio server 
 per connection, never per call (docs/decisions/0042-mcp-client.md); its stderr becomes the bot's
 log lines (`bot.tools.mcp.stderr`). Each call is counted and timed in `bot.metrics` by server, and
 the connection's state is the gauge `countersign_mcp_server_connected`
-(docs/decisions/XXXX-mcp-operations.md).
+(docs/decisions/0044-mcp-operations.md).
 """
 
 from __future__ import annotations

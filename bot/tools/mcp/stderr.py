@@ -7,7 +7,7 @@ line must be one JSON object. Instead the server gets the write end of a pipe as
 each as `MCP server <key>: <line>` at INFO, with `mcp_server` set (`bot.log_context`). A line is
 cut at `MAX_LINE_CHARS`; terminal escapes and other control characters are dropped; past
 `BURST_LINES` lines at once, at most `LINES_PER_S` a second are logged and the rest are counted
-and said in one line (docs/decisions/XXXX-mcp-operations.md). The pipe is always read, so a
+and said in one line (docs/decisions/0044-mcp-operations.md). The pipe is always read, so a
 chatty server never blocks on a full pipe.
 """
 
