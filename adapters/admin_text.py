@@ -23,6 +23,7 @@ from bot.admin.views import (
     HelpPage,
     PolicyView,
     Reply,
+    ServerLine,
     StopRequested,
     ToolLine,
     TrustList,
@@ -73,6 +74,11 @@ HELP_EXAMPLES = (
     ("expiry 30m", "cards expire after 30 minutes"),
     ("cards channel #approvals", "post cards in one channel (or: here, dm)"),
     ("escalate send_email after 30m to #oncall", "a card still undecided after 30 minutes is also posted there"),
+    (
+        "policy github__* review when args.repo != 'sandbox'",
+        "one rule for every tool of the MCP server github (a tool's own rule beats it)",
+    ),
+    ("read-only-hint github auto", "calls of the tools github says are read-only run without a card"),
     ("scope channel in #support", "one conversation per channel (or: thread)"),
     ("agent subagents in #ops", "the supervisor with subagents answers in #ops"),
     ("context", "this conversation's summary and window size"),
@@ -166,6 +172,9 @@ def _show(view: PolicyView, markup: Markup) -> str:
     where = markup.channel(view.channel_id) if view.channel_id else "this workspace"
     lines = [markup.bold(f"Effective policy for {where}")]
     lines += [_tool_line(tool, view, markup) for tool in view.tools]
+    if view.servers:
+        lines.append("MCP servers (a `<server>__*` setting applies to each of its tools that has none of its own):")
+        lines += [_server_line(server, markup) for server in view.servers]
     approvers = _approvers(view.workspace_approvers, markup) or "workspace admins and bot admins (default)"
     requester = "the requester too (self-approval is on)" if view.self_approval else "not the requester"
     lines.append(f"Approvers: {approvers}; {requester}")
@@ -188,11 +197,18 @@ def _show(view: PolicyView, markup: Markup) -> str:
     return "\n".join(lines)
 
 
+_SOURCES = {
+    "server": "server-wide",
+    "server-channel": "server-wide, channel",
+    "hint": "the server's read-only hint, trusted by an admin",
+}
+
+
 def _tool_line(tool: ToolLine, view: PolicyView, markup: Markup) -> str:
     text = f"• `{tool.tool}`: {tool.mode.value}"
     if tool.condition:
         text += f" when {markup.escape(tool.condition)}"
-    text += f" ({tool.source})"
+    text += f" ({_SOURCES.get(tool.source, tool.source)})"
     extras = []
     if tool.quorum != view.quorum:
         extras.append(f"quorum {tool.quorum}")
@@ -208,6 +224,33 @@ def _tool_line(tool: ToolLine, view: PolicyView, markup: Markup) -> str:
     if tool.escalation is not None:
         extras.append(f"escalates {_escalation_words(tool.escalation, markup)}")
     return text + ("".join(f" · {e}" for e in extras))
+
+
+def _server_line(server: ServerLine, markup: Markup) -> str:
+    text = f"• `{server.pattern}` ({'connected' if server.connected else 'not connected'})"
+    if not server.configured:
+        return text + ": no server-wide settings"
+    extras = []
+    if server.rule is not None:
+        rule = server.rule.mode.value
+        if server.rule.condition:
+            rule += f" when {markup.escape(server.rule.condition)}"
+        extras.append(rule + (" (channel)" if server.rule.channel_id else ""))
+    if server.quorum is not None:
+        extras.append(f"quorum {server.quorum}")
+    if server.self_approval is not None:
+        extras.append(f"self-approval {_on_off(server.self_approval)}")
+    if server.expiry_s is not None:
+        extras.append(f"expiry {_duration(server.expiry_s)}")
+    if server.approvers:
+        extras.append(f"approvers {_approvers(server.approvers, markup)}")
+    if server.trust is not None:
+        extras.append(f"trust {_trust_words(server.trust)}")
+    if server.escalation is not None:
+        extras.append(f"escalates {_escalation_words(server.escalation, markup)}")
+    if server.read_only_auto:
+        extras.append("read-only hint: auto")
+    return text + ": " + " · ".join(extras)
 
 
 def _context(view: ContextView, markup: Markup) -> str:
@@ -257,7 +300,7 @@ def _count(number: int, noun: str) -> str:
     return f"{number:,} {noun}" if number == 1 else f"{number:,} {noun}s"
 
 
-_SETTING_NAMES = {"expiry_s": "expiry", "self_approval": "self-approval"}
+_SETTING_NAMES = {"expiry_s": "expiry", "self_approval": "self-approval", "read_only_auto": "read-only hint"}
 
 
 def _changed(change: Changed, markup: Markup) -> str:
@@ -266,9 +309,19 @@ def _changed(change: Changed, markup: Markup) -> str:
         subject += f" for `{change.tool}`"
     if change.channel_id:
         subject += f" in {markup.channel(change.channel_id)}"
+    offline = (
+        f" Its MCP server `{change.offline}` is not offering it now; the setting applies to its calls once it is back."
+        if change.offline
+        else ""
+    )
     if not change.changed:
-        return f"Nothing to change: {subject} is already like that."
-    if change.setting == "expiry_s":
+        return f"Nothing to change: {subject} is already like that.{offline}"
+    if change.setting == "read_only_auto":
+        before, after = (
+            "auto (a call the server says is read-only runs without a card)" if value else "review (the default)"
+            for value in (change.before, change.after)
+        )
+    elif change.setting == "expiry_s":
         before, after = _expiry_value(change.before), _expiry_value(change.after)
     elif change.setting == "trust":
         before, after = _trust_value(change.before), _trust_value(change.after)
@@ -276,7 +329,7 @@ def _changed(change: Changed, markup: Markup) -> str:
         before, after = (markup.user(v) if v else "not set" for v in (change.before, change.after))
     else:
         before, after = _value(change.before, markup), _value(change.after, markup)
-    return f"Updated {subject}: {after} (was: {before}). Recorded in the audit log."
+    return f"Updated {subject}: {after} (was: {before}). Recorded in the audit log.{offline}"
 
 
 def _audit(page: AuditPage, markup: Markup) -> str:

@@ -24,7 +24,7 @@ from bot.approvals.config import WorkspaceConfig
 from bot.approvals.decisions import Approve, Edit, Reject, check_decision
 from bot.approvals.digest import args_digest
 from bot.approvals.mode import Mode
-from bot.approvals.policy import DmRules, PolicyContext, effective_mode
+from bot.approvals.policy import DmRules, PolicyContext, effective_mode, rule_here
 from bot.approvals.records import DENIED_BY_POLICY, NO_LONGER_CONFIGURED, ApprovalRecord, DecideResult
 from bot.approvals.shown import Arguments, ArgumentsViewer, Shortfall, arrange
 from bot.approvals.trust import NewGrant
@@ -46,6 +46,7 @@ from bot.storage.approval_store import ApprovalStore, VoteKind
 from bot.storage.audit_store import AuditStore
 from bot.storage.config_store import ConfigStore
 from bot.tools.registry import ToolRegistry
+from bot.tools.server_wide import covers
 
 log = logging.getLogger(__name__)
 
@@ -73,8 +74,9 @@ class Decider:
         config: the admin configuration.
         registry: the tools and their built-in policy.
         directory_for: the platform directory (admins, group membership) by platform name.
-        subagent_tools: each configured subagent's tool names; a card of a subagent (or tool)
-            that is no longer configured is rejected when approved (see `can_still_run`).
+        subagent_tools: each configured subagent's tool names (`<server>__*` for every tool of
+            an MCP server); a card of a subagent (or tool) that is no longer configured is
+            rejected when approved (see `can_still_run`).
         viewer_for: what each platform can show of a call's arguments, by platform name (the
             `Platform`s will do); None: every platform shows everything.
         dms: what the servers a Discord DM's requester shares with the bot require of a call
@@ -120,7 +122,7 @@ class Decider:
             return False
         if approval.source is None:
             return True
-        return approval.tool_name in self._subagent_tools.get(approval.source, frozenset())
+        return covers(self._subagent_tools.get(approval.source, frozenset()), approval.tool_name)
 
     def key_order(self, tool_name: str) -> tuple[str, ...]:
         """The tool's argument names in its own order (`ToolRegistry.argument_order`)."""
@@ -372,8 +374,9 @@ class Decider:
             return VoteKind.REJECT, None, NO_LONGER_CONFIGURED, 1
         args = dict(decision.edited_action.args) if isinstance(decision, Edit) else approval.args_under_vote
         conversation = ConversationRef.from_thread_id(approval.thread_id)
-        rule = config.rule_for(approval.tool_name, conversation.channel_id)
-        mode = effective_mode(self._registry.get(approval.tool_name), rule, args, where=approval.thread_id)
+        spec = self._registry.get(approval.tool_name)
+        rule = rule_here(config, spec, approval.tool_name, conversation.channel_id)
+        mode = effective_mode(spec, rule, args, where=approval.thread_id)
         if conversation.workspace_id == DM_WORKSPACE and self._dms is not None:
             context = PolicyContext.from_thread_id(approval.thread_id, requester_id=approval.requester_id)
             mode = (await self._dms.ruling(approval.tool_name, args, context, mode)).mode

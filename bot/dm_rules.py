@@ -40,7 +40,7 @@ from typing import Any
 from bot.approvals.authorization import MemberDirectory
 from bot.approvals.config import ALL, WorkspaceConfig
 from bot.approvals.mode import Mode
-from bot.approvals.policy import PolicyContext, Ruling, effective_mode
+from bot.approvals.policy import PolicyContext, Ruling, effective_mode, rule_here
 from bot.conversation import DM_WORKSPACE
 from bot.storage.config_store import ConfigStore
 from bot.tools.registry import ToolRegistry, ToolSpec
@@ -212,7 +212,7 @@ def _level(spec: ToolSpec, config: WorkspaceConfig, args: Mapping[str, Any], *, 
     quorum: so a reviewed call needs someone else when self-approval is off or the quorum is
     above one, whoever the requester is there (approver, admin).
     """
-    mode = effective_mode(spec, config.rule_for(spec.name, ALL), args, where=where)
+    mode = effective_mode(spec, rule_here(config, spec, spec.name, ALL), args, where=where)
     if mode is Mode.DENY:
         return _Level.DENY
     if mode is Mode.AUTO:

@@ -29,7 +29,7 @@ from langchain_core.messages import ToolCall
 
 from bot.approvals.authorization import MemberDirectory, ensure_may_decide
 from bot.approvals.mode import Mode
-from bot.approvals.policy import DmRules, PolicyContext, effective_mode
+from bot.approvals.policy import DmRules, PolicyContext, effective_mode, rule_here
 from bot.approvals.trust import TrustGrant, key_digest, still_fits
 from bot.conversation import DM_WORKSPACE
 from bot.errors import InvalidArgumentsError, NotPermittedError
@@ -97,7 +97,7 @@ class TrustGate:
             return None
         config = await self._config.load(context.platform, context.workspace_id)
         setting = config.trust_for(name, context.channel_id)
-        rule = config.rule_for(name, context.channel_id)
+        rule = rule_here(config, spec, name, context.channel_id)
         mode = effective_mode(spec, rule, args, where=context.thread_id)
         if context.workspace_id == DM_WORKSPACE and self._dms is not None:
             # As `ConfiguredPolicy`: a DM is never laxer than its requester's servers.

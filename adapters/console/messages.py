@@ -87,6 +87,7 @@ HELP_EXAMPLES = (
     ("expiry 30m", "cards expire after 30 minutes"),
     ("escalate http_request after 10m to @carol", "a card still waiting after 10 minutes goes to carol too"),
     ("trust http_request up-to 30m matching method,url", "the prompt offers [t]rust for 30 minutes"),
+    ("policy notes__* deny", "switch off every tool of the MCP server notes (a tool's own rule beats it)"),
     ("context", "this conversation's summary and window size"),
     ("audit limit 10", "recent decisions and changes"),
 )

@@ -35,6 +35,7 @@ from bot.admin.commands import (
     SetExpiry,
     SetPolicy,
     SetQuorum,
+    SetReadOnlyHint,
     SetScope,
     SetSelfApproval,
     SetTrust,
@@ -75,6 +76,7 @@ DISCORD_MARKUP = Markup(
         "expiry": "expiry duration:<90s, 30m, 4h, 2d or off> [tool]",
         "cards": "cards where:here|dm|channel [channel]",
         "escalate": "escalate tool:<tool> after:<duration like 30m, or off> [user] [role] [channel]",
+        "read-only-hint": "read-only-hint server:<server> mode:auto|review",
         "scope": "scope kind:channel|thread [channel]",
         "agent": "agent kind:react|subagents|default [channel]",
         "context": "context [reset:True]",
@@ -100,6 +102,11 @@ DISCORD_MARKUP = Markup(
             "escalate tool:send_email after:30m role:@Ops",
             "a card still undecided after 30 minutes is posted again, mentioning @Ops, who may then decide it",
         ),
+        (
+            "policy tool:github__* mode:review when:args.repo != 'sandbox'",
+            "one rule for every tool of the MCP server github (a tool's own rule beats it)",
+        ),
+        ("read-only-hint server:github mode:auto", "calls of the tools github says are read-only run without a card"),
         ("scope kind:channel channel:#support", "one conversation per channel (or: thread)"),
         ("agent kind:subagents channel:#ops", "the supervisor with subagents answers in #ops"),
         ("context", "this conversation's summary and window size (typed in a thread: the thread's)"),
@@ -269,6 +276,19 @@ def build_command_group(admin: AdminService, tool_names: list[str]) -> app_comma
             await run(interaction, problem=exc.message)
             return
         await run(interaction, SetExpiry(seconds=seconds, tool=tool))
+
+    @group.command(
+        name="read-only-hint", description="Whether an MCP server's read-only hint runs a call without a card"
+    )
+    @app_commands.describe(
+        server="The MCP server, as in its tools' names (<server>__<tool>)",
+        mode="auto: its read-only tools run without a card; review: the default",
+    )
+    async def read_only_hint(interaction: Interaction, server: str, mode: Literal["auto", "review"]) -> None:
+        if problem := _not_a_choice(mode=(mode, ("auto", "review"))):
+            await run(interaction, problem=problem)
+            return
+        await run(interaction, SetReadOnlyHint(server=server.removesuffix("__*"), auto=mode == "auto"))
 
     @group.command(name="cards", description="Where approval cards are posted")
     async def cards(

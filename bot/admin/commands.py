@@ -106,6 +106,23 @@ class SetEscalation:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SetReadOnlyHint:
+    """`read-only-hint <server> auto|review`: whether an MCP server's read-only hint makes a call `auto`.
+
+    Off (`review`) by default: a server's hints are only as trustworthy as the server
+    (docs/decisions/XXXX-server-wide-mcp-rules.md).
+
+    Attributes:
+        server: the server's name as in its tools' names (`<server>__<tool>`).
+        auto: True: a call of a tool the server says is read-only (and not destructive) runs
+            without review unless the tool has its own rule or the server's rule denies it.
+    """
+
+    server: str
+    auto: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SetScope:
     """`scope channel|thread [in #channel]`."""
 
@@ -200,6 +217,7 @@ Command = (
     | SetExpiry
     | SetCards
     | SetEscalation
+    | SetReadOnlyHint
     | SetScope
     | SetAgent
     | ShowContext
@@ -231,6 +249,7 @@ SUBCOMMANDS: dict[type, str] = {
     SetExpiry: "expiry",
     SetCards: "cards",
     SetEscalation: "escalate",
+    SetReadOnlyHint: "read-only-hint",
     SetScope: "scope",
     SetAgent: "agent",
     ShowContext: "context",

@@ -31,6 +31,7 @@ from bot.admin.commands import (
     SetExpiry,
     SetPolicy,
     SetQuorum,
+    SetReadOnlyHint,
     SetScope,
     SetSelfApproval,
     SetTrust,
@@ -92,7 +93,7 @@ CHAT_MENTIONS = Mentions(user=_USER, channel=_CHANNEL, group=_GROUP, role=_ROLE)
 USAGE = {
     "help": "help",
     "show": "show [in #channel]",
-    "policy": "policy <tool> auto|review|deny|default [in #channel] [when <condition>]",
+    "policy": "policy <tool>|<server>__* auto|review|deny|default [in #channel] [when <condition>]",
     "approvers": "approvers add|remove <@user|@group|@role> [for <tool>]",
     "admins": "admins add|remove <@user>",
     "quorum": "quorum <tool> <n>",
@@ -100,6 +101,7 @@ USAGE = {
     "expiry": "expiry <duration like 90s, 30m, 4h, 2d>|off [for <tool>]",
     "cards": "cards here|dm|channel <#channel>",
     "escalate": "escalate <tool> after <duration like 30m> to <@user|@group|@role|#channel>, or escalate <tool> off",
+    "read-only-hint": "read-only-hint <server> auto|review",
     "scope": "scope channel|thread [in #channel]",
     "agent": "agent react|subagents|default [in #channel]",
     "context": "context [reset]",
@@ -431,6 +433,14 @@ def _escalate(words: _Words, condition: str | None) -> Command:
     return escalation(tool, duration, target)
 
 
+def _read_only_hint(words: _Words, condition: str | None) -> Command:
+    server = words.take("an MCP server's name").removesuffix("__*")
+    word = words.take("auto or review").lower()
+    if word not in {"auto", "review"}:
+        raise CommandError(f"expected auto or review, got `{word}`", words.usage)
+    return SetReadOnlyHint(server=server, auto=word == "auto")
+
+
 def _scope(words: _Words, condition: str | None) -> Command:
     kind = words.take("channel or thread").lower()
     if kind not in {"channel", "thread"}:
@@ -519,6 +529,7 @@ _PARSERS = {
     "expiry": _expiry,
     "cards": _cards,
     "escalate": _escalate,
+    "read-only-hint": _read_only_hint,
     "scope": _scope,
     "agent": _agent,
     "context": _context,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from langchain_core.utils.json_schema import dereference_refs
@@ -35,6 +35,7 @@ from bot.admin.commands import (
     SetExpiry,
     SetPolicy,
     SetQuorum,
+    SetReadOnlyHint,
     SetScope,
     SetSelfApproval,
     SetTrust,
@@ -52,6 +53,7 @@ from bot.admin.views import (
     HelpPage,
     PolicyView,
     Reply,
+    ServerLine,
     StopRequested,
     ToolLine,
     TrustLine,
@@ -64,6 +66,7 @@ from bot.approvals.conditions import compile_condition, sample_arguments, strip_
 from bot.approvals.config import ALL, ApproverRule, ConversationScope, SettingKey, TrustSetting, WorkspaceConfig
 from bot.approvals.escalation import EscalationRule
 from bot.approvals.mode import Mode
+from bot.approvals.policy import rule_here
 from bot.approvals.shown import arrange, leaves_free
 from bot.approvals.trust import TrustGrant, still_fits
 from bot.audit import AuditEntry, AuditKind
@@ -73,8 +76,25 @@ from bot.storage.audit_store import AuditStore
 from bot.storage.config_store import ConfigStore
 from bot.storage.trust_store import TrustStore
 from bot.tools.registry import ToolRegistry, ToolSpec
+from bot.tools.server_wide import pattern_server, server_pattern
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class _Named:
+    """What a command's tool name names: a tool (`spec`), or every tool of an MCP server (`<server>__*`).
+
+    Attributes:
+        name: as stored: the tool's name or `<server>__*`.
+        spec: the tool as offered now, or as last offered while its server is down; None for
+            `<server>__*`.
+        offline: the MCP server (its name in tool names) when it is not connected now.
+    """
+
+    name: str
+    spec: ToolSpec | None
+    offline: str | None = None
 
 
 class ContextPort(Protocol):
@@ -213,36 +233,48 @@ class AdminService:
 
     async def _change(self, actor: Actor, command: Command) -> Changed:
         if isinstance(command, SetPolicy):
-            spec = self._tool(command.tool)
+            named = self._tool(command.tool)
             condition = None
             if command.condition is not None:
+                spec = named.spec
+                # A server-wide condition is checked for its syntax only: its tools' arguments
+                # differ, and one that a tool lacks fails closed (review) when evaluated.
                 condition = compile_condition(
-                    command.condition, spec.argument_names, _samples(spec), case_rules=spec.canonical_case
+                    command.condition,
+                    spec.argument_names if spec else None,
+                    _samples(spec) if spec else None,
+                    case_rules=spec.canonical_case if spec else (),
                 ).text
             before, after = await self._config.set_rule(
-                actor, channel_id=command.channel_id or ALL, tool_name=spec.name, mode=command.mode, condition=condition
+                actor,
+                channel_id=command.channel_id or ALL,
+                tool_name=named.name,
+                mode=command.mode,
+                condition=condition,
             )
             was = _rule_words(before.mode, before.condition) if before else None
             now = _rule_words(after.mode, after.condition) if after else None
             return Changed(
                 setting="policy",
-                tool=spec.name,
+                tool=named.name,
                 channel_id=command.channel_id,
                 before=was,
                 after=now,
                 changed=was != now,
+                offline=named.offline,
             )
         if isinstance(command, ChangeApprovers):
-            tool = self._tool(command.tool).name if command.tool else ALL
-            rule = ApproverRule(kind=command.kind, subject_id=command.subject_id, tool_name=tool)
+            named = self._tool(command.tool) if command.tool else _Named(ALL, None)
+            rule = ApproverRule(kind=command.kind, subject_id=command.subject_id, tool_name=named.name)
             changed = await self._config.change_approver(actor, rule, add=command.add)
             return Changed(
                 setting="approvers",
-                tool=tool or None,
+                tool=named.name or None,
                 channel_id=None,
                 before=None if command.add else rule,
                 after=rule if command.add else None,
                 changed=changed,
+                offline=named.offline,
             )
         if isinstance(command, ChangeAdmins):
             changed = await self._config.change_admin(actor, command.user_id, add=command.add)
@@ -255,15 +287,18 @@ class AdminService:
                 changed=changed,
             )
         if isinstance(command, SetQuorum):
-            return await self._set(actor, SettingKey.QUORUM, command.count, tool=self._tool(command.tool).name)
+            return await self._set(actor, SettingKey.QUORUM, command.count, named=self._tool(command.tool))
         if isinstance(command, SetSelfApproval):
-            tool = self._tool(command.tool).name if command.tool else ALL
-            return await self._set(actor, SettingKey.SELF_APPROVAL, command.allowed, tool=tool)
+            named = self._tool(command.tool) if command.tool else _Named(ALL, None)
+            return await self._set(actor, SettingKey.SELF_APPROVAL, command.allowed, named=named)
         if isinstance(command, SetExpiry):
-            tool = self._tool(command.tool).name if command.tool else ALL
-            # "off" for one tool must beat a workspace-wide expiry, so it is stored as 0 (never).
-            value = command.seconds if command.seconds is not None else (0 if tool else None)
-            return await self._set(actor, SettingKey.EXPIRY_S, value, tool=tool)
+            named = self._tool(command.tool) if command.tool else _Named(ALL, None)
+            # "off" for one tool (or server) must beat a wider expiry, so it is stored as 0 (never).
+            value = command.seconds if command.seconds is not None else (0 if named.name else None)
+            return await self._set(actor, SettingKey.EXPIRY_S, value, named=named)
+        if isinstance(command, SetReadOnlyHint):
+            named = self._tool(server_pattern(command.server))
+            return await self._set(actor, SettingKey.READ_ONLY_AUTO, True if command.auto else None, named=named)
         if isinstance(command, SetEscalation):
             return await self._set_escalation(actor, command)
         if isinstance(command, SetCards):
@@ -279,18 +314,25 @@ class AdminService:
         raise CommandError(f"unsupported command {type(command).__name__}")  # pragma: no cover
 
     async def _set_escalation(self, actor: Actor, command: SetEscalation) -> Changed:
-        tool = self._tool(command.tool).name
+        named = self._tool(command.tool)
         wanted = None
         if command.after_s is not None and command.target is not None:
-            wanted = EscalationRule(tool_name=tool, after_s=command.after_s, target=command.target)
-        before, after = await self._config.set_escalation(actor, tool, wanted)
+            wanted = EscalationRule(tool_name=named.name, after_s=command.after_s, target=command.target)
+        before, after = await self._config.set_escalation(actor, named.name, wanted)
         return Changed(
-            setting="escalation", tool=tool, channel_id=None, before=before, after=after, changed=before != after
+            setting="escalation",
+            tool=named.name,
+            channel_id=None,
+            before=before,
+            after=after,
+            changed=before != after,
+            offline=named.offline,
         )
 
     async def _set(
-        self, actor: Actor, key: SettingKey, value: object, *, tool: str = ALL, channel: str = ALL
+        self, actor: Actor, key: SettingKey, value: object, *, named: _Named | None = None, channel: str = ALL
     ) -> Changed:
+        tool = named.name if named is not None else ALL
         before, after = await self._config.set_setting(actor, key, value, channel_id=channel, tool_name=tool)
         return Changed(
             setting=key.value,
@@ -299,6 +341,7 @@ class AdminService:
             before=before,
             after=after,
             changed=before != after,
+            offline=named.offline if named is not None else None,
         )
 
     async def _set_trust(self, actor: Actor, command: SetTrust) -> Changed:
@@ -307,28 +350,34 @@ class AdminService:
         `off` in a channel is stored (it beats a workspace-wide setting); `off` for the
         workspace, and `default` anywhere, remove the setting at that level.
         """
-        spec = self._tool(command.tool)
-        arguments = spec.argument_names
+        named = self._tool(command.tool)
+        if named.spec is None and command.matching:
+            raise CommandError(
+                f"`{named.name}` stands for tools with different arguments, so it cannot bind some of them; "
+                "leave out `matching` (a grant then binds every argument), or name one tool"
+            )
+        arguments = named.spec.argument_names if named.spec is not None else ()
         unknown = [name for name in command.matching if name not in arguments]
         if unknown:
             raise CommandError(
-                f"`{spec.name}` has no argument {', '.join(f'`{n}`' for n in unknown)}; "
+                f"`{named.name}` has no argument {', '.join(f'`{n}`' for n in unknown)}; "
                 f"its arguments are {', '.join(f'`{n}`' for n in arguments)}"
             )
         channel = command.channel_id or ALL
         setting = None
         if command.up_to_s is not None and (command.up_to_s > 0 or channel):
             setting = TrustSetting(
-                tool_name=spec.name, max_s=command.up_to_s, matching=command.matching, channel_id=channel
+                tool_name=named.name, max_s=command.up_to_s, matching=command.matching, channel_id=channel
             )
-        before, after = await self._config.set_trust(actor, channel_id=channel, tool_name=spec.name, setting=setting)
+        before, after = await self._config.set_trust(actor, channel_id=channel, tool_name=named.name, setting=setting)
         return Changed(
             setting="trust",
-            tool=spec.name,
+            tool=named.name,
             channel_id=command.channel_id,
             before=before,
             after=after,
             changed=before != after,
+            offline=named.offline,
         )
 
     async def _trust_grants(
@@ -436,10 +485,14 @@ class AdminService:
         channel = channel_id or ALL
         lines = []
         for spec in self._registry:
-            rule = config.rule_for(spec.name, channel)
+            rule = rule_here(config, spec, spec.name, channel)
             if rule is not None:
                 mode, condition = rule.mode, rule.condition
                 source = "channel" if rule.channel_id else "workspace"
+                if rule.from_hint:
+                    source = "hint"
+                elif rule.server_wide:
+                    source = "server-channel" if rule.channel_id else "server"
             else:
                 mode, condition, source = Mode(spec.default_mode), spec.review_when_text, "built-in"
             lines.append(
@@ -469,18 +522,48 @@ class AdminService:
             agent=config.agent(channel) or self._default_agent,
             agent_source=_agent_source(config, channel),
             subagents=self._subagents,
+            servers=tuple(
+                _server_line(config, server_pattern(server), channel, connected=up)
+                for server, up in self._registry.servers().items()
+            ),
         )
 
-    def _tool(self, name: str) -> ToolSpec:
+    def _tool(self, name: str) -> _Named:
+        """What a command's tool name names (see `_Named`).
+
+        Raises:
+            CommandError: a subagent's name; a `<server>__*` of no configured MCP server; a tool
+                of a server that is down and whose tools were not listed since the bot started
+                (nothing to check the setting against); any other name that is not a tool's.
+        """
+        servers = self._registry.servers()
+        server = pattern_server(name)
+        if server is not None:
+            if server not in servers:
+                known = ", ".join(f"`{server_pattern(s)}`" for s in servers)
+                which = f"the servers are: {known}" if known else "none is configured (COUNTERSIGN_MCP_CONFIG)"
+                raise CommandError(f"`{name}` names no configured MCP server; {which}")
+            return _Named(name, None, offline=None if servers[server] else server)
         spec = self._registry.get(name)
-        if spec is None and name in self._subagents:
+        if spec is not None:
+            return _Named(name, spec)
+        owner = max((s for s in servers if name.startswith(f"{s}__")), key=len, default=None)
+        spec = self._registry.known(name)
+        if spec is not None:  # its server is down, or no longer lists it: the setting waits for it
+            return _Named(name, spec, offline=owner)
+        absent = self._registry.absent(name)
+        if absent is not None:
+            whole = f", or set it for the whole server with `{server_pattern(owner)}`" if owner else ""
+            raise CommandError(
+                f"`{name}` cannot be checked now: {absent.reason}, and it has not listed that tool since the bot "
+                f"started; try again once it is connected{whole}"
+            )
+        if name in self._subagents:
             raise CommandError(
                 f"`{name}` is a subagent, not a tool: settings name the tools it calls "
                 f"({', '.join(self._registry.names())}), which are governed inside it as anywhere"
             )
-        if spec is None:
-            raise CommandError(f"unknown tool `{name}`; the tools are: {', '.join(self._registry.names())}")
-        return spec
+        raise CommandError(f"unknown tool `{name}`; the tools are: {', '.join(self._registry.names())}")
 
     async def _refused(
         self, actor: Actor, command: Command, *, outcome: str = "not_an_admin", thread_id: str | None = None
@@ -517,6 +600,26 @@ def _agent_source(config: WorkspaceConfig, channel: str) -> str:
     if config.settings.get((ALL, ALL, SettingKey.AGENT.value)):
         return "workspace"
     return "default"
+
+
+def _server_line(config: WorkspaceConfig, pattern: str, channel: str, *, connected: bool) -> ServerLine:
+    """The settings made for `pattern` (`<server>__*`) itself, as `show` lists them."""
+
+    def own(key: SettingKey) -> Any:
+        return config.settings.get((ALL, pattern, key.value))
+
+    return ServerLine(
+        pattern=pattern,
+        connected=connected,
+        rule=config.rules.get((channel, pattern)) or config.rules.get((ALL, pattern)),
+        approvers=tuple(a for a in config.approvers if a.tool_name == pattern),
+        quorum=own(SettingKey.QUORUM),
+        self_approval=own(SettingKey.SELF_APPROVAL),
+        expiry_s=own(SettingKey.EXPIRY_S),
+        trust=config.trust.get((channel, pattern)) or config.trust.get((ALL, pattern)),
+        escalation=config.escalations.get(pattern),
+        read_only_auto=bool(own(SettingKey.READ_ONLY_AUTO)),
+    )
 
 
 def _rule_words(mode: Mode, condition: str | None) -> str:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.agents.kind import AgentKind
-from bot.approvals.config import ApproverRule, CardsSetting, ConversationScope, TrustSetting
+from bot.approvals.config import ApproverRule, CardsSetting, ConversationScope, ToolRule, TrustSetting
 from bot.approvals.escalation import EscalationRule
 from bot.approvals.mode import Mode
 from bot.approvals.trust import TrustGrant
@@ -18,7 +18,9 @@ class ToolLine:
     """One tool in `show`: its effective mode, condition, and where the rule comes from.
 
     Attributes:
-        source: `built-in`, `workspace` or `channel`.
+        source: `built-in`, `workspace` or `channel` (the tool's own rule), `server` or
+            `server-channel` (its MCP server's `<server>__*` rule, workspace-wide or the
+            channel's), or `hint` (its server's read-only hint, which an admin let count).
     """
 
     tool: str
@@ -34,6 +36,40 @@ class ToolLine:
     """The trust setting in force for the tool there (issue 12); None: cards offer no trust."""
     escalation: EscalationRule | None = None
     """Where the tool's undecided cards escalate, and after how long (`/countersign escalate`)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServerLine:
+    """One configured MCP server in `show`: the settings made for all its tools at once (`<server>__*`).
+
+    Each applies to a tool of the server that has no setting of its own
+    (docs/decisions/XXXX-server-wide-mcp-rules.md). None: not set for the server.
+
+    Attributes:
+        pattern: `<server>__*`.
+        connected: whether its session is live now (its tools are offered only then).
+        rule: its policy rule in force in the channel shown (the channel's, else the workspace's).
+        expiry_s: 0 for `off`.
+        trust: its trust setting in force there, `off` (max_s 0) included.
+        read_only_auto: whether its read-only hint makes a call `auto` (`read-only-hint`).
+    """
+
+    pattern: str
+    connected: bool
+    rule: ToolRule | None = None
+    approvers: tuple[ApproverRule, ...] = ()
+    quorum: int | None = None
+    self_approval: bool | None = None
+    expiry_s: int | None = None
+    trust: TrustSetting | None = None
+    escalation: EscalationRule | None = None
+    read_only_auto: bool = False
+
+    @property
+    def configured(self) -> bool:
+        """Whether anything is set for the server."""
+        settings = (self.rule, self.quorum, self.self_approval, self.expiry_s, self.trust, self.escalation)
+        return self.read_only_auto or bool(self.approvers) or any(value is not None for value in settings)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -54,6 +90,8 @@ class PolicyView:
     """Where the agent setting comes from: `channel`, `workspace` or `default` (COUNTERSIGN_AGENT)."""
     subagents: tuple[str, ...] = ()
     """The configured subagents' names (shown when the agent is `subagents`)."""
+    servers: tuple[ServerLine, ...] = ()
+    """Every configured MCP server, connected or not, with its server-wide settings."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -66,6 +104,9 @@ class Changed:
         channel_id: the channel it concerns, if any.
         before / after: the values (None: not set / removed).
         changed: False when the command changed nothing (e.g. adding an existing approver).
+        offline: the MCP server (its name in tool names) of the tool or `<server>__*` the
+            setting names, when it is not connected now: saved all the same, it applies once
+            the server is back.
     """
 
     setting: str
@@ -74,6 +115,7 @@ class Changed:
     before: Any
     after: Any
     changed: bool = True
+    offline: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

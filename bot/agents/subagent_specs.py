@@ -6,7 +6,7 @@ A file holds one `[[subagents]]` table per subagent::
     name = "researcher"                       # the supervisor's tool name for it
     description = "Looks things up ..."       # what the supervisor reads to choose it
     prompt = "You research ..."               # its system prompt
-    tools = ["current_time", "calculator", "http_request"]
+    tools = ["current_time", "calculator", "http_request"]   # MCP: "github__create_issue", "notes__*"
     model = "gemini-3.8-pro"                  # optional: else the supervisor's model
     step_limit = 15                           # optional LangGraph steps per delegation
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from bot.errors import ConfigurationError
 from bot.tools.registry import ToolRegistry
+from bot.tools.server_wide import pattern_server, server_patterns
 
 DEFAULT_STEP_LIMIT = 15
 """LangGraph steps per delegation unless a subagent sets its own (issue 8)."""
@@ -48,6 +49,8 @@ class SubagentSpec:
         description: the tool description the supervisor's model reads.
         prompt: its own system prompt (Countersign appends the report rules).
         tools: names of registered tools it may call; the policy applies to them as anywhere.
+            A tool of a configured MCP server (`<server>__<tool>`), or every tool of one
+            (`<server>__*`), is offered to it while its server is connected.
         model: a Gemini model name, or None for the supervisor's model.
         step_limit: LangGraph steps per delegation (its `recursion_limit`).
     """
@@ -148,7 +151,8 @@ def load_subagents(path: Path | None, registry: ToolRegistry) -> tuple[SubagentS
             problem: unreadable, not UTF-8 or not TOML, no `[[subagents]]` table, an unknown
             key, a missing field or one of the wrong type, an empty prompt or description, an
             invalid or duplicate name, a name that is also a tool's, a step limit out of range,
-            a tool that is not registered or is listed twice.
+            a tool that is not registered (nor of a configured MCP server: `<server>__<tool>`,
+            `<server>__*`) or is listed twice.
     """
     if path is None:
         defaults = default_subagents(registry)
@@ -191,9 +195,15 @@ def load_subagents(path: Path | None, registry: ToolRegistry) -> tuple[SubagentS
 
 
 def _cross_check(specs: Sequence[SubagentSpec], registry: ToolRegistry) -> str | None:
-    """The first problem that needs more than one entry or the registry to see, or None."""
+    """The first problem that needs more than one entry or the registry to see, or None.
+
+    A tool of a configured MCP server (`<server>__<tool>`), or all of them (`<server>__*`), is
+    accepted before the server connects: the servers are checked, not their tools, which
+    appear in the subagent while their server is connected (`bot.tools.registry.ToolView`).
+    """
     seen: set[str] = set()
     tools = set(registry.names())
+    servers = registry.servers()
     for spec in specs:
         if spec.name in seen:
             return f"two subagents are named {spec.name!r}"
@@ -203,16 +213,25 @@ def _cross_check(specs: Sequence[SubagentSpec], registry: ToolRegistry) -> str |
                 f"subagent {spec.name!r} has the same name as a tool (cards and audit rows could not tell them apart)"
             )
         for tool in spec.tools:
-            if tool not in tools:
+            if tool not in tools and not _of_a_server(tool, servers):
                 hint = " (it exists only when SMTP_URL is set)" if tool == "send_email" else ""
+                mcp = f"; the MCP servers are: {', '.join(servers)}" if servers else ""
                 return (
                     f"subagent {spec.name!r} names unknown tool {tool!r}{hint}; "
-                    f"the tools are: {', '.join(registry.names())}"
+                    f"the tools are: {', '.join(registry.names())}{mcp}"
                 )
         twice = next((tool for index, tool in enumerate(spec.tools) if tool in spec.tools[:index]), None)
         if twice is not None:
             return f"subagent {spec.name!r} lists tool {twice!r} twice"
     return None
+
+
+def _of_a_server(tool: str, servers: Collection[str]) -> bool:
+    """Whether `tool` is `<server>__<tool>` or `<server>__*` of one of the configured MCP `servers`."""
+    server = pattern_server(tool)
+    if server is not None:
+        return server in servers
+    return any(pattern_server(pattern) in servers for pattern in server_patterns(tool))
 
 
 _KEYS = ", ".join(_SubagentEntry.model_fields)

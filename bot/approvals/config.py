@@ -2,7 +2,9 @@
 
 Resolution rules (DESIGN.md "Admin commands"): a channel's setting beats the workspace's, which
 beats the tool's built-in default; for per-tool settings, the tool's value beats the
-workspace-wide one.
+workspace-wide one. An MCP tool's own setting (in the channel, else the workspace) beats its
+server's `<server>__*` setting (in the channel, else the workspace), which beats the
+workspace-wide one (docs/decisions/XXXX-server-wide-mcp-rules.md).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 from bot.agents.kind import AgentKind
 from bot.approvals.escalation import EscalationRule
 from bot.approvals.mode import Mode
+from bot.tools.server_wide import pattern_server, server_patterns
 
 ALL = ""
 """The empty channel id or tool name: "not narrowed" (the whole workspace, every tool)."""
@@ -58,17 +61,31 @@ class SettingKey(StrEnum):
     CARDS = "cards"
     SCOPE = "scope"
     AGENT = "agent"
+    READ_ONLY_AUTO = "read_only_auto"
+    """For a `<server>__*`: True when the server's read-only hint makes a call `auto` (`read-only-hint`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolRule:
-    """An admin's rule for a tool, workspace-wide (`channel_id` = "") or for one channel."""
+    """An admin's rule for a tool, workspace-wide (`channel_id` = "") or for one channel.
+
+    Attributes:
+        tool_name: the tool, or `<server>__*` for every tool of an MCP server.
+        from_hint: the rule is no admin's rule but the server's read-only hint, which an admin let
+            count for this server (`bot.approvals.policy.rule_here`); never stored.
+    """
 
     tool_name: str
     mode: Mode
     condition: str | None = None
     channel_id: str = ALL
     updated_by: str = ""
+    from_hint: bool = False
+
+    @property
+    def server_wide(self) -> bool:
+        """Whether the rule is its server's (`<server>__*`) rather than the tool's own."""
+        return pattern_server(self.tool_name) is not None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -136,24 +153,41 @@ class WorkspaceConfig:
     escalations: dict[str, EscalationRule] = field(default_factory=dict)
 
     def rule_for(self, tool_name: str, channel_id: str) -> ToolRule | None:
-        """The channel's rule for the tool, else the workspace's, else None (built-in)."""
-        return self.rules.get((channel_id, tool_name)) or self.rules.get((ALL, tool_name))
+        """The rule in force for the tool in the channel, or None (its built-in default).
+
+        The tool's own rule (the channel's, else the workspace's), else its MCP server's
+        `<server>__*` rule (the channel's, else the workspace's). The read-only hint is not
+        looked at here (`bot.approvals.policy.rule_here`).
+        """
+        for name in (tool_name, *server_patterns(tool_name)):
+            rule = self.rules.get((channel_id, name)) or self.rules.get((ALL, name))
+            if rule is not None:
+                return rule
+        return None
 
     def trust_for(self, tool_name: str, channel_id: str) -> TrustSetting | None:
         """The trust setting in force for the tool in the channel: the channel's, else the workspace's.
 
-        None when there is none, or when the channel switched a workspace-wide one off.
+        The tool's own setting, else its MCP server's (`<server>__*`), in that order. None when
+        there is none, or when the one in force is `off` (a channel that switched it off).
         """
-        setting = self.trust.get((channel_id, tool_name)) or self.trust.get((ALL, tool_name))
-        return setting if setting is not None and setting.enabled else None
+        for name in (tool_name, *server_patterns(tool_name)):
+            setting = self.trust.get((channel_id, name)) or self.trust.get((ALL, name))
+            if setting is not None:
+                return setting if setting.enabled else None
+        return None
 
     def approvers_for(self, tool_name: str) -> tuple[ApproverRule, ...]:
-        """The tool's own approver list if it has one, else the workspace-wide list."""
-        own = tuple(a for a in self.approvers if a.tool_name == tool_name)
-        return own or tuple(a for a in self.approvers if a.tool_name == ALL)
+        """The tool's own approver list if it has one, else its MCP server's, else the workspace-wide list."""
+        for name in (tool_name, *server_patterns(tool_name)):
+            own = tuple(a for a in self.approvers if a.tool_name == name)
+            if own:
+                return own
+        return tuple(a for a in self.approvers if a.tool_name == ALL)
 
     def _tool_setting(self, tool_name: str, key: SettingKey) -> Any:
-        for scope in ((ALL, tool_name, key.value), (ALL, ALL, key.value)):
+        names = (tool_name, *server_patterns(tool_name)) if tool_name else ()
+        for scope in (*((ALL, name, key.value) for name in names), (ALL, ALL, key.value)):
             if scope in self.settings:
                 return self.settings[scope]
         return None
@@ -174,8 +208,20 @@ class WorkspaceConfig:
         return int(value) if value else None
 
     def escalation(self, tool_name: str) -> EscalationRule | None:
-        """The tool's escalation (`/countersign escalate`), or None."""
-        return self.escalations.get(tool_name)
+        """The tool's escalation (`/countersign escalate`), else its MCP server's (`<server>__*`), or None."""
+        for name in (tool_name, *server_patterns(tool_name)):
+            rule = self.escalations.get(name)
+            if rule is not None:
+                return rule
+        return None
+
+    def read_only_auto(self, tool_name: str) -> bool:
+        """Whether an admin let the read-only hint of this tool's MCP server mean `auto` (default no)."""
+        for pattern in server_patterns(tool_name):
+            value = self.settings.get((ALL, pattern, SettingKey.READ_ONLY_AUTO.value))
+            if value is not None:
+                return bool(value)
+        return False
 
     def cards(self) -> CardsSetting:
         """Where cards go (workspace-wide)."""

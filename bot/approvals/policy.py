@@ -1,8 +1,10 @@
 """What needs review: each tool call gets a mode before anything runs.
 
 The mode comes from, in order: an admin's rule for the channel, the workspace's rule, the
-tool's built-in default (`ToolSpec`). A `review` rule may carry a CEL condition: review only
-when it holds; an evaluation error counts as holding (fail closed, issue 4).
+tool's built-in default (`ToolSpec`). For an MCP tool, its own rules come first, then its
+server's `<server>__*` rules, and, where an admin let it count, the server's read-only hint
+(`rule_here`, docs/decisions/XXXX-server-wide-mcp-rules.md). A `review` rule may carry a CEL
+condition: review only when it holds; an evaluation error counts as holding (fail closed).
 
 A Discord DM belongs to no server, so no admin's rule is its own: there the servers the
 requester shares with the bot have their say (`DmRules`, docs/decisions/0007 and
@@ -34,6 +36,7 @@ from bot.conversation import DM_WORKSPACE, ConversationRef
 from bot.errors import InvalidArgumentsError, InvalidDecisionError
 from bot.tools.canonical import canonical_args
 from bot.tools.registry import ToolRegistry, ToolSpec
+from bot.tools.server_wide import server_patterns
 
 log = logging.getLogger(__name__)
 
@@ -154,6 +157,34 @@ class DmRules(Protocol):
         ...
 
 
+def rule_here(config: WorkspaceConfig, spec: ToolSpec | None, tool_name: str, channel_id: str) -> ToolRule | None:
+    """The rule that decides a call of `tool_name` in `channel_id`, or None for the tool's default.
+
+    In order: the tool's own rule (the channel's, else the workspace's); its MCP server's
+    `deny` (`<server>__*`); the server's read-only hint as `auto`, when an admin let that
+    server's hint count (`read-only-hint <server> auto`, `WorkspaceConfig.read_only_auto`) and
+    the tool says it is read-only and not destructive; its server's other rule; none. So a
+    hint never beats a rule an admin gave the tool, never runs what its server's rule denies,
+    and never makes a call run without review unless an admin opted in for that server.
+
+    Args:
+        config: the workspace's configuration.
+        spec: the tool as offered (or last offered), for its hints; None for an unknown tool.
+        tool_name: the tool called.
+        channel_id: where it is called ("" for workspace-wide rules only).
+    """
+    rule = config.rule_for(tool_name, channel_id)
+    if rule is not None and (not rule.server_wide or rule.mode is Mode.DENY):
+        return rule
+    info = spec.mcp if spec is not None else None
+    if info is None or info.hints.read_only is not True or info.hints.destructive is True:
+        return rule
+    if not config.read_only_auto(tool_name):
+        return rule
+    pattern = next(iter(server_patterns(tool_name)), tool_name)
+    return ToolRule(tool_name=pattern, mode=Mode.AUTO, channel_id=rule.channel_id if rule else "", from_hint=True)
+
+
 def effective_mode(spec: ToolSpec | None, rule: ToolRule | None, args: Mapping[str, Any], *, where: str = "") -> Mode:
     """The mode of one call: the admin's rule if any, else the tool's default.
 
@@ -268,8 +299,9 @@ class ConfiguredPolicy:
             log.exception("could not read the policy; requiring review (thread_id=%s)", context.thread_id)
             return Ruling(mode=Mode.REVIEW)
         args = call.get("args") or {}
-        rule = config.rule_for(call["name"], context.channel_id)
-        own = effective_mode(self._registry.get(call["name"]), rule, args, where=context.thread_id)
+        spec = self._registry.get(call["name"])
+        rule = rule_here(config, spec, call["name"], context.channel_id)
+        own = effective_mode(spec, rule, args, where=context.thread_id)
         if context.workspace_id == DM_WORKSPACE and self._dms is not None:
             return await self._dms.ruling(call["name"], args, context, own)
         return Ruling(mode=own)

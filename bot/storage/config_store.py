@@ -22,6 +22,7 @@ from bot.approvals.mode import Mode
 from bot.audit import AuditEntry, AuditKind
 from bot.conversation import Actor
 from bot.storage.audit_store import AuditStore
+from bot.tools.server_wide import server_patterns
 
 
 class ConfigStore:
@@ -37,14 +38,25 @@ class ConfigStore:
         self._audit = audit
 
     async def denied_in_any_workspace(self, platform: str, tool_name: str) -> bool:
-        """Whether any workspace of `platform` switched `tool_name` off workspace-wide (`deny`)."""
+        """Whether any workspace of `platform` switched `tool_name` off workspace-wide (`deny`).
+
+        By the tool's own rule, or by its MCP server's (`<server>__*`) where the tool has no
+        workspace-wide rule of its own (`WorkspaceConfig.rule_for`).
+        """
+        names = [tool_name, *server_patterns(tool_name)]
         async with self._pool.acquire() as connection:
             return bool(
                 await connection.fetchval(
-                    """SELECT EXISTS (SELECT 1 FROM tool_policies
-                       WHERE platform = $1 AND channel_id = '' AND tool_name = $2 AND mode = 'deny')""",
+                    """SELECT EXISTS (SELECT 1 FROM tool_policies p
+                       WHERE p.platform = $1 AND p.channel_id = '' AND p.tool_name = ANY($2::text[])
+                         AND p.mode = 'deny'
+                         AND NOT EXISTS (SELECT 1 FROM tool_policies q
+                              WHERE q.platform = p.platform AND q.workspace_id = p.workspace_id
+                                AND q.channel_id = '' AND q.tool_name = ANY($2::text[])
+                                AND array_position($2::text[], q.tool_name)
+                                    < array_position($2::text[], p.tool_name)))""",
                     platform,
-                    tool_name,
+                    names,
                 )
             )
 
@@ -55,11 +67,11 @@ class ConfigStore:
 
         For a Discord DM, which follows the defaults unless a server the requester shares with
         the bot is stricter (`bot.dm_rules`). A workspace is listed when it has a
-        workspace-wide `review` rule for the tool (with or without a condition), or, with
-        `settings_too`, a workspace-wide quorum above one or self-approval off, for the tool or
-        for every tool. Whether it is stricter for a given call is for the caller to judge from
-        its whole configuration: this only never misses one. `deny` rules are not listed
-        (`denied_in_any_workspace` answers for them).
+        workspace-wide `review` rule for the tool or its MCP server (`<server>__*`), with or
+        without a condition, or, with `settings_too`, a workspace-wide quorum above one or
+        self-approval off, for the tool, its server or every tool. Whether it is stricter for a
+        given call is for the caller to judge from its whole configuration: this only never
+        misses one. `deny` rules are not listed (`denied_in_any_workspace` answers for them).
 
         Args:
             platform: e.g. `discord`.
@@ -76,16 +88,18 @@ class ConfigStore:
         rows = await self._pool.fetch(
             """
             SELECT workspace_id FROM tool_policies
-             WHERE platform = $1 AND channel_id = '' AND tool_name = $2 AND mode = 'review' AND workspace_id <> $5
+             WHERE platform = $1 AND channel_id = '' AND tool_name = ANY($2::text[]) AND mode = 'review'
+               AND workspace_id <> $5
             UNION
             SELECT workspace_id FROM settings
-             WHERE $3 AND platform = $1 AND channel_id = '' AND tool_name IN ('', $2) AND workspace_id <> $5
+             WHERE $3 AND platform = $1 AND channel_id = '' AND (tool_name = '' OR tool_name = ANY($2::text[]))
+               AND workspace_id <> $5
                AND ((key = 'quorum' AND value <> '1'::jsonb) OR (key = 'self_approval' AND value = 'false'::jsonb))
             ORDER BY workspace_id
             LIMIT $4
             """,
             platform,
-            tool_name,
+            [tool_name, *server_patterns(tool_name)],
             settings_too,
             limit,
             besides,

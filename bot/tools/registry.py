@@ -12,6 +12,7 @@ from langchain_core.tools import BaseTool
 from bot.approvals.mode import Mode
 from bot.ports import ToolOrigin
 from bot.tools.canonical import CANONICAL_ARGS, CanonicalForm, CaseRule, canonical_case
+from bot.tools.server_wide import covers, pattern_server
 
 if TYPE_CHECKING:
     from bot.tools.mcp.tools import McpToolInfo
@@ -164,6 +165,14 @@ class ToolSource(Protocol):
         """Why `name`, a tool this source would offer, is not offered now; None for any other name."""
         ...
 
+    def servers(self) -> Mapping[str, bool]:
+        """The servers whose tools this source offers, by their name in tool names, and whether each is connected.
+
+        Every configured server, connected or not, so that admins may set `<server>__*` rules
+        and subagents may list its tools before it connects.
+        """
+        ...
+
 
 class ToolRegistry:
     """An ordered set of `ToolSpec`s keyed by tool name: fixed ones, then those of live sources.
@@ -233,6 +242,14 @@ class ToolRegistry:
                 return found
         return None
 
+    def servers(self) -> dict[str, bool]:
+        """Every source's servers, by their name in their tools' names, and whether each is connected now."""
+        found: dict[str, bool] = {}
+        for source in self._sources:
+            for server, up in source.servers().items():
+                found.setdefault(server, up)
+        return found
+
     def known(self, name: str) -> ToolSpec | None:
         """The spec for `name` when offered now, else as its source last offered it (`AbsentTool.last_spec`).
 
@@ -287,7 +304,8 @@ class ToolView(Mapping[str, BaseTool]):
     Args:
         registry: the tools.
         names: the names this graph may call, in its order (a subagent's `tools`); None for
-            every tool of the registry.
+            every tool of the registry. A `<server>__*` stands for every tool its MCP server
+            offers at the time (`bot.tools.server_wide`), in the server's order.
     """
 
     def __init__(self, registry: ToolRegistry, names: Sequence[str] | None = None) -> None:
@@ -316,14 +334,21 @@ class ToolView(Mapping[str, BaseTool]):
             if self._names is None:
                 self._tools = {spec.name: spec.tool for spec in self._registry}
             else:
-                found = ((name, self._registry.get(name)) for name in self._names)
-                self._tools = {name: spec.tool for name, spec in found if spec is not None}
+                offered = self._registry.names()
+                tools: dict[str, BaseTool] = {}
+                for listed in self._names:
+                    prefix = listed[:-1] if pattern_server(listed) is not None else None
+                    for name in [n for n in offered if n.startswith(prefix)] if prefix else [listed]:
+                        spec = self._registry.get(name)
+                        if spec is not None:
+                            tools.setdefault(name, spec.tool)
+                self._tools = tools
             self._version = version
         return self._tools
 
     def absent(self, name: str) -> str | None:
         """Why `name`, one of this view's tools, is not offered now; None when it is, or is not the view's."""
-        if self._names is not None and name not in self._names:
+        if self._names is not None and not covers(self._names, name):
             return None
         absent = self._registry.absent(name)
         return absent.reason if absent is not None else None

@@ -228,3 +228,18 @@ async def test_only_the_requester_opens_all_arguments_of_a_dm_card(db_url, regis
         ("alice", "not_permitted"),
     ]
     assert discord_msg.REFUSED_OTHER_DM in error_text(refused.value) and sent(tool_log) == []
+
+
+async def test_a_servers_deny_of_an_mcp_server_holds_in_dms_unless_the_tool_has_its_own_rule(db_url, registry):
+    """`notes__* deny` in S1 denies `notes__add` in every DM; S1's own `notes__add review` lifts that, and is listed."""
+    async with open_service(db_url, model(), registry) as h:
+        await h.config.set_rule(admin_of("S1"), channel_id="", tool_name="notes__*", mode=Mode.DENY, condition=None)
+        await h.config.set_rule(admin_of("S2"), channel_id="", tool_name="notes__*", mode=Mode.REVIEW, condition=None)
+        assert await h.config.denied_in_any_workspace("test", "notes__add") is True
+        assert await h.config.denied_in_any_workspace("test", "other__add") is False
+        stricter = await h.config.could_be_stricter("test", "notes__add", settings_too=False, limit=5)
+        assert stricter == ["S2"]
+        await h.config.set_rule(admin_of("S1"), channel_id="", tool_name="notes__add", mode=Mode.REVIEW, condition=None)
+        assert await h.config.denied_in_any_workspace("test", "notes__add") is False
+        stricter = await h.config.could_be_stricter("test", "notes__add", settings_too=False, limit=5)
+        assert stricter == ["S1", "S2"]

@@ -113,6 +113,13 @@ class McpServers:
             return AbsentTool(reason=f"MCP server {key!r} no longer offers it", last_spec=last)
         return None
 
+    def servers(self) -> dict[str, bool]:
+        """Every configured server by its safe name (`<server>__<tool>`), and whether it is connected now."""
+        return {
+            prefix.removesuffix("__"): self._connections[key].status.state is State.CONNECTED
+            for prefix, key in self._prefixes.items()
+        }
+
     # State ------------------------------------------------------------------------------------
 
     def statuses(self) -> dict[str, Status]:
