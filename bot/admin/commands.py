@@ -110,7 +110,7 @@ class SetReadOnlyHint:
     """`read-only-hint <server> auto|review`: whether an MCP server's read-only hint makes a call `auto`.
 
     Off (`review`) by default: a server's hints are only as trustworthy as the server
-    (docs/decisions/XXXX-server-wide-mcp-rules.md).
+    (docs/decisions/0045-server-wide-mcp-rules.md).
 
     Attributes:
         server: the server's name as in its tools' names (`<server>__<tool>`).

@@ -43,7 +43,7 @@ class ServerLine:
     """One configured MCP server in `show`: the settings made for all its tools at once (`<server>__*`).
 
     Each applies to a tool of the server that has no setting of its own
-    (docs/decisions/XXXX-server-wide-mcp-rules.md). None: not set for the server.
+    (docs/decisions/0045-server-wide-mcp-rules.md). None: not set for the server.
 
     Attributes:
         pattern: `<server>__*`.

@@ -4,7 +4,7 @@ Resolution rules (DESIGN.md "Admin commands"): a channel's setting beats the wor
 beats the tool's built-in default; for per-tool settings, the tool's value beats the
 workspace-wide one. An MCP tool's own setting (in the channel, else the workspace) beats its
 server's `<server>__*` setting (in the channel, else the workspace), which beats the
-workspace-wide one (docs/decisions/XXXX-server-wide-mcp-rules.md).
+workspace-wide one (docs/decisions/0045-server-wide-mcp-rules.md).
 """
 
 from __future__ import annotations

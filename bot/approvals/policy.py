@@ -3,7 +3,7 @@
 The mode comes from, in order: an admin's rule for the channel, the workspace's rule, the
 tool's built-in default (`ToolSpec`). For an MCP tool, its own rules come first, then its
 server's `<server>__*` rules, and, where an admin let it count, the server's read-only hint
-(`rule_here`, docs/decisions/XXXX-server-wide-mcp-rules.md). A `review` rule may carry a CEL
+(`rule_here`, docs/decisions/0045-server-wide-mcp-rules.md). A `review` rule may carry a CEL
 condition: review only when it holds; an evaluation error counts as holding (fail closed).
 
 A Discord DM belongs to no server, so no admin's rule is its own: there the servers the

@@ -3,7 +3,7 @@
 Admin settings (`policy`, `approvers`, `quorum`, `expiry`, `self-approval`, `trust`,
 `escalate`) and a subagent's `tools` may name `<server>__*` where they take a tool name; such a
 setting is stored under that name and applies to each `<server>__<tool>` that has no setting of
-its own (docs/decisions/XXXX-server-wide-mcp-rules.md). Everything here is about names only; which
+its own (docs/decisions/0045-server-wide-mcp-rules.md). Everything here is about names only; which
 servers exist is the registry's to say (`bot.tools.registry.ToolRegistry.servers`).
 """
 

@@ -3,7 +3,7 @@
 A real FastMCP server over stdio (a subprocess, `tests.support.mcp_server`: `add` says it is
 read-only, `create_note` destructive) or Streamable HTTP (a local port), the real core on a real
 PostgreSQL, driven through the terminal adapter with a scripted model. What ran is read from the
-server's own record of its calls (docs/decisions/XXXX-server-wide-mcp-rules.md).
+server's own record of its calls (docs/decisions/0045-server-wide-mcp-rules.md).
 """
 
 from __future__ import annotations
