@@ -88,8 +88,6 @@ HELP_EXAMPLES = (
         "cards offer “Approve and trust for 30 minutes”: the same request by the same person runs without a card",
     ),
     ("trust list", "live trusts (`trust revoke <id>` ends one)"),
-    ("mcp", "the MCP servers: state, tools, hints, held tools"),
-    ("mcp accept github", "accept the changed or new tools of the MCP server github, after reading what changed"),
 )
 
 

@@ -117,8 +117,6 @@ DISCORD_MARKUP = Markup(
             "cards offer “Approve and trust for 30 minutes”: the same request by the same person runs without a card",
         ),
         ("trust list", "live trusts (`trust revoke` ends one)"),
-        ("mcp status", "the MCP servers: state, tools, hints, held tools"),
-        ("mcp accept server:github", "accept the changed or new tools of the MCP server github, after reading them"),
     ),
 )
 _MODES = {"auto": Mode.AUTO, "review": Mode.REVIEW, "deny": Mode.DENY, "default": None}

@@ -111,7 +111,7 @@ USAGE = {
         "trust <tool> up-to <duration> [matching <arg>,...] [in #channel] | trust <tool> off|default "
         "[in #channel] | trust list [in #channel] | trust revoke <id>"
     ),
-    "mcp": "mcp | mcp accept <server>",
+    "mcp": "mcp [accept <server>]",
 }
 
 
