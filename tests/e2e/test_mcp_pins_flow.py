@@ -1,7 +1,7 @@
-"""Pinned MCP definitions through Slack: the admins' message in the admins' channel, `/countersign mcp` and `mcp accept`.
+"""Pinned MCP definitions through Slack and Discord: the admins' message, `/countersign mcp` and `mcp accept`.
 
-The real bot (Bolt over HTTP) with the Slack stand-in and a real FastMCP server over
-Streamable HTTP whose tool changes while the bot runs.
+The real bot (Bolt over HTTP; discord.py against the Discord stand-in) and a real FastMCP
+server over Streamable HTTP whose tool changes while the bot runs.
 """
 
 from __future__ import annotations
@@ -77,3 +77,60 @@ async def test_slack_admins_read_a_changed_tool_list_it_and_accept_it(mcp_bot, s
         call for call in slack.calls_to("chat.postMessage") if "changed or added tools" in str(call.args.get("text"))
     ]
     assert len(posts) == 1
+
+
+async def discord_mcp(api: Any, who: int, sub: str, **options: str) -> str:
+    """`/countersign mcp <sub>` on Discord as `who`: the ephemeral reply's text."""
+    payload = [{"name": name, "type": 3, "value": value} for name, value in options.items()]
+    interaction = await api.invoke_command(
+        "countersign",
+        who,
+        channel_id=c.D_CHANNEL,
+        options=[{"type": 2, "name": "mcp", "options": [{"type": 1, "name": sub, "options": payload}]}],
+    )
+    await api.wait_for_request("POST", rf"/webhooks/{c.D_APP}/{interaction.token}")
+    return "\n".join(f["content"] for f in api.followups(interaction.id))
+
+
+async def test_discord_admins_list_and_accept_with_mcp_status_and_mcp_accept(
+    db_url, gemini, target, discord_api, tmp_path
+):
+    """On Discord `mcp` is a group: `mcp status` lists the server, `mcp accept server:` answers admins and refuses others."""
+    from tests.standins.discord_api import point_discord_py_at
+
+    seen: list[dict[str, Any]] = []
+    mcp = build_server(seen.append)
+    async with serve_http(mcp) as url:
+        path = tmp_path / "mcp.json"
+        path.write_text(json.dumps({"mcpServers": {"notes": {"url": url}}}))
+        settings = c.make_discord_settings(db_url, gemini, target, discord_api)
+        admins = (f"discord:{c.D_GUILD}:{c.D_CHANNEL}",)
+        tools = settings.tools.model_copy(update={"mcp_config": path, "admin_channels": admins})
+        with point_discord_py_at(discord_api.api_url) as routing:
+            async with BotServer(settings.model_copy(update={"tools": tools})):
+                [command] = [
+                    x for x in discord_api.commands(c.D_GUILD) + discord_api.commands() if x["name"] == "countersign"
+                ]
+                [group] = [option for option in command["options"] if option["name"] == "mcp"]
+                assert [sub["name"] for sub in group["options"]] == ["status", "accept"]
+                listed = ""
+
+                async def connected() -> bool:
+                    nonlocal listed
+                    listed = await discord_mcp(discord_api, c.D_CAROL, "status")
+                    return "• **notes**: connected" in listed
+
+                await wait_until_async(connected, "the MCP server connected")
+                assert "`notes__add` · the server's hints: read-only, idempotent" in listed
+                (await mcp.get_tool("create_note")).description = CHANGED
+                refused = await discord_mcp(discord_api, c.D_CAROL, "accept", server="notes")
+                assert refused.startswith("Not accepted: MCP server notes now lists definitions")
+                told = await discord_api.wait_for_request(
+                    "POST", rf"/channels/{c.D_CHANNEL}/messages$", lambda r: "changed or added tools" in str(r.json)
+                )
+                assert f"+{CHANGED}" in told[0].json["content"]
+                other = await discord_mcp(discord_api, c.D_BOB, "accept", server="notes")
+                assert other.startswith("Only admins can do that")
+                accepted = await discord_mcp(discord_api, c.D_CAROL, "accept", server="notes")
+                assert accepted.startswith("Accepted 1 definitions of MCP server notes") and f"+{CHANGED}" in accepted
+        assert routing.blocked == []
