@@ -119,7 +119,6 @@ class McpServers:
         }
         self._offered: dict[str, dict[str, ToolSpec]] = {key: {} for key in config.servers}
         self._held: dict[str, dict[str, HeldTool]] = {key: {} for key in config.servers}
-        self._listings: dict[str, tuple[ToolDefinition, ...] | None] = {key: None for key in config.servers}
         self._pins: PinStore = InMemoryPinStore()
         self._on_notice: NoticeSink | None = None
         self._last: dict[str, ToolSpec] = {}
@@ -256,18 +255,20 @@ class McpServers:
     async def _listed(self, key: str, tools: Sequence[mcp_types.Tool] | None) -> None:
         """A server's tools as just listed (None: its connection was lost): offer the pinned ones from now on.
 
-        The listing is judged against the pins (`observe`); a store that cannot be reached, or
-        a listing naming a tool twice, offers none of the server's tools until the next listing.
+        The listing is judged against the pins (`observe`); a store that cannot be reached or
+        does not answer within `LIST_TIMEOUT_S`, or a listing naming a tool twice, offers none of
+        the server's tools until the next listing.
         """
         if tools is None:
-            self._listings[key] = None
             self._held[key] = {}
             self._offer(key, {})
             return
         infos = [tool_info(key, tool) for tool in self._usable(key, tools)]
-        self._listings[key] = tuple(info.contract for info in infos)
         try:
-            observation = await observe(self._pins, key, [info.contract for info in infos])
+            # Bounded: a store that does not answer must not hold the supervisor (it offers none).
+            observation = await asyncio.wait_for(
+                observe(self._pins, key, [info.contract for info in infos]), LIST_TIMEOUT_S
+            )
         except DuplicateToolError as exc:
             self._warn_once(key, f"{exc}; none of its tools is offered")
             self._held[key] = {}
