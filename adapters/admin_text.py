@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from adapters.display import reveal_invisible
+from adapters.mcp_text import accept_refused_text, accepted_text, overview_text
 from adapters.stop_text import STOP_HELP, stop_error_text, stopped_text
 from bot.admin.parse import USAGE, CommandError
 from bot.admin.views import (
@@ -21,6 +22,9 @@ from bot.admin.views import (
     ContextReset,
     ContextView,
     HelpPage,
+    McpAccepted,
+    McpAcceptRefused,
+    McpOverview,
     PolicyView,
     Reply,
     ServerLine,
@@ -111,6 +115,12 @@ def render(reply: Reply, markup: Markup) -> str:
         return _trust_list(reply, markup)
     if isinstance(reply, TrustRevoked):
         return _trust_revoked(reply.grant, markup)
+    if isinstance(reply, McpOverview):
+        return overview_text(reply, markup.bold, markup.when)
+    if isinstance(reply, McpAccepted):
+        return accepted_text(reply, markup.escape)
+    if isinstance(reply, McpAcceptRefused):
+        return accept_refused_text(reply, markup.escape)
     return _changed(reply, markup)
 
 
@@ -124,6 +134,11 @@ def error_text(error: Exception, markup: Markup) -> str:
             return "Settings belong to a workspace; run this command in a channel, not in a DM."
         if error.reason == "dm_reset":
             return "Only admins can reset a conversation, and a DM belongs to no server, so none can here."
+        if error.reason == "not_governing":
+            return (
+                "Only the admins of the workspaces where the bot posts its admins' messages "
+                "(COUNTERSIGN_ADMIN_CHANNELS) can accept MCP tools. Nothing was changed."
+            )
         if error.reason == "not_a_party":
             return (
                 "Only admins, the approver who granted a trust and the person it trusts can end it. "

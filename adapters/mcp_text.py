@@ -1,5 +1,6 @@
-"""The line a card of an MCP server's tool shows, the same on Slack, Discord and in the terminal.
+"""MCP words shared by Slack, Discord and the terminal: a card's origin line, and the pins' texts.
 
+The line a card of an MCP server's tool shows is the same everywhere.
 The server's hints are shown as what the server says, never as checked facts: they never make a
 call run without review on their own (docs/decisions/0042-mcp-client.md). Each adapter escapes
 the line for its own markup.
@@ -7,7 +8,14 @@ the line for its own markup.
 
 from __future__ import annotations
 
-from bot.ports import ToolOrigin
+from collections.abc import Callable
+from datetime import datetime
+
+from adapters.display import reveal_invisible
+from bot.admin.views import McpAccepted, McpAcceptRefused, McpOverview
+from bot.ports import ToolOrigin, ToolsHeld
+from bot.tools.mcp.config import registry_name
+from bot.tools.mcp.pins import ChangeKind, DefinitionChange, ValueChange
 
 ORIGIN = "MCP server {server}, tool {tool}"
 HINTS = " · the server's hints: {hints}"
@@ -17,3 +25,141 @@ def origin_line(origin: ToolOrigin) -> str:
     """E.g. "MCP server notes, tool create_note · the server's hints: destructive" (no hints: no hints part)."""
     line = ORIGIN.format(server=origin.server, tool=origin.tool)
     return line + (HINTS.format(hints=", ".join(origin.hints)) if origin.hints else "")
+
+
+# Pinned definitions: the admins' message, `/countersign mcp` and `mcp accept`
+# (docs/decisions/0043-pinned-mcp-definitions.md). Server text (descriptions, schema values) is
+# escaped and its invisible characters shown: a changed description is exactly what an admin
+# must read as it is.
+
+MAX_TOOLS_SHOWN = 10
+"""Held tools shown in full in one message or reply; the rest are counted."""
+
+HELD_TITLE = "MCP server {server} changed or added tools: their calls are refused until an admin accepts them"
+HELD_ACCEPT = "Read what changed, then accept with `{command}` (admins)."
+NEW_TOOL = "new tool"
+CHANGED = "changed: {parts}"
+MORE_TOOLS = "…and {count} more held tools (`/countersign mcp` lists them)"
+MORE_LINES = "  …{count} more changed lines not shown"
+ABSENT = "(none)"
+
+OVERVIEW_TITLE = "MCP servers"
+NO_SERVERS = "No MCP servers are configured (COUNTERSIGN_MCP_CONFIG is not set)."
+STATE = {
+    "connected": "connected",
+    "connecting": "connecting",
+    "retrying": "not connected, retrying",
+    "stopped": "stopped",
+}
+NO_TOOLS = "  no tools offered"
+HELD_LINE = "  held: {tool} ({what}) since {when}{told}"
+NOT_TOLD = ", admins not told (the message was lost)"
+PINS_UNREADABLE = "  held tools unknown: the pin store could not be read (see the bot's log)"
+ACCEPT_HINT = "  accept with `/countersign mcp accept {server}`"
+
+ACCEPTED = (
+    "Accepted {count} definitions of MCP server {server}: their calls run again (each still as its policy "
+    "says). Recorded in the audit log."
+)
+REFUSED = {
+    "nothing_held": "Nothing to accept: MCP server {server} has no held tools. Nothing was changed.",
+    "changed_again": (
+        "Not accepted: MCP server {server} now lists definitions the admins were not shown ({tools}); they are "
+        "held, and the admins are told what changed. Read that, then accept again. Nothing was changed."
+    ),
+    "stale": (
+        "Not accepted: the held tools of MCP server {server} changed while you accepted ({tools}). "
+        "Run `/countersign mcp` to see them, then accept again. Nothing was changed."
+    ),
+}
+
+
+def change_lines(change: DefinitionChange, escape: Callable[[str], str]) -> list[str]:
+    """What changed in one tool, bounded as `change` is: its kind, description lines, schema paths, hints."""
+    lines = []
+    for line in change.description:
+        lines.append("  " + escape(reveal_invisible(line)))
+    for value in change.schema:
+        lines.append(f"  input schema {_value_change(value, escape)}")
+    for value in change.hints:
+        lines.append(f"  hint {_value_change(value, escape)}")
+    if change.left_out:
+        lines.append(MORE_LINES.format(count=change.left_out))
+    return lines
+
+
+def what_changed(change: DefinitionChange) -> str:
+    """The kind of change in words: `new tool`, or e.g. `changed: description, input schema`."""
+    return NEW_TOOL if change.kind is ChangeKind.NEW else CHANGED.format(parts=", ".join(change.changed))
+
+
+def held_text(notice: ToolsHeld, bold: Callable[[str], str], escape: Callable[[str], str]) -> str:
+    """The admins' message about newly held tools: which, what changed in each, and how to accept."""
+    lines = [bold(HELD_TITLE.format(server=escape(notice.server)))]
+    lines += _changes(notice.changes, escape)
+    lines.append(HELD_ACCEPT.format(command=notice.accept_command))
+    return "\n".join(lines)
+
+
+def overview_text(view: McpOverview, bold: Callable[[str], str], when: Callable[[datetime], str]) -> str:
+    """`/countersign mcp`: each server's state, its offered tools and hints, its held tools."""
+    if not view.servers:
+        return NO_SERVERS
+    lines = [bold(OVERVIEW_TITLE)]
+    for server in view.servers:
+        state = STATE.get(server.state, server.state)
+        if server.reason and server.state != "connected":
+            state += f" ({server.reason})"
+        elif server.protocol_version:
+            state += f" (protocol {server.protocol_version})"
+        lines.append(f"• {bold(server.server)}: {state}")
+        if server.tools:
+            lines += [
+                f"  `{tool.name}`" + (f" · the server's hints: {', '.join(tool.hints)}" if tool.hints else "")
+                for tool in server.tools
+            ]
+        else:
+            lines.append(NO_TOOLS)
+        if server.pins_unreadable:
+            lines.append(PINS_UNREADABLE)
+        for held in server.held[:MAX_TOOLS_SHOWN]:
+            told = "" if held.told else NOT_TOLD
+            lines.append(
+                HELD_LINE.format(
+                    tool=f"`{held.name}`", what=what_changed(held.change), when=when(held.held_at), told=told
+                )
+            )
+        if len(server.held) > MAX_TOOLS_SHOWN:
+            lines.append("  " + MORE_TOOLS.format(count=len(server.held) - MAX_TOOLS_SHOWN))
+        if server.held:
+            lines.append(ACCEPT_HINT.format(server=server.server))
+    return "\n".join(lines)
+
+
+def accepted_text(reply: McpAccepted, escape: Callable[[str], str]) -> str:
+    """`/countersign mcp accept`: what was accepted, with the diff that was shown."""
+    lines = [ACCEPTED.format(count=len(reply.changes), server=escape(reply.server))]
+    lines += _changes(reply.changes, escape)
+    return "\n".join(lines)
+
+
+def accept_refused_text(reply: McpAcceptRefused, escape: Callable[[str], str]) -> str:
+    """Why `/countersign mcp accept` pinned nothing, in one line."""
+    tools = ", ".join(f"`{escape(tool)}`" for tool in reply.tools) or ABSENT
+    return REFUSED.get(reply.reason, REFUSED["stale"]).format(server=escape(reply.server), tools=tools)
+
+
+def _changes(changes: tuple[DefinitionChange, ...], escape: Callable[[str], str]) -> list[str]:
+    lines = []
+    for change in changes[:MAX_TOOLS_SHOWN]:
+        lines.append(f"• `{registry_name(change.server, change.tool)}`: {what_changed(change)}")
+        lines += change_lines(change, escape)
+    if len(changes) > MAX_TOOLS_SHOWN:
+        lines.append(MORE_TOOLS.format(count=len(changes) - MAX_TOOLS_SHOWN))
+    return lines
+
+
+def _value_change(value: ValueChange, escape: Callable[[str], str]) -> str:
+    before = escape(reveal_invisible(value.before)) if value.before is not None else ABSENT
+    after = escape(reveal_invisible(value.after)) if value.after is not None else ABSENT
+    return f"{escape(value.path)}: {before} → {after}"

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from bot.approvals.escalation import EscalationTarget
 from bot.approvals.lifecycle import ApprovalStatus
@@ -17,6 +17,9 @@ from bot.approvals.records import ApprovalRecord
 from bot.approvals.shown import Arguments, Unshowable, arrange, leaves_free
 from bot.conversation import Actor, ConversationRef
 from bot.errors import ModelError, ModelErrorKind, NoAnswerError, NoAnswerReason
+
+if TYPE_CHECKING:  # the tools import this module
+    from bot.tools.mcp.pins.diff import DefinitionChange
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -250,6 +253,24 @@ class AskElsewhere:
     unchecked: bool = False
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolsHeld:
+    """An MCP server changed or added tools: they are held until an admin accepts them; told to the admins.
+
+    Posted once per change in each admins' channel (`bot.admin.notices.AdminChannels`),
+    docs/decisions/0043-pinned-mcp-definitions.md.
+
+    Attributes:
+        server: the server's key.
+        changes: each newly held tool and what changed in it, bounded (new tools included).
+        accept_command: how an admin accepts them: `/countersign mcp accept <server>`.
+    """
+
+    server: str
+    changes: tuple[DefinitionChange, ...]
+    accept_command: str
+
+
 Notice = (
     ReviewPending
     | ModelFailed
@@ -259,6 +280,7 @@ Notice = (
     | TurnStopped
     | AskElsewhere
     | ResumeGivenUp
+    | ToolsHeld
 )
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Collection, Coroutine, Mapping
+from collections.abc import Callable, Collection, Coroutine, Mapping, Sequence
 from typing import Any
 
 from bot import upkeep
@@ -61,6 +61,8 @@ class Countersign:
             recovery take only their work: another platform's is left to the processes that
             serve it (docs/decisions/0031).
         housekeeping: checkpoint pruning and retention, run by the upkeep (None: not run).
+        also_start: more background work to start with the sweepers, once the platforms are
+            registered (the MCP servers' supervisors, whose admins' messages need them).
         stopper: the Stop use case.
     """
 
@@ -79,6 +81,7 @@ class Countersign:
         tasks: TaskTracker,
         platforms: Collection[str],
         housekeeping: Housekeeping | None = None,
+        also_start: Sequence[Callable[[], None]] = (),
     ) -> None:
         self._runner = runner
         self._decider = decider
@@ -92,6 +95,7 @@ class Countersign:
         self.expiry = ExpirySweeper(approvals, decider.audit, self._after_expiry, platforms=platforms)
         self.escalation = escalation
         self.housekeeping = housekeeping
+        self._also_start = tuple(also_start)
         self.upkeep = upkeep.Upkeep(
             upkeep_store, inbox, self.tend, self.tasks, platforms=platforms, housekeeping=housekeeping
         )
@@ -648,7 +652,7 @@ class Countersign:
             raise
 
     def start(self, *, upkeep_first_sweep: bool = False) -> None:
-        """Start background work: the expiry and escalation sweepers, and the upkeep.
+        """Start background work: the expiry and escalation sweepers, the upkeep, and `also_start`.
 
         Call once the platforms are registered.
 
@@ -659,6 +663,8 @@ class Countersign:
         self.expiry.start()
         self.escalation.start()
         self.upkeep.start(everything_first=upkeep_first_sweep)
+        for start in self._also_start:
+            start()
 
     async def recover(self) -> list[str]:
         """After a start: redraw cards with votes, warn of cards that can no longer run, finish what was left.

@@ -148,6 +148,25 @@ class ToolSettings(BaseSettings):
     """A JSON file listing the team's MCP servers (`bot.tools.mcp.config`); unset = none."""
     mcp_timeout_s: float = Field(default=60.0, gt=0, le=3600, validation_alias="COUNTERSIGN_MCP_TIMEOUT")
     """Seconds an MCP tool call may take, unless its server's entry sets its own `timeout`."""
+    admin_channels: Annotated[tuple[str, ...], NoDecode] = Field(
+        default=(), validation_alias="COUNTERSIGN_ADMIN_CHANNELS"
+    )
+    """Where the bot tells its admins of held MCP tools, as `<platform>:<workspace id>:<channel id>`
+    entries (`slack:T0123:C0456`, `discord:<guild id>:<channel id>`), comma-separated; their
+    workspaces' admins are the ones who may accept held definitions (`bot.admin.notices`).
+    Empty: the message is logged, and any workspace's admins may accept."""
+
+    @field_validator("admin_channels", mode="before")
+    @classmethod
+    def _split_channels(cls, value: object) -> object:
+        if isinstance(value, str):
+            value = tuple(entry.strip() for entry in value.split(",") if entry.strip())
+        if isinstance(value, tuple | list):
+            for entry in value:
+                parts = str(entry).split(":")
+                if len(parts) != 3 or not all(parts):
+                    raise ValueError(f"{entry!r} is not <platform>:<workspace id>:<channel id>, e.g. slack:T0123:C0456")
+        return value
 
     @field_validator("http_allowed_hosts", mode="before")
     @classmethod

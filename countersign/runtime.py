@@ -8,10 +8,12 @@ import os
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
+from bot.admin.notices import AdminChannels, channel_ref
 from bot.admin.service import AdminService
 from bot.agents.context_window import DEFAULT_CONTEXT_TOKENS
 from bot.agents.kind import AgentKind
@@ -47,6 +49,7 @@ from bot.storage.trust_store import TrustStore
 from bot.storage.upkeep_store import UpkeepStore
 from bot.tasks import TaskTracker
 from bot.tools.mcp.config import load_mcp_config
+from bot.tools.mcp.pins import PostgresPinStore
 from bot.tools.mcp.servers import McpServers
 from bot.tools.operator import build_registry
 from bot.tools.registry import ToolRegistry
@@ -66,6 +69,8 @@ class Runtime:
         platforms: adapters register their `Platform` here by name before traffic starts.
         database: pools and savers.
         registry: the tools.
+        admin_channels: where the admins are told of held MCP tools (`countersign chat` adds
+            the terminal's conversation).
     """
 
     settings: Settings
@@ -74,6 +79,7 @@ class Runtime:
     platforms: dict[str, Platform]
     database: Database
     registry: ToolRegistry
+    admin_channels: AdminChannels
 
 
 @dataclass(slots=True)
@@ -88,6 +94,7 @@ class Core:
     ledger: PostgresLedger
     agents: AgentPool
     grants: TrustStore
+    admin_channels: AdminChannels
 
 
 def assemble_core(
@@ -106,6 +113,8 @@ def assemble_core(
     retention_days: int | None = None,
     audit_retention_days: int | None = None,
     prune_every_runs: int = PRUNE_EVERY_RUNS,
+    mcp: McpServers | None = None,
+    admin_channels: Sequence[str] = (),
 ) -> Core:
     """Wire stores, policy, both agents per checkpoint saver, runner, decider and service.
 
@@ -131,8 +140,12 @@ def assemble_core(
             (`AUDIT_RETENTION_DAYS`; None keeps them).
         prune_every_runs: a conversation's old checkpoints are pruned every this many runs
             (`bot.storage.conversation_store.PRUNE_EVERY_RUNS`; tests use 1).
+        mcp: the MCP servers (their tools already a source of `registry`): started with the
+            service, their definitions pinned in this database, `/countersign mcp` on them.
+        admin_channels: `COUNTERSIGN_ADMIN_CHANNELS` entries (`<platform>:<workspace>:<channel>`).
     """
     audit = AuditStore(database.pool)
+    channels = AdminChannels(platforms, [channel_ref(entry) for entry in admin_channels])
     approvals = ApprovalStore(database.pool, audit)
     config = ConfigStore(database.pool, audit)
     tasks = TaskTracker()
@@ -234,6 +247,8 @@ def assemble_core(
             budget_tokens=context_tokens,
         ),
         stops=stopper,
+        mcp=mcp,
+        admin_channels=channels,
     )
     housekeeping = Housekeeping(
         RetentionStore(database.pool, database.pruning_saver),
@@ -254,6 +269,11 @@ def assemble_core(
         stopper=stopper,
         escalation=EscalationSweeper(approvals, config, cards, platforms=platforms),
         housekeeping=housekeeping,
+        also_start=(
+            ()
+            if mcp is None
+            else (partial(mcp.start, pins=PostgresPinStore(database.pool, audit), on_notice=channels.tools_held),)
+        ),
     )
     return Core(
         service=service,
@@ -264,6 +284,7 @@ def assemble_core(
         ledger=ledger,
         agents=agents,
         grants=grants,
+        admin_channels=channels,
     )
 
 
@@ -306,8 +327,8 @@ async def open_runtime(settings: Settings, *, announce: bool = True) -> AsyncIte
     The model and the tools are built before the database is touched, so a missing
     `GOOGLE_API_KEY`, a broken tools module or MCP servers file fails in one line without
     starting PostgreSQL. The MCP servers (`COUNTERSIGN_MCP_CONFIG`) connect in the background
-    once the core is assembled (one that cannot be reached stops nothing), and are closed after
-    the service, within what is left of `SHUTDOWN_GRACE_S`.
+    once the service starts, the platforms registered (one that cannot be reached stops
+    nothing), and are closed after the service, within what is left of `SHUTDOWN_GRACE_S`.
 
     Args:
         settings: everything.
@@ -355,10 +376,10 @@ async def open_runtime(settings: Settings, *, announce: bool = True) -> AsyncIte
             default_agent=settings.agent.agent,
             retention_days=settings.retention.conversation_days,
             audit_retention_days=settings.retention.audit_days,
+            mcp=servers,
+            admin_channels=settings.tools.admin_channels,
         )
         service, admin = core.service, core.admin
-        if servers is not None:
-            servers.start()
         try:
             yield Runtime(
                 settings=settings,
@@ -367,6 +388,7 @@ async def open_runtime(settings: Settings, *, announce: bool = True) -> AsyncIte
                 platforms=platforms,
                 database=database,
                 registry=registry,
+                admin_channels=core.admin_channels,
             )
         finally:
             loop = asyncio.get_running_loop()

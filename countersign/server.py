@@ -21,6 +21,7 @@ from aiohttp import web
 
 from adapters.console import ConsoleChat, ConsolePlatform
 from adapters.console.chat import StdinLines
+from adapters.console.people import TERMINAL
 from bot.errors import ConfigurationError
 from bot.settings import ServerSettings, Settings
 from bot.storage.probe import DatabaseProbe
@@ -390,6 +391,7 @@ async def chat(settings: Settings) -> None:
             lines = StdinLines()
             platform = ConsolePlatform(write=lines.write)
             runtime.platforms[platform.name] = platform
+            runtime.admin_channels.add(TERMINAL)  # the operator at the terminal is its admin
             runtime.service.start()
             # A person types ahead without having seen the card to come; input piped in is a
             # script, each line the answer to what is asked next.

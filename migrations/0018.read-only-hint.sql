@@ -1,4 +1,4 @@
--- The `read_only_auto` setting (docs/decisions/XXXX-server-wide-mcp-rules.md): stored for an MCP
+-- The `read_only_auto` setting (docs/decisions/0045-server-wide-mcp-rules.md): stored for an MCP
 -- server's `<server>__*` when an admin lets that server's read-only hint run a call without
 -- review (`/countersign read-only-hint <server> auto`).
 -- depends: 0017.mcp-pins

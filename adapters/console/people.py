@@ -23,6 +23,8 @@ from bot.conversation import Actor, ConversationRef
 PLATFORM = "console"
 WORKSPACE = "local"
 CHANNEL = "terminal"
+TERMINAL = ConversationRef(platform=PLATFORM, workspace_id=WORKSPACE, channel_id=CHANNEL)
+"""The terminal's own conversation: where `countersign chat` tells its operator, the admin, of held MCP tools."""
 
 _NAME = r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
 NAME = re.compile(_NAME)

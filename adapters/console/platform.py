@@ -17,6 +17,7 @@ from adapters.admin_text import target_words
 from adapters.console import messages as msg
 from adapters.console.people import CONSOLE_MARKUP, operator_name
 from adapters.display import duration_words, excerpt, given_up_calls, model_failed_text, reveal_invisible
+from adapters.mcp_text import held_text
 from bot.approvals.escalation import TargetKind
 from bot.approvals.lifecycle import ApprovalStatus
 from bot.approvals.records import ApprovalRecord
@@ -34,6 +35,7 @@ from bot.ports import (
     Notice,
     ResumeGivenUp,
     ReviewPending,
+    ToolsHeld,
     TurnStopped,
 )
 
@@ -137,6 +139,8 @@ class ConsolePlatform:
                     unknown=msg.RESUME_OUTCOME_UNKNOWN.format(tools=", ".join(unknown)) if unknown else "",
                 )
             )
+        elif isinstance(notice, ToolsHeld):
+            self.write(held_text(notice, lambda text: text, lambda text: text))
         elif notice.message is not None:
             self.write(msg.MESSAGE_FAILED.format(excerpt=excerpt(notice.message), thread_id=notice.thread_id))
         else:

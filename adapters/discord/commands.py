@@ -23,6 +23,7 @@ from adapters.discord.conversations import clicker_actor, scoped_conversation
 from adapters.discord.platform import MESSAGE_CHARS
 from bot.admin.commands import (
     IN_A_CONVERSATION,
+    AcceptMcp,
     ChangeAdmins,
     ChangeApprovers,
     Command,
@@ -42,6 +43,7 @@ from bot.admin.commands import (
     Show,
     ShowAudit,
     ShowContext,
+    ShowMcp,
     StopTurn,
 )
 from bot.admin.parse import CommandError, escalation, parse_duration, parse_matching, parse_trust_duration
@@ -86,6 +88,7 @@ DISCORD_MARKUP = Markup(
             "trust set tool:<tool> up-to:<30m, 4h, off or default> [matching:<arg,...>] [channel] | "
             "trust list [channel] | trust revoke id:<id>"
         ),
+        "mcp": "mcp status | mcp accept server:<server>",
     },
     examples=(
         ("show", "the effective policy here"),
@@ -438,6 +441,21 @@ def build_command_group(admin: AdminService, tool_names: list[str]) -> app_comma
             await run(interaction, problem=f"`{grant[:40]}` is not a trust id; `trust list` shows them")
             return
         await run(interaction, RevokeTrust(grant_id=grant_id))
+
+    mcp = _CheckedGroup(name="mcp", description="The MCP servers: their state, tools and held tools", parent=group)
+
+    async def servers(interaction: Interaction, current: str) -> list[app_commands.Choice[str]]:
+        return [app_commands.Choice(name=k, value=k) for k in admin.mcp_servers() if current.lower() in k.lower()][:25]
+
+    @mcp.command(name="status", description="The MCP servers: state, tools with their hints, held tools (admins)")
+    async def mcp_status(interaction: Interaction) -> None:
+        await run(interaction, ShowMcp())
+
+    @mcp.command(name="accept", description="Accept an MCP server's changed or new tools, as shown (admins)")
+    @app_commands.describe(server="The server, as /countersign mcp status names it")
+    @app_commands.autocomplete(server=servers)
+    async def mcp_accept(interaction: Interaction, server: str) -> None:
+        await run(interaction, AcceptMcp(server=server))
 
     return group
 

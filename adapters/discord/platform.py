@@ -26,6 +26,7 @@ from adapters.display import (
     progress_line,
     shows_something,
 )
+from adapters.mcp_text import held_text
 from bot.approvals.escalation import TargetKind
 from bot.approvals.shown import Arguments, Unshowable
 from bot.conversation import Actor, ConversationRef
@@ -40,6 +41,7 @@ from bot.ports import (
     Notice,
     ResumeGivenUp,
     ReviewPending,
+    ToolsHeld,
     TurnFailed,
     TurnStopped,
 )
@@ -348,6 +350,8 @@ class DiscordPlatform:
             return msg.STOPPED_NOTICE.format(user=notice.stopped_by_id)
         if isinstance(notice, AskElsewhere):  # rendered with server names by `notify`
             return msg.ASK_IN_A_SERVER.format(tool=notice.tool_name)
+        if isinstance(notice, ToolsHeld):
+            return held_text(notice, lambda text: f"**{text}**", lambda text: text)
         if isinstance(notice, ResumeGivenUp):
             not_run, unknown = given_up_calls(notice)
             template = msg.RESUME_GIVEN_UP if recipient is not None else msg.RESUME_GIVEN_UP_NOBODY

@@ -15,6 +15,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters import model_messages as model_msg
 from adapters.display import excerpt, given_up_calls, model_failed_text, offers_stop, progress_line, shows_something
+from adapters.mcp_text import held_text
 from adapters.slack import messages as msg
 from adapters.slack.blocks import card_blocks, card_text, progress_blocks, target_mention
 from adapters.slack.blocks import unshowable as unshowable_in_slack
@@ -33,6 +34,7 @@ from bot.ports import (
     Notice,
     ResumeGivenUp,
     ReviewPending,
+    ToolsHeld,
     TurnFailed,
     TurnStopped,
 )
@@ -350,6 +352,8 @@ class SlackPlatform:
             return msg.STOPPED_NOTICE.format(user=escape(notice.stopped_by_id))
         if isinstance(notice, AskElsewhere):  # a Slack DM is its workspace's: never sent today
             return msg.ASK_ELSEWHERE.format(tool=escape(notice.tool_name))
+        if isinstance(notice, ToolsHeld):
+            return held_text(notice, lambda text: f"*{text}*", escape)
         if isinstance(notice, ResumeGivenUp):
             not_run, unknown = given_up_calls(notice)
             return msg.RESUME_GIVEN_UP.format(

@@ -206,6 +206,22 @@ class ShowAudit:
     limit: int = 20
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ShowMcp:
+    """`mcp`: the MCP servers with their state, tools, hints and held tools (admins)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AcceptMcp:
+    """`mcp accept <server>`: pin a server's held tool definitions, as the admins were shown them (admins).
+
+    Attributes:
+        server: the server's key as typed (checked against the configured servers when executed).
+    """
+
+    server: str
+
+
 Command = (
     Help
     | Show
@@ -227,6 +243,8 @@ Command = (
     | SetTrust
     | ListTrust
     | RevokeTrust
+    | ShowMcp
+    | AcceptMcp
 )
 
 READ_ONLY = (Help, Show, ShowContext)
@@ -259,5 +277,7 @@ SUBCOMMANDS: dict[type, str] = {
     SetTrust: "trust",
     ListTrust: "trust list",
     RevokeTrust: "trust revoke",
+    ShowMcp: "mcp",
+    AcceptMcp: "mcp accept",
 }
 """Each command's subcommand words, as people type them (audit rows name refused commands by them)."""

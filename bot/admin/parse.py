@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from bot.admin.commands import (
+    AcceptMcp,
     ChangeAdmins,
     ChangeApprovers,
     Command,
@@ -38,6 +39,7 @@ from bot.admin.commands import (
     Show,
     ShowAudit,
     ShowContext,
+    ShowMcp,
     StopTurn,
 )
 from bot.agents.kind import AgentKind
@@ -111,6 +113,7 @@ USAGE = {
         "trust <tool> up-to <duration> [matching <arg>,...] [in #channel] | trust <tool> off|default "
         "[in #channel] | trust list [in #channel] | trust revoke <id>"
     ),
+    "mcp": "mcp [accept <server>]",
 }
 
 
@@ -518,6 +521,15 @@ def _trust(words: _Words, condition: str | None) -> Command:
     return SetTrust(tool=first, up_to_s=seconds, matching=matching, channel_id=channel)
 
 
+def _mcp(words: _Words, condition: str | None) -> Command:
+    if not words.words:
+        return ShowMcp()
+    action = words.take("accept").lower()
+    if action != "accept":
+        raise CommandError(f"expected accept or nothing, got `{action}`", words.usage)
+    return AcceptMcp(server=words.take("the server's name (`mcp` lists them)"))
+
+
 _PARSERS = {
     "help": _help,
     "show": _show,
@@ -536,4 +548,5 @@ _PARSERS = {
     "stop": _stop,
     "audit": _audit,
     "trust": _trust,
+    "mcp": _mcp,
 }

@@ -22,6 +22,7 @@ from bot.admin.commands import (
     IN_A_CONVERSATION,
     READ_ONLY,
     SUBCOMMANDS,
+    AcceptMcp,
     ChangeAdmins,
     ChangeApprovers,
     Command,
@@ -42,8 +43,10 @@ from bot.admin.commands import (
     Show,
     ShowAudit,
     ShowContext,
+    ShowMcp,
     StopTurn,
 )
+from bot.admin.notices import AdminChannels
 from bot.admin.parse import CommandError
 from bot.admin.views import (
     AuditPage,
@@ -51,6 +54,12 @@ from bot.admin.views import (
     ContextReset,
     ContextView,
     HelpPage,
+    McpAccepted,
+    McpAcceptRefused,
+    McpHeldLine,
+    McpOverview,
+    McpServerLine,
+    McpToolLine,
     PolicyView,
     Reply,
     ServerLine,
@@ -75,6 +84,9 @@ from bot.errors import ConversationBusyError, NotPermittedError
 from bot.storage.audit_store import AuditStore
 from bot.storage.config_store import ConfigStore
 from bot.storage.trust_store import TrustStore
+from bot.tools.mcp.pins import AcceptRefused, DuplicateToolError
+from bot.tools.mcp.pins.diff import describe_change
+from bot.tools.mcp.servers import McpServers
 from bot.tools.registry import ToolRegistry, ToolSpec
 from bot.tools.server_wide import pattern_server, server_pattern
 
@@ -138,6 +150,9 @@ class AdminService:
         subagents: the configured subagents' names, for `show`.
         contexts: the conversations' graph state, for `context` (None: `context` is refused).
         stops: stops a conversation's running turn, for `stop` (None: `stop` is refused).
+        mcp: the MCP servers, for `mcp` and `mcp accept` (None: no `COUNTERSIGN_MCP_CONFIG`).
+        admin_channels: who governs the MCP servers (`AdminChannels.governs`; None: every
+            workspace's admins).
     """
 
     def __init__(
@@ -152,6 +167,8 @@ class AdminService:
         subagents: tuple[str, ...] = (),
         contexts: ContextPort | None = None,
         stops: StopPort | None = None,
+        mcp: McpServers | None = None,
+        admin_channels: AdminChannels | None = None,
     ) -> None:
         self._config = config
         self._audit = audit
@@ -162,6 +179,8 @@ class AdminService:
         self._subagents = subagents
         self._contexts = contexts
         self._stops = stops
+        self._mcp = mcp
+        self._admin_channels = admin_channels
 
     async def execute(
         self,
@@ -181,7 +200,9 @@ class AdminService:
                 derives it from the platform's payload, like a message's.
 
         Raises:
-            NotPermittedError: `not_an_admin` (audited), `no_workspace` (a setting in a
+            NotPermittedError: `not_an_admin` (audited), `not_governing` (`mcp accept` by an
+                admin of a workspace without an admins' channel when the operator named some;
+                audited), `no_workspace` (a setting in a
                 Discord DM), `dm_reset` (`context reset` in a Discord DM, where nobody is an
                 admin) or `not_a_party` (`trust revoke` of a grant by someone who is neither
                 an admin nor its approver or requester; audited); for `stop`,
@@ -216,6 +237,10 @@ class AdminService:
         if isinstance(command, ResetContext):
             contexts, about = self._context_of(conversation)
             return await self._reset(actor, about, contexts)
+        if isinstance(command, ShowMcp):
+            return await self._mcp_overview()
+        if isinstance(command, AcceptMcp):
+            return await self._mcp_accept(actor, command)
         if isinstance(command, ShowAudit):
             entries = await self._audit.recent(
                 actor.workspace_id, limit=command.limit, tool_name=command.tool, actor_id=command.user_id
@@ -230,6 +255,65 @@ class AdminService:
             )
             return AuditPage(entries=shown, tool=command.tool, user_id=command.user_id)
         return await self._change(actor, command)
+
+    async def _mcp_overview(self) -> McpOverview:
+        """`mcp`: each server's connection, offered tools with hints, and held tools as stored."""
+        if self._mcp is None:
+            return McpOverview(servers=())
+        lines = []
+        for key, status in self._mcp.statuses().items():
+            held: tuple[McpHeldLine, ...] = ()
+            unreadable = False
+            try:
+                pins = await self._mcp.pins(key)
+                held = tuple(
+                    McpHeldLine(
+                        name=hold.definition.registry_name,
+                        change=describe_change(pins.pins.get(tool), hold.definition),
+                        held_at=hold.held_at,
+                        told=hold.noticed,
+                    )
+                    for tool, hold in sorted(pins.holds.items())
+                )
+            except Exception:
+                log.exception("/countersign mcp: the pins of %s could not be read", key)
+                unreadable = True
+            tools = tuple(
+                McpToolLine(name=spec.name, hints=spec.mcp.hints.words() if spec.mcp else ())
+                for spec in self._mcp.offered(key)
+            )
+            lines.append(
+                McpServerLine(
+                    server=key,
+                    state=status.state.value,
+                    reason=status.reason,
+                    protocol_version=status.protocol_version,
+                    tools=tools,
+                    held=held,
+                    pins_unreadable=unreadable,
+                )
+            )
+        return McpOverview(servers=tuple(lines))
+
+    async def _mcp_accept(self, actor: Actor, command: AcceptMcp) -> McpAccepted | McpAcceptRefused:
+        """`mcp accept <server>`: pin what the admins were shown (audited by the pin store), or say why not."""
+        if self._mcp is None:
+            raise CommandError("no MCP servers are configured (COUNTERSIGN_MCP_CONFIG)")
+        servers = list(self._mcp.statuses())
+        if command.server not in servers:
+            raise CommandError(f"unknown MCP server `{command.server}`; the servers are: {', '.join(servers)}")
+        if self._admin_channels is not None and not self._admin_channels.governs(actor):
+            await self._refused(actor, command, outcome="not_governing")
+            raise NotPermittedError("not_governing")
+        try:
+            outcome = await self._mcp.accept(command.server, actor)
+        except DuplicateToolError as exc:
+            raise CommandError(f"{exc}; nothing can be accepted until it lists each tool once") from None
+        if isinstance(outcome, AcceptRefused):
+            log.info("mcp accept %s by %s refused: %s", command.server, actor.user_id, outcome.reason.value)
+            return McpAcceptRefused(server=outcome.server, reason=outcome.reason.value, tools=outcome.tools)
+        log.info("mcp accept %s by %s: %d definitions pinned", command.server, actor.user_id, len(outcome.changes))
+        return McpAccepted(server=outcome.server, changes=outcome.changes)
 
     async def _change(self, actor: Actor, command: Command) -> Changed:
         if isinstance(command, SetPolicy):
@@ -471,6 +555,10 @@ class AdminService:
         admin = await is_workspace_admin(actor, config, self._directory_for(actor.platform))
         grants, _ = await self._grants.live_in(actor.platform, actor.workspace_id)
         return [g for g in grants if admin or actor.user_id in (g.granted_by_id, g.requester_id)]
+
+    def mcp_servers(self) -> list[str]:
+        """The configured MCP servers' keys (for autocomplete)."""
+        return list(self._mcp.statuses()) if self._mcp is not None else []
 
     def tool_names(self) -> list[str]:
         """The registered tools' names (for autocomplete)."""

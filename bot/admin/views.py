@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from bot.agents.kind import AgentKind
@@ -11,6 +12,7 @@ from bot.approvals.escalation import EscalationRule
 from bot.approvals.mode import Mode
 from bot.approvals.trust import TrustGrant
 from bot.audit import AuditEntry
+from bot.tools.mcp.pins import DefinitionChange
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -237,6 +239,101 @@ class TrustRevoked:
     grant: TrustGrant
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class McpToolLine:
+    """One offered tool of an MCP server in `mcp`.
+
+    Attributes:
+        name: its `<server>__<tool>` name.
+        hints: the server's hints ("read-only", "destructive", ...), as the card shows them.
+    """
+
+    name: str
+    hints: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class McpHeldLine:
+    """One held tool in `mcp`: its calls are refused until an admin accepts it.
+
+    Attributes:
+        name: its `<server>__<tool>` name.
+        change: what differs from its pin (new tools included), bounded.
+        held_at: when it was held with this definition.
+        told: whether the admins' message about it was sent (claimed).
+    """
+
+    name: str
+    change: DefinitionChange
+    held_at: datetime
+    told: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class McpServerLine:
+    """One configured MCP server in `mcp`.
+
+    Attributes:
+        server: its key in the file.
+        state: `connecting`, `connected`, `retrying` or `stopped`.
+        reason: why it is not connected (its last failure), else "".
+        protocol_version: the negotiated MCP version while connected, else "".
+        tools: the tools offered now.
+        held: the held tools, as stored (shared by every worker and replica).
+        pins_unreadable: the pin store could not be read (`held` is then empty).
+    """
+
+    server: str
+    state: str
+    reason: str
+    protocol_version: str
+    tools: tuple[McpToolLine, ...]
+    held: tuple[McpHeldLine, ...]
+    pins_unreadable: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class McpOverview:
+    """`mcp`: every configured server (empty: `COUNTERSIGN_MCP_CONFIG` is not set)."""
+
+    servers: tuple[McpServerLine, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class McpAccepted:
+    """`mcp accept`: the held definitions now pinned (audited, with this diff), in tool name order."""
+
+    server: str
+    changes: tuple[DefinitionChange, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class McpAcceptRefused:
+    """`mcp accept` that pinned nothing.
+
+    Attributes:
+        server: the server.
+        reason: `nothing_held`, `changed_again` (the server lists a definition the admins were
+            not shown: it is held, and they are told) or `stale` (the holds changed meanwhile).
+        tools: the tools concerned, sorted.
+    """
+
+    server: str
+    reason: str
+    tools: tuple[str, ...] = ()
+
+
 Reply = (
-    PolicyView | Changed | AuditPage | HelpPage | ContextView | ContextReset | StopRequested | TrustList | TrustRevoked
+    PolicyView
+    | Changed
+    | AuditPage
+    | HelpPage
+    | ContextView
+    | ContextReset
+    | StopRequested
+    | TrustList
+    | TrustRevoked
+    | McpOverview
+    | McpAccepted
+    | McpAcceptRefused
 )

@@ -56,6 +56,10 @@ class AuditStore:
     ) -> list[AuditEntry]:
         """The newest rows of a workspace, newest first, optionally filtered.
 
+        The bot's own rows about its MCP servers' tools (kind `pin` without a workspace: pinned at
+        first sight, held) are every workspace's: the servers serve them all
+        (docs/decisions/0043-pinned-mcp-definitions.md).
+
         Args:
             workspace_id: the workspace.
             limit: at most this many rows.
@@ -65,7 +69,7 @@ class AuditStore:
         rows = await self._pool.fetch(
             """
             SELECT * FROM audit_log
-            WHERE workspace_id = $1
+            WHERE (workspace_id = $1 OR (workspace_id = '' AND kind = 'pin'))
               AND ($2::text IS NULL OR tool_name = $2 OR detail->>'source' = $2)
               AND ($3::text IS NULL OR actor_id = $3)
             ORDER BY id DESC LIMIT $4

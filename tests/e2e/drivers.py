@@ -140,6 +140,8 @@ class SlackDriver:
                     words.append(f"<!subteam^{o['group']}>")
                 else:
                     words.append(f"<#{o['channel']}>")
+        elif sub == "mcp" and "accept" in o:
+            words += ["accept", o["accept"]]
         elif sub == "audit":
             if "tool" in o:
                 words.append(o["tool"])

@@ -9,6 +9,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
+from bot.admin.notices import AdminChannels
 from bot.admin.service import AdminService
 from bot.agents.context_window import DEFAULT_CONTEXT_TOKENS
 from bot.agents.kind import AgentKind
@@ -25,6 +26,7 @@ from bot.storage.conversation_store import PRUNE_EVERY_RUNS
 from bot.storage.database import Database, open_database
 from bot.storage.ledger import PostgresLedger
 from bot.storage.trust_store import TrustStore
+from bot.tools.mcp.servers import McpServers
 from bot.tools.registry import ToolRegistry
 from countersign.runtime import assemble_core
 from tests.support.recording_platform import RecordingPlatform
@@ -45,7 +47,9 @@ class Harness:
     admin: AdminService
     """The `/countersign` use case as `countersign run` wires it (default agent, subagent names)."""
     grants: TrustStore | None = None
-    """The trust grants table (issue 12)."""
+    """The trust grants table."""
+    admin_channels: AdminChannels | None = None
+    """Where the admins are told of held MCP tools."""
 
     def graph(self, conversation: ConversationRef, kind: AgentKind = AgentKind.REACT) -> ReviewAgent:
         return self.agents.for_thread(conversation.thread_id, kind)
@@ -87,6 +91,8 @@ async def open_service(
     retention_days: int | None = None,
     audit_retention_days: int | None = None,
     prune_every_runs: int = PRUNE_EVERY_RUNS,
+    mcp: McpServers | None = None,
+    admin_channels: Sequence[str] = (),
 ) -> AsyncIterator[Harness]:
     """The core as `countersign run` wires it, on `db_url`, with `model` as every agent's model.
 
@@ -94,7 +100,9 @@ async def open_service(
     `model_kwargs` are the call options bound with the tools (`bot.agents.model.call_options`);
     `retention_days` and `audit_retention_days` are `COUNTERSIGN_RETENTION_DAYS` and
     `AUDIT_RETENTION_DAYS`; `prune_every_runs` is how often a conversation is due for pruning
-    (1: after every run).
+    (1: after every run). `mcp` are MCP servers (a source of `registry`) started with the
+    service on this database's pins and closed after it; `admin_channels` are
+    `COUNTERSIGN_ADMIN_CHANNELS` entries.
     """
     platform = platform or RecordingPlatform()
     settings = DatabaseSettings(url=db_url, pool_max_size=pool_size, prepared_statements=prepared_statements)
@@ -113,6 +121,8 @@ async def open_service(
             retention_days=retention_days,
             audit_retention_days=audit_retention_days,
             prune_every_runs=prune_every_runs,
+            mcp=mcp,
+            admin_channels=admin_channels,
         )
         service = core.service
         service.start()
@@ -128,6 +138,9 @@ async def open_service(
                 core.config,
                 core.admin,
                 core.grants,
+                core.admin_channels,
             )
         finally:
             await service.aclose(5)
+            if mcp is not None:
+                await mcp.aclose(5)

@@ -6,7 +6,7 @@ import pytest
 
 from adapters.admin_text import error_text
 from adapters.slack.commands import SLACK_MARKUP
-from bot.admin.commands import ResetContext, SetAgent, ShowContext
+from bot.admin.commands import AcceptMcp, ResetContext, SetAgent, ShowContext, ShowMcp
 from bot.admin.parse import USAGE, CommandError, parse_command
 from bot.agents.kind import AgentKind
 
@@ -196,3 +196,27 @@ def test_stop_parses_alone_and_refuses_anything_after_it():
         parse_command("stop now")
     assert (info.value.message, info.value.usage) == ("unexpected `now`", "stop")
     assert error_text(info.value, SLACK_MARKUP).endswith("Usage: `/countersign stop [<link to the thread>]`")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("mcp", ShowMcp()), ("MCP", ShowMcp()), ("mcp accept github", AcceptMcp(server="github"))],
+)
+def test_mcp_lists_or_accepts_one_server(text, expected):
+    """`mcp` alone lists the servers; `mcp accept <server>` names the one to accept."""
+    assert parse_command(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("mcp accept", "missing the server's name (`mcp` lists them)"),
+        ("mcp list", "expected accept or nothing, got `list`"),
+        ("mcp accept github notes", "unexpected `notes`"),
+    ],
+)
+def test_mcp_refusals_name_the_problem_and_show_the_usage(text, problem):
+    """A malformed `mcp` command is refused in words with its usage line; nothing is run."""
+    with pytest.raises(CommandError) as refused:
+        parse_command(text)
+    assert refused.value.message == problem and refused.value.usage == USAGE["mcp"]

@@ -36,6 +36,7 @@ ENV_NAMES = (
     "COUNTERSIGN_SYSTEM_PROMPT",
     "COUNTERSIGN_TOOLS_MODULE",
     "HTTP_REQUEST_ALLOWED_HOSTS",
+    "COUNTERSIGN_ADMIN_CHANNELS",
     "HTTP_REQUEST_TIMEOUT",
     "HTTP_REQUEST_MAX_RESPONSE_CHARS",
     "SMTP_URL",
@@ -126,6 +127,15 @@ def test_allowed_hosts_are_split_trimmed_lowercased(clean_env, raw, expected):
     """HTTP_REQUEST_ALLOWED_HOSTS is split on commas, trimmed, lowercased; blanks dropped."""
     clean_env.setenv("HTTP_REQUEST_ALLOWED_HOSTS", raw)
     assert ToolSettings().http_allowed_hosts == expected
+
+
+def test_admin_channels_are_split_and_each_names_platform_workspace_and_channel(clean_env):
+    """COUNTERSIGN_ADMIN_CHANNELS is split on commas; an entry without its three parts is refused, naming it."""
+    clean_env.setenv("COUNTERSIGN_ADMIN_CHANNELS", " slack:T1:C1 , discord:81:91,")
+    assert ToolSettings().admin_channels == ("slack:T1:C1", "discord:81:91")
+    clean_env.setenv("COUNTERSIGN_ADMIN_CHANNELS", "slack:C1")
+    with pytest.raises(ValidationError, match="'slack:C1' is not <platform>:<workspace id>:<channel id>"):
+        ToolSettings()
 
 
 def test_allowed_hosts_accept_a_tuple_in_code():

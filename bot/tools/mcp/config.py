@@ -42,6 +42,19 @@ def safe_server_name(key: str) -> str:
     return _UNSAFE.sub("_", key)
 
 
+def registry_name(server_key: str, upstream: str) -> str:
+    """The name the model calls, cards show, commands and audit rows take: `<server>__<tool>`.
+
+    The one place MCP tools are named (a fixed interface): the server's key made safe
+    (`safe_server_name`), two underscores, then the tool's name as the server lists it.
+
+    Args:
+        server_key: the server's key in the file, as written.
+        upstream: the tool's name on the server, as it is.
+    """
+    return f"{safe_server_name(server_key)}__{upstream}"
+
+
 class _Entry(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 

@@ -17,7 +17,7 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -120,9 +120,10 @@ class McpConnection:
     Args:
         key: the server's key in the file.
         entry: its entry.
-        on_tools: called with the server's tools each time they were listed (on connecting and
-            at each poll), and with None when the connection is lost; never raises into the
-            supervisor (a failure is logged).
+        on_tools: awaited with the server's tools each time they were listed (on connecting,
+            before the status says connected, and at each poll), and with None when the
+            connection is lost (then it must not wait on anything); a failure is logged, never
+            raised into the supervisor.
         on_status: called with the new status at each change.
         poll_s: seconds between polls.
         connect_timeout_s: seconds a connection's start may take.
@@ -134,7 +135,7 @@ class McpConnection:
         key: str,
         entry: ServerEntry,
         *,
-        on_tools: Callable[[Sequence[mcp_types.Tool] | None], None],
+        on_tools: Callable[[Sequence[mcp_types.Tool] | None], Awaitable[None]],
         on_status: Callable[[Status], None] = lambda status: None,
         poll_s: float = POLL_S,
         connect_timeout_s: float = CONNECT_TIMEOUT_S,
@@ -178,9 +179,9 @@ class McpConnection:
         except Exception:
             log.exception("MCP server %s: a status listener failed", self.key)
 
-    def _publish(self, tools: Sequence[mcp_types.Tool] | None) -> None:
+    async def _publish(self, tools: Sequence[mcp_types.Tool] | None) -> None:
         try:
-            self._on_tools(tools)
+            await self._on_tools(tools)
         except Exception:
             log.exception("MCP server %s: its tools could not be offered", self.key)
 
@@ -193,6 +194,21 @@ class McpConnection:
     def poll_now(self) -> None:
         """Ask for a `tools/list` now rather than at the next poll (a server said its tools changed)."""
         self._poll_now.set()
+
+    async def list_now(self, timeout_s: float) -> list[mcp_types.Tool] | None:
+        """The server's tools, listed now on the live session; None when not connected or the listing fails.
+
+        For an admin's accept, which must judge what the server lists at that moment. A failure
+        is logged; the supervisor's next poll decides whether the session is lost.
+        """
+        client = self._client
+        if client is None or self.status.state is not State.CONNECTED:
+            return None
+        try:
+            return await asyncio.wait_for(client.list_tools(cache_mode="bypass"), timeout_s)
+        except Exception as exc:
+            log.warning("MCP server %s could not be listed now: %s", self.key, _describe(exc))
+            return None
 
     async def run(self) -> None:
         """Keep the server connected until cancelled; never raises otherwise."""
@@ -219,7 +235,7 @@ class McpConnection:
                 if self._client is not None:
                     was_connected = True
                     self._client = None
-                    self._publish(None)
+                    await self._publish(None)
                 if self._stderr is not None:  # the process is gone: its last lines, then the pipe's end
                     await self._stderr.aclose()
             failures = 1 if was_connected else failures + 1
@@ -234,9 +250,9 @@ class McpConnection:
             tools = await asyncio.wait_for(client.list_tools(cache_mode="bypass"), self._connect_timeout_s)
             self._client = client
             protocol = str(client.protocol_version or "")
+            await self._publish(tools)  # judged against the pins before anything is offered
             self._set_status(Status(State.CONNECTED, protocol_version=protocol))
             log.info("MCP server %s connected (protocol %s, %d tools)", self.key, protocol or "?", len(tools))
-            self._publish(tools)
             while True:
                 waits = [asyncio.ensure_future(self._lost.wait()), asyncio.ensure_future(self._poll_now.wait())]
                 try:
@@ -248,7 +264,7 @@ class McpConnection:
                     return self._lost_reason
                 self._poll_now.clear()
                 tools = await asyncio.wait_for(client.list_tools(cache_mode="bypass"), LIST_TIMEOUT_S)
-                self._publish(tools)
+                await self._publish(tools)
 
     async def call(self, upstream: str, arguments: dict[str, Any], *, timeout_s: float) -> mcp_types.CallToolResult:
         """Send one `tools/call` on the live session and return the server's result.

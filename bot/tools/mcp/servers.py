@@ -4,23 +4,63 @@
 while its session is live, and a call of one while the server is down is answered with the
 reason before anything is claimed or sent (`ToolRegistry.absent`). Each process (each worker,
 each replica) holds its own sessions: a stdio server runs once per bot process.
+
+Every listing goes through the pins (`bot.tools.mcp.pins.observe`,
+docs/decisions/0043-pinned-mcp-definitions.md): only pinned definitions are offered; a changed
+or new tool is held: not offered (the model never reads a definition nobody accepted), a call of
+it is answered with why, and the admins are told once. Every call asks the pin store just before
+it is sent (`check_call`), so a hold recorded by any worker or replica refuses it everywhere.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from functools import partial
 
 import mcp_types
 
+from bot.conversation import Actor
 from bot.errors import ConfigurationError
-from bot.tools.mcp.config import McpConfig, safe_server_name
-from bot.tools.mcp.connection import CONNECT_TIMEOUT_S, FIRST_RETRY_S, POLL_S, McpConnection, State, Status
+from bot.tools.mcp.config import McpConfig, registry_name, safe_server_name
+from bot.tools.mcp.connection import (
+    CONNECT_TIMEOUT_S,
+    FIRST_RETRY_S,
+    LIST_TIMEOUT_S,
+    POLL_S,
+    McpConnection,
+    State,
+    Status,
+)
 from bot.tools.mcp.gemini_schema import UnusableSchemaError
-from bot.tools.mcp.tools import mcp_tool_spec, name_problem, tool_info, tool_name
+from bot.tools.mcp.pins import (
+    AcceptPlan,
+    AcceptRefused,
+    DuplicateToolError,
+    HeldTool,
+    HoldNotice,
+    InMemoryPinStore,
+    MalformedDefinitionError,
+    PinStore,
+    ServerPins,
+    ToolDefinition,
+    accept_server,
+    check_call,
+    observe,
+)
+from bot.tools.mcp.pins.rules import HELD_TOOL
+from bot.tools.mcp.tools import McpToolInfo, mcp_tool_spec, name_problem, tool_info
 from bot.tools.registry import AbsentTool, ToolSpec
+
+NoticeSink = Callable[[HoldNotice], Awaitable[None]]
+"""Sends the admins' message about newly held tools (`bot.admin.notices.AdminChannels.tools_held`)."""
+
+PINS_UNREADABLE = (
+    "the pinned definitions of MCP server '{server}' could not be read, so the call was not sent; nothing "
+    "ran. Tell the user and try later."
+)
+"""The model's refusal when the pin store cannot be asked before a call (it fails closed)."""
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +118,9 @@ class McpServers:
             for key, entry in config.servers.items()
         }
         self._offered: dict[str, dict[str, ToolSpec]] = {key: {} for key in config.servers}
+        self._held: dict[str, dict[str, HeldTool]] = {key: {} for key in config.servers}
+        self._pins: PinStore = InMemoryPinStore()
+        self._on_notice: NoticeSink | None = None
         self._last: dict[str, ToolSpec] = {}
         self._version = 0
         self._warned: set[tuple[str, str]] = set()
@@ -109,6 +152,8 @@ class McpServers:
         if status.state is not State.CONNECTED:
             why = f" ({status.reason})" if status.reason else ""
             return AbsentTool(reason=f"MCP server {key!r} is not connected{why}", last_spec=last)
+        if name in self._held[key]:
+            return AbsentTool(reason=HELD_TOOL.format(server=key), last_spec=last)
         if last is not None:
             return AbsentTool(reason=f"MCP server {key!r} no longer offers it", last_spec=last)
         return None
@@ -125,6 +170,46 @@ class McpServers:
     def statuses(self) -> dict[str, Status]:
         """Each server's connection now, by key, in the file's order."""
         return {key: connection.status for key, connection in self._connections.items()}
+
+    def offered(self, key: str) -> Sequence[ToolSpec]:
+        """The tools of the server `key` offered now (none while it is not connected)."""
+        return list(self._offered[key].values())
+
+    def held(self, key: str) -> Sequence[HeldTool]:
+        """The tools the server `key` lists now whose definitions are held (as this process last listed them)."""
+        return list(self._held[key].values())
+
+    async def pins(self, key: str) -> ServerPins:
+        """The server's pins and holds as stored (every worker's and replica's, across restarts).
+
+        Raises:
+            Exception: the store's, when it cannot be reached.
+        """
+        return await self._pins.load(key)
+
+    async def accept(self, key: str, actor: Actor) -> AcceptPlan | AcceptRefused:
+        """`/countersign mcp accept <key>` for an admin (the caller checked they may): pin what the admins were shown.
+
+        The server is listed afresh first (when connected), so a definition it changed again
+        since the admins' message refuses the accept (`AcceptRefusal.CHANGED_AGAIN`; that one
+        is held and its message sent); once accepted, the server is listed again at once so
+        its accepted tools are offered without waiting for the next poll.
+
+        Raises:
+            KeyError: `key` is no configured server.
+            DuplicateToolError: the server lists a tool twice.
+            Exception: the store's, when it cannot be reached.
+        """
+        connection = self._connections[key]
+        listed = await connection.list_now(LIST_TIMEOUT_S)
+        definitions = [tool_info(key, tool).contract for tool in self._usable(key, listed or ())]
+        outcome = await accept_server(self._pins, key, definitions, actor)
+        if isinstance(outcome, AcceptRefused):
+            if outcome.notice is not None:
+                await self._tell(outcome.notice)
+        else:
+            connection.poll_now()
+        return outcome
 
     def timeout_s(self, key: str) -> float:
         """Seconds one call of the server `key`'s tools may take."""
@@ -157,29 +242,104 @@ class McpServers:
             self._warned.add((name, reason))
             log.warning("MCP tool %s is left out: %s", name, reason)
 
-    def _listed(self, key: str, tools: Sequence[mcp_types.Tool] | None) -> None:
-        """A server's tools as just listed (None: its connection was lost): offer them from now on."""
+    def _usable(self, key: str, tools: Sequence[mcp_types.Tool]) -> list[mcp_types.Tool]:
+        """The listed tools that can be named and pinned (the others are left out, with one warning each)."""
+        usable = []
+        for tool in tools:
+            name = registry_name(key, tool.name)
+            problem = name_problem(name)
+            if problem is None:
+                try:
+                    ToolDefinition.from_listing(key, tool.model_dump(mode="json", by_alias=True, exclude_none=True))
+                except MalformedDefinitionError as exc:
+                    problem = exc.problem
+            if problem is not None:
+                self._warn_once(name, problem)
+                continue
+            usable.append(tool)
+        return usable
+
+    async def _listed(self, key: str, tools: Sequence[mcp_types.Tool] | None) -> None:
+        """A server's tools as just listed (None: its connection was lost): offer the pinned ones from now on.
+
+        The listing is judged against the pins (`observe`); a store that cannot be reached or
+        does not answer within `LIST_TIMEOUT_S`, or a listing naming a tool twice, offers none of
+        the server's tools until the next listing.
+        """
+        if tools is None:
+            self._held[key] = {}
+            self._offer(key, {})
+            return
+        infos = [tool_info(key, tool) for tool in self._usable(key, tools)]
+        try:
+            # Bounded: a store that does not answer must not hold the supervisor (it offers none).
+            observation = await asyncio.wait_for(
+                observe(self._pins, key, [info.contract for info in infos]), LIST_TIMEOUT_S
+            )
+        except DuplicateToolError as exc:
+            self._warn_once(key, f"{exc}; none of its tools is offered")
+            self._held[key] = {}
+            self._offer(key, {})
+            return
+        except Exception:
+            log.exception("MCP server %s: its tools could not be checked against their pins; none is offered", key)
+            self._held[key] = {}
+            self._offer(key, {})
+            return
+        pinned = {definition.name for definition in observation.review.offered}
+        self._held[key] = {tool.definition.registry_name: tool for tool in observation.review.held}
         before = self._offered[key]
         offered: dict[str, ToolSpec] = {}
-        if tools is not None:
-            prefix = safe_server_name(key)
-            names = [tool_name(prefix, tool.name) for tool in tools]
-            for tool, name in zip(tools, names, strict=True):
-                problem = name_problem(name)
-                if problem is None and names.count(name) > 1:
-                    problem = f"server {key!r} lists two tools named {tool.name!r}"
-                if problem is not None:
-                    self._warn_once(name, problem)
-                    continue
-                info = tool_info(key, tool)
-                kept = before.get(name)
-                if kept is not None and kept.mcp is not None and kept.mcp.digest == info.digest:
-                    offered[name] = kept  # the same definition: the same tool (no new binding)
-                    continue
-                try:
-                    offered[name] = mcp_tool_spec(name, info, self._connections[key], timeout_s=self.timeout_s(key))
-                except UnusableSchemaError as exc:
-                    self._warn_once(name, f"its input schema cannot be offered to the model: {exc.reason}")
+        for info in infos:
+            if info.upstream not in pinned:
+                continue
+            name = registry_name(key, info.upstream)
+            kept = before.get(name)
+            if kept is not None and kept.mcp is not None and kept.mcp.digest == info.digest:
+                offered[name] = kept  # the same definition: the same tool (no new binding)
+                continue
+            try:
+                offered[name] = self._spec(name, info)
+            except UnusableSchemaError as exc:
+                self._warn_once(name, f"its input schema cannot be offered to the model: {exc.reason}")
+        self._offer(key, offered)
+        if observation.notice is not None:
+            await self._tell(observation.notice)
+
+    def _spec(self, name: str, info: McpToolInfo) -> ToolSpec:
+        return mcp_tool_spec(
+            name,
+            info,
+            self._connections[info.server],
+            timeout_s=self.timeout_s(info.server),
+            before_call=partial(self._may_call, info.contract),
+        )
+
+    async def _may_call(self, definition: ToolDefinition) -> str | None:
+        """The pins' refusal of a call of `definition`, asked of the store just before it is sent; None: send it."""
+        try:
+            return await check_call(self._pins, definition)
+        except Exception:
+            log.exception(
+                "MCP server %s: the pins could not be read before a call of %s", definition.server, definition.name
+            )
+            return PINS_UNREADABLE.format(server=definition.server)
+
+    async def _tell(self, notice: HoldNotice) -> None:
+        """Send the admins' message (claimed already: at most once); a failure is logged, the hold stays."""
+        names = ", ".join(change.tool for change in notice.changes)
+        log.warning(
+            "MCP server %s: held until an admin accepts them (%s): %s", notice.server, notice.accept_command, names
+        )
+        if self._on_notice is None:
+            return
+        try:
+            await self._on_notice(notice)
+        except Exception:
+            log.exception("MCP server %s: the admins could not be told of held tools (%s)", notice.server, names)
+
+    def _offer(self, key: str, offered: dict[str, ToolSpec]) -> None:
+        before = self._offered[key]
         self._last.update(offered)
         if [(n, s.mcp.digest if s.mcp else "") for n, s in offered.items()] != [
             (n, s.mcp.digest if s.mcp else "") for n, s in before.items()
@@ -190,11 +350,21 @@ class McpServers:
 
     # Lifecycle --------------------------------------------------------------------------------
 
-    def start(self) -> None:
+    def start(self, *, pins: PinStore | None = None, on_notice: NoticeSink | None = None) -> None:
         """Start one supervisor task per server, in the running event loop.
 
         A server that cannot be reached is tried again in the background; the bot serves meanwhile.
+
+        Args:
+            pins: where definitions are pinned and held: the database's
+                (`bot.tools.mcp.pins.PostgresPinStore`) when the bot runs, shared by every worker
+                and replica; omitted, an in-memory store of this process only (tests).
+            on_notice: sends the admins' message about newly held tools (once per change);
+                omitted, the message is only logged.
         """
+        if pins is not None:
+            self._pins = pins
+        self._on_notice = on_notice
         for key, connection in self._connections.items():
             self._tasks.append(asyncio.create_task(connection.run(), name=f"mcp-server-{key}"))
 

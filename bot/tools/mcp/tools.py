@@ -1,6 +1,6 @@
 """An MCP server's tools as registry tools, and their results as what the model reads.
 
-Each tool becomes a `ToolSpec` named `<server>__<tool>` (`tool_name`) whose default is review,
+Each tool becomes a `ToolSpec` named `<server>__<tool>` (`bot.tools.mcp.config.registry_name`) whose default is review,
 whatever the server's hints say (hints are shown on the card, never obeyed on their own). Its
 `INPUT_SCHEMA` is the server's own `inputSchema`, against which the model's arguments and an
 approver's edits are checked (`bot.tools.refusals`, `bot.approvals.decisions`); the model is
@@ -12,10 +12,9 @@ as outcome unknown and never sent again (docs/decisions/0042-mcp-client.md).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +26,7 @@ from bot.errors import ToolOutcomeUnknownError
 from bot.log_context import about
 from bot.tools.mcp.connection import CallRefusedError, McpConnection, NotConnectedError, OutcomeUnknownError
 from bot.tools.mcp.gemini_schema import gemini_parameters
+from bot.tools.mcp.pins.definitions import ToolDefinition
 from bot.tools.registry import INPUT_SCHEMA, ToolSpec
 
 MAX_NAME_CHARS = 64
@@ -34,16 +34,6 @@ MAX_NAME_CHARS = 64
 MAX_RESULT_CHARS = 8_000
 """Characters of one MCP result the model reads; the rest is cut, and the cut said."""
 _GEMINI_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.:-]*")
-
-
-def tool_name(server: str, upstream: str) -> str:
-    """The name the model calls, cards show and commands take: `<server>__<upstream>`.
-
-    Args:
-        server: the server's safe name (`bot.tools.mcp.config.safe_server_name`).
-        upstream: the tool's name on the server, as it is.
-    """
-    return f"{server}__{upstream}"
 
 
 def name_problem(name: str) -> str | None:
@@ -102,8 +92,10 @@ class McpToolInfo:
         hints: its annotations' hints.
         definition: the tool as the server listed it (`name`, `description`, `inputSchema`,
             `annotations`, ... in MCP's JSON spelling).
-        digest: SHA-256 of the canonical JSON of its name, description, input schema and
-            annotations: changes whenever what the tool is said to do changes.
+        contract: what is pinned of it (`bot.tools.mcp.pins`): its name, description, input
+            schema and hints.
+        digest: `contract.digest`, SHA-256 of the canonical JSON of those: changes whenever what
+            the tool is said to do changes.
     """
 
     server: str
@@ -111,32 +103,48 @@ class McpToolInfo:
     description: str
     hints: ToolHints
     definition: Mapping[str, Any] = field(repr=False)
-    digest: str
+    contract: ToolDefinition = field(repr=False)
+
+    @property
+    def digest(self) -> str:
+        """The pinned digest of the tool (`ToolDefinition.digest`)."""
+        return self.contract.digest
 
 
 def tool_info(server: str, tool: mcp_types.Tool) -> McpToolInfo:
-    """The `McpToolInfo` of a listed tool of the server `server` (its key)."""
+    """The `McpToolInfo` of a listed tool of the server `server` (its key).
+
+    Raises:
+        bot.tools.mcp.pins.MalformedDefinitionError: the entry cannot be pinned (leave the tool out).
+    """
     definition = tool.model_dump(mode="json", by_alias=True, exclude_none=True)
-    pinned = {key: definition.get(key) for key in ("name", "description", "inputSchema", "annotations")}
-    digest = hashlib.sha256(json.dumps(pinned, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
     return McpToolInfo(
         server=server,
         upstream=tool.name,
         description=tool.description or tool.title or "",
         hints=ToolHints.of(tool.annotations),
         definition=definition,
-        digest=digest,
+        contract=ToolDefinition.from_listing(server, definition),
     )
 
 
-def mcp_tool_spec(name: str, info: McpToolInfo, connection: McpConnection, *, timeout_s: float) -> ToolSpec:
+RefusalCheck = Callable[[], Awaitable[str | None]]
+"""Asked just before a call is sent: the refusal the model reads instead, or None to send it."""
+
+
+def mcp_tool_spec(
+    name: str, info: McpToolInfo, connection: McpConnection, *, timeout_s: float, before_call: RefusalCheck
+) -> ToolSpec:
     """The registry tool that calls `info`'s tool on `connection`.
 
     Args:
-        name: its name (`tool_name`, already checked with `name_problem`).
+        name: its name (`bot.tools.mcp.config.registry_name`, already checked with `name_problem`).
         info: the tool as listed.
         connection: its server's supervised session.
         timeout_s: seconds one call may take.
+        before_call: asked before each call is sent (the pins: a held or changed definition is
+            refused, docs/decisions/0043-pinned-mcp-definitions.md); its refusal is the tool's
+            error and nothing reaches the server.
 
     Raises:
         bot.tools.mcp.gemini_schema.UnusableSchemaError: its input schema cannot be shown to the model.
@@ -149,6 +157,9 @@ def mcp_tool_spec(name: str, info: McpToolInfo, connection: McpConnection, *, ti
             return await calling(arguments)
 
     async def calling(arguments: dict[str, Any]) -> str:
+        refusal = await before_call()
+        if refusal is not None:
+            raise ToolException(f"Error: {refusal}")
         try:
             result = await connection.call(info.upstream, arguments, timeout_s=timeout_s)
         except NotConnectedError as exc:

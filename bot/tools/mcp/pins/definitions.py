@@ -25,18 +25,17 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
+
+from bot.tools.mcp.config import registry_name
 
 PINNED_FIELDS: Final = ("name", "description", "inputSchema", "annotations")
 """The listing fields a digest covers, by their wire names."""
 
 UNPINNED_ANNOTATIONS: Final = frozenset({"title"})
 """Annotation keys left out of the digest (display names, see the module docstring)."""
-
-_SERVER_KEY_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
 class MalformedDefinitionError(ValueError):
@@ -146,11 +145,9 @@ class ToolDefinition:
     def registry_name(self) -> str:
         """The name the model calls, cards show and `/countersign` commands take: `<server>__<tool>`.
 
-        The server's key with every character other than a letter, a digit, `_` and `-`
-        replaced by `_`, then the tool's name as listed (the fixed naming of MCP tools, which
-        every admin command and the audit log use).
+        `bot.tools.mcp.config.registry_name` of the server and the tool's listed name.
         """
-        return f"{_SERVER_KEY_UNSAFE.sub('_', self.server)}__{self.name}"
+        return registry_name(self.server, self.name)
 
 
 def canonical_json(value: Any) -> str:

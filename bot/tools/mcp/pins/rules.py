@@ -39,6 +39,13 @@ HELD_CALL: Final = (
 )
 """What the model reads in place of a held tool's result (`call_refusal`)."""
 
+HELD_TOOL: Final = (
+    "the MCP server '{server}' changed its definition, or added it, since an admin last accepted "
+    "that server's tools, so it is held until an admin accepts the new definition with "
+    "/countersign mcp accept {server}"
+)
+"""Why a held tool is not offered, for the model (after "<tool> is not available now: ")."""
+
 ACCEPT_COMMAND: Final = "/countersign mcp accept {server}"
 """The command that accepts a server's held definitions (fixed interface)."""
 
