@@ -70,22 +70,18 @@ HELP_EXAMPLES = (
     ("show", "the effective policy here"),
     ("policy http_request review when args.method != 'GET'", "review only non-GET requests"),
     ("policy calculator deny in #general", "switch a tool off in one channel"),
-    ("policy http_request default", "back to the built-in default"),
     ("approvers add @alice for http_request", "who may approve (users, roles, groups)"),
-    ("admins add @bob", "add a bot admin"),
     ("quorum http_request 2", "two different approvers needed"),
-    ("self-approval off", "requesters may not approve their own calls"),
     ("expiry 30m", "cards expire after 30 minutes"),
     ("cards channel #approvals", "post cards in one channel (or: here, dm)"),
     ("escalate send_email after 30m to #oncall", "a card still undecided after 30 minutes is also posted there"),
     (
         "policy github__* review when args.repo != 'sandbox'",
-        "one rule for every tool of the MCP server github (a tool's own rule beats it)",
+        "one rule for every tool of the MCP server github (a tool's own rule wins)",
     ),
-    ("read-only-hint github auto", "calls of the tools github says are read-only run without a card"),
+    ("read-only-hint github auto", "the tools github calls read-only run without a card"),
     ("scope channel in #support", "one conversation per channel (or: thread)"),
     ("agent subagents in #ops", "the supervisor with subagents answers in #ops"),
-    ("context", "this conversation's summary and window size"),
     ("context reset", "the model starts afresh in this conversation"),
     ("stop", STOP_HELP),
     ("audit http_request limit 10", "recent decisions and changes"),
@@ -93,7 +89,6 @@ HELP_EXAMPLES = (
         "trust http_request up-to 30m matching method,url",
         "cards offer “Approve and trust for 30 minutes”: the same request by the same person runs without a card",
     ),
-    ("trust list", "live trusts (`trust revoke <id>` ends one)"),
 )
 
 
@@ -168,9 +163,8 @@ def error_text(error: Exception, markup: Markup) -> str:
 def _help(page: HelpPage, markup: Markup) -> str:
     lines = [
         markup.bold("Countersign settings")
-        + " (help, show and context are for everyone; stop for the person who asked and admins; everything "
-        "else, context reset too, is for admins, except that you may list and revoke the trusts you granted "
-        "or that cover your calls):"
+        + " (help, show and context for everyone; stop for who asked and admins; trust list and revoke for "
+        "the trusts you granted or that cover you; the rest for admins):"
     ]
     lines += [f"• `/countersign {usage}`" for usage in markup.usage.values()]
     lines.append(markup.bold("Examples:"))
@@ -180,6 +174,9 @@ def _help(page: HelpPage, markup: Markup) -> str:
         "`90s`, `30m`, `4h`, `2d`. Without `in #channel` a setting applies to the whole workspace."
     )
     lines.append("Tools: " + ", ".join(f"`{tool}`" for tool in page.tools))
+    if page.servers:
+        servers = ", ".join(f"`{server}__*`" for server in page.servers)
+        lines.append(f"MCP servers' tools (`show` and `mcp` list them): {servers}")
     return "\n".join(lines)
 
 

@@ -214,7 +214,9 @@ class AdminService:
         """
         config = await self._config.load(actor.platform, actor.workspace_id)
         if isinstance(command, Help):
-            return HelpPage(tools=tuple(self._registry.names()))
+            servers = tuple(self._registry.servers())
+            fixed = (spec.name for spec in self._registry if spec.mcp is None)
+            return HelpPage(tools=tuple(fixed), servers=servers)
         if isinstance(command, Show):
             return self._show(config, command.channel_id or here)
         if isinstance(command, ShowContext):

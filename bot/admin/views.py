@@ -194,9 +194,17 @@ class StopRequested:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HelpPage:
-    """`help`: the subcommands and the registered tools."""
+    """`help`: the subcommands, the tools the bot ships or the operator added, and the MCP servers.
+
+    Attributes:
+        tools: the fixed tools' names (built-in and operator tools), in registration order.
+        servers: the configured MCP servers' names as tool names start with them (`<server>__`),
+            in file order; their tools are listed by `show` and `mcp`, not here, so that help
+            stays one message however many tools the servers offer.
+    """
 
     tools: tuple[str, ...]
+    servers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -55,7 +55,7 @@ async def test_help_and_show_are_for_everyone(driver):
     """Anyone gets help (usage and examples) and show (one line per tool with its mode)."""
     help_text = await driver.command("bob", "help")
     typed = {
-        "slack": "/countersign policy <tool> auto|review|deny|default",
+        "slack": "/countersign policy <tool>|<server>__* auto|review|deny|default",
         "discord": "/countersign policy tool:<tool> mode:auto|review|deny|default",
     }
     assert typed[driver.platform] in help_text and "Examples" in help_text

@@ -176,7 +176,7 @@ async def test_an_invalid_edit_is_answered_in_the_ack(bot, events, slack, target
 async def test_slash_commands_over_the_socket_are_answered(bot, events, slack):
     """/countersign over the socket: help for anyone, a change for an admin, a refusal for others."""
     driver = SlackDriver(bot, events, slack)
-    assert "/countersign policy <tool> auto|review|deny|default" in await driver.command("bob", "help")
+    assert "/countersign policy <tool>|<server>__* auto|review|deny|default" in await driver.command("bob", "help")
     assert "Updated expiry: 30m" in await driver.command("carol", "expiry", duration="30m")
     refused = await driver.command("bob", "expiry", duration="10m")
     assert "Updated" not in refused

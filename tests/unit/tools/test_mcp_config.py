@@ -11,9 +11,9 @@ from langchain_core.tools import tool
 from bot.errors import ConfigurationError
 from bot.settings import ToolSettings
 from bot.tools.builtin import builtin_tools
-from bot.tools.mcp.config import HttpServer, StdioServer, load_mcp_config, safe_server_name
+from bot.tools.mcp.config import HttpServer, StdioServer, load_mcp_config, registry_name
 from bot.tools.mcp.servers import McpServers
-from bot.tools.mcp.tools import name_problem, tool_name
+from bot.tools.mcp.tools import name_problem
 from bot.tools.registry import ToolRegistry, ToolSpec
 from countersign.cli import main
 
@@ -103,7 +103,7 @@ def test_a_server_making_a_builtin_tool_name_stops_the_start(tmp_path: Path) -> 
 
 def test_names_are_server_then_tool_and_bad_ones_are_named() -> None:
     """`<server>__<tool>` with the key made safe; over 64 characters or a character Gemini refuses is a problem."""
-    assert tool_name(safe_server_name("my server.v2"), "create_issue") == "my_server_v2__create_issue"
+    assert registry_name("my server.v2", "create_issue") == "my_server_v2__create_issue"
     assert name_problem("srv__" + "x" * 59) is None
     assert "over Gemini's 64" in (name_problem("srv__" + "x" * 60) or "")
     assert "characters Gemini refuses" in (name_problem("srv__do it") or "")
