@@ -78,6 +78,8 @@ _NOT_SHOWN: Final = (
     "contains",
 )
 """Keywords whose rules cannot be shown: the description says they exist."""
+_ANNOTATIONS: Final = frozenset({"$ref", "description", "default", "deprecated"})
+"""What a `$ref` keeps beside it under drafts that ignore its other siblings."""
 _LOWER_BOUNDS: Final = frozenset({"minimum", "minLength", "minItems", "minProperties"})
 _UPPER_BOUNDS: Final = frozenset({"maximum", "maxLength", "maxItems", "maxProperties"})
 _SUBSCHEMAS: Final = frozenset(
@@ -187,6 +189,12 @@ class _Walk:
     document: Mapping[str, Any]
     nodes: int = 0
 
+    @property
+    def ref_hides_siblings(self) -> bool:
+        """Whether the document's draft ignores the keywords beside a `$ref` (draft-04 to draft-07 do)."""
+        draft = self.document.get("$schema")
+        return isinstance(draft, str) and any(f"draft-0{n}" in draft for n in (4, 6, 7))
+
 
 @dataclass
 class _Flat:
@@ -268,6 +276,8 @@ def _flatten(node: Any, walk: _Walk, refs: tuple[str, ...], where: str) -> _Flat
             )
         rest = dict(part)
         if "$ref" in rest:
+            if walk.ref_hides_siblings:
+                rest = {key: value for key, value in rest.items() if key in _ANNOTATIONS}
             target, refs, note = _resolve(rest.pop("$ref"), walk, refs, where)
             pending.append(target)
             if note:

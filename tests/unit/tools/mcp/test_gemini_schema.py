@@ -152,6 +152,20 @@ def test_refs_are_inlined_from_defs_definitions_and_pointers():
     }
 
 
+def test_draft_07_ignores_the_keywords_beside_a_ref():
+    """Before 2019-09 a `$ref` replaces its siblings, so only their description is kept; later drafts merge them."""
+    schema = {
+        "type": "object",
+        "definitions": {"N": {"type": "number"}},
+        "properties": {"n": {"$ref": "#/definitions/N", "type": "integer", "description": "A count"}},
+    }
+    assert rewrite({**schema, "$schema": "http://json-schema.org/draft-07/schema#"})["properties"]["n"] == {
+        "type": "number",
+        "description": "A count",
+    }
+    assert rewrite(schema)["properties"]["n"] == {"type": "integer", "description": "A count"}
+
+
 def test_a_recursive_ref_is_cut_to_a_described_open_object():
     """A tree is expanded once, then cut to an object that says it repeats."""
     result = rewrite(
