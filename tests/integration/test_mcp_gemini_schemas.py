@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import copy
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from fastmcp import FastMCP
+from fastmcp.tools import Tool, ToolResult
 from langchain_core.tools import StructuredTool
 from langchain_google_genai.chat_models import GoogleInvalidRequestError
 
@@ -15,8 +18,19 @@ from bot.agents.model_errors import to_model_error
 from bot.errors import ModelErrorKind
 from bot.settings import GeminiSettings
 from bot.tools.mcp.gemini_schema import declared_description, gemini_parameters
+from bot.tools.registry import INPUT_SCHEMA
+from tests.integration.test_mcp_tools import WAIT_S, connected, servers_for
 from tests.standins.gemini import GeminiRequest, GeminiStandIn, ScriptedResponder
-from tests.unit.tools.mcp.schema_corpus import USABLE, ZOD_ROOT_UNION, Usable
+from tests.support.mcp_server import serve_http
+from tests.unit.tools.mcp.schema_corpus import (
+    LINEAR_CREATE_ISSUE,
+    PYDANTIC_CREATE_ORDER,
+    UNUSABLE,
+    USABLE,
+    ZOD_NOTION_SEARCH,
+    ZOD_ROOT_UNION,
+    Usable,
+)
 
 KEY = "schemas-key"
 
@@ -99,3 +113,61 @@ async def test_one_raw_schema_fails_every_call_and_the_rewritten_ones_pass(gemin
     assert [request.status_code for request in server.requests] == [400, 200]
     assert reply.text == "ok"
     assert server.requests[1].declared_function_names == ["slack__post", *(entry.tool for entry in USABLE)]
+
+
+class ListedAsIs(Tool):
+    """A FastMCP tool listed with exactly the input schema it was given (as a zod or Go server lists it)."""
+
+    async def run(self, arguments: dict[str, Any]) -> ToolResult:
+        return ToolResult(content="done")
+
+
+async def test_a_real_servers_tools_are_rewritten_or_left_out_and_the_model_still_answers(gemini, tmp_path, caplog):
+    """Over Streamable HTTP: raw zod and pydantic schemas reach Gemini rewritten, the tool Gemini cannot take is left
+    out with one warning naming it and why, arguments stay checked against the server's own schema, and the call succeeds."""
+    server, model, settings = gemini
+    listed = {
+        "create_issue": LINEAR_CREATE_ISSUE,
+        "create_order": PYDANTIC_CREATE_ORDER,
+        "search": ZOD_NOTION_SEARCH,
+        # MCP requires `type: object` at the root (a listing without it fails as a whole).
+        "find_event": Usable("find_event", {**ZOD_ROOT_UNION.schema, "type": "object"}),
+    }
+    unusable = next(entry for entry in UNUSABLE if entry.tool == "azure__get_resource")
+    mcp = FastMCP("corpus")
+    for upstream, entry in listed.items():
+        mcp.add_tool(ListedAsIs(name=upstream, description="From the server.", parameters=entry.schema))
+    mcp.add_tool(ListedAsIs(name="get_resource", description="From the server.", parameters=unusable.schema))
+
+    with caplog.at_level(logging.WARNING):
+        async with serve_http(mcp) as url:
+            servers = servers_for(tmp_path, {"corpus": {"url": url}})
+            servers.start()
+            try:
+                await connected(servers, "corpus")
+                await servers.wait_until(lambda: len(servers.specs()) == len(listed), WAIT_S)
+                specs = {spec.tool.name: spec for spec in servers.specs()}
+                reply = await model.bind_tools(
+                    [spec.tool for spec in specs.values()], **call_options(settings)
+                ).ainvoke("hi")
+            finally:
+                await servers.aclose(10)
+
+    assert reply.text == "ok"
+    [request] = server.requests
+    assert sorted(request.declared_function_names) == [f"corpus__{upstream}" for upstream in sorted(listed)]
+    for upstream, entry in listed.items():
+        parameters = gemini_parameters(entry.schema)
+        assert declared_schema(request, f"corpus__{upstream}") == {
+            key: value for key, value in parameters.items() if key != "description"
+        }
+        assert specs[f"corpus__{upstream}"].tool.metadata[INPUT_SCHEMA] == entry.schema
+    assert request.function_declaration("corpus__find_event")["description"] == (
+        "From the server.\n\nTakes one of these sets of arguments: (event_id) or (title)."
+    )
+    left_out = [record.getMessage() for record in caplog.records if "is left out" in record.getMessage()]
+    assert left_out == [
+        "MCP tool corpus__get_resource is left out: its input schema cannot be offered to the model: its argument "
+        "'api-version' has a name Gemini refuses (an argument name starts with a letter or an underscore and has at "
+        "most 64 letters, digits and underscores)"
+    ]

@@ -148,7 +148,7 @@ def rewritten(schema: dict[str, Any]) -> dict[str, Any] | None:
 
 
 @settings(
-    max_examples=int(os.environ.get("SCHEMA_MAX_EXAMPLES", "150")),
+    max_examples=int(os.environ.get("SCHEMA_MAX_EXAMPLES", "100")),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
@@ -159,7 +159,7 @@ def test_only_refuses_in_words_never_mutates_and_always_passes_the_stand_in(sche
 
 
 @settings(
-    max_examples=int(os.environ.get("SCHEMA_MAX_EXAMPLES", "150")),
+    max_examples=int(os.environ.get("SCHEMA_MAX_EXAMPLES", "100")),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
