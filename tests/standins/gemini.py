@@ -64,10 +64,12 @@ __all__ = [
     "blocked",
     "call",
     "calls",
+    "declaration_problem",
     "empty",
     "error",
     "malformed_call",
     "parts",
+    "schema_problem",
     "stopped",
     "text",
 ]
@@ -135,7 +137,7 @@ _PART_DATA = frozenset(
 )
 """Part fields that make a part non-empty besides a non-empty ``text`` (a signature counts, as
 langchain-google-genai assumes when it replays a signature-only part)."""
-_FUNCTION_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:\-]{0,127}$")
+_FUNCTION_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:\-]{0,63}$")
 _PARAMETER_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 _SAFETY_RATINGS = (
     {"category": "HARM_CATEGORY_DANGEROUS_CONTENT", "probability": "HIGH", "blocked": True},
@@ -710,39 +712,149 @@ def _validate_object_schemas(body: Mapping[str, Any]) -> str | None:
 
 
 def _validate_declarations(body: Mapping[str, Any]) -> str | None:
-    """The documented rules of ``FunctionDeclaration``: name, and parameters describing an object.
-
-    From the API reference: a name starts with a letter or an underscore and has at most 128
-    letters, digits, underscores, dots, colons and dashes; ``parametersJsonSchema`` "must
-    describe an object where the properties are the parameters" and excludes ``parameters``;
-    a parameter name starts with a letter or an underscore and has at most 64 letters, digits
-    and underscores.
-    """
+    """The first `declaration_problem` among the request's function declarations, if any."""
     tools = body.get("tools")
     for tool_index, tool in enumerate(tools if isinstance(tools, list) else []):
         declarations = _field(tool, "functionDeclarations", "function_declarations") if isinstance(tool, dict) else None
         for decl_index, declaration in enumerate(declarations if isinstance(declarations, list) else []):
             where = f"GenerateContentRequest.tools[{tool_index}].function_declarations[{decl_index}]"
-            name = declaration.get("name")
-            if not isinstance(name, str) or not _FUNCTION_NAME_RE.match(name):
-                return (
-                    f"* {where}.name: Invalid function name. Must start with a letter or an underscore. Must be "
-                    "alphameric (a-z, A-Z, 0-9), underscores (_), dots (.), colons (:) or dashes (-), with a "
-                    "maximum length of 128.\n"
-                )
-            schema = _field(declaration, "parametersJsonSchema", "parameters_json_schema")
-            if schema is None:
-                schema = declaration.get("parameters")
-            elif "parameters" in declaration:
-                return f"* {where}: parameters and parameters_json_schema are mutually exclusive.\n"
-            if schema is None:
-                continue
-            if not isinstance(schema, dict) or str(schema.get("type", "")).lower() != "object":
-                return f"* {where}.parameters_json_schema: the schema must describe an object.\n"
-            for parameter in schema.get("properties") or {}:
-                if not _PARAMETER_NAME_RE.match(str(parameter)):
-                    return f"* {where}.parameters.properties[{parameter}]: Invalid parameter name.\n"
+            if problem := declaration_problem(declaration, where):
+                return problem
     return None
+
+
+def declaration_problem(declaration: Mapping[str, Any], where: str = "function_declarations[0]") -> str | None:
+    """The rules of ``FunctionDeclaration`` the API enforces, as its INVALID_ARGUMENT message.
+
+    A name starts with a letter or an underscore and has at most 64 letters, digits,
+    underscores, dots, colons and dashes (the API's own error text says 64; google-genai's
+    docstring now says 128, and the lower figure is the one that is safe). ``parametersJsonSchema``
+    "must describe an object where the properties are the parameters" and excludes ``parameters``;
+    a parameter name starts with a letter or an underscore and has at most 64 letters, digits
+    and underscores. Inside either schema field, what `schema_problem` refuses fails the request.
+
+    Args:
+        declaration: One entry of ``functionDeclarations``, as sent (camelCase or snake_case).
+        where: The declaration's path, for the message.
+
+    Returns:
+        The message, or ``None`` when the declaration passes.
+    """
+    name = declaration.get("name")
+    if not isinstance(name, str) or not _FUNCTION_NAME_RE.match(name):
+        return (
+            f"* {where}.name: Invalid function name. Must start with a letter or an underscore. Must be "
+            "alphameric (a-z, A-Z, 0-9), underscores (_), dots (.), colons (:) or dashes (-), with a "
+            "maximum length of 64.\n"
+        )
+    schema = _field(declaration, "parametersJsonSchema", "parameters_json_schema")
+    schema_field = "parameters_json_schema"
+    if schema is None:
+        schema, schema_field = declaration.get("parameters"), "parameters"
+    elif "parameters" in declaration:
+        return f"* {where}: parameters and parameters_json_schema are mutually exclusive.\n"
+    if schema is None:
+        return None
+    if not isinstance(schema, dict) or str(schema.get("type", "")).lower() != "object":
+        return f"* {where}.parameters_json_schema: the schema must describe an object.\n"
+    for parameter in schema.get("properties") or {}:
+        if not _PARAMETER_NAME_RE.match(str(parameter)):
+            return f"* {where}.parameters.properties[{parameter}]: Invalid parameter name.\n"
+    return schema_problem(schema, f"{where}.{schema_field}")
+
+
+_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "defs")
+_SCHEMA_LISTS = ("anyOf", "any_of", "oneOf", "allOf", "prefixItems")
+_SCHEMA_VALUES = (
+    "items",
+    "additionalProperties",
+    "additional_properties",
+    "additionalItems",
+    "not",
+    "if",
+    "then",
+    "else",
+    "contains",
+    "propertyNames",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+)
+_REF_SIBLINGS = frozenset({"$ref", "description", "default"})
+
+
+def schema_problem(schema: object, where: str = "parameters_json_schema") -> str | None:
+    """What Google refuses in a function declaration's schema, as its INVALID_ARGUMENT message.
+
+    The refusals reported from the real API (docs/decisions/0047-gemini-schemas-for-mcp-tools.md):
+    the ``$schema`` keyword anywhere; a ``$ref`` beside keywords other than ``description``
+    and ``default``, or one that points outside the declaration's own schema (a URL, an anchor,
+    a missing ``$defs`` entry); an ``enum`` value that is not a string; and an array without
+    ``items``. A schema where none of them occurs passes (``None``).
+
+    Args:
+        schema: The declaration's ``parametersJsonSchema`` (or ``parameters``), as sent.
+        where: The field's path, for the message.
+    """
+    stack: list[tuple[object, str]] = [(schema, where)]
+    while stack:
+        node, at = stack.pop()
+        if not isinstance(node, dict):
+            continue  # a boolean schema
+        if "$schema" in node:
+            return (
+                f"Invalid JSON payload received. Unknown name \"$schema\" at '{_payload_path(at)}': Cannot find field."
+            )
+        if "$ref" in node:
+            if set(node) - _REF_SIBLINGS:
+                return (
+                    f"* {at}: $ref was set alongside unsupported fields. If a schema node has $ref set, then only "
+                    "description and default can be set alongside it.\n"
+                )
+            if not _resolves(schema, node["$ref"]):
+                return f"* {at}: reference to undefined schema at {at}\n"
+        enum = node.get("enum")
+        for index, value in enumerate(enum if isinstance(enum, list) else []):
+            if not isinstance(value, str):
+                return f"Invalid value at '{_payload_path(at)}.enum[{index}]' (TYPE_STRING), {json.dumps(value)}"
+        kind = node.get("type")
+        if isinstance(kind, str) and kind.lower() == "array" and "items" not in node and "prefixItems" not in node:
+            return f"* {at}.items: missing field.\n"
+        for key in _SCHEMA_MAPS:
+            children = node.get(key)
+            if isinstance(children, dict):
+                stack.extend((child, f"{at}.{key}[{name}]") for name, child in children.items())
+        for key in _SCHEMA_LISTS:
+            children = node.get(key)
+            if isinstance(children, list):
+                stack.extend((child, f"{at}.{key}[{index}]") for index, child in enumerate(children))
+        for key in _SCHEMA_VALUES:
+            child = node.get(key)
+            if isinstance(child, list):  # draft-04 tuple items
+                stack.extend((item, f"{at}.{key}[{index}]") for index, item in enumerate(child))
+            elif child is not None:
+                stack.append((child, f"{at}.{key}"))
+    return None
+
+
+def _payload_path(where: str) -> str:
+    """A field path as the API's JSON parser names it (without the request message's name)."""
+    return where.removeprefix("GenerateContentRequest.")
+
+
+def _resolves(document: object, ref: object) -> bool:
+    """Whether ``ref`` is a JSON pointer into ``document`` that points at something."""
+    if not isinstance(ref, str) or not ref.startswith("#") or (len(ref) > 1 and not ref.startswith("#/")):
+        return False
+    node = document
+    for token in ref[2:].split("/") if len(ref) > 1 else []:
+        token = token.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and token in node:
+            node = node[token]
+        elif isinstance(node, list) and token.isdecimal() and int(token) < len(node):
+            node = node[int(token)]
+        else:
+            return False
+    return True
 
 
 def _field(message: Mapping[str, Any], camel: str, snake: str) -> Any:

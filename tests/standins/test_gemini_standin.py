@@ -776,3 +776,112 @@ async def test_function_declarations_are_checked_as_documented(declaration, mess
     assert status == 400
     assert "tools[0].function_declarations[0]" in answer["error"]["message"]
     assert message in answer["error"]["message"]
+
+
+def _object(**properties: Any) -> dict[str, Any]:
+    return {"type": "object", "properties": properties}
+
+
+@pytest.mark.parametrize(
+    ("declaration", "message"),
+    [
+        ({"name": "f" * 65}, "maximum length of 64"),
+        (
+            {"name": "f", "parametersJsonSchema": {**_object(), "$schema": "http://json-schema.org/draft-07/schema#"}},
+            "Unknown name \"$schema\" at 'tools[0].function_declarations[0].parameters_json_schema'",
+        ),
+        (
+            {"name": "f", "parametersJsonSchema": _object(a={"type": "object", "properties": {"b": {"$schema": "x"}}})},
+            'Unknown name "$schema" at \'tools[0].function_declarations[0].parameters_json_schema.properties[a]'
+            ".properties[b]'",
+        ),
+        (
+            {
+                "name": "f",
+                "parametersJsonSchema": {
+                    **_object(a={"$ref": "#/$defs/A", "minLength": 1}),
+                    "$defs": {"A": {"type": "string"}},
+                },
+            },
+            "only description and default can be set alongside it",
+        ),
+        (
+            {
+                "name": "f",
+                "parametersJsonSchema": _object(a={"anyOf": [{"$ref": "#/$defs/Missing"}, {"type": "null"}]}),
+            },
+            "reference to undefined schema at",
+        ),
+        (
+            {"name": "f", "parametersJsonSchema": _object(a={"$ref": "https://example.com/a.json"})},
+            "reference to undefined schema at",
+        ),
+        (
+            {"name": "f", "parametersJsonSchema": _object(a={"type": "integer", "enum": [1, 2]})},
+            "Invalid value at 'tools[0].function_declarations[0].parameters_json_schema.properties[a].enum[0]' "
+            "(TYPE_STRING), 1",
+        ),
+        (
+            {
+                "name": "f",
+                "parameters": {"type": "OBJECT", "properties": {"a": {"type": "STRING", "enum": ["x", True]}}},
+            },
+            "parameters.properties[a].enum[1]' (TYPE_STRING), true",
+        ),
+        (
+            {"name": "f", "parametersJsonSchema": _object(a={"type": "array"})},
+            "parameters_json_schema.properties[a].items: missing field",
+        ),
+        (
+            {"name": "f", "parametersJsonSchema": _object(a={"type": "array", "items": {"type": "array"}})},
+            "parameters_json_schema.properties[a].items.items: missing field",
+        ),
+    ],
+    ids=[
+        "name-over-64",
+        "dollar-schema",
+        "nested-dollar-schema",
+        "ref-with-siblings",
+        "ref-undefined",
+        "ref-external",
+        "integer-enum",
+        "boolean-enum-in-parameters",
+        "array-without-items",
+        "nested-array-without-items",
+    ],
+)
+async def test_schemas_google_refuses_fail_the_whole_request(declaration, message):
+    """What Google is known to refuse in a declaration's schema gets 400 INVALID_ARGUMENT for the whole request."""
+    body = {
+        "contents": [{"role": "user", "parts": [{"text": "x"}]}],
+        "tools": [{"functionDeclarations": [{"name": "fine", "parametersJsonSchema": _object()}, declaration]}],
+    }
+    body["tools"][0]["functionDeclarations"].reverse()  # the bad one first: its path is [0]
+    async with GeminiStandIn(ScriptedResponder(default="ok")) as gemini:
+        status, answer = await _post(gemini, body, **{"x-goog-api-key": KEY})
+
+    assert status == 400
+    assert answer["error"]["status"] == "INVALID_ARGUMENT"
+    assert message in answer["error"]["message"]
+
+
+async def test_schemas_google_takes_pass():
+    """A 64-character name, $defs with a plain $ref, string enums, arrays with items and anyOf with null pass."""
+    schema = {
+        **_object(
+            a={"$ref": "#/$defs/A", "description": "an A", "default": "x"},
+            b={"type": "string", "enum": ["x", "y"]},
+            c={"type": "array", "items": {}},
+            d={"anyOf": [{"type": "object", "additionalProperties": {"type": "string"}}, {"type": "null"}]},
+            e={"type": "array", "prefixItems": [{"type": "integer"}]},
+        ),
+        "$defs": {"A": {"type": "string"}},
+    }
+    body = {
+        "contents": [{"role": "user", "parts": [{"text": "x"}]}],
+        "tools": [{"functionDeclarations": [{"name": "f" * 64, "parametersJsonSchema": schema}]}],
+    }
+    async with GeminiStandIn(ScriptedResponder(default="ok")) as gemini:
+        status, _ = await _post(gemini, body, **{"x-goog-api-key": KEY})
+
+    assert status == 200

@@ -4,8 +4,10 @@ Each tool becomes a `ToolSpec` named `<server>__<tool>` (`bot.tools.mcp.config.r
 whatever the server's hints say (hints are shown on the card, never obeyed on their own). Its
 `INPUT_SCHEMA` is the server's own `inputSchema`, against which the model's arguments and an
 approver's edits are checked (`bot.tools.refusals`, `bot.approvals.decisions`); the model is
-shown `gemini_parameters` of it. A call goes through the tool node like any other: claimed in
-the tool-run ledger before it is sent, the approved digest checked, its result recorded; a
+shown `gemini_parameters` of it, and the notes that rewrite makes about the arguments as a
+whole follow the server's description (`declared_description`,
+docs/decisions/0047-gemini-schemas-for-mcp-tools.md). A call goes through the tool node like any
+other: claimed in the tool-run ledger before it is sent, the approved digest checked, its result recorded; a
 call whose answer never came raises `bot.errors.ToolOutcomeUnknownError`, so it is recorded
 as outcome unknown and never sent again (docs/decisions/0042-mcp-client.md).
 """
@@ -25,7 +27,7 @@ from bot.approvals.mode import Mode
 from bot.errors import ToolOutcomeUnknownError
 from bot.log_context import about
 from bot.tools.mcp.connection import CallRefusedError, McpConnection, NotConnectedError, OutcomeUnknownError
-from bot.tools.mcp.gemini_schema import gemini_parameters
+from bot.tools.mcp.gemini_schema import declared_description, gemini_parameters
 from bot.tools.mcp.pins.definitions import ToolDefinition
 from bot.tools.registry import INPUT_SCHEMA, ToolSpec
 
@@ -180,7 +182,7 @@ def mcp_tool_spec(
 
     tool = StructuredTool(
         name=name,
-        description=info.description,
+        description=declared_description(info.description, parameters),
         args_schema=parameters,
         coroutine=call,
         handle_tool_error=True,
