@@ -136,21 +136,18 @@ async def run_tool(
             if it had one, says it may or may not have taken effect); any other tool finishes.
 
     A tool that is not offered now but would be (`ToolView.absent`: its MCP server is not
-    connected) is answered with the reason, before any claim: nothing ran. A tool that raises
-    `ToolOutcomeUnknownError` after sending its call is recorded like a call a stop cut short.
+    connected), an unknown tool, or arguments its schema refuses are answered with the reason,
+    before any claim: nothing ran. Unless the ledger holds a claim of the call already (a
+    process died while the call ran, and the new one resumes before the MCP server is back):
+    then the ledger's answer stands, its recorded result or an outcome unknown
+    (docs/decisions/0042-mcp-client.md). A tool that raises `ToolOutcomeUnknownError` after
+    sending its call is recorded like a call a stop cut short.
     """
     name = call["name"]
     call_id = str(call["id"])
-    tool = tools.get(name)
-    if tool is None:
-        absent = tools.absent(name) if isinstance(tools, ToolView) else None
-        if absent is not None:  # e.g. its MCP server is not connected now
-            return _error(call, prompts.TOOL_UNAVAILABLE.format(name=name, reason=absent))
-        available = ", ".join(sorted(tools)) or "none"
-        return _error(call, f"Error: {name} is not a valid tool, try one of: {available}.")
-    problem = schema_problem(tool, call.get("args") or {})
-    if problem is not None:
-        return _error(call, f"Error: invalid arguments for {name}: {problem}. Fix them and try again.")
+    offered = _offered(call, tools)
+    if isinstance(offered, ToolMessage) and not await ledger.started(thread_id=thread_id, tool_call_id=call_id):
+        return offered
     claim = await ledger.claim(
         thread_id=thread_id,
         tool_call_id=call_id,
@@ -172,6 +169,12 @@ async def run_tool(
     if claim is Claim.STOPPED:
         stopper = signal.stopped_by if signal is not None else ""
         return _error(call, prompts.STOPPED_CALL.format(name=stopper or "someone"))
+    if isinstance(offered, ToolMessage):  # pragma: no cover - a call claimed before is never granted again
+        await ledger.record(
+            thread_id=thread_id, tool_call_id=call_id, result=ToolResult(content=offered.content, status="error")
+        )
+        return offered
+    tool = offered
     cut_short = False
     if is_cancellable(tool):
         stopped, finished = await unless_stopped(signal, _invoke(call, tool))
@@ -192,6 +195,22 @@ async def run_tool(
         # The result still reaches the checkpoint; only a crash before that would lose it.
         log.exception("could not record the result of %s (tool_call_id=%s thread_id=%s)", name, call_id, thread_id)
     return result
+
+
+def _offered(call: ToolCall, tools: Mapping[str, BaseTool]) -> BaseTool | ToolMessage:
+    """The tool that may run `call` now, or the error result saying why none may (nothing ran)."""
+    name = call["name"]
+    tool = tools.get(name)
+    if tool is None:
+        absent = tools.absent(name) if isinstance(tools, ToolView) else None
+        if absent is not None:  # e.g. its MCP server is not connected now
+            return _error(call, prompts.TOOL_UNAVAILABLE.format(name=name, reason=absent))
+        available = ", ".join(sorted(tools)) or "none"
+        return _error(call, f"Error: {name} is not a valid tool, try one of: {available}.")
+    problem = schema_problem(tool, call.get("args") or {})
+    if problem is not None:
+        return _error(call, f"Error: invalid arguments for {name}: {problem}. Fix them and try again.")
+    return tool
 
 
 async def _invoke(call: ToolCall, tool: BaseTool) -> tuple[ToolMessage, bool]:

@@ -212,6 +212,16 @@ class PostgresLedger:
             return None
         return ToolResult(content=stored["content"], status=str(stored.get("status") or "success"))
 
+    async def started(self, *, thread_id: str, tool_call_id: str) -> bool:
+        """See `ToolRunLedger.started`."""
+        return bool(
+            await self._pool.fetchval(
+                "SELECT EXISTS (SELECT 1 FROM tool_runs WHERE thread_id = $1 AND tool_call_id = $2)",
+                thread_id,
+                tool_call_id,
+            )
+        )
+
     async def _outcome_unknown(self, thread_id: str, tool_call_id: str) -> None:
         approval = await self._approvals.mark_outcome_unknown(thread_id, tool_call_id)
         if approval is None or self.on_outcome_unknown is None:

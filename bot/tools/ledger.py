@@ -104,6 +104,15 @@ class ToolRunLedger(Protocol):
         """The recorded result of a call, if it ran to its end."""
         ...
 
+    async def started(self, *, thread_id: str, tool_call_id: str) -> bool:
+        """Whether the call was claimed before (it ran, or may have), whether or not its result is recorded.
+
+        Read only: nothing is claimed. For a call the tool node would refuse now (its tool is
+        not offered, or its arguments no longer fit the tool's schema) after a process that
+        claimed it died: the ledger's answer stands then (`claim`), not the refusal's "nothing ran".
+        """
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class ToolResult:
@@ -153,3 +162,7 @@ class InMemoryLedger:
     async def recorded(self, *, thread_id: str, tool_call_id: str) -> ToolResult | None:
         """See `ToolRunLedger.recorded`."""
         return self._results.get((thread_id, tool_call_id))
+
+    async def started(self, *, thread_id: str, tool_call_id: str) -> bool:
+        """See `ToolRunLedger.started`."""
+        return (thread_id, tool_call_id) in self._claimed

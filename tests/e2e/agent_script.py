@@ -10,6 +10,9 @@
 - "hugebody" -> a gated POST with a body of `HUGE_BODY_CHARS` characters, more than Slack's or
   Discord's All arguments holds; "hugebatch" -> that POST and a `calculator` call in one answer.
 - "get" -> an ungated GET.
+- "note <title>" -> the MCP tool `notes__create_note` with `{"title": <title>}`; "slow <seconds>" ->
+  `notes__slow` (the test server of `tests.support.mcp_server`, as the MCP server `notes`; a
+  request declares these only while the bot offers that server's tools).
 - "long" -> a 5,000-character answer; "shout" -> an answer trying to ping everyone.
 - after a function response -> "Result: <the response as JSON>" (so tests can read what the
   model saw); anything else -> "You said: <text>".
@@ -60,6 +63,10 @@ def agent_script(target_url: str) -> ScriptedResponder:
             if said == "hugebody":
                 return call("http_request", post)
             return calls([("http_request", post), ("calculator", {"expression": "2+2"})])
+        if words[:1] == ["note"] and len(words) > 1:
+            return call("notes__create_note", {"title": words[1]})
+        if words[:1] == ["slow"] and len(words) > 1:
+            return call("notes__slow", {"seconds": float(words[1])})
         if words[:1] == ["get"]:
             return call("http_request", {"method": "GET", "url": target_url})
         if said == "long":

@@ -56,6 +56,8 @@ class Driver(Protocol):
 
     async def edit_refused(self, card: CardHandle, who: str) -> str: ...
 
+    async def reject(self, card: CardHandle, who: str, reason: str) -> None: ...
+
     async def forged_edit(self, card: CardHandle, who: str, args: dict[str, Any]) -> str: ...
 
     async def answer(self, starts: str = "Result: ") -> str: ...
@@ -241,6 +243,21 @@ class SlackDriver:
         await barriers.wait_until(lambda: self.card_text(card) != shown, f"card {card.message} to show the edit")
         await _settle(self.bot)
         return None
+
+    async def reject(self, card: CardHandle, who: str, reason: str) -> None:
+        """Click Reject and give `reason` in its form; wait until the card is redrawn."""
+        opened, updates = len(self.slack.calls_to("views.open")), self._updates(card)
+        await self._click(card, who, blocks.ACTION_REJECT)
+        [*_, form] = await self.slack.wait_for("views.open", count=opened + 1)
+        reply = await self.events.view_submission(
+            self.user(who),
+            blocks.VIEW_REJECT,
+            form.args["view"]["private_metadata"],
+            {blocks.REASON_BLOCK: {blocks.REASON_INPUT: reason}},
+        )
+        assert reply.status == 200 and not reply.body, reply.body  # an empty ack closes the form
+        await self.slack.wait_for("chat.update", lambda a: a.get("ts") == card.message, count=updates + 1)
+        await _settle(self.bot)
 
     async def edit_refused(self, card: CardHandle, who: str) -> str:
         """Click Edit and expect no form: return the private reply."""
@@ -635,6 +652,16 @@ class DiscordDriver:
         await barriers.wait_until(lambda: self._drawn(card) != shown, f"card {card.message} to show the edit")
         await _settle(self.bot)
         return None
+
+    async def reject(self, card: CardHandle, who: str, reason: str) -> None:
+        """Click Reject and give `reason` in its form; wait until the card is redrawn."""
+        before = self._patches(card)
+        await self._click(card, who, "reject")
+        submitted = await self.api.submit_modal(
+            f"cs:reject-modal:{card.approval_id}", int(self.user(who)), {"reason": reason}
+        )
+        await self.api.wait_for_request("POST", rf"/interactions/{submitted.id}/[^/]+/callback")
+        await self._card_redrawn(card, before)
 
     def _drawn(self, card: CardHandle) -> str:
         """What the card shows now: its embeds and buttons."""

@@ -4,7 +4,8 @@ Every call it receives, every cancellation it sees, is written as one JSON line 
 `MCP_TEST_LOG` names (stdio) or appended to `events` (in process), so a test asserts what the
 server saw, not what the bot believes it sent.
 
-Run as a stdio server: `python -m tests.support.mcp_server` (from the repository's root).
+Run as a stdio server: `python -m tests.support.mcp_server` (from the repository's root; its
+entry in an MCP servers file: `stdio_entry`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import json
 import os
 import socket
 import sys
+import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -81,6 +83,22 @@ def build_server(record: Callable[[dict[str, Any]], None], name: str = "notes") 
     return mcp
 
 
+ROOT = Path(__file__).resolve().parents[2]
+"""The repository's root, where `python -m tests.support.mcp_server` runs."""
+
+
+def stdio_entry(log: str, *, start_after: str | None = None) -> dict[str, Any]:
+    """This server's `mcpServers` entry as a stdio server (started from `ROOT`), its events written to `log`.
+
+    Args:
+        log: the events file's path, or a `${NAME}` the bot replaces with its environment's `NAME`.
+        start_after: a file's path (or `${NAME}`): each start of the server waits until that file
+            exists before it answers anything, so a test can hold the bot's connection.
+    """
+    env = {"MCP_TEST_LOG": log} | ({"MCP_TEST_START_AFTER": start_after} if start_after is not None else {})
+    return {"command": sys.executable, "args": ["-m", "tests.support.mcp_server"], "env": env, "cwd": str(ROOT)}
+
+
 def file_recorder(path: Path) -> Callable[[dict[str, Any]], None]:
     """A `record` that appends JSON lines to `path`."""
 
@@ -131,4 +149,7 @@ async def serve_http(mcp: FastMCP, port: int = 0) -> AsyncIterator[str]:
 
 
 if __name__ == "__main__":
+    held = os.environ.get("MCP_TEST_START_AFTER")
+    while held and not Path(held).exists():  # the test holds this start (`stdio_entry`'s `start_after`)
+        time.sleep(0.02)
     build_server(file_recorder(Path(os.environ["MCP_TEST_LOG"]))).run(transport="stdio", show_banner=False)
