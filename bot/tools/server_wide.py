@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Collection
 
 SEPARATOR = "__"
-"""Between a server's name and its tool's name (`bot.tools.mcp.tools.tool_name`)."""
+"""Between a server's name and its tool's name (`bot.tools.mcp.config.registry_name`)."""
 WILDCARD = "*"
 
 
@@ -30,22 +30,27 @@ def pattern_server(name: str) -> str | None:
     return server if WILDCARD not in server else None
 
 
-def server_patterns(tool_name: str) -> tuple[str, ...]:
-    """Every `<server>__*` that could stand for `tool_name`, the most specific (longest) first.
+def tool_server(tool_name: str) -> str | None:
+    """The server part of an MCP tool's name `<server>__<tool>`, or None for a name without one.
 
-    `a__b__c` could be the tool `b__c` of the server `a` or the tool `c` of the server `a__b`:
-    both `a__b__*` and `a__*` are returned. Only a configured server's pattern can be saved, so
-    in practice one of them is ever set. Empty for a name without `__` (a built-in tool).
+    A server's name never holds `__` nor ends with `_` (`bot.tools.mcp.config.load_mcp_config`
+    refuses such keys), so the first `__` is where it ends: `gh__admin__delete` is the tool
+    `admin__delete` of the server `gh`, never a tool of a server `gh__admin`.
+    """
+    server, separator, tool = tool_name.partition(SEPARATOR)
+    return server if separator and server and tool else None
+
+
+def server_patterns(tool_name: str) -> tuple[str, ...]:
+    """The `<server>__*` that stands for `tool_name` (its server's), or empty for a name without a server.
+
+    Empty for a built-in tool's name and for a `<server>__*` itself. A tuple, so that callers
+    can try the tool's own name and then its server's in one loop.
     """
     if pattern_server(tool_name) is not None:
         return ()
-    found = []
-    start = 1  # a server's name is never empty
-    while (index := tool_name.find(SEPARATOR, start)) != -1:
-        if index + len(SEPARATOR) < len(tool_name):
-            found.append(server_pattern(tool_name[:index]))
-        start = index + 1
-    return tuple(reversed(found))
+    server = tool_server(tool_name)
+    return (server_pattern(server),) if server is not None else ()
 
 
 def covers(listed: Collection[str], tool_name: str) -> bool:

@@ -27,6 +27,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from bot.errors import ConfigurationError
+from bot.tools.server_wide import SEPARATOR
 
 _REFERENCE = re.compile(r"\$\{([^}]*)\}")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -52,7 +53,7 @@ def registry_name(server_key: str, upstream: str) -> str:
         server_key: the server's key in the file, as written.
         upstream: the tool's name on the server, as it is.
     """
-    return f"{safe_server_name(server_key)}__{upstream}"
+    return f"{safe_server_name(server_key)}{SEPARATOR}{upstream}"
 
 
 class _Entry(BaseModel):
@@ -147,6 +148,14 @@ def load_mcp_config(path: Path, environ: Mapping[str, str]) -> McpConfig:
                 f"{where}: servers {other!r} and {key!r} both make tool names {safe}__…; rename one"
                 if other is not None
                 else f"{where}: a server's key must not be empty"
+            )
+        if SEPARATOR in safe or safe.endswith("_"):
+            # The first "__" of a tool's name must be where its server's name ends: with "gh"
+            # and "gh__admin" (or "gh_"), one server's tool could take another's name, and a
+            # rule for `gh__*` would reach the other server's tools.
+            raise ConfigurationError(
+                f"{where}: server {key!r} makes tool names {safe}__…: a server's name may not "
+                "contain '__' or end with '_'; rename it"
             )
         prefixes[safe] = key
         servers[key] = _entry(where, key, _substituted(where, key, entry, environ), path.parent)

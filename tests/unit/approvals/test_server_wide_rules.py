@@ -18,8 +18,8 @@ def rule(name: str, mode: Mode, channel: str = ALL) -> dict[tuple[str, str], Too
 
 
 def test_names_of_a_server():
-    """`a__b__c` may be a tool of `a` or of `a__b`; a built-in name and a pattern have no server patterns."""
-    assert server_patterns("a__b__c") == ("a__b__*", "a__*")
+    """`a__b__c` is the tool `b__c` of `a` (a server's name has no `__`); a built-in name and a pattern have none."""
+    assert server_patterns("a__b__c") == ("a__*",) and server_patterns("a___c") == ("a__*",)
     assert server_patterns("calculator") == () and server_patterns("gh__*") == ()
     assert pattern_server("gh__*") == "gh" and pattern_server("__*") is None and pattern_server("gh__x") is None
     assert covers(("gh__*",), TOOL) and covers((TOOL,), TOOL) and not covers(("other__*",), TOOL)

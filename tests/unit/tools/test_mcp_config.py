@@ -76,6 +76,8 @@ def test_stdio_and_http_entries_are_read_with_env_references(tmp_path: Path) -> 
         ),
         ({"mcpServers": {"a.b": {"command": "x"}, "a_b": {"command": "y"}}}, {}, "servers 'a.b' and 'a_b' both make"),
         ({"mcpServers": {"a": "python"}}, {}, "server 'a' must be an object"),
+        ({"mcpServers": {"gh": {"command": "x"}, "gh__admin": {"command": "y"}}}, {}, "may not contain '__'"),
+        ({"mcpServers": {"gh.": {"command": "x"}}}, {}, "server 'gh.' makes tool names gh___…"),
     ],
 )
 def test_a_bad_file_is_refused_in_one_line(tmp_path: Path, content: object, env: dict[str, str], expected: str) -> None:
