@@ -6,22 +6,32 @@ Run it with::
 
 It prints figures; nothing here asserts a time. A message whose answer needs one call of the
 example notes server's `search_notes` (`examples/mcp/`, over stdio), in a new thread each time,
-two series interleaved (`bench.harness.interleave`) after the same warm-up:
+on two sides:
 
 - **bare stack**: the seeds' ReAct graph (`bench.seeds.seeds_graph`: `llm_call` <-> LangGraph's
-  `ToolNode`, on the bot's `AsyncPostgresSaver` and model client) whose one tool calls the server
-  through fastmcp's client on one session held open for the whole run (what a LangGraph app with
-  MCP tools does at best); a turn is one `ainvoke`.
+  `ToolNode`, on the bot's `AsyncPostgresSaver` and model client) offering the bot's built-in
+  tools and every tool of the server, each calling it through fastmcp's client on one session
+  held open for the whole run (what a LangGraph app with MCP tools does at best); a turn is one
+  `ainvoke`.
 - **whole Slack path**: the real bot (`BotServer`, Bolt over HTTP, as `bench.turns` runs it) with
   `COUNTERSIGN_MCP_CONFIG` naming the same server and an admin rule `policy notes__search_notes
   auto` (set with `/countersign` through Slack before the run), so the call runs without a card,
   through the policy, the tool-run ledger and the bot's supervised session; a turn is a signed
   `app_mention` until the stand-in records its answer's `chat.postMessage`.
 
-Both ask the same Gemini stand-in (the bot's model client over HTTP) with the same script, and
-reach the same server code (`bench.mcp_server`, which counts its starts): the report says how
-many server processes each side started during the run (one each: a session per process, never
-a process per call). The target is a p50 within 1.3x of the bare stack's, as for plain messages.
+Both sides offer the model the same tools, ask the same Gemini stand-in (the bot's model client
+over HTTP) with the same script, and reach the same server code (`bench.mcp_server`, which counts
+its starts): the report says how many server processes each side started during the run (one
+each: a session per process, never a process per call). The target is a p50 within 1.3x of the
+bare stack's, as for plain messages.
+
+Two reference pairs run on the same two sides, interleaved with the MCP pair turn by turn
+(`bench.harness.interleave`, same warm-up), so that all six series see the same load: a plain
+message (one model call, no tool) and a message answered with one call of the built-in
+`http_request` (a GET to a local target; two model calls and a tool round, as for the MCP call).
+The MCP pair's ratio against the plain pair's says whether the gap is the Slack path's in general;
+the difference of the MCP and built-in tool pairs' extra time at p50 is what an MCP call costs the
+bot beyond any ungated tool call.
 """
 
 from __future__ import annotations
@@ -35,9 +45,11 @@ import tempfile
 import time
 import uuid
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import mcp_types
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 from langchain_core.messages import HumanMessage
@@ -46,6 +58,10 @@ from langchain_core.tools import BaseTool, StructuredTool
 
 from bench.harness import (
     REPO_ROOT,
+    TEXT_ANSWER,
+    TEXT_PROMPT,
+    TOOL_ANSWER,
+    TOOL_PROMPT,
     TURN_CHANNEL,
     WAIT_S,
     Series,
@@ -63,7 +79,8 @@ from bot.agents.model import build_chat_model, call_options
 from bot.agents.prompts import SYSTEM_PROMPT
 from bot.settings import Settings
 from bot.storage.database import open_database
-from bot.tools.mcp.tools import result_text
+from bot.tools.mcp.tools import result_text, tool_name
+from bot.tools.operator import build_registry
 from tests.e2e.conftest import ALICE
 from tests.standins.gemini import GeminiReply, GeminiRequest, ScriptedResponder, call, text
 
@@ -78,14 +95,26 @@ TARGET_RATIO = 1.3
 
 
 def mcp_script(target_url: str) -> ScriptedResponder:
-    """The Gemini stand-in's script: `PROMPT` -> one `TOOL` call, its result -> `ANSWER` + the result."""
+    """The Gemini stand-in's script for the three kinds of message.
+
+    `PROMPT` -> one `TOOL` call, its result -> `ANSWER` + the result; `TOOL_PROMPT` -> one
+    `http_request` GET of `target_url`, its result -> `TOOL_ANSWER` + the result; `TEXT_PROMPT`
+    -> `TEXT_ANSWER`.
+    """
 
     def rule(request: GeminiRequest) -> GeminiReply | None:
         if request.function_responses:
             said = json.dumps([response for _, response in request.function_responses])
+            if request.function_responses[0][0] == "http_request":
+                return text(TOOL_ANSWER + said)
             return text(ANSWER + said if FOUND in said else "the search found nothing")
-        if (request.last_user_text or "").strip() == PROMPT:
+        asked = (request.last_user_text or "").strip()
+        if asked == PROMPT:
             return call(TOOL, {"query": "wifi"})
+        if asked == TOOL_PROMPT:
+            return call("http_request", {"method": "GET", "url": target_url})
+        if asked == TEXT_PROMPT:
+            return text(TEXT_ANSWER)
         return text(f"unexpected: {request.last_user_text!r}")
 
     return ScriptedResponder(rules=[rule])
@@ -101,9 +130,31 @@ def started(starts: Path) -> int:
     return len(starts.read_text(encoding="utf-8").splitlines()) if starts.exists() else 0
 
 
+def server_tool(client: Client[Any], listed: mcp_types.Tool) -> BaseTool:
+    """The bare stack's tool for the server's tool `listed`, named as the bot names it.
+
+    Its arguments are checked against the server's input schema by LangChain, and a call is one
+    `call_tool_mcp` on `client`'s session, its result in the words the bot gives the model.
+    """
+
+    async def invoke(**arguments: Any) -> str:
+        return result_text(await client.call_tool_mcp(listed.name, arguments))
+
+    return StructuredTool(
+        name=tool_name(SERVER, listed.name),
+        description=listed.description or "",
+        args_schema=listed.input_schema,
+        coroutine=invoke,
+    )
+
+
 @contextlib.asynccontextmanager
 async def bare_stack(settings: Settings, starts: Path) -> AsyncIterator[SeedsGraph]:
-    """The seeds' graph whose one tool is the server's `search_notes`, on one held fastmcp session."""
+    """The seeds' graph offering the bot's built-in tools and every tool of the server (one held fastmcp session).
+
+    The bot offers the model the same tools (its registry's and the server's), so both sides'
+    model calls carry the same function declarations.
+    """
     command, args = server_command(starts)
     # Its stderr to a file beside `starts`, not into the report.
     log_file = starts.with_suffix(".stderr")
@@ -116,17 +167,11 @@ async def bare_stack(settings: Settings, starts: Path) -> AsyncIterator[SeedsGra
             Client(transport, timeout=WAIT_S) as client,
             open_database(settings.database, run_migrations=False) as database,
         ):
-            [listed] = [tool for tool in await client.list_tools() if tool.name == UPSTREAM]
-
-            async def search(**arguments: Any) -> str:
-                return result_text(await client.call_tool_mcp(UPSTREAM, arguments))
-
-            tool: BaseTool = StructuredTool(
-                name=TOOL, description=listed.description or "", args_schema=listed.input_schema, coroutine=search
-            )
+            built_in = build_registry(settings.tools, settings.agent.tools_module).tools()
+            served = [server_tool(client, listed) for listed in await client.list_tools()]
             yield seeds_graph(
                 model=model,
-                tools=[tool],
+                tools=[*built_in, *served],
                 checkpointer=database.savers[0],
                 system_prompt=settings.agent.system_prompt or SYSTEM_PROMPT,
                 model_kwargs=call_options(settings.gemini),
@@ -136,10 +181,20 @@ async def bare_stack(settings: Settings, starts: Path) -> AsyncIterator[SeedsGra
 
 
 class SeedsTurns:
-    """`ainvoke` of the seeds' graph for `PROMPT`, each turn on a fresh thread id."""
+    """`ainvoke` of the seeds' graph for one new message, each turn on a fresh thread id.
 
-    def __init__(self, graph: SeedsGraph, limit: int) -> None:
-        self.series = Series("bare stack (seeds graph, fastmcp session)")
+    Args:
+        name: the series' name in the report.
+        prompt: the message.
+        answer: how its answer starts (any other answer stops the run).
+        graph: the bare stack.
+        limit: LangGraph steps per invocation.
+    """
+
+    def __init__(self, name: str, prompt: str, answer: str, graph: SeedsGraph, limit: int) -> None:
+        self.series = Series(name)
+        self._prompt = prompt
+        self._answer = answer
         self._graph = graph
         self._limit = limit
 
@@ -149,12 +204,12 @@ class SeedsTurns:
             "configurable": {"thread_id": f"bench:mcp:{uuid.uuid4().hex}"},
             "recursion_limit": self._limit,
         }
-        graph_input: Any = {"messages": [HumanMessage(content=PROMPT)]}
+        graph_input: Any = {"messages": [HumanMessage(content=self._prompt)]}
         begun = time.perf_counter()
         result = await self._graph.ainvoke(graph_input, config)
         elapsed = time.perf_counter() - begun
         answer = result["messages"][-1].text
-        if not answer.startswith(ANSWER):
+        if not answer.startswith(self._answer):
             raise RuntimeError(f"{self.series.name}: unexpected answer {answer!r}")
         if keep:
             self.series.samples_ms.append(elapsed * 1000)
@@ -188,8 +243,33 @@ async def wait_offered(bot: Any) -> None:
             await asyncio.sleep(0.05)
 
 
-async def bench_mcp(stage: Stage, tmp: Path, turns: int, warmup: int) -> tuple[Series, Series, int, int]:
-    """Both sides on their own fresh databases, interleaved; their series and server starts."""
+KINDS = (
+    ("one MCP call", "one MCP call (auto)", PROMPT, ANSWER),
+    ("plain message", "plain message", TEXT_PROMPT, TEXT_ANSWER),
+    ("built-in tool call", "one http_request (auto)", TOOL_PROMPT, TOOL_ANSWER),
+)
+"""Each pair of series: its label in the ratios, its rows' suffix, its message and how its answer starts."""
+
+
+@dataclass(frozen=True, slots=True)
+class McpResults:
+    """What a run measured.
+
+    Attributes:
+        bare: the bare stack's series, in `KINDS` order.
+        whole: the whole Slack path's series, in `KINDS` order.
+        bare_starts: server processes the bare stack started.
+        bot_starts: server processes the bot started.
+    """
+
+    bare: list[Series]
+    whole: list[Series]
+    bare_starts: int
+    bot_starts: int
+
+
+async def bench_mcp(stage: Stage, tmp: Path, turns: int, warmup: int) -> McpResults:
+    """Both sides on their own fresh databases, the three pairs of series interleaved."""
     bare_starts, bot_starts = tmp / "bare-starts", tmp / "bot-starts"
     command, args = server_command(bot_starts)
     config = tmp / "mcp.json"
@@ -207,27 +287,41 @@ async def bench_mcp(stage: Stage, tmp: Path, turns: int, warmup: int) -> tuple[S
         bot, events = await stack.enter_async_context(running_bot(stage, bot_url, with_mcp))
         await wait_offered(bot)
         await set_auto(stage, events)
-        bare = SeedsTurns(graph, bare_settings.agent.recursion_limit)
-        whole = SlackTurns("whole Slack path, one MCP call (auto)", PROMPT, ANSWER, bot, events, stage)
-        await interleave([bare, whole], turns, warmup)
-        return bare.series, whole.series, started(bare_starts), started(bot_starts)
+        limit = bare_settings.agent.recursion_limit
+        bare = [SeedsTurns(f"bare stack, {row}", prompt, answer, graph, limit) for _, row, prompt, answer in KINDS]
+        whole = [
+            SlackTurns(f"whole Slack path, {row}", prompt, answer, bot, events, stage)
+            for _, row, prompt, answer in KINDS
+        ]
+        await interleave([side for pair in zip(bare, whole, strict=True) for side in pair], turns, warmup)
+        return McpResults(
+            bare=[turn.series for turn in bare],
+            whole=[turn.series for turn in whole],
+            bare_starts=started(bare_starts),
+            bot_starts=started(bot_starts),
+        )
 
 
-def mcp_lines(bare: Series, whole: Series, bare_starts: int, bot_starts: int, turns: int, warmup: int) -> list[str]:
-    """The side-by-side table, the ratio against the target, and the server processes started."""
-    ratio = whole.p(50) / bare.p(50)
+def mcp_lines(results: McpResults, turns: int, warmup: int) -> list[str]:
+    """The side-by-side table, the ratios (the MCP one against the target), MCP's own cost, the server processes."""
+    (mcp_bare, _, tool_bare), (mcp_whole, _, tool_whole) = results.bare, results.whole
+    ratio = mcp_whole.p(50) / mcp_bare.p(50)
+    own = (mcp_whole.p(50) - mcp_bare.p(50)) - (tool_whole.p(50) - tool_bare.p(50))
+    pairs = [(label, whole, bare) for (label, *_), whole, bare in zip(KINDS, results.whole, results.bare, strict=True)]
     return [
         "One ungated MCP call (notes__search_notes, stdio): whole Slack path vs bare LangGraph ReAct graph",
-        f"(same Gemini stand-in and server; {turns} kept turns per series after {warmup} warm-up turns,",
-        " alternating, a new thread per turn)",
-        *table("Turn latency", [bare, whole], (50, 95, 99)),
+        "(bare stack: the seeds graph, its MCP tools on one held fastmcp session; same Gemini stand-in, server",
+        f" and offered tools; {turns} kept turns per series after {warmup} warm-up turns, the six series",
+        " alternating, a new thread per turn; a plain message and one built-in tool call as references)",
+        *table("Turn latency", [*results.bare, *results.whole], (50, 95, 99)),
         "",
-        *ratio_lines([("one MCP call", whole, bare)]),
+        *ratio_lines(pairs),
         f"  p50 target: within {TARGET_RATIO:g}x of the bare stack: {'met' if ratio <= TARGET_RATIO else 'NOT met'}"
         f" ({ratio:.2f}x)",
+        f"  the MCP call's extra at p50 beyond the built-in tool call's: {own:.1f} ms",
         "",
-        f"MCP server processes started during the run: bare stack {bare_starts}, Countersign {bot_starts}"
-        f" (for {turns + warmup} calls each)",
+        f"MCP server processes started during the run: bare stack {results.bare_starts}, Countersign"
+        f" {results.bot_starts} (for {turns + warmup} calls each)",
     ]
 
 
@@ -247,8 +341,8 @@ async def run(args: argparse.Namespace) -> list[str]:
     with tempfile.TemporaryDirectory(prefix="countersign-bench-") as tmp:
         async with open_stage(Path(tmp), mcp_script) as stage:
             version = await pg_version(stage)
-            bare, whole, bare_starts, bot_starts = await bench_mcp(stage, Path(tmp), args.turns, args.warmup)
-    lines = [*machine_lines(version), "", *mcp_lines(bare, whole, bare_starts, bot_starts, args.turns, args.warmup)]
+            results = await bench_mcp(stage, Path(tmp), args.turns, args.warmup)
+    lines = [*machine_lines(version), "", *mcp_lines(results, args.turns, args.warmup)]
     return [*lines, "", f"total run time {time.perf_counter() - begun:.1f} s"]
 
 

@@ -143,8 +143,14 @@ async def test_the_throughput_benchmark_prints_every_side_side_by_side(pg_server
 
 
 async def test_the_mcp_benchmark_prints_both_sides_and_one_server_process_each(pg_server):
-    """A tiny run of `python -m bench.mcp_turns` prints the bare and Slack rows, their ratio, and one server start per side."""
+    """A tiny run of `python -m bench.mcp_turns` prints the MCP, plain and built-in tool rows of both sides, their ratios, and one server start per side."""
     text = await run_bench(pg_server, "bench.mcp_turns", "--turns", "2", "--warmup", "1")
-    for line in ("bare stack (seeds graph, fastmcp session)", "whole Slack path, one MCP call (auto)", "p50 target"):
-        assert line in text, text[-3000:]
+    rows = ("one MCP call (auto)", "plain message", "one http_request (auto)")
+    for side in ("bare stack", "whole Slack path"):
+        for row in rows:
+            assert f"{side}, {row}" in text, text[-3000:]
+    for label in ("one MCP call", "plain message", "built-in tool call"):
+        assert f"  {label:<46}p50 " in text, text[-3000:]
+    assert "p50 target" in text, text[-3000:]
+    assert "the MCP call's extra at p50 beyond the built-in tool call's: " in text, text[-3000:]
     assert "MCP server processes started during the run: bare stack 1, Countersign 1 (for 3 calls each)" in text, text
