@@ -79,7 +79,8 @@ from bot.agents.model import build_chat_model, call_options
 from bot.agents.prompts import SYSTEM_PROMPT
 from bot.settings import Settings
 from bot.storage.database import open_database
-from bot.tools.mcp.tools import result_text, tool_name
+from bot.tools.mcp.config import registry_name
+from bot.tools.mcp.tools import result_text
 from bot.tools.operator import build_registry
 from tests.e2e.conftest import ALICE
 from tests.standins.gemini import GeminiReply, GeminiRequest, ScriptedResponder, call, text
@@ -141,7 +142,7 @@ def server_tool(client: Client[Any], listed: mcp_types.Tool) -> BaseTool:
         return result_text(await client.call_tool_mcp(listed.name, arguments))
 
     return StructuredTool(
-        name=tool_name(SERVER, listed.name),
+        name=registry_name(SERVER, listed.name),
         description=listed.description or "",
         args_schema=listed.input_schema,
         coroutine=invoke,
