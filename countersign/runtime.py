@@ -71,6 +71,7 @@ class Runtime:
         registry: the tools.
         admin_channels: where the admins are told of held MCP tools (`countersign chat` adds
             the terminal's conversation).
+        mcp: the MCP servers of `COUNTERSIGN_MCP_CONFIG`, None without it.
     """
 
     settings: Settings
@@ -80,6 +81,7 @@ class Runtime:
     database: Database
     registry: ToolRegistry
     admin_channels: AdminChannels
+    mcp: McpServers | None = None
 
 
 @dataclass(slots=True)
@@ -389,6 +391,7 @@ async def open_runtime(settings: Settings, *, announce: bool = True) -> AsyncIte
                 database=database,
                 registry=registry,
                 admin_channels=core.admin_channels,
+                mcp=servers,
             )
         finally:
             loop = asyncio.get_running_loop()

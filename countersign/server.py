@@ -8,6 +8,7 @@ the pools, stop the embedded PostgreSQL we started.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import signal
@@ -20,12 +21,15 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from adapters.console import ConsoleChat, ConsolePlatform
+from adapters.console import messages as console_msg
 from adapters.console.chat import StdinLines
 from adapters.console.people import TERMINAL
 from bot.errors import ConfigurationError
 from bot.settings import ServerSettings, Settings
 from bot.storage.probe import DatabaseProbe
 from bot.storage.secret_box import SecretBox
+from bot.tools.mcp.connection import State
+from bot.tools.mcp.servers import McpServers
 from countersign.event_loop import running_loop_name, settle_heap
 from countersign.probes import CHECK_TIMEOUT_S, Probes
 from countersign.runtime import Runtime, check_configuration, open_runtime
@@ -393,6 +397,8 @@ async def chat(settings: Settings) -> None:
             runtime.platforms[platform.name] = platform
             runtime.admin_channels.add(TERMINAL)  # the operator at the terminal is its admin
             runtime.service.start()
+            if runtime.mcp is not None:
+                await _first_mcp_connections(runtime.mcp, lines.write)
             # A person types ahead without having seen the card to come; input piped in is a
             # script, each line the answer to what is asked next.
             typed_ahead = lines if sys.stdin.isatty() else None
@@ -412,6 +418,30 @@ async def chat(settings: Settings) -> None:
         if not stopping.is_set():
             raise
         log.info("stopped by a signal")
+
+
+MCP_CHAT_WAIT_S = 20.0
+"""Seconds `countersign chat` waits, before its first prompt, for each MCP server's first attempt."""
+
+
+async def _first_mcp_connections(servers: McpServers, write: Callable[[str], None]) -> None:
+    """Say how each MCP server stands once each has connected or failed once (at most `MCP_CHAT_WAIT_S`).
+
+    A first question typed before a server connected would be answered without its tools, and
+    nothing would say why.
+    """
+    write(console_msg.MCP_CONNECTING.format(servers=", ".join(servers.statuses())))
+
+    def attempted() -> bool:
+        return all(status.state is not State.CONNECTING for status in servers.statuses().values())
+
+    with contextlib.suppress(TimeoutError):
+        await servers.wait_until(attempted, MCP_CHAT_WAIT_S)
+    for key, status in servers.statuses().items():
+        if status.state is State.CONNECTED:
+            write(console_msg.MCP_CONNECTED.format(server=key, tools=len(servers.offered(key))))
+        else:
+            write(console_msg.MCP_NOT_YET.format(server=key, reason=status.reason or status.state.value))
 
 
 IDENTIFY_SPACING_S = 6.0

@@ -247,3 +247,9 @@ NO_ANSWER = {
     NoAnswerReason.EMPTY: "The model gave no answer: its reply was empty. Try again or rephrase.",
     NoAnswerReason.OTHER: "The model gave no answer, and Gemini did not say why. Try again.",
 }
+MCP_CONNECTING = "   Connecting to the MCP servers: {servers}..."
+MCP_CONNECTED = "   MCP server {server}: connected, {tools} tools offered."
+MCP_NOT_YET = (
+    "!  MCP server {server} is not connected yet ({reason}); the bot keeps trying, and its tools are "
+    "offered once it is (/countersign mcp shows how it stands)."
+)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+import sys
 from collections.abc import Awaitable
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -535,6 +536,25 @@ async def test_chat_shows_a_card_left_waiting_by_an_earlier_run(db_url, gemini, 
     assert code == 0, err
     assert "http_request wants to run" in out and "approved by" in out
     assert [r.json for r in target.requests] == [{"name": "widget"}]
+
+
+EXAMPLE_MCP_SERVER = Path(__file__).resolve().parents[2] / "examples" / "mcp" / "notes_server.py"
+
+
+async def test_chat_says_how_each_mcp_server_stands_before_its_first_prompt(db_url, gemini, target, tmp_path):
+    """Before the first prompt, chat waits for each MCP server's first attempt and says which connected and which did not."""
+    config = tmp_path / "servers.json"
+    servers = {
+        "notes": {"command": sys.executable, "args": [str(EXAMPLE_MCP_SERVER)]},
+        "ghost": {"url": f"http://127.0.0.1:{free_port()}/mcp"},
+    }
+    config.write_text(json.dumps({"mcpServers": servers}))
+    env = chat_env(gemini_url=gemini.base_url, allowed_host=target.host, db_url=db_url, api_key="e2e-gemini-key")
+    code, out, err = await run_chat({**env, "COUNTERSIGN_MCP_CONFIG": str(config)}, tmp_path, b"/quit\n")
+    assert code == 0, err
+    first_prompt = out.index("you> ")
+    assert 0 <= out.index("MCP server notes: connected, 4 tools offered.") < first_prompt, out
+    assert 0 <= out.index("MCP server ghost is not connected yet (") < first_prompt, out
 
 
 async def test_chat_stops_at_once_on_sigterm_at_a_prompt(gemini, tmp_path):
