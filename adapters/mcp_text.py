@@ -21,6 +21,14 @@ ORIGIN = "MCP server {server}, tool {tool}"
 HINTS = " · the server's hints: {hints}"
 
 
+DEFINITION_CHANGED = (
+    "The MCP server changed this tool's definition after the card was made, so the approved call did not run: "
+    "an approval covers only the definition its approver saw. Ask again for a new card."
+)
+"""The line on the card of an approved call refused because its tool's definition changed since
+(docs/decisions/0046-mcp-pins-wiring.md)."""
+
+
 def origin_line(origin: ToolOrigin) -> str:
     """E.g. "MCP server notes, tool create_note · the server's hints: destructive" (no hints: no hints part)."""
     line = ORIGIN.format(server=origin.server, tool=origin.tool)

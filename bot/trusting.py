@@ -7,7 +7,9 @@ covers a call only when all of this holds now:
 
 - the grant is live (not expired, not revoked), for the same conversation (thread_id), tool
   and requester, and the call's canonical arguments give the values it binds
-  (`bot.approvals.trust.trust_key`: every argument, or those the setting named);
+  (`bot.approvals.trust.trust_key`: every argument, or those the setting named), and for an MCP
+  tool its definition is the one the grant's card was made under (`key_digest`: a definition
+  accepted since covers nothing the old grant approved);
 - a trust setting for the tool is in force in the conversation's channel and still allows the
   grant (`still_fits`: trust never widens when an admin narrows or removes the setting);
 - the grant's approver could still approve this call alone under the current policy: the
@@ -36,7 +38,7 @@ from bot.errors import InvalidArgumentsError, NotPermittedError
 from bot.storage.config_store import ConfigStore
 from bot.storage.trust_store import TrustStore
 from bot.tools.canonical import canonical_args
-from bot.tools.registry import ToolRegistry
+from bot.tools.registry import ToolRegistry, definition_of
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +93,7 @@ class TrustGate:
             args = canonical_args(spec.tool, call.get("args") or {})
         except InvalidArgumentsError:
             return None  # the tool would refuse them: nothing to trust
+        definition = definition_of(spec.tool)  # a grant covers only the definition it was made under
         # The grants first: one indexed read, and for most calls the end of it.
         grants, now = await self._grants.live_for(context.thread_id, name, context.requester_id)
         if not grants:
@@ -106,7 +109,9 @@ class TrustGate:
             return None  # no single approval could let it run now
         directory = self._directory_for(context.platform)
         for grant in grants:
-            if not still_fits(grant, setting, now) or key_digest(args, grant.matching) != grant.matched_digest:
+            if not still_fits(grant, setting, now):
+                continue
+            if key_digest(args, grant.matching, definition) != grant.matched_digest:
                 continue
             approver = await directory.member(context.workspace_id, grant.granted_by_id)
             if approver is None:

@@ -835,6 +835,7 @@ class TurnRunner:
                     tool_name=action.name,
                     args=action.args,
                     description=action.description,
+                    definition=action.definition,
                     quorum=config.quorum(action.name),
                     expires_in_s=config.expiry_s(action.name),
                     trust_offer_s=_trust_offer(config, action.name, channel, requester),

@@ -152,7 +152,7 @@ def assemble_core(
     config = ConfigStore(database.pool, audit)
     tasks = TaskTracker()
     cards = CardDesk(approvals, config, platforms, tasks, key_order=registry.argument_order, origin_of=registry.origin)
-    ledger = PostgresLedger(database.pool, approvals, on_outcome_unknown=cards.redraw, audit=audit)
+    ledger = PostgresLedger(database.pool, approvals, on_marked=cards.redraw, audit=audit)
     dms = SharedServerRules(config=config, registry=registry, directory_for=lambda name: platforms[name])
     policy = ConfiguredPolicy(registry, config.load, dms)
     grants = TrustStore(database.pool, audit)

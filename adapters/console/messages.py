@@ -8,6 +8,7 @@ decision and batch sentences here, as they do for Slack's and Discord's.
 
 from __future__ import annotations
 
+from adapters.mcp_text import DEFINITION_CHANGED
 from bot.errors import ModelErrorKind, NoAnswerReason
 
 # The chat and its commands ----------------------------------------------------------------
@@ -199,6 +200,7 @@ OUTCOME_WITH = " with {args}"
 OUTCOME_REASON = " ({reason})"
 OUTCOME_UNKNOWN = " - The bot stopped while this call ran. It was not run again; it may or may not have taken effect."
 OUTCOME_NOT_RUN = " - The bot could not carry on after this decision and gave up, so the call did not run."
+OUTCOME_DEFINITION_CHANGED = f" - {DEFINITION_CHANGED}"
 SUBAGENT_CALL = "{subagent}'s {tool}"
 ESCALATED_TO_USER = "↑  {call} ({position} of {total}) was escalated to @{name}, who may decide it now (/as {name})."
 ESCALATED_TO_CHANNEL = (

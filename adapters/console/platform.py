@@ -106,6 +106,8 @@ class ConsolePlatform:
             line += msg.OUTCOME_UNKNOWN
         elif approval.not_run:
             line += msg.OUTCOME_NOT_RUN
+        elif approval.definition_changed:
+            line += msg.OUTCOME_DEFINITION_CHANGED
         self.write(line)
 
     def unshowable(self, arguments: Arguments) -> Unshowable | None:

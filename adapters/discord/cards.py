@@ -19,7 +19,7 @@ import discord
 from adapters.arguments_view import drawn, fence_safe, parts
 from adapters.discord import messages as msg
 from adapters.display import duration_words, reveal_invisible
-from adapters.mcp_text import origin_line
+from adapters.mcp_text import DEFINITION_CHANGED, origin_line
 from bot.approvals.escalation import EscalationTarget, TargetKind
 from bot.approvals.lifecycle import ApprovalStatus, EscalationStatus
 from bot.approvals.records import ApprovalRecord
@@ -170,6 +170,8 @@ def _card_embed(card: ApprovalCard, room: int) -> discord.Embed:
             embed.add_field(name=msg.FIELD_OUTCOME_UNKNOWN, value=msg.OUTCOME_UNKNOWN, inline=False)
         elif approval.not_run:
             embed.add_field(name=msg.FIELD_NOT_RUN, value=msg.NOT_RUN, inline=False)
+        elif approval.definition_changed:
+            embed.add_field(name=msg.FIELD_NOT_RUN, value=DEFINITION_CHANGED, inline=False)
     return embed
 
 

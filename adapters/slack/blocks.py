@@ -206,6 +206,8 @@ def card_blocks(card: ApprovalCard) -> list[dict[str, Any]]:
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": msg.CARD_OUTCOME_UNKNOWN}})
     elif approval.not_run:
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": msg.CARD_NOT_RUN}})
+    elif approval.definition_changed:
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": msg.CARD_DEFINITION_CHANGED}})
     return blocks + _batch_blocks(card.batch)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from adapters.display import ProgressWords
+from adapters.mcp_text import DEFINITION_CHANGED
 from bot.errors import ModelErrorKind
 
 WORKING_REACTION = "hourglass_flowing_sand"
@@ -73,6 +74,8 @@ CARD_OUTCOME_UNKNOWN = (
 )
 CARD_NOT_RUN = ":no_entry_sign: The bot could not carry on after this decision and gave up, so the call did not run."
 """The line on the card of an approved call whose pause the bot gave up resuming before it ran."""
+CARD_DEFINITION_CHANGED = f":no_entry_sign: {DEFINITION_CHANGED}"
+"""The line on the card of an approved MCP call refused because its tool's definition changed since."""
 CARD_ESCALATED = ":arrow_upper_right: Escalated to {target} · {when}"
 """The line on every copy of a card that escalated (`/countersign escalate`)."""
 CARD_ESCALATED_TEXT = "{mention} This card was escalated to you: {card}"

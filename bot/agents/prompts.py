@@ -50,6 +50,15 @@ NOT_APPROVED_MESSAGE = (
 )
 """Answer for a reviewed call whose arguments differ from what was approved (issue 4)."""
 
+DEFINITION_CHANGED = (
+    "Not run: the tool's definition changed since the card was made (what the MCP server says "
+    "{name} does is not what the approver saw), so the approval does not cover it. Nothing was "
+    "sent to the server. Tell the user, and ask again: a new call of {name} waits for a new "
+    "approval."
+)
+"""Answer for an approved MCP call whose tool's definition is not the one its card was made under
+(docs/decisions/0046-mcp-pins-wiring.md)."""
+
 REJECTED_BY_REVIEWER = "Rejected by a reviewer: {reason}"
 REJECTED_BY_REVIEWER_NO_REASON = "Rejected by a reviewer (no reason given)."
 REJECTED_BY_COUNTERSIGN = "Rejected: {reason}."

@@ -26,7 +26,7 @@ from bot.approvals.trust import TrustCheck
 from bot.errors import ToolOutcomeUnknownError
 from bot.tools.ledger import Claim, ToolResult, ToolRunLedger, TrustUse
 from bot.tools.refusals import schema_problem
-from bot.tools.registry import ToolView
+from bot.tools.registry import ToolView, definition_of
 
 log = logging.getLogger(__name__)
 
@@ -128,7 +128,9 @@ async def run_tool(
         ledger: claims the call first (see `bot.tools.ledger`).
         thread_id: the conversation.
         reviewed: whether the policy needs review for this call; the ledger then runs it only
-            with a stored approval of exactly these arguments, or under `trust`.
+            with a stored approval of exactly these arguments, or under `trust`. Either covers
+            an MCP tool only under the definition it was made under (`definition_of` the tool
+            about to run): under another, the call is not sent and the model is told to ask again.
         trust: the trust grant a reviewed call without a card runs under (issue 12).
         signal: the run's stop; a tool that declared itself cancellable
             (`bot.tools.registry.CANCELLABLE`) is cancelled when the turn is stopped while
@@ -155,6 +157,7 @@ async def run_tool(
         args=call.get("args") or {},
         reviewed=reviewed,
         trust=trust,
+        definition=None if isinstance(offered, ToolMessage) else definition_of(offered),
     )
     if claim is Claim.FINISHED:
         stored = await ledger.recorded(thread_id=thread_id, tool_call_id=call_id)
@@ -166,6 +169,8 @@ async def run_tool(
         return _error(call, prompts.ALREADY_STARTED_MESSAGE)
     if claim is Claim.NOT_APPROVED:
         return _error(call, prompts.NOT_APPROVED_MESSAGE)
+    if claim is Claim.DEFINITION_CHANGED:
+        return _error(call, prompts.DEFINITION_CHANGED.format(name=name))
     if claim is Claim.STOPPED:
         stopper = signal.stopped_by if signal is not None else ""
         return _error(call, prompts.STOPPED_CALL.format(name=stopper or "someone"))

@@ -30,6 +30,21 @@ def args_digest(args: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
+def bound_to_definition(digest: str, definition: str | None) -> str:
+    """`digest` bound to an MCP tool's pinned definition digest; `digest` itself for the bot's own tools.
+
+    What a trust grant stores (`bot.approvals.trust.key_digest`): a grant made under one
+    definition of a tool then covers no call under another (docs/decisions/0046-mcp-pins-wiring.md).
+
+    Args:
+        digest: a hex SHA-256 (`args_digest`).
+        definition: `McpToolInfo.digest` of the tool, or None for a tool that is not an MCP tool.
+    """
+    if definition is None:
+        return digest
+    return hashlib.sha256(f"{digest}:{definition}".encode()).hexdigest()
+
+
 def _canonical(value: Any) -> Any:
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return value

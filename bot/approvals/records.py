@@ -41,12 +41,16 @@ class NewAction:
             which such a grant leaves free.
         escalates_in_s: seconds until the card escalates to `escalate_to`; None for never.
         escalate_to: where it escalates (given exactly when `escalates_in_s` is).
+        definition: the pinned digest of the MCP tool's definition the call was held under
+            (`ActionRequest.definition`); None for the bot's own tools. The approval covers
+            the call only under that definition (`bot.tools.ledger`).
     """
 
     tool_call_id: str | None
     tool_name: str
     args: dict[str, Any]
     description: str
+    definition: str | None = None
     quorum: int = 1
     expires_in_s: int | None = None
     trust_offer_s: int | None = None
@@ -114,6 +118,12 @@ class ApprovalRecord:
     not_run: bool = False
     """The call was approved, and the bot gave up resuming its pause before the call started:
     it did not run, and never will (cards say so; `bot.approvals.lifecycle`, give_up)."""
+    definition: str | None = None
+    """The pinned digest of the MCP tool's definition the card was made under; None for the
+    bot's own tools. The call runs only under that definition (`bot.tools.ledger`)."""
+    definition_changed: bool = False
+    """The call was approved, but its MCP tool's definition had changed by the time it was to
+    run: it did not run, and never will (cards say so; docs/decisions/0046-mcp-pins-wiring.md)."""
     trust_offer_s: int | None = None
     """The trust the card offers while pending, in seconds (None: no "Approve and trust" button);
     fixed when the card opens, like `quorum`."""

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from langchain_core.messages import ToolCall
 
 from bot.approvals.config import TrustSetting
-from bot.approvals.digest import args_digest
+from bot.approvals.digest import args_digest, bound_to_definition
 from bot.approvals.lifecycle import TrustStatus, trust_status
 from bot.approvals.policy import PolicyContext
 
@@ -45,7 +45,9 @@ class TrustGrant:
         requester_id / requester_name: whose calls it covers.
         matching: the argument names it binds (empty: every argument).
         matched: the values it binds (`trust_key` of the approved arguments).
-        matched_digest: `args_digest(matched)`.
+        matched_digest: `key_digest` of the approved arguments: `args_digest(matched)`, bound
+            to the MCP tool's definition the card was made under (a grant covers no call of
+            another definition of the tool).
         granted_by_id / granted_by_name: the approver who clicked.
         granted_at / expires_at: the database's clock.
         revoked_at / revoked_by_id / revoked_by_name: set once revoked.
@@ -111,9 +113,18 @@ def trust_key(args: Mapping[str, Any], matching: Sequence[str]) -> dict[str, Any
     return {name: args.get(name) for name in sorted(set(matching))}
 
 
-def key_digest(args: Mapping[str, Any], matching: Sequence[str]) -> str:
-    """`args_digest(trust_key(args, matching))`: what a grant stores and a later call must equal."""
-    return args_digest(trust_key(args, matching))
+def key_digest(args: Mapping[str, Any], matching: Sequence[str], definition: str | None = None) -> str:
+    """What a grant stores and a later call must equal: `args_digest(trust_key(args, matching))`.
+
+    Args:
+        args: canonical arguments, as for `trust_key`.
+        matching: argument names; empty means every argument.
+        definition: the MCP tool's pinned definition digest (`bot.tools.registry.definition_of`):
+            the card's, for the grant it makes; the tool's now, for a later call. The digest is
+            bound to it (`bound_to_definition`), so a grant made under one definition covers no
+            call under another. None for the bot's own tools.
+    """
+    return bound_to_definition(args_digest(trust_key(args, matching)), definition)
 
 
 def at_least_as_narrow(granted: Sequence[str], wanted: Sequence[str]) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import uuid
 from collections.abc import Awaitable, Callable, Collection, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import StrEnum
 from typing import Any, Concatenate, ParamSpec
@@ -65,6 +65,22 @@ class VoteKind(StrEnum):
     APPROVE = "approve"
     EDIT = "edit"
     REJECT = "reject"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Gate:
+    """What a reviewed call's approval lets run (`ApprovalStore.gate`, read by `bot.storage.ledger`).
+
+    Attributes:
+        status: the approval's status.
+        approved: `args_digest` of the arguments approved; None until approved.
+        definition: the pinned digest of the MCP tool's definition the card was made under;
+            None for the bot's own tools.
+    """
+
+    status: ApprovalStatus
+    approved: str | None
+    definition: str | None
 
 
 P = ParamSpec("P")
@@ -149,12 +165,13 @@ class ApprovalStore:
                     INSERT INTO approvals (id, review_id, position, thread_id, workspace_id,
                         tool_call_id, tool_name, description, proposed_args, requester_id,
                         requester_name, current_args, current_digest, quorum, expires_at, source,
-                        trust_offer_s, escalate_at, escalate_kind, escalate_to, escalation, trust_offer_matching)
+                        trust_offer_s, escalate_at, escalate_kind, escalate_to, escalation, trust_offer_matching,
+                        definition_digest)
                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $9, $12, $13,
                         CASE WHEN $14::int IS NULL THEN NULL ELSE now() + make_interval(secs => $14) END, $15, $16,
                         CASE WHEN $17::int IS NULL THEN NULL ELSE now() + make_interval(secs => $17) END, $18, $19,
                         CASE WHEN $17::int IS NULL THEN NULL ELSE $20 END,
-                        CASE WHEN $16::int IS NULL THEN NULL ELSE $21::text[] END)
+                        CASE WHEN $16::int IS NULL THEN NULL ELSE $21::text[] END, $22)
                     """,
                     [
                         (
@@ -176,6 +193,7 @@ class ApprovalStore:
                             action.trust_offer_s,
                             *_escalation_columns(action),
                             list(action.trust_offer_matching),
+                            action.definition,
                         )
                         for position, action in enumerate(actions)
                     ],
@@ -657,17 +675,36 @@ class ApprovalStore:
             claimed = await _claim_resume(connection, uuid.UUID(review_id)) or claimed
         return closed, claimed
 
-    async def gate(self, thread_id: str, tool_call_id: str) -> tuple[ApprovalStatus, str | None] | None:
-        """The review state of a tool call: (status, approved digest), or None if never reviewed."""
+    async def gate(self, thread_id: str, tool_call_id: str) -> Gate | None:
+        """The review state of a tool call, or None if never reviewed."""
         row = await self._pool.fetchrow(
             """
-            SELECT status, approved_digest FROM approvals
+            SELECT status, approved_digest, definition_digest FROM approvals
             WHERE thread_id = $1 AND tool_call_id = $2 ORDER BY created_at DESC LIMIT 1
             """,
             thread_id,
             tool_call_id,
         )
-        return (ApprovalStatus(row["status"]), row["approved_digest"]) if row else None
+        if row is None:
+            return None
+        return Gate(
+            status=ApprovalStatus(row["status"]), approved=row["approved_digest"], definition=row["definition_digest"]
+        )
+
+    async def mark_definition_changed(self, thread_id: str, tool_call_id: str) -> ApprovalRecord | None:
+        """Record that a decided call did not run because its MCP tool's definition changed; return the approval."""
+        approval_id = await self._pool.fetchval(
+            """
+            UPDATE approvals SET definition_changed = true
+            WHERE id = (
+                SELECT id FROM approvals WHERE thread_id = $1 AND tool_call_id = $2 ORDER BY created_at DESC LIMIT 1
+            )
+            RETURNING id
+            """,
+            thread_id,
+            tool_call_id,
+        )
+        return await self.get(approval_id) if approval_id is not None else None
 
     async def mark_outcome_unknown(self, thread_id: str, tool_call_id: str) -> ApprovalRecord | None:
         """Record that a decided call started and was cut short; return the approval, if it had one."""
@@ -928,6 +965,8 @@ def _approval(row: asyncpg.Record) -> ApprovalRecord:
         source=row["source"],
         outcome_unknown=row["outcome_unknown"],
         not_run=row["not_run"],
+        definition=row["definition_digest"],
+        definition_changed=row["definition_changed"],
         trust_offer_s=row["trust_offer_s"],
         trust_offer_matching=(tuple(row["trust_offer_matching"]) if row["trust_offer_matching"] is not None else None),
         trust_id=row["trust_id"],

@@ -21,7 +21,7 @@ from bot.tools.ledger import Claim, ToolResult, TrustUse
 log = logging.getLogger(__name__)
 
 
-OnOutcomeUnknown = Callable[[ApprovalRecord], Awaitable[None]]
+OnMarked = Callable[[ApprovalRecord], Awaitable[None]]
 
 
 class PostgresLedger:
@@ -30,10 +30,11 @@ class PostgresLedger:
     Args:
         pool: the asyncpg pool.
         approvals: where a reviewed call's approved digest is read.
-        on_outcome_unknown: called with the approval of a decided call found started before
-            (cut short by a crash or a shutdown), or cancelled by a Stop while it ran, once it
-            is marked `outcome_unknown`, so that its card can say so (the service redraws it).
-            A failure there is logged.
+        on_marked: called with the approval of a decided call once it is marked, so that its
+            card can say so (the service redraws it): `outcome_unknown` for a call found
+            started before (cut short by a crash or a shutdown) or cancelled by a Stop while it
+            ran, `definition_changed` for one refused because its MCP tool's definition is no
+            longer its card's. A failure there is logged.
         audit: where a run under a trust grant is recorded ("trusted by", issue 12); without
             it, no call runs under a grant.
     """
@@ -42,14 +43,14 @@ class PostgresLedger:
         self,
         pool: asyncpg.Pool,
         approvals: ApprovalStore,
-        on_outcome_unknown: OnOutcomeUnknown | None = None,
+        on_marked: OnMarked | None = None,
         *,
         audit: AuditStore | None = None,
     ) -> None:
         self._pool = pool
         self._approvals = approvals
         self._audit = audit
-        self.on_outcome_unknown = on_outcome_unknown
+        self.on_marked = on_marked
 
     async def claim(
         self,
@@ -60,16 +61,19 @@ class PostgresLedger:
         args: Mapping[str, Any],
         reviewed: bool,
         trust: TrustUse | None = None,
+        definition: str | None = None,
     ) -> Claim:
-        """GRANTED once per call, and for a reviewed call only with its approved arguments.
+        """GRANTED once per call, and for a reviewed call only with its approved arguments and definition.
 
         A stored approval is checked whatever `reviewed` says (a call someone decided on runs
-        only as decided); a `reviewed` call without one is refused (see `bot.tools.ledger`),
-        unless it names a trust grant (`_claim_trusted`).
+        only as decided, under the definition its card was made under); a `reviewed` call
+        without one is refused (see `bot.tools.ledger`), unless it names a trust grant
+        (`_claim_trusted`). A call claimed before is answered as such (FINISHED or
+        ALREADY_STARTED) even if its tool changed since: it is never run twice.
         """
         gate = await self._approvals.gate(thread_id, tool_call_id)
         if gate is None and reviewed and trust is not None:
-            return await self._claim_trusted(thread_id, tool_call_id, tool_name, args, trust)
+            return await self._claim_trusted(thread_id, tool_call_id, tool_name, args, trust, definition)
         if gate is None and reviewed:
             log.error(
                 "refusing to run %s: it was held for review but no decision is stored (tool_call_id=%s thread_id=%s)",
@@ -78,36 +82,56 @@ class PostgresLedger:
                 thread_id,
             )
             return Claim.NOT_APPROVED
+        changed = False
         if gate is not None:
-            status, approved = gate
-            if status not in (ApprovalStatus.APPROVED, ApprovalStatus.EDITED) or approved != args_digest(args):
+            if gate.status not in (ApprovalStatus.APPROVED, ApprovalStatus.EDITED) or gate.approved != args_digest(
+                args
+            ):
                 log.error(
                     "refusing to run %s: review %s does not cover these arguments (tool_call_id=%s thread_id=%s)",
                     tool_name,
-                    status.value,
+                    gate.status.value,
                     tool_call_id,
                     thread_id,
                 )
                 return Claim.NOT_APPROVED
-        claimed = await self._pool.fetchval(
-            """
-            INSERT INTO tool_runs (thread_id, tool_call_id, tool_name) VALUES ($1, $2, $3)
-            ON CONFLICT DO NOTHING RETURNING true
-            """,
-            thread_id,
-            tool_call_id,
-            tool_name,
-        )
+            changed = gate.definition != definition
+        if changed and not await self.started(thread_id=thread_id, tool_call_id=tool_call_id):
+            log.warning(
+                "not running %s: its definition changed since its card was made (tool_call_id=%s thread_id=%s)",
+                tool_name,
+                tool_call_id,
+                thread_id,
+            )
+            await self._mark(self._approvals.mark_definition_changed(thread_id, tool_call_id))
+            return Claim.DEFINITION_CHANGED
+        claimed = False
+        if not changed:  # a call its changed tool finds claimed before is answered below, never run twice
+            claimed = await self._pool.fetchval(
+                """
+                INSERT INTO tool_runs (thread_id, tool_call_id, tool_name) VALUES ($1, $2, $3)
+                ON CONFLICT DO NOTHING RETURNING true
+                """,
+                thread_id,
+                tool_call_id,
+                tool_name,
+            )
         if claimed:
             return Claim.GRANTED
         if await self.recorded(thread_id=thread_id, tool_call_id=tool_call_id) is not None:
             return Claim.FINISHED
         if gate is not None:
-            await self._outcome_unknown(thread_id, tool_call_id)
+            await self._mark(self._approvals.mark_outcome_unknown(thread_id, tool_call_id))
         return Claim.ALREADY_STARTED
 
     async def _claim_trusted(
-        self, thread_id: str, tool_call_id: str, tool_name: str, args: Mapping[str, Any], trust: TrustUse
+        self,
+        thread_id: str,
+        tool_call_id: str,
+        tool_name: str,
+        args: Mapping[str, Any],
+        trust: TrustUse,
+        definition: str | None,
     ) -> Claim:
         """Claim a reviewed call under a trust grant: the grant's own digest check, then the claim.
 
@@ -118,8 +142,9 @@ class PostgresLedger:
         row, so a trusted call is claimed before a stop or not at all, although decision 0021's
         signal may reach this replica up to a second later); otherwise the grant must be of this
         conversation, tool and requester and bind exactly the values of `args` (the same
-        canonical arguments and digest an approval binds, decision 0010), and the claim and its
-        audit row ("trusted", by the grant's approver) are written together.
+        canonical arguments and digest an approval binds, decision 0010) under the tool's
+        `definition` (`key_digest`), and the claim and its audit row ("trusted", by the grant's
+        approver) are written together.
         """
         if self._audit is None:
             log.error("refusing to run %s under trust: no audit log (tool_call_id=%s)", tool_name, tool_call_id)
@@ -154,7 +179,7 @@ class PostgresLedger:
                 or grant.thread_id != thread_id
                 or grant.tool_name != tool_name
                 or grant.requester_id != trust.requester_id
-                or key_digest(args, grant.matching) != grant.matched_digest
+                or key_digest(args, grant.matching, definition) != grant.matched_digest
             ):
                 log.error(
                     "refusing to run %s: trust %s does not cover it now (tool_call_id=%s thread_id=%s)",
@@ -201,7 +226,7 @@ class PostgresLedger:
             {"content": result.content, "status": result.status},
         )
         if cut_short:
-            await self._outcome_unknown(thread_id, tool_call_id)
+            await self._mark(self._approvals.mark_outcome_unknown(thread_id, tool_call_id))
 
     async def recorded(self, *, thread_id: str, tool_call_id: str) -> ToolResult | None:
         """See `ToolRunLedger.recorded`."""
@@ -222,11 +247,12 @@ class PostgresLedger:
             )
         )
 
-    async def _outcome_unknown(self, thread_id: str, tool_call_id: str) -> None:
-        approval = await self._approvals.mark_outcome_unknown(thread_id, tool_call_id)
-        if approval is None or self.on_outcome_unknown is None:
+    async def _mark(self, marking: Awaitable[ApprovalRecord | None]) -> None:
+        """Mark a decided call's approval (`marking`), then let its card say so (`on_marked`)."""
+        approval = await marking
+        if approval is None or self.on_marked is None:
             return
         try:
-            await self.on_outcome_unknown(approval)
+            await self.on_marked(approval)
         except Exception:
-            log.exception("could not show that approval %s may not have taken effect", approval.id)
+            log.exception("could not show what became of approval %s", approval.id)

@@ -133,7 +133,8 @@ async def insert_grant(
         audit: the audit store.
         approval: the approval as it was before the vote (thread, tool, requester).
         new: the grant's matching names and duration.
-        args: the arguments the vote approved (canonical), whose `trust_key` the grant binds.
+        args: the arguments the vote approved (canonical), whose `trust_key` the grant binds,
+            under the MCP tool's definition the card was made under (`approval.definition`).
         actor: the approver.
     """
     conversation = ConversationRef.from_thread_id(approval.thread_id)
@@ -162,7 +163,7 @@ async def insert_grant(
             approval.requester_name,
             list(new.matching),
             matched,
-            key_digest(args, new.matching),
+            key_digest(args, new.matching, approval.definition),
             actor.user_id,
             actor.display_name,
             new.duration_s,

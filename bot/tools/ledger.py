@@ -10,6 +10,12 @@ which no approval is stored is refused: nothing decided it, unless it runs under
 (issue 12), which the claim checks the same way: live, and binding exactly the values of the
 arguments about to run.
 
+For an MCP tool, what was approved includes the tool's definition: an approved call runs only
+while the tool about to run has the pinned definition digest its card was made under, and a
+trust grant covers only calls under the definition of its card
+(docs/decisions/0046-mcp-pins-wiring.md). A call whose tool changed since is never sent
+(`Claim.DEFINITION_CHANGED`), and its card says so.
+
 A call that ran to its end has its result recorded (`record`), so a node re-run after a crash
 answers with that result (`Claim.FINISHED`) instead of "outcome unknown": the result is durable
 as soon as the tool returns, whatever the checkpoint's durability mode. Only a call cut short
@@ -34,6 +40,9 @@ class Claim(StrEnum):
     """Ran to its end before; its recorded result (`ToolRunLedger.recorded`) stands."""
     NOT_APPROVED = "not_approved"
     """Reviewed, but not approved for exactly these arguments."""
+    DEFINITION_CHANGED = "definition_changed"
+    """Approved, but the MCP tool's definition is no longer the one its card was made under:
+    the call is not sent, and never will be (the model is told to ask again)."""
     STOPPED = "stopped"
     """A call under a trust grant, in a conversation whose turn was stopped (issue 12): nobody
     approved this call itself, so a recorded stop keeps it from starting whatever the run has
@@ -65,6 +74,7 @@ class ToolRunLedger(Protocol):
         args: Mapping[str, Any],
         reviewed: bool,
         trust: TrustUse | None = None,
+        definition: str | None = None,
     ) -> Claim:
         """Claim a call before running it.
 
@@ -77,13 +87,19 @@ class ToolRunLedger(Protocol):
             trust: for a reviewed call with no card, the trust grant it runs under; the call
                 runs only if the grant is live and binds exactly these arguments' values at
                 the moment of the claim, and the run is audited as trusted by its approver.
+            definition: the pinned digest of the definition of the MCP tool about to run
+                (`bot.tools.registry.definition_of`); None for the bot's own tools. A call
+                decided on runs only when it equals the one its card was made under, and a
+                trust grant covers it only when it was made under it.
 
         Returns:
             GRANTED the first time for `(thread_id, tool_call_id)` when the call may run;
             after that FINISHED once its result is recorded, else ALREADY_STARTED; NOT_APPROVED
             when its review (or its trust grant) does not cover `args`, or a reviewed call has
-            neither a stored decision nor a trust grant; STOPPED for a call under a trust grant
-            once the conversation's turn is stopped.
+            neither a stored decision nor a trust grant; DEFINITION_CHANGED for an approved call
+            that never started whose tool's definition is not its card's (its approval is
+            marked so); STOPPED for a call under a trust grant once the conversation's turn is
+            stopped.
         """
         ...
 
@@ -147,8 +163,9 @@ class InMemoryLedger:
         args: Mapping[str, Any],
         reviewed: bool,
         trust: TrustUse | None = None,
+        definition: str | None = None,
     ) -> Claim:
-        """See `ToolRunLedger.claim` (neither `reviewed` nor `trust` is checked here)."""
+        """See `ToolRunLedger.claim` (neither `reviewed`, `trust` nor `definition` is checked here)."""
         key = (thread_id, tool_call_id)
         if key in self._claimed:
             return Claim.FINISHED if key in self._results else Claim.ALREADY_STARTED

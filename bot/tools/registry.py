@@ -50,6 +50,22 @@ model is shown may be a simplified copy (see `bot.tools.mcp.tools.model_schema`)
 the tool's own.
 """
 
+DEFINITION = "countersign_definition"
+"""Key in a tool's `metadata`: the pinned digest of an MCP tool's definition (`McpToolInfo.digest`).
+
+Set by `ToolSpec` for a tool of an MCP server. A card records the digest of the tool it was
+made for (`bot.approvals.requests.build_review_request`), and an approved call runs only while
+the tool about to run has that same digest (`bot.tools.ledger`,
+docs/decisions/0046-mcp-pins-wiring.md): what the approver saw is what runs.
+"""
+
+
+def definition_of(tool: BaseTool | None) -> str | None:
+    """The pinned digest of `tool`'s MCP definition (its `DEFINITION` metadata); None for any other tool."""
+    found = (tool.metadata or {}).get(DEFINITION) if tool is not None else None
+    return found if isinstance(found, str) else None
+
+
 ReviewCondition = Callable[[Mapping[str, Any]], bool]
 """`args -> needs review?`; an exception counts as True (fail closed)."""
 
@@ -74,7 +90,8 @@ class ToolSpec:
         cancellable: a Stop may cancel the tool while it runs (see `CANCELLABLE`); stored in
             the tool's `metadata`. Default False: a running call finishes.
         mcp: for a tool of an MCP server, where it comes from and its definition as the server
-            listed it (annotations included); None for every other tool.
+            listed it (annotations included); None for every other tool. Its digest is stored
+            in the tool's `metadata` (`DEFINITION`).
 
     Raises:
         ValueError: when `canonical` is given for a tool that already carries another one.
@@ -92,6 +109,8 @@ class ToolSpec:
     def __post_init__(self) -> None:
         if self.cancellable:
             self.tool.metadata = {**(self.tool.metadata or {}), CANCELLABLE: True}
+        if self.mcp is not None:
+            self.tool.metadata = {**(self.tool.metadata or {}), DEFINITION: self.mcp.digest}
         if self.canonical is None:
             return
         metadata = dict(self.tool.metadata or {})
