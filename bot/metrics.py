@@ -120,7 +120,8 @@ MCP_CALL_ERRORS = Counter(
     "countersign_mcp_call_errors",
     "MCP tool calls that did not answer a result, by server key and kind: not_connected (nothing "
     "sent), refused (the server refused the request: nothing ran), is_error (the tool answered an "
-    "error), timeout and outcome_unknown (sent, no answer: it may have run), cancelled (a Stop).",
+    "error), timeout and outcome_unknown (sent, no answer: it may have run), input_required (the "
+    "server asked for input mid-call: not sent again, it may have run), cancelled (a Stop).",
     ["server", "kind"],
 )
 MCP_CALL_SECONDS = Histogram(

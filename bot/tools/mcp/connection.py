@@ -3,11 +3,13 @@
 The supervisor (`McpConnection.run`) owns the `fastmcp.Client`: it connects, lists the tools,
 polls `tools/list` as its health check and change detector (`ping` does not exist on the
 2026-07-28 protocol), and on any failure leaves the session and connects again after a capped,
-jittered exponential backoff. Callers never enter the client: `call` sends on the live session
-or refuses at once, before anything is sent, when there is none. A stdio server is started once
-per connection, never per call (docs/decisions/0042-mcp-client.md); its stderr becomes the bot's
-log lines (`bot.tools.mcp.stderr`). Each call is counted and timed in `bot.metrics` by server, and
-the connection's state is the gauge `countersign_mcp_server_connected`
+jittered exponential backoff. Callers never enter the client: `call` sends one `tools/call` on
+the live session, and never sends it again (a server asking for input mid-call ends it as outcome
+unknown, docs/decisions/XXXX-mcp-input-required.md), or refuses at once, before anything is sent,
+when there is none. A stdio server is started once per connection, never per call
+(docs/decisions/0042-mcp-client.md); its stderr becomes the bot's log lines
+(`bot.tools.mcp.stderr`). Each call is counted and timed in `bot.metrics` by server, and the
+connection's state is the gauge `countersign_mcp_server_connected`
 (docs/decisions/0044-mcp-operations.md).
 """
 
@@ -97,6 +99,27 @@ class OutcomeUnknownError(Exception):
         super().__init__(what)
         self.what = what
         self.timed_out = timed_out
+
+
+class InputRequiredError(OutcomeUnknownError):
+    """The server answered the call by asking for input (an `InputRequiredResult`): it was not sent again.
+
+    On the 2026-07-28 protocol a server may answer `tools/call` with questions (elicitation,
+    sampling, roots) or only a `request_state`, expecting the call to be sent again with the
+    answers. Countersign cannot answer yet, and each such round is a new call the server may
+    act on, so the call ends here; the server may have acted before asking, so its outcome is
+    unknown (docs/decisions/XXXX-mcp-input-required.md).
+
+    Args:
+        asked: what the server asked for, in one clause (`describe_input_requests`).
+    """
+
+    def __init__(self, asked: str) -> None:
+        super().__init__(
+            f"the server asked for input in the middle of the call ({asked}), which Countersign does not "
+            "support yet; the call was not sent again"
+        )
+        self.asked = asked
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,7 +301,8 @@ class McpConnection:
             NotConnectedError: nothing was sent (no live session).
             CallRefusedError: the server refused the request as malformed or unknown; nothing ran.
             OutcomeUnknownError: sent, and no answer came (the connection was lost, the call timed
-                out, the answer could not be read): the server may have acted.
+                out, the answer could not be read), or `InputRequiredError`: the server asked for
+                input mid-call; either way the server may have acted, and nothing is sent again.
             asyncio.CancelledError: the caller was cancelled (a Stop): the SDK tells the server
                 to cancel (`notifications/cancelled`, or the HTTP request is aborted).
         """
@@ -297,6 +321,9 @@ class McpConnection:
         except CallRefusedError:
             kind = "refused"
             raise
+        except InputRequiredError:
+            kind = "input_required"
+            raise
         except OutcomeUnknownError as exc:
             kind = "timeout" if exc.timed_out else "outcome_unknown"
             raise
@@ -310,15 +337,22 @@ class McpConnection:
             log.debug("MCP server %s: %s answered in %.0f ms", self.key, upstream, seconds * 1000)
             return
         metrics.MCP_CALL_ERRORS.labels(server=self.key, kind=kind).inc()
-        level = logging.WARNING if kind in ("timeout", "outcome_unknown") else logging.INFO
+        level = logging.WARNING if kind in ("timeout", "outcome_unknown", "input_required") else logging.INFO
         log.log(level, "MCP server %s: %s ended after %.0f ms: %s", self.key, upstream, seconds * 1000, kind)
 
     async def _send(
         self, client: Client[Any], upstream: str, arguments: dict[str, Any], timeout_s: float
     ) -> mcp_types.CallToolResult:
-        """`call`'s `tools/call` on `client`, its failures as `call` raises them."""
+        """`call`'s one `tools/call` on `client`'s session, its failures as `call` raises them.
+
+        The session, not `Client.call_tool_mcp`: fastmcp's client answers an `InputRequiredResult`
+        itself by sending the call again (up to 10 rounds, a state-only one after a short sleep),
+        and each round is a call the server may act on. Here it comes back to us, and ends the call.
+        """
         try:
-            return await client.call_tool_mcp(upstream, arguments, timeout=timeout_s)
+            result = await client.session.call_tool(
+                upstream, arguments, read_timeout_seconds=timeout_s, allow_input_required=True
+            )
         except MCPError as exc:
             code = exc.error.code
             if code == mcp_types.REQUEST_TIMEOUT:
@@ -338,6 +372,32 @@ class McpConnection:
             ) from exc
         except Exception as exc:  # e.g. an answer the SDK cannot read: it was sent, and may have run
             raise OutcomeUnknownError(f"the server's answer could not be read ({_describe(exc)})") from exc
+        if isinstance(result, mcp_types.InputRequiredResult):
+            raise InputRequiredError(describe_input_requests(result))
+        return result
+
+
+def describe_input_requests(result: mcp_types.InputRequiredResult) -> str:
+    """What an `InputRequiredResult` asks for, in one clause, for the model and the log.
+
+    Args:
+        result: the server's answer; its `input_requests` map keys to elicitation, sampling or
+            roots requests, or is empty when the server only asks to be called again.
+
+    Returns:
+        e.g. `it asked a question: "Pay 3?"; it asked for the client's roots`, or `it asked to be
+        called again`; a question's text is the server's, cut at 200 characters.
+    """
+    asked: list[str] = []
+    for request in (result.input_requests or {}).values():
+        if isinstance(request, mcp_types.ElicitRequest):
+            text = " ".join(request.params.message.split())
+            asked.append(f"it asked a question: {text[:200]!r}")
+        elif isinstance(request, mcp_types.CreateMessageRequest):
+            asked.append("it asked the client's model for a completion (sampling)")
+        else:
+            asked.append("it asked for the client's roots")
+    return "; ".join(asked) or "it asked to be called again"
 
 
 def _describe(exc: BaseException) -> str:
