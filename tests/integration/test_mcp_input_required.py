@@ -3,7 +3,7 @@
 On the 2026-07-28 protocol a server answers `tools/call` with an `InputRequiredResult` (a
 question, a request for sampling or roots, or only a `request_state`), expecting the call again
 with the answers; Countersign does not answer yet, so the model and the card get "outcome unknown"
-(docs/decisions/XXXX-mcp-input-required.md). On the handshake era the server sends its own
+(docs/decisions/0048-mcp-input-required.md). On the handshake era the server sends its own
 requests during the call; they are answered with errors and the call is not sent again. What the
 server saw is read from the server's own record.
 """

@@ -5,7 +5,7 @@ polls `tools/list` as its health check and change detector (`ping` does not exis
 2026-07-28 protocol), and on any failure leaves the session and connects again after a capped,
 jittered exponential backoff. Callers never enter the client: `call` sends one `tools/call` on
 the live session, and never sends it again (a server asking for input mid-call ends it as outcome
-unknown, docs/decisions/XXXX-mcp-input-required.md), or refuses at once, before anything is sent,
+unknown, docs/decisions/0048-mcp-input-required.md), or refuses at once, before anything is sent,
 when there is none. A stdio server is started once per connection, never per call
 (docs/decisions/0042-mcp-client.md); its stderr becomes the bot's log lines
 (`bot.tools.mcp.stderr`). Each call is counted and timed in `bot.metrics` by server, and the
@@ -108,7 +108,7 @@ class InputRequiredError(OutcomeUnknownError):
     sampling, roots) or only a `request_state`, expecting the call to be sent again with the
     answers. Countersign cannot answer yet, and each such round is a new call the server may
     act on, so the call ends here; the server may have acted before asking, so its outcome is
-    unknown (docs/decisions/XXXX-mcp-input-required.md).
+    unknown (docs/decisions/0048-mcp-input-required.md).
 
     Args:
         asked: what the server asked for, in one clause (`describe_input_requests`).
