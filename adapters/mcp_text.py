@@ -112,7 +112,8 @@ def overview_text(view: McpOverview, bold: Callable[[str], str], when: Callable[
             state += f" ({server.reason})"
         elif server.protocol_version:
             state += f" (protocol {server.protocol_version})"
-        lines.append(f"• {bold(server.server)}: {state}")
+        key = f" ({server.key})" if server.key != server.server else ""
+        lines.append(f"• {bold(server.server)}{key}: {state}")
         if server.tools:
             lines += [
                 f"  `{tool.name}`" + (f" · the server's hints: {', '.join(tool.hints)}" if tool.hints else "")

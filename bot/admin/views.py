@@ -282,7 +282,8 @@ class McpServerLine:
     """One configured MCP server in `mcp`.
 
     Attributes:
-        server: its key in the file.
+        server: its name in its tools' names (`safe_server_name`), as every command takes it.
+        key: its key in the file (differs from `server` when the key holds other characters).
         state: `connecting`, `connected`, `retrying` or `stopped`.
         reason: why it is not connected (its last failure), else "".
         protocol_version: the negotiated MCP version while connected, else "".
@@ -292,6 +293,7 @@ class McpServerLine:
     """
 
     server: str
+    key: str
     state: str
     reason: str
     protocol_version: str
@@ -320,7 +322,7 @@ class McpAcceptRefused:
     """`mcp accept` that pinned nothing.
 
     Attributes:
-        server: the server.
+        server: the server, named as in its tools' names (`safe_server_name`).
         reason: `nothing_held`, `changed_again` (the server lists a definition the admins were
             not shown: it is held, and they are told) or `stale` (the holds changed meanwhile).
         tools: the tools concerned, sorted.

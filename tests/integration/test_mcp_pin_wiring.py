@@ -210,3 +210,29 @@ async def test_mcp_commands_are_for_admins_and_accept_for_the_admins_channels_wo
         assert refused.value.reason == "not_governing"
         unknown = await chat(h, out, "/countersign mcp accept nope")
         assert "unknown MCP server `nope`; the servers are: notes" in unknown
+
+
+async def test_every_command_takes_a_server_by_its_name_in_tool_names_or_by_its_key(tmp_path, db_url):
+    """With the key `my.tickets`, `mcp` shows `my_tickets (my.tickets)`; each command takes either spelling."""
+    seen: list[dict[str, Any]] = []
+    async with (
+        serve_http(build_server(seen.append)) as url,
+        bot_on(db_url, tmp_path, url, **{"my.tickets": {"url": url}}) as (h, servers, out),
+    ):
+        await connected(servers, "my.tickets")
+        listed = await chat(h, out, "/countersign mcp", "/countersign mcp status")
+        assert listed.count("• my_tickets (my.tickets): connected") == 2 and "• notes: connected" in listed
+        for spelling in ("my_tickets", "my.tickets"):
+            text = await chat(
+                h,
+                out,
+                f"/countersign read-only-hint {spelling} auto",
+                f"/countersign policy {spelling}__* review",
+                f"/countersign mcp accept {spelling}",
+            )
+            assert "Nothing to accept: MCP server my_tickets has no held tools" in text, text
+            assert "names no configured MCP server" not in text and "unknown" not in text, text
+        config = await h.config.load(TERMINAL.platform, TERMINAL.workspace_id)
+        assert config.read_only_auto("my_tickets__add") and config.rule_for("my_tickets__add", "") is not None
+        unknown = await chat(h, out, "/countersign read-only-hint nosuch auto")
+        assert "`nosuch` names no configured MCP server; the servers are: notes, my_tickets" in unknown

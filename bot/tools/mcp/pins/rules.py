@@ -28,6 +28,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Final
 
+from bot.tools.mcp.config import safe_server_name
 from bot.tools.mcp.pins.definitions import ToolDefinition
 from bot.tools.mcp.pins.diff import ChangeKind, DefinitionChange, describe_change
 
@@ -135,8 +136,8 @@ class HoldNotice:
 
     @property
     def accept_command(self) -> str:
-        """How an admin accepts: `/countersign mcp accept <server>`."""
-        return ACCEPT_COMMAND.format(server=self.server)
+        """How an admin accepts: `/countersign mcp accept <server>`, the server named as in its tools' names."""
+        return ACCEPT_COMMAND.format(server=safe_server_name(self.server))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
