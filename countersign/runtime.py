@@ -145,9 +145,9 @@ def assemble_core(
         admin_channels: `COUNTERSIGN_ADMIN_CHANNELS` entries (`<platform>:<workspace>:<channel>`).
     """
     audit = AuditStore(database.pool)
-    channels = AdminChannels(platforms, [channel_ref(entry) for entry in admin_channels])
     approvals = ApprovalStore(database.pool, audit)
     config = ConfigStore(database.pool, audit)
+    channels = AdminChannels(platforms, [channel_ref(entry) for entry in admin_channels], config.load)
     tasks = TaskTracker()
     cards = CardDesk(approvals, config, platforms, tasks, key_order=registry.argument_order, origin_of=registry.origin)
     ledger = PostgresLedger(database.pool, approvals, on_outcome_unknown=cards.redraw, audit=audit)

@@ -47,6 +47,7 @@ from bot.admin.commands import (
     StopTurn,
 )
 from bot.admin.notices import AdminChannels
+from bot.admin.outlook import outlook
 from bot.admin.parse import CommandError
 from bot.admin.views import (
     AuditPage,
@@ -243,7 +244,7 @@ class AdminService:
         if isinstance(command, ShowMcp):
             return await self._mcp_overview()
         if isinstance(command, AcceptMcp):
-            return await self._mcp_accept(actor, command)
+            return await self._mcp_accept(actor, command, config)
         if isinstance(command, ShowAudit):
             entries = await self._audit.recent(
                 actor.workspace_id, limit=command.limit, tool_name=command.tool, actor_id=command.user_id
@@ -299,8 +300,14 @@ class AdminService:
             )
         return McpOverview(servers=tuple(lines))
 
-    async def _mcp_accept(self, actor: Actor, command: AcceptMcp) -> McpAccepted | McpAcceptRefused:
-        """`mcp accept <server>`: pin what the admins were shown (audited by the pin store), or say why not."""
+    async def _mcp_accept(
+        self, actor: Actor, command: AcceptMcp, config: WorkspaceConfig
+    ) -> McpAccepted | McpAcceptRefused:
+        """`mcp accept <server>`: pin what the admins were shown (audited by the pin store), or say why not.
+
+        The reply says how each accepted tool's calls will be decided from now on in `config`'s
+        workspace (`bot.admin.outlook`).
+        """
         if self._mcp is None:
             raise CommandError("no MCP servers are configured (COUNTERSIGN_MCP_CONFIG)")
         key = self._mcp.key_of(command.server)
@@ -319,7 +326,8 @@ class AdminService:
             log.info("mcp accept %s by %s refused: %s", key, actor.user_id, outcome.reason.value)
             return McpAcceptRefused(server=command_name, reason=outcome.reason.value, tools=outcome.tools)
         log.info("mcp accept %s by %s: %d definitions pinned", key, actor.user_id, len(outcome.changes))
-        return McpAccepted(server=command_name, changes=outcome.changes)
+        after = tuple(outlook(config, definition) for definition in outcome.definitions)
+        return McpAccepted(server=command_name, changes=outcome.changes, after=after)
 
     async def _change(self, actor: Actor, command: Command) -> Changed:
         if isinstance(command, SetPolicy):

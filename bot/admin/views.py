@@ -10,6 +10,7 @@ from bot.agents.kind import AgentKind
 from bot.approvals.config import ApproverRule, CardsSetting, ConversationScope, ToolRule, TrustSetting
 from bot.approvals.escalation import EscalationRule
 from bot.approvals.mode import Mode
+from bot.approvals.outlook import ToolOutlook
 from bot.approvals.trust import TrustGrant
 from bot.audit import AuditEntry
 from bot.tools.mcp.pins import DefinitionChange
@@ -311,10 +312,18 @@ class McpOverview:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class McpAccepted:
-    """`mcp accept`: the held definitions now pinned (audited, with this diff), in tool name order."""
+    """`mcp accept`: the held definitions now pinned (audited, with this diff), in tool name order.
+
+    Attributes:
+        server: the server, named as in its tools' names (`safe_server_name`).
+        changes: what each accepted definition changed.
+        after: how each accepted tool's calls will be decided from now on in the admin's
+            workspace (`bot.admin.outlook`), in the order of `changes`.
+    """
 
     server: str
     changes: tuple[DefinitionChange, ...]
+    after: tuple[ToolOutlook, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -129,10 +129,13 @@ class HoldNotice:
     Attributes:
         server: the server's key.
         changes: each newly held tool and what changed in it (new tools included).
+        definitions: each newly held tool's definition as listed now, in the order of `changes`
+            (for how its calls will be decided once accepted, `bot.admin.outlook`).
     """
 
     server: str
     changes: tuple[DefinitionChange, ...]
+    definitions: tuple[ToolDefinition, ...] = ()
 
     @property
     def accept_command(self) -> str:
