@@ -13,9 +13,11 @@ from datetime import datetime
 
 from adapters.display import reveal_invisible
 from bot.admin.views import McpAccepted, McpAcceptRefused, McpOverview
+from bot.approvals.outlook import ToolOutlook
 from bot.ports import ToolOrigin, ToolsHeld
 from bot.tools.mcp.config import registry_name
 from bot.tools.mcp.pins import ChangeKind, DefinitionChange, ValueChange
+from bot.tools.server_wide import tool_server
 
 ORIGIN = "MCP server {server}, tool {tool}"
 HINTS = " · the server's hints: {hints}"
@@ -65,10 +67,23 @@ NOT_TOLD = ", admins not told (the message was lost)"
 PINS_UNREADABLE = "  held tools unknown: the pin store could not be read (see the bot's log)"
 ACCEPT_HINT = "  accept with `/countersign mcp accept {server}`"
 
-ACCEPTED = (
-    "Accepted {count} definitions of MCP server {server}: their calls run again (each still as its policy "
-    "says). Recorded in the audit log."
-)
+ACCEPTED = "Accepted {count} of MCP server {server}, recorded in the audit log. How each tool's calls are decided now:"
+DEFINITIONS = ("definition", "definitions")
+
+# How an accepted tool's calls are decided (`bot.approvals.outlook`), for the admins' workspace:
+# said before and at the accept, since accepting changes no rule but may let a tool run unasked.
+AFTER_NOTICE = "  once accepted, in this workspace: {how}"
+AFTER_REPLY = "  from now on, in this workspace: {how}"
+DECIDED = {
+    "card": "every call needs a card",
+    "card_when": "a call needs a card when {condition}, else runs without one",
+    "no_card": "calls run WITHOUT a card",
+    "denied": "calls are denied; nothing runs",
+}
+BY_DEFAULT = " (no rule for it or its server)"
+BY_RULE = " (policy `{rule}`)"
+BY_HINT = " (the server marks it read-only, and `read-only-hint {server} auto` is on)"
+CHANNELS_DIFFER = "; a channel's own rule may decide otherwise there"
 REFUSED = {
     "nothing_held": "Nothing to accept: MCP server {server} has no held tools. Nothing was changed.",
     "changed_again": (
@@ -102,9 +117,9 @@ def what_changed(change: DefinitionChange) -> str:
 
 
 def held_text(notice: ToolsHeld, bold: Callable[[str], str], escape: Callable[[str], str]) -> str:
-    """The admins' message about newly held tools: which, what changed in each, and how to accept."""
+    """The admins' message about newly held tools: which, what changed, how calls will be decided, how to accept."""
     lines = [bold(HELD_TITLE.format(server=escape(notice.server)))]
-    lines += _changes(notice.changes, escape)
+    lines += _changes(notice.changes, escape, notice.after, AFTER_NOTICE)
     lines.append(HELD_ACCEPT.format(command=notice.accept_command))
     return "\n".join(lines)
 
@@ -120,7 +135,8 @@ def overview_text(view: McpOverview, bold: Callable[[str], str], when: Callable[
             state += f" ({server.reason})"
         elif server.protocol_version:
             state += f" (protocol {server.protocol_version})"
-        lines.append(f"• {bold(server.server)}: {state}")
+        key = f" ({server.key})" if server.key != server.server else ""
+        lines.append(f"• {bold(server.server)}{key}: {state}")
         if server.tools:
             lines += [
                 f"  `{tool.name}`" + (f" · the server's hints: {', '.join(tool.hints)}" if tool.hints else "")
@@ -145,9 +161,11 @@ def overview_text(view: McpOverview, bold: Callable[[str], str], when: Callable[
 
 
 def accepted_text(reply: McpAccepted, escape: Callable[[str], str]) -> str:
-    """`/countersign mcp accept`: what was accepted, with the diff that was shown."""
-    lines = [ACCEPTED.format(count=len(reply.changes), server=escape(reply.server))]
-    lines += _changes(reply.changes, escape)
+    """`/countersign mcp accept`: what was accepted, the diff that was shown, how each tool's calls are decided now."""
+    count = len(reply.changes)
+    definitions = f"{count} {DEFINITIONS[0] if count == 1 else DEFINITIONS[1]}"
+    lines = [ACCEPTED.format(count=definitions, server=escape(reply.server))]
+    lines += _changes(reply.changes, escape, reply.after, AFTER_REPLY)
     return "\n".join(lines)
 
 
@@ -157,10 +175,31 @@ def accept_refused_text(reply: McpAcceptRefused, escape: Callable[[str], str]) -
     return REFUSED.get(reply.reason, REFUSED["stale"]).format(server=escape(reply.server), tools=tools)
 
 
-def _changes(changes: tuple[DefinitionChange, ...], escape: Callable[[str], str]) -> list[str]:
+def after_text(after: ToolOutlook, escape: Callable[[str], str]) -> str:
+    """How one accepted tool's calls are decided, in words, e.g. "calls run WITHOUT a card (policy `notes__*`)"."""
+    how = DECIDED[after.decided.value].format(condition=f"`{escape(after.condition or '')}`")
+    if after.by_hint:
+        how += BY_HINT.format(server=tool_server(after.tool) or after.tool)
+    elif after.rule is not None:
+        how += BY_RULE.format(rule=after.rule)
+    else:
+        how += BY_DEFAULT
+    return how + (CHANNELS_DIFFER if after.channels_differ else "")
+
+
+def _changes(
+    changes: tuple[DefinitionChange, ...],
+    escape: Callable[[str], str],
+    after: tuple[ToolOutlook, ...] = (),
+    after_line: str = AFTER_REPLY,
+) -> list[str]:
     lines = []
+    outlooks = {outlook.tool: outlook for outlook in after}
     for change in changes[:MAX_TOOLS_SHOWN]:
-        lines.append(f"• `{registry_name(change.server, change.tool)}`: {what_changed(change)}")
+        name = registry_name(change.server, change.tool)
+        lines.append(f"• `{name}`: {what_changed(change)}")
+        if name in outlooks:
+            lines.append(after_line.format(how=after_text(outlooks[name], escape)))
         lines += change_lines(change, escape)
     if len(changes) > MAX_TOOLS_SHOWN:
         lines.append(MORE_TOOLS.format(count=len(changes) - MAX_TOOLS_SHOWN))

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from bot.approvals.escalation import EscalationTarget
 from bot.approvals.lifecycle import ApprovalStatus
+from bot.approvals.outlook import ToolOutlook
 from bot.approvals.records import ApprovalRecord
 from bot.approvals.shown import Arguments, Unshowable, arrange, leaves_free
 from bot.conversation import Actor, ConversationRef
@@ -264,11 +265,15 @@ class ToolsHeld:
         server: the server's key.
         changes: each newly held tool and what changed in it, bounded (new tools included).
         accept_command: how an admin accepts them: `/countersign mcp accept <server>`.
+        after: how each tool's calls will be decided once accepted, in this channel's workspace
+            (`bot.admin.outlook`), in the order of `changes`; empty when its configuration could
+            not be read.
     """
 
     server: str
     changes: tuple[DefinitionChange, ...]
     accept_command: str
+    after: tuple[ToolOutlook, ...] = ()
 
 
 Notice = (

@@ -48,7 +48,7 @@ from bot.storage.stop_store import StopStore
 from bot.storage.trust_store import TrustStore
 from bot.storage.upkeep_store import UpkeepStore
 from bot.tasks import TaskTracker
-from bot.tools.mcp.config import load_mcp_config
+from bot.tools.mcp.config import load_mcp_config, mcp_environment
 from bot.tools.mcp.pins import PostgresPinStore
 from bot.tools.mcp.servers import McpServers
 from bot.tools.operator import build_registry
@@ -147,9 +147,9 @@ def assemble_core(
         admin_channels: `COUNTERSIGN_ADMIN_CHANNELS` entries (`<platform>:<workspace>:<channel>`).
     """
     audit = AuditStore(database.pool)
-    channels = AdminChannels(platforms, [channel_ref(entry) for entry in admin_channels])
     approvals = ApprovalStore(database.pool, audit)
     config = ConfigStore(database.pool, audit)
+    channels = AdminChannels(platforms, [channel_ref(entry) for entry in admin_channels], config.load)
     tasks = TaskTracker()
     cards = CardDesk(approvals, config, platforms, tasks, key_order=registry.argument_order, origin_of=registry.origin)
     ledger = PostgresLedger(database.pool, approvals, on_marked=cards.redraw, audit=audit)
@@ -316,7 +316,7 @@ def mcp_servers(settings: ToolSettings, registry: ToolRegistry) -> McpServers | 
     """
     if settings.mcp_config is None:
         return None
-    config = load_mcp_config(settings.mcp_config, os.environ)
+    config = load_mcp_config(settings.mcp_config, mcp_environment(os.environ))
     servers = McpServers(config, fixed_names=registry.names(), default_timeout_s=settings.mcp_timeout_s)
     registry.add_source(servers)
     return servers

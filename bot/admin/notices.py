@@ -14,6 +14,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 
+from bot.admin.outlook import outlook
+from bot.approvals.outlook import ToolOutlook
+from bot.approvals.policy import ConfigLoader
 from bot.conversation import Actor, ConversationRef
 from bot.ports import Platform, ToolsHeld
 from bot.tools.mcp.pins import HoldNotice
@@ -39,10 +42,18 @@ class AdminChannels:
     Args:
         platforms: the adapters' `Platform`s by name (filled before the MCP servers start).
         channels: the channels the operator named (`COUNTERSIGN_ADMIN_CHANNELS`).
+        config: reads a workspace's configuration, to say in each channel how the held tools'
+            calls will be decided there once accepted (`bot.admin.outlook`); None: not said.
     """
 
-    def __init__(self, platforms: Mapping[str, Platform], channels: Iterable[ConversationRef] = ()) -> None:
+    def __init__(
+        self,
+        platforms: Mapping[str, Platform],
+        channels: Iterable[ConversationRef] = (),
+        config: ConfigLoader | None = None,
+    ) -> None:
         self._platforms = platforms
+        self._config = config
         self._channels = list(dict.fromkeys(channels))
         self._named = bool(self._channels)
 
@@ -64,11 +75,18 @@ class AdminChannels:
     async def tools_held(self, notice: HoldNotice) -> None:
         """Post one message about newly held tools in each admins' channel this process serves.
 
+        Each message says how each tool's calls will be decided in that channel's workspace once
+        accepted (its configuration read now; one that cannot be read is logged and not said).
         A channel whose platform is not served by this process, or whose post fails, is
         logged; the hold stays (`/countersign mcp` shows it).
         """
-        told = ToolsHeld(server=notice.server, changes=notice.changes, accept_command=notice.accept_command)
         for channel in self._channels:
+            told = ToolsHeld(
+                server=notice.server,
+                changes=notice.changes,
+                accept_command=notice.accept_command,
+                after=await self._after(channel, notice),
+            )
             platform = self._platforms.get(channel.platform)
             if platform is None:
                 log.warning(
@@ -86,3 +104,14 @@ class AdminChannels:
                 "no admins' channel (COUNTERSIGN_ADMIN_CHANNELS) to tell that MCP server %s has held tools",
                 notice.server,
             )
+
+    async def _after(self, channel: ConversationRef, notice: HoldNotice) -> tuple[ToolOutlook, ...]:
+        """How the held tools' calls will be decided in `channel`'s workspace once accepted; empty if unknown."""
+        if self._config is None or not notice.definitions:
+            return ()
+        try:
+            config = await self._config(channel.platform, channel.workspace_id)
+        except Exception:
+            log.exception("admins' channel %s: the workspace's configuration could not be read", channel.channel_id)
+            return ()
+        return tuple(outlook(config, definition) for definition in notice.definitions)

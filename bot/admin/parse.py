@@ -113,7 +113,7 @@ USAGE = {
         "trust <tool> up-to <duration> [matching <arg>,...] [in #channel] | trust <tool> off|default "
         "[in #channel] | trust list [in #channel] | trust revoke <id>"
     ),
-    "mcp": "mcp [accept <server>]",
+    "mcp": "mcp [status | accept <server>]",
 }
 
 
@@ -525,8 +525,10 @@ def _mcp(words: _Words, condition: str | None) -> Command:
     if not words.words:
         return ShowMcp()
     action = words.take("accept").lower()
+    if action == "status":
+        return ShowMcp()  # Discord's spelling (`/countersign mcp status`), so one spelling works everywhere
     if action != "accept":
-        raise CommandError(f"expected accept or nothing, got `{action}`", words.usage)
+        raise CommandError(f"expected accept, status or nothing, got `{action}`", words.usage)
     return AcceptMcp(server=words.take("the server's name (`mcp` lists them)"))
 
 

@@ -10,7 +10,7 @@ it trusts, on that trust. A refused or invalid command changes nothing; refusals
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
@@ -47,6 +47,7 @@ from bot.admin.commands import (
     StopTurn,
 )
 from bot.admin.notices import AdminChannels
+from bot.admin.outlook import outlook
 from bot.admin.parse import CommandError
 from bot.admin.views import (
     AuditPage,
@@ -84,11 +85,12 @@ from bot.errors import ConversationBusyError, NotPermittedError
 from bot.storage.audit_store import AuditStore
 from bot.storage.config_store import ConfigStore
 from bot.storage.trust_store import TrustStore
+from bot.tools.mcp.config import safe_server_name
 from bot.tools.mcp.pins import AcceptRefused, DuplicateToolError
 from bot.tools.mcp.pins.diff import describe_change
 from bot.tools.mcp.servers import McpServers
 from bot.tools.registry import ToolRegistry, ToolSpec
-from bot.tools.server_wide import pattern_server, server_pattern
+from bot.tools.server_wide import pattern_server, server_pattern, tool_server
 
 log = logging.getLogger(__name__)
 
@@ -242,7 +244,7 @@ class AdminService:
         if isinstance(command, ShowMcp):
             return await self._mcp_overview()
         if isinstance(command, AcceptMcp):
-            return await self._mcp_accept(actor, command)
+            return await self._mcp_accept(actor, command, config)
         if isinstance(command, ShowAudit):
             entries = await self._audit.recent(
                 actor.workspace_id, limit=command.limit, tool_name=command.tool, actor_id=command.user_id
@@ -286,7 +288,8 @@ class AdminService:
             )
             lines.append(
                 McpServerLine(
-                    server=key,
+                    server=safe_server_name(key),
+                    key=key,
                     state=status.state.value,
                     reason=status.reason,
                     protocol_version=status.protocol_version,
@@ -297,25 +300,34 @@ class AdminService:
             )
         return McpOverview(servers=tuple(lines))
 
-    async def _mcp_accept(self, actor: Actor, command: AcceptMcp) -> McpAccepted | McpAcceptRefused:
-        """`mcp accept <server>`: pin what the admins were shown (audited by the pin store), or say why not."""
+    async def _mcp_accept(
+        self, actor: Actor, command: AcceptMcp, config: WorkspaceConfig
+    ) -> McpAccepted | McpAcceptRefused:
+        """`mcp accept <server>`: pin what the admins were shown (audited by the pin store), or say why not.
+
+        The reply says how each accepted tool's calls will be decided from now on in `config`'s
+        workspace (`bot.admin.outlook`).
+        """
         if self._mcp is None:
             raise CommandError("no MCP servers are configured (COUNTERSIGN_MCP_CONFIG)")
-        servers = list(self._mcp.statuses())
-        if command.server not in servers:
-            raise CommandError(f"unknown MCP server `{command.server}`; the servers are: {', '.join(servers)}")
+        key = self._mcp.key_of(command.server)
+        if key is None:
+            names = ", ".join(self._mcp.servers())
+            raise CommandError(f"unknown MCP server `{command.server}`; the servers are: {names}")
         if self._admin_channels is not None and not self._admin_channels.governs(actor):
             await self._refused(actor, command, outcome="not_governing")
             raise NotPermittedError("not_governing")
+        command_name = safe_server_name(key)  # replies name it as commands and tool names do
         try:
-            outcome = await self._mcp.accept(command.server, actor)
+            outcome = await self._mcp.accept(key, actor)
         except DuplicateToolError as exc:
             raise CommandError(f"{exc}; nothing can be accepted until it lists each tool once") from None
         if isinstance(outcome, AcceptRefused):
-            log.info("mcp accept %s by %s refused: %s", command.server, actor.user_id, outcome.reason.value)
-            return McpAcceptRefused(server=outcome.server, reason=outcome.reason.value, tools=outcome.tools)
-        log.info("mcp accept %s by %s: %d definitions pinned", command.server, actor.user_id, len(outcome.changes))
-        return McpAccepted(server=outcome.server, changes=outcome.changes)
+            log.info("mcp accept %s by %s refused: %s", key, actor.user_id, outcome.reason.value)
+            return McpAcceptRefused(server=command_name, reason=outcome.reason.value, tools=outcome.tools)
+        log.info("mcp accept %s by %s: %d definitions pinned", key, actor.user_id, len(outcome.changes))
+        after = tuple(outlook(config, definition) for definition in outcome.definitions)
+        return McpAccepted(server=command_name, changes=outcome.changes, after=after)
 
     async def _change(self, actor: Actor, command: Command) -> Changed:
         if isinstance(command, SetPolicy):
@@ -383,6 +395,15 @@ class AdminService:
             value = command.seconds if command.seconds is not None else (0 if named.name else None)
             return await self._set(actor, SettingKey.EXPIRY_S, value, named=named)
         if isinstance(command, SetReadOnlyHint):
+            servers = self._registry.servers()
+            if pattern_server(_named_as_in_tools(server_pattern(command.server), servers)) not in servers:
+                # Listed as this command takes them: `notes`, not `notes__*`.
+                which = (
+                    f"the servers are: {', '.join(servers)}"
+                    if servers
+                    else "none is configured (COUNTERSIGN_MCP_CONFIG)"
+                )
+                raise CommandError(f"`{command.server}` names no configured MCP server; {which}")
             named = self._tool(server_pattern(command.server))
             return await self._set(actor, SettingKey.READ_ONLY_AUTO, True if command.auto else None, named=named)
         if isinstance(command, SetEscalation):
@@ -621,12 +642,16 @@ class AdminService:
     def _tool(self, name: str) -> _Named:
         """What a command's tool name names (see `_Named`).
 
+        A server may be named by its key in `COUNTERSIGN_MCP_CONFIG` too (`my.tickets__*`): the
+        name is then stored as in its tools' names (`my_tickets__*`).
+
         Raises:
             CommandError: a subagent's name; a `<server>__*` of no configured MCP server; a tool
                 of a server that is down and whose tools were not listed since the bot started
                 (nothing to check the setting against); any other name that is not a tool's.
         """
         servers = self._registry.servers()
+        name = _named_as_in_tools(name, servers)
         server = pattern_server(name)
         if server is not None:
             if server not in servers:
@@ -670,6 +695,18 @@ class AdminService:
                 detail={"command": SUBCOMMANDS.get(type(command), type(command).__name__), "platform": actor.platform},
             )
         )
+
+
+def _named_as_in_tools(name: str, servers: Mapping[str, bool]) -> str:
+    """`name` with its MCP server part as in its tools' names, when it was written as the server's key.
+
+    `my.tickets__*` is `my_tickets__*` and `my.tickets__list` is `my_tickets__list` when a server
+    `my_tickets` is configured (`safe_server_name`); any other name is returned as it is.
+    """
+    server = pattern_server(name) or tool_server(name)
+    if server is None or server in servers or safe_server_name(server) not in servers:
+        return name
+    return safe_server_name(server) + name[len(server) :]
 
 
 def is_read_only(command: Command) -> bool:

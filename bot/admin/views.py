@@ -10,6 +10,7 @@ from bot.agents.kind import AgentKind
 from bot.approvals.config import ApproverRule, CardsSetting, ConversationScope, ToolRule, TrustSetting
 from bot.approvals.escalation import EscalationRule
 from bot.approvals.mode import Mode
+from bot.approvals.outlook import ToolOutlook
 from bot.approvals.trust import TrustGrant
 from bot.audit import AuditEntry
 from bot.tools.mcp.pins import DefinitionChange
@@ -282,7 +283,8 @@ class McpServerLine:
     """One configured MCP server in `mcp`.
 
     Attributes:
-        server: its key in the file.
+        server: its name in its tools' names (`safe_server_name`), as every command takes it.
+        key: its key in the file (differs from `server` when the key holds other characters).
         state: `connecting`, `connected`, `retrying` or `stopped`.
         reason: why it is not connected (its last failure), else "".
         protocol_version: the negotiated MCP version while connected, else "".
@@ -292,6 +294,7 @@ class McpServerLine:
     """
 
     server: str
+    key: str
     state: str
     reason: str
     protocol_version: str
@@ -309,10 +312,18 @@ class McpOverview:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class McpAccepted:
-    """`mcp accept`: the held definitions now pinned (audited, with this diff), in tool name order."""
+    """`mcp accept`: the held definitions now pinned (audited, with this diff), in tool name order.
+
+    Attributes:
+        server: the server, named as in its tools' names (`safe_server_name`).
+        changes: what each accepted definition changed.
+        after: how each accepted tool's calls will be decided from now on in the admin's
+            workspace (`bot.admin.outlook`), in the order of `changes`.
+    """
 
     server: str
     changes: tuple[DefinitionChange, ...]
+    after: tuple[ToolOutlook, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -320,7 +331,7 @@ class McpAcceptRefused:
     """`mcp accept` that pinned nothing.
 
     Attributes:
-        server: the server.
+        server: the server, named as in its tools' names (`safe_server_name`).
         reason: `nothing_held`, `changed_again` (the server lists a definition the admins were
             not shown: it is held, and they are told) or `stale` (the holds changed meanwhile).
         tools: the tools concerned, sorted.

@@ -173,11 +173,32 @@ def rule_here(config: WorkspaceConfig, spec: ToolSpec | None, tool_name: str, ch
         tool_name: the tool called.
         channel_id: where it is called ("" for workspace-wide rules only).
     """
+    info = spec.mcp if spec is not None else None
+    if info is None:
+        return config.rule_for(tool_name, channel_id)
+    return hinted_rule(
+        config, tool_name, channel_id, read_only=info.hints.read_only, destructive=info.hints.destructive
+    )
+
+
+def hinted_rule(
+    config: WorkspaceConfig, tool_name: str, channel_id: str, *, read_only: bool | None, destructive: bool | None
+) -> ToolRule | None:
+    """`rule_here` for an MCP tool given its server's hints (its `readOnlyHint` and `destructiveHint`).
+
+    Also for a definition not offered yet (`bot.admin.outlook`: what an accept will let run).
+
+    Args:
+        config: the workspace's configuration.
+        tool_name: the tool's `<server>__<tool>` name.
+        channel_id: where it is called ("" for workspace-wide rules only).
+        read_only: the server's `readOnlyHint` (None: not given).
+        destructive: the server's `destructiveHint` (None: not given).
+    """
     rule = config.rule_for(tool_name, channel_id)
     if rule is not None and (not rule.server_wide or rule.mode is Mode.DENY):
         return rule
-    info = spec.mcp if spec is not None else None
-    if info is None or info.hints.read_only is not True or info.hints.destructive is True:
+    if read_only is not True or destructive is True:
         return rule
     if not config.read_only_auto(tool_name):
         return rule

@@ -70,7 +70,7 @@ async def test_slack_admins_read_a_changed_tool_list_it_and_accept_it(mcp_bot, s
     assert "held: `notes__create_note` (changed: description)" in listed
     assert (await driver.command("bob", "mcp", accept="notes")).startswith("Only admins can do that")
     accepted = await driver.command("carol", "mcp", accept="notes")
-    assert accepted.startswith("Accepted 1 definitions of MCP server notes") and f"+{CHANGED}" in accepted
+    assert accepted.startswith("Accepted 1 definition of MCP server notes") and f"+{CHANGED}" in accepted
     listed = await driver.command("carol", "mcp")
     assert "held:" not in listed
     posts = [
@@ -132,5 +132,5 @@ async def test_discord_admins_list_and_accept_with_mcp_status_and_mcp_accept(
                 other = await discord_mcp(discord_api, c.D_BOB, "accept", server="notes")
                 assert other.startswith("Only admins can do that")
                 accepted = await discord_mcp(discord_api, c.D_CAROL, "accept", server="notes")
-                assert accepted.startswith("Accepted 1 definitions of MCP server notes") and f"+{CHANGED}" in accepted
+                assert accepted.startswith("Accepted 1 definition of MCP server notes") and f"+{CHANGED}" in accepted
         assert routing.blocked == []

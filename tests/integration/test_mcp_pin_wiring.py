@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from fastmcp import FastMCP
 from langchain_core.messages import AIMessage
+from mcp_types import ToolAnnotations
 
 from adapters.console import ConsoleChat, ConsolePlatform
 from adapters.console.people import TERMINAL
@@ -138,7 +139,8 @@ async def test_accept_shows_the_diff_lifts_the_hold_and_calls_run_again(tmp_path
         await change_description(mcp, "create_note", CHANGED)
         await held(servers, "notes__create_note")
         text = await chat(h, out, "/countersign mcp accept notes")
-        assert "Accepted 1 definitions of MCP server notes" in text
+        assert "Accepted 1 definition of MCP server notes, recorded in the audit log." in text
+        assert "from now on, in this workspace: every call needs a card (no rule for it or its server)" in text
         assert "`notes__create_note`: changed: description" in text and f"+{CHANGED}" in text
         await servers.wait_until(
             lambda: "notes__create_note" in {spec.name for spec in servers.offered("notes")}, WAIT_S
@@ -210,3 +212,56 @@ async def test_mcp_commands_are_for_admins_and_accept_for_the_admins_channels_wo
         assert refused.value.reason == "not_governing"
         unknown = await chat(h, out, "/countersign mcp accept nope")
         assert "unknown MCP server `nope`; the servers are: notes" in unknown
+
+
+async def test_every_command_takes_a_server_by_its_name_in_tool_names_or_by_its_key(tmp_path, db_url):
+    """With the key `my.tickets`, `mcp` shows `my_tickets (my.tickets)`; each command takes either spelling."""
+    seen: list[dict[str, Any]] = []
+    async with (
+        serve_http(build_server(seen.append)) as url,
+        bot_on(db_url, tmp_path, url, **{"my.tickets": {"url": url}}) as (h, servers, out),
+    ):
+        await connected(servers, "my.tickets")
+        listed = await chat(h, out, "/countersign mcp", "/countersign mcp status")
+        assert listed.count("• my_tickets (my.tickets): connected") == 2 and "• notes: connected" in listed
+        for spelling in ("my_tickets", "my.tickets"):
+            text = await chat(
+                h,
+                out,
+                f"/countersign read-only-hint {spelling} auto",
+                f"/countersign policy {spelling}__* review",
+                f"/countersign mcp accept {spelling}",
+            )
+            assert "Nothing to accept: MCP server my_tickets has no held tools" in text, text
+            assert "names no configured MCP server" not in text and "unknown" not in text, text
+        config = await h.config.load(TERMINAL.platform, TERMINAL.workspace_id)
+        assert config.read_only_auto("my_tickets__add") and config.rule_for("my_tickets__add", "") is not None
+        unknown = await chat(h, out, "/countersign read-only-hint nosuch auto")
+        assert "`nosuch` names no configured MCP server; the servers are: notes, my_tickets" in unknown
+
+
+async def test_accepting_a_read_only_tool_says_it_will_run_without_a_card(tmp_path, db_url):
+    """With `read-only-hint notes auto`, the notice and the accept reply say a new read-only tool runs with no card; it does."""
+    seen: list[dict[str, Any]] = []
+    mcp = build_server(seen.append)
+    model = ScriptedChatModel(replies=[calls(tool_call("notes__export", {"where": "s3"})), AIMessage("exported")])
+    async with serve_http(mcp) as url, bot_on(db_url, tmp_path, url, model) as (h, servers, out):
+        await chat(h, out, "/countersign read-only-hint notes auto")
+
+        def export(where: str) -> str:
+            """Export every note to `where`."""
+            seen.append({"event": "call", "tool": "export"})
+            return f"exported to {where}"
+
+        mcp.tool(annotations=ToolAnnotations(readOnlyHint=True))(export)
+        await held(servers, "notes__export")
+        await servers.wait_until(lambda: any(HELD_HEAD in line for line in out), WAIT_S)
+        no_card = "calls run WITHOUT a card (the server marks it read-only, and `read-only-hint notes auto` is on)"
+        told = next(line for line in out if HELD_HEAD in line)
+        assert f"`notes__export`: new tool\n  once accepted, in this workspace: {no_card}" in told
+        text = await chat(h, out, "/countersign mcp accept notes")
+        assert "Accepted 1 definition of MCP server notes, recorded in the audit log." in text
+        assert f"from now on, in this workspace: {no_card}" in text and "run again" not in text
+        await servers.wait_until(lambda: "notes__export" in {spec.name for spec in servers.offered("notes")}, WAIT_S)
+        ran = await chat(h, out, "export my notes")
+        assert "wants to run" not in ran and calls_seen(seen, "export") == [{"event": "call", "tool": "export"}]

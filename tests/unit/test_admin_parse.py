@@ -200,10 +200,15 @@ def test_stop_parses_alone_and_refuses_anything_after_it():
 
 @pytest.mark.parametrize(
     ("text", "expected"),
-    [("mcp", ShowMcp()), ("MCP", ShowMcp()), ("mcp accept github", AcceptMcp(server="github"))],
+    [
+        ("mcp", ShowMcp()),
+        ("MCP", ShowMcp()),
+        ("mcp status", ShowMcp()),
+        ("mcp accept github", AcceptMcp(server="github")),
+    ],
 )
 def test_mcp_lists_or_accepts_one_server(text, expected):
-    """`mcp` alone lists the servers; `mcp accept <server>` names the one to accept."""
+    """`mcp` alone, or `mcp status` as on Discord, lists the servers; `mcp accept <server>` names the one to accept."""
     assert parse_command(text) == expected
 
 
@@ -211,7 +216,8 @@ def test_mcp_lists_or_accepts_one_server(text, expected):
     ("text", "problem"),
     [
         ("mcp accept", "missing the server's name (`mcp` lists them)"),
-        ("mcp list", "expected accept or nothing, got `list`"),
+        ("mcp list", "expected accept, status or nothing, got `list`"),
+        ("mcp status notes", "unexpected `notes`"),
         ("mcp accept github notes", "unexpected `notes`"),
     ],
 )

@@ -9,11 +9,15 @@
 
 An entry with `command` (and optional `args`, `env`, `cwd`) is a stdio server, one with `url`
 (and optional `headers`) a Streamable HTTP server; either may set `timeout`, the seconds one
-call of its tools may take. `${NAME}` in any string value is replaced by the bot's environment
-variable `NAME`, so tokens stay out of the file. Anything else stops the start with one line
-(`bot.errors.ConfigurationError`): a file that cannot be read or is not JSON, an unknown key, an
-entry with both or neither of `command` and `url`, a `${NAME}` that is not set, two server keys
-that make the same tool-name prefix (`safe_server_name`).
+call of its tools may take (a number), and `type`, as other clients write it (`stdio`, or
+`http`, `streamable-http`, `streamableHttp`; it must match `command` or `url`). `${NAME}` in any
+string value is replaced by the variable `NAME` of the bot's environment, else of its `.env`
+file (`mcp_environment`), so tokens stay out of the file. Anything else stops the start with one
+line (`bot.errors.ConfigurationError`): a file that cannot be read or is not JSON, an unknown key
+(the line lists the keys an entry may have), an entry with both or neither of `command` and
+`url`, a `type` that does not match them or is `sse` (SSE servers are not supported), a
+`${NAME}` that is not set, two server keys that make the same tool-name prefix
+(`safe_server_name`).
 """
 
 from __future__ import annotations
@@ -22,8 +26,9 @@ import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
+from dotenv import dotenv_values
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from bot.errors import ConfigurationError
@@ -32,6 +37,26 @@ from bot.tools.server_wide import SEPARATOR
 _REFERENCE = re.compile(r"\$\{([^}]*)\}")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+STDIO_TYPES: Final = frozenset({"stdio"})
+"""The `type` values other MCP clients write for a stdio server."""
+HTTP_TYPES: Final = frozenset({"http", "streamable-http", "streamableHttp"})
+"""The `type` values other MCP clients write for a Streamable HTTP server."""
+
+
+def mcp_environment(environ: Mapping[str, str], env_file: Path = Path(".env")) -> dict[str, str]:
+    """The variables `${NAME}` may name: `env_file`'s, overridden by `environ`'s.
+
+    Read as the bot's settings read theirs (`bot.settings`: pydantic-settings' `.env` handling,
+    python-dotenv's parser, the file in the working directory): the real environment wins over
+    the file, and a missing file is no error.
+
+    Args:
+        environ: the process's environment (`os.environ`).
+        env_file: the dotenv file; `.env` in the working directory by default.
+    """
+    from_file = {name: value for name, value in dotenv_values(env_file).items() if value is not None}
+    return {**from_file, **environ}
 
 
 def safe_server_name(key: str) -> str:
@@ -59,8 +84,9 @@ def registry_name(server_key: str, upstream: str) -> str:
 class _Entry(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    timeout: float | None = Field(default=None, gt=0, le=3600)
-    """Seconds one call of this server's tools may take; None: `COUNTERSIGN_MCP_TIMEOUT`."""
+    timeout: float | None = Field(default=None, gt=0, le=3600, strict=True)
+    """Seconds one call of this server's tools may take, a JSON number (`"10"` is refused); None:
+    `COUNTERSIGN_MCP_TIMEOUT`."""
 
 
 class StdioServer(_Entry):
@@ -123,7 +149,8 @@ def load_mcp_config(path: Path, environ: Mapping[str, str]) -> McpConfig:
 
     Args:
         path: the file (`COUNTERSIGN_MCP_CONFIG`).
-        environ: the bot's environment, for `${NAME}` references.
+        environ: the variables `${NAME}` may name (`mcp_environment`: the bot's environment over
+            its `.env` file).
 
     Raises:
         ConfigurationError: one line naming the file and what is wrong with it (see the module
@@ -136,6 +163,11 @@ def load_mcp_config(path: Path, environ: Mapping[str, str]) -> McpConfig:
         raise ConfigurationError(f"{where} cannot be read: {exc.strerror or exc}") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ConfigurationError(f"{where} is not valid JSON: {exc}") from None
+    if isinstance(raw, dict) and "servers" in raw and "mcpServers" not in raw:
+        # VS Code's `mcp.json` names them `servers` (beside `inputs`, prompts the bot cannot ask).
+        raise ConfigurationError(
+            f'{where} has "servers" (VS Code\'s shape): name that object "mcpServers", without "inputs"'
+        )
     if not isinstance(raw, dict) or set(raw) != {"mcpServers"} or not isinstance(raw["mcpServers"], dict):
         raise ConfigurationError(f'{where} must be a JSON object with one key, "mcpServers", an object of servers')
     servers: dict[str, ServerEntry] = {}
@@ -166,17 +198,41 @@ def _entry(where: str, key: str, entry: Any, base: Path) -> ServerEntry:
     """One server's entry, checked; raises `ConfigurationError` naming the server and the problem."""
     if not isinstance(entry, dict):
         raise ConfigurationError(f"{where}: server {key!r} must be an object")
-    if ("command" in entry) == ("url" in entry):
+    if "command" in entry and "url" in entry:
+        raise ConfigurationError(f"{where}: server {key!r} has both `command` and `url`: use one")
+    kind = entry.get("type")
+    if kind == "sse":
+        raise ConfigurationError(
+            f"{where}: server {key!r}: type `sse`: SSE servers are not supported (Streamable HTTP only, with `url`)"
+        )
+    if kind is not None and kind not in STDIO_TYPES | HTTP_TYPES:
+        raise ConfigurationError(
+            f"{where}: server {key!r}: type {kind!r} is not one of stdio, http, streamable-http, streamableHttp"
+        )
+    if "command" not in entry and "url" not in entry:
         raise ConfigurationError(
             f"{where}: server {key!r} needs either `command` (a stdio server) or `url` (a Streamable HTTP server)"
         )
     model: type[StdioServer] | type[HttpServer] = StdioServer if "command" in entry else HttpServer
+    if kind is not None and (kind in STDIO_TYPES) != (model is StdioServer):
+        has = "`command`" if model is StdioServer else "`url`"
+        raise ConfigurationError(
+            f"{where}: server {key!r}: type {kind!r} does not match its {has}"
+            f" (`stdio` goes with `command`; `http`, `streamable-http`, `streamableHttp` with `url`)"
+        )
+    fields = {name: value for name, value in entry.items() if name != "type"}
     try:
-        checked = model.model_validate(entry)
+        checked = model.model_validate(fields)
     except ValidationError as exc:
         first = exc.errors()[0]
         field = ".".join(str(p) for p in first.get("loc", ())) or "entry"
-        problem = "unknown key" if first["type"] == "extra_forbidden" else first["msg"].removeprefix("Value error, ")
+        if first["type"] == "extra_forbidden":
+            allowed = ", ".join(["type", *(name for name in model.model_fields if name != "timeout"), "timeout"])
+            what = "a stdio server's" if model is StdioServer else "a Streamable HTTP server's"
+            raise ConfigurationError(
+                f"{where}: server {key!r}: {field}: unknown key; {what} entry may have: {allowed}"
+            ) from None
+        problem = first["msg"].removeprefix("Value error, ")
         raise ConfigurationError(f"{where}: server {key!r}: {field}: {problem}") from None
     if isinstance(checked, StdioServer) and checked.cwd is not None and not checked.cwd.is_absolute():
         checked = checked.model_copy(update={"cwd": base / checked.cwd})
@@ -192,7 +248,9 @@ def _substituted(where: str, key: str, value: Any, environ: Mapping[str, str]) -
             if not _ENV_NAME.fullmatch(name):
                 raise ConfigurationError(f"{where}: server {key!r}: ${{{name}}} is not a variable name")
             if name not in environ:
-                raise ConfigurationError(f"{where}: server {key!r} uses ${{{name}}}, which is not set")
+                raise ConfigurationError(
+                    f"{where}: server {key!r} uses ${{{name}}}, which is not set (set it in the environment or .env)"
+                )
             return environ[name]
 
         return _REFERENCE.sub(replace, value)

@@ -165,6 +165,15 @@ class McpServers:
             for prefix, key in self._prefixes.items()
         }
 
+    def key_of(self, name: str) -> str | None:
+        """The key in the file of the server `name` names: its name in tool names, or its key; None: no server.
+
+        `/countersign mcp accept` takes either spelling (`my_tickets` or `my.tickets`).
+        """
+        if name in self._connections:
+            return name
+        return self._prefixes.get(f"{name}__")
+
     # State ------------------------------------------------------------------------------------
 
     def statuses(self) -> dict[str, Status]:

@@ -11,11 +11,12 @@ from langchain_core.tools import tool
 from bot.errors import ConfigurationError
 from bot.settings import ToolSettings
 from bot.tools.builtin import builtin_tools
-from bot.tools.mcp.config import HttpServer, StdioServer, load_mcp_config, registry_name
+from bot.tools.mcp.config import HttpServer, StdioServer, load_mcp_config, mcp_environment, registry_name
 from bot.tools.mcp.servers import McpServers
 from bot.tools.mcp.tools import name_problem
 from bot.tools.registry import ToolRegistry, ToolSpec
 from countersign.cli import main
+from countersign.runtime import mcp_servers
 
 
 @tool
@@ -62,17 +63,61 @@ def test_stdio_and_http_entries_are_read_with_env_references(tmp_path: Path) -> 
     ("content", "env", "expected"),
     [
         ("{not json", {}, "is not valid JSON"),
-        ({"servers": {}}, {}, 'one key, "mcpServers"'),
+        ({"mcp": {}}, {}, 'one key, "mcpServers"'),
         ({"mcpServers": {"a": {"command": "x", "tools": ["y"]}}}, {}, "server 'a': tools: unknown key"),
         ({"mcpServers": {"a": {"url": "https://h/mcp", "env": {}}}}, {}, "server 'a': env: unknown key"),
         ({"mcpServers": {"a": {"args": ["x"]}}}, {}, "server 'a' needs either `command`"),
-        ({"mcpServers": {"a": {"command": "x", "url": "https://h"}}}, {}, "server 'a' needs either `command`"),
+        (
+            {"mcpServers": {"a": {"command": "x", "url": "https://h"}}},
+            {},
+            "server 'a' has both `command` and `url`: use one",
+        ),
+        (
+            {"mcpServers": {"a": {"command": "x", "timeout": "10"}}},
+            {},
+            "server 'a': timeout: Input should be a valid number",
+        ),
+        (
+            {"mcpServers": {"a": {"command": "x", "autoApprove": ["y"]}}},
+            {},
+            "server 'a': autoApprove: unknown key; a stdio server's entry may have: type, command, args, env, cwd, timeout",
+        ),
+        (
+            {"mcpServers": {"a": {"url": "https://h/mcp", "env": {}}}},
+            {},
+            "a Streamable HTTP server's entry may have: type, url, headers, timeout",
+        ),
+        (
+            {"mcpServers": {"a": {"type": "sse", "url": "https://h/sse"}}},
+            {},
+            "server 'a': type `sse`: SSE servers are not supported (Streamable HTTP only",
+        ),
+        (
+            {"mcpServers": {"a": {"type": "http", "command": "x"}}},
+            {},
+            "server 'a': type 'http' does not match its `command`",
+        ),
+        (
+            {"mcpServers": {"a": {"type": "stdio", "url": "https://h"}}},
+            {},
+            "server 'a': type 'stdio' does not match its `url`",
+        ),
+        (
+            {"mcpServers": {"a": {"type": "ws", "url": "https://h"}}},
+            {},
+            "server 'a': type 'ws' is not one of stdio, http",
+        ),
+        (
+            {"servers": {"a": {"command": "x"}}, "inputs": []},
+            {},
+            'has "servers" (VS Code\'s shape): name that object "mcpServers"',
+        ),
         ({"mcpServers": {"a": {"url": "ftp://h"}}}, {}, "server 'a': url: must be an http:// or https:// URL"),
         ({"mcpServers": {"a": {"command": "x", "timeout": 0}}}, {}, "server 'a': timeout:"),
         (
             {"mcpServers": {"a": {"command": "x", "env": {"K": "${MISSING_TOKEN}"}}}},
             {},
-            "${MISSING_TOKEN}, which is not set",
+            "${MISSING_TOKEN}, which is not set (set it in the environment or .env)",
         ),
         ({"mcpServers": {"a.b": {"command": "x"}, "a_b": {"command": "y"}}}, {}, "servers 'a.b' and 'a_b' both make"),
         ({"mcpServers": {"a": "python"}}, {}, "server 'a' must be an object"),
@@ -86,6 +131,32 @@ def test_a_bad_file_is_refused_in_one_line(tmp_path: Path, content: object, env:
         load_mcp_config(write(tmp_path, content), env)
     message = str(refused.value)
     assert expected in message and message.startswith("COUNTERSIGN_MCP_CONFIG (") and "\n" not in message
+
+
+@pytest.mark.parametrize("kind", ["stdio", "http", "streamable-http", "streamableHttp"])
+def test_the_type_key_other_clients_write_is_accepted(tmp_path: Path, kind: str) -> None:
+    """`type` as Claude Code, Cursor and VS Code write it is read when it matches `command` or `url`."""
+    entry = {"type": kind, "command": "python"} if kind == "stdio" else {"type": kind, "url": "https://h/mcp"}
+    server = load_mcp_config(write(tmp_path, {"mcpServers": {"a": entry}}), {}).servers["a"]
+    assert isinstance(server, StdioServer if kind == "stdio" else HttpServer)
+
+
+def test_references_are_read_from_dotenv_and_the_environment_wins(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`${NAME}` takes `.env`'s value in the working directory, as the settings do; the real environment wins."""
+    (tmp_path / ".env").write_text("GH_A=from-dotenv\nGH_B=from-dotenv\n")
+    monkeypatch.chdir(tmp_path)
+    path = write(
+        tmp_path, {"mcpServers": {"gh": {"url": "https://h/mcp", "headers": {"A": "${GH_A}", "B": "${GH_B}"}}}}
+    )
+    entry = load_mcp_config(path, mcp_environment({"GH_B": "from-environment"})).servers["gh"]
+    assert isinstance(entry, HttpServer) and entry.headers == {"A": "from-dotenv", "B": "from-environment"}
+    # The start reads it so too: a variable only `.env` sets is no reason to stop.
+    monkeypatch.delenv("GH_A", raising=False)
+    monkeypatch.delenv("GH_B", raising=False)
+    monkeypatch.setenv("COUNTERSIGN_MCP_CONFIG", str(path))
+    assert mcp_servers(ToolSettings(), ToolRegistry(builtin_tools(ToolSettings()))) is not None
 
 
 def test_a_missing_file_is_refused(tmp_path: Path) -> None:
@@ -122,5 +193,6 @@ def test_countersign_run_stops_with_one_line_for_a_bad_file(
     monkeypatch.setenv("COUNTERSIGN_WORKERS", "1")
     assert main(["run"]) == 2
     assert capsys.readouterr().err.splitlines() == [
-        f"countersign: COUNTERSIGN_MCP_CONFIG ({path}): server 'gh' uses ${{GH_TOKEN_UNSET}}, which is not set"
+        f"countersign: COUNTERSIGN_MCP_CONFIG ({path}): server 'gh' uses ${{GH_TOKEN_UNSET}}, which is not set "
+        "(set it in the environment or .env)"
     ]

@@ -70,7 +70,15 @@ async def observe(store: PinStore, server: str, listed: Sequence[ToolDefinition]
     if review.hold or review.release:
         await store.record_holds(server, hold=review.hold, release=review.release)
     claimed = await store.claim_notice(server, review.notify) if review.notify else ()
-    notice = HoldNotice(server=server, changes=tuple(tool.change for tool in claimed)) if claimed else None
+    notice = (
+        HoldNotice(
+            server=server,
+            changes=tuple(tool.change for tool in claimed),
+            definitions=tuple(tool.definition for tool in claimed),
+        )
+        if claimed
+        else None
+    )
     return Observation(review=review, notice=notice)
 
 

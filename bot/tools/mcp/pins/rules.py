@@ -28,6 +28,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Final
 
+from bot.tools.mcp.config import safe_server_name
 from bot.tools.mcp.pins.definitions import ToolDefinition
 from bot.tools.mcp.pins.diff import ChangeKind, DefinitionChange, describe_change
 
@@ -128,15 +129,18 @@ class HoldNotice:
     Attributes:
         server: the server's key.
         changes: each newly held tool and what changed in it (new tools included).
+        definitions: each newly held tool's definition as listed now, in the order of `changes`
+            (for how its calls will be decided once accepted, `bot.admin.outlook`).
     """
 
     server: str
     changes: tuple[DefinitionChange, ...]
+    definitions: tuple[ToolDefinition, ...] = ()
 
     @property
     def accept_command(self) -> str:
-        """How an admin accepts: `/countersign mcp accept <server>`."""
-        return ACCEPT_COMMAND.format(server=self.server)
+        """How an admin accepts: `/countersign mcp accept <server>`, the server named as in its tools' names."""
+        return ACCEPT_COMMAND.format(server=safe_server_name(self.server))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
