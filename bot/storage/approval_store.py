@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, Concatenate, ParamSpec
+from typing import Any, Concatenate, Literal, ParamSpec
 
 import asyncpg
 from asyncpg.pool import PoolConnectionProxy
@@ -693,29 +693,24 @@ class ApprovalStore:
 
     async def mark_definition_changed(self, thread_id: str, tool_call_id: str) -> ApprovalRecord | None:
         """Record that a decided call did not run because its MCP tool's definition changed; return the approval."""
-        approval_id = await self._pool.fetchval(
-            """
-            UPDATE approvals SET definition_changed = true
-            WHERE id = (
-                SELECT id FROM approvals WHERE thread_id = $1 AND tool_call_id = $2 ORDER BY created_at DESC LIMIT 1
-            )
-            RETURNING id
-            """,
-            thread_id,
-            tool_call_id,
-        )
-        return await self.get(approval_id) if approval_id is not None else None
+        return await self._mark("definition_changed", thread_id, tool_call_id)
 
     async def mark_outcome_unknown(self, thread_id: str, tool_call_id: str) -> ApprovalRecord | None:
         """Record that a decided call started and was cut short; return the approval, if it had one."""
+        return await self._mark("outcome_unknown", thread_id, tool_call_id)
+
+    async def _mark(
+        self, flag: Literal["definition_changed", "outcome_unknown"], thread_id: str, tool_call_id: str
+    ) -> ApprovalRecord | None:
+        """Set the boolean column `flag` on the call's latest approval; that approval, or None without one."""
         approval_id = await self._pool.fetchval(
-            """
-            UPDATE approvals SET outcome_unknown = true
+            f"""
+            UPDATE approvals SET {flag} = true
             WHERE id = (
                 SELECT id FROM approvals WHERE thread_id = $1 AND tool_call_id = $2 ORDER BY created_at DESC LIMIT 1
             )
             RETURNING id
-            """,
+            """,  # noqa: S608 - `flag` is one of two column names, never input
             thread_id,
             tool_call_id,
         )
