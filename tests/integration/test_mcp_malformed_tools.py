@@ -7,18 +7,22 @@ adapter (approvals as prompts, `/countersign` commands) with a scripted model.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import AIMessage
 
+from adapters.console import ConsoleChat, ConsolePlatform
 from bot.tools.mcp.connection import State
 from bot.tools.mcp.servers import McpServers
+from tests.integration.test_console_policies import Terminal
 from tests.integration.test_mcp_tools import WAIT_S, connected, converse, registry_with, servers_for, tool_results
 from tests.support.barriers import wait_until
 from tests.support.handshake_server import handshake_entry, read_log
 from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
+from tests.support.service import open_service
 
 OBJECT = {"type": "object", "properties": {"a": {"type": "integer"}}}
 GOOD = [
@@ -36,6 +40,8 @@ REASONS = {
     "old__bad_hint": "annotations.readOnlyHint should be a valid boolean (it is 'sure')",
     "#6 of old": "name should be a valid string (it is 7)",
 }
+LONG = "x" * 70
+"""A well-formed tool whose `old__...` name is over Gemini's 64 characters."""
 
 
 def left_out_warnings(caplog: Any) -> list[str]:
@@ -75,6 +81,27 @@ async def test_malformed_tools_are_left_out_once_and_the_others_offered_and_call
         f"MCP tool {name} is left out: {reason}" for name, reason in REASONS.items()
     )
     assert not [r for r in caplog.records if "is not connected" in r.getMessage()]
+
+
+async def test_mcp_status_shows_each_left_out_tool_and_why(tmp_path, db_url):
+    """`/countersign mcp` lists the tools left out (malformed, a name or schema Gemini cannot take) with the reason."""
+    log = tmp_path / "server.jsonl"
+    versioned = {"name": "versioned", "inputSchema": {"type": "object", "properties": {"api-version": {}}}}
+    tools = [*GOOD, *MALFORMED, {"name": LONG, "inputSchema": {"type": "object"}}, versioned]
+    servers = servers_for(tmp_path, {"old": handshake_entry(log, tools)})
+    out: list[str] = []
+    platform = ConsolePlatform(write=out.append, operator="olga")
+    model = ScriptedChatModel(replies=[])
+    async with open_service(db_url, model, registry_with(servers), platform, mcp=servers) as h:
+        await connected(servers, "old")
+        chat = ConsoleChat(h.service, platform, read=Terminal("/countersign mcp").read, admin=h.admin)
+        await asyncio.wait_for(chat.run(), 120)
+    text = "\n".join(out)
+    assert "old: connected (protocol 2025-06-18)" in text
+    for name, reason in REASONS.items():
+        assert f"  left out: `{name}`: {reason}" in text
+    assert f"  left out: `old__{LONG}`: its name has 75 characters, over Gemini's 64" in text
+    assert "  left out: `old__versioned`: its input schema cannot be offered to the model: " in text
 
 
 async def test_a_listing_without_a_list_of_tools_is_a_failed_poll_said_in_words(tmp_path):
