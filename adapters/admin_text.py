@@ -111,7 +111,7 @@ def render(reply: Reply, markup: Markup) -> str:
     if isinstance(reply, TrustRevoked):
         return _trust_revoked(reply.grant, markup)
     if isinstance(reply, McpOverview):
-        return overview_text(reply, markup.bold, markup.when)
+        return overview_text(reply, markup.bold, markup.when, markup.escape)
     if isinstance(reply, McpAccepted):
         return accepted_text(reply, markup.escape)
     if isinstance(reply, McpAcceptRefused):

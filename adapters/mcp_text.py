@@ -65,6 +65,10 @@ NO_TOOLS = "  no tools offered"
 HELD_LINE = "  held: {tool} ({what}) since {when}{told}"
 NOT_TOLD = ", admins not told (the message was lost)"
 PINS_UNREADABLE = "  held tools unknown: the pin store could not be read (see the bot's log)"
+LEFT_OUT_LINE = "  left out: {tool}: {reason}"
+MORE_LEFT_OUT = "  …and {count} more tools left out (the bot's log names them)"
+MAX_TEXT_SHOWN = 200
+"""Characters of a left-out tool's name or reason shown (both may be the server's text)."""
 ACCEPT_HINT = "  accept with `/countersign mcp accept {server}`"
 
 ACCEPTED = "Accepted {count} of MCP server {server}, recorded in the audit log. How each tool's calls are decided now:"
@@ -124,8 +128,10 @@ def held_text(notice: ToolsHeld, bold: Callable[[str], str], escape: Callable[[s
     return "\n".join(lines)
 
 
-def overview_text(view: McpOverview, bold: Callable[[str], str], when: Callable[[datetime], str]) -> str:
-    """`/countersign mcp`: each server's state, its offered tools and hints, its held tools."""
+def overview_text(
+    view: McpOverview, bold: Callable[[str], str], when: Callable[[datetime], str], escape: Callable[[str], str]
+) -> str:
+    """`/countersign mcp`: each server's state, its offered tools and hints, its held tools, its tools left out."""
     if not view.servers:
         return NO_SERVERS
     lines = [bold(OVERVIEW_TITLE)]
@@ -157,7 +163,24 @@ def overview_text(view: McpOverview, bold: Callable[[str], str], when: Callable[
             lines.append("  " + MORE_TOOLS.format(count=len(server.held) - MAX_TOOLS_SHOWN))
         if server.held:
             lines.append(ACCEPT_HINT.format(server=server.server))
+        for left in server.left_out[:MAX_TOOLS_SHOWN]:
+            lines.append(
+                LEFT_OUT_LINE.format(
+                    tool=f"`{_server_text(left.name, escape)}`", reason=_server_text(left.reason, escape)
+                )
+            )
+        if len(server.left_out) > MAX_TOOLS_SHOWN:
+            lines.append(MORE_LEFT_OUT.format(count=len(server.left_out) - MAX_TOOLS_SHOWN))
     return "\n".join(lines)
+
+
+def _server_text(text: str, escape: Callable[[str], str]) -> str:
+    """A server's text for a reply: bounded, its invisible characters shown, escaped for the markup.
+
+    Backticks become quotes, so that a name cannot end the code span it is shown in.
+    """
+    cut = text if len(text) <= MAX_TEXT_SHOWN else text[: MAX_TEXT_SHOWN - 1] + "…"
+    return escape(reveal_invisible(cut).replace("`", "'"))
 
 
 def accepted_text(reply: McpAccepted, escape: Callable[[str], str]) -> str:

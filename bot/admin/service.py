@@ -58,6 +58,7 @@ from bot.admin.views import (
     McpAccepted,
     McpAcceptRefused,
     McpHeldLine,
+    McpLeftOutLine,
     McpOverview,
     McpServerLine,
     McpToolLine,
@@ -261,7 +262,7 @@ class AdminService:
         return await self._change(actor, command)
 
     async def _mcp_overview(self) -> McpOverview:
-        """`mcp`: each server's connection, offered tools with hints, and held tools as stored."""
+        """`mcp`: each server's connection, offered tools with hints, held tools as stored, and tools left out."""
         if self._mcp is None:
             return McpOverview(servers=())
         lines = []
@@ -296,6 +297,9 @@ class AdminService:
                     tools=tools,
                     held=held,
                     pins_unreadable=unreadable,
+                    left_out=tuple(
+                        McpLeftOutLine(name=name, reason=reason) for name, reason in self._mcp.left_out(key).items()
+                    ),
                 )
             )
         return McpOverview(servers=tuple(lines))

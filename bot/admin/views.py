@@ -279,6 +279,21 @@ class McpHeldLine:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class McpLeftOutLine:
+    """One tool of an MCP server in `mcp` that is left out: it cannot be offered, the server's others are.
+
+    Attributes:
+        name: its `<server>__<tool>` name, or `#<position> of <server key>` when it has no usable name
+            (the server's text, not escaped).
+        reason: why, in words (e.g. "it has no inputSchema", "its name has 70 characters, over
+            Gemini's 64"); may quote the server's values.
+    """
+
+    name: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class McpServerLine:
     """One configured MCP server in `mcp`.
 
@@ -291,6 +306,7 @@ class McpServerLine:
         tools: the tools offered now.
         held: the held tools, as stored (shared by every worker and replica).
         pins_unreadable: the pin store could not be read (`held` is then empty).
+        left_out: the tools it lists that cannot be offered, as this process last listed them.
     """
 
     server: str
@@ -301,6 +317,7 @@ class McpServerLine:
     tools: tuple[McpToolLine, ...]
     held: tuple[McpHeldLine, ...]
     pins_unreadable: bool = False
+    left_out: tuple[McpLeftOutLine, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

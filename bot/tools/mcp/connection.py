@@ -3,10 +3,11 @@
 The supervisor (`McpConnection.run`) owns the `fastmcp.Client`: it connects, lists the tools,
 polls `tools/list` as its health check and change detector (`ping` does not exist on the
 2026-07-28 protocol), and on any failure leaves the session and connects again after a capped,
-jittered exponential backoff. Callers never enter the client: `call` sends one `tools/call` on
-the live session, and never sends it again (a server asking for input mid-call ends it as outcome
-unknown, docs/decisions/0048-mcp-input-required.md), or refuses at once, before anything is sent,
-when there is none. A stdio server is started once per connection, never per call
+jittered exponential backoff. A listing reads each tool on its own (`bot.tools.mcp.listing`): one
+malformed tool is left out, not the server. Callers never enter the client: `call` sends one
+`tools/call` on the live session, and never sends it again (a server asking for input mid-call
+ends it as outcome unknown, docs/decisions/0048-mcp-input-required.md), or refuses at once,
+before anything is sent, when there is none. A stdio server is started once per connection, never per call
 (docs/decisions/0042-mcp-client.md); its stderr becomes the bot's log lines
 (`bot.tools.mcp.stderr`). Each call is counted and timed in `bot.metrics` by server, and the
 connection's state is the gauge `countersign_mcp_server_connected`
@@ -19,7 +20,7 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -33,6 +34,7 @@ from mcp.shared.exceptions import MCPError
 
 from bot import metrics
 from bot.tools.mcp.config import HttpServer, ServerEntry, StdioServer
+from bot.tools.mcp.listing import Listing, ListingError, list_tools
 from bot.tools.mcp.stderr import StderrLog
 
 log = logging.getLogger(__name__)
@@ -143,10 +145,10 @@ class McpConnection:
     Args:
         key: the server's key in the file.
         entry: its entry.
-        on_tools: awaited with the server's tools each time they were listed (on connecting,
-            before the status says connected, and at each poll), and with None when the
-            connection is lost (then it must not wait on anything); a failure is logged, never
-            raised into the supervisor.
+        on_tools: awaited with the server's listing each time its tools were listed (on
+            connecting, before the status says connected, and at each poll): the tools, and the
+            entries left out as malformed; with None when the connection is lost (then it must
+            not wait on anything). A failure is logged, never raised into the supervisor.
         on_status: called with the new status at each change.
         poll_s: seconds between polls.
         connect_timeout_s: seconds a connection's start may take.
@@ -158,7 +160,7 @@ class McpConnection:
         key: str,
         entry: ServerEntry,
         *,
-        on_tools: Callable[[Sequence[mcp_types.Tool] | None], Awaitable[None]],
+        on_tools: Callable[[Listing | None], Awaitable[None]],
         on_status: Callable[[Status], None] = lambda status: None,
         poll_s: float = POLL_S,
         connect_timeout_s: float = CONNECT_TIMEOUT_S,
@@ -202,9 +204,9 @@ class McpConnection:
         except Exception:
             log.exception("MCP server %s: a status listener failed", self.key)
 
-    async def _publish(self, tools: Sequence[mcp_types.Tool] | None) -> None:
+    async def _publish(self, listing: Listing | None) -> None:
         try:
-            await self._on_tools(tools)
+            await self._on_tools(listing)
         except Exception:
             log.exception("MCP server %s: its tools could not be offered", self.key)
 
@@ -218,7 +220,7 @@ class McpConnection:
         """Ask for a `tools/list` now rather than at the next poll (a server said its tools changed)."""
         self._poll_now.set()
 
-    async def list_now(self, timeout_s: float) -> list[mcp_types.Tool] | None:
+    async def list_now(self, timeout_s: float) -> Listing | None:
         """The server's tools, listed now on the live session; None when not connected or the listing fails.
 
         For an admin's accept, which must judge what the server lists at that moment. A failure
@@ -228,7 +230,7 @@ class McpConnection:
         if client is None or self.status.state is not State.CONNECTED:
             return None
         try:
-            return await asyncio.wait_for(client.list_tools(cache_mode="bypass"), timeout_s)
+            return await asyncio.wait_for(list_tools(client.session, timeout_s), timeout_s)
         except Exception as exc:
             log.warning("MCP server %s could not be listed now: %s", self.key, _describe(exc))
             return None
@@ -270,12 +272,13 @@ class McpConnection:
     async def _session(self, client: Client[Any]) -> str:
         """One connection, from connecting to its loss; returns why it ended."""
         async with client:
-            tools = await asyncio.wait_for(client.list_tools(cache_mode="bypass"), self._connect_timeout_s)
+            timeout_s = self._connect_timeout_s
+            listing = await asyncio.wait_for(list_tools(client.session, timeout_s), timeout_s)
             self._client = client
             protocol = str(client.protocol_version or "")
-            await self._publish(tools)  # judged against the pins before anything is offered
+            await self._publish(listing)  # judged against the pins before anything is offered
             self._set_status(Status(State.CONNECTED, protocol_version=protocol))
-            log.info("MCP server %s connected (protocol %s, %d tools)", self.key, protocol or "?", len(tools))
+            log.info("MCP server %s connected (protocol %s, %d tools)", self.key, protocol or "?", len(listing.tools))
             while True:
                 waits = [asyncio.ensure_future(self._lost.wait()), asyncio.ensure_future(self._poll_now.wait())]
                 try:
@@ -286,8 +289,8 @@ class McpConnection:
                 if self._lost.is_set():
                     return self._lost_reason
                 self._poll_now.clear()
-                tools = await asyncio.wait_for(client.list_tools(cache_mode="bypass"), LIST_TIMEOUT_S)
-                await self._publish(tools)
+                listing = await asyncio.wait_for(list_tools(client.session, LIST_TIMEOUT_S), LIST_TIMEOUT_S)
+                await self._publish(listing)
 
     async def call(self, upstream: str, arguments: dict[str, Any], *, timeout_s: float) -> mcp_types.CallToolResult:
         """Send one `tools/call` on the live session and return the server's result.
@@ -401,7 +404,12 @@ def describe_input_requests(result: mcp_types.InputRequiredResult) -> str:
 
 
 def _describe(exc: BaseException) -> str:
-    """`exc` in one line: its type and message, and its cause's (the SDK wraps connect failures)."""
+    """`exc` in one line: its type and message, and its cause's (the SDK wraps connect failures).
+
+    A listing that is not one (`ListingError`) is said in words only: "its tools/list answer ...".
+    """
+    if isinstance(exc, ListingError):
+        return exc.reason
     detail = " ".join(str(exc).split())[:300]
     text = f"{type(exc).__name__}" + (f": {detail}" if detail else "")
     cause = exc.__cause__

@@ -34,6 +34,7 @@ from bot.tools.mcp.connection import (
     Status,
 )
 from bot.tools.mcp.gemini_schema import UnusableSchemaError
+from bot.tools.mcp.listing import Listing
 from bot.tools.mcp.pins import (
     AcceptPlan,
     AcceptRefused,
@@ -119,6 +120,7 @@ class McpServers:
         }
         self._offered: dict[str, dict[str, ToolSpec]] = {key: {} for key in config.servers}
         self._held: dict[str, dict[str, HeldTool]] = {key: {} for key in config.servers}
+        self._left_out: dict[str, dict[str, str]] = {key: {} for key in config.servers}
         self._pins: PinStore = InMemoryPinStore()
         self._on_notice: NoticeSink | None = None
         self._last: dict[str, ToolSpec] = {}
@@ -188,6 +190,15 @@ class McpServers:
         """The tools the server `key` lists now whose definitions are held (as this process last listed them)."""
         return list(self._held[key].values())
 
+    def left_out(self, key: str) -> dict[str, str]:
+        """The tools the server `key` lists now that cannot be offered, and why (as this process last listed them).
+
+        By `<server>__<tool>` name, or `#<position> of <server key>` for an entry with no usable
+        name; each reason in words, e.g. "it has no inputSchema", "its name has 70 characters,
+        over Gemini's 64". Empty while the server is not connected.
+        """
+        return dict(self._left_out[key])
+
     async def pins(self, key: str) -> ServerPins:
         """The server's pins and holds as stored (every worker's and replica's, across restarts).
 
@@ -211,7 +222,7 @@ class McpServers:
         """
         connection = self._connections[key]
         listed = await connection.list_now(LIST_TIMEOUT_S)
-        definitions = [tool_info(key, tool).contract for tool in self._usable(key, listed or ())]
+        definitions = [tool_info(key, tool).contract for tool in self._usable(key, listed.tools if listed else ())]
         outcome = await accept_server(self._pins, key, definitions, actor)
         if isinstance(outcome, AcceptRefused):
             if outcome.notice is not None:
@@ -251,8 +262,16 @@ class McpServers:
             self._warned.add((name, reason))
             log.warning("MCP tool %s is left out: %s", name, reason)
 
-    def _usable(self, key: str, tools: Sequence[mcp_types.Tool]) -> list[mcp_types.Tool]:
-        """The listed tools that can be named and pinned (the others are left out, with one warning each)."""
+    def _usable(
+        self, key: str, tools: Sequence[mcp_types.Tool], left_out: dict[str, str] | None = None
+    ) -> list[mcp_types.Tool]:
+        """The listed tools that can be named and pinned (the others are left out, with one warning each).
+
+        Args:
+            key: the server's key.
+            tools: the tools the SDK could read.
+            left_out: filled with each tool left out, by name, and why.
+        """
         usable = []
         for tool in tools:
             name = registry_name(key, tool.name)
@@ -264,22 +283,34 @@ class McpServers:
                     problem = exc.problem
             if problem is not None:
                 self._warn_once(name, problem)
+                if left_out is not None:
+                    left_out[name] = problem
                 continue
             usable.append(tool)
         return usable
 
-    async def _listed(self, key: str, tools: Sequence[mcp_types.Tool] | None) -> None:
+    async def _listed(self, key: str, listing: Listing | None) -> None:
         """A server's tools as just listed (None: its connection was lost): offer the pinned ones from now on.
 
-        The listing is judged against the pins (`observe`); a store that cannot be reached or
-        does not answer within `LIST_TIMEOUT_S`, or a listing naming a tool twice, offers none of
-        the server's tools until the next listing.
+        An entry the SDK cannot read, a name Gemini cannot take, a definition that cannot be
+        pinned or a schema that cannot be offered leaves that tool out (one warning each, and
+        `left_out`), never the server's others; such a tool is never pinned, so once it is listed
+        well it is a new tool like any other. The rest is judged against the pins (`observe`); a
+        store that cannot be reached or does not answer within `LIST_TIMEOUT_S`, or a listing
+        naming a tool twice, offers none of the server's tools until the next listing.
         """
-        if tools is None:
+        if listing is None:
             self._held[key] = {}
+            self._left_out[key] = {}
             self._offer(key, {})
             return
-        infos = [tool_info(key, tool) for tool in self._usable(key, tools)]
+        left_out: dict[str, str] = {}
+        for entry in listing.left_out:
+            name = registry_name(key, entry.name) if entry.name else f"#{entry.position} of {key}"
+            self._warn_once(name, entry.reason)
+            left_out[name] = entry.reason
+        infos = [tool_info(key, tool) for tool in self._usable(key, listing.tools, left_out)]
+        self._left_out[key] = left_out
         try:
             # Bounded: a store that does not answer must not hold the supervisor (it offers none).
             observation = await asyncio.wait_for(
@@ -310,7 +341,9 @@ class McpServers:
             try:
                 offered[name] = self._spec(name, info)
             except UnusableSchemaError as exc:
-                self._warn_once(name, f"its input schema cannot be offered to the model: {exc.reason}")
+                problem = f"its input schema cannot be offered to the model: {exc.reason}"
+                self._warn_once(name, problem)
+                left_out[name] = problem
         self._offer(key, offered)
         if observation.notice is not None:
             await self._tell(observation.notice)
