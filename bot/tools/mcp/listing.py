@@ -7,7 +7,7 @@ listing, and with it every tool of the server. Here the answer is read unvalidat
 protocol version as the SDK would: a valid entry is a tool, an invalid one a `LeftOutTool` with
 the reason in words. An answer that is not a listing at all (no list of tools, an unreadable
 cursor) is still a failure (`ListingError`): the supervisor counts it as a failed poll.
-docs/decisions/XXXX-one-bad-mcp-tool.md says why and which SDK internals this rests on.
+docs/decisions/0049-one-bad-mcp-tool.md says why and which SDK internals this rests on.
 """
 
 from __future__ import annotations
