@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(480)]
 
 DELEGATION_SERIES = ("react: http_request GET", "subagents: researcher -> http_request GET", "Ratio supervisor / ReAct")
 
@@ -24,7 +24,7 @@ async def run_bench(pg_server, module: str, *args: str) -> str:
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
     )
-    output, _ = await asyncio.wait_for(process.communicate(), timeout=240)
+    output, _ = await asyncio.wait_for(process.communicate(), timeout=420)
     text = output.decode()
     assert process.returncode == 0, text[-3000:]
     assert "Log records at WARNING and above (counted, not printed): 0" in text, text[-3000:]
@@ -90,7 +90,6 @@ async def test_the_context_benchmark_prints_every_side_at_each_prior(pg_server):
 # Four stacks start as child processes (one of them a supervisor with two workers), and
 # Countersign's blocks wait for its upkeep's pruning passes (10 s apart): about 45 s on an idle
 # 2-core machine, twice that beside other benchmarks.
-@pytest.mark.timeout(240)
 async def test_the_throughput_benchmark_prints_every_side_side_by_side(pg_server):
     """A tiny run of `python -m bench.throughput` starts every side in its own process(es) and prints the
     new-thread latency phase, msg/s per block, the side-by-side summary with the harness row, and the profile

@@ -32,7 +32,11 @@ from tests.support.barriers import wait_until, wait_until_async
 from tests.support.bot_process import BotProcess, free_port
 from tests.support.postgres import own_embedded, start_embedded_again, stop_embedded
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(480)]
+
+START_S = 180.0
+"""How long a worker process may take to start: it imports the whole bot, and a test beside a
+second copy of the suite on two cores waits a minute and more for that."""
 
 WORKER = "X-Countersign-Worker"
 STARTED = re.compile(rb"worker (\d+) started \(pid (\d+)\)")
@@ -145,14 +149,14 @@ async def test_a_killed_worker_is_restarted_and_the_cards_still_work(gemini, sla
     env = bot_env(gemini, slack, target, port, COUNTERSIGN_DATA_DIR=str(tmp_path / "data"), COUNTERSIGN_WORKERS="2")
     bot = await BotProcess(env, tmp_path).start()
     try:
-        await bot.wait_healthy(port, timeout=120)
+        await bot.wait_healthy(port, timeout=START_S)
         await wait_until(lambda: len(worker_pids(bot)) == 2, "both workers started")
         async with SlackEventSender(f"http://127.0.0.1:{port}/slack/events", SIGNING_SECRET, team_id=TEAM) as events:
             mention = await events.app_mention(CHANNEL, ALICE, "<@UBOT> post widget")
         [card] = await wait_card(slack)
         [victim] = worker_pids(bot)[0]
         os.kill(victim, signal.SIGKILL)
-        await wait_until(lambda: len(worker_pids(bot)[0]) == 2, "worker 0 restarted", timeout=60)
+        await wait_until(lambda: len(worker_pids(bot)[0]) == 2, "worker 0 restarted", timeout=START_S)
         assert b"worker 0 (pid %d) was killed by signal 9 (SIGKILL)" % victim in bot.stderr
         async with sender_on(port, "0") as restarted:
             await click(restarted, slack, ALICE, blocks.ACTION_APPROVE, card)
@@ -199,10 +203,14 @@ async def test_a_supervisor_started_while_postgresql_is_down_starts_its_workers_
         bot = await BotProcess(env, tmp_path).start()
         try:
             waiting = b"the supervisor's start attempt 1 failed: cannot reach PostgreSQL"
-            await wait_until(lambda: waiting in bot.stderr or not running(bot), "the supervisor waiting")
+            await wait_until(
+                lambda: waiting in bot.stderr or not running(bot), "the supervisor waiting", timeout=START_S
+            )
             assert running(bot), bot.stderr.decode()
             await start_embedded_again(embedded)
-            await wait_until(lambda: runs(bot, 0) == runs(bot, 1) == 1 or not running(bot), "both workers running")
+            await wait_until(
+                lambda: runs(bot, 0) == runs(bot, 1) == 1 or not running(bot), "both workers running", timeout=START_S
+            )
             assert running(bot), bot.stderr.decode()
         finally:
             code = await bot.stop()
@@ -219,15 +227,21 @@ async def test_a_worker_restarted_while_postgresql_is_down_waits_for_it_and_stop
         env = bot_env(gemini, slack, target, port, DATABASE_URL=url, COUNTERSIGN_WORKERS="2")
         bot = await BotProcess(env, tmp_path).start()
         try:
-            await wait_until(lambda: runs(bot, 0) == runs(bot, 1) == 1 or not running(bot), "both workers running")
+            await wait_until(
+                lambda: runs(bot, 0) == runs(bot, 1) == 1 or not running(bot), "both workers running", timeout=START_S
+            )
             await stop_embedded(embedded)
             [victim] = worker_pids(bot)[0]
             os.kill(victim, signal.SIGKILL)
             waiting = b"worker 0 WARNING countersign.starting: start-up attempt 1 failed: cannot reach PostgreSQL"
-            await wait_until(lambda: waiting in bot.stderr or not running(bot), "the restarted worker waiting")
+            await wait_until(
+                lambda: waiting in bot.stderr or not running(bot), "the restarted worker waiting", timeout=START_S
+            )
             assert running(bot), bot.stderr.decode()
             await start_embedded_again(embedded)
-            await wait_until(lambda: runs(bot, 0) == 2 or not running(bot), "the restarted worker running")
+            await wait_until(
+                lambda: runs(bot, 0) == 2 or not running(bot), "the restarted worker running", timeout=START_S
+            )
             assert running(bot), bot.stderr.decode()
             async with sender_on(port, "0") as restarted:
                 assert (await restarted.url_verification()).status == 200
@@ -272,10 +286,10 @@ async def test_workers_started_while_slack_cannot_answer_all_come_up(db_url, gem
         return line in bot.stderr or not running(bot)
 
     try:
-        await wait_until(lambda: waiting(0) and waiting(1), "both workers waiting for Slack")
+        await wait_until(lambda: waiting(0) and waiting(1), "both workers waiting for Slack", timeout=START_S)
         assert running(bot), bot.stderr.decode()
         slack.clear_faults()
-        await bot.wait_healthy(port, timeout=120)
+        await bot.wait_healthy(port, timeout=START_S)
         for index in ("0", "1"):
             async with sender_on(port, index) as sender:
                 assert (await sender.url_verification()).status == 200
@@ -320,7 +334,7 @@ async def test_workers_serve_the_probes_on_metrics_port_apart_from_slack(db_url,
     bot = await BotProcess(env, tmp_path).start()
     try:
         await bot.wait_healthy(probes)
-        await wait_until(lambda: runs(bot, 0) == runs(bot, 1) == 1, "both workers running")
+        await wait_until(lambda: runs(bot, 0) == runs(bot, 1) == 1, "both workers running", timeout=START_S)
         seen: set[str] = set()
         async with httpx.AsyncClient(timeout=30) as client:
             while seen != {"0", "1"}:  # each request on a new connection: the kernel spreads them
@@ -349,7 +363,7 @@ async def test_workers_stop_when_their_supervisor_is_killed(db_url, gemini, slac
         workers = [psutil.Process(pid) for [pid] in worker_pids(bot).values()]
         assert bot.proc is not None
         bot.proc.kill()
-        _, alive = await asyncio.to_thread(psutil.wait_procs, workers, timeout=60)
+        _, alive = await asyncio.to_thread(psutil.wait_procs, workers, timeout=START_S)
         assert not alive, f"workers {[p.pid for p in alive]} outlived their supervisor:\n{bot.stderr.decode()}"
     finally:
         for worker in workers:  # orphans are init's children now, not ours: end them by pid
@@ -370,7 +384,7 @@ async def test_a_port_another_server_listens_on_with_so_reuseport_is_refused(db_
         env = bot_env(gemini, slack, target, port, DATABASE_URL=db_url, COUNTERSIGN_WORKERS="2")
         bot = await BotProcess(env, tmp_path).start()
         try:
-            code = await bot.wait(timeout=60)
+            code = await bot.wait(timeout=START_S)
         finally:  # within pytest's 120 s: a bot that did start is stopped, not left running
             if bot.proc is not None and bot.proc.returncode is None:
                 await bot.stop(timeout=30)
