@@ -268,3 +268,13 @@ PROGRESS = ProgressWords(
 )
 """The status line, edited in place while subagents work, a model call waits to be retried, or
 a turn goes on for a while (with a Stop button), deleted when the turn ends."""
+
+QUESTION_NOT_YET = (
+    "❔ <@{user}>, the MCP server **{server}** asked you a question during **{tool}**: {asked}\n"
+    "Answering MCP questions on Discord is not available yet, so Countersign answered *cancel* and the call "
+    "goes on without an answer."
+)
+"""Posted in the conversation, pinging only the requester, when a server asks them a question
+(docs/decisions/XXXX-mcp-elicitation.md). A link is never posted: the channel is not private."""
+QUESTION_FORM = "“{message}”"
+QUESTION_LINK = "it asked you to open a link (not shown here: this channel is not private)"

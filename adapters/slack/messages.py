@@ -252,3 +252,14 @@ PROGRESS = ProgressWords(
 )
 """The progress message, updated in place while subagents work, a model call waits to be
 retried, or a turn goes on for a while (with a Stop button), deleted when the turn ends."""
+
+QUESTION_NOT_YET = (
+    ":grey_question: The MCP server *{server}* asked you a question during *{tool}*: {asked}\n"
+    "Answering MCP questions in Slack is not available yet, so Countersign answered *cancel* and the call "
+    "goes on without an answer. You can answer such questions in `countersign chat` today."
+)
+"""Told to the requester only (ephemeral) when a server asks them a question.
+
+See docs/decisions/XXXX-mcp-elicitation.md."""
+QUESTION_FORM = "“{message}”"
+QUESTION_LINK = "it asked you to open a link (not shown here)"

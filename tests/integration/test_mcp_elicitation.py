@@ -1,0 +1,133 @@
+"""An MCP server's question in the middle of an approved call, answered by its requester at the terminal.
+
+The server answers `tools/call` with an `InputRequiredResult` asking a form question; the tool
+node pauses the graph, the terminal asks the requester, and the call is sent again with their
+answer (docs/decisions/XXXX-mcp-elicitation.md). What the server saw is its own record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from fastmcp import Context, FastMCP
+from langchain_core.messages import AIMessage
+from mcp_types import ElicitRequest, ElicitRequestFormParams, ElicitRequestURLParams, InputRequiredResult
+
+from adapters.console import ConsoleChat, ConsolePlatform
+from tests.integration.test_console_policies import Terminal
+from tests.integration.test_mcp_tools import connected, registry_with, servers_for, tool_results
+from tests.support.mcp_server import serve_http
+from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
+from tests.support.service import open_service
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "payee": {"type": "string", "title": "Payee", "description": "who gets the money"},
+        "times": {"type": "integer", "title": "Times", "minimum": 1, "maximum": 3},
+    },
+    "required": ["payee", "times"],
+}
+WAIT_S = 120
+
+
+def asking_server(seen: list[dict[str, Any]], *, url: bool = False) -> FastMCP:
+    """A 2026-era server whose `pay` asks a form (or a link) in its first round and acts on the answer in the next."""
+    mcp = FastMCP("bank")
+
+    @mcp.tool
+    async def pay(amount: int, ctx: Context) -> str | InputRequiredResult:
+        """Pay `amount`."""
+        responses = ctx.input_responses
+        if not responses:
+            seen.append({"round": "ask", "amount": amount})
+            params: Any = (
+                ElicitRequestURLParams(
+                    message="Sign in to the bank", url="https://bank.example/sso", elicitation_id="e1"
+                )
+                if url
+                else ElicitRequestFormParams(message=f"Pay {amount} to whom?", requested_schema=SCHEMA)
+            )
+            return InputRequiredResult(input_requests={"confirm": ElicitRequest(params=params)}, request_state="s1")
+        answer = responses["confirm"]
+        seen.append({"round": "answer", "state": ctx.request_state, "action": answer.action, "content": answer.content})
+        if answer.action == "accept":
+            return f"paid {amount}" + (f" to {answer.content['payee']}" if answer.content else "")
+        return f"not paid: {answer.action}"
+
+    return mcp
+
+
+def model_paying() -> ScriptedChatModel:
+    return ScriptedChatModel(replies=[calls(tool_call("bank__pay", {"amount": 100})), AIMessage("done")])
+
+
+async def chat(db_url, tmp_path, seen, *lines: str, url: bool = False) -> tuple[str, ScriptedChatModel, Terminal]:
+    """Chat `lines` (a card's approval first) against the asking server; everything printed."""
+    async with serve_http(asking_server(seen, url=url)) as address:
+        servers = servers_for(tmp_path, {"bank": {"url": address}})
+        servers.start()
+        try:
+            await connected(servers, "bank")
+            model = model_paying()
+            out: list[str] = []
+            terminal = Terminal("pay 100", "a", *lines)
+            platform = ConsolePlatform(write=out.append, operator="olga")
+            async with open_service(db_url, model, registry_with(servers), platform) as h:
+                await asyncio.wait_for(
+                    ConsoleChat(h.service, platform, read=terminal.read, admin=h.admin).run(), WAIT_S
+                )
+        finally:
+            await servers.aclose(10)
+    return "\n".join(out), model, terminal
+
+
+async def test_an_accepted_form_reaches_the_server_and_the_call_completes(tmp_path, db_url):
+    """Accept, fill the fields: the server gets the typed content in a second round and the model reads its result."""
+    seen: list[dict[str, Any]] = []
+    text, model, _ = await chat(db_url, tmp_path, seen, "a", "bob", "2")
+    assert seen == [
+        {"round": "ask", "amount": 100},
+        {"round": "answer", "state": "s1", "action": "accept", "content": {"payee": "bob", "times": 2}},
+    ]
+    assert "The MCP server bank asks @olga during bank__pay:" in text
+    assert "Pay 100 to whom?" in text
+    [result] = tool_results(model)
+    assert result.content == "paid 100 to bob" and result.status == "success"
+    assert "bot> done" in text
+
+
+async def test_a_declined_question_tells_the_server_so(tmp_path, db_url):
+    """Decline: the server gets `decline` in the next round, and decides the call's result."""
+    seen: list[dict[str, Any]] = []
+    _, model, _ = await chat(db_url, tmp_path, seen, "d")
+    assert [event["action"] for event in seen if event["round"] == "answer"] == ["decline"]
+    assert tool_results(model)[0].content == "not paid: decline"
+
+
+async def test_a_cancelled_question_tells_the_server_so(tmp_path, db_url):
+    """Cancel: the server gets `cancel`."""
+    seen: list[dict[str, Any]] = []
+    _, model, _ = await chat(db_url, tmp_path, seen, "c")
+    assert [event["action"] for event in seen if event["round"] == "answer"] == ["cancel"]
+    assert tool_results(model)[0].content == "not paid: cancel"
+
+
+async def test_an_invalid_value_is_asked_again_with_the_reason(tmp_path, db_url):
+    """A value the schema refuses is asked again, saying why; nothing reaches the server until it fits."""
+    seen: list[dict[str, Any]] = []
+    text, model, terminal = await chat(db_url, tmp_path, seen, "a", "bob", "7", "3")
+    assert "Try again." in text
+    assert [p for p in terminal.prompts if p.strip().startswith("Times")] == ["   Times: ", "   Times: "]
+    assert [event.get("content") for event in seen if event["round"] == "answer"] == [{"payee": "bob", "times": 3}]
+    assert tool_results(model)[0].content == "paid 100 to bob"
+
+
+async def test_a_link_question_shows_the_link_and_accept_carries_no_content(tmp_path, db_url):
+    """A URL-mode question prints its link to the requester; accept means they opened it."""
+    seen: list[dict[str, Any]] = []
+    text, model, _ = await chat(db_url, tmp_path, seen, "a", url=True)
+    assert "link: https://bank.example/sso" in text
+    assert [(e["action"], e["content"]) for e in seen if e["round"] == "answer"] == [("accept", None)]
+    assert tool_results(model)[0].content == "paid 100"
