@@ -109,6 +109,8 @@ class Countersign:
             if runner.questions is not None
             else None
         )
+        if runner.questions is not None and self.question_expiry is not None:
+            runner.questions.on_new_expiry = self.question_expiry.wake
         self._stopper = stopper
         stopper.on_stopped = self._after_stop
         runner.on_new_escalation = escalation.wake

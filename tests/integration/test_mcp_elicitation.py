@@ -15,8 +15,10 @@ from langchain_core.messages import AIMessage
 from mcp_types import ElicitRequest, ElicitRequestFormParams, ElicitRequestURLParams, InputRequiredResult
 
 from adapters.console import ConsoleChat, ConsolePlatform
+from adapters.console import messages as msg
 from tests.integration.test_console_policies import Terminal
 from tests.integration.test_mcp_tools import connected, registry_with, servers_for, tool_results
+from tests.support.barriers import wait_until
 from tests.support.mcp_server import serve_http
 from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
 from tests.support.service import open_service
@@ -131,3 +133,97 @@ async def test_a_link_question_shows_the_link_and_accept_carries_no_content(tmp_
     assert "link: https://bank.example/sso" in text
     assert [(e["action"], e["content"]) for e in seen if e["round"] == "answer"] == [("accept", None)]
     assert tool_results(model)[0].content == "paid 100"
+
+
+async def test_a_question_survives_a_restart_and_its_answer_completes_the_call(tmp_path, db_url):
+    """The bot leaves at the question; the next start asks it again, and the answer completes the call.
+
+    The server saw its first round exactly once.
+    """
+    seen: list[dict[str, Any]] = []
+    async with serve_http(asking_server(seen)) as address:
+        servers = servers_for(tmp_path, {"bank": {"url": address}})
+        servers.start()
+        try:
+            await connected(servers, "bank")
+            first: list[str] = []
+            platform = ConsolePlatform(write=first.append, operator="olga")
+            async with open_service(db_url, model_paying(), registry_with(servers), platform) as h:
+                terminal = Terminal("pay 100", "a")  # then the end of input, at the question
+                await asyncio.wait_for(
+                    ConsoleChat(h.service, platform, read=terminal.read, admin=h.admin).run(), WAIT_S
+                )
+            assert any("Pay 100 to whom?" in line for line in first)
+            assert "   The question waits; you are asked again next time." in first
+            model = ScriptedChatModel(replies=[AIMessage("done")])
+            second: list[str] = []
+            platform = ConsolePlatform(write=second.append, operator="olga")
+            async with open_service(db_url, model, registry_with(servers), platform) as h:
+                terminal = Terminal("a", "bob", "1")
+                chat_again = ConsoleChat(h.service, platform, read=terminal.read, admin=h.admin)
+                await asyncio.wait_for(chat_again.run(recover=True), WAIT_S)
+        finally:
+            await servers.aclose(10)
+    assert [event["round"] for event in seen] == ["ask", "answer"]
+    assert seen[1]["content"] == {"payee": "bob", "times": 1}
+    assert any("Pay 100 to whom?" in line for line in second)
+    assert tool_results(model)[0].content == "paid 100 to bob"
+    assert "bot> done" in second
+
+
+async def test_an_unanswered_question_expires_like_a_card_and_the_server_gets_cancel(tmp_path, db_url):
+    """A question past its tool's card expiry is closed: the requester is told, and the server gets `cancel`."""
+    seen: list[dict[str, Any]] = []
+    async with serve_http(asking_server(seen)) as address:
+        servers = servers_for(tmp_path, {"bank": {"url": address}})
+        servers.start()
+        try:
+            await connected(servers, "bank")
+            model = model_paying()
+            out: list[str] = []
+            platform = ConsolePlatform(write=out.append, operator="olga")
+            terminal = Terminal("/countersign expiry 10m", "pay 100", "a", end=False)
+            async with open_service(db_url, model, registry_with(servers), platform) as h:
+                running = asyncio.create_task(ConsoleChat(h.service, platform, read=terminal.read, admin=h.admin).run())
+                await wait_until(lambda: terminal.prompts[-1:] == [msg.QUESTION_CHOICES], "the question")
+                await h.database.pool.execute("UPDATE mcp_questions SET expires_at = now() - interval '1 second'")
+                assert h.service.question_expiry is not None
+                h.service.question_expiry.wake()
+                await wait_until(lambda: "bot> done" in out and terminal.prompts[-1] == "you> ", "the next prompt")
+                terminal.type("/quit")
+                await asyncio.wait_for(running, WAIT_S)
+                audit = await h.database.pool.fetch(
+                    "SELECT outcome, detail FROM audit_log WHERE kind = 'question' ORDER BY id"
+                )
+        finally:
+            await servers.aclose(10)
+    text = "\n".join(out)
+    assert "   expires in 10 minutes without an answer" in text
+    assert "expired without an answer; the server was told `cancel`." in text
+    assert [event.get("action") for event in seen] == [None, "cancel"]
+    assert tool_results(model)[0].content == "not paid: cancel"
+    assert [row["outcome"] for row in audit] == ["asked", "expired"]
+
+
+async def test_an_accepted_answer_is_audited_without_its_values(tmp_path, db_url):
+    """The audit log keeps who answered, the action and the field names, never what was typed."""
+    seen: list[dict[str, Any]] = []
+    async with serve_http(asking_server(seen)) as address:
+        servers = servers_for(tmp_path, {"bank": {"url": address}})
+        servers.start()
+        try:
+            await connected(servers, "bank")
+            platform = ConsolePlatform(write=lambda line: None, operator="olga")
+            async with open_service(db_url, model_paying(), registry_with(servers), platform) as h:
+                terminal = Terminal("pay 100", "a", "a", "secret-payee", "2")
+                await asyncio.wait_for(
+                    ConsoleChat(h.service, platform, read=terminal.read, admin=h.admin).run(), WAIT_S
+                )
+                rows = await h.database.pool.fetch(
+                    "SELECT outcome, actor_id, detail::text AS detail FROM audit_log WHERE kind = 'question' ORDER BY id"
+                )
+        finally:
+            await servers.aclose(10)
+    assert [(row["outcome"], row["actor_id"]) for row in rows] == [("asked", None), ("answered", "olga")]
+    assert '"fields": ["payee", "times"]' in rows[1]["detail"] and '"action": "accept"' in rows[1]["detail"]
+    assert all("secret-payee" not in row["detail"] for row in rows)

@@ -14,7 +14,7 @@ their values (a form's answers may be personal), or `expired` / `stopped`.
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -65,6 +65,8 @@ class QuestionDesk:
         self, store: QuestionStore, audit: AuditStore, config: ConfigStore, platforms: Mapping[str, Platform]
     ) -> None:
         self.store = store
+        self.on_new_expiry: Callable[[], None] | None = None
+        """Called when a question with an expiry opens (wakes the question expiry sweeper)."""
         self._audit = audit
         self._config = config
         self._platforms = platforms
@@ -87,6 +89,7 @@ class QuestionDesk:
             log.error("interrupt %s is not a question pause (thread_id=%s)", interrupt_id, conversation.thread_id)
             return False
         config = await self._config.load(conversation.platform, conversation.workspace_id)
+        before = {record.key for record in await self.store.of_interrupts(conversation.thread_id, [interrupt_id])}
         records = []
         for key, request in pause.requests.items():
             record = await self.store.open(
@@ -105,8 +108,10 @@ class QuestionDesk:
                     expires_in_s=config.expiry_s(pause.tool_name),
                 )
             )
-            if record.created_at is not None and record.ref is None and record.is_open:
+            if key not in before:
                 await self._audited(record, "asked", actor=None)
+                if record.expires_at is not None and self.on_new_expiry is not None:
+                    self.on_new_expiry()
             records.append(record)
         for record in records:
             if record.is_open and record.ref is None:
