@@ -27,6 +27,7 @@ from bot.approvals.trust import TrustCheck
 from bot.errors import ToolOutcomeUnknownError
 from bot.tools.ledger import Claim, Round, ToolResult, ToolRunLedger, TrustUse
 from bot.tools.mcp.connection import InputRequiredError
+from bot.tools.mcp.elicitation.forms import Action, Answer
 from bot.tools.mcp.elicitation.rounds import (
     MAX_QUESTION_ROUNDS,
     ROUND_INPUT,
@@ -322,9 +323,13 @@ async def _go_on(
             absent = tools.absent(name) if isinstance(tools, ToolView) else None
             text = prompts.TOOL_UNAVAILABLE.format(name=name, reason=absent or "it is no longer offered")
             return await _recorded(call, ledger, thread_id, _error(call, text), False)
+        stopped = signal is not None and signal.is_set
+        if stopped:  # a stopped turn's questions are answered `cancel`, whatever came before the stop
+            responses = {key: Answer(action=Action.CANCEL).as_result() for key in responses}
         token = ROUND_INPUT.set(RoundInput(input_responses=responses, request_state=asked.request_state))
         try:
-            ran = await _run_once(call, tool, thread_id, signal)
+            # The stop does not cut the `cancel` round short: it is how the server hears of it.
+            ran = await (_invoke(call, tool) if stopped else _run_once(call, tool, thread_id, signal))
         finally:
             ROUND_INPUT.reset(token)
         if isinstance(ran, InputAskedError):

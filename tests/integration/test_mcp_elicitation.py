@@ -227,3 +227,12 @@ async def test_an_accepted_answer_is_audited_without_its_values(tmp_path, db_url
     assert [(row["outcome"], row["actor_id"]) for row in rows] == [("asked", None), ("answered", "olga")]
     assert '"fields": ["payee", "times"]' in rows[1]["detail"] and '"action": "accept"' in rows[1]["detail"]
     assert all("secret-payee" not in row["detail"] for row in rows)
+
+
+async def test_a_stop_at_the_question_answers_cancel_and_ends_the_turn(tmp_path, db_url):
+    """`/countersign stop` while the question waits: the server gets `cancel`, the turn ends as stopped."""
+    seen: list[dict[str, Any]] = []
+    text, model, _ = await chat(db_url, tmp_path, seen, "/countersign stop")
+    assert [event.get("action") for event in seen] == [None, "cancel"]
+    assert "closed by a stop; the server was told `cancel`." in text
+    assert "■  Stopped by" in text and "bot> done" not in text
