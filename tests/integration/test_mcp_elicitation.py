@@ -232,7 +232,78 @@ async def test_an_accepted_answer_is_audited_without_its_values(tmp_path, db_url
 async def test_a_stop_at_the_question_answers_cancel_and_ends_the_turn(tmp_path, db_url):
     """`/countersign stop` while the question waits: the server gets `cancel`, the turn ends as stopped."""
     seen: list[dict[str, Any]] = []
-    text, model, _ = await chat(db_url, tmp_path, seen, "/countersign stop")
+    text, _, _ = await chat(db_url, tmp_path, seen, "/countersign stop")
     assert [event.get("action") for event in seen] == [None, "cancel"]
     assert "closed by a stop; the server was told `cancel`." in text
     assert "■  Stopped by" in text and "bot> done" not in text
+
+
+def insistent_server(seen: list[dict[str, Any]], *, rounds: int) -> FastMCP:
+    """A server whose `pay` asks a yes/no question in each of its first `rounds` rounds, then pays."""
+    mcp = FastMCP("bank")
+    schema = {"type": "object", "properties": {"ok": {"type": "boolean", "title": "Sure"}}, "required": ["ok"]}
+
+    @mcp.tool
+    async def pay(amount: int, ctx: Context) -> str | InputRequiredResult:
+        """Pay `amount`."""
+        number = int(ctx.request_state or "0")
+        responses = ctx.input_responses or {}
+        seen.append({"round": number, "actions": {key: answer.action for key, answer in responses.items()}})
+        if number < rounds:
+            request = ElicitRequest(
+                params=ElicitRequestFormParams(message=f"Sure ({number})?", requested_schema=schema)
+            )
+            return InputRequiredResult(input_requests={f"q{number}": request}, request_state=str(number + 1))
+        return f"paid {amount} after {number} questions"
+
+    return mcp
+
+
+async def insist(db_url, tmp_path, seen, rounds: int, *lines: str) -> tuple[str, ScriptedChatModel]:
+    async with serve_http(insistent_server(seen, rounds=rounds)) as address:
+        servers = servers_for(tmp_path, {"bank": {"url": address}})
+        servers.start()
+        try:
+            await connected(servers, "bank")
+            model = model_paying()
+            out: list[str] = []
+            terminal = Terminal("/countersign policy bank__pay auto", "pay 100", *lines)
+            platform = ConsolePlatform(write=out.append, operator="olga")
+            async with open_service(db_url, model, registry_with(servers), platform) as h:
+                await asyncio.wait_for(
+                    ConsoleChat(h.service, platform, read=terminal.read, admin=h.admin).run(), WAIT_S
+                )
+        finally:
+            await servers.aclose(10)
+    return "\n".join(out), model
+
+
+async def test_each_round_of_questions_is_asked_and_sent_once(tmp_path, db_url):
+    """Two rounds of questions: each is asked in turn, and each round reaches the server exactly once."""
+    seen: list[dict[str, Any]] = []
+    text, model = await insist(db_url, tmp_path, seen, 2, "a", "yes", "a", "no")
+    assert seen == [
+        {"round": 0, "actions": {}},
+        {"round": 1, "actions": {"q0": "accept"}},
+        {"round": 2, "actions": {"q1": "accept"}},
+    ]
+    assert "Sure (0)?" in text and "Sure (1)?" in text
+    assert tool_results(model)[0].content == "paid 100 after 2 questions"
+
+
+async def test_a_server_that_keeps_asking_is_cut_off_as_outcome_unknown(tmp_path, db_url):
+    """After five rounds of questions the call is not sent again: the model reads that its outcome is unknown."""
+    seen: list[dict[str, Any]] = []
+    _, model = await insist(db_url, tmp_path, seen, 99, *["d"] * 5)
+    assert [event["round"] for event in seen] == [0, 1, 2, 3, 4, 5]
+    [result] = tool_results(model)
+    assert "kept asking questions (5 rounds answered)" in str(result.content) and result.status == "error"
+
+
+async def test_only_the_requester_may_answer(tmp_path, db_url):
+    """A teammate's answer is refused (audited) and the question is asked again; the requester's goes through."""
+    seen: list[dict[str, Any]] = []
+    text, model, _ = await chat(db_url, tmp_path, seen, "/as bob", "d", "/as", "c")
+    assert "!  Only olga, who asked for the call, can answer this question (use /as olga)." in text
+    assert [event.get("action") for event in seen] == [None, "cancel"]
+    assert tool_results(model)[0].content == "not paid: cancel"
