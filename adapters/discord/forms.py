@@ -10,8 +10,8 @@ A Discord modal holds at most five components, so a form is cut into pages of fi
 (`form_pages`), and page `n` is `QuestionModal(form, question_id=..., page=n)`. The flow, for
 the wiring (docs/decisions/XXXX-elicitation-forms-on-slack-and-discord.md):
 
-1. *Answer…* by the requester: respond with `QuestionModal(form, page=1)` (a modal is the only
-   reply a click may open).
+1. *Answer…* by the requester: respond with `QuestionModal(form, page=1)` (only a click's
+   response, not a modal's, may open a modal).
 2. Its submission (`parse_modal_id` on the modal's `custom_id`, read from the raw interaction
    data in `on_interaction` as the Edit modal's is, so a restart does not lose it): `raw_answers`
    gives the page's raw values by field name; merge them into the values of earlier pages (held
