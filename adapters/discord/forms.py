@@ -11,7 +11,9 @@ A Discord modal holds at most five components, so a form is cut into pages of fi
 the wiring (docs/decisions/XXXX-elicitation-forms-on-slack-and-discord.md):
 
 1. *Answer…* by the requester: respond with `QuestionModal(form, page=1)` (only a click's
-   response, not a modal's, may open a modal).
+   response, not a modal's, may open a modal). A form without fields needs no modal: the click
+   accepts it with empty content. Post the card with the requester's mention in the message
+   content as well: a mention inside an embed notifies nobody.
 2. Its submission (`parse_modal_id` on the modal's `custom_id`, read from the raw interaction
    data in `on_interaction` as the Edit modal's is, so a restart does not lose it): `raw_answers`
    gives the page's raw values by field name; merge them into the values of earlier pages (held
@@ -519,7 +521,7 @@ def link_message(link: LinkRequest, *, server: str) -> tuple[str, discord.ui.Vie
         The message content (within 2,000 characters) and a view (empty for a link too long for
         a button; the content then holds the link as far as it fits).
     """
-    content = fv.clip(msg.QUESTION_LINK.format(server=server, link=link.url), MESSAGE_CHARS)
+    content = fv.clip(msg.QUESTION_LINK.format(server=_code(server), link=link.url), MESSAGE_CHARS)
     view = discord.ui.View(timeout=None)
     if len(link.url) <= URL_BUTTON_CHARS:
         view.add_item(discord.ui.Button(label=msg.BUTTON_LINK, style=discord.ButtonStyle.link, url=link.url))
