@@ -4,7 +4,7 @@ A choice's options travel in a modal as their position ("0", "1", ...), not as t
 value: a server's value may be longer than an input allows (Slack 150 characters, Discord 100)
 or repeat after shortening, and a position is short and unique. `option_value` turns a submitted
 position back into the server's value before `bot.tools.mcp.elicitation.forms.read_answer` reads
-it (docs/decisions/XXXX-elicitation-forms-on-slack-and-discord.md).
+it (docs/decisions/0050-elicitation-forms-on-slack-and-discord.md).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ to the requester alone, in an ephemeral reply (`link_message`).
 
 A Discord modal holds at most five components, so a form is cut into pages of five fields
 (`form_pages`), and page `n` is `QuestionModal(form, question_id=..., page=n)`. The flow, for
-the wiring (docs/decisions/XXXX-elicitation-forms-on-slack-and-discord.md):
+the wiring (docs/decisions/0050-elicitation-forms-on-slack-and-discord.md):
 
 1. *Answer…* by the requester: respond with `QuestionModal(form, page=1)` (only a click's
    response, not a modal's, may open a modal). A form without fields needs no modal: the click

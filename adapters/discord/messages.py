@@ -270,7 +270,7 @@ PROGRESS = ProgressWords(
 a turn goes on for a while (with a Stop button), deleted when the turn ends."""
 
 # An MCP server's question to whoever asked for the call
-# (docs/decisions/XXXX-elicitation-forms-on-slack-and-discord.md)
+# (docs/decisions/0050-elicitation-forms-on-slack-and-discord.md)
 QUESTION_TITLE = "❓ A question for you"
 QUESTION_TITLE_DONE = {
     "accept": "💬 Question answered",

@@ -8,7 +8,7 @@ what `bot.tools.mcp.elicitation.forms.read_answer` takes, and an `AnswerError` g
 modal at its field (`field_errors`, Slack's `response_action: errors`). *Open link…* shows the
 link to the requester alone, in an ephemeral message (`link_blocks`).
 
-Fields map to Block Kit elements as docs/decisions/XXXX-elicitation-forms-on-slack-and-discord.md
+Fields map to Block Kit elements as docs/decisions/0050-elicitation-forms-on-slack-and-discord.md
 says. Limits from Slack's Block Kit reference: modal title, submit and close 24 characters, input
 label and hint 2,000, option text 75, 100 options in a select, 10 in radio buttons, 100 blocks
 in a view, plain_text_input 3,000 characters, section text 3,000, button URL 3,000. Longer text
