@@ -197,9 +197,9 @@ class DiscordPlatform:
         """
         asked = question.question
         what = (
-            msg.QUESTION_LINK
+            msg.QUESTION_NOT_YET_LINK
             if isinstance(asked, LinkRequest)
-            else msg.QUESTION_FORM.format(message=discord.utils.escape_markdown(excerpt(asked.message)))
+            else msg.QUESTION_NOT_YET_FORM.format(message=discord.utils.escape_markdown(excerpt(asked.message)))
         )
         text = msg.QUESTION_NOT_YET.format(
             user=question.requester_id,

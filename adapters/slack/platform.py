@@ -237,9 +237,9 @@ class SlackPlatform:
         """
         asked = question.question
         what = (
-            msg.QUESTION_LINK
+            msg.QUESTION_NOT_YET_LINK
             if isinstance(asked, LinkRequest)
-            else msg.QUESTION_FORM.format(message=escape(excerpt(asked.message)))
+            else msg.QUESTION_NOT_YET_FORM.format(message=escape(excerpt(asked.message)))
         )
         text = msg.QUESTION_NOT_YET.format(server=escape(question.server), tool=escape(question.tool_name), asked=what)
         await self.whisper(
