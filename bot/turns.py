@@ -176,6 +176,8 @@ class TurnRunner:
         self._stops = stops
         self._offer_stop_after_s = offer_stop_after_s
         self.questions = questions
+        self._closed_at_once: set[str] = set()
+        """Conversations whose run raised a question pause that was closed as it opened."""
 
     def platform(self, conversation: ConversationRef) -> Platform:
         """The adapter serving `conversation`.
@@ -268,6 +270,7 @@ class TurnRunner:
                 asking = [interrupt for interrupt in state.interrupts if is_question(interrupt.value)]
                 if asking and await self._open_questions(conversation, asking, messages) and not resumed:
                     resumed = True  # every question of a pause is closed: its answers go to the server
+                    self._closed_at_once.discard(conversation.thread_id)
                     await self.resume(conversation, anchor=None)
                     continue
                 reviewing = [interrupt for interrupt in state.interrupts if not is_question(interrupt.value)]
@@ -537,11 +540,11 @@ class TurnRunner:
         if outcome.stopped_by is not None and outcome.delivered:
             label = "stopped"
         metrics.TURN_SECONDS.labels(outcome=label).observe(time.monotonic() - started)
-        if outcome.paused and outcome.finished and self.questions is not None:
+        if conversation.thread_id in self._closed_at_once:
             # A platform that cannot take answers closed its question at once ("cancel"): the
             # call goes on now, under this lock.
-            state = await (await self.graph_for(conversation)).aget_state(self.config(conversation))
-            if await self._answered_questions(conversation, {i.id: i for i in state.interrupts}):
+            self._closed_at_once.discard(conversation.thread_id)
+            if outcome.finished:
                 await self.resume(conversation, anchor=None)
         if outcome.stopped_by is not None and outcome.finished:
             try:
@@ -836,6 +839,8 @@ class TurnRunner:
         ready = False
         for interrupt in interrupts:
             ready = await self.questions.open(conversation, interrupt.id, interrupt.value, requester) or ready
+        if ready:
+            self._closed_at_once.add(conversation.thread_id)
         return ready
 
     async def _stuck_reviews(

@@ -283,7 +283,6 @@ QUESTION_KINDS = {
 QUESTION_BAD_VALUE = "!  {problem} Try again."
 """A field's value the form refuses: the field is asked again."""
 QUESTION_NOT_YOURS = "!  Only {requester}, who asked for the call, can answer this question (use /as {requester})."
-QUESTION_SENT = "   Sent to {server}: {action}."
 QUESTION_LEFT = "   The question waits; you are asked again next time."
 QUESTION_OUTCOME = {
     "answered": "   The question of {server} ({tool}) was answered: {action}.",

@@ -81,7 +81,11 @@ class QuestionPrompt:
         asked = record.question
         while True:
             choices = msg.QUESTION_LINK_CHOICES if isinstance(asked, LinkRequest) else msg.QUESTION_CHOICES
-            line = await self._line(choices, question_id)
+            try:
+                line = await self._line(choices, question_id)
+            except asyncio.CancelledError:  # Ctrl-C or SIGTERM at the prompt: the bot stops
+                self._write(msg.QUESTION_LEFT)
+                raise
             if line is _SETTLED:
                 return Asked.DONE
             if not isinstance(line, str) or line.strip().lower() in QUIT:

@@ -16,12 +16,14 @@ from mcp_types import ElicitRequest, ElicitRequestFormParams, ElicitRequestURLPa
 
 from adapters.console import ConsoleChat, ConsolePlatform
 from adapters.console import messages as msg
+from bot.approvals.decisions import Approve
 from tests.integration.test_console_policies import Terminal
 from tests.integration.test_mcp_tools import connected, registry_with, servers_for, tool_results
 from tests.support.barriers import wait_until
 from tests.support.mcp_server import serve_http
+from tests.support.recording_platform import RecordingPlatform
 from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
-from tests.support.service import open_service
+from tests.support.service import actor, conversation, message, open_service
 
 SCHEMA = {
     "type": "object",
@@ -307,3 +309,29 @@ async def test_only_the_requester_may_answer(tmp_path, db_url):
     assert "!  Only olga, who asked for the call, can answer this question (use /as olga)." in text
     assert [event.get("action") for event in seen] == [None, "cancel"]
     assert tool_results(model)[0].content == "not paid: cancel"
+
+
+async def test_a_platform_that_cannot_ask_has_the_question_answered_cancel(tmp_path, db_url):
+    """Where answers cannot be taken (Slack, Discord today), the requester is shown it and the server gets `cancel`."""
+    seen: list[dict[str, Any]] = []
+    platform = RecordingPlatform(asks_questions=False)
+    async with serve_http(asking_server(seen)) as address:
+        servers = servers_for(tmp_path, {"bank": {"url": address}})
+        servers.start()
+        try:
+            await connected(servers, "bank")
+            model = model_paying()
+            async with open_service(db_url, model, registry_with(servers), platform) as h:
+                await h.service.handle_message(message("pay 100"))
+                [approval] = await h.service.pending_approvals(conversation())
+                await h.service.decide(approval.id, actor("alice"), Approve())
+                await asyncio.wait_for(h.service.tasks.join(), WAIT_S)
+                [question] = platform.questions.values()
+                stored = await h.service.question(question.id)
+        finally:
+            await servers.aclose(10)
+    assert question.requester_id == "alice" and question.server == "bank"
+    assert stored.status.value == "answered" and stored.answer is not None and stored.answer.action.value == "cancel"
+    assert [event.get("action") for event in seen] == [None, "cancel"]
+    assert tool_results(model)[0].content == "not paid: cancel"
+    assert platform.answers[-1][1] == "done"

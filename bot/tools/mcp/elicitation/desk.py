@@ -127,7 +127,18 @@ class QuestionDesk:
                 await self._show(conversation, record)
 
     async def _show(self, conversation: ConversationRef, record: QuestionRecord) -> None:
-        """Show a question to its requester; a platform that cannot take answers has it answered `cancel`."""
+        """Show a question to its requester; a platform that cannot take answers has it answered `cancel`.
+
+        A question nobody known asked for (the message's author was not stored) is answered
+        `cancel` without being shown: nobody may answer it.
+        """
+        if not record.requester_id:
+            closed = await self.store.answer(
+                record.id, Answer(action=Action.CANCEL), status=QuestionStatus.ANSWERED, by_id=None
+            )
+            if closed is not None:
+                await self._audited(closed, "answered", actor=None, detail={"action": "cancel", "why": "no requester"})
+            return
         try:
             ref = await self._platforms[conversation.platform].post_question(conversation, record)
         except Exception:
