@@ -10,13 +10,19 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
 from fastmcp import Context, FastMCP
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from mcp_types import ElicitRequest, ElicitRequestFormParams, ElicitRequestURLParams, InputRequiredResult
 
 from adapters.console import ConsoleChat, ConsolePlatform
 from adapters.console import messages as msg
+from bot.agents.kind import AgentKind
+from bot.agents.subagent_specs import SubagentSpec
 from bot.approvals.decisions import Approve
+from bot.errors import NotPermittedError
+from bot.tools.mcp.elicitation.desk import AlreadyAnsweredError, QuestionNotFoundError
+from bot.tools.mcp.elicitation.forms import Action, Answer, AnswerError
 from tests.integration.test_console_policies import Terminal
 from tests.integration.test_mcp_tools import connected, registry_with, servers_for, tool_results
 from tests.support.barriers import wait_until
@@ -335,3 +341,78 @@ async def test_a_platform_that_cannot_ask_has_the_question_answered_cancel(tmp_p
     assert [event.get("action") for event in seen] == [None, "cancel"]
     assert tool_results(model)[0].content == "not paid: cancel"
     assert platform.answers[-1][1] == "done"
+
+
+async def test_a_question_inside_a_subagent_reaches_the_requester_and_its_answer_the_server(tmp_path, db_url):
+    """A subagent's MCP call asks: the question is the requester's, and the delegation goes on with the answer."""
+    seen: list[dict[str, Any]] = []
+    alpha = SubagentSpec(name="alpha", description="Pays.", prompt="You are alpha.", tools=("bank__pay",))
+
+    def script(messages: list[BaseMessage]) -> AIMessage:
+        last = messages[-1]
+        if str(messages[0].content).startswith(alpha.prompt):
+            if isinstance(last, ToolMessage):
+                return AIMessage(f"alpha reports: {last.content}")
+            return calls(tool_call("bank__pay", {"amount": 100}))
+        if isinstance(last, ToolMessage):
+            return AIMessage(f"answer: {last.content}")
+        return calls(tool_call("alpha", {"query": "pay 100"}))
+
+    platform = RecordingPlatform()
+    async with serve_http(asking_server(seen)) as address:
+        servers = servers_for(tmp_path, {"bank": {"url": address}})
+        servers.start()
+        try:
+            await connected(servers, "bank")
+            model = ScriptedChatModel(script=script)
+            async with open_service(
+                db_url, model, registry_with(servers), platform, subagents=(alpha,), default_agent=AgentKind.SUBAGENTS
+            ) as h:
+                await h.service.handle_message(message("pay 100"))
+                [approval] = await h.service.pending_approvals(conversation())
+                assert approval.source == "alpha"
+                await h.service.decide(approval.id, actor("alice"), Approve())
+                await asyncio.wait_for(h.service.tasks.join(), WAIT_S)
+                [question] = platform.questions.values()
+                assert question.requester_id == "alice" and question.is_open
+                answer = Answer(action=Action.ACCEPT, content={"payee": "bob", "times": 1})
+                await h.service.answer_question(question.id, actor("alice"), answer)
+                await asyncio.wait_for(h.service.tasks.join(), WAIT_S)
+        finally:
+            await servers.aclose(10)
+    assert [event.get("action") for event in seen] == [None, "accept"]
+    assert platform.answers[-1][1] == "answer: alpha reports: paid 100 to bob"
+
+
+async def test_an_answer_that_does_not_fit_changes_nothing(tmp_path, db_url):
+    """An accepted form whose content the schema refuses raises `AnswerError`; the question stays open for a good one."""
+    seen: list[dict[str, Any]] = []
+    platform = RecordingPlatform()
+    async with serve_http(asking_server(seen)) as address:
+        servers = servers_for(tmp_path, {"bank": {"url": address}})
+        servers.start()
+        try:
+            await connected(servers, "bank")
+            model = model_paying()
+            async with open_service(db_url, model, registry_with(servers), platform) as h:
+                await h.service.handle_message(message("pay 100"))
+                [approval] = await h.service.pending_approvals(conversation())
+                await h.service.decide(approval.id, actor("alice"), Approve())
+                await asyncio.wait_for(h.service.tasks.join(), WAIT_S)
+                [question] = platform.questions.values()
+                bad = Answer(action=Action.ACCEPT, content={"payee": "bob", "times": 9})
+                with pytest.raises(AnswerError):
+                    await h.service.answer_question(question.id, actor("alice"), bad)
+                with pytest.raises(NotPermittedError):
+                    await h.service.answer_question(question.id, actor("mallory"), Answer(action=Action.DECLINE))
+                assert (await h.service.question(question.id)).is_open
+                await h.service.answer_question(question.id, actor("alice"), Answer(action=Action.DECLINE))
+                with pytest.raises(AlreadyAnsweredError):
+                    await h.service.answer_question(question.id, actor("alice"), Answer(action=Action.CANCEL))
+                with pytest.raises(QuestionNotFoundError):
+                    await h.service.answer_question("nope", actor("alice"), Answer(action=Action.CANCEL))
+                await asyncio.wait_for(h.service.tasks.join(), WAIT_S)
+        finally:
+            await servers.aclose(10)
+    assert [event.get("action") for event in seen] == [None, "decline"]
+    assert tool_results(model)[0].content == "not paid: decline"
