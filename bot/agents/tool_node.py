@@ -283,13 +283,20 @@ async def _go_on(
     short ends the call as outcome unknown.
     """
     name, call_id = call["name"], str(call["id"])
+    # A call that ended still asks its recorded questions again below, up to its last: the
+    # answers of later calls' questions in this node are paired with `interrupt` by position.
     stored = await ledger.recorded(thread_id=thread_id, tool_call_id=call_id)
-    if stored is not None:
-        return ToolMessage(content=stored.content, tool_call_id=call_id, name=name, status=stored.status)
+    final = (
+        ToolMessage(content=stored.content, tool_call_id=call_id, name=name, status=stored.status)
+        if stored is not None
+        else None
+    )
     recorded = {each.number: each.asked for each in rounds}
     number = 0
     while True:
         asked_value = recorded.get(number)
+        if final is not None and (asked_value is None or _ends(asked_value, number)):
+            return final  # the round that ended the call, or the call's recorded end
         if asked_value is None:  # claimed and cut short: never sent twice
             log.warning("round %d of %s was cut short (tool_call_id=%s thread_id=%s)", number, name, call_id, thread_id)
             return await _recorded(
@@ -307,7 +314,7 @@ async def _go_on(
             text = prompts.MCP_TOO_MANY_QUESTIONS.format(name=name, rounds=number)
             return await _recorded(call, ledger, thread_id, _error(call, text), True)
         payload = question_payload(
-            tool_call_id=call_id, tool_name=name, server=_server_of(name, tools), number=number, asked=asked
+            tool_call_id=call_id, tool_name=name, server=_server_of(name), number=number, asked=asked
         )
         answer = interrupt(payload)  # never inside a `try`: LangGraph's pause must pass
         pause = QuestionPause.of(payload)
@@ -341,7 +348,13 @@ async def _go_on(
         return await _recorded(call, ledger, thread_id, result, cut_short)
 
 
-def _server_of(name: str, tools: Mapping[str, BaseTool]) -> str:
+def _ends(asked: Mapping[str, Any], number: int) -> bool:
+    """Whether round `number`, which asked `asked`, ended the call without a question being asked."""
+    result = asked_of(asked)
+    return not only_questions(result) or unusable(result) is not None or number >= MAX_QUESTION_ROUNDS
+
+
+def _server_of(name: str) -> str:
     """The MCP server of the tool `name` (its registry name is `<server>__<tool>`)."""
     return name.split("__", 1)[0]
 

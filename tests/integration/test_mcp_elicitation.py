@@ -416,3 +416,36 @@ async def test_an_answer_that_does_not_fit_changes_nothing(tmp_path, db_url):
             await servers.aclose(10)
     assert [event.get("action") for event in seen] == [None, "decline"]
     assert tool_results(model)[0].content == "not paid: decline"
+
+
+async def test_two_asking_calls_of_one_answer_each_get_their_own_answer(tmp_path, db_url):
+    """Two calls of one model answer both ask: each question is asked in turn, and each answer reaches its own call."""
+    seen: list[dict[str, Any]] = []
+    model = ScriptedChatModel(
+        replies=[
+            calls(tool_call("bank__pay", {"amount": 100}), tool_call("bank__pay", {"amount": 200})),
+            AIMessage("done"),
+        ]
+    )
+    async with serve_http(asking_server(seen)) as address:
+        servers = servers_for(tmp_path, {"bank": {"url": address}})
+        servers.start()
+        try:
+            await connected(servers, "bank")
+            out: list[str] = []
+            lines = ("/countersign policy bank__pay auto", "pay both", "a", "bob", "1", "d")
+            terminal = Terminal(*lines)
+            platform = ConsolePlatform(write=out.append, operator="olga")
+            async with open_service(db_url, model, registry_with(servers), platform) as h:
+                await asyncio.wait_for(
+                    ConsoleChat(h.service, platform, read=terminal.read, admin=h.admin).run(), WAIT_S
+                )
+        finally:
+            await servers.aclose(10)
+    assert [(e["round"], e.get("amount"), e.get("action")) for e in seen] == [
+        ("ask", 100, None),
+        ("answer", None, "accept"),
+        ("ask", 200, None),
+        ("answer", None, "decline"),
+    ]
+    assert [m.content for m in tool_results(model)] == ["paid 100 to bob", "not paid: decline"]
