@@ -148,8 +148,21 @@ async def serve_http(mcp: FastMCP, port: int = 0) -> AsyncIterator[str]:
         sock.close()
 
 
+def start_helper(pids: Path) -> None:
+    """Start a child of this server that outlives stdin's end (as a server's helper may); write both pids to `pids`.
+
+    The file says `<server pid> <helper pid>`, written once both run.
+    """
+    import subprocess
+
+    helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
+    pids.write_text(f"{os.getpid()} {helper.pid}")
+
+
 if __name__ == "__main__":
     held = os.environ.get("MCP_TEST_START_AFTER")
     while held and not Path(held).exists():  # the test holds this start (`stdio_entry`'s `start_after`)
         time.sleep(0.02)
+    if os.environ.get("MCP_TEST_PIDS"):
+        start_helper(Path(os.environ["MCP_TEST_PIDS"]))
     build_server(file_recorder(Path(os.environ["MCP_TEST_LOG"]))).run(transport="stdio", show_banner=False)

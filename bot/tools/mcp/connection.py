@@ -30,11 +30,13 @@ import httpx2
 import mcp_types
 from fastmcp import Client
 from fastmcp.client.transports import ClientTransport, StdioTransport, StreamableHttpTransport
+from mcp.client.stdio import FORCE_KILL_TIMEOUT
 from mcp.shared.exceptions import MCPError
 
 from bot import metrics
 from bot.tools.mcp.config import HttpServer, ServerEntry, StdioServer
 from bot.tools.mcp.listing import Listing, ListingError, list_tools
+from bot.tools.mcp.reaper import wrapped
 from bot.tools.mcp.stderr import StderrLog
 
 log = logging.getLogger(__name__)
@@ -48,6 +50,9 @@ CONNECT_TIMEOUT_S = 30.0
 """Seconds a connection's start (a stdio server's start, the handshake, the first `tools/list`) may take."""
 LIST_TIMEOUT_S = 30.0
 """Seconds one poll may take before the server counts as lost."""
+REAPER_GRACE_S = FORCE_KILL_TIMEOUT / 2
+"""Seconds a stdio server's processes have after SIGTERM before the reaper kills them: within the
+SDK's own wait before it kills the reaper, so the reaper always gets to finish."""
 
 _REFUSED_CODES = frozenset(
     {mcp_types.PARSE_ERROR, mcp_types.INVALID_REQUEST, mcp_types.METHOD_NOT_FOUND, mcp_types.INVALID_PARAMS}
@@ -186,10 +191,12 @@ class McpConnection:
         if isinstance(entry, HttpServer):
             return StreamableHttpTransport(entry.url, headers=dict(entry.headers))
         # Only the configured variables: the SDK adds what any process needs (PATH, HOME, ...),
-        # never the bot's own environment and its secrets.
+        # never the bot's own environment and its secrets. The reaper ends every process the
+        # command started once it ends (`bot.tools.mcp.reaper`).
+        command, args = wrapped(entry.command, list(entry.args), REAPER_GRACE_S)
         return StdioTransport(
-            command=entry.command,
-            args=list(entry.args),
+            command=command,
+            args=args,
             env=dict(entry.env),
             cwd=str(entry.cwd or Path.cwd()),
             keep_alive=False,
