@@ -233,12 +233,21 @@ class ToolRegistry:
         self._changes = 0
         self._merged: dict[str, ToolSpec] = {}
         self._merged_version: tuple[int, ...] | None = None
-        self.max_tools = max_tools
-        """Tools offered at most (`COUNTERSIGN_MAX_TOOLS`)."""
+        self._max_tools = max_tools
         self._over: dict[str, ToolSpec] = {}
         self._over_counts: dict[str, int] = {}
         for spec in specs:
             self.register(spec)
+
+    @property
+    def max_tools(self) -> int:
+        """Tools offered at most (`COUNTERSIGN_MAX_TOOLS`)."""
+        return self._max_tools
+
+    @max_tools.setter
+    def max_tools(self, value: int) -> None:
+        self._max_tools = value
+        self._changes += 1  # what is offered may change
 
     def register(self, spec: ToolSpec) -> None:
         """Add a fixed tool; see the class docstring for the duplicate-name rule."""

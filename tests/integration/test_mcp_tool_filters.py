@@ -91,8 +91,8 @@ async def test_only_the_included_tools_are_offered_and_pinned_and_an_excluded_on
     assert "5 tools left out by the file's includeTools/excludeTools" in shown
     assert "`notes__add`" in shown and "notes__slow" not in shown and "held" not in shown
     assert warnings(caplog, "includeTools") == [
-        "MCP server notes does not list 'nope', which its includeTools names (a typo?); its tools are: add, "
-        "create_note, die, fail, huge, shout, slow"
+        "MCP server notes does not list 'nope', which its includeTools names (a typo?); its tools are: 'add', "
+        "'create_note', 'die', 'fail', 'huge', 'shout', 'slow'"
     ]
     assert model_notices(h) == []
 

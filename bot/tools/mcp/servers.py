@@ -303,7 +303,7 @@ class McpServers:
                     "MCP server %s does not list %s, which its includeTools names (a typo?); its tools are: %s",
                     key,
                     ", ".join(repr(name) for name in new),
-                    ", ".join(sorted(listed))[:1000] or "none",
+                    ", ".join(repr(name) for name in sorted(listed))[:1000] or "none",
                 )
         return Listing(tools=tools, left_out=left_out)
 
