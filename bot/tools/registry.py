@@ -3,7 +3,7 @@
 The registry offers at most `max_tools` tools (`COUNTERSIGN_MAX_TOOLS`, Gemini's limit of 512 by
 default): Gemini refuses a whole request declaring more, so over the limit the tools of its
 sources (MCP servers) are left out, the fixed tools first, then each source's in its own order
-(docs/decisions/XXXX-offering-only-some-mcp-tools.md). Every graph's tools are a view of this
+(docs/decisions/0051-offering-only-some-mcp-tools.md). Every graph's tools are a view of this
 registry, so the limit holds for every model call, a subagent's included.
 """
 

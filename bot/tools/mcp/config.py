@@ -13,7 +13,7 @@ call of its tools may take (a number), and `type`, as other clients write it (`s
 `http`, `streamable-http`, `streamableHttp`; it must match `command` or `url`), and the tool
 filters Gemini CLI's entries use: `includeTools` (only these of the server's tools are offered)
 and `excludeTools` (these never are; it wins over `includeTools`), lists of the server's own
-tool names (docs/decisions/XXXX-offering-only-some-mcp-tools.md). `${NAME}` in any
+tool names (docs/decisions/0051-offering-only-some-mcp-tools.md). `${NAME}` in any
 string value is replaced by the variable `NAME` of the bot's environment, else of its `.env`
 file (`mcp_environment`), so tokens stay out of the file. Anything else stops the start with one
 line (`bot.errors.ConfigurationError`): a file that cannot be read or is not JSON, an unknown key

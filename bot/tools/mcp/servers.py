@@ -13,7 +13,7 @@ it is sent (`check_call`), so a hold recorded by any worker or replica refuses i
 
 Before all that, a listing is cut to what the file's `includeTools` / `excludeTools` let through
 (`offered_by_file`): a tool the file leaves out is never offered, never callable (its name is
-unknown), never pinned nor held (docs/decisions/XXXX-offering-only-some-mcp-tools.md).
+unknown), never pinned nor held (docs/decisions/0051-offering-only-some-mcp-tools.md).
 """
 
 from __future__ import annotations
