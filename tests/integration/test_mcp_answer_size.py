@@ -92,7 +92,7 @@ def _stdio_entry(tmp: Path) -> dict[str, Any]:
         "args": ["-m", "tests.support.mcp_server"],
         "env": {"MCP_TEST_LOG": str(tmp / "events.jsonl")},
         "cwd": str(ROOT),
-        "max_answer_mb": 1,
+        "maxAnswerMB": 1,
     }
 
 
@@ -105,7 +105,7 @@ def _assert_refused(huge: ToolMessage, add: ToolMessage, worst: float) -> None:
 
 
 async def test_a_huge_stdio_answer_is_refused_as_it_arrives_and_the_session_goes_on(db_url, tmp_path: Path):
-    """30 MB from a stdio server with `max_answer_mb` 1: the model reads "over 1 MB ... unknown", the loop never
+    """30 MB from a stdio server with `maxAnswerMB` 1: the model reads "over 1 MB ... unknown", the loop never
     stalls, and the next call on the same session answers."""
     servers = servers_for(tmp_path, {"notes": _stdio_entry(tmp_path)})
     servers.start()
@@ -119,11 +119,11 @@ async def test_a_huge_stdio_answer_is_refused_as_it_arrives_and_the_session_goes
 
 @pytest.mark.parametrize("json_response", [True, False], ids=["json", "sse"])
 async def test_a_huge_streamable_http_answer_is_refused_as_it_arrives(db_url, tmp_path: Path, json_response):
-    """2 MB from a Streamable HTTP server with `max_answer_mb` 1, as one JSON body or an SSE event: the model reads
+    """2 MB from a Streamable HTTP server with `maxAnswerMB` 1, as one JSON body or an SSE event: the model reads
     "over 1 MB ... unknown", and the next call on the same session answers. (The answer is kept small: the server
     runs in this process and its own serialising would hold the loop the probe measures.)"""
     async with serve_http(streaming_server(), json_response=json_response) as url:
-        servers = servers_for(tmp_path, {"notes": {"url": url, "max_answer_mb": 1}})
+        servers = servers_for(tmp_path, {"notes": {"url": url, "maxAnswerMB": 1}})
         servers.start()
         try:
             await connected(servers, "notes")
