@@ -1,4 +1,4 @@
-"""An MCP answer over the size limit is refused as it arrives: no frozen event loop, outcome unknown (docs/decisions/XXXX-bounded-mcp-answers.md).
+"""An MCP answer over the size limit is refused as it arrives: no frozen event loop, outcome unknown (docs/decisions/0053-bounded-mcp-answers.md).
 
 A real FastMCP server over stdio (a subprocess) and over Streamable HTTP (in process), the real
 core on a real PostgreSQL, a scripted model. A probe task measures how late the event loop runs

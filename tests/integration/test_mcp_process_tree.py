@@ -1,4 +1,4 @@
-"""A stdio MCP server's whole process tree ends with its connection (docs/decisions/XXXX-stdio-server-process-trees.md).
+"""A stdio MCP server's whole process tree ends with its connection (docs/decisions/0052-stdio-server-process-trees.md).
 
 A real FastMCP server started through `sh -c`, which starts a helper of its own that outlives
 its stdin (as npx's node, or a server's browser, may); the processes are looked up by pid.

@@ -108,7 +108,7 @@ class _Entry(BaseModel):
     maxAnswerMB: float | None = Field(default=None, gt=0, le=1024, strict=True)  # noqa: N815 (the file's key)
     """Megabytes (10^6 bytes) one answer of this server may have, a JSON number; None:
     `COUNTERSIGN_MCP_MAX_ANSWER_MB`. A larger answer is refused as it arrives, and the call's
-    outcome is unknown (docs/decisions/XXXX-bounded-mcp-answers.md)."""
+    outcome is unknown (docs/decisions/0053-bounded-mcp-answers.md)."""
 
 
 class StdioServer(_Entry):

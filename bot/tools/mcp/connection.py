@@ -12,7 +12,7 @@ before anything is sent, when there is none. A stdio server is started once per 
 process it started once it ends; its stderr becomes the bot's log lines
 (`bot.tools.mcp.stderr`). An answer over the server's size limit is refused as it arrives, before
 anything parses it on the event loop (`AnswerTooLargeError`,
-docs/decisions/XXXX-bounded-mcp-answers.md). Each call is counted and timed in `bot.metrics` by server, and the
+docs/decisions/0053-bounded-mcp-answers.md). Each call is counted and timed in `bot.metrics` by server, and the
 connection's state is the gauge `countersign_mcp_server_connected`
 (docs/decisions/0044-mcp-operations.md).
 """
@@ -118,7 +118,7 @@ class AnswerTooLargeError(OutcomeUnknownError):
     """The server's answer was over the bytes one answer may have: refused as it arrived, unread.
 
     The server ran the call (it answered), so its outcome is unknown, and the call is not sent
-    again (docs/decisions/XXXX-bounded-mcp-answers.md).
+    again (docs/decisions/0053-bounded-mcp-answers.md).
 
     Args:
         limit_bytes: the most bytes one answer of this server may have.
@@ -184,7 +184,7 @@ class McpConnection:
         first_retry_s: the first wait after a failure, doubled up to `MAX_RETRY_S`.
         max_answer_bytes: the most bytes one message of the server may have; a larger answer is
             refused as it arrives, before anything parses it, and its call ends as outcome
-            unknown (`AnswerTooLargeError`; docs/decisions/XXXX-bounded-mcp-answers.md).
+            unknown (`AnswerTooLargeError`; docs/decisions/0053-bounded-mcp-answers.md).
     """
 
     def __init__(

@@ -7,7 +7,7 @@ node, a server's own helper. So the bot does not start the configured command di
 `python reaper.py GRACE_S MAX_BYTES COMMAND [ARG...]` (`wrapped`), which starts the command in a process
 group of its own and, once it exits, or once the SDK stops the reaper, ends that whole group:
 SIGTERM, then SIGKILL to whatever is left after `GRACE_S` seconds
-(docs/decisions/XXXX-stdio-server-process-trees.md).
+(docs/decisions/0052-stdio-server-process-trees.md).
 
 The command inherits the reaper's standard input and error, environment and working directory:
 the server sees what it would see when started directly, but for its standard output, which the
@@ -17,7 +17,7 @@ with the square of its length (30 MB took minutes, and froze every conversation 
 reaper keeps only its start and end, and when it is an answer, passes on in its place a JSON-RPC
 error for the same request id (`ANSWER_TOO_LARGE`, its `data` naming the size and the limit),
 which the bot reads as "outcome unknown": the server did run the call
-(docs/decisions/XXXX-bounded-mcp-answers.md). The reaper lets go of its own copy of standard
+(docs/decisions/0053-bounded-mcp-answers.md). The reaper lets go of its own copy of standard
 input, so that stdin's end is the server's alone. On Linux the reaper is its descendants' subreaper: an
 orphaned descendant becomes its child, and it reaps it, so none is left a zombie (e.g. under a
 bot that runs as PID 1 in a container).
