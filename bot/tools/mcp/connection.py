@@ -9,8 +9,11 @@ malformed tool is left out, not the server. Callers never enter the client: `cal
 ends that call with `InputRequiredError`, docs/decisions/0048-mcp-input-required.md; the tool
 node may answer its questions in a new call of its own, docs/decisions/XXXX-mcp-elicitation.md), or refuses at once,
 before anything is sent, when there is none. A stdio server is started once per connection, never per call
-(docs/decisions/0042-mcp-client.md); its stderr becomes the bot's log lines
-(`bot.tools.mcp.stderr`). Each call is counted and timed in `bot.metrics` by server, and the
+(docs/decisions/0042-mcp-client.md), under a reaper (`bot.tools.mcp.reaper`) that ends every
+process it started once it ends; its stderr becomes the bot's log lines
+(`bot.tools.mcp.stderr`). An answer over the server's size limit is refused as it arrives, before
+anything parses it on the event loop (`AnswerTooLargeError`,
+docs/decisions/0053-bounded-mcp-answers.md). Each call is counted and timed in `bot.metrics` by server, and the
 connection's state is the gauge `countersign_mcp_server_connected`
 (docs/decisions/0044-mcp-operations.md).
 """
@@ -21,7 +24,7 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -31,11 +34,14 @@ import httpx2
 import mcp_types
 from fastmcp import Client
 from fastmcp.client.transports import ClientTransport, StdioTransport, StreamableHttpTransport
+from mcp.client.stdio import FORCE_KILL_TIMEOUT
+from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
 from bot import metrics
 from bot.tools.mcp.config import HttpServer, ServerEntry, StdioServer
 from bot.tools.mcp.listing import Listing, ListingError, list_tools
+from bot.tools.mcp.reaper import ANSWER_TOO_LARGE, ANSWER_TOO_LARGE_DATA, wrapped
 from bot.tools.mcp.stderr import StderrLog
 
 log = logging.getLogger(__name__)
@@ -49,6 +55,11 @@ CONNECT_TIMEOUT_S = 30.0
 """Seconds a connection's start (a stdio server's start, the handshake, the first `tools/list`) may take."""
 LIST_TIMEOUT_S = 30.0
 """Seconds one poll may take before the server counts as lost."""
+DEFAULT_MAX_ANSWER_MB = 4.0
+"""Megabytes one answer of a server may have unless configured (`COUNTERSIGN_MCP_MAX_ANSWER_MB`)."""
+REAPER_GRACE_S = FORCE_KILL_TIMEOUT / 2
+"""Seconds a stdio server's processes have after SIGTERM before the reaper kills them: within the
+SDK's own wait before it kills the reaper, so the reaper always gets to finish."""
 
 _REFUSED_CODES = frozenset(
     {mcp_types.PARSE_ERROR, mcp_types.INVALID_REQUEST, mcp_types.METHOD_NOT_FOUND, mcp_types.INVALID_PARAMS}
@@ -104,6 +115,24 @@ class OutcomeUnknownError(Exception):
         self.timed_out = timed_out
 
 
+class AnswerTooLargeError(OutcomeUnknownError):
+    """The server's answer was over the bytes one answer may have: refused as it arrived, unread.
+
+    The server ran the call (it answered), so its outcome is unknown, and the call is not sent
+    again (docs/decisions/0053-bounded-mcp-answers.md).
+
+    Args:
+        limit_bytes: the most bytes one answer of this server may have.
+        size_bytes: the answer's size when known (a stdio server's), else None.
+    """
+
+    def __init__(self, limit_bytes: int, size_bytes: int | None = None) -> None:
+        size = f" ({size_bytes / 1_000_000:.1f} MB)" if size_bytes is not None else ""
+        super().__init__(f"the answer was over {limit_bytes / 1_000_000:g} MB{size}, so it was not read")
+        self.limit_bytes = limit_bytes
+        self.size_bytes = size_bytes
+
+
 class InputRequiredError(OutcomeUnknownError):
     """The server answered the call by asking for input (an `InputRequiredResult`): it was not sent again.
 
@@ -157,6 +186,9 @@ class McpConnection:
         poll_s: seconds between polls.
         connect_timeout_s: seconds a connection's start may take.
         first_retry_s: the first wait after a failure, doubled up to `MAX_RETRY_S`.
+        max_answer_bytes: the most bytes one message of the server may have; a larger answer is
+            refused as it arrives, before anything parses it, and its call ends as outcome
+            unknown (`AnswerTooLargeError`; docs/decisions/0053-bounded-mcp-answers.md).
     """
 
     def __init__(
@@ -169,6 +201,7 @@ class McpConnection:
         poll_s: float = POLL_S,
         connect_timeout_s: float = CONNECT_TIMEOUT_S,
         first_retry_s: float = FIRST_RETRY_S,
+        max_answer_bytes: int = round(DEFAULT_MAX_ANSWER_MB * 1_000_000),
     ) -> None:
         self.key = key
         self._entry = entry
@@ -177,6 +210,7 @@ class McpConnection:
         self._poll_s = poll_s
         self._connect_timeout_s = connect_timeout_s
         self._first_retry_s = first_retry_s
+        self._max_answer_bytes = max_answer_bytes
         self._client: Client[Any] | None = None
         self._lost = asyncio.Event()
         self._lost_reason = ""
@@ -188,12 +222,19 @@ class McpConnection:
     def _transport(self) -> ClientTransport:
         entry = self._entry
         if isinstance(entry, HttpServer):
-            return StreamableHttpTransport(entry.url, headers=dict(entry.headers))
+            return StreamableHttpTransport(
+                entry.url,
+                headers=dict(entry.headers),
+                httpx_client_factory=_bounded_client_factory(self._max_answer_bytes),
+                max_sse_event_size=self._max_answer_bytes,
+            )
         # Only the configured variables: the SDK adds what any process needs (PATH, HOME, ...),
-        # never the bot's own environment and its secrets.
+        # never the bot's own environment and its secrets. The reaper ends every process the
+        # command started once it ends (`bot.tools.mcp.reaper`).
+        command, args = wrapped(entry.command, list(entry.args), REAPER_GRACE_S, self._max_answer_bytes)
         return StdioTransport(
-            command=entry.command,
-            args=list(entry.args),
+            command=command,
+            args=args,
             env=dict(entry.env),
             cwd=str(entry.cwd or Path.cwd()),
             keep_alive=False,
@@ -384,6 +425,9 @@ class McpConnection:
             )
         except MCPError as exc:
             code = exc.error.code
+            too_large = _too_large(exc.error, self._max_answer_bytes)
+            if too_large is not None:
+                raise too_large from exc
             if code == mcp_types.REQUEST_TIMEOUT:
                 raise OutcomeUnknownError(
                     f"no answer within {timeout_s:g} s; the server was told to cancel the call", timed_out=True
@@ -404,6 +448,77 @@ class McpConnection:
         if isinstance(result, mcp_types.InputRequiredResult):
             raise InputRequiredError(result)
         return result
+
+
+_JSON_TOO_LARGE = "countersign: the JSON answer is over the limit of {limit} bytes"
+"""Said by `_BoundedStream`; the SDK passes it on in a PARSE_ERROR of its own, which `_too_large` reads."""
+
+
+def _too_large(error: mcp_types.ErrorData, limit: int) -> AnswerTooLargeError | None:
+    """The `AnswerTooLargeError` an error for a call stands for, or None when it is another error.
+
+    Three ways an answer over the limit comes back: a stdio server's, from the reaper
+    (`bot.tools.mcp.reaper.ANSWER_TOO_LARGE`, with the answer's size); a Streamable HTTP JSON
+    answer, cut by `_BoundedStream` (the SDK's PARSE_ERROR carries its words); an SSE event over
+    the SDK's `max_sse_event_size` (the SDK's "SSE stream failed" with httpx's words).
+    """
+    data = error.data
+    if error.code == ANSWER_TOO_LARGE and isinstance(data, dict) and data.get("countersign") == ANSWER_TOO_LARGE_DATA:
+        size = data.get("bytes")
+        return AnswerTooLargeError(limit, size if isinstance(size, int) else None)
+    message = error.message or ""
+    if error.code == mcp_types.PARSE_ERROR and _JSON_TOO_LARGE.format(limit=limit) in message:
+        return AnswerTooLargeError(limit)
+    if error.code == mcp_types.CONNECTION_CLOSED and f"exceeded the {limit} byte limit" in message:
+        return AnswerTooLargeError(limit)
+    return None
+
+
+class _BoundedStream(httpx2.AsyncByteStream):
+    """A response body that fails (`httpx2.StreamError`) once more than `limit` bytes came, before they pile up."""
+
+    def __init__(self, stream: httpx2.AsyncByteStream, limit: int) -> None:
+        self._stream = stream
+        self._limit = limit
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        seen = 0
+        async for chunk in self._stream:
+            seen += len(chunk)
+            if seen > self._limit:
+                raise httpx2.StreamError(_JSON_TOO_LARGE.format(limit=self._limit))
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+
+def _bounded_client_factory(limit: int) -> Callable[..., httpx2.AsyncClient]:
+    """An httpx client factory for fastmcp's `StreamableHttpTransport`: the SDK's client, JSON bodies bounded.
+
+    The SDK reads a JSON answer whole (`response.aread()`) and parses it on the event loop; a
+    body over `limit` bytes fails as it arrives instead (SSE answers are bounded by the SDK's own
+    `max_sse_event_size`). Other arguments fastmcp passes (`follow_redirects`) are left to the
+    SDK's defaults, as when fastmcp makes the client itself.
+    """
+
+    async def bound(response: httpx2.Response) -> None:
+        if response.headers.get("content-type", "").lower().startswith("application/json"):
+            stream = response.stream
+            if isinstance(stream, httpx2.AsyncByteStream):
+                response.stream = _BoundedStream(stream, limit)
+
+    def factory(
+        headers: dict[str, str] | None = None,
+        timeout: httpx2.Timeout | None = None,
+        auth: httpx2.Auth | None = None,
+        **_: Any,
+    ) -> httpx2.AsyncClient:
+        client = create_mcp_http_client(headers=headers, timeout=timeout, auth=auth)
+        client.event_hooks.setdefault("response", []).append(bound)
+        return client
+
+    return factory
 
 
 def describe_input_requests(result: mcp_types.InputRequiredResult) -> str:

@@ -80,12 +80,13 @@ def test_stdio_and_http_entries_are_read_with_env_references(tmp_path: Path) -> 
         (
             {"mcpServers": {"a": {"command": "x", "autoApprove": ["y"]}}},
             {},
-            "server 'a': autoApprove: unknown key; a stdio server's entry may have: type, command, args, env, cwd, timeout",
+            "server 'a': autoApprove: unknown key; a stdio server's entry may have: type, command, args, env, cwd, "
+            "includeTools, excludeTools, timeout, maxAnswerMB",
         ),
         (
             {"mcpServers": {"a": {"url": "https://h/mcp", "env": {}}}},
             {},
-            "a Streamable HTTP server's entry may have: type, url, headers, timeout",
+            "a Streamable HTTP server's entry may have: type, url, headers, includeTools, excludeTools, timeout, maxAnswerMB",
         ),
         (
             {"mcpServers": {"a": {"type": "sse", "url": "https://h/sse"}}},
