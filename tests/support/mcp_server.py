@@ -124,11 +124,14 @@ def free_port() -> int:
 
 
 @contextlib.asynccontextmanager
-async def serve_http(mcp: FastMCP, port: int = 0, *, json_response: bool | None = None) -> AsyncIterator[str]:
+async def serve_http(
+    mcp: FastMCP, port: int = 0, *, json_response: bool | None = None, wrap: Callable[[Any], Any] | None = None
+) -> AsyncIterator[str]:
     """Serve `mcp` over Streamable HTTP in this process; yields its URL (`http://127.0.0.1:PORT/mcp`).
 
     `json_response`: False answers each request with an SSE stream, True with one JSON body;
-    None: FastMCP's default.
+    None: FastMCP's default. `wrap`: an ASGI middleware around the server's app (e.g. one that
+    spoils an answer on its way out).
 
     Stopped by `should_exit` when the context ends (cancelling the server instead leaks its socket).
     """
@@ -137,9 +140,8 @@ async def serve_http(mcp: FastMCP, port: int = 0, *, json_response: bool | None 
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", port))
-    server = uvicorn.Server(
-        uvicorn.Config(mcp.http_app(json_response=json_response), log_level="warning", lifespan="on")
-    )
+    app = mcp.http_app(json_response=json_response)
+    server = uvicorn.Server(uvicorn.Config(wrap(app) if wrap else app, log_level="warning", lifespan="on"))
     task = asyncio.create_task(server.serve(sockets=[sock]))
     try:
         while not server.started:

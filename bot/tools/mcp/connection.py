@@ -61,10 +61,13 @@ REAPER_GRACE_S = FORCE_KILL_TIMEOUT / 2
 """Seconds a stdio server's processes have after SIGTERM before the reaper kills them: within the
 SDK's own wait before it kills the reaper, so the reaper always gets to finish."""
 
-_REFUSED_CODES = frozenset(
-    {mcp_types.PARSE_ERROR, mcp_types.INVALID_REQUEST, mcp_types.METHOD_NOT_FOUND, mcp_types.INVALID_PARAMS}
-)
-"""JSON-RPC errors by which a server says it did not take the request: nothing ran."""
+_REFUSED_CODES = frozenset({mcp_types.INVALID_REQUEST, mcp_types.METHOD_NOT_FOUND, mcp_types.INVALID_PARAMS})
+"""JSON-RPC errors by which a server says it did not take the request: nothing ran.
+
+Not `PARSE_ERROR`: our requests are always valid JSON, and the SDK itself answers a call with
+it when the server's answer could not be read (the server did run the call)."""
+_UNREAD_ANSWER = "Unexpected content type"
+"""How the SDK's `INVALID_REQUEST` begins when the server answered with neither JSON nor SSE: it may have run."""
 
 
 class State(StrEnum):
@@ -432,8 +435,10 @@ class McpConnection:
                 raise OutcomeUnknownError(
                     f"no answer within {timeout_s:g} s; the server was told to cancel the call", timed_out=True
                 ) from exc
-            if code in _REFUSED_CODES:
+            if code in _REFUSED_CODES and not exc.error.message.startswith(_UNREAD_ANSWER):
                 raise CallRefusedError(exc.error.message) from exc
+            if code == mcp_types.PARSE_ERROR or exc.error.message.startswith(_UNREAD_ANSWER):
+                raise OutcomeUnknownError(f"the server's answer could not be read ({exc.error.message[:300]})") from exc
             if code == mcp_types.CONNECTION_CLOSED:
                 self.lost("the connection closed during a call")
                 raise OutcomeUnknownError("the connection to the server was lost during the call") from exc
