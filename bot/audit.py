@@ -25,6 +25,10 @@ class AuditKind(StrEnum):
     PIN = "pin"
     """An MCP tool's definition pinned at first sight, held when its server changed or added it,
     or accepted by an admin (`bot.tools.mcp.pins.audit`)."""
+    QUESTION = "question"
+    """An MCP server's question put to a requester (`asked`), and what became of it (`answered`
+    with the action and the names of the fields filled in, never their values; `expired`,
+    `stopped`), `bot.tools.mcp.elicitation.store`."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

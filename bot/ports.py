@@ -20,6 +20,7 @@ from bot.conversation import Actor, ConversationRef
 from bot.errors import ModelError, ModelErrorKind, NoAnswerError, NoAnswerReason
 
 if TYPE_CHECKING:  # the tools import this module
+    from bot.tools.mcp.elicitation.store import QuestionRecord
     from bot.tools.mcp.pins.diff import DefinitionChange
 
 
@@ -382,6 +383,23 @@ class Platform(Protocol):
 
     async def notify(self, conversation: ConversationRef, notice: Notice, *, recipient: Actor | None) -> None:
         """Tell `recipient` (privately where the platform can) or the conversation."""
+        ...
+
+    async def post_question(self, conversation: ConversationRef, question: QuestionRecord) -> str | None:
+        """Show an MCP server's question to its requester only (`question.requester_id`).
+
+        The form or link is `question.question`; a link is shown to the requester alone. The
+        answer comes back through `Countersign.answer_question`.
+
+        Returns:
+            A reference the adapter can later update (`update_question`); None when this
+            platform cannot take answers: it told the requester what the server asked, and the
+            core answers `cancel` (docs/decisions/XXXX-mcp-elicitation.md).
+        """
+        ...
+
+    async def update_question(self, conversation: ConversationRef, ref: str, question: QuestionRecord) -> None:
+        """Show what became of a question shown before (answered, expired, closed by a stop)."""
         ...
 
     def working(self, conversation: ConversationRef, anchor: str | None) -> AbstractAsyncContextManager[Progress]:

@@ -33,6 +33,10 @@ from bot.storage.locks import LockLostError, ThreadLocks
 from bot.storage.stop_store import StopRecorded
 from bot.storage.upkeep_store import UpkeepStore
 from bot.tasks import TaskTracker
+from bot.tools.mcp.elicitation.desk import QuestionDesk, QuestionNotFoundError
+from bot.tools.mcp.elicitation.expiry import QuestionExpiry
+from bot.tools.mcp.elicitation.forms import Answer
+from bot.tools.mcp.elicitation.store import QuestionRecord
 from bot.turns import TurnRunner
 
 log = logging.getLogger(__name__)
@@ -100,6 +104,13 @@ class Countersign:
             upkeep_store, inbox, self.tend, self.tasks, platforms=platforms, housekeeping=housekeeping
         )
         runner.on_new_expiry = self.expiry.wake
+        self.question_expiry = (
+            QuestionExpiry(runner.questions, self._after_question, platforms=platforms)
+            if runner.questions is not None
+            else None
+        )
+        if runner.questions is not None and self.question_expiry is not None:
+            runner.questions.on_new_expiry = self.question_expiry.wake
         self._stopper = stopper
         stopper.on_stopped = self._after_stop
         runner.on_new_escalation = escalation.wake
@@ -410,6 +421,59 @@ class Countersign:
         except Exception:
             log.exception("could not take back the attempt at work cut by the shutdown")
 
+    async def answer_question(self, question_id: str, actor: Actor, answer: Answer) -> None:
+        """Answer an MCP server's question; the call goes on with the answer once its pause has all of them.
+
+        The one entry point for answers, for every adapter (docs/decisions/XXXX-mcp-elicitation.md).
+
+        Args:
+            question_id: the question the prompt or form named.
+            actor: the authenticated person answering; only the call's requester may.
+            answer: accept (with the form's content, in the schema's types: `forms.read_answer`
+                reads typed text), decline or cancel.
+
+        Raises:
+            QuestionNotFoundError: no such question.
+            NotPermittedError: `not_requester` (audited); nothing changed.
+            AlreadyAnsweredError: answered, expired or closed by a stop before; nothing changed.
+            AnswerError: the content does not fit the question; nothing changed, and the person
+                may answer again.
+        """
+        desk = self._desk()
+        record = await desk.answer(question_id, actor, answer)
+        with about(record.thread_id):
+            log.info("question %s answered %s", record.id, answer.action.value)
+        self.tasks.spawn(self._after_question(record), name=f"answered {record.thread_id}")
+
+    async def question(self, question_id: str) -> QuestionRecord:
+        """The question with this id, as stored now.
+
+        Raises:
+            QuestionNotFoundError: no such question.
+        """
+        return await self._desk().get(question_id)
+
+    async def open_questions(self, conversation: ConversationRef) -> list[QuestionRecord]:
+        """The conversation's questions still waiting for their requester, oldest first."""
+        desk = self._runner.questions
+        return await desk.blocking(conversation.thread_id) if desk is not None else []
+
+    def _desk(self) -> QuestionDesk:
+        """The question desk.
+
+        Raises:
+            QuestionNotFoundError: none is wired (no question can exist).
+        """
+        if self._runner.questions is None:
+            raise QuestionNotFoundError("(no questions here)")
+        return self._runner.questions
+
+    async def _after_question(self, record: QuestionRecord) -> None:
+        """Show what became of a question, then resume its conversation (its pause, once all are answered)."""
+        if self._runner.questions is not None:
+            await self._runner.questions.redraw(record)
+        await self._resume(record.thread_id)
+
     async def pending_approvals(self, conversation: ConversationRef) -> list[ApprovalRecord]:
         """Undecided approvals of a conversation, oldest first."""
         return await self._approvals.pending_in_thread(conversation.thread_id)
@@ -661,6 +725,8 @@ class Countersign:
                 `recover` does); otherwise only what is due.
         """
         self.expiry.start()
+        if self.question_expiry is not None:
+            self.question_expiry.start()
         self.escalation.start()
         self.upkeep.start(everything_first=upkeep_first_sweep)
         for start in self._also_start:
@@ -715,6 +781,8 @@ class Countersign:
         """
         await self.upkeep.stop()
         await self.expiry.stop()
+        if self.question_expiry is not None:
+            await self.question_expiry.stop()
         await self.escalation.stop()
         cut = await self.tasks.drain(grace_s, cut_short=cut_short)
         await self._stopper.aclose()
@@ -743,7 +811,11 @@ class Countersign:
         resume answers its calls as stopped, and a pause whose resume failed every attempt is
         given up instead (`TurnRunner.resume`), so a stop frees a conversation stuck on one.
         """
-        if recorded.claimed or recorded.turn.resuming:
+        desk = self._runner.questions
+        questions = await desk.stop(recorded.turn.thread_id, None) if desk is not None else []
+        if questions and desk is not None:  # a stopped turn's questions are answered `cancel`
+            await desk.redraw(*questions)
+        if recorded.claimed or recorded.turn.resuming or questions:
             await self._runner.redraw_cards(*recorded.closed)
             await self._resume(recorded.turn.thread_id)
         else:

@@ -68,6 +68,8 @@ from bot.stop_watch import StopWatch
 from bot.storage.approval_store import ApprovalStore
 from bot.storage.config_store import ConfigStore
 from bot.storage.conversation_store import ConversationRow, ConversationStore, Stopper, TurnStart, UnfinishedRun
+from bot.tools.mcp.elicitation.desk import QuestionDesk
+from bot.tools.mcp.elicitation.rounds import is_question
 from bot.upkeep import MAX_ATTEMPTS
 
 log = logging.getLogger(__name__)
@@ -140,6 +142,8 @@ class TurnRunner:
         stops: hands each run its turn's stop signal (`bot.stop_watch`).
         offer_stop_after_s: a run still going after this many seconds shows its indicator with
             a Stop button.
+        questions: where an MCP server's questions go (`bot.tools.mcp.elicitation`); None: a
+            question pause is never raised by the graphs run here.
     """
 
     def __init__(
@@ -155,6 +159,7 @@ class TurnRunner:
         stops: StopWatch,
         default_agent: AgentKind = AgentKind.REACT,
         offer_stop_after_s: float = OFFER_STOP_AFTER_S,
+        questions: QuestionDesk | None = None,
     ) -> None:
         self.on_new_expiry: Callable[[], None] | None = None
         """Called when a review with an expiry opens (wakes the expiry sweeper)."""
@@ -170,6 +175,9 @@ class TurnRunner:
         self._default_agent = default_agent
         self._stops = stops
         self._offer_stop_after_s = offer_stop_after_s
+        self.questions = questions
+        self._closed_at_once: set[str] = set()
+        """Conversations whose run raised a question pause that was closed as it opened."""
 
     def platform(self, conversation: ConversationRef) -> Platform:
         """The adapter serving `conversation`.
@@ -259,9 +267,16 @@ class TurnRunner:
             state = await graph.aget_state(self.config(conversation))
             messages: list[AnyMessage] = state.values.get("messages", [])
             if state.interrupts:
-                ids = [interrupt.id for interrupt in state.interrupts]
+                asking = [interrupt for interrupt in state.interrupts if is_question(interrupt.value)]
+                if asking and await self._open_questions(conversation, asking, messages) and not resumed:
+                    resumed = True  # every question of a pause is closed: its answers go to the server
+                    self._closed_at_once.discard(conversation.thread_id)
+                    await self.resume(conversation, anchor=None)
+                    continue
+                reviewing = [interrupt for interrupt in state.interrupts if not is_question(interrupt.value)]
+                ids = [interrupt.id for interrupt in reviewing]
                 live = await self._approvals.reviews_for_interrupts(conversation.thread_id, ids)
-                missing = [interrupt for interrupt in state.interrupts if interrupt.id not in live]
+                missing = [interrupt for interrupt in reviewing if interrupt.id not in live]
                 for interrupt in missing:
                     await self.open_review(conversation, interrupt, messages)
                 if missing:
@@ -285,7 +300,7 @@ class TurnRunner:
                     # The run that paused here is delivered: its cards are out.
                     await self._conversations.mark_delivered(conversation.thread_id, settled=True)
                 pending = await self._approvals.pending_in_thread(conversation.thread_id)
-                if pending or claimed:
+                if pending or claimed or asking:
                     return Settled(blocked=True, approvals=tuple(pending))
                 continue  # the last decision committed meanwhile: its review is resuming now
             if finished:
@@ -525,6 +540,12 @@ class TurnRunner:
         if outcome.stopped_by is not None and outcome.delivered:
             label = "stopped"
         metrics.TURN_SECONDS.labels(outcome=label).observe(time.monotonic() - started)
+        if conversation.thread_id in self._closed_at_once:
+            # A platform that cannot take answers closed its question at once ("cancel"): the
+            # call goes on now, under this lock.
+            self._closed_at_once.discard(conversation.thread_id)
+            if outcome.finished:
+                await self.resume(conversation, anchor=None)
         if outcome.stopped_by is not None and outcome.finished:
             try:
                 await self._answer_late_pauses(conversation, outcome.stopped_by)
@@ -753,15 +774,22 @@ class TurnRunner:
         state = await graph.aget_state(self.config(conversation))
         pending = {interrupt.id: interrupt for interrupt in state.interrupts}
         stuck = await self._stuck_reviews(conversation, pending)
-        if not claimed and not stuck:
+        answered = await self._answered_questions(conversation, pending)
+        if not claimed and not stuck and not answered:
             return
         ready = [review for review in claimed if review.interrupt_id in pending] + stuck
         finished = True
         outcome: RunOutcome | None = None
-        if ready:
+        if ready or answered:
             values = {r.interrupt_id: await self._resume_value(r, pending[r.interrupt_id]) for r in ready}
-            log.info("resuming review(s) %s (thread_id=%s)", ", ".join(r.id for r in ready), conversation.thread_id)
-            resumed = [pending[review.interrupt_id] for review in ready]
+            values.update(answered)
+            log.info(
+                "resuming review(s) %s, question pause(s) %s (thread_id=%s)",
+                ", ".join(r.id for r in ready) or "none",
+                ", ".join(answered) or "none",
+                conversation.thread_id,
+            )
+            resumed = [pending[review.interrupt_id] for review in ready] + [pending[i] for i in answered]
             paused = [interrupt for interrupt in state.interrupts if interrupt not in resumed]
             outcome = await self.run(
                 conversation,
@@ -787,6 +815,33 @@ class TurnRunner:
             applied = review.interrupt_id not in still
             if applied and (finished or review in ready):
                 await self._approvals.complete_review(review.id)
+
+    async def _answered_questions(
+        self, conversation: ConversationRef, pending: Mapping[str, Interrupt]
+    ) -> dict[str, dict[str, Any]]:
+        """The resume values of pending question pauses whose questions are all closed, by interrupt id."""
+        asking = [interrupt_id for interrupt_id, interrupt in pending.items() if is_question(interrupt.value)]
+        if not asking or self.questions is None:
+            return {}
+        return await self.questions.ready(conversation.thread_id, asking)
+
+    async def _open_questions(
+        self, conversation: ConversationRef, interrupts: Sequence[Interrupt], messages: Sequence[AnyMessage]
+    ) -> bool:
+        """Store and show question pauses' questions (idempotent); whether one of them is ready to resume.
+
+        The requester is the author of the conversation's last human message, as for a card.
+        """
+        if self.questions is None:
+            log.error("a question pause without a question desk (thread_id=%s)", conversation.thread_id)
+            return False
+        requester = _author_of_last_request(messages, conversation) or _unknown_requester(conversation)
+        ready = False
+        for interrupt in interrupts:
+            ready = await self.questions.open(conversation, interrupt.id, interrupt.value, requester) or ready
+        if ready:
+            self._closed_at_once.add(conversation.thread_id)
+        return ready
 
     async def _stuck_reviews(
         self, conversation: ConversationRef, pending: Mapping[str, Interrupt]
@@ -977,7 +1032,10 @@ class TurnRunner:
                                 unstored.add(interrupt.id)  # `_deliver` opens it once the run is over
                                 continue
                             seen.add(interrupt.id)
-                            # A new pause: its cards now, not when the step (and the run) ends.
+                            # A new pause: its cards (or questions) now, not when the step (and the run) ends.
+                            if is_question(interrupt.value):
+                                await self._open_questions(conversation, [interrupt], latest.get("messages", []))
+                                continue
                             await self.open_review(conversation, interrupt, latest.get("messages", []))
                             feed.show(tracker.on_interrupt(interrupt))
                     elif chunk["type"] == "custom" and isinstance(chunk["data"], DelegationEvent):
@@ -1083,7 +1141,11 @@ class TurnRunner:
         interrupts: list[Interrupt] = result.get("__interrupt__", [])
         if interrupts:
             for interrupt in interrupts:
-                if interrupt.id not in opened:
+                if interrupt.id in opened:
+                    continue
+                if is_question(interrupt.value):
+                    await self._open_questions(conversation, [interrupt], messages)
+                else:
                     await self.open_review(conversation, interrupt, messages)
             return await self._cards_out(conversation)
         answer = messages[-1] if messages else None

@@ -49,6 +49,8 @@ from bot.storage.trust_store import TrustStore
 from bot.storage.upkeep_store import UpkeepStore
 from bot.tasks import TaskTracker
 from bot.tools.mcp.config import load_mcp_config, mcp_environment
+from bot.tools.mcp.elicitation.desk import QuestionDesk
+from bot.tools.mcp.elicitation.store import PostgresQuestionStore
 from bot.tools.mcp.pins import PostgresPinStore
 from bot.tools.mcp.servers import McpServers
 from bot.tools.operator import build_registry
@@ -218,6 +220,7 @@ def assemble_core(
         config=config,
         stops=stop_watch,
         default_agent=default_agent,
+        questions=QuestionDesk(PostgresQuestionStore(database.pool), audit, config, platforms),
     )
     stopper = TurnStopper(
         store=stop_store, watch=stop_watch, config=config, audit=audit, directory_for=lambda name: platforms[name]

@@ -24,6 +24,7 @@ from adapters.console.commands import QUIT, ConsoleCommands, is_command, refusal
 from adapters.console.people import CONSOLE_MARKUP, Session
 from adapters.console.platform import ConsolePlatform
 from adapters.console.prompt import Asked, CardPrompt, Read, TypedAhead
+from adapters.console.question_prompt import QuestionPrompt
 from adapters.display import duration_words
 from bot.admin.service import AdminService
 from bot.conversation import IncomingMessage
@@ -173,6 +174,7 @@ class ConsoleChat:
         self._prompt = CardPrompt(
             service, platform, self._session, self._commands, read=read, write=self._write, typed_ahead=typed_ahead
         )
+        self._questions = QuestionPrompt(service, platform, self._session, self._commands, read=read, write=self._write)
         self._busy = False
         self._interrupted = False
         self._cut_short: asyncio.Event | None = None
@@ -318,6 +320,8 @@ class ConsoleChat:
             await self._working(self._recover())
         for approval in await self._service.pending_approvals(self._session.conversation):
             self._platform.waiting.setdefault(approval.id, [])
+        for question in await self._service.open_questions(self._session.conversation):
+            self._platform.questions.setdefault(question.id, question)  # asked again after a restart
         while True:
             line = self._typed_ahead.next_typed_ahead() if self._typed_ahead is not None else None
             if line is not None:  # one at a time: a stop meanwhile answers the rest "not run"
@@ -326,6 +330,10 @@ class ConsoleChat:
                 if not await self._take(line):
                     return
                 continue  # what was typed during its turn comes before any card too
+            if self._platform.questions:
+                if not await self._answer_next():
+                    return
+                continue
             if self._platform.waiting:
                 if not await self._decide_next():
                     return
@@ -354,6 +362,17 @@ class ConsoleChat:
         )
         if await self._claim(message):
             await self._working(self._service.handle_accepted(message))
+        return True
+
+    async def _answer_next(self) -> bool:
+        """Ask the first waiting MCP question; False when the person left (/quit or end of input)."""
+        question_id = next(iter(self._platform.questions))
+        self._busy, self._interrupted = False, False
+        asked = await self._questions.ask(question_id)
+        if asked is Asked.QUIT:
+            return False
+        self._platform.questions.pop(question_id, None)
+        await self._working(asyncio.sleep(0))  # the call goes on with the answer
         return True
 
     async def _decide_next(self) -> bool:

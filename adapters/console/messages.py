@@ -255,3 +255,38 @@ MCP_NOT_YET = (
     "!  MCP server {server} is not connected yet ({reason}); the bot keeps trying, and its tools are "
     "offered once it is (/countersign mcp shows how it stands)."
 )
+
+# An MCP server's question (docs/decisions/XXXX-mcp-elicitation.md) ----------------------
+
+QUESTION_FROM = "?  The MCP server {server} asks {requester} during {tool}:"
+"""The first line of a server's question; its message follows, then the form's fields or the link."""
+QUESTION_MESSAGE = "   {message}"
+QUESTION_LINK = "   link: {url}"
+"""A URL-mode question's link (shown only to the requester: the terminal is theirs)."""
+QUESTION_FIELD = "   - {label}{required}: {kind}{description}"
+QUESTION_OPTIONS = "     options: {options}"
+QUESTION_EXPIRES = "   expires in {duration} without an answer (then the server is told `cancel`)"
+QUESTION_CHOICES = "   [a]ccept / [d]ecline / [c]ancel? "
+QUESTION_LINK_CHOICES = "   [a]ccept (I opened the link) / [d]ecline / [c]ancel? "
+QUESTION_ANSWER_WITH = "!  Answer a, d or c (or /quit to leave; the question waits until next time)."
+QUESTION_ASK_FIELD = "   {label}{default}: "
+QUESTION_DEFAULT = " [{default}]"
+QUESTION_REQUIRED = " (required)"
+QUESTION_KINDS = {
+    "text": "text",
+    "number": "a number",
+    "integer": "a whole number",
+    "boolean": "yes or no",
+    "choice": "one of the options",
+    "choices": "any of the options, separated by commas",
+}
+QUESTION_BAD_VALUE = "!  {problem} Try again."
+"""A field's value the form refuses: the field is asked again."""
+QUESTION_NOT_YOURS = "!  Only {requester}, who asked for the call, can answer this question (use /as {requester})."
+QUESTION_LEFT = "   The question waits; you are asked again next time."
+QUESTION_OUTCOME = {
+    "answered": "   The question of {server} ({tool}) was answered: {action}.",
+    "expired": "!  The question of {server} ({tool}) expired without an answer; the server was told `cancel`.",
+    "stopped": "■  The question of {server} ({tool}) was closed by a stop; the server was told `cancel`.",
+}
+"""What became of a question (`update_question`)."""

@@ -38,6 +38,7 @@ from bot.ports import (
     ToolsHeld,
     TurnStopped,
 )
+from bot.tools.mcp.elicitation.store import QuestionRecord
 
 Write = Callable[[str], None]
 
@@ -52,6 +53,8 @@ class ConsolePlatform:
     Attributes:
         waiting: approval id -> where its card's copies went, in the order the cards came; the
             chat asks them in that order and forgets each once it is decided.
+        questions: MCP servers' questions waiting for their requester, by id, in the order
+            they came; the chat asks them before cards and forgets each once it is closed.
         changed: set whenever a card is redrawn, posted again or expires, so that a prompt
             waiting for an answer can look at its card's state again.
     """
@@ -62,6 +65,7 @@ class ConsolePlatform:
         self.write = write
         self.operator = operator or operator_name()
         self.waiting: dict[str, list[CardTarget]] = {}
+        self.questions: dict[str, QuestionRecord] = {}
         self.changed = asyncio.Event()
 
     def requeue(self, approval_id: str) -> None:
@@ -109,6 +113,22 @@ class ConsolePlatform:
         elif approval.definition_changed:
             line += msg.OUTCOME_DEFINITION_CHANGED
         self.write(line)
+
+    async def post_question(self, conversation: ConversationRef, question: QuestionRecord) -> str:
+        """Keep the question for the chat's prompt, which asks it right there; its ref is its id."""
+        self.questions.setdefault(question.id, question)
+        self.changed.set()
+        return question.id
+
+    async def update_question(self, conversation: ConversationRef, ref: str, question: QuestionRecord) -> None:
+        """Print what became of a question; a prompt waiting for it stops waiting."""
+        self.questions.pop(question.id, None)
+        self.changed.set()
+        if question.is_open:
+            return
+        action = question.answer.action.value if question.answer is not None else "cancel"
+        line = msg.QUESTION_OUTCOME[question.status.value]
+        self.write(line.format(server=question.server, tool=question.tool_name, action=action))
 
     def unshowable(self, arguments: Arguments) -> Unshowable | None:
         """None: the terminal prints every argument, however long (`adapters.console.prompt`)."""

@@ -331,3 +331,13 @@ QUESTION_PLACEHOLDER = {
 QUESTION_NUMBER = {"integer": "A whole number", "number": "A number"}
 QUESTION_NUMBER_FROM = " from {low}"
 QUESTION_NUMBER_TO = " up to {high}"
+
+QUESTION_NOT_YET = (
+    "❔ <@{user}>, the MCP server **{server}** asked you a question during **{tool}**: {asked}\n"
+    "Answering MCP questions on Discord is not available yet, so Countersign answered *cancel* and the call "
+    "goes on without an answer."
+)
+"""Posted in the conversation, pinging only the requester, when a server asks them a question
+(docs/decisions/XXXX-mcp-elicitation.md). A link is never posted: the channel is not private."""
+QUESTION_NOT_YET_FORM = "“{message}”"
+QUESTION_NOT_YET_LINK = "it asked you to open a link (not shown here: this channel is not private)"

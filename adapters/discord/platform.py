@@ -45,6 +45,8 @@ from bot.ports import (
     TurnFailed,
     TurnStopped,
 )
+from bot.tools.mcp.elicitation.forms import LinkRequest
+from bot.tools.mcp.elicitation.store import QuestionRecord
 
 log = logging.getLogger(__name__)
 
@@ -186,6 +188,33 @@ class DiscordPlatform:
         channel = self._channel(target_channel_id(conversation))
         for chunk in split_message(text, MESSAGE_CHARS):
             await channel.send(chunk, allowed_mentions=mentions)
+
+    async def post_question(self, conversation: ConversationRef, question: QuestionRecord) -> None:
+        """Tell the requester what the server asked (pinging only them); Discord cannot take the answer yet.
+
+        A link is never posted (plain messages cannot be ephemeral). Returns None, so the core
+        answers `cancel` (docs/decisions/XXXX-mcp-elicitation.md).
+        """
+        asked = question.question
+        what = (
+            msg.QUESTION_NOT_YET_LINK
+            if isinstance(asked, LinkRequest)
+            else msg.QUESTION_NOT_YET_FORM.format(message=discord.utils.escape_markdown(excerpt(asked.message)))
+        )
+        text = msg.QUESTION_NOT_YET.format(
+            user=question.requester_id,
+            server=discord.utils.escape_markdown(question.server),
+            tool=discord.utils.escape_markdown(question.tool_name),
+            asked=what,
+        )
+        mentions = discord.AllowedMentions(users=[discord.Object(int(question.requester_id))])
+        channel = self._channel(target_channel_id(conversation))
+        for chunk in split_message(text, MESSAGE_CHARS):
+            await channel.send(chunk, allowed_mentions=mentions)
+        return None
+
+    async def update_question(self, conversation: ConversationRef, ref: str, question: QuestionRecord) -> None:
+        """Nothing to redraw: no question is shown on Discord yet (`post_question` returns None)."""
 
     @asynccontextmanager
     async def working(self, conversation: ConversationRef, anchor: str | None) -> AsyncIterator[DiscordProgress]:

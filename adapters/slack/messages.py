@@ -299,3 +299,14 @@ QUESTION_NO = "No"
 QUESTION_CHOOSE = "Choose…"
 QUESTION_CHOOSE_SOME = "Choose any…"
 QUESTION_CHOOSE_UP_TO = "Choose up to {count}…"
+
+QUESTION_NOT_YET = (
+    ":grey_question: The MCP server *{server}* asked you a question during *{tool}*: {asked}\n"
+    "Answering MCP questions in Slack is not available yet, so Countersign answered *cancel* and the call "
+    "goes on without an answer. You can answer such questions in `countersign chat` today."
+)
+"""Told to the requester only (ephemeral) when a server asks them a question.
+
+See docs/decisions/XXXX-mcp-elicitation.md."""
+QUESTION_NOT_YET_FORM = "“{message}”"
+QUESTION_NOT_YET_LINK = "it asked you to open a link (not shown here)"

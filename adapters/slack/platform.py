@@ -38,6 +38,8 @@ from bot.ports import (
     TurnFailed,
     TurnStopped,
 )
+from bot.tools.mcp.elicitation.forms import LinkRequest
+from bot.tools.mcp.elicitation.store import QuestionRecord
 
 log = logging.getLogger(__name__)
 
@@ -227,6 +229,30 @@ class SlackPlatform:
             return
         client = await self._clients.client(conversation.workspace_id)
         await client.chat_postMessage(channel=conversation.channel_id, thread_ts=conversation.thread, text=text)
+
+    async def post_question(self, conversation: ConversationRef, question: QuestionRecord) -> None:
+        """Tell the requester only (ephemeral) what the server asked; Slack cannot take the answer yet.
+
+        Returns None, so the core answers `cancel` (docs/decisions/XXXX-mcp-elicitation.md).
+        """
+        asked = question.question
+        what = (
+            msg.QUESTION_NOT_YET_LINK
+            if isinstance(asked, LinkRequest)
+            else msg.QUESTION_NOT_YET_FORM.format(message=escape(excerpt(asked.message)))
+        )
+        text = msg.QUESTION_NOT_YET.format(server=escape(question.server), tool=escape(question.tool_name), asked=what)
+        await self.whisper(
+            conversation.workspace_id,
+            conversation.channel_id,
+            question.requester_id,
+            text,
+            thread_ts=conversation.thread,
+        )
+        return None
+
+    async def update_question(self, conversation: ConversationRef, ref: str, question: QuestionRecord) -> None:
+        """Nothing to redraw: no question is shown in Slack yet (`post_question` returns None)."""
 
     async def whisper(self, team_id: str, channel: str, user: str, text: str, *, thread_ts: str | None = None) -> None:
         """An ephemeral message only `user` sees, in a channel of workspace `team_id`."""

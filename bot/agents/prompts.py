@@ -97,6 +97,28 @@ STOPPED_ANSWER = "Stopped by {name}."
 the user stopped it, so the next message continues from there (`bot.agents.stop_signal`)."""
 TOOL_UNAVAILABLE = "Error: {name} is not available now: {reason}; nothing ran. Tell the user, and try later."
 """Answer for a call of a tool that exists but is not offered now (its MCP server is not connected)."""
+MCP_TOO_MANY_QUESTIONS = (
+    "Error: {name}: the MCP server kept asking questions ({rounds} rounds answered), so the call was not "
+    "sent again. Whether it took effect is unknown; do not call it again without asking the user."
+)
+"""Answer for an MCP call whose server asked more rounds of questions than one call may.
+
+See docs/decisions/XXXX-mcp-elicitation.md."""
+MCP_INPUT_REQUIRED = (
+    "Error: {name}: {what}. Whether it took effect is unknown; do not call it again without asking the user."
+)
+"""Answer for an MCP call whose server, after a question, asked for sampling, roots or only its state."""
+MCP_UNUSABLE_QUESTION = (
+    "Error: {name}: the MCP server asked the user a question Countersign cannot show ({reason}), so the call "
+    "was not sent again. Whether it took effect is unknown; do not call it again without asking the user."
+)
+"""Answer for an MCP call whose server asked a question outside MCP's form subset, or a link not http(s)."""
+MCP_ROUND_CUT_SHORT = (
+    "Error: {name}: the call was sent again with the user's answer to the MCP server's question, and that "
+    "round was cut short before its answer came, so it was not sent a second time. Whether it took effect is "
+    "unknown; tell the user and ask before trying again."
+)
+"""Answer for an MCP call whose round after a question was claimed and never finished (a crash, a stop)."""
 STOPPED_CALL = "Not run: {name} stopped this turn before the call ran."
 """The result of every call a stopped turn leaves unanswered (a reviewed one, a waiting one)."""
 CANCELLED_CALL = (

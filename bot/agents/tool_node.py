@@ -14,6 +14,7 @@ from uuid import uuid4
 from langchain_core.messages import AIMessage, RemoveMessage, ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
+from langgraph.types import interrupt
 
 from bot.agents import prompts
 from bot.agents.history import answers_after, last_tool_call_message
@@ -24,7 +25,22 @@ from bot.approvals.mode import Mode
 from bot.approvals.policy import PolicyContext, ReviewPolicy
 from bot.approvals.trust import TrustCheck
 from bot.errors import ToolOutcomeUnknownError
-from bot.tools.ledger import Claim, ToolResult, ToolRunLedger, TrustUse
+from bot.tools.ledger import Claim, Round, ToolResult, ToolRunLedger, TrustUse
+from bot.tools.mcp.connection import InputRequiredError
+from bot.tools.mcp.elicitation.forms import Action, Answer
+from bot.tools.mcp.elicitation.rounds import (
+    MAX_QUESTION_ROUNDS,
+    ROUND_INPUT,
+    InputAskedError,
+    QuestionPause,
+    RoundInput,
+    asked_json,
+    asked_of,
+    only_questions,
+    question_payload,
+    responses_of,
+    unusable,
+)
 from bot.tools.refusals import schema_problem
 from bot.tools.registry import ToolView, definition_of
 
@@ -88,8 +104,13 @@ def make_tool_node(
             call_id = str(call["id"])
             if call_id in answered:
                 continue
-            if signal is not None and signal.is_set:
-                # No new tool call once the turn is stopped.
+            if (
+                signal is not None
+                and signal.is_set
+                and not await ledger.rounds(thread_id=thread_id, tool_call_id=call_id)
+            ):
+                # No new tool call once the turn is stopped (a call whose server asked a question
+                # goes on below: its stopped question is answered `cancel`, the MCP way).
                 results[call_id] = _error(call, prompts.STOPPED_CALL.format(name=signal.stopped_by or "someone"))
                 continue
             if call_id in refused:  # `human_review` answered it already; never run it anyway
@@ -147,6 +168,9 @@ async def run_tool(
     """
     name = call["name"]
     call_id = str(call["id"])
+    rounds = await ledger.rounds(thread_id=thread_id, tool_call_id=call_id)
+    if rounds:  # its server asked before this re-run: go on from what the ledger recorded
+        return await _go_on(call, tools, ledger, thread_id, rounds, signal)
     offered = _offered(call, tools)
     if isinstance(offered, ToolMessage) and not await ledger.started(thread_id=thread_id, tool_call_id=call_id):
         return offered
@@ -179,16 +203,36 @@ async def run_tool(
             thread_id=thread_id, tool_call_id=call_id, result=ToolResult(content=offered.content, status="error")
         )
         return offered
-    tool = offered
-    cut_short = False
+    ran = await _run_once(call, offered, thread_id, signal)
+    if isinstance(ran, InputAskedError):
+        asked = asked_json(ran.asked)
+        await ledger.record_round(thread_id=thread_id, tool_call_id=call_id, number=0, asked=asked)
+        return await _go_on(call, tools, ledger, thread_id, [Round(number=0, asked=asked)], signal)
+    result, cut_short = ran
+    return await _recorded(call, ledger, thread_id, result, cut_short)
+
+
+async def _run_once(
+    call: ToolCall, tool: BaseTool, thread_id: str, signal: StopSignal | None
+) -> tuple[ToolMessage, bool] | InputAskedError:
+    """Invoke the tool once, cancelled by a stop when it may be: its result and whether its outcome is unknown.
+
+    Or the server's questions (`InputAskedError`), which the caller asks the requester.
+    """
     if is_cancellable(tool):
         stopped, finished = await unless_stopped(signal, _invoke(call, tool))
         stopper = signal.stopped_by if signal is not None else ""
-        result, cut_short = finished or (_error(call, prompts.CANCELLED_CALL.format(name=stopper or "someone")), True)
         if stopped:
-            log.info("%s cancelled by a stop (tool_call_id=%s thread_id=%s)", name, call_id, thread_id)
-    else:
-        result, cut_short = await _invoke(call, tool)
+            log.info("%s cancelled by a stop (tool_call_id=%s thread_id=%s)", call["name"], call["id"], thread_id)
+        return finished or (_error(call, prompts.CANCELLED_CALL.format(name=stopper or "someone")), True)
+    return await _invoke(call, tool)
+
+
+async def _recorded(
+    call: ToolCall, ledger: ToolRunLedger, thread_id: str, result: ToolMessage, cut_short: bool
+) -> ToolMessage:
+    """Record a granted call's result in the ledger (`ToolRunLedger.record`) and return it."""
+    name, call_id = call["name"], str(call["id"])
     try:
         await ledger.record(
             thread_id=thread_id,
@@ -217,6 +261,103 @@ def _offered(call: ToolCall, tools: Mapping[str, BaseTool]) -> BaseTool | ToolMe
     return tool
 
 
+async def _go_on(
+    call: ToolCall,
+    tools: Mapping[str, BaseTool],
+    ledger: ToolRunLedger,
+    thread_id: str,
+    rounds: list[Round],
+    signal: StopSignal | None,
+) -> ToolMessage:
+    """Ask the requester an MCP server's questions, and send the call again with their answers.
+
+    Each round's questions pause the graph (`interrupt`, addressed to the requester; the
+    service shows and answers it, `bot.tools.mcp.elicitation`). LangGraph re-runs this node
+    from its top on resume and pairs answers with `interrupt` calls by their order, so every
+    round recorded before is asked again here (its answer comes back at once) and never sent
+    again: a round after the first is claimed in the ledger before it is sent, and what it
+    asked is recorded as soon as it comes (docs/decisions/XXXX-mcp-elicitation.md). The call's
+    final result is recorded like any call's. A round that asks anything but questions (or a
+    question Countersign cannot show), one past `MAX_QUESTION_ROUNDS`, or one claimed and cut
+    short ends the call as outcome unknown.
+    """
+    name, call_id = call["name"], str(call["id"])
+    # A call that ended still asks its recorded questions again below, up to its last: the
+    # answers of later calls' questions in this node are paired with `interrupt` by position.
+    stored = await ledger.recorded(thread_id=thread_id, tool_call_id=call_id)
+    final = (
+        ToolMessage(content=stored.content, tool_call_id=call_id, name=name, status=stored.status)
+        if stored is not None
+        else None
+    )
+    recorded = {each.number: each.asked for each in rounds}
+    number = 0
+    while True:
+        asked_value = recorded.get(number)
+        if final is not None and (asked_value is None or _ends(asked_value, number)):
+            return final  # the round that ended the call, or the call's recorded end
+        if asked_value is None:  # claimed and cut short: never sent twice
+            log.warning("round %d of %s was cut short (tool_call_id=%s thread_id=%s)", number, name, call_id, thread_id)
+            return await _recorded(
+                call, ledger, thread_id, _error(call, prompts.MCP_ROUND_CUT_SHORT.format(name=name)), True
+            )
+        asked = asked_of(asked_value)
+        if not only_questions(asked):  # a later round asked for sampling, roots or only its state
+            text = prompts.MCP_INPUT_REQUIRED.format(name=name, what=InputRequiredError(asked).what)
+            return await _recorded(call, ledger, thread_id, _error(call, text), True)
+        reason = unusable(asked)
+        if reason is not None:
+            text = prompts.MCP_UNUSABLE_QUESTION.format(name=name, reason=reason)
+            return await _recorded(call, ledger, thread_id, _error(call, text), True)
+        if number >= MAX_QUESTION_ROUNDS:
+            text = prompts.MCP_TOO_MANY_QUESTIONS.format(name=name, rounds=number)
+            return await _recorded(call, ledger, thread_id, _error(call, text), True)
+        payload = question_payload(
+            tool_call_id=call_id, tool_name=name, server=_server_of(name), number=number, asked=asked
+        )
+        answer = interrupt(payload)  # never inside a `try`: LangGraph's pause must pass
+        pause = QuestionPause.of(payload)
+        responses = responses_of(answer, pause) if pause is not None else {}
+        number += 1
+        if number in recorded:
+            continue  # sent before this re-run; what it asked is recorded
+        if not await ledger.claim_round(thread_id=thread_id, tool_call_id=call_id, number=number):
+            recorded[number] = None
+            continue
+        tool = tools.get(name)
+        if tool is None:  # its server left meanwhile: the round was claimed, nothing was sent
+            absent = tools.absent(name) if isinstance(tools, ToolView) else None
+            text = prompts.TOOL_UNAVAILABLE.format(name=name, reason=absent or "it is no longer offered")
+            return await _recorded(call, ledger, thread_id, _error(call, text), False)
+        stopped = signal is not None and signal.is_set
+        if stopped:  # a stopped turn's questions are answered `cancel`, whatever came before the stop
+            responses = {key: Answer(action=Action.CANCEL).as_result() for key in responses}
+        token = ROUND_INPUT.set(RoundInput(input_responses=responses, request_state=asked.request_state))
+        try:
+            # The stop does not cut the `cancel` round short: it is how the server hears of it.
+            ran = await (_invoke(call, tool) if stopped else _run_once(call, tool, thread_id, signal))
+        finally:
+            ROUND_INPUT.reset(token)
+        if isinstance(ran, InputAskedError):
+            asked_now = asked_json(ran.asked)
+            recorded[number] = asked_now
+            await ledger.record_round(thread_id=thread_id, tool_call_id=call_id, number=number, asked=asked_now)
+            continue
+        result, cut_short = ran
+        return await _recorded(call, ledger, thread_id, result, cut_short)
+
+
+def _ends(asked: Mapping[str, Any], number: int) -> bool:
+    """Whether round `number`, which asked `asked`, ended the call without a question being asked."""
+    result = asked_of(asked)
+    return not only_questions(result) or unusable(result) is not None or number >= MAX_QUESTION_ROUNDS
+
+
+def _server_of(name: str) -> str:
+    """The MCP server of the tool `name` (its registry name is `<server>__<tool>`)."""
+    return name.split("__", 1)[0]
+
+
 _NAMES_SHOWN = 20
 """Tool names an unknown tool's error lists at most (a bot with MCP servers may offer hundreds)."""
 
@@ -230,16 +371,20 @@ def _some_names(name: str, tools: Mapping[str, BaseTool]) -> str:
     return shown + (f" (and {more} more)" if more > 0 else "")
 
 
-async def _invoke(call: ToolCall, tool: BaseTool) -> tuple[ToolMessage, bool]:
-    """Run the tool: its result, and whether its outcome is unknown.
+async def _invoke(call: ToolCall, tool: BaseTool) -> tuple[ToolMessage, bool] | InputAskedError:
+    """Run the tool: its result, and whether its outcome is unknown; or an MCP server's questions.
 
     Its own failure becomes an error result (DESIGN.md "Tool errors"); a tool that lost sight
     of a call it had sent (`ToolOutcomeUnknownError`) gives its message as an error result
-    whose outcome is unknown.
+    whose outcome is unknown. An MCP server that answered with questions for a person
+    (`InputAskedError`) is handed back for the tool node to ask them.
     """
     name, call_id = call["name"], str(call["id"])
     try:
         output = await tool.ainvoke({**call, "type": "tool_call"})
+    except InputAskedError as exc:
+        log.info("MCP server %s asked a question in %s (tool_call_id=%s)", exc.server, name, call_id)
+        return exc
     except ToolOutcomeUnknownError as exc:
         log.warning("the outcome of %s is unknown (tool_call_id=%s): %s", name, call_id, exc.message)
         return _error(call, exc.message), True

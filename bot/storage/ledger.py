@@ -16,7 +16,7 @@ from bot.audit import AuditEntry, AuditKind
 from bot.storage.approval_store import ApprovalStore
 from bot.storage.audit_store import AuditStore
 from bot.storage.trust_store import live_grant_locked
-from bot.tools.ledger import Claim, ToolResult, TrustUse
+from bot.tools.ledger import Claim, Round, ToolResult, TrustUse
 
 log = logging.getLogger(__name__)
 
@@ -246,6 +246,38 @@ class PostgresLedger:
                 tool_call_id,
             )
         )
+
+    async def claim_round(self, *, thread_id: str, tool_call_id: str, number: int) -> bool:
+        """See `ToolRunLedger.claim_round`."""
+        return bool(
+            await self._pool.fetchval(
+                """INSERT INTO tool_run_rounds (thread_id, tool_call_id, round) VALUES ($1, $2, $3)
+                   ON CONFLICT DO NOTHING RETURNING true""",
+                thread_id,
+                tool_call_id,
+                number,
+            )
+        )
+
+    async def record_round(self, *, thread_id: str, tool_call_id: str, number: int, asked: Mapping[str, Any]) -> None:
+        """See `ToolRunLedger.record_round`."""
+        await self._pool.execute(
+            """INSERT INTO tool_run_rounds (thread_id, tool_call_id, round, asked) VALUES ($1, $2, $3, $4)
+               ON CONFLICT (thread_id, tool_call_id, round) DO UPDATE SET asked = EXCLUDED.asked""",
+            thread_id,
+            tool_call_id,
+            number,
+            dict(asked),
+        )
+
+    async def rounds(self, *, thread_id: str, tool_call_id: str) -> list[Round]:
+        """See `ToolRunLedger.rounds`."""
+        rows = await self._pool.fetch(
+            "SELECT round, asked FROM tool_run_rounds WHERE thread_id = $1 AND tool_call_id = $2 ORDER BY round",
+            thread_id,
+            tool_call_id,
+        )
+        return [Round(number=row["round"], asked=row["asked"]) for row in rows]
 
     async def _mark(self, marking: Awaitable[ApprovalRecord | None]) -> None:
         """Mark a decided call's approval (`marking`), then let its card say so (`on_marked`)."""

@@ -59,6 +59,8 @@ _DELETE_CONVERSATION = (
     "DELETE FROM approvals WHERE thread_id = $1",
     "DELETE FROM reviews WHERE thread_id = $1",
     "DELETE FROM tool_runs WHERE thread_id = $1",
+    "DELETE FROM tool_run_rounds WHERE thread_id = $1",
+    "DELETE FROM mcp_questions WHERE thread_id = $1",
     "DELETE FROM conversations WHERE thread_id = $1",
 )
 """Everything stored about one conversation except its audit rows. Inbox entries are not

@@ -34,7 +34,8 @@ _TURN = """
 SELECT c.thread_id, c.workspace_id, c.turn_id, c.turn_requester_id, c.turn_requester_name,
        c.stop_requested_at, c.stopped_by_id, c.stopped_by_name,
        c.running_since IS NOT NULL AS running,
-       EXISTS (SELECT 1 FROM approvals a WHERE a.thread_id = c.thread_id AND a.status = 'pending') AS paused,
+       EXISTS (SELECT 1 FROM approvals a WHERE a.thread_id = c.thread_id AND a.status = 'pending')
+           OR EXISTS (SELECT 1 FROM mcp_questions q WHERE q.thread_id = c.thread_id AND q.status = 'open') AS paused,
        EXISTS (SELECT 1 FROM reviews r WHERE r.thread_id = c.thread_id AND r.status = 'resuming') AS resuming
 FROM conversations c
 """
@@ -50,7 +51,8 @@ class TurnState:
         turn_id: the current turn (None: no message since turns were recorded).
         requester_id / requester_name: the author of the message that started it.
         running: a run of the graph is under way (or its outcome is still due).
-        paused: a card of the turn waits for a decision.
+        paused: a card of the turn waits for a decision, or an MCP server's question for its
+            requester's answer (docs/decisions/XXXX-mcp-elicitation.md).
         resuming: a decision of the turn waits for its resume.
         stopped_by_id / stopped_by_name / stopped_at: the stop requested for it, if any.
     """

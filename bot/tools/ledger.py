@@ -20,6 +20,12 @@ A call that ran to its end has its result recorded (`record`), so a node re-run 
 answers with that result (`Claim.FINISHED`) instead of "outcome unknown": the result is durable
 as soon as the tool returns, whatever the checkpoint's durability mode. Only a call cut short
 while its tool ran stays unknown (tool calls are at most once, docs/decisions/0009).
+
+An MCP server may answer a call by asking the requester a question (elicitation), and the call
+goes on as a new `tools/call` carrying the answer: a round. Each round after the first is
+claimed once (`claim_round`) and never sent twice, and what a round asked is recorded
+(`record_round`) so that a re-run of the tool node after a resume or a restart reads it
+(`rounds`) instead of sending the round again (docs/decisions/XXXX-mcp-elicitation.md).
 """
 
 from __future__ import annotations
@@ -47,6 +53,21 @@ class Claim(StrEnum):
     """A call under a trust grant, in a conversation whose turn was stopped (issue 12): nobody
     approved this call itself, so a recorded stop keeps it from starting whatever the run has
     heard of the stop yet."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Round:
+    """One round of a call whose server asked for input (round 0 is the call's own claim).
+
+    Attributes:
+        number: 0 for the call itself, then 1, 2, ... for each `tools/call` sent again.
+        asked: the server's `InputRequiredResult` of the round (MCP's JSON), or None when the
+            round was claimed and nothing it asked is recorded (it was cut short, or it ended
+            with the call's result, which the ledger's `recorded` holds).
+    """
+
+    number: int
+    asked: Mapping[str, Any] | None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -129,6 +150,18 @@ class ToolRunLedger(Protocol):
         """
         ...
 
+    async def claim_round(self, *, thread_id: str, tool_call_id: str, number: int) -> bool:
+        """Claim round `number` (1 or more) of a call before sending it; True once, False ever after."""
+        ...
+
+    async def record_round(self, *, thread_id: str, tool_call_id: str, number: int, asked: Mapping[str, Any]) -> None:
+        """Record what round `number` (0 or more) of a call asked (its `InputRequiredResult` as JSON)."""
+        ...
+
+    async def rounds(self, *, thread_id: str, tool_call_id: str) -> list[Round]:
+        """The call's rounds recorded so far, in order; empty for a call whose server never asked."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class ToolResult:
@@ -153,6 +186,7 @@ class InMemoryLedger:
     def __init__(self) -> None:
         self._claimed: set[tuple[str, str]] = set()
         self._results: dict[tuple[str, str], ToolResult] = {}
+        self._rounds: dict[tuple[str, str], dict[int, Mapping[str, Any] | None]] = {}
 
     async def claim(
         self,
@@ -183,3 +217,20 @@ class InMemoryLedger:
     async def started(self, *, thread_id: str, tool_call_id: str) -> bool:
         """See `ToolRunLedger.started`."""
         return (thread_id, tool_call_id) in self._claimed
+
+    async def claim_round(self, *, thread_id: str, tool_call_id: str, number: int) -> bool:
+        """See `ToolRunLedger.claim_round`."""
+        rounds = self._rounds.setdefault((thread_id, tool_call_id), {})
+        if number in rounds:
+            return False
+        rounds[number] = None
+        return True
+
+    async def record_round(self, *, thread_id: str, tool_call_id: str, number: int, asked: Mapping[str, Any]) -> None:
+        """See `ToolRunLedger.record_round`."""
+        self._rounds.setdefault((thread_id, tool_call_id), {})[number] = dict(asked)
+
+    async def rounds(self, *, thread_id: str, tool_call_id: str) -> list[Round]:
+        """See `ToolRunLedger.rounds`."""
+        rounds = self._rounds.get((thread_id, tool_call_id), {})
+        return [Round(number=number, asked=rounds[number]) for number in sorted(rounds)]

@@ -1,11 +1,13 @@
-"""An MCP server that asks for input in the middle of an approved call: the call is sent once, never again.
+"""An MCP server that asks for input Countersign does not give: the call is sent once, never again.
 
 On the 2026-07-28 protocol a server answers `tools/call` with an `InputRequiredResult` (a
 question, a request for sampling or roots, or only a `request_state`), expecting the call again
-with the answers; Countersign does not answer yet, so the model and the card get "outcome unknown"
-(docs/decisions/0048-mcp-input-required.md). On the handshake era the server sends its own
-requests during the call; they are answered with errors and the call is not sent again. What the
-server saw is read from the server's own record.
+with the answers. Questions for a person are put to the requester
+(`tests/integration/test_mcp_elicitation.py`, docs/decisions/XXXX-mcp-elicitation.md); sampling,
+roots, a state-only answer and a question Countersign cannot show end the call, and the model and
+the card get "outcome unknown" (docs/decisions/0048-mcp-input-required.md). On the handshake era
+the server sends its own requests during the call; they are answered with errors and the call is
+not sent again. What the server saw is read from the server's own record.
 """
 
 from __future__ import annotations
@@ -39,15 +41,13 @@ from tests.support.service import open_service
 
 ASKS: dict[str, InputRequests] = {
     "state_only": {},
-    "question": {
+    "roots_and_sampling": {
+        "roots": ListRootsRequest(),
         "confirm": ElicitRequest(
             params=ElicitRequestFormParams(
                 message="Pay 100?", requested_schema={"type": "object", "properties": {"ok": {"type": "boolean"}}}
             )
-        )
-    },
-    "roots_and_sampling": {
-        "roots": ListRootsRequest(),
+        ),
         "model": CreateMessageRequest(
             params=CreateMessageRequestParams(
                 messages=[SamplingMessage(role="user", content=TextContent(type="text", text="hi"))], max_tokens=10
@@ -102,10 +102,21 @@ async def test_a_server_asking_for_input_gets_the_call_once_and_the_outcome_is_u
     assert sample("countersign_mcp_call_errors_total", server="bank", kind="input_required") == counted + 1
 
 
-async def test_a_question_names_what_the_server_asked(tmp_path, db_url):
-    """The model reads the server's question, so it can tell the user what the server wanted."""
+UNSHOWABLE: InputRequests = {
+    "confirm": ElicitRequest(
+        params=ElicitRequestFormParams(
+            message="Pay 100?",
+            requested_schema={"type": "object", "properties": {"to": {"type": "object", "properties": {}}}},
+        )
+    )
+}
+"""A question outside MCP's restricted form schema (a nested object)."""
+
+
+async def test_a_question_that_cannot_be_shown_ends_the_call_as_outcome_unknown(tmp_path, db_url):
+    """A form Countersign cannot show is never asked nor answered: sent once, the model reads why, outcome unknown."""
     seen: list[dict[str, Any]] = []
-    async with serve_http(asking_server(seen, ASKS["question"])) as url:
+    async with serve_http(asking_server(seen, UNSHOWABLE)) as url:
         servers = servers_for(tmp_path, {"bank": {"url": url}})
         servers.start()
         try:
@@ -115,7 +126,9 @@ async def test_a_question_names_what_the_server_asked(tmp_path, db_url):
         finally:
             await servers.aclose(10)
     assert len(seen) == 1
-    assert "it asked a question: 'Pay 100?'" in str(tool_results(model)[0].content)
+    [result] = tool_results(model)
+    assert "asked the user a question Countersign cannot show" in str(result.content)
+    assert "Whether it took effect is unknown" in str(result.content)
 
 
 async def test_a_handshake_era_server_asking_mid_call_is_answered_with_errors_and_called_once(tmp_path, db_url):

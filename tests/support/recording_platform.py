@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from bot.approvals.shown import Arguments, Shortfall, Unshowable
 from bot.conversation import Actor, ConversationRef
 from bot.ports import Activity, ApprovalCard, CardTarget, Notice
+from bot.tools.mcp.elicitation.store import QuestionRecord
 
 _ids = itertools.count(1)
 
@@ -44,6 +45,18 @@ class RecordingPlatform:
     async def update_card(self, conversation: ConversationRef, card_ref: str, card: ApprovalCard) -> None:
         self.cards[card_ref] = card
         self.updates.append(card)
+
+    questions: dict[str, QuestionRecord] = field(default_factory=dict)
+    """MCP servers' questions shown, by id (`post_question`); redrawn ones as last redrawn."""
+    asks_questions: bool = True
+    """False: like Slack and Discord today, it cannot take answers (`post_question` returns None)."""
+
+    async def post_question(self, conversation: ConversationRef, question: QuestionRecord) -> str | None:
+        self.questions[question.id] = question
+        return question.id if self.asks_questions else None
+
+    async def update_question(self, conversation: ConversationRef, ref: str, question: QuestionRecord) -> None:
+        self.questions[question.id] = question
 
     unshowable_over: int | None = None
     """Arguments longer than this (`Arguments.text`) cannot be shown here (None: all can)."""

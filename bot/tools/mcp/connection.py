@@ -6,7 +6,8 @@ polls `tools/list` as its health check and change detector (`ping` does not exis
 jittered exponential backoff. A listing reads each tool on its own (`bot.tools.mcp.listing`): one
 malformed tool is left out, not the server. Callers never enter the client: `call` sends one
 `tools/call` on the live session, and never sends it again (a server asking for input mid-call
-ends it as outcome unknown, docs/decisions/0048-mcp-input-required.md), or refuses at once,
+ends that call with `InputRequiredError`, docs/decisions/0048-mcp-input-required.md; the tool
+node may answer its questions in a new call of its own, docs/decisions/XXXX-mcp-elicitation.md), or refuses at once,
 before anything is sent, when there is none. A stdio server is started once per connection, never per call
 (docs/decisions/0042-mcp-client.md), under a reaper (`bot.tools.mcp.reaper`) that ends every
 process it started once it ends; its stderr becomes the bot's log lines
@@ -140,20 +141,23 @@ class InputRequiredError(OutcomeUnknownError):
 
     On the 2026-07-28 protocol a server may answer `tools/call` with questions (elicitation,
     sampling, roots) or only a `request_state`, expecting the call to be sent again with the
-    answers. Countersign cannot answer yet, and each such round is a new call the server may
-    act on, so the call ends here; the server may have acted before asking, so its outcome is
-    unknown (docs/decisions/0048-mcp-input-required.md).
+    answers. Each such round is a new call the server may act on, so this call ends here. Only
+    questions for a person are answered, by the tool node in a new round of its own
+    (docs/decisions/XXXX-mcp-elicitation.md); anything else is an outcome unknown: the server
+    may have acted before asking (docs/decisions/0048-mcp-input-required.md).
 
     Args:
-        asked: what the server asked for, in one clause (`describe_input_requests`).
+        result: the server's answer.
     """
 
-    def __init__(self, asked: str) -> None:
+    def __init__(self, result: mcp_types.InputRequiredResult) -> None:
+        asked = describe_input_requests(result)
         super().__init__(
             f"the server asked for input in the middle of the call ({asked}), which Countersign does not "
-            "support yet; the call was not sent again"
+            "support; the call was not sent again"
         )
         self.asked = asked
+        self.result = result
 
 
 @dataclass(frozen=True, slots=True)
@@ -336,13 +340,24 @@ class McpConnection:
                 listing = await asyncio.wait_for(list_tools(client.session, LIST_TIMEOUT_S), LIST_TIMEOUT_S)
                 await self._publish(listing)
 
-    async def call(self, upstream: str, arguments: dict[str, Any], *, timeout_s: float) -> mcp_types.CallToolResult:
+    async def call(
+        self,
+        upstream: str,
+        arguments: dict[str, Any],
+        *,
+        timeout_s: float,
+        input_responses: mcp_types.InputResponses | None = None,
+        request_state: str | None = None,
+    ) -> mcp_types.CallToolResult:
         """Send one `tools/call` on the live session and return the server's result.
 
         Args:
             upstream: the tool's name on the server.
             arguments: its arguments (already checked against its input schema).
             timeout_s: seconds to wait for the answer; then the server is told to cancel it.
+            input_responses: for a round after the first, the answers to what the server asked
+                (`bot.tools.mcp.elicitation.rounds`), by its keys; None for a first call.
+            request_state: for such a round, the `request_state` the server sent, echoed.
 
         Raises:
             NotConnectedError: nothing was sent (no live session).
@@ -362,7 +377,7 @@ class McpConnection:
         started = time.monotonic()
         kind: str | None = "cancelled"  # unless it ends otherwise: only a cancellation skips the handlers
         try:
-            result = await self._send(client, upstream, arguments, timeout_s)
+            result = await self._send(client, upstream, arguments, timeout_s, input_responses, request_state)
             kind = "is_error" if result.is_error else None
             return result
         except CallRefusedError:
@@ -388,7 +403,13 @@ class McpConnection:
         log.log(level, "MCP server %s: %s ended after %.0f ms: %s", self.key, upstream, seconds * 1000, kind)
 
     async def _send(
-        self, client: Client[Any], upstream: str, arguments: dict[str, Any], timeout_s: float
+        self,
+        client: Client[Any],
+        upstream: str,
+        arguments: dict[str, Any],
+        timeout_s: float,
+        input_responses: mcp_types.InputResponses | None,
+        request_state: str | None,
     ) -> mcp_types.CallToolResult:
         """`call`'s one `tools/call` on `client`'s session, its failures as `call` raises them.
 
@@ -398,7 +419,12 @@ class McpConnection:
         """
         try:
             result = await client.session.call_tool(
-                upstream, arguments, read_timeout_seconds=timeout_s, allow_input_required=True
+                upstream,
+                arguments,
+                read_timeout_seconds=timeout_s,
+                input_responses=input_responses,
+                request_state=request_state,
+                allow_input_required=True,
             )
         except MCPError as exc:
             code = exc.error.code
@@ -425,7 +451,7 @@ class McpConnection:
         except Exception as exc:  # e.g. an answer the SDK cannot read: it was sent, and may have run
             raise OutcomeUnknownError(f"the server's answer could not be read ({_describe(exc)})") from exc
         if isinstance(result, mcp_types.InputRequiredResult):
-            raise InputRequiredError(describe_input_requests(result))
+            raise InputRequiredError(result)
         return result
 
 

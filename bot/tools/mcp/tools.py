@@ -9,7 +9,10 @@ whole follow the server's description (`declared_description`,
 docs/decisions/0047-gemini-schemas-for-mcp-tools.md). A call goes through the tool node like any
 other: claimed in the tool-run ledger before it is sent, the approved digest checked, its result recorded; a
 call whose answer never came raises `bot.errors.ToolOutcomeUnknownError`, so it is recorded
-as outcome unknown and never sent again (docs/decisions/0042-mcp-client.md).
+as outcome unknown and never sent again (docs/decisions/0042-mcp-client.md). A server that
+answers with questions for a person only raises `InputAskedError`: the tool node asks the
+requester and sends the next round, whose answers this tool reads from `ROUND_INPUT`
+(docs/decisions/XXXX-mcp-elicitation.md).
 """
 
 from __future__ import annotations
@@ -26,7 +29,14 @@ from langchain_core.tools import StructuredTool, ToolException
 from bot.approvals.mode import Mode
 from bot.errors import ToolOutcomeUnknownError
 from bot.log_context import about
-from bot.tools.mcp.connection import CallRefusedError, McpConnection, NotConnectedError, OutcomeUnknownError
+from bot.tools.mcp.connection import (
+    CallRefusedError,
+    InputRequiredError,
+    McpConnection,
+    NotConnectedError,
+    OutcomeUnknownError,
+)
+from bot.tools.mcp.elicitation.rounds import ROUND_INPUT, InputAskedError, only_questions
 from bot.tools.mcp.gemini_schema import declared_description, gemini_parameters
 from bot.tools.mcp.pins.definitions import ToolDefinition
 from bot.tools.registry import INPUT_SCHEMA, ToolSpec
@@ -162,8 +172,22 @@ def mcp_tool_spec(
         refusal = await before_call()
         if refusal is not None:
             raise ToolException(f"Error: {refusal}")
+        round_input = ROUND_INPUT.get()
         try:
-            result = await connection.call(info.upstream, arguments, timeout_s=timeout_s)
+            result = await connection.call(
+                info.upstream,
+                arguments,
+                timeout_s=timeout_s,
+                input_responses=dict(round_input.input_responses) if round_input is not None else None,
+                request_state=round_input.request_state if round_input is not None else None,
+            )
+        except InputRequiredError as exc:
+            if only_questions(exc.result):
+                raise InputAskedError(exc.result, server=info.server) from None
+            raise ToolOutcomeUnknownError(
+                f"Error: {name}: {exc.what}. Whether it took effect is unknown; do not call it again "
+                "without asking the user."
+            ) from None
         except NotConnectedError as exc:
             raise ToolException(f"Error: {name} is not available now: {exc.reason}; nothing ran.") from None
         except CallRefusedError as exc:
