@@ -394,7 +394,7 @@ class Platform(Protocol):
         Returns:
             A reference the adapter can later update (`update_question`); None when this
             platform cannot take answers: it told the requester what the server asked, and the
-            core answers `cancel` (docs/decisions/XXXX-mcp-elicitation.md).
+            core answers `cancel` (docs/decisions/0054-mcp-elicitation.md).
         """
         ...
 

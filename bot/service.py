@@ -424,7 +424,7 @@ class Countersign:
     async def answer_question(self, question_id: str, actor: Actor, answer: Answer) -> None:
         """Answer an MCP server's question; the call goes on with the answer once its pause has all of them.
 
-        The one entry point for answers, for every adapter (docs/decisions/XXXX-mcp-elicitation.md).
+        The one entry point for answers, for every adapter (docs/decisions/0054-mcp-elicitation.md).
 
         Args:
             question_id: the question the prompt or form named.

@@ -1,4 +1,4 @@
--- MCP elicitation (docs/decisions/XXXX-mcp-elicitation.md): a server's question in the middle of
+-- MCP elicitation (docs/decisions/0054-mcp-elicitation.md): a server's question in the middle of
 -- a call is put to the requester, and the call goes on with their answer as a new `tools/call`.
 -- depends: 0019.approved-definition
 

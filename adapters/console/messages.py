@@ -256,7 +256,7 @@ MCP_NOT_YET = (
     "offered once it is (/countersign mcp shows how it stands)."
 )
 
-# An MCP server's question (docs/decisions/XXXX-mcp-elicitation.md) ----------------------
+# An MCP server's question (docs/decisions/0054-mcp-elicitation.md) ----------------------
 
 QUESTION_FROM = "?  The MCP server {server} asks {requester} during {tool}:"
 """The first line of a server's question; its message follows, then the form's fields or the link."""

@@ -1,7 +1,7 @@
 """The question prompt: an MCP server's question, asked of its requester at the terminal.
 
 A server may ask the person who asked for a call a question in the middle of it (MCP
-elicitation, docs/decisions/XXXX-mcp-elicitation.md). The terminal shows the server, the tool
+elicitation, docs/decisions/0054-mcp-elicitation.md). The terminal shows the server, the tool
 and the server's message, then asks accept / decline / cancel; on accept it asks each field of
 a form (its label, description, default and options), reads the typed text in the field's type
 and checks it against the server's schema (`bot.tools.mcp.elicitation.forms`), asking a field

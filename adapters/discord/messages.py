@@ -338,6 +338,6 @@ QUESTION_NOT_YET = (
     "goes on without an answer."
 )
 """Posted in the conversation, pinging only the requester, when a server asks them a question
-(docs/decisions/XXXX-mcp-elicitation.md). A link is never posted: the channel is not private."""
+(docs/decisions/0054-mcp-elicitation.md). A link is never posted: the channel is not private."""
 QUESTION_NOT_YET_FORM = "“{message}”"
 QUESTION_NOT_YET_LINK = "it asked you to open a link (not shown here: this channel is not private)"

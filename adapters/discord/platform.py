@@ -193,7 +193,7 @@ class DiscordPlatform:
         """Tell the requester what the server asked (pinging only them); Discord cannot take the answer yet.
 
         A link is never posted (plain messages cannot be ephemeral). Returns None, so the core
-        answers `cancel` (docs/decisions/XXXX-mcp-elicitation.md).
+        answers `cancel` (docs/decisions/0054-mcp-elicitation.md).
         """
         asked = question.question
         what = (

@@ -307,6 +307,6 @@ QUESTION_NOT_YET = (
 )
 """Told to the requester only (ephemeral) when a server asks them a question.
 
-See docs/decisions/XXXX-mcp-elicitation.md."""
+See docs/decisions/0054-mcp-elicitation.md."""
 QUESTION_NOT_YET_FORM = "“{message}”"
 QUESTION_NOT_YET_LINK = "it asked you to open a link (not shown here)"

@@ -233,7 +233,7 @@ class SlackPlatform:
     async def post_question(self, conversation: ConversationRef, question: QuestionRecord) -> None:
         """Tell the requester only (ephemeral) what the server asked; Slack cannot take the answer yet.
 
-        Returns None, so the core answers `cancel` (docs/decisions/XXXX-mcp-elicitation.md).
+        Returns None, so the core answers `cancel` (docs/decisions/0054-mcp-elicitation.md).
         """
         asked = question.question
         what = (

@@ -103,7 +103,7 @@ MCP_TOO_MANY_QUESTIONS = (
 )
 """Answer for an MCP call whose server asked more rounds of questions than one call may.
 
-See docs/decisions/XXXX-mcp-elicitation.md."""
+See docs/decisions/0054-mcp-elicitation.md."""
 MCP_INPUT_REQUIRED = (
     "Error: {name}: {what}. Whether it took effect is unknown; do not call it again without asking the user."
 )

@@ -276,7 +276,7 @@ async def _go_on(
     from its top on resume and pairs answers with `interrupt` calls by their order, so every
     round recorded before is asked again here (its answer comes back at once) and never sent
     again: a round after the first is claimed in the ledger before it is sent, and what it
-    asked is recorded as soon as it comes (docs/decisions/XXXX-mcp-elicitation.md). The call's
+    asked is recorded as soon as it comes (docs/decisions/0054-mcp-elicitation.md). The call's
     final result is recorded like any call's. A round that asks anything but questions (or a
     question Countersign cannot show), one past `MAX_QUESTION_ROUNDS`, or one claimed and cut
     short ends the call as outcome unknown.

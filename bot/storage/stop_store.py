@@ -52,7 +52,7 @@ class TurnState:
         requester_id / requester_name: the author of the message that started it.
         running: a run of the graph is under way (or its outcome is still due).
         paused: a card of the turn waits for a decision, or an MCP server's question for its
-            requester's answer (docs/decisions/XXXX-mcp-elicitation.md).
+            requester's answer (docs/decisions/0054-mcp-elicitation.md).
         resuming: a decision of the turn waits for its resume.
         stopped_by_id / stopped_by_name / stopped_at: the stop requested for it, if any.
     """

@@ -25,7 +25,7 @@ An MCP server may answer a call by asking the requester a question (elicitation)
 goes on as a new `tools/call` carrying the answer: a round. Each round after the first is
 claimed once (`claim_round`) and never sent twice, and what a round asked is recorded
 (`record_round`) so that a re-run of the tool node after a resume or a restart reads it
-(`rounds`) instead of sending the round again (docs/decisions/XXXX-mcp-elicitation.md).
+(`rounds`) instead of sending the round again (docs/decisions/0054-mcp-elicitation.md).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The tool-run ledger's rounds (an MCP call asked again after a question), on PostgreSQL and in memory alike.
 
 Each round after the first is claimed once and never again; what a round asked is recorded and
-read back in order (docs/decisions/XXXX-mcp-elicitation.md).
+read back in order (docs/decisions/0054-mcp-elicitation.md).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 The server answers `tools/call` with an `InputRequiredResult` asking a form question; the tool
 node pauses the graph, the terminal asks the requester, and the call is sent again with their
-answer (docs/decisions/XXXX-mcp-elicitation.md). What the server saw is its own record.
+answer (docs/decisions/0054-mcp-elicitation.md). What the server saw is its own record.
 """
 
 from __future__ import annotations

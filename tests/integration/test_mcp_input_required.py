@@ -3,7 +3,7 @@
 On the 2026-07-28 protocol a server answers `tools/call` with an `InputRequiredResult` (a
 question, a request for sampling or roots, or only a `request_state`), expecting the call again
 with the answers. Questions for a person are put to the requester
-(`tests/integration/test_mcp_elicitation.py`, docs/decisions/XXXX-mcp-elicitation.md); sampling,
+(`tests/integration/test_mcp_elicitation.py`, docs/decisions/0054-mcp-elicitation.md); sampling,
 roots, a state-only answer and a question Countersign cannot show end the call, and the model and
 the card get "outcome unknown" (docs/decisions/0048-mcp-input-required.md). On the handshake era
 the server sends its own requests during the call; they are answered with errors and the call is

@@ -2,7 +2,7 @@
 
 Slack's modals for questions come next (docs/decisions/0050-elicitation-forms-on-slack-and-discord.md);
 until then the requester is told privately what the server asked and the core answers `cancel`
-(docs/decisions/XXXX-mcp-elicitation.md). The real `slack_sdk` client talks to the Web API stand-in.
+(docs/decisions/0054-mcp-elicitation.md). The real `slack_sdk` client talks to the Web API stand-in.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 A question is stored once per pause and key, answered exactly once (a conditional update),
 and found again by its pause, its conversation and its expiry
-(`bot.tools.mcp.elicitation.store`, docs/decisions/XXXX-mcp-elicitation.md).
+(`bot.tools.mcp.elicitation.store`, docs/decisions/0054-mcp-elicitation.md).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ jittered exponential backoff. A listing reads each tool on its own (`bot.tools.m
 malformed tool is left out, not the server. Callers never enter the client: `call` sends one
 `tools/call` on the live session, and never sends it again (a server asking for input mid-call
 ends that call with `InputRequiredError`, docs/decisions/0048-mcp-input-required.md; the tool
-node may answer its questions in a new call of its own, docs/decisions/XXXX-mcp-elicitation.md), or refuses at once,
+node may answer its questions in a new call of its own, docs/decisions/0054-mcp-elicitation.md), or refuses at once,
 before anything is sent, when there is none. A stdio server is started once per connection, never per call
 (docs/decisions/0042-mcp-client.md), under a reaper (`bot.tools.mcp.reaper`) that ends every
 process it started once it ends; its stderr becomes the bot's log lines
@@ -143,7 +143,7 @@ class InputRequiredError(OutcomeUnknownError):
     sampling, roots) or only a `request_state`, expecting the call to be sent again with the
     answers. Each such round is a new call the server may act on, so this call ends here. Only
     questions for a person are answered, by the tool node in a new round of its own
-    (docs/decisions/XXXX-mcp-elicitation.md); anything else is an outcome unknown: the server
+    (docs/decisions/0054-mcp-elicitation.md); anything else is an outcome unknown: the server
     may have acted before asking (docs/decisions/0048-mcp-input-required.md).
 
     Args:

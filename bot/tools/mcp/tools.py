@@ -12,7 +12,7 @@ call whose answer never came raises `bot.errors.ToolOutcomeUnknownError`, so it 
 as outcome unknown and never sent again (docs/decisions/0042-mcp-client.md). A server that
 answers with questions for a person only raises `InputAskedError`: the tool node asks the
 requester and sends the next round, whose answers this tool reads from `ROUND_INPUT`
-(docs/decisions/XXXX-mcp-elicitation.md).
+(docs/decisions/0054-mcp-elicitation.md).
 """
 
 from __future__ import annotations

@@ -4,5 +4,5 @@
 `rounds` turns a server's `InputRequiredResult` into a question pause of the tool node and the
 answers into the next round's `input_responses`; `store` keeps the questions (a port, PostgreSQL
 and in memory); `desk` stores, shows, answers, expires and stops them; `expiry` is their sweeper
-(docs/decisions/XXXX-mcp-elicitation.md).
+(docs/decisions/0054-mcp-elicitation.md).
 """

@@ -6,7 +6,7 @@ asks only elicitation questions (form or URL mode), the tool node pauses the gra
 question payload (`question_payload`) addressed to the requester, and sends the next round with
 their answers (`responses_of`) under a claim of its own; the tool reads what to send from
 `ROUND_INPUT`. Anything else (sampling, roots, a state-only round) stays an outcome unknown
-(docs/decisions/0048-mcp-input-required.md, docs/decisions/XXXX-mcp-elicitation.md).
+(docs/decisions/0048-mcp-input-required.md, docs/decisions/0054-mcp-elicitation.md).
 """
 
 from __future__ import annotations
