@@ -23,7 +23,7 @@ import mcp_types
 
 from bot.conversation import Actor
 from bot.errors import ConfigurationError
-from bot.tools.mcp.config import McpConfig, registry_name, safe_server_name
+from bot.tools.mcp.config import McpConfig, registry_name, safe_server_name, said_at_once
 from bot.tools.mcp.connection import (
     CONNECT_TIMEOUT_S,
     FIRST_RETRY_S,
@@ -95,15 +95,18 @@ class McpServers:
     ) -> None:
         fixed = sorted(fixed_names)
         self._prefixes: dict[str, str] = {}
+        clashes: list[str] = []
         for key in config.servers:
             prefix = f"{safe_server_name(key)}__"
             clash = next((name for name in fixed if name.startswith(prefix)), None)
             if clash is not None:
-                raise ConfigurationError(
-                    f"COUNTERSIGN_MCP_CONFIG ({config.source}): server {key!r} makes tool names {prefix}…, "
-                    f"like the tool {clash!r} the bot has already; rename the server"
+                clashes.append(
+                    f"server {key!r} makes tool names {prefix}…, like the tool {clash!r} the bot has already; "
+                    "rename the server"
                 )
             self._prefixes[prefix] = key
+        if clashes:
+            raise ConfigurationError(said_at_once(f"COUNTERSIGN_MCP_CONFIG ({config.source})", clashes))
         self._config = config
         self._default_timeout_s = default_timeout_s
         self._connections = {
