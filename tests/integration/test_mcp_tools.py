@@ -114,14 +114,14 @@ async def test_an_approved_call_runs_once_on_the_server(db_url, stdio):
 
 
 async def test_an_edit_is_checked_against_the_tools_own_schema(db_url, stdio):
-    """An edit the tool's input schema refuses is refused at the prompt; a valid one runs as edited."""
+    """An edit the tool's input schema refuses is refused at the prompt in words about the edit; a valid one runs as edited."""
     servers, events = stdio
     before = len(calls_of(events, "create_note"))
     model = ScriptedChatModel(replies=[calls(tool_call("notes__create_note", {"title": "a"})), AIMessage("ok")])
     text = await converse(
         db_url, registry_with(servers), model, "note a", "e", '{"title": 5}', "e", '{"title": "b", "body": "x"}'
     )
-    assert "5 is not of type 'string'" in text
+    assert "!  Your edit was not applied: invalid arguments for notes__create_note: title: 5 is not of type 'string'." in text
     assert [c["args"] for c in calls_of(events, "create_note")[before:]] == [{"title": "b", "body": "x"}]
 
 
