@@ -50,7 +50,7 @@ from bot.tools.mcp.pins import (
     check_call,
     observe,
 )
-from bot.tools.mcp.pins.rules import HELD_TOOL
+from bot.tools.mcp.pins.rules import held_reason
 from bot.tools.mcp.tools import McpToolInfo, mcp_tool_spec, name_problem, tool_info
 from bot.tools.registry import AbsentTool, ToolSpec
 
@@ -158,7 +158,7 @@ class McpServers:
             why = f" ({status.reason})" if status.reason else ""
             return AbsentTool(reason=f"MCP server {key!r} is not connected{why}", last_spec=last)
         if name in self._held[key]:
-            return AbsentTool(reason=HELD_TOOL.format(server=key), last_spec=last)
+            return AbsentTool(reason=held_reason(key, name), last_spec=last)
         if last is not None:
             return AbsentTool(reason=f"MCP server {key!r} no longer offers it", last_spec=last)
         return None
