@@ -121,7 +121,10 @@ async def test_an_edit_is_checked_against_the_tools_own_schema(db_url, stdio):
     text = await converse(
         db_url, registry_with(servers), model, "note a", "e", '{"title": 5}', "e", '{"title": "b", "body": "x"}'
     )
-    assert "!  Your edit was not applied: invalid arguments for notes__create_note: title: 5 is not of type 'string'." in text
+    assert (
+        "!  Your edit was not applied: invalid arguments for notes__create_note: title: 5 is not of type 'string'."
+        in text
+    )
     assert [c["args"] for c in calls_of(events, "create_note")[before:]] == [{"title": "b", "body": "x"}]
 
 
