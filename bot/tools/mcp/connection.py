@@ -59,7 +59,7 @@ CONNECT_TIMEOUT_S = 30.0
 LIST_TIMEOUT_S = 30.0
 """Seconds one poll may take before the server counts as lost."""
 
-PROCESS_ENDED = "the server process ended (its stdout closed); its last stderr lines are in the bot's log"
+PROCESS_ENDED = "the server process ended: it exited or closed its stdout; see its last stderr lines in the bot's log"
 """Why a stdio server is not connected once its process exited, was killed, or closed its stdout."""
 
 _REFUSED_CODES = frozenset(
