@@ -67,6 +67,15 @@ NOT_TOLD = ", admins not told (the message was lost)"
 PINS_UNREADABLE = "  held tools unknown: the pin store could not be read (see the bot's log)"
 LEFT_OUT_LINE = "  left out: {tool}: {reason}"
 MORE_LEFT_OUT = "  …and {count} more tools left out (the bot's log names them)"
+LEFT_OUT_BY_FILE = (
+    "  {count} tool left out by the file's includeTools/excludeTools",
+    "  {count} tools left out by the file's includeTools/excludeTools",
+)
+OVER_LIMIT = (
+    "  {count} {tools} left out, over the model's limit of {limit} tools; use includeTools/excludeTools: {names}"
+)
+MAX_NAMES_SHOWN = 5
+"""Tool names shown in the line of the tools left out over the limit; the rest are counted."""
 MAX_TEXT_SHOWN = 200
 """Characters of a left-out tool's name or reason shown (both may be the server's text)."""
 ACCEPT_HINT = "  accept with `/countersign mcp accept {server}`"
@@ -171,7 +180,20 @@ def overview_text(
             )
         if len(server.left_out) > MAX_TOOLS_SHOWN:
             lines.append(MORE_LEFT_OUT.format(count=len(server.left_out) - MAX_TOOLS_SHOWN))
+        if server.left_out_by_file:
+            count = server.left_out_by_file
+            lines.append(LEFT_OUT_BY_FILE[0 if count == 1 else 1].format(count=count))
+        if server.over_limit:
+            lines.append(_over_limit_line(server.over_limit, server.max_tools))
     return "\n".join(lines)
+
+
+def _over_limit_line(names: tuple[str, ...], limit: int) -> str:
+    """E.g. "  2 tools left out, over the model's limit of 512 tools; use includeTools/excludeTools: `a`, `b`"."""
+    shown = ", ".join(f"`{name}`" for name in names[:MAX_NAMES_SHOWN])
+    if len(names) > MAX_NAMES_SHOWN:
+        shown += f" and {len(names) - MAX_NAMES_SHOWN} more"
+    return OVER_LIMIT.format(count=len(names), tools="tool" if len(names) == 1 else "tools", limit=limit, names=shown)
 
 
 def _server_text(text: str, escape: Callable[[str], str]) -> str:

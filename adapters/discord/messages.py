@@ -268,3 +268,66 @@ PROGRESS = ProgressWords(
 )
 """The status line, edited in place while subagents work, a model call waits to be retried, or
 a turn goes on for a while (with a Stop button), deleted when the turn ends."""
+
+# An MCP server's question to whoever asked for the call
+# (docs/decisions/0050-elicitation-forms-on-slack-and-discord.md)
+QUESTION_TITLE = "❓ A question for you"
+QUESTION_TITLE_DONE = {
+    "accept": "💬 Question answered",
+    "decline": "🚫 Question declined",
+    "cancel": "✖️ Question cancelled",
+    "expired": "⌛ Question expired",
+}
+"""The finished card's title, by outcome: an `Action` value, or "expired"."""
+QUESTION_ASKS = "<@{user}>, the MCP server `{server}` asks, while running `{tool}`:"
+FIELD_QUESTION_FIELDS = "It asks for"
+QUESTION_FIELD_LINE = "• {label}{required}"
+QUESTION_FIELD_REQUIRED = " (required)"
+QUESTION_FIELD_MORE = "• … and {count} more"
+QUESTION_PAGES = "The form has {pages} pages: after each, **Continue** opens the next."
+QUESTION_LINK_NOTE = "It asks you to open a link: **Open link…** shows it to you alone."
+QUESTION_ONLY_REQUESTER = "Only the person asked can answer."
+FIELD_QUESTION_OUTCOME = "Outcome"
+QUESTION_DONE = {
+    "accept": "Answered by <@{user}> <t:{ts}:f>",
+    "decline": "Declined by <@{user}> <t:{ts}:f>",
+    "cancel": "Cancelled by <@{user}> <t:{ts}:f>",
+    "expired": "Expired unanswered <t:{ts}:f>",
+}
+QUESTION_DONE_NOBODY = {
+    "accept": "Answered <t:{ts}:f>",
+    "decline": "Declined <t:{ts}:f>",
+    "cancel": "Cancelled <t:{ts}:f>",
+    "expired": "Expired unanswered <t:{ts}:f>",
+}
+"""The finished card's outcome when nobody is named (the bot cancelled it, say, when the turn stopped)."""
+BUTTON_ANSWER = "Answer…"
+BUTTON_OPEN_LINK = "Open link…"
+BUTTON_DECLINE = "Decline"
+BUTTON_CANCEL_QUESTION = "Cancel"
+BUTTON_CONTINUE = "Continue ({page}/{pages})"
+BUTTON_LINK = "Open the link"
+QUESTION_CONTINUE = "Page {done} of {pages} is kept. Continue with the next page: the answer is sent after the last."
+"""The ephemeral reply to a submitted page of a form that has more."""
+QUESTION_LINK = (
+    "`{server}` asks you to open this link (only you see it): {link}\n"
+    "Open it only if you expect it; it may sign you in somewhere."
+)
+"""The requester's ephemeral message with the link of a URL-mode question."""
+QUESTION_MODAL_PAGE = "{title} ({page}/{pages})"
+QUESTION_YES = "Yes"
+QUESTION_NO = "No"
+QUESTION_CHOOSE = "Choose…"
+QUESTION_CHOOSE_SOME = "Choose any…"
+QUESTION_TYPE_OPTION = "Type one of: {options}"
+QUESTION_TYPE_OPTIONS = "Type any of, with commas: {options}"
+QUESTION_PLACEHOLDER = {
+    "email": "name@example.com",
+    "uri": "https://…",
+    "date": "YYYY-MM-DD, e.g. 2026-12-24",
+    "date-time": "YYYY-MM-DDTHH:MM:SSZ (UTC), e.g. 2026-12-24T18:00:00Z",
+}
+"""A text field's placeholder, by its `format`."""
+QUESTION_NUMBER = {"integer": "A whole number", "number": "A number"}
+QUESTION_NUMBER_FROM = " from {low}"
+QUESTION_NUMBER_TO = " up to {high}"

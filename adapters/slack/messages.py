@@ -254,3 +254,50 @@ PROGRESS = ProgressWords(
 )
 """The progress message, updated in place while subagents work, a model call waits to be
 retried, or a turn goes on for a while (with a Stop button), deleted when the turn ends."""
+
+# An MCP server's question to whoever asked for the call
+# (docs/decisions/0050-elicitation-forms-on-slack-and-discord.md)
+QUESTION_HEADER = ":question: A question for you"
+QUESTION_HEADER_DONE = {
+    "accept": ":speech_balloon: Question answered",
+    "decline": ":no_entry_sign: Question declined",
+    "cancel": ":heavy_multiplication_x: Question cancelled",
+    "expired": ":hourglass: Question expired",
+}
+"""The finished card's header, by outcome: an `Action` value, or "expired"."""
+QUESTION_ASKS = "<@{user}>, the MCP server `{server}` asks, while running `{tool}`:"
+QUESTION_MESSAGE = ">{message}"
+QUESTION_LINK_NOTE = "_It asks you to open a link: *Open link…* shows it to you alone._"
+QUESTION_ONLY_REQUESTER = "_Only <@{user}> can answer._"
+QUESTION_DONE = {
+    "accept": "Answered by <@{user}> · {when}",
+    "decline": "Declined by <@{user}> · {when}",
+    "cancel": "Cancelled by <@{user}> · {when}",
+    "expired": "Expired unanswered · {when}",
+}
+QUESTION_DONE_NOBODY = {
+    "accept": "Answered · {when}",
+    "decline": "Declined · {when}",
+    "cancel": "Cancelled · {when}",
+    "expired": "Expired unanswered · {when}",
+}
+"""The finished card's line when nobody is named (the bot cancelled it, say, when the turn stopped)."""
+QUESTION_FALLBACK = "{server} asks a question while running {tool}"
+QUESTION_DONE_FALLBACK = "{outcome}: {server}'s question while running {tool}"
+BUTTON_ANSWER = "Answer…"
+BUTTON_OPEN_LINK = "Open link…"
+BUTTON_DECLINE = "Decline"
+BUTTON_CANCEL_QUESTION = "Cancel"
+BUTTON_LINK = "Open the link"
+QUESTION_LINK = (
+    "`{server}` asks you to open this link (only you see it): {link}\n"
+    "Open it only if you expect it; it may sign you in somewhere."
+)
+"""The requester's ephemeral message with the link of a URL-mode question."""
+QUESTION_LINK_TOO_LONG = "(the link is too long for a button: copy it from the line above)"
+QUESTION_MODAL_SUBMIT = "Send"
+QUESTION_YES = "Yes"
+QUESTION_NO = "No"
+QUESTION_CHOOSE = "Choose…"
+QUESTION_CHOOSE_SOME = "Choose any…"
+QUESTION_CHOOSE_UP_TO = "Choose up to {count}…"

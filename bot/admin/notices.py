@@ -6,7 +6,7 @@ An MCP server is the bot's, not a workspace's, so the operator names the admins'
 the terminal (`countersign chat`) adds its own conversation: its operator is the admin there.
 When channels are named, the admins of their workspaces are the ones who may accept held
 definitions (`governs`); when none are, any workspace's admins may
-(docs/decisions/XXXX-mcp-admin-notices.md).
+(docs/decisions/0046-mcp-pins-wiring.md).
 """
 
 from __future__ import annotations

@@ -262,11 +262,17 @@ class AdminService:
         return await self._change(actor, command)
 
     async def _mcp_overview(self) -> McpOverview:
-        """`mcp`: each server's connection, offered tools with hints, held tools as stored, and tools left out."""
+        """`mcp`: each server's connection, offered tools with hints, held tools as stored, and tools left out.
+
+        Left out: those it lists unusably (each with why), those its entry's `includeTools` /
+        `excludeTools` leave out (counted), and those over the model's limit of tools (named).
+        """
         if self._mcp is None:
             return McpOverview(servers=())
         lines = []
+        over_limit = self._registry.over_limit()
         for key, status in self._mcp.statuses().items():
+            over = over_limit.get(key, ())
             held: tuple[McpHeldLine, ...] = ()
             unreadable = False
             try:
@@ -286,6 +292,7 @@ class AdminService:
             tools = tuple(
                 McpToolLine(name=spec.name, hints=spec.mcp.hints.words() if spec.mcp else ())
                 for spec in self._mcp.offered(key)
+                if spec.name not in over
             )
             lines.append(
                 McpServerLine(
@@ -300,6 +307,9 @@ class AdminService:
                     left_out=tuple(
                         McpLeftOutLine(name=name, reason=reason) for name, reason in self._mcp.left_out(key).items()
                     ),
+                    left_out_by_file=self._mcp.left_out_by_file(key),
+                    over_limit=over,
+                    max_tools=self._registry.max_tools,
                 )
             )
         return McpOverview(servers=tuple(lines))

@@ -307,6 +307,11 @@ class McpServerLine:
         held: the held tools, as stored (shared by every worker and replica).
         pins_unreadable: the pin store could not be read (`held` is then empty).
         left_out: the tools it lists that cannot be offered, as this process last listed them.
+        left_out_by_file: how many tools it lists that its entry's `includeTools` /
+            `excludeTools` leave out.
+        over_limit: its tools left out because the model is offered at most `max_tools` tools,
+            in its order (not in `tools`).
+        max_tools: that limit (`COUNTERSIGN_MAX_TOOLS`).
     """
 
     server: str
@@ -318,6 +323,9 @@ class McpServerLine:
     held: tuple[McpHeldLine, ...]
     pins_unreadable: bool = False
     left_out: tuple[McpLeftOutLine, ...] = ()
+    left_out_by_file: int = 0
+    over_limit: tuple[str, ...] = ()
+    max_tools: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

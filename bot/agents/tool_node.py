@@ -210,12 +210,24 @@ def _offered(call: ToolCall, tools: Mapping[str, BaseTool]) -> BaseTool | ToolMe
         absent = tools.absent(name) if isinstance(tools, ToolView) else None
         if absent is not None:  # e.g. its MCP server is not connected now
             return _error(call, prompts.TOOL_UNAVAILABLE.format(name=name, reason=absent))
-        available = ", ".join(sorted(tools)) or "none"
-        return _error(call, f"Error: {name} is not a valid tool, try one of: {available}.")
+        return _error(call, f"Error: {name} is not a valid tool, try one of: {_some_names(name, tools)}.")
     problem = schema_problem(tool, call.get("args") or {})
     if problem is not None:
         return _error(call, f"Error: invalid arguments for {name}: {problem}. Fix them and try again.")
     return tool
+
+
+_NAMES_SHOWN = 20
+"""Tool names an unknown tool's error lists at most (a bot with MCP servers may offer hundreds)."""
+
+
+def _some_names(name: str, tools: Mapping[str, BaseTool]) -> str:
+    """Up to `_NAMES_SHOWN` offered tool names, those of `name`'s MCP server first, and how many more."""
+    server, separator, _ = name.partition("__")
+    names = sorted(tools, key=lambda other: (not (separator and other.startswith(server + separator)), other))
+    shown = ", ".join(names[:_NAMES_SHOWN]) or "none"
+    more = len(names) - _NAMES_SHOWN
+    return shown + (f" (and {more} more)" if more > 0 else "")
 
 
 async def _invoke(call: ToolCall, tool: BaseTool) -> tuple[ToolMessage, bool]:

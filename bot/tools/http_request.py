@@ -231,6 +231,34 @@ def _parse_allowed_hosts(entries: tuple[str, ...]) -> tuple[_HostRule, ...]:
     return tuple(rules)
 
 
+def _warn_unreachable_loopback_names(rules: tuple[_HostRule, ...]) -> None:
+    """Log a warning at start for each `localhost` entry that the address check will refuse.
+
+    `localhost` (and any `*.localhost`, RFC 6761) always resolves to a loopback address, which
+    `http_request` refuses unless the list names that address itself; an allow-list written before
+    that rule (`localhost:8080` alone) would otherwise fail only at the first call.
+    """
+    for rule in rules:
+        if rule.host != "localhost" and not rule.host.endswith(".localhost"):
+            continue
+        if any(_is_loopback(other.host) and other.port == rule.port for other in rules):
+            continue
+        port = f":{rule.port}" if rule.port is not None else ""
+        log.warning(
+            "HTTP_REQUEST_ALLOWED_HOSTS names %s, which resolves to a loopback address: http_request will refuse "
+            "it unless the list also names the address, e.g. 127.0.0.1%s",
+            rule,
+            port,
+        )
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 class _BorrowedTransport(httpx.AsyncBaseTransport):
     """Lends a caller's transport to a short-lived client without letting the client close it."""
 
@@ -590,6 +618,7 @@ def make_http_request_tool(
         ConfigurationError: when an allow-list entry is not a host or `host:port`.
     """
     rules = _parse_allowed_hosts(settings.http_allowed_hosts)
+    _warn_unreachable_loopback_names(rules)
     allowed_text = ", ".join(str(rule) for rule in rules)
     # Building an SSL context loads the CA bundle (tens of ms of event-loop CPU); once per tool,
     # not once per request (measured in bench/turns.py).

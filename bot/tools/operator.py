@@ -129,14 +129,24 @@ def build_registry(settings: ToolSettings, tools_module: str | None) -> ToolRegi
 
     Raises:
         ConfigurationError: a built-in tool is misconfigured, the operator module cannot be
-            loaded, or two tools share a name (an operator tool may not replace a built-in
-            one, which would silently drop that tool's review default).
+            loaded, two tools share a name (an operator tool may not replace a built-in
+            one, which would silently drop that tool's review default), or the built-in and
+            operator tools alone are more than `COUNTERSIGN_MAX_TOOLS`.
     """
     builtins = builtin_tools(settings)
-    registry = ToolRegistry(builtins)
-    if not tools_module:
-        return registry
-    builtin_names = {spec.name for spec in builtins}
+    registry = ToolRegistry(builtins, max_tools=settings.max_tools)
+    if tools_module:
+        _register_operator_tools(registry, tools_module, {spec.name for spec in builtins})
+    if len(registry) > settings.max_tools:
+        raise ConfigurationError(
+            f"COUNTERSIGN_MAX_TOOLS is {settings.max_tools}, but the built-in and operator tools alone are "
+            f"{len(registry)}; raise it (Gemini takes at most 512) or offer fewer operator tools"
+        )
+    return registry
+
+
+def _register_operator_tools(registry: ToolRegistry, tools_module: str, builtin_names: set[str]) -> None:
+    """Register the tools of `tools_module` after the built-in ones (see `build_registry` for the refusals)."""
     for spec in load_operator_tools(tools_module):
         if spec.name in builtin_names:
             raise ConfigurationError(
@@ -146,4 +156,3 @@ def build_registry(settings: ToolSettings, tools_module: str | None) -> ToolRegi
         if registry.get(spec.name) is not None:
             raise ConfigurationError(f"tools module {tools_module!r} defines more than one tool named {spec.name!r}")
         registry.register(spec)
-    return registry

@@ -1,8 +1,16 @@
-"""The tool registry: every tool the agent may call, with its default review mode."""
+"""The tool registry: every tool the agent may call, with its default review mode.
+
+The registry offers at most `max_tools` tools (`COUNTERSIGN_MAX_TOOLS`, Gemini's limit of 512 by
+default): Gemini refuses a whole request declaring more, so over the limit the tools of its
+sources (MCP servers) are left out, the fixed tools first, then each source's in its own order
+(docs/decisions/0051-offering-only-some-mcp-tools.md). Every graph's tools are a view of this
+registry, so the limit holds for every model call, a subagent's included.
+"""
 
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -18,6 +26,15 @@ if TYPE_CHECKING:
     from bot.tools.mcp.tools import McpToolInfo
 
 log = logging.getLogger(__name__)
+
+MAX_TOOLS = 512
+"""Function declarations Gemini accepts in one request; more and it refuses the whole request."""
+
+OVER_LIMIT = (
+    "it is left out: the bot offers the model at most {limit} tools (COUNTERSIGN_MAX_TOOLS), and the tools "
+    "before it in order fill that"
+)
+"""Why a tool left out over the limit is not offered, for the model (after "<tool> is not available now: ")."""
 
 ARGS_CHECK = "countersign_args_check"
 """Key in a tool's `metadata` of an `args -> problem or None` check for what its schema cannot say.
@@ -199,19 +216,38 @@ class ToolRegistry:
     The fixed tools are registered at start (`register`); a source (`add_source`) adds tools
     that come and go while the bot runs. Every look-up sees the tools offered at that moment.
 
+    Args:
+        specs: the fixed tools.
+        max_tools: tools offered at most (`COUNTERSIGN_MAX_TOOLS`); a source's tools past it are
+            left out (`over_limit`), in order, with one warning per server each time their
+            number changes. The fixed tools are never left out (the start checks that they fit).
+
     Raises:
         ValueError: from `register` when a name is taken twice, so that an operator tool can
             never silently replace a built-in one (and its review default).
     """
 
-    def __init__(self, specs: Iterable[ToolSpec] = ()) -> None:
+    def __init__(self, specs: Iterable[ToolSpec] = (), *, max_tools: int = MAX_TOOLS) -> None:
         self._specs: dict[str, ToolSpec] = {}
         self._sources: list[ToolSource] = []
         self._changes = 0
         self._merged: dict[str, ToolSpec] = {}
         self._merged_version: tuple[int, ...] | None = None
+        self._max_tools = max_tools
+        self._over: dict[str, ToolSpec] = {}
+        self._over_counts: dict[str, int] = {}
         for spec in specs:
             self.register(spec)
+
+    @property
+    def max_tools(self) -> int:
+        """Tools offered at most (`COUNTERSIGN_MAX_TOOLS`)."""
+        return self._max_tools
+
+    @max_tools.setter
+    def max_tools(self, value: int) -> None:
+        self._max_tools = value
+        self._changes += 1  # what is offered may change
 
     def register(self, spec: ToolSpec) -> None:
         """Add a fixed tool; see the class docstring for the duplicate-name rule."""
@@ -238,14 +274,47 @@ class ToolRegistry:
         version = self.version
         if version != self._merged_version:
             merged = dict(self._specs)
+            over: dict[str, ToolSpec] = {}
             for source in self._sources:
                 for spec in source.specs():
                     if spec.name in merged:
                         log.warning("tool %s is offered twice; the first one is kept", spec.name)
                         continue
+                    if len(merged) >= self.max_tools:
+                        over[spec.name] = spec
+                        continue
                     merged[spec.name] = spec
             self._merged, self._merged_version = merged, version
+            self._left_out_over_limit(over)
         return self._merged
+
+    def _left_out_over_limit(self, over: dict[str, ToolSpec]) -> None:
+        """Record the tools left out over `max_tools`; one warning per server whose number of them changed."""
+        self._over = over
+        counts = Counter(_server_of(spec) for spec in over.values())
+        for server in dict.fromkeys([*self._over_counts, *counts]):
+            count, before = counts.get(server, 0), self._over_counts.get(server, 0)
+            if count == before:
+                continue
+            if count:
+                log.warning(
+                    "MCP server %s: %d of its tools are left out, over the model's limit of %d tools "
+                    "(COUNTERSIGN_MAX_TOOLS); offer fewer with includeTools/excludeTools in its entry",
+                    server,
+                    count,
+                    self.max_tools,
+                )
+            else:
+                log.info("MCP server %s: none of its tools is left out over the model's limit any more", server)
+        self._over_counts = dict(counts)
+
+    def over_limit(self) -> dict[str, tuple[str, ...]]:
+        """The tools left out now because `max_tools` is reached, by their MCP server's key, each in order."""
+        self._current()
+        found: dict[str, list[str]] = {}
+        for name, spec in self._over.items():
+            found.setdefault(_server_of(spec), []).append(name)
+        return {server: tuple(names) for server, names in found.items()}
 
     def get(self, name: str) -> ToolSpec | None:
         """The spec for `name` when it is offered now, or None."""
@@ -255,6 +324,8 @@ class ToolRegistry:
         """Why `name` is not offered now when a source would offer it; None when it is offered or unknown."""
         if name in self._current():
             return None
+        if name in self._over:
+            return AbsentTool(reason=OVER_LIMIT.format(limit=self.max_tools), last_spec=self._over[name])
         for source in self._sources:
             found = source.absent(name)
             if found is not None:
@@ -311,6 +382,11 @@ class ToolRegistry:
 
     def __len__(self) -> int:
         return len(self._current())
+
+
+def _server_of(spec: ToolSpec) -> str:
+    """The key of the MCP server behind `spec` (a source's tool), else its own name."""
+    return spec.mcp.server if spec.mcp is not None else spec.name
 
 
 class ToolView(Mapping[str, BaseTool]):

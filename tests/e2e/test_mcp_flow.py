@@ -1,7 +1,8 @@
 """An MCP server's tool behind a card, end to end, the same scenarios on Slack and on Discord.
 
 The real bot with `COUNTERSIGN_MCP_CONFIG` naming the test server (`tests.support.mcp_server`,
-a FastMCP server over stdio, a subprocess the bot starts) as the MCP server `notes`; the model
+a FastMCP server over stdio, a subprocess the bot starts; or, for the approved call, the same
+server over Streamable HTTP on a local port) as the MCP server `notes`; the model
 is the Gemini stand-in (`tests.e2e.agent_script`: "note <title>" calls `notes__create_note`).
 What ran is read from the server's own record of its calls, not from what the bot believes it
 sent.
@@ -21,7 +22,7 @@ from countersign.server import BotServer
 from tests.e2e.conftest import make_discord_settings, make_settings
 from tests.e2e.drivers import DiscordDriver, SlackDriver
 from tests.support import barriers
-from tests.support.mcp_server import read_events, stdio_entry
+from tests.support.mcp_server import build_server, file_recorder, read_events, serve_http, stdio_entry
 
 pytestmark = pytest.mark.e2e
 
@@ -29,10 +30,10 @@ SERVER = "notes"
 """The test server's key in the MCP servers file: its tools are `notes__<tool>`."""
 
 
-def write_mcp_config(directory: Path, log: str, *, start_after: str | None = None) -> Path:
-    """An MCP servers file in `directory` naming the test server as `notes` (`stdio_entry`'s arguments)."""
+def write_mcp_config(directory: Path, log: str, *, start_after: str | None = None, url: str | None = None) -> Path:
+    """An MCP servers file in `directory` naming the test server as `notes` (`stdio_entry`'s arguments, or `url`)."""
     path = directory / "mcp.json"
-    entry = stdio_entry(log, start_after=start_after)
+    entry = {"url": url} if url is not None else stdio_entry(log, start_after=start_after)
     path.write_text(json.dumps({"mcpServers": {SERVER: entry}}), encoding="utf-8")
     return path
 
@@ -53,16 +54,27 @@ def mcp_events(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def settings(db_url, gemini, slack, target, tmp_path, mcp_events) -> Settings:
-    return with_mcp(make_settings(db_url, gemini, slack, target), write_mcp_config(tmp_path, str(mcp_events)))
+async def mcp_url(request, mcp_events) -> AsyncIterator[str | None]:
+    """None for the stdio server; parametrized `http` (indirect), the URL of the same server served over Streamable HTTP."""
+    if getattr(request, "param", "stdio") == "stdio":
+        yield None
+        return
+    async with serve_http(build_server(file_recorder(mcp_events))) as url:
+        yield url
 
 
 @pytest.fixture
-async def discord_bot(db_url, gemini, target, discord_api, tmp_path, mcp_events) -> AsyncIterator[BotServer]:
+def settings(db_url, gemini, slack, target, tmp_path, mcp_events, mcp_url) -> Settings:
+    config = write_mcp_config(tmp_path, str(mcp_events), url=mcp_url)
+    return with_mcp(make_settings(db_url, gemini, slack, target), config)
+
+
+@pytest.fixture
+async def discord_bot(db_url, gemini, target, discord_api, tmp_path, mcp_events, mcp_url) -> AsyncIterator[BotServer]:
     """The real bot with only Discord enabled and the MCP server `notes`."""
     from tests.standins.discord_api import point_discord_py_at
 
-    config = write_mcp_config(tmp_path, str(mcp_events))
+    config = write_mcp_config(tmp_path, str(mcp_events), url=mcp_url)
     with point_discord_py_at(discord_api.api_url) as routing:
         async with BotServer(with_mcp(make_discord_settings(db_url, gemini, target, discord_api), config)) as server:
             yield server
@@ -87,7 +99,8 @@ async def driver(platform):
     return platform
 
 
-async def test_an_approved_mcp_call_reaches_the_server_once_and_is_answered(driver, mcp_events):
+@pytest.mark.parametrize("mcp_url", ["stdio", "http"], indirect=True)
+async def test_an_approved_mcp_call_reaches_the_server_once_and_is_answered(mcp_url, driver, mcp_events):
     """The card names the server, the tool and its hints; Approve: the server sees one call with those arguments, the answer is posted."""
     await driver.ask("alice", "note groceries")
     [card] = await driver.cards()

@@ -19,7 +19,7 @@ read from the installed SDK (google-genai 3.6, langchain-google-genai 4.4) and o
 Replies follow Google's public response and error shapes (including the answers without
 text: an empty part, a blocked prompt without candidates, a candidate without content that
 only gives its finish reason), and requests are checked the way the real API checks them:
-function call / function response pairing, empty parts, function declarations, and Gemini 3
+function call / function response pairing, empty parts, function declarations (at most 512), and Gemini 3
 thought signatures (`tests.standins.gemini_signatures`), so a broken history fails here as it
 would in production.
 
@@ -711,11 +711,20 @@ def _validate_object_schemas(body: Mapping[str, Any]) -> str | None:
     return None
 
 
+MAX_FUNCTION_DECLARATIONS = 512
+"""Function declarations one request may carry: Google refuses the whole request with more."""
+
+
 def _validate_declarations(body: Mapping[str, Any]) -> str | None:
-    """The first `declaration_problem` among the request's function declarations, if any."""
+    """Too many declarations (Google's message, as Gemini CLI users saw it), else the first `declaration_problem`."""
     tools = body.get("tools")
     for tool_index, tool in enumerate(tools if isinstance(tools, list) else []):
         declarations = _field(tool, "functionDeclarations", "function_declarations") if isinstance(tool, dict) else None
+        if isinstance(declarations, list) and len(declarations) > MAX_FUNCTION_DECLARATIONS:
+            return (
+                f"* GenerateContentRequest.tools[{tool_index}].function_declarations: [FIELD_INVALID] At most "
+                f"{MAX_FUNCTION_DECLARATIONS} function declarations can be specified.\n"
+            )
         for decl_index, declaration in enumerate(declarations if isinstance(declarations, list) else []):
             where = f"GenerateContentRequest.tools[{tool_index}].function_declarations[{decl_index}]"
             if problem := declaration_problem(declaration, where):

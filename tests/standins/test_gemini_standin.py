@@ -885,3 +885,20 @@ async def test_schemas_google_takes_pass():
         status, _ = await _post(gemini, body, **{"x-goog-api-key": KEY})
 
     assert status == 200
+
+
+@pytest.mark.parametrize(("count", "status"), [(512, 200), (513, 400)])
+async def test_more_than_512_function_declarations_fail_the_whole_request(count, status):
+    """Google takes at most 512 function declarations in a request, and refuses more with its own words."""
+    declarations = [{"name": f"tool_{index}", "parametersJsonSchema": _object()} for index in range(count)]
+    body = {"contents": [{"role": "user", "parts": [{"text": "x"}]}], "tools": [{"functionDeclarations": declarations}]}
+    async with GeminiStandIn(ScriptedResponder(default="ok")) as gemini:
+        answer_status, answer = await _post(gemini, body, **{"x-goog-api-key": KEY})
+
+    assert answer_status == status
+    if status == 400:
+        assert answer["error"]["status"] == "INVALID_ARGUMENT"
+        assert answer["error"]["message"] == (
+            "* GenerateContentRequest.tools[0].function_declarations: [FIELD_INVALID] At most 512 function "
+            "declarations can be specified.\n"
+        )

@@ -14,6 +14,7 @@ from bot.agents.model import build_chat_model, call_options
 from bot.agents.subagent_specs import SubagentSpec
 from bot.ports import ModelFailed
 from bot.settings import GeminiSettings
+from bot.tools.mcp.servers import McpServers
 from bot.tools.registry import ToolRegistry
 from tests.standins.gemini import GeminiReply, GeminiRequest, GeminiStandIn, ScriptedResponder, text
 from tests.support.recording_platform import RecordingPlatform
@@ -40,17 +41,23 @@ async def gemini_core(
     rules: tuple[Callable[[GeminiRequest], GeminiReply | None], ...] = (),
     context_tokens: int = DEFAULT_CONTEXT_TOKENS,
     platform: RecordingPlatform | None = None,
+    mcp: McpServers | None = None,
+    allow_undeclared_calls: bool = False,
     **gemini: Any,
 ) -> AsyncIterator[tuple[Harness, GeminiStandIn]]:
     """The core with the real Gemini client against a stand-in answering `replies`, then `echo`.
 
     The stand-in refuses placeholder thought signatures, so every call must come back with the
     signature it was issued with; `gemini` overrides `GeminiSettings` fields (fast retries by default).
-    `platform` is where the core posts (a new `RecordingPlatform` when None).
+    `platform` is where the core posts (a new `RecordingPlatform` when None); `mcp` are MCP
+    servers (a source of `registry`) started with the service; `allow_undeclared_calls` lets a
+    scripted reply call a tool the request did not declare (a model naming a tool it was not offered).
     """
     responder = ScriptedResponder(replies, rules=rules)
     responder.add_rule(lambda request: echo(request) if responder.remaining == 0 else None)
-    async with GeminiStandIn(responder, api_key=KEY, allow_signature_placeholders=False) as server:
+    async with GeminiStandIn(
+        responder, api_key=KEY, allow_signature_placeholders=False, allow_undeclared_calls=allow_undeclared_calls
+    ) as server:
         settings = GeminiSettings(
             api_key=KEY,
             base_url=server.base_url,
@@ -72,6 +79,7 @@ async def gemini_core(
             default_agent=agent,
             model_kwargs=call_options(settings),
             context_tokens=context_tokens,
+            mcp=mcp,
         ) as h:
             yield h, server
         await model.aclose()

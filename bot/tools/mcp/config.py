@@ -10,7 +10,10 @@
 An entry with `command` (and optional `args`, `env`, `cwd`) is a stdio server, one with `url`
 (and optional `headers`) a Streamable HTTP server; either may set `timeout`, the seconds one
 call of its tools may take (a number), and `type`, as other clients write it (`stdio`, or
-`http`, `streamable-http`, `streamableHttp`; it must match `command` or `url`). `${NAME}` in any
+`http`, `streamable-http`, `streamableHttp`; it must match `command` or `url`), and the tool
+filters Gemini CLI's entries use: `includeTools` (only these of the server's tools are offered)
+and `excludeTools` (these never are; it wins over `includeTools`), lists of the server's own
+tool names (docs/decisions/0051-offering-only-some-mcp-tools.md). `${NAME}` in any
 string value is replaced by the variable `NAME` of the bot's environment, else of its `.env`
 file (`mcp_environment`), so tokens stay out of the file. Anything else stops the start with one
 line (`bot.errors.ConfigurationError`) saying every problem of the file at once: a file that
@@ -26,10 +29,10 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import Annotated, Any, Final
 
 from dotenv import dotenv_values
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
 from bot.errors import ConfigurationError
 from bot.tools.server_wide import SEPARATOR
@@ -81,6 +84,20 @@ def registry_name(server_key: str, upstream: str) -> str:
     return f"{safe_server_name(server_key)}{SEPARATOR}{upstream}"
 
 
+def _tool_names(value: object) -> object:
+    """`includeTools` / `excludeTools` as written: a list of non-empty strings, else why not in words."""
+    if not isinstance(value, list) or not all(isinstance(name, str) for name in value):
+        raise ValueError('must be a list of the server\'s tool names as it lists them, e.g. ["create_issue"]')
+    blank = next((place for place, name in enumerate(value, 1) if not name.strip()), None)
+    if blank is not None:
+        raise ValueError(f"its name #{blank} is empty; write the server's tool names as it lists them")
+    return value
+
+
+ToolNames = Annotated[list[str] | None, BeforeValidator(_tool_names)]
+"""A server entry's `includeTools` or `excludeTools`: the server's own tool names (not `<server>__<tool>`)."""
+
+
 class _Entry(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -100,12 +117,17 @@ class StdioServer(_Entry):
             the bot's own secrets never reach it.
         cwd: its working directory; a relative one is read from the file's directory. None:
             the bot's working directory.
+        includeTools: only these of its tools (its own names) are offered; None: all of them.
+        excludeTools: these of its tools are never offered (wins over `includeTools`).
     """
 
     command: str = Field(min_length=1)
     args: tuple[str, ...] = ()
     env: dict[str, str] = Field(default_factory=dict)
     cwd: Path | None = None
+    # Named as the file writes them (Gemini CLI's keys), so the refusal of an unknown key lists them so.
+    includeTools: ToolNames = None  # noqa: N815 (the file's key)
+    excludeTools: ToolNames = None  # noqa: N815 (the file's key)
 
 
 class HttpServer(_Entry):
@@ -114,10 +136,14 @@ class HttpServer(_Entry):
     Attributes:
         url: its endpoint (`http://` or `https://`), e.g. `https://example.com/mcp`.
         headers: sent with every request (e.g. `Authorization`).
+        includeTools: only these of its tools (its own names) are offered; None: all of them.
+        excludeTools: these of its tools are never offered (wins over `includeTools`).
     """
 
     url: str
     headers: dict[str, str] = Field(default_factory=dict)
+    includeTools: ToolNames = None  # noqa: N815 (the file's key)
+    excludeTools: ToolNames = None  # noqa: N815 (the file's key)
 
     @field_validator("url")
     @classmethod
@@ -128,6 +154,17 @@ class HttpServer(_Entry):
 
 
 ServerEntry = StdioServer | HttpServer
+
+
+def offered_by_file(entry: ServerEntry, tool: str) -> bool:
+    """Whether the file lets the server's tool `tool` (its own name) be offered: not excluded, and included if listed.
+
+    Gemini CLI's rule: `excludeTools` wins; without `includeTools` every tool not excluded is
+    offered (an empty `includeTools` offers none).
+    """
+    if entry.excludeTools is not None and tool in entry.excludeTools:
+        return False
+    return entry.includeTools is None or tool in entry.includeTools
 
 
 class McpConfig(BaseModel):

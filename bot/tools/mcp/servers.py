@@ -10,6 +10,10 @@ docs/decisions/0043-pinned-mcp-definitions.md): only pinned definitions are offe
 or new tool is held: not offered (the model never reads a definition nobody accepted), a call of
 it is answered with why, and the admins are told once. Every call asks the pin store just before
 it is sent (`check_call`), so a hold recorded by any worker or replica refuses it everywhere.
+
+Before all that, a listing is cut to what the file's `includeTools` / `excludeTools` let through
+(`offered_by_file`): a tool the file leaves out is never offered, never callable (its name is
+unknown), never pinned nor held (docs/decisions/0051-offering-only-some-mcp-tools.md).
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import mcp_types
 
 from bot.conversation import Actor
 from bot.errors import ConfigurationError
-from bot.tools.mcp.config import McpConfig, registry_name, safe_server_name, said_at_once
+from bot.tools.mcp.config import McpConfig, offered_by_file, registry_name, safe_server_name, said_at_once
 from bot.tools.mcp.connection import (
     CONNECT_TIMEOUT_S,
     FIRST_RETRY_S,
@@ -124,6 +128,8 @@ class McpServers:
         self._offered: dict[str, dict[str, ToolSpec]] = {key: {} for key in config.servers}
         self._held: dict[str, dict[str, HeldTool]] = {key: {} for key in config.servers}
         self._left_out: dict[str, dict[str, str]] = {key: {} for key in config.servers}
+        self._by_file_left_out: dict[str, int] = {key: 0 for key in config.servers}
+        self._unlisted_warned: dict[str, set[str]] = {key: set() for key in config.servers}
         self._pins: PinStore = InMemoryPinStore()
         self._on_notice: NoticeSink | None = None
         self._last: dict[str, ToolSpec] = {}
@@ -149,9 +155,12 @@ class McpServers:
         A server that is not connected: every name with its prefix is absent for that reason;
         a connected one: a tool it offered in this process and no longer lists.
         """
-        key = next((key for prefix, key in self._prefixes.items() if name.startswith(prefix)), None)
-        if key is None or name in self._offered[key]:
+        found = next(((prefix, key) for prefix, key in self._prefixes.items() if name.startswith(prefix)), None)
+        if found is None or name in self._offered[found[1]]:
             return None
+        prefix, key = found
+        if not self._by_file(key, name.removeprefix(prefix)):
+            return None  # the file leaves it out: no tool of that name, whatever the server's state
         status = self._connections[key].status
         last = self._last.get(name)
         if status.state is not State.CONNECTED:
@@ -202,6 +211,13 @@ class McpServers:
         """
         return dict(self._left_out[key])
 
+    def left_out_by_file(self, key: str) -> int:
+        """How many of the tools the server `key` lists now its entry's `includeTools` / `excludeTools` leave out.
+
+        As this process last listed them; 0 while the server is not connected.
+        """
+        return self._by_file_left_out[key]
+
     async def pins(self, key: str) -> ServerPins:
         """The server's pins and holds as stored (every worker's and replica's, across restarts).
 
@@ -225,7 +241,8 @@ class McpServers:
         """
         connection = self._connections[key]
         listed = await connection.list_now(LIST_TIMEOUT_S)
-        definitions = [tool_info(key, tool).contract for tool in self._usable(key, listed.tools if listed else ())]
+        tools = [tool for tool in (listed.tools if listed else ()) if self._by_file(key, tool.name)]
+        definitions = [tool_info(key, tool).contract for tool in self._usable(key, tools)]
         outcome = await accept_server(self._pins, key, definitions, actor)
         if isinstance(outcome, AcceptRefused):
             if outcome.notice is not None:
@@ -259,6 +276,39 @@ class McpServers:
     def _notify(self) -> None:
         for event in self._waiters:
             event.set()
+
+    def _by_file(self, key: str, upstream: str) -> bool:
+        """Whether the file lets the server `key`'s tool `upstream` (its own name) be offered."""
+        return offered_by_file(self._config.servers[key], upstream)
+
+    def _filtered(self, key: str, listing: Listing) -> Listing:
+        """`listing` without the tools the file leaves out (counted in `left_out_by_file`).
+
+        A name `includeTools` gives that the server does not list is warned about once per
+        connection (a typo, most likely). An entry with no usable name cannot be named by
+        `includeTools`: with one, it is left out by the file too.
+        """
+        entry = self._config.servers[key]
+        tools = tuple(tool for tool in listing.tools if self._by_file(key, tool.name))
+        left_out = tuple(
+            tool
+            for tool in listing.left_out
+            if (self._by_file(key, tool.name) if tool.name else entry.includeTools is None)
+        )
+        self._by_file_left_out[key] = len(listing.tools) - len(tools) + len(listing.left_out) - len(left_out)
+        if entry.includeTools:
+            listed = {tool.name for tool in listing.tools} | {tool.name for tool in listing.left_out}
+            unlisted = [name for name in dict.fromkeys(entry.includeTools) if name not in listed]
+            new = [name for name in unlisted if name not in self._unlisted_warned[key]]
+            if new:
+                self._unlisted_warned[key].update(new)
+                log.warning(
+                    "MCP server %s does not list %s, which its includeTools names (a typo?); its tools are: %s",
+                    key,
+                    ", ".join(repr(name) for name in new),
+                    ", ".join(repr(name) for name in sorted(listed))[:1000] or "none",
+                )
+        return Listing(tools=tools, left_out=left_out)
 
     def _warn_once(self, name: str, reason: str) -> None:
         if (name, reason) not in self._warned:
@@ -295,6 +345,8 @@ class McpServers:
     async def _listed(self, key: str, listing: Listing | None) -> None:
         """A server's tools as just listed (None: its connection was lost): offer the pinned ones from now on.
 
+        A tool the file's `includeTools` / `excludeTools` leave out is dropped first, as if the
+        server did not list it (never pinned, held nor warned about; `left_out_by_file` counts them).
         An entry the SDK cannot read, a name Gemini cannot take, a definition that cannot be
         pinned or a schema that cannot be offered leaves that tool out (one warning each, and
         `left_out`), never the server's others; such a tool is never pinned, so once it is listed
@@ -305,8 +357,11 @@ class McpServers:
         if listing is None:
             self._held[key] = {}
             self._left_out[key] = {}
+            self._by_file_left_out[key] = 0
+            self._unlisted_warned[key] = set()  # the next connection says it again
             self._offer(key, {})
             return
+        listing = self._filtered(key, listing)
         left_out: dict[str, str] = {}
         for entry in listing.left_out:
             name = registry_name(key, entry.name) if entry.name else f"#{entry.position} of {key}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
@@ -756,3 +757,23 @@ def test_which_addresses_count_as_not_public(address, kind):
     from bot.tools.http_request import non_public_kind
 
     assert non_public_kind(ipaddress.ip_address(address)) == kind
+
+
+@pytest.mark.parametrize(
+    ("entries", "warned"),
+    [
+        ("localhost:8080", ["localhost:8080"]),
+        ("app.localhost, localhost", ["app.localhost", "localhost"]),
+        ("localhost:8080, 127.0.0.1:8080", []),
+        ("localhost, [::1]", []),
+        ("localhost:8080, 127.0.0.1:9090", ["localhost:8080"]),
+        ("api.example.com", []),
+    ],
+)
+def test_a_localhost_entry_without_its_address_is_warned_about_at_start(caplog, entries, warned):
+    """`localhost` alone will be refused at call time (loopback), so the start says so and names the fix."""
+    with caplog.at_level(logging.WARNING, logger="bot.tools.http_request"):
+        make_http_request_tool(ToolSettings(http_allowed_hosts=entries))
+    lines = [r.getMessage() for r in caplog.records if "loopback" in r.getMessage()]
+    assert [line.split()[2].rstrip(",") for line in lines] == warned
+    assert all("also names the address, e.g. 127.0.0.1" in line for line in lines)
