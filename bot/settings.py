@@ -148,6 +148,9 @@ class ToolSettings(BaseSettings):
     """A JSON file listing the team's MCP servers (`bot.tools.mcp.config`); unset = none."""
     mcp_timeout_s: float = Field(default=60.0, gt=0, le=3600, validation_alias="COUNTERSIGN_MCP_TIMEOUT")
     """Seconds an MCP tool call may take, unless its server's entry sets its own `timeout`."""
+    mcp_max_answer_mb: float = Field(default=4.0, gt=0, le=1024, validation_alias="COUNTERSIGN_MCP_MAX_ANSWER_MB")
+    """Megabytes (10^6 bytes) one MCP answer may have, unless its server's entry sets its own
+    `maxAnswerMB`; a larger answer is refused as it arrives (`bot.tools.mcp.connection`)."""
     max_tools: int = Field(default=512, ge=1, le=100_000, validation_alias="COUNTERSIGN_MAX_TOOLS")
     """Tools the model is offered at most, built-in, operator and MCP ones together (Gemini refuses a
     request declaring more than 512: `bot.tools.registry.MAX_TOOLS`); MCP tools past it are left out."""

@@ -317,7 +317,12 @@ def mcp_servers(settings: ToolSettings, registry: ToolRegistry) -> McpServers | 
     if settings.mcp_config is None:
         return None
     config = load_mcp_config(settings.mcp_config, mcp_environment(os.environ))
-    servers = McpServers(config, fixed_names=registry.names(), default_timeout_s=settings.mcp_timeout_s)
+    servers = McpServers(
+        config,
+        fixed_names=registry.names(),
+        default_timeout_s=settings.mcp_timeout_s,
+        default_max_answer_mb=settings.mcp_max_answer_mb,
+    )
     registry.add_source(servers)
     return servers
 

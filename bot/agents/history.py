@@ -13,7 +13,7 @@ from langchain_core.tools import BaseTool
 from bot.agents.prompts import INTERRUPTED_CALL_MESSAGE
 from bot.agents.signatures import with_renamed_calls
 from bot.errors import InvalidArgumentsError
-from bot.tools.canonical import canonical_args, canonical_number
+from bot.tools.canonical import MAX_ARGS_DEPTH, canonical_args, canonical_number, cut_deeper_than, nested_deeper_than
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +94,32 @@ def repaired(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
                 )
             )
     return out
+
+
+def with_shallow_args(message: AIMessage) -> tuple[AIMessage, frozenset[int]]:
+    """The message with each call's arguments nested deeper than `MAX_ARGS_DEPTH` cut there, and those calls.
+
+    The first thing done to the model's answer, before anything walks its arguments: the
+    checkpoint serializer refuses nesting not much deeper (about 250 levels), so such an answer
+    could not be saved and its thread would be stuck. An approver's edit is refused at the same
+    depth (`bot.approvals.decisions.storable_problem`). The cut arguments
+    (`bot.tools.canonical.cut_deeper_than`) are what is stored; `llm_call` answers those calls
+    at once, with no card, and they never run.
+
+    Returns:
+        The message (itself when no call is too deep), and the positions in `tool_calls` of
+        the calls that were cut.
+    """
+    deep = frozenset(
+        position for position, call in enumerate(message.tool_calls) if nested_deeper_than(call["args"], MAX_ARGS_DEPTH)
+    )
+    if not deep:
+        return message, deep
+    calls = [
+        {**call, "args": cut_deeper_than(call["args"], MAX_ARGS_DEPTH)} if position in deep else call
+        for position, call in enumerate(message.tool_calls)
+    ]
+    return message.model_copy(update={"tool_calls": calls}), deep
 
 
 def without_nul(message: AIMessage) -> AIMessage:

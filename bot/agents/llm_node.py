@@ -15,17 +15,18 @@ from langgraph.config import get_stream_writer
 from bot.agents.binding import BoundModel
 from bot.agents.checkpointing import step_budget
 from bot.agents.context_window import ContextWindow, measured_scale
-from bot.agents.history import with_canonical_args, with_fresh_call_ids, without_nul
+from bot.agents.history import with_canonical_args, with_fresh_call_ids, with_shallow_args, without_nul
 from bot.agents.model_errors import to_model_error
 from bot.agents.no_answer import ASK_AGAIN, gemini_says, no_answer_reason
 from bot.agents.nodes import Node
-from bot.agents.prompts import ASK_AGAIN_NOTES, REFUSED_BY_TOOL, STEP_LIMIT_MESSAGE, STOPPED_ANSWER
+from bot.agents.prompts import ARGS_TOO_DEEP, ASK_AGAIN_NOTES, REFUSED_BY_TOOL, STEP_LIMIT_MESSAGE, STOPPED_ANSWER
 from bot.agents.state import AgentState
 from bot.agents.stop_signal import StopSignal, stop_signal, stopped_answer, unless_stopped
 from bot.approvals.mode import Mode
 from bot.approvals.policy import PolicyContext, ReviewPolicy, Ruling
 from bot.approvals.trust import TrustCheck
 from bot.errors import NoAnswerError
+from bot.tools.canonical import MAX_ARGS_DEPTH
 from bot.tools.refusals import refusal
 
 log = logging.getLogger(__name__)
@@ -100,7 +101,7 @@ def make_llm_call(
             but `deny`: `human_review` answers it at once, with no card, and nothing runs it
             (docs/decisions/0010-canonical-arguments.md). False (the supervisor's
             delegations, which answer a bad call in their own words): only
-            `bot.tools.canonical.canonical_values`, and no refusal.
+            `bot.tools.canonical.canonical_values`, and no refusal but the next one.
         trust: asked, for each call the plan sends to review that its tool does not refuse,
             and only for those, whether a live trust grant covers it; covered calls are stored
             in `trusted` and get no card. None: no trust applies.
@@ -111,6 +112,11 @@ def make_llm_call(
     `<`, matters for odd limits (seed 000's table for `recursion_limit` 7). A run made of
     chained invocations carries a `StepBudget` in its config (`bot.agents.checkpointing`); the
     node reports its step to it, so the next invocation gets the steps this one left.
+
+    A call whose arguments are nested deeper than `bot.tools.canonical.MAX_ARGS_DEPTH` (the
+    depth an approver's edit may have) is stored with its arguments cut at that depth, and
+    refused like a call its tool refuses (`ARGS_TOO_DEEP`), whatever `own_checks` says: such
+    arguments could not even be saved in the checkpoint (`bot.agents.history.with_shallow_args`).
 
     Every tool call of an answer is stored under a fresh id, whatever id the model sent, at any
     depth (`bot.agents.history.with_fresh_call_ids`): the ledger and the approvals know each call
@@ -174,8 +180,10 @@ def make_llm_call(
         messages: list[BaseMessage] = [SystemMessage(content=fitted.system_prompt), *fitted.view]
         response = await _answer(fitted.view, fitted.system_prompt, config)
         measured = measured_scale(_input_tokens(response), messages, model.tool_tokens(), scale)
+        response, too_deep = with_shallow_args(response)  # first: nothing else walks such arguments
         response = with_canonical_args(without_nul(response), tools)
         response = with_fresh_call_ids(response)  # never the model's ids (`with_fresh_call_ids`)
+        deep_ids = {str(call["id"]) for position, call in enumerate(response.tool_calls) if position in too_deep}
         rounds = state.get("tool_rounds", 0)
         capped = max_tool_rounds is not None and rounds >= max_tool_rounds
         if response.tool_calls and (state["remaining_steps"] <= steps_per_tool_round or capped):
@@ -188,7 +196,12 @@ def make_llm_call(
             plan[str(call["id"])] = ruling.mode.value
             if ruling.referred:
                 _tell_in_stream(RefusedHere(tool_name=call["name"], ruling=ruling))
-            if ruling.mode is not Mode.DENY:  # a denied tool is answered as denied, whatever its arguments
+            if ruling.mode is Mode.DENY:  # a denied tool is answered as denied, whatever its arguments
+                continue
+            if str(call["id"]) in deep_ids:
+                log.info("%s: arguments nested too deep; refused (thread_id=%s)", call["name"], where.thread_id)
+                refused[str(call["id"])] = ARGS_TOO_DEEP.format(name=call["name"], depth=MAX_ARGS_DEPTH)
+            else:
                 answer = _refused_by_tool(call, tools, where)
                 if answer is not None:
                     refused[str(call["id"])] = answer

@@ -88,6 +88,14 @@ REFUSED_BY_TOOL = (
 )
 """The answer, at once and without a card, to a call whose arguments its tool refuses before
 doing anything (`bot.tools.refusals.refusal`); `problem` is the tool's reason, a sentence."""
+
+ARGS_TOO_DEEP = (
+    "Error: the arguments of {name} are nested more than {depth} levels deep, more than Countersign takes "
+    "(what you sent is shown cut at that depth). Not run, and nobody was asked to approve it. Call it again "
+    "with arguments nested less deeply if it is still needed."
+)
+"""The answer, at once and without a card, to a call whose arguments are nested deeper than
+`bot.tools.canonical.MAX_ARGS_DEPTH` (`bot.agents.history.with_shallow_args`)."""
 POLICY_CHANGED_NEEDS_REVIEW = (
     "Not run: while this call waited for the reviewed calls beside it, an admin changed the policy, "
     "and {name} now needs approval. Call it again if it is still needed."

@@ -23,7 +23,7 @@ from langchain_core.utils.json_schema import dereference_refs
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from bot.errors import InvalidArgumentsError, InvalidDecisionError
-from bot.tools.canonical import canonical_args
+from bot.tools.canonical import MAX_ARGS_DEPTH, canonical_args
 from bot.tools.refusals import input_json_schema, json_schema_error
 from bot.tools.registry import ARGS_CHECK
 
@@ -286,8 +286,6 @@ def _fits(value: Any, schema: Mapping[str, Any]) -> bool:
     )
 
 
-MAX_ARGS_DEPTH = 32
-"""Deeper nesting is refused: nobody edits arguments like that, and checkpoints have limits."""
 _INT_RANGE = (-(2**63), 2**63 - 1)
 
 

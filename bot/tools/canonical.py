@@ -89,6 +89,58 @@ class CaseRule:
 
 _INT64: Final = (-(2**63), 2**63 - 1)
 
+MAX_ARGS_DEPTH: Final = 32
+"""Arguments nested deeper are refused, the model's as an approver's edit: nobody writes arguments
+like that, and the checkpoint serializer (msgpack) refuses nesting not much deeper (about 250
+levels), which would leave the thread unable to save its turn."""
+
+CUT_MARK: Final = "…"
+"""What stands in for each value nested deeper than `MAX_ARGS_DEPTH` in a call `cut_deeper_than` kept."""
+
+
+def nested_deeper_than(value: Any, limit: int = MAX_ARGS_DEPTH) -> bool:
+    """Whether `value` holds a value more than `limit` levels below it (keys count as values).
+
+    The top value is at level 0, its items and keys at level 1, and so on: the level
+    `bot.approvals.decisions.storable_problem` counts. Walked without recursion, so any nesting
+    can be asked about.
+    """
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        children: list[Any] = []
+        if isinstance(item, Mapping):
+            children = list(item.values())
+        elif isinstance(item, list | tuple):
+            children = list(item)
+        if not children:
+            continue
+        if depth + 1 > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+def cut_deeper_than(value: Any, limit: int = MAX_ARGS_DEPTH) -> Any:
+    """`value` with each non-empty object or list at level `limit` replaced by `CUT_MARK`.
+
+    What stays of arguments `nested_deeper_than` the limit: a copy every store can hold (it
+    recurses at most `limit` levels), which still shows the model what it sent.
+    """
+    return _cut(value, limit)
+
+
+def _cut(value: Any, room: int) -> Any:
+    if isinstance(value, Mapping):
+        if room <= 0 and value:
+            return CUT_MARK
+        return {key: _cut(item, room - 1) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        if room <= 0 and value:
+            return CUT_MARK
+        return [_cut(item, room - 1) for item in value]
+    return value
+
 
 def canonical_number(value: int | float) -> int | float:
     """`value` as the checkpoint and jsonb both keep it: an integer beyond 64 bits becomes a float.

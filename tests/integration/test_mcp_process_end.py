@@ -38,11 +38,12 @@ def servers_at(tmp: Path, entries: dict[str, Any]) -> McpServers:
 
 
 def server_process(events: Path) -> psutil.Process:
-    """The test server process this test started: the child whose `MCP_TEST_LOG` is `events`."""
+    """The test server process this test started: the child whose `MCP_TEST_LOG` is `events` (not its reaper)."""
     found = []
     for child in psutil.Process().children(recursive=True):
         try:
-            if child.environ().get("MCP_TEST_LOG") == str(events):
+            reaper = any(part.endswith("reaper.py") for part in child.cmdline())
+            if child.environ().get("MCP_TEST_LOG") == str(events) and not reaper:
                 found.append(child)
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue

@@ -124,8 +124,14 @@ def free_port() -> int:
 
 
 @contextlib.asynccontextmanager
-async def serve_http(mcp: FastMCP, port: int = 0) -> AsyncIterator[str]:
+async def serve_http(
+    mcp: FastMCP, port: int = 0, *, json_response: bool | None = None, wrap: Callable[[Any], Any] | None = None
+) -> AsyncIterator[str]:
     """Serve `mcp` over Streamable HTTP in this process; yields its URL (`http://127.0.0.1:PORT/mcp`).
+
+    `json_response`: False answers each request with an SSE stream, True with one JSON body;
+    None: FastMCP's default. `wrap`: an ASGI middleware around the server's app (e.g. one that
+    spoils an answer on its way out).
 
     Stopped by `should_exit` when the context ends (cancelling the server instead leaks its socket).
     """
@@ -134,7 +140,8 @@ async def serve_http(mcp: FastMCP, port: int = 0) -> AsyncIterator[str]:
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", port))
-    server = uvicorn.Server(uvicorn.Config(mcp.http_app(), log_level="warning", lifespan="on"))
+    app = mcp.http_app(json_response=json_response)
+    server = uvicorn.Server(uvicorn.Config(wrap(app) if wrap else app, log_level="warning", lifespan="on"))
     task = asyncio.create_task(server.serve(sockets=[sock]))
     try:
         while not server.started:
@@ -148,8 +155,21 @@ async def serve_http(mcp: FastMCP, port: int = 0) -> AsyncIterator[str]:
         sock.close()
 
 
+def start_helper(pids: Path) -> None:
+    """Start a child of this server that outlives stdin's end (as a server's helper may); write both pids to `pids`.
+
+    The file says `<server pid> <helper pid>`, written once both run.
+    """
+    import subprocess
+
+    helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
+    pids.write_text(f"{os.getpid()} {helper.pid}")
+
+
 if __name__ == "__main__":
     held = os.environ.get("MCP_TEST_START_AFTER")
     while held and not Path(held).exists():  # the test holds this start (`stdio_entry`'s `start_after`)
         time.sleep(0.02)
+    if os.environ.get("MCP_TEST_PIDS"):
+        start_helper(Path(os.environ["MCP_TEST_PIDS"]))
     build_server(file_recorder(Path(os.environ["MCP_TEST_LOG"]))).run(transport="stdio", show_banner=False)

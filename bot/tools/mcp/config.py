@@ -9,7 +9,8 @@
 
 An entry with `command` (and optional `args`, `env`, `cwd`) is a stdio server, one with `url`
 (and optional `headers`) a Streamable HTTP server; either may set `timeout`, the seconds one
-call of its tools may take (a number), and `type`, as other clients write it (`stdio`, or
+call of its tools may take (a number), `maxAnswerMB`, the megabytes one answer may have (a
+number), and `type`, as other clients write it (`stdio`, or
 `http`, `streamable-http`, `streamableHttp`; it must match `command` or `url`), and the tool
 filters Gemini CLI's entries use: `includeTools` (only these of the server's tools are offered)
 and `excludeTools` (these never are; it wins over `includeTools`), lists of the server's own
@@ -104,6 +105,10 @@ class _Entry(BaseModel):
     timeout: float | None = Field(default=None, gt=0, le=3600, strict=True)
     """Seconds one call of this server's tools may take, a JSON number (`"10"` is refused); None:
     `COUNTERSIGN_MCP_TIMEOUT`."""
+    maxAnswerMB: float | None = Field(default=None, gt=0, le=1024, strict=True)  # noqa: N815 (the file's key)
+    """Megabytes (10^6 bytes) one answer of this server may have, a JSON number; None:
+    `COUNTERSIGN_MCP_MAX_ANSWER_MB`. A larger answer is refused as it arrives, and the call's
+    outcome is unknown (docs/decisions/0053-bounded-mcp-answers.md)."""
 
 
 class StdioServer(_Entry):
@@ -297,7 +302,8 @@ def _entry(key: str, entry: Any, base: Path) -> ServerEntry:
         for error in exc.errors():
             field = ".".join(str(p) for p in error.get("loc", ())) or "entry"
             if error["type"] == "extra_forbidden":
-                allowed = ", ".join(["type", *(name for name in model.model_fields if name != "timeout"), "timeout"])
+                shared = list(_Entry.model_fields)  # said last: they are the same for every entry
+                allowed = ", ".join(["type", *(name for name in model.model_fields if name not in shared), *shared])
                 what = "a stdio server's" if model is StdioServer else "a Streamable HTTP server's"
                 problems.append(f"server {key!r}: {field}: unknown key; {what} entry may have: {allowed}")
             else:

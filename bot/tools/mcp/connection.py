@@ -8,11 +8,14 @@ malformed tool is left out, not the server. Callers never enter the client: `cal
 `tools/call` on the live session, and never sends it again (a server asking for input mid-call
 ends it as outcome unknown, docs/decisions/0048-mcp-input-required.md), or refuses at once,
 before anything is sent, when there is none. A stdio server is started once per connection,
-never per call (docs/decisions/0042-mcp-client.md); its stderr becomes the bot's log lines
+never per call (docs/decisions/0042-mcp-client.md), under a reaper (`bot.tools.mcp.reaper`) that
+ends every process it started once it ends; its stderr becomes the bot's log lines
 (`bot.tools.mcp.stderr`). The end of its stdout (the process exited or was killed) ends the
 session at once, not at the next poll: the status says so, and calls are refused meanwhile as
-not connected; a command or working directory that does not exist is said in words. Each call
-is counted and timed in `bot.metrics` by server, and the connection's state is the gauge
+not connected; a command or working directory that does not exist is said in words. An answer
+over the server's size limit is refused as it arrives, before anything parses it on the event
+loop (`AnswerTooLargeError`, docs/decisions/0053-bounded-mcp-answers.md). Each call is counted
+and timed in `bot.metrics` by server, and the connection's state is the gauge
 `countersign_mcp_server_connected` (docs/decisions/0044-mcp-operations.md).
 """
 
@@ -22,7 +25,9 @@ import asyncio
 import contextlib
 import errno
 import logging
+import os
 import random
+import shutil
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -38,13 +43,15 @@ from fastmcp import Client
 from fastmcp.client.transports import ClientTransport, StreamableHttpTransport
 from fastmcp.client.transports.base import SessionKwargs, TransportOptions
 from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
+from mcp.client.stdio import FORCE_KILL_TIMEOUT, stdio_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from typing_extensions import Unpack
 
 from bot import metrics
 from bot.tools.mcp.config import HttpServer, ServerEntry, StdioServer
 from bot.tools.mcp.listing import Listing, ListingError, list_tools
+from bot.tools.mcp.reaper import ANSWER_TOO_LARGE, ANSWER_TOO_LARGE_DATA, wrapped
 from bot.tools.mcp.stderr import StderrLog
 
 log = logging.getLogger(__name__)
@@ -58,14 +65,22 @@ CONNECT_TIMEOUT_S = 30.0
 """Seconds a connection's start (a stdio server's start, the handshake, the first `tools/list`) may take."""
 LIST_TIMEOUT_S = 30.0
 """Seconds one poll may take before the server counts as lost."""
+DEFAULT_MAX_ANSWER_MB = 4.0
+"""Megabytes one answer of a server may have unless configured (`COUNTERSIGN_MCP_MAX_ANSWER_MB`)."""
+REAPER_GRACE_S = FORCE_KILL_TIMEOUT / 2
+"""Seconds a stdio server's processes have after SIGTERM before the reaper kills them: within the
+SDK's own wait before it kills the reaper, so the reaper always gets to finish."""
 
 PROCESS_ENDED = "the server process ended: it exited or closed its stdout; see its last stderr lines in the bot's log"
 """Why a stdio server is not connected once its process exited, was killed, or closed its stdout."""
 
-_REFUSED_CODES = frozenset(
-    {mcp_types.PARSE_ERROR, mcp_types.INVALID_REQUEST, mcp_types.METHOD_NOT_FOUND, mcp_types.INVALID_PARAMS}
-)
-"""JSON-RPC errors by which a server says it did not take the request: nothing ran."""
+_REFUSED_CODES = frozenset({mcp_types.INVALID_REQUEST, mcp_types.METHOD_NOT_FOUND, mcp_types.INVALID_PARAMS})
+"""JSON-RPC errors by which a server says it did not take the request: nothing ran.
+
+Not `PARSE_ERROR`: our requests are always valid JSON, and the SDK itself answers a call with
+it when the server's answer could not be read (the server did run the call)."""
+_UNREAD_ANSWER = "Unexpected content type"
+"""How the SDK's `INVALID_REQUEST` begins when the server answered with neither JSON nor SSE: it may have run."""
 
 
 class State(StrEnum):
@@ -114,6 +129,24 @@ class OutcomeUnknownError(Exception):
         super().__init__(what)
         self.what = what
         self.timed_out = timed_out
+
+
+class AnswerTooLargeError(OutcomeUnknownError):
+    """The server's answer was over the bytes one answer may have: refused as it arrived, unread.
+
+    The server ran the call (it answered), so its outcome is unknown, and the call is not sent
+    again (docs/decisions/0053-bounded-mcp-answers.md).
+
+    Args:
+        limit_bytes: the most bytes one answer of this server may have.
+        size_bytes: the answer's size when known (a stdio server's), else None.
+    """
+
+    def __init__(self, limit_bytes: int, size_bytes: int | None = None) -> None:
+        size = f" ({size_bytes / 1_000_000:.1f} MB)" if size_bytes is not None else ""
+        super().__init__(f"the answer was over {limit_bytes / 1_000_000:g} MB{size}, so it was not read")
+        self.limit_bytes = limit_bytes
+        self.size_bytes = size_bytes
 
 
 class InputRequiredError(OutcomeUnknownError):
@@ -166,6 +199,9 @@ class McpConnection:
         poll_s: seconds between polls.
         connect_timeout_s: seconds a connection's start may take.
         first_retry_s: the first wait after a failure, doubled up to `MAX_RETRY_S`.
+        max_answer_bytes: the most bytes one message of the server may have; a larger answer is
+            refused as it arrives, before anything parses it, and its call ends as outcome
+            unknown (`AnswerTooLargeError`; docs/decisions/0053-bounded-mcp-answers.md).
     """
 
     def __init__(
@@ -178,6 +214,7 @@ class McpConnection:
         poll_s: float = POLL_S,
         connect_timeout_s: float = CONNECT_TIMEOUT_S,
         first_retry_s: float = FIRST_RETRY_S,
+        max_answer_bytes: int = round(DEFAULT_MAX_ANSWER_MB * 1_000_000),
     ) -> None:
         self.key = key
         self._entry = entry
@@ -186,6 +223,7 @@ class McpConnection:
         self._poll_s = poll_s
         self._connect_timeout_s = connect_timeout_s
         self._first_retry_s = first_retry_s
+        self._max_answer_bytes = max_answer_bytes
         self._client: Client[Any] | None = None
         self._lost = asyncio.Event()
         self._lost_reason = ""
@@ -199,15 +237,20 @@ class McpConnection:
         entry = self._entry
         self._ended = None
         if isinstance(entry, HttpServer):
-            return StreamableHttpTransport(entry.url, headers=dict(entry.headers))
+            return StreamableHttpTransport(
+                entry.url,
+                headers=dict(entry.headers),
+                httpx_client_factory=_bounded_client_factory(self._max_answer_bytes),
+                max_sse_event_size=self._max_answer_bytes,
+            )
         assert self._stderr is not None  # noqa: S101 - made for every stdio server
         self._ended = asyncio.Event()
         # Only the configured variables: the SDK adds what any process needs (PATH, HOME, ...),
-        # never the bot's own environment and its secrets.
+        # never the bot's own environment and its secrets. The reaper ends every process the
+        # command started once it ends (`bot.tools.mcp.reaper`).
+        command, args = wrapped(entry.command, list(entry.args), REAPER_GRACE_S, self._max_answer_bytes)
         return _StdioTransport(
-            StdioServerParameters(
-                command=entry.command, args=list(entry.args), env=dict(entry.env), cwd=str(entry.cwd or Path.cwd())
-            ),
+            StdioServerParameters(command=command, args=args, env=dict(entry.env), cwd=str(entry.cwd or Path.cwd())),
             errlog=self._stderr.open(),
             ended=self._ended,
         )
@@ -294,6 +337,9 @@ class McpConnection:
     def _describe_failure(self, exc: BaseException) -> str:
         """Why a connection failed, in one line: a stdio server that could not be started in words, else `_describe`.
 
+        Most are found before the start (`_start_problem`); this reads the `OSError` of a start
+        that failed anyway (without the reaper, on Windows; or a file changed in between).
+
         E.g. "the command 'npxx' was not found (not on PATH, nor a file)", "the working directory
         '/srv/x' does not exist", "the command './srv' cannot be run: permission denied".
         """
@@ -312,6 +358,8 @@ class McpConnection:
 
     async def _session(self, client: Client[Any]) -> str:
         """One connection, from connecting to its loss; returns why it ended."""
+        if isinstance(self._entry, StdioServer) and (problem := _start_problem(self._entry)) is not None:
+            return problem
         async with client:
             timeout_s = self._connect_timeout_s
             listing = await asyncio.wait_for(list_tools(client.session, timeout_s), timeout_s)
@@ -405,12 +453,17 @@ class McpConnection:
             )
         except MCPError as exc:
             code = exc.error.code
+            too_large = _too_large(exc.error, self._max_answer_bytes)
+            if too_large is not None:
+                raise too_large from exc
             if code == mcp_types.REQUEST_TIMEOUT:
                 raise OutcomeUnknownError(
                     f"no answer within {timeout_s:g} s; the server was told to cancel the call", timed_out=True
                 ) from exc
-            if code in _REFUSED_CODES:
+            if code in _REFUSED_CODES and not exc.error.message.startswith(_UNREAD_ANSWER):
                 raise CallRefusedError(exc.error.message) from exc
+            if code == mcp_types.PARSE_ERROR or exc.error.message.startswith(_UNREAD_ANSWER):
+                raise OutcomeUnknownError(f"the server's answer could not be read ({exc.error.message[:300]})") from exc
             if code == mcp_types.CONNECTION_CLOSED:
                 self.lost("the connection closed during a call")
                 raise OutcomeUnknownError("the connection to the server was lost during the call") from exc
@@ -425,6 +478,77 @@ class McpConnection:
         if isinstance(result, mcp_types.InputRequiredResult):
             raise InputRequiredError(describe_input_requests(result))
         return result
+
+
+_JSON_TOO_LARGE = "countersign: the JSON answer is over the limit of {limit} bytes"
+"""Said by `_BoundedStream`; the SDK passes it on in a PARSE_ERROR of its own, which `_too_large` reads."""
+
+
+def _too_large(error: mcp_types.ErrorData, limit: int) -> AnswerTooLargeError | None:
+    """The `AnswerTooLargeError` an error for a call stands for, or None when it is another error.
+
+    Three ways an answer over the limit comes back: a stdio server's, from the reaper
+    (`bot.tools.mcp.reaper.ANSWER_TOO_LARGE`, with the answer's size); a Streamable HTTP JSON
+    answer, cut by `_BoundedStream` (the SDK's PARSE_ERROR carries its words); an SSE event over
+    the SDK's `max_sse_event_size` (the SDK's "SSE stream failed" with httpx's words).
+    """
+    data = error.data
+    if error.code == ANSWER_TOO_LARGE and isinstance(data, dict) and data.get("countersign") == ANSWER_TOO_LARGE_DATA:
+        size = data.get("bytes")
+        return AnswerTooLargeError(limit, size if isinstance(size, int) else None)
+    message = error.message or ""
+    if error.code == mcp_types.PARSE_ERROR and _JSON_TOO_LARGE.format(limit=limit) in message:
+        return AnswerTooLargeError(limit)
+    if error.code == mcp_types.CONNECTION_CLOSED and f"exceeded the {limit} byte limit" in message:
+        return AnswerTooLargeError(limit)
+    return None
+
+
+class _BoundedStream(httpx2.AsyncByteStream):
+    """A response body that fails (`httpx2.StreamError`) once more than `limit` bytes came, before they pile up."""
+
+    def __init__(self, stream: httpx2.AsyncByteStream, limit: int) -> None:
+        self._stream = stream
+        self._limit = limit
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        seen = 0
+        async for chunk in self._stream:
+            seen += len(chunk)
+            if seen > self._limit:
+                raise httpx2.StreamError(_JSON_TOO_LARGE.format(limit=self._limit))
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+
+def _bounded_client_factory(limit: int) -> Callable[..., httpx2.AsyncClient]:
+    """An httpx client factory for fastmcp's `StreamableHttpTransport`: the SDK's client, JSON bodies bounded.
+
+    The SDK reads a JSON answer whole (`response.aread()`) and parses it on the event loop; a
+    body over `limit` bytes fails as it arrives instead (SSE answers are bounded by the SDK's own
+    `max_sse_event_size`). Other arguments fastmcp passes (`follow_redirects`) are left to the
+    SDK's defaults, as when fastmcp makes the client itself.
+    """
+
+    async def bound(response: httpx2.Response) -> None:
+        if response.headers.get("content-type", "").lower().startswith("application/json"):
+            stream = response.stream
+            if isinstance(stream, httpx2.AsyncByteStream):
+                response.stream = _BoundedStream(stream, limit)
+
+    def factory(
+        headers: dict[str, str] | None = None,
+        timeout: httpx2.Timeout | None = None,
+        auth: httpx2.Auth | None = None,
+        **_: Any,
+    ) -> httpx2.AsyncClient:
+        client = create_mcp_http_client(headers=headers, timeout=timeout, auth=auth)
+        client.event_hooks.setdefault("response", []).append(bound)
+        return client
+
+    return factory
 
 
 class _EndWatched:
@@ -536,6 +660,31 @@ def describe_input_requests(result: mcp_types.InputRequiredResult) -> str:
         else:
             asked.append("it asked for the client's roots")
     return "; ".join(asked) or "it asked to be called again"
+
+
+def _start_problem(entry: StdioServer) -> str | None:
+    """Why a stdio server's command cannot be started, in words, checked before it is; None when it can be.
+
+    The reaper starts the command (`bot.tools.mcp.reaper`), so a command that cannot be started
+    shows only as the reaper's exit and a line in its stderr; checked here first, the status says
+    which: "the command 'npxx' was not found (not on PATH, nor a file)", "the working directory
+    '/srv/x' does not exist", "the command './srv' cannot be run: permission denied". Looked up as
+    the server's process will: on the `PATH` it gets (its `env`'s, else the bot's), and a command
+    with a `/` from its working directory.
+    """
+    cwd = Path(entry.cwd or Path.cwd())
+    if not cwd.is_dir():
+        return f"the working directory {str(cwd)!r} does not exist"
+    if os.sep in entry.command:
+        program = cwd / entry.command
+        if not program.exists():
+            return f"the command {entry.command!r} was not found (not on PATH, nor a file)"
+        if program.is_dir() or not os.access(program, os.X_OK):
+            return f"the command {entry.command!r} cannot be run: permission denied"
+        return None
+    if shutil.which(entry.command, path=entry.env.get("PATH", os.environ.get("PATH", os.defpath))) is None:
+        return f"the command {entry.command!r} was not found (not on PATH, nor a file)"
+    return None
 
 
 def _start_failure(exc: BaseException) -> OSError | None:

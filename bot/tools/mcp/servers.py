@@ -30,6 +30,7 @@ from bot.errors import ConfigurationError
 from bot.tools.mcp.config import McpConfig, offered_by_file, registry_name, safe_server_name, said_at_once
 from bot.tools.mcp.connection import (
     CONNECT_TIMEOUT_S,
+    DEFAULT_MAX_ANSWER_MB,
     FIRST_RETRY_S,
     LIST_TIMEOUT_S,
     POLL_S,
@@ -79,6 +80,8 @@ class McpServers:
             one of them (`<server>__...`) stops the start.
         default_timeout_s: seconds one call may take when the server's entry sets no `timeout`
             (`COUNTERSIGN_MCP_TIMEOUT`).
+        default_max_answer_mb: megabytes one answer may have when the server's entry sets no
+            `maxAnswerMB` (`COUNTERSIGN_MCP_MAX_ANSWER_MB`).
         poll_s: seconds between two `tools/list` polls of a connected server.
         first_retry_s: the first wait before connecting again after a failure (then doubled).
         connect_timeout_s: seconds a connection's start may take.
@@ -93,6 +96,7 @@ class McpServers:
         *,
         fixed_names: Iterable[str],
         default_timeout_s: float,
+        default_max_answer_mb: float = DEFAULT_MAX_ANSWER_MB,
         poll_s: float = POLL_S,
         first_retry_s: float = FIRST_RETRY_S,
         connect_timeout_s: float = CONNECT_TIMEOUT_S,
@@ -122,6 +126,7 @@ class McpServers:
                 poll_s=poll_s,
                 first_retry_s=first_retry_s,
                 connect_timeout_s=connect_timeout_s,
+                max_answer_bytes=round((entry.maxAnswerMB or default_max_answer_mb) * 1_000_000),
             )
             for key, entry in config.servers.items()
         }

@@ -9,9 +9,17 @@ from typing import Any
 import pytest
 from langchain_core.tools import tool
 
+from bot.approvals.decisions import storable_problem
 from bot.approvals.mode import Mode
 from bot.errors import InvalidArgumentsError
-from bot.tools.canonical import CANONICAL_ARGS, canonical_args, canonical_values
+from bot.tools.canonical import (
+    CANONICAL_ARGS,
+    MAX_ARGS_DEPTH,
+    canonical_args,
+    canonical_values,
+    cut_deeper_than,
+    nested_deeper_than,
+)
 from bot.tools.registry import ToolRegistry, ToolSpec
 
 
@@ -82,3 +90,31 @@ def test_a_tool_without_a_form_gets_the_generic_one_only():
     """No declared form: values only (an unknown tool too)."""
     assert canonical_args(_deploy_tool(), {"service": " Web "}) == {"service": " Web "}
     assert canonical_args(None, {"n": 2**64}) == {"n": float(2**64)}
+
+
+def _dicts(depth: int) -> Any:
+    value: Any = 1
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
+def _lists(depth: int) -> Any:
+    value: Any = 1
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("nest", [_dicts, _lists], ids=["dicts", "lists"])
+@pytest.mark.parametrize("depth", [0, 1, MAX_ARGS_DEPTH - 1, MAX_ARGS_DEPTH, MAX_ARGS_DEPTH + 1, 250, 5000])
+def test_the_depth_cap_agrees_with_the_edit_check_and_cutting_fits_under_it(nest, depth):
+    """`nested_deeper_than` says what `storable_problem` says of an edit; the cut value is under the cap, even from 5000 levels."""
+    value = {"x": nest(depth)}
+    deep = nested_deeper_than(value)
+    assert deep == (depth + 1 > MAX_ARGS_DEPTH)
+    assert deep == (storable_problem(value) is not None)
+    cut = cut_deeper_than(value)
+    assert not nested_deeper_than(cut)
+    assert (cut == value) is not deep
+    assert storable_problem(cut) is None

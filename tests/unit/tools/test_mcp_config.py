@@ -81,12 +81,12 @@ def test_stdio_and_http_entries_are_read_with_env_references(tmp_path: Path) -> 
             {"mcpServers": {"a": {"command": "x", "autoApprove": ["y"]}}},
             {},
             "server 'a': autoApprove: unknown key; a stdio server's entry may have: type, command, args, env, cwd, "
-            "includeTools, excludeTools, timeout",
+            "includeTools, excludeTools, timeout, maxAnswerMB",
         ),
         (
             {"mcpServers": {"a": {"url": "https://h/mcp", "env": {}}}},
             {},
-            "a Streamable HTTP server's entry may have: type, url, headers, includeTools, excludeTools, timeout",
+            "a Streamable HTTP server's entry may have: type, url, headers, includeTools, excludeTools, timeout, maxAnswerMB",
         ),
         (
             {"mcpServers": {"a": {"type": "sse", "url": "https://h/sse"}}},
@@ -221,7 +221,7 @@ def test_every_problem_of_the_file_is_said_at_once_in_one_line(tmp_path: Path) -
         f"COUNTERSIGN_MCP_CONFIG ({path}) has 6 problems: "
         "(1) server 'a': timeout: Input should be a valid number; "
         "(2) server 'a': tools: unknown key; a stdio server's entry may have: type, command, args, env, cwd, "
-        "includeTools, excludeTools, timeout; "
+        "includeTools, excludeTools, timeout, maxAnswerMB; "
         "(3) server 'b' needs either `command` (a stdio server) or `url` (a Streamable HTTP server); "
         "(4) server 'c' uses ${C_TOKEN_UNSET}, which is not set (set it in the environment or .env); "
         "(5) server 'c' uses ${C_OTHER_UNSET}, which is not set (set it in the environment or .env); "
