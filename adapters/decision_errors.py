@@ -83,6 +83,18 @@ def decision_error_text(error: Exception, msg: ModuleType, when: Callable[[datet
     return str(msg.DECISION_FAILED)
 
 
+def edit_error_text(error: Exception, msg: ModuleType, when: Callable[[datetime], str]) -> str:
+    """The adapter's sentence for `error` when it refused an edit: about the edit, never "that decision".
+
+    An edit's arguments that its tool refuses (`InvalidDecisionError`: the tool's own input
+    schema, an argument it does not have, its server down) are `msg.EDIT_REFUSED`; any other
+    refusal reads as for any decision (`decision_error_text`).
+    """
+    if isinstance(error, InvalidDecisionError):
+        return str(msg.EDIT_REFUSED.format(problem=as_sentence(error.message)))
+    return decision_error_text(error, msg, when)
+
+
 def parse_edited_args(raw: str, msg: ModuleType) -> tuple[dict[str, Any] | None, str | None]:
     """The arguments typed into an Edit form, or the adapter's sentence saying what is wrong.
 

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
+
+from bot.approvals.decisions import storable_problem
+from bot.conversation import storable_text
 
 if TYPE_CHECKING:
     from bot.approvals.records import ApprovalRecord
@@ -29,6 +34,26 @@ class AuditKind(StrEnum):
     """An MCP server's question put to a requester (`asked`), and what became of it (`answered`
     with the action and the names of the fields filled in, never their values; `expired`,
     `stopped`), `bot.tools.mcp.elicitation.store`."""
+
+
+MAX_REFUSED_ARGS_CHARS = 4000
+"""Characters of JSON kept of arguments an approver sent that were refused (`refused_args`): about
+what Discord's edit form takes; the arguments a call runs with are bounded where they enter."""
+
+
+def refused_args(args: Mapping[str, Any]) -> dict[str, Any]:
+    """What an audit row keeps of arguments that were refused (an approver's edit): as sent, or bounded.
+
+    Such arguments passed no check: they may be as long as the form allowed (or any length at
+    the terminal), or hold what jsonb cannot (U+0000, a lone surrogate, an integer beyond 64
+    bits, deep nesting). Those are kept as `{"json": <their JSON text>}`, cut after
+    `MAX_REFUSED_ARGS_CHARS` characters with "…", so the refusal is always recorded.
+    """
+    text = json.dumps(args, ensure_ascii=False, default=str)
+    if storable_problem(args) is None and len(text) <= MAX_REFUSED_ARGS_CHARS:
+        return dict(args)
+    text = storable_text(text)
+    return {"json": text if len(text) <= MAX_REFUSED_ARGS_CHARS else text[:MAX_REFUSED_ARGS_CHARS] + "…"}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -28,7 +28,7 @@ from bot.approvals.policy import DmRules, PolicyContext, effective_mode, rule_he
 from bot.approvals.records import DENIED_BY_POLICY, NO_LONGER_CONFIGURED, ApprovalRecord, DecideResult
 from bot.approvals.shown import Arguments, ArgumentsViewer, Shortfall, arrange
 from bot.approvals.trust import NewGrant
-from bot.audit import AuditEntry, AuditKind, approval_entry
+from bot.audit import AuditEntry, AuditKind, approval_entry, refused_args
 from bot.conversation import DM_WORKSPACE, Actor, ConversationRef, storable_text
 from bot.errors import (
     AlreadyDecidedError,
@@ -315,7 +315,9 @@ class Decider:
                 parsed, {"name": approval.tool_name, "args": under_vote}, self._tools.get(approval.tool_name)
             )
         except InvalidDecisionError as exc:
-            await self._refused(approval, actor, "invalid", exc.message)
+            # The row keeps what the approver sent, not the card's arguments it left unchanged.
+            tried = refused_args(parsed.edited_action.args) if isinstance(parsed, Edit) else None
+            await self._refused(approval, actor, "invalid", exc.message, final_args=tried)
             raise
 
         kind, args, reason, quorum = await self._vote_for(approval, checked, config)
@@ -515,13 +517,22 @@ class Decider:
         )
 
     async def _refused(
-        self, approval: ApprovalRecord, actor: Actor, outcome: str, reason: str, *, attempted: str | None = None
+        self,
+        approval: ApprovalRecord,
+        actor: Actor,
+        outcome: str,
+        reason: str,
+        *,
+        attempted: str | None = None,
+        final_args: dict[str, object] | None = None,
     ) -> None:
         """Log, count and audit a refused decision.
 
         The row's workspace is the approval's; a clicker of another workspace (a Slack app
         installed in several signs every workspace's payloads alike) has theirs in
-        `detail["actor_workspace_id"]`, so the row names who was refused, not a namesake.
+        `detail["actor_workspace_id"]`, so the row names who was refused, not a namesake. A
+        refused edit's arguments are its `final_args` (`bot.audit.refused_args`), beside the
+        card's `proposed_args`.
         """
         log.info(
             "refused %s on approval %s for %s: %s (thread_id=%s)",
@@ -539,6 +550,7 @@ class Decider:
                 outcome,
                 actor=actor,
                 reason=reason,
+                final_args=final_args,
                 detail={
                     **({"attempted": attempted} if attempted else {}),
                     **(

@@ -156,6 +156,8 @@ CARD_NOT_POSTED = "Its card is not shown yet, so Approve all did not approve it;
 it never says this today."""
 UNKNOWN_APPROVAL = "This approval is gone. Nothing was changed."
 INVALID_DECISION = "That decision was refused: {problem}"
+EDIT_REFUSED = "Your edit was not applied: {problem} Nothing was changed; answer e to edit it again."
+"""An edit its tool refuses; `problem` is a sentence (`adapters.decision_errors.as_sentence`)."""
 DECISION_FAILED = "Something went wrong while recording your decision; nothing was changed. Please try again."
 SHUTTING_DOWN = "The bot is stopping; nothing was changed."
 REFUSED_TOO_LONG = "These arguments ({size} characters) are too long to review here (at most {limit}); nothing changed."

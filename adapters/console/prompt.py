@@ -25,7 +25,7 @@ from adapters.console import messages as msg
 from adapters.console.commands import QUIT, ConsoleCommands, is_command
 from adapters.console.people import CONSOLE_MARKUP, Session
 from adapters.console.platform import ConsolePlatform, where_it_went
-from adapters.decision_errors import decision_error_text, parse_edited_args
+from adapters.decision_errors import decision_error_text, edit_error_text, parse_edited_args
 from adapters.display import duration_words, reveal_invisible
 from adapters.mcp_text import origin_line
 from bot.approvals.decisions import Approve, Edit, EditedAction, Reject
@@ -324,7 +324,7 @@ class CardPrompt:
                 trust=choice == "t",
             )
         except Exception as exc:
-            self._refused(exc)
+            self._refused(exc, edit=isinstance(decision, Edit))
             return False
         if stored.is_pending:
             self._write(msg.VOTE_RECORDED.format(count=len(stored.votes), quorum=stored.quorum))
@@ -356,12 +356,13 @@ class CardPrompt:
             channel = routed[0] if routed else None
         return self._session.actor(channel_id=channel)
 
-    def _refused(self, error: Exception) -> None:
-        """A refused decision as one `!  ` line (never a traceback)."""
+    def _refused(self, error: Exception, *, edit: bool = False) -> None:
+        """A refused decision as one `!  ` line (never a traceback); a refused edit in words about the edit."""
         if not isinstance(error, CountersignError):
             log.warning("a decision at the terminal failed: %s: %s", type(error).__name__, error)
             log.debug("a decision at the terminal failed", exc_info=error)
-        self._write("!  " + decision_error_text(error, msg, when))
+        said = edit_error_text if edit else decision_error_text
+        self._write("!  " + said(error, msg, when))
 
 
 def _letters(approval: ApprovalRecord, *, batch: bool) -> str:

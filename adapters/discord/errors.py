@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from adapters.decision_errors import as_sentence, decision_error_text
+from adapters.decision_errors import decision_error_text, edit_error_text
 from adapters.discord import messages as msg
 from bot.errors import InvalidDecisionError
 
@@ -21,4 +21,4 @@ def error_text(error: Exception) -> str:
 
 def edit_refusal_text(error: InvalidDecisionError) -> str:
     """What the editor reads (ephemeral, with **Edit again**) when an edit's arguments are refused."""
-    return str(msg.EDIT_INVALID.format(problem=as_sentence(error.message)))
+    return edit_error_text(error, msg, when)

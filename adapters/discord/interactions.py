@@ -215,7 +215,9 @@ class InteractionHandler:
                 decision = Edit(edited_action=EditedAction(name=approval.tool_name, args=args))
             await self._service.decide(approval_id, actor, decision)
         except InvalidDecisionError as exc:
-            text = edit_refusal_text(exc)
+            # A refused reject (a reason over 2000 characters, which only a forged form can carry)
+            # is no edit, and has no Edit again.
+            text = edit_refusal_text(exc) if args is not None else error_text(exc)
             view = edit_again_view(approval_id) if args is not None else discord.utils.MISSING
             await interaction.followup.send(text, ephemeral=True, view=view)
         except Exception as exc:

@@ -115,7 +115,7 @@ EDIT_NOT_JSON = "That is not valid JSON: {problem}. Nothing was changed; press *
 EDIT_NOT_OBJECT = (
     'The arguments must be a JSON object, like `{"name": "value"}`. Nothing was changed; press **Edit again** to retry.'
 )
-EDIT_INVALID = "That edit was refused: {problem} Nothing was changed; press **Edit again** to retry."
+EDIT_REFUSED = "Your edit was not applied: {problem} Nothing was changed; press **Edit again** to retry."
 """`problem` is a sentence, with its final period (`adapters.decision_errors.as_sentence`)."""
 EDIT_TOO_LONG = (
     "The arguments of this call are too long to edit here ({length} characters; Discord allows "

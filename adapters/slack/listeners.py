@@ -28,7 +28,7 @@ from adapters.slack import blocks
 from adapters.slack import messages as msg
 from adapters.slack.after_ack import AfterAck
 from adapters.slack.commands import SLACK_MARKUP
-from adapters.slack.errors import error_text
+from adapters.slack.errors import edit_refusal_text, error_text
 from adapters.slack.platform import SlackPlatform, UserDirectory, message_failed_text
 from adapters.slack.text import escape, plain_text
 from bot.admin.service import AdminService
@@ -496,7 +496,7 @@ class SlackListeners:
         except Exception as exc:
             if not isinstance(exc, CountersignError):
                 log.exception("edit of approval %s failed", approval_id)
-            await ack(response_action="errors", errors={blocks.EDIT_BLOCK: _clip(error_text(exc))})
+            await ack(response_action="errors", errors={blocks.EDIT_BLOCK: _clip(edit_refusal_text(exc))})
             return
         await ack()
 

@@ -150,6 +150,8 @@ ALREADY_DECIDED = "This was already {outcome} by <@{user}>{when}. Nothing was ch
 ALREADY_DECIDED_NOBODY = "This was already {outcome}. Nothing was changed."
 UNKNOWN_APPROVAL = "I can't find this approval any more. Nothing was changed."
 INVALID_DECISION = "That decision was refused: {problem}"
+EDIT_REFUSED = "Your edit was not applied: {problem} Nothing was changed; correct the arguments and submit again."
+"""An edit its tool refuses, in the edit form; `problem` is a sentence (`adapters.decision_errors.as_sentence`)."""
 DECISION_FAILED = "Something went wrong while recording your decision; nothing was changed. Please try again."
 
 REVIEW_PENDING = (

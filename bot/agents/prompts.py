@@ -59,6 +59,21 @@ DEFINITION_CHANGED = (
 """Answer for an approved MCP call whose tool's definition is not the one its card was made under
 (docs/decisions/0046-mcp-pins-wiring.md)."""
 
+MCP_HELD_CALL = (
+    "Not run: {tool} is held until an admin accepts its new definition with {accept}: its MCP server "
+    "changed the tool's definition, or added the tool, since an admin last accepted that server's tools. "
+    "Nothing was sent to the server. Tell the user; do not call this tool again until then."
+)
+"""What the model reads in place of a held MCP tool's result (`bot.tools.mcp.pins.rules.call_refusal`):
+`tool` as users see it (`<server>__<tool>`), `accept` the exact command
+(docs/decisions/0043-pinned-mcp-definitions.md)."""
+MCP_HELD_TOOL = (
+    "{tool} is held until an admin accepts its new definition with {accept} (its MCP server changed or "
+    "added it since an admin last accepted that server's tools)"
+)
+"""Why a held MCP tool is not offered (`bot.tools.mcp.pins.rules.held_reason`), after "<tool> is not
+available now: " for the model, and in an approver's refusal."""
+
 REJECTED_BY_REVIEWER = "Rejected by a reviewer: {reason}"
 REJECTED_BY_REVIEWER_NO_REASON = "Rejected by a reviewer (no reason given)."
 REJECTED_BY_COUNTERSIGN = "Rejected: {reason}."

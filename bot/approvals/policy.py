@@ -25,6 +25,7 @@ from typing import Any, Protocol
 from langchain_core.messages import ToolCall
 
 from bot.approvals.conditions import (
+    Condition,
     ConditionEvaluationError,
     InvalidConditionError,
     compile_condition,
@@ -247,11 +248,12 @@ def effective_mode(spec: ToolSpec | None, rule: ToolRule | None, args: Mapping[s
             # schema are trusted to mean what the condition sees.
             log.warning("arguments outside %s's schema (%s); requiring review (%s)", spec.name, exc, where)
             return Mode.REVIEW
+        condition: Condition | None = None
         try:
             condition = compile_condition(rule.condition)
             return Mode.REVIEW if condition.holds(args) else Mode.AUTO
         except (ConditionEvaluationError, InvalidConditionError) as exc:
-            log.warning("%s; requiring review (%s)", exc, where)
+            _condition_failed(spec, rule, condition, exc, where)
             return Mode.REVIEW
     mode = Mode(spec.default_mode)
     if mode is Mode.REVIEW and spec.review_when is not None:
@@ -263,6 +265,52 @@ def effective_mode(spec: ToolSpec | None, rule: ToolRule | None, args: Mapping[s
             log.warning("built-in condition of %s failed; requiring review (%s)", spec.name, where, exc_info=True)
             return Mode.REVIEW
     return mode
+
+
+_MISSING_WARNED: set[tuple[str, str, str]] = set()
+"""(rule's name, condition, tool) of server-wide conditions already warned about a missing argument."""
+_MISSING_WARNED_MAX = 10_000
+"""Past this many, the set starts afresh (rules and tools are few; only conditions edited over and over add)."""
+
+
+def _condition_failed(
+    spec: ToolSpec, rule: ToolRule, condition: Condition | None, failure: Exception, where: str
+) -> None:
+    """Log why an admin's condition failed: the call then needs review (fail closed).
+
+    A server-wide condition (`<server>__* review when args.repo == ...`) reads arguments some of
+    the server's tools do not have; it cannot be checked against them when saved
+    (docs/decisions/0045-server-wide-mcp-rules.md). For such a tool its evaluation fails on every
+    call: that is warned once per rule and tool in this process (then at DEBUG), naming both and
+    the missing arguments. The call still needs review, rather than the missing argument counting
+    as "does not match": a team writing `review when args.repo == 'prod'` expects no call to run
+    unreviewed because a tool spells its argument differently (`repository`) or hides it in
+    another; one that wants such tools to run without review says so with `has(args.repo) && ...`
+    or a rule for the tool. Any other failure (a wrong type in this call's arguments) is warned
+    at each call.
+    """
+    missing = sorted(condition.arguments - set(spec.argument_names)) if condition and rule.server_wide else []
+    if not missing:
+        log.warning("%s; requiring review (%s)", failure, where)
+        return
+    key = (rule.tool_name, rule.condition or "", spec.name)
+    if key in _MISSING_WARNED:
+        log.debug(
+            "%s has no %s for the condition of %s; requiring review (%s)", spec.name, missing, rule.tool_name, where
+        )
+        return
+    if len(_MISSING_WARNED) >= _MISSING_WARNED_MAX:
+        _MISSING_WARNED.clear()
+    _MISSING_WARNED.add(key)
+    log.warning(
+        "the condition %r of %s reads %s, which %s does not have: its calls need review; said once per rule and "
+        "tool until the bot restarts (%s)",
+        rule.condition,
+        rule.tool_name,
+        ", ".join(repr(name) for name in missing),
+        spec.name,
+        where,
+    )
 
 
 class DefaultPolicy:

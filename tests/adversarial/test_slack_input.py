@@ -147,6 +147,8 @@ async def test_an_edit_cannot_add_arguments_the_tool_does_not_have(bot, events, 
     for args in attempts:
         reply = await _edit(events, card.approval_id, json.dumps(args))
         assert reply.json["response_action"] == "errors", args
+        [said] = reply.json["errors"].values()
+        assert said.startswith("Your edit was not applied: "), said  # about the edit, not "that decision"
     await settle(bot)
     assert target.requests == [] and has_buttons(slack, card)
     await click(events, slack, ALICE, blocks.ACTION_APPROVE, card)

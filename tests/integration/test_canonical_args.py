@@ -336,10 +336,9 @@ async def test_every_surface_shows_an_edit_refusal_as_one_sentence(db_url, targe
     """A refused edit reads as a sentence on Slack, Discord and the terminal: the canonical form's clause gets its
     final period, and a refusal that has one already (the allow-list's) does not get a second."""
     from adapters.console import messages as console_msg
-    from adapters.decision_errors import decision_error_text
+    from adapters.decision_errors import edit_error_text
     from adapters.discord.errors import edit_refusal_text
-    from adapters.discord.errors import error_text as discord_text
-    from adapters.slack.errors import error_text as slack_text
+    from adapters.slack.errors import edit_refusal_text as slack_text
 
     url = target.url("/things")
     model = ScriptedChatModel(replies=[calls(tool_call("http_request", {"method": "POST", "url": url})), AIMessage("")])
@@ -352,10 +351,11 @@ async def test_every_surface_shows_an_edit_refusal_as_one_sentence(db_url, targe
                 await h.service.decide(approval.id, actor("alice"), edit)
             refusals.append(refused.value)
     path, host = refusals
-    for shown in (slack_text(path), discord_text(path), decision_error_text(path, console_msg, str)):
-        assert shown.endswith("remove the extra `/`."), shown
+    for shown in (slack_text(path), edit_refusal_text(path), edit_error_text(path, console_msg, str)):
+        assert shown.startswith("Your edit was not applied: "), shown
+        assert "remove the extra `/`. Nothing was changed; " in shown, shown
     assert "remove the extra `/`. Nothing was changed; press **Edit again**" in edit_refusal_text(path)
-    for shown in (slack_text(host), edit_refusal_text(host), decision_error_text(host, console_msg, str)):
+    for shown in (slack_text(host), edit_refusal_text(host), edit_error_text(host, console_msg, str)):
         assert "HTTP_REQUEST_ALLOWED_HOSTS." in shown and ".." not in shown, shown
 
 

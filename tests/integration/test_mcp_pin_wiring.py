@@ -110,7 +110,7 @@ async def test_a_changed_tool_is_held_refused_before_the_server_and_the_admins_t
         # The model calls it anyway: answered with why, before any card or claim.
         text = await chat(h, out, "note the plan")
         refusal = str(tool_results(model)[0].content)
-        assert "changed its definition, or added it" in refusal
+        assert "notes__create_note is held until an admin accepts its new definition" in refusal
         assert "/countersign mcp accept notes" in refusal
         assert "wants to run" not in text
         # A process that still offers the old definition (another worker before its poll)

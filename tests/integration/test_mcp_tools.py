@@ -18,6 +18,9 @@ import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 
 from adapters.console import ConsoleChat, ConsolePlatform
+from bot.approvals.decisions import Edit, EditedAction
+from bot.audit import MAX_REFUSED_ARGS_CHARS, AuditKind
+from bot.errors import InvalidDecisionError
 from bot.tools.mcp.config import load_mcp_config
 from bot.tools.mcp.connection import State
 from bot.tools.mcp.servers import McpServers
@@ -27,7 +30,7 @@ from tests.integration.test_console_policies import Terminal
 from tests.support.barriers import wait_until
 from tests.support.mcp_server import build_server, free_port, read_events, serve_http
 from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
-from tests.support.service import open_service
+from tests.support.service import actor, message, open_service
 from tests.support.tools import ToolLog, make_test_registry
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -111,15 +114,44 @@ async def test_an_approved_call_runs_once_on_the_server(db_url, stdio):
 
 
 async def test_an_edit_is_checked_against_the_tools_own_schema(db_url, stdio):
-    """An edit the tool's input schema refuses is refused at the prompt; a valid one runs as edited."""
+    """An edit the tool's input schema refuses is refused at the prompt in words about the edit; a valid one runs as edited."""
     servers, events = stdio
     before = len(calls_of(events, "create_note"))
     model = ScriptedChatModel(replies=[calls(tool_call("notes__create_note", {"title": "a"})), AIMessage("ok")])
     text = await converse(
         db_url, registry_with(servers), model, "note a", "e", '{"title": 5}', "e", '{"title": "b", "body": "x"}'
     )
-    assert "5 is not of type 'string'" in text
+    assert (
+        "!  Your edit was not applied: invalid arguments for notes__create_note: title: 5 is not of type 'string'."
+        in text
+    )
     assert [c["args"] for c in calls_of(events, "create_note")[before:]] == [{"title": "b", "body": "x"}]
+
+
+async def test_a_refused_edit_is_audited_with_what_the_approver_sent(db_url, stdio):
+    """The audit row of an edit the tool's schema refuses holds the edit's arguments (bounded), not the card's."""
+    servers, events = stdio
+    before = len(calls_of(events, "create_note"))
+    model = ScriptedChatModel(replies=[calls(tool_call("notes__create_note", {"title": "a"})), AIMessage("ok")])
+    async with open_service(db_url, model, registry_with(servers)) as h:
+        await h.service.handle_message(message("note a"))
+        [approval] = [card.approval for card in h.platform.cards.values()]
+        attempts = [{"title": 5}, {"title": "x" * 10_000, "body": 7}, {"title": "nul\x00", "body": 10**30}]
+        for args in attempts:
+            with pytest.raises(InvalidDecisionError):
+                await h.service.decide(
+                    approval.id, actor("alice"), Edit(edited_action=EditedAction(name="notes__create_note", args=args))
+                )
+        rows = list(reversed(await h.audit.recent("W1")))
+    assert [(row.kind, row.outcome) for row in rows] == [(AuditKind.REFUSED, "invalid")] * 3
+    assert all(row.proposed_args == {"title": "a"} for row in rows)
+    assert rows[0].final_args == {"title": 5}
+    long = rows[1].final_args["json"]  # too long to keep whole: its JSON, cut
+    assert set(rows[1].final_args) == {"json"} and len(long) == MAX_REFUSED_ARGS_CHARS + 1
+    assert long == json.dumps(attempts[1], ensure_ascii=False)[:MAX_REFUSED_ARGS_CHARS] + "…"
+    # What jsonb cannot hold (U+0000, a 100-bit integer) is kept as JSON text.
+    assert rows[2].final_args == {"json": '{"title": "nul\\u0000", "body": 1000000000000000000000000000000}'}
+    assert calls_of(events, "create_note")[before:] == []
 
 
 async def test_a_rejected_call_never_reaches_the_server(db_url, stdio):

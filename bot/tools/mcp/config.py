@@ -17,18 +17,18 @@ and `excludeTools` (these never are; it wins over `includeTools`), lists of the 
 tool names (docs/decisions/0051-offering-only-some-mcp-tools.md). `${NAME}` in any
 string value is replaced by the variable `NAME` of the bot's environment, else of its `.env`
 file (`mcp_environment`), so tokens stay out of the file. Anything else stops the start with one
-line (`bot.errors.ConfigurationError`): a file that cannot be read or is not JSON, an unknown key
-(the line lists the keys an entry may have), an entry with both or neither of `command` and
-`url`, a `type` that does not match them or is `sse` (SSE servers are not supported), a
-`${NAME}` that is not set, two server keys that make the same tool-name prefix
-(`safe_server_name`).
+line (`bot.errors.ConfigurationError`) saying every problem of the file at once: a file that
+cannot be read or is not JSON, an unknown key (the line lists the keys an entry may have), an
+entry with both or neither of `command` and `url`, a `type` that does not match them or is `sse`
+(SSE servers are not supported), a `${NAME}` that is not set or is empty, two server keys that
+make the same tool-name prefix (`safe_server_name`).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Final
 
@@ -196,7 +196,7 @@ def load_mcp_config(path: Path, environ: Mapping[str, str]) -> McpConfig:
 
     Raises:
         ConfigurationError: one line naming the file and what is wrong with it (see the module
-            docstring).
+            docstring): every problem of its servers at once, numbered when there are several.
     """
     where = f"COUNTERSIGN_MCP_CONFIG ({path})"
     try:
@@ -214,91 +214,133 @@ def load_mcp_config(path: Path, environ: Mapping[str, str]) -> McpConfig:
         raise ConfigurationError(f'{where} must be a JSON object with one key, "mcpServers", an object of servers')
     servers: dict[str, ServerEntry] = {}
     prefixes: dict[str, str] = {}
+    problems: list[str] = []
     for key, entry in raw["mcpServers"].items():
         safe = safe_server_name(key)
-        if not key or (safe in prefixes):
-            other = prefixes.get(safe)
-            raise ConfigurationError(
-                f"{where}: servers {other!r} and {key!r} both make tool names {safe}__…; rename one"
-                if other is not None
-                else f"{where}: a server's key must not be empty"
-            )
+        if not key:
+            problems.append("a server's key must not be empty")
+            continue
+        if safe in prefixes:
+            problems.append(f"servers {prefixes[safe]!r} and {key!r} both make tool names {safe}__…; rename one")
+            continue
         if SEPARATOR in safe or safe.endswith("_"):
             # The first "__" of a tool's name must be where its server's name ends: with "gh"
             # and "gh__admin" (or "gh_"), one server's tool could take another's name, and a
             # rule for `gh__*` would reach the other server's tools.
-            raise ConfigurationError(
-                f"{where}: server {key!r} makes tool names {safe}__…: a server's name may not "
-                "contain '__' or end with '_'; rename it"
+            problems.append(
+                f"server {key!r} makes tool names {safe}__…: a server's name may not contain '__' or end with '_'; "
+                "rename it"
             )
+            continue
         prefixes[safe] = key
-        servers[key] = _entry(where, key, _substituted(where, key, entry, environ), path.parent)
+        unset: dict[str, str] = {}
+        substituted = _substituted(key, entry, environ, unset)
+        if unset:
+            # Checked no further: a value still holding `${NAME}` would only add confusing problems.
+            problems.extend(unset.values())
+            continue
+        try:
+            servers[key] = _entry(key, substituted, path.parent)
+        except _EntryError as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise ConfigurationError(said_at_once(where, problems))
     return McpConfig(servers=servers, source=path)
 
 
-def _entry(where: str, key: str, entry: Any, base: Path) -> ServerEntry:
-    """One server's entry, checked; raises `ConfigurationError` naming the server and the problem."""
+def said_at_once(where: str, problems: Sequence[str]) -> str:
+    """Every problem of a file in one line: `<where>: <problem>`, or `<where> has 3 problems: (1) ...; (2) ...`.
+
+    One line, as every start failure is said (docs/decisions/0040-start-failures-said-once.md),
+    so that a user fixes the file once, not once per restart.
+
+    Args:
+        where: the file, e.g. "COUNTERSIGN_MCP_CONFIG (/etc/mcp.json)".
+        problems: at least one, each a clause without a final period.
+    """
+    if len(problems) == 1:
+        return f"{where}: {problems[0]}"
+    listed = "; ".join(f"({number}) {problem}" for number, problem in enumerate(problems, start=1))
+    return f"{where} has {len(problems)} problems: {listed}"
+
+
+class _EntryError(Exception):
+    """One server's entry cannot be used: every problem found, each a clause naming the server."""
+
+    def __init__(self, *problems: str) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+
+def _entry(key: str, entry: Any, base: Path) -> ServerEntry:
+    """One server's entry, checked; raises `_EntryError` naming the server and its problems."""
     if not isinstance(entry, dict):
-        raise ConfigurationError(f"{where}: server {key!r} must be an object")
+        raise _EntryError(f"server {key!r} must be an object")
     if "command" in entry and "url" in entry:
-        raise ConfigurationError(f"{where}: server {key!r} has both `command` and `url`: use one")
+        raise _EntryError(f"server {key!r} has both `command` and `url`: use one")
     kind = entry.get("type")
     if kind == "sse":
-        raise ConfigurationError(
-            f"{where}: server {key!r}: type `sse`: SSE servers are not supported (Streamable HTTP only, with `url`)"
+        raise _EntryError(
+            f"server {key!r}: type `sse`: SSE servers are not supported (Streamable HTTP only, with `url`)"
         )
     if kind is not None and kind not in STDIO_TYPES | HTTP_TYPES:
-        raise ConfigurationError(
-            f"{where}: server {key!r}: type {kind!r} is not one of stdio, http, streamable-http, streamableHttp"
-        )
+        raise _EntryError(f"server {key!r}: type {kind!r} is not one of stdio, http, streamable-http, streamableHttp")
     if "command" not in entry and "url" not in entry:
-        raise ConfigurationError(
-            f"{where}: server {key!r} needs either `command` (a stdio server) or `url` (a Streamable HTTP server)"
-        )
+        raise _EntryError(f"server {key!r} needs either `command` (a stdio server) or `url` (a Streamable HTTP server)")
     model: type[StdioServer] | type[HttpServer] = StdioServer if "command" in entry else HttpServer
     if kind is not None and (kind in STDIO_TYPES) != (model is StdioServer):
         has = "`command`" if model is StdioServer else "`url`"
-        raise ConfigurationError(
-            f"{where}: server {key!r}: type {kind!r} does not match its {has}"
+        raise _EntryError(
+            f"server {key!r}: type {kind!r} does not match its {has}"
             f" (`stdio` goes with `command`; `http`, `streamable-http`, `streamableHttp` with `url`)"
         )
     fields = {name: value for name, value in entry.items() if name != "type"}
     try:
         checked = model.model_validate(fields)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        field = ".".join(str(p) for p in first.get("loc", ())) or "entry"
-        if first["type"] == "extra_forbidden":
-            shared = list(_Entry.model_fields)  # said last: they are the same for every entry
-            allowed = ", ".join(["type", *(name for name in model.model_fields if name not in shared), *shared])
-            what = "a stdio server's" if model is StdioServer else "a Streamable HTTP server's"
-            raise ConfigurationError(
-                f"{where}: server {key!r}: {field}: unknown key; {what} entry may have: {allowed}"
-            ) from None
-        problem = first["msg"].removeprefix("Value error, ")
-        raise ConfigurationError(f"{where}: server {key!r}: {field}: {problem}") from None
+        problems = []
+        for error in exc.errors():
+            field = ".".join(str(p) for p in error.get("loc", ())) or "entry"
+            if error["type"] == "extra_forbidden":
+                shared = list(_Entry.model_fields)  # said last: they are the same for every entry
+                allowed = ", ".join(["type", *(name for name in model.model_fields if name not in shared), *shared])
+                what = "a stdio server's" if model is StdioServer else "a Streamable HTTP server's"
+                problems.append(f"server {key!r}: {field}: unknown key; {what} entry may have: {allowed}")
+            else:
+                problems.append(f"server {key!r}: {field}: {error['msg'].removeprefix('Value error, ')}")
+        raise _EntryError(*problems) from None
     if isinstance(checked, StdioServer) and checked.cwd is not None and not checked.cwd.is_absolute():
         checked = checked.model_copy(update={"cwd": base / checked.cwd})
     return checked
 
 
-def _substituted(where: str, key: str, value: Any, environ: Mapping[str, str]) -> Any:
-    """`value` with every `${NAME}` in its strings replaced from `environ` (keys are left as written)."""
+def _substituted(key: str, value: Any, environ: Mapping[str, str], unset: dict[str, str]) -> Any:
+    """`value` with every `${NAME}` in its strings replaced from `environ` (keys are left as written).
+
+    A `${NAME}` that is not a name, or whose variable is not set or is empty (a token left blank
+    is no token), is left as written and its problem added to `unset` (by name, once each).
+    """
     if isinstance(value, str):
 
         def replace(match: re.Match[str]) -> str:
             name = match.group(1)
             if not _ENV_NAME.fullmatch(name):
-                raise ConfigurationError(f"{where}: server {key!r}: ${{{name}}} is not a variable name")
-            if name not in environ:
-                raise ConfigurationError(
-                    f"{where}: server {key!r} uses ${{{name}}}, which is not set (set it in the environment or .env)"
+                unset.setdefault(name, f"server {key!r}: ${{{name}}} is not a variable name")
+            elif name not in environ:
+                unset.setdefault(
+                    name, f"server {key!r} uses ${{{name}}}, which is not set (set it in the environment or .env)"
                 )
-            return environ[name]
+            elif not environ[name].strip():
+                unset.setdefault(
+                    name, f"server {key!r} uses ${{{name}}}, which is empty (set it in the environment or .env)"
+                )
+            else:
+                return environ[name]
+            return match.group(0)
 
         return _REFERENCE.sub(replace, value)
     if isinstance(value, list):
-        return [_substituted(where, key, item, environ) for item in value]
+        return [_substituted(key, item, environ, unset) for item in value]
     if isinstance(value, dict):
-        return {name: _substituted(where, key, item, environ) for name, item in value.items()}
+        return {name: _substituted(key, item, environ, unset) for name, item in value.items()}
     return value

@@ -7,36 +7,47 @@ jittered exponential backoff. A listing reads each tool on its own (`bot.tools.m
 malformed tool is left out, not the server. Callers never enter the client: `call` sends one
 `tools/call` on the live session, and never sends it again (a server asking for input mid-call
 ends that call with `InputRequiredError`, docs/decisions/0048-mcp-input-required.md; the tool
-node may answer its questions in a new call of its own, docs/decisions/0054-mcp-elicitation.md), or refuses at once,
-before anything is sent, when there is none. A stdio server is started once per connection, never per call
-(docs/decisions/0042-mcp-client.md), under a reaper (`bot.tools.mcp.reaper`) that ends every
-process it started once it ends; its stderr becomes the bot's log lines
-(`bot.tools.mcp.stderr`). An answer over the server's size limit is refused as it arrives, before
-anything parses it on the event loop (`AnswerTooLargeError`,
-docs/decisions/0053-bounded-mcp-answers.md). Each call is counted and timed in `bot.metrics` by server, and the
-connection's state is the gauge `countersign_mcp_server_connected`
-(docs/decisions/0044-mcp-operations.md).
+node may answer its questions in a new call of its own, docs/decisions/0054-mcp-elicitation.md),
+or refuses at once, before anything is sent, when there is none. A stdio server is started once
+per connection, never per call (docs/decisions/0042-mcp-client.md), under a reaper
+(`bot.tools.mcp.reaper`) that ends every process it started once it ends; its stderr becomes the
+bot's log lines (`bot.tools.mcp.stderr`). The end of its stdout (the process exited or was
+killed) ends the session at once, not at the next poll: the status says so, and calls are
+refused meanwhile as not connected; a command or working directory that does not exist is said
+in words. An answer over the server's size limit is refused as it arrives, before anything
+parses it on the event loop (`AnswerTooLargeError`, docs/decisions/0053-bounded-mcp-answers.md).
+Each call is counted and timed in `bot.metrics` by server, and the connection's state is the
+gauge `countersign_mcp_server_connected` (docs/decisions/0044-mcp-operations.md).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import errno
 import logging
+import os
 import random
+import shutil
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from types import TracebackType
+from typing import Any, Self, TextIO
 
+import anyio
 import httpx2
 import mcp_types
 from fastmcp import Client
-from fastmcp.client.transports import ClientTransport, StdioTransport, StreamableHttpTransport
-from mcp.client.stdio import FORCE_KILL_TIMEOUT
+from fastmcp.client.transports import ClientTransport, StreamableHttpTransport
+from fastmcp.client.transports.base import SessionKwargs, TransportOptions
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import FORCE_KILL_TIMEOUT, stdio_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
+from typing_extensions import Unpack
 
 from bot import metrics
 from bot.tools.mcp.config import HttpServer, ServerEntry, StdioServer
@@ -60,6 +71,9 @@ DEFAULT_MAX_ANSWER_MB = 4.0
 REAPER_GRACE_S = FORCE_KILL_TIMEOUT / 2
 """Seconds a stdio server's processes have after SIGTERM before the reaper kills them: within the
 SDK's own wait before it kills the reaper, so the reaper always gets to finish."""
+
+PROCESS_ENDED = "the server process ended: it exited or closed its stdout; see its last stderr lines in the bot's log"
+"""Why a stdio server is not connected once its process exited, was killed, or closed its stdout."""
 
 _REFUSED_CODES = frozenset({mcp_types.INVALID_REQUEST, mcp_types.METHOD_NOT_FOUND, mcp_types.INVALID_PARAMS})
 """JSON-RPC errors by which a server says it did not take the request: nothing ran.
@@ -219,11 +233,13 @@ class McpConnection:
         self._lost_reason = ""
         self._poll_now = asyncio.Event()
         self._stderr = StderrLog(key) if isinstance(entry, StdioServer) else None
+        self._ended: asyncio.Event | None = None
         self.status = Status(State.CONNECTING)
         metrics.MCP_SERVER_CONNECTED.labels(server=key).set(0)
 
     def _transport(self) -> ClientTransport:
         entry = self._entry
+        self._ended = None
         if isinstance(entry, HttpServer):
             return StreamableHttpTransport(
                 entry.url,
@@ -231,18 +247,21 @@ class McpConnection:
                 httpx_client_factory=_bounded_client_factory(self._max_answer_bytes),
                 max_sse_event_size=self._max_answer_bytes,
             )
+        assert self._stderr is not None  # noqa: S101 - made for every stdio server
+        self._ended = asyncio.Event()
         # Only the configured variables: the SDK adds what any process needs (PATH, HOME, ...),
         # never the bot's own environment and its secrets. The reaper ends every process the
         # command started once it ends (`bot.tools.mcp.reaper`).
         command, args = wrapped(entry.command, list(entry.args), REAPER_GRACE_S, self._max_answer_bytes)
-        return StdioTransport(
-            command=command,
-            args=args,
-            env=dict(entry.env),
-            cwd=str(entry.cwd or Path.cwd()),
-            keep_alive=False,
-            log_file=self._stderr.open() if self._stderr is not None else None,
+        return _StdioTransport(
+            StdioServerParameters(command=command, args=args, env=dict(entry.env), cwd=str(entry.cwd or Path.cwd())),
+            errlog=self._stderr.open(),
+            ended=self._ended,
         )
+
+    def _ended_now(self) -> bool:
+        """Whether this connection's stdio server ended its stdout (it exited, or was killed)."""
+        return self._ended is not None and self._ended.is_set()
 
     def _set_status(self, status: Status) -> None:
         self.status = status
@@ -303,7 +322,9 @@ class McpConnection:
                 self._set_status(Status(State.STOPPED, "the bot is stopping"))
                 raise
             except Exception as exc:
-                reason = _describe(exc)
+                # The process's end explains a handshake or listing cut short better than the
+                # SDK's "Connection closed".
+                reason = PROCESS_ENDED if self._ended_now() else self._describe_failure(exc)
             finally:
                 if self._client is not None:
                     was_connected = True
@@ -317,8 +338,32 @@ class McpConnection:
             log.warning("MCP server %s is not connected: %s; trying again in %.1f s", self.key, reason, delay)
             await asyncio.sleep(delay)
 
+    def _describe_failure(self, exc: BaseException) -> str:
+        """Why a connection failed, in one line: a stdio server that could not be started in words, else `_describe`.
+
+        Most are found before the start (`_start_problem`); this reads the `OSError` of a start
+        that failed anyway (without the reaper, on Windows; or a file changed in between).
+
+        E.g. "the command 'npxx' was not found (not on PATH, nor a file)", "the working directory
+        '/srv/x' does not exist", "the command './srv' cannot be run: permission denied".
+        """
+        entry = self._entry
+        started = _start_failure(exc) if isinstance(entry, StdioServer) else None
+        if started is None or not isinstance(entry, StdioServer):
+            return _describe(exc)
+        cwd = str(entry.cwd or Path.cwd())
+        if started.filename == cwd and started.errno in (errno.ENOENT, errno.ENOTDIR):
+            return f"the working directory {cwd!r} does not exist"
+        if started.errno == errno.ENOENT:
+            return f"the command {entry.command!r} was not found (not on PATH, nor a file)"
+        if started.errno == errno.EACCES:
+            return f"the command {entry.command!r} cannot be run: permission denied"
+        return f"the command {entry.command!r} could not be started: {started.strerror or started}"
+
     async def _session(self, client: Client[Any]) -> str:
         """One connection, from connecting to its loss; returns why it ended."""
+        if isinstance(self._entry, StdioServer) and (problem := _start_problem(self._entry)) is not None:
+            return problem
         async with client:
             timeout_s = self._connect_timeout_s
             listing = await asyncio.wait_for(list_tools(client.session, timeout_s), timeout_s)
@@ -327,13 +372,18 @@ class McpConnection:
             await self._publish(listing)  # judged against the pins before anything is offered
             self._set_status(Status(State.CONNECTED, protocol_version=protocol))
             log.info("MCP server %s connected (protocol %s, %d tools)", self.key, protocol or "?", len(listing.tools))
+            ended = self._ended
             while True:
                 waits = [asyncio.ensure_future(self._lost.wait()), asyncio.ensure_future(self._poll_now.wait())]
+                if ended is not None:
+                    waits.append(asyncio.ensure_future(ended.wait()))
                 try:
                     await asyncio.wait(waits, timeout=self._poll_s, return_when=asyncio.FIRST_COMPLETED)
                 finally:
                     for wait in waits:
                         wait.cancel()
+                if self._ended_now():
+                    return PROCESS_ENDED
                 if self._lost.is_set():
                     return self._lost_reason
                 self._poll_now.clear()
@@ -370,9 +420,10 @@ class McpConnection:
         """
         client = self._client
         metrics.MCP_CALLS.labels(server=self.key).inc()
-        if client is None or self.status.state is not State.CONNECTED:
+        if client is None or self.status.state is not State.CONNECTED or self._ended_now():
             metrics.MCP_CALL_ERRORS.labels(server=self.key, kind="not_connected").inc()
-            why = self.status.reason
+            # A process that just ended: the supervisor has not said so yet, but nothing can be sent.
+            why = PROCESS_ENDED if self._ended_now() else self.status.reason
             raise NotConnectedError(f"MCP server {self.key!r} is not connected" + (f" ({why})" if why else ""))
         started = time.monotonic()
         kind: str | None = "cancelled"  # unless it ends otherwise: only a cancellation skips the handlers
@@ -526,6 +577,94 @@ def _bounded_client_factory(limit: int) -> Callable[..., httpx2.AsyncClient]:
     return factory
 
 
+class _EndWatched:
+    """A session's read stream that sets `ended` when the stream ends: the server's stdout closed.
+
+    The SDK's stdio client closes the stream's sending side when the server's stdout reaches its
+    end (the process exited or was killed) or its stdin cannot be written. Our own teardown
+    closes the receiving side instead, which is not an end of the server's.
+    """
+
+    def __init__(self, inner: Any, ended: asyncio.Event) -> None:
+        self._inner = inner
+        self._ended = ended
+
+    async def receive(self) -> Any:
+        """The next message or exception from the server.
+
+        Raises:
+            anyio.EndOfStream: the server's stdout ended (and `ended` is set).
+            anyio.ClosedResourceError: our own teardown closed the stream.
+        """
+        try:
+            return await self._inner.receive()
+        except anyio.EndOfStream:
+            self._ended.set()
+            raise
+
+    async def aclose(self) -> None:
+        """Close the receiving side."""
+        await self._inner.aclose()
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)  # e.g. `last_context`, which the SDK reads when a stream has it
+
+
+class _StdioTransport(ClientTransport):
+    """A stdio server started for one session (the SDK's `stdio_client`), whose stdout's end is seen at once.
+
+    In place of fastmcp's `StdioTransport`, whose machinery keeps a process alive across
+    sessions (unused: one process per connection, docs/decisions/0042-mcp-client.md) and hides
+    the session's read stream: here it is wrapped (`_EndWatched`), so the supervisor learns of
+    the process's end when it happens rather than at its next poll.
+
+    Args:
+        server: the command, arguments, environment and working directory.
+        errlog: the write end the server's stderr goes to (`bot.tools.mcp.stderr.StderrLog.open`).
+        ended: set once the server's stdout has ended.
+    """
+
+    def __init__(self, server: StdioServerParameters, *, errlog: TextIO, ended: asyncio.Event) -> None:
+        self._server = server
+        self._errlog = errlog
+        self._ended = ended
+
+    @contextlib.asynccontextmanager
+    async def connect_session(
+        self, *, transport_options: TransportOptions | None = None, **session_kwargs: Unpack[SessionKwargs]
+    ) -> AsyncIterator[ClientSession]:
+        """Start the server and yield a session on its stdin and stdout; stop it on exit (the SDK's shutdown).
+
+        Raises:
+            OSError: the process could not be started (no such command or working directory, ...).
+        """
+        options = transport_options or TransportOptions()
+        async with stdio_client(self._server, errlog=self._errlog) as (read_stream, write_stream):
+            watched = _EndWatched(read_stream, self._ended)
+            async with options.session_class(watched, write_stream, **session_kwargs) as session:
+                yield session
+
+    def __repr__(self) -> str:
+        return f"<stdio server {self._server.command!r}>"
+
+
 def describe_input_requests(result: mcp_types.InputRequiredResult) -> str:
     """What an `InputRequiredResult` asks for, in one clause, for the model and the log.
 
@@ -547,6 +686,48 @@ def describe_input_requests(result: mcp_types.InputRequiredResult) -> str:
         else:
             asked.append("it asked for the client's roots")
     return "; ".join(asked) or "it asked to be called again"
+
+
+def _start_problem(entry: StdioServer) -> str | None:
+    """Why a stdio server's command cannot be started, in words, checked before it is; None when it can be.
+
+    The reaper starts the command (`bot.tools.mcp.reaper`), so a command that cannot be started
+    shows only as the reaper's exit and a line in its stderr; checked here first, the status says
+    which: "the command 'npxx' was not found (not on PATH, nor a file)", "the working directory
+    '/srv/x' does not exist", "the command './srv' cannot be run: permission denied". Looked up as
+    the server's process will: on the `PATH` it gets (its `env`'s, else the bot's), and a command
+    with a `/` from its working directory.
+    """
+    cwd = Path(entry.cwd or Path.cwd())
+    if not cwd.is_dir():
+        return f"the working directory {str(cwd)!r} does not exist"
+    if os.sep in entry.command:
+        program = cwd / entry.command
+        if not program.exists():
+            return f"the command {entry.command!r} was not found (not on PATH, nor a file)"
+        if program.is_dir() or not os.access(program, os.X_OK):
+            return f"the command {entry.command!r} cannot be run: permission denied"
+        return None
+    if shutil.which(entry.command, path=entry.env.get("PATH", os.environ.get("PATH", os.defpath))) is None:
+        return f"the command {entry.command!r} was not found (not on PATH, nor a file)"
+    return None
+
+
+def _start_failure(exc: BaseException) -> OSError | None:
+    """The `OSError` naming a file in `exc`'s chain (its causes, contexts, groups): a process that could not start."""
+    seen: set[int] = set()
+    pending: list[BaseException] = [exc]
+    while pending:
+        current = pending.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.filename is not None:
+            return current
+        if isinstance(current, BaseExceptionGroup):
+            pending.extend(current.exceptions)
+        pending.extend(e for e in (current.__cause__, current.__context__) if e is not None)
+    return None
 
 
 def _describe(exc: BaseException) -> str:

@@ -27,7 +27,7 @@ import mcp_types
 
 from bot.conversation import Actor
 from bot.errors import ConfigurationError
-from bot.tools.mcp.config import McpConfig, offered_by_file, registry_name, safe_server_name
+from bot.tools.mcp.config import McpConfig, offered_by_file, registry_name, safe_server_name, said_at_once
 from bot.tools.mcp.connection import (
     CONNECT_TIMEOUT_S,
     DEFAULT_MAX_ANSWER_MB,
@@ -55,7 +55,7 @@ from bot.tools.mcp.pins import (
     check_call,
     observe,
 )
-from bot.tools.mcp.pins.rules import HELD_TOOL
+from bot.tools.mcp.pins.rules import held_reason
 from bot.tools.mcp.tools import McpToolInfo, mcp_tool_spec, name_problem, tool_info
 from bot.tools.registry import AbsentTool, ToolSpec
 
@@ -103,15 +103,18 @@ class McpServers:
     ) -> None:
         fixed = sorted(fixed_names)
         self._prefixes: dict[str, str] = {}
+        clashes: list[str] = []
         for key in config.servers:
             prefix = f"{safe_server_name(key)}__"
             clash = next((name for name in fixed if name.startswith(prefix)), None)
             if clash is not None:
-                raise ConfigurationError(
-                    f"COUNTERSIGN_MCP_CONFIG ({config.source}): server {key!r} makes tool names {prefix}…, "
-                    f"like the tool {clash!r} the bot has already; rename the server"
+                clashes.append(
+                    f"server {key!r} makes tool names {prefix}…, like the tool {clash!r} the bot has already; "
+                    "rename the server"
                 )
             self._prefixes[prefix] = key
+        if clashes:
+            raise ConfigurationError(said_at_once(f"COUNTERSIGN_MCP_CONFIG ({config.source})", clashes))
         self._config = config
         self._default_timeout_s = default_timeout_s
         self._connections = {
@@ -169,7 +172,7 @@ class McpServers:
             why = f" ({status.reason})" if status.reason else ""
             return AbsentTool(reason=f"MCP server {key!r} is not connected{why}", last_spec=last)
         if name in self._held[key]:
-            return AbsentTool(reason=HELD_TOOL.format(server=key), last_spec=last)
+            return AbsentTool(reason=held_reason(key, name), last_spec=last)
         if last is not None:
             return AbsentTool(reason=f"MCP server {key!r} no longer offers it", last_spec=last)
         return None

@@ -3,7 +3,7 @@
 Left alone, a stdio server writes its stderr straight to the bot's (the MCP SDK's default), and
 its lines (often rich-formatted, with colours and boxes) break `LOG_FORMAT=json`, whose every
 line must be one JSON object. Instead the server gets the write end of a pipe as its stderr
-(fastmcp's `StdioTransport(log_file=...)`), and a task reads the other end line by line and logs
+(the MCP SDK's `stdio_client(errlog=...)`), and a task reads the other end line by line and logs
 each as `MCP server <key>: <line>` at INFO, with `mcp_server` set (`bot.log_context`). A line is
 cut at `MAX_LINE_CHARS`; terminal escapes and other control characters are dropped; past
 `BURST_LINES` lines at once, at most `LINES_PER_S` a second are logged and the rest are counted

@@ -197,3 +197,57 @@ def test_countersign_run_stops_with_one_line_for_a_bad_file(
         f"countersign: COUNTERSIGN_MCP_CONFIG ({path}): server 'gh' uses ${{GH_TOKEN_UNSET}}, which is not set "
         "(set it in the environment or .env)"
     ]
+
+
+def test_every_problem_of_the_file_is_said_at_once_in_one_line(tmp_path: Path) -> None:
+    """Problems in several servers (and several in one) are all said, numbered, in one line: one fix, one restart."""
+    path = write(
+        tmp_path,
+        {
+            "mcpServers": {
+                "a": {"command": "x", "tools": ["y"], "timeout": "10"},
+                "b": {"args": ["x"]},
+                "c": {"url": "https://h/mcp", "headers": {"A": "${C_TOKEN_UNSET}", "B": "${C_OTHER_UNSET}"}},
+                "fine": {"command": "python"},
+                "c.": {"command": "y"},
+            }
+        },
+    )
+    with pytest.raises(ConfigurationError) as refused:
+        load_mcp_config(path, {})
+    message = str(refused.value)
+    assert "\n" not in message
+    assert message == (
+        f"COUNTERSIGN_MCP_CONFIG ({path}) has 6 problems: "
+        "(1) server 'a': timeout: Input should be a valid number; "
+        "(2) server 'a': tools: unknown key; a stdio server's entry may have: type, command, args, env, cwd, "
+        "includeTools, excludeTools, timeout, maxAnswerMB; "
+        "(3) server 'b' needs either `command` (a stdio server) or `url` (a Streamable HTTP server); "
+        "(4) server 'c' uses ${C_TOKEN_UNSET}, which is not set (set it in the environment or .env); "
+        "(5) server 'c' uses ${C_OTHER_UNSET}, which is not set (set it in the environment or .env); "
+        "(6) server 'c.' makes tool names c___…: a server's name may not contain '__' or end with '_'; rename it"
+    )
+
+
+@pytest.mark.parametrize("value", ["", "   "])
+def test_an_empty_variable_is_refused_like_an_unset_one(tmp_path: Path, value: str) -> None:
+    """`${NAME}` whose variable is set but empty (or blank) stops the start, naming it; it is never sent as ""."""
+    path = write(tmp_path, {"mcpServers": {"gh": {"url": "https://h/mcp", "headers": {"A": "Bearer ${GH_TOKEN}"}}}})
+    with pytest.raises(ConfigurationError) as refused:
+        load_mcp_config(path, {"GH_TOKEN": value})
+    assert str(refused.value) == (
+        f"COUNTERSIGN_MCP_CONFIG ({path}): server 'gh' uses ${{GH_TOKEN}}, which is empty "
+        "(set it in the environment or .env)"
+    )
+
+
+def test_every_server_making_a_builtin_tool_name_is_named_at_once(tmp_path: Path) -> None:
+    """Two servers whose prefixes are tools' names already: one line naming both."""
+    registry = ToolRegistry(builtin_tools(ToolSettings()))
+    registry.register(ToolSpec(tool=calc__add))
+    config = load_mcp_config(write(tmp_path, {"mcpServers": {"calc": {"command": "x"}, "http": {"command": "y"}}}), {})
+    with pytest.raises(ConfigurationError) as refused:
+        McpServers(config, fixed_names=[*registry.names(), "http__get"], default_timeout_s=10)
+    message = str(refused.value)
+    assert message.startswith(f"COUNTERSIGN_MCP_CONFIG ({config.source}) has 2 problems: (1) server 'calc' makes")
+    assert "(2) server 'http' makes tool names http__…, like the tool 'http__get'" in message

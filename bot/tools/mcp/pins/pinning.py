@@ -83,7 +83,7 @@ async def observe(store: PinStore, server: str, listed: Sequence[ToolDefinition]
 
 
 async def check_call(store: PinStore, definition: ToolDefinition) -> str | None:
-    """Why a call of this tool must not be sent, for the model (`rules.HELD_CALL`); None when it may.
+    """Why a call of this tool must not be sent, for the model (`bot.agents.prompts.MCP_HELD_CALL`); None when it may.
 
     Reads the store for every call, so a hold recorded by any worker or replica refuses it.
 

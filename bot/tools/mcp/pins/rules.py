@@ -28,24 +28,10 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Final
 
+from bot.agents.prompts import MCP_HELD_CALL, MCP_HELD_TOOL
 from bot.tools.mcp.config import safe_server_name
 from bot.tools.mcp.pins.definitions import ToolDefinition
 from bot.tools.mcp.pins.diff import ChangeKind, DefinitionChange, describe_change
-
-HELD_CALL: Final = (
-    "Not run: the MCP server '{server}' changed the definition of the tool '{tool}', or added it, "
-    "since an admin last accepted that server's tools, so its calls are held until an admin "
-    "accepts the new definition with /countersign mcp accept {server}. Nothing was sent to the "
-    "server. Tell the user; do not call this tool again until then."
-)
-"""What the model reads in place of a held tool's result (`call_refusal`)."""
-
-HELD_TOOL: Final = (
-    "the MCP server '{server}' changed its definition, or added it, since an admin last accepted "
-    "that server's tools, so it is held until an admin accepts the new definition with "
-    "/countersign mcp accept {server}"
-)
-"""Why a held tool is not offered, for the model (after "<tool> is not available now: ")."""
 
 ACCEPT_COMMAND: Final = "/countersign mcp accept {server}"
 """The command that accepts a server's held definitions (fixed interface)."""
@@ -140,7 +126,7 @@ class HoldNotice:
     @property
     def accept_command(self) -> str:
         """How an admin accepts: `/countersign mcp accept <server>`, the server named as in its tools' names."""
-        return ACCEPT_COMMAND.format(server=safe_server_name(self.server))
+        return accept_command(self.server)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -231,7 +217,23 @@ def call_refusal(state: ServerPins, definition: ToolDefinition) -> str | None:
     pinned = state.pins.get(definition.name)
     if pinned is not None and pinned.digest == definition.digest and definition.name not in state.holds:
         return None
-    return HELD_CALL.format(server=definition.server, tool=definition.name)
+    return MCP_HELD_CALL.format(tool=definition.registry_name, accept=accept_command(definition.server))
+
+
+def accept_command(server: str) -> str:
+    """The exact command accepting the held tools of the server `server` (its key): `/countersign mcp accept <name>`.
+
+    The server is named as in its tools' names (`safe_server_name`), as `/countersign mcp` shows it.
+    """
+    return ACCEPT_COMMAND.format(server=safe_server_name(server))
+
+
+def held_reason(server: str, name: str) -> str:
+    """Why the held tool `name` (`<server>__<tool>`) of the server `server` (its key) is not offered, in words.
+
+    Names the tool as users see it and the exact accept command (`MCP_HELD_TOOL`).
+    """
+    return MCP_HELD_TOOL.format(tool=name, accept=accept_command(server))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -18,7 +18,7 @@ from bot.tools.mcp.pins import (
     ValueChange,
 )
 from bot.tools.mcp.pins.diff import DESCRIPTION_LINES, SCHEMA_CHANGES, describe_change
-from bot.tools.mcp.pins.rules import Hold, call_refusal, plan_accept, review_listing
+from bot.tools.mcp.pins.rules import Hold, call_refusal, held_reason, plan_accept, review_listing
 
 SERVER = "github"
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -132,10 +132,21 @@ def test_a_call_goes_only_with_the_pinned_definition_and_no_hold_anywhere():
     assert call_refusal(pinned(A), A) is None
     refusal = call_refusal(pinned(A), A2)
     assert refusal is not None
-    assert "/countersign mcp accept github" in refusal and "'a'" in refusal and "Nothing was sent" in refusal
+    assert "/countersign mcp accept github" in refusal and "github__a" in refusal and "Nothing was sent" in refusal
     assert call_refusal(pinned(A, holds={"a": hold(A2)}), A) is not None  # another worker saw the change
     assert call_refusal(pinned(A), B) is not None
     assert call_refusal(ServerPins(server=SERVER), A) is not None
+
+
+def test_a_held_tool_is_named_as_users_see_it_with_the_exact_accept_command():
+    """A server key with a dot: the model reads `<server>__<tool>` and the accept command in tool-name spelling."""
+    entry = {"name": "create", "description": "Opens a ticket.", "inputSchema": {"type": "object"}}
+    held = ToolDefinition.from_listing("my.tickets", entry)
+    state = ServerPins(server="my.tickets", seen=True)
+    for said in (call_refusal(state, held), held_reason("my.tickets", "my_tickets__create")):
+        assert said is not None
+        assert "my_tickets__create" in said and "/countersign mcp accept my_tickets" in said, said
+        assert "my.tickets" not in said and "'create'" not in said, said
 
 
 def test_accept_pins_the_held_definitions_that_were_shown():
