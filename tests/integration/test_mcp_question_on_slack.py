@@ -154,7 +154,7 @@ async def test_the_requester_answers_in_a_modal_and_the_call_goes_on(driver, sla
 
 
 async def test_only_the_requester_may_answer_and_decline_tells_the_server(driver, slack, seen):
-    """Another user pressing Answer… is told whose question it is and gets no modal; the requester's Decline reaches the server."""
+    """Another user pressing Answer… is told whose question it is and gets no modal; the requester's Decline reaches the server; later clicks and a late form change nothing."""
     ts, question_id, thread = await asked(driver, slack)
     await click(driver, BOB, ts, forms.ACTION_ANSWER, question_id, thread)
     told = await whispered(slack, BOB)
@@ -172,7 +172,15 @@ async def test_only_the_requester_may_answer_and_decline_tells_the_server(driver
 
     await click(driver, ALICE, ts, forms.ACTION_ANSWER, question_id, thread)
     assert (await whispered(slack, ALICE))["text"] == "That question was answered already."
+    await click(driver, ALICE, ts, forms.ACTION_DECLINE, "no-such-question", thread)
+    assert "not known" in (await whispered(slack, ALICE, 2))["text"]
     assert slack.calls_to("views.open") == []
+    late = await driver.events.view_submission(
+        ALICE, forms.VIEW_QUESTION, question_id, {"field:payee": {"answer": "bob"}, "field:times": {"answer": "2"}}
+    )
+    assert late.json["response_action"] == "update", late.body
+    assert "answered already" in json.dumps(late.json["view"])
+    assert [e["action"] for e in seen if e["round"] == "answer"] == ["decline"]
 
 
 @pytest.mark.parametrize("bank", ["link"], indirect=True)
