@@ -4,20 +4,29 @@ The real bot (Bolt over HTTP, real PostgreSQL) talks to the Slack Web API stand-
 the Gemini stand-in, whose "pay <n>" calls `bank__pay` of a real FastMCP server over Streamable
 HTTP that asks a question (a form, or a link) in its first round and acts on the answer in the
 next (docs/decisions/0050-elicitation-forms-on-slack-and-discord.md,
-docs/decisions/0054-mcp-elicitation.md). What the server saw is its own record.
+docs/decisions/0054-mcp-elicitation.md). What the server saw is its own record. The last test
+drives `SlackPlatform` alone, for the card of a question that expired or was stopped.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 
 from adapters.slack import forms
+from adapters.slack.platform import SlackPlatform, UserDirectory
+from adapters.slack.workspaces import WorkspaceClients
+from bot.conversation import ConversationRef
 from bot.settings import Settings
+from bot.tools.mcp.elicitation.forms import Action, Answer
+from bot.tools.mcp.elicitation.store import QuestionRecord, QuestionStatus
 from tests.e2e import conftest as e2e
 from tests.e2e.conftest import ALICE, BOB, CHANNEL, make_settings
 from tests.e2e.drivers import SlackDriver
@@ -32,6 +41,7 @@ slack, target, bot, events = e2e.slack, e2e.target, e2e.bot, e2e.events
 
 LINK = "https://bank.example/sso"
 WAIT_S = 120.0
+THREAD = ConversationRef(platform="slack", workspace_id="T1", channel_id=CHANNEL, thread="1700000000.000100")
 
 
 def paying_script() -> ScriptedResponder:
@@ -202,3 +212,56 @@ async def test_a_link_is_shown_to_the_requester_alone(driver, slack, seen):
     public = slack.calls_to("chat.postMessage") + slack.calls_to("chat.update")
     assert all(LINK not in json.dumps(c.args) for c in public)
     assert [c.args["user"] for c in slack.calls_to("chat.postEphemeral") if LINK in json.dumps(c.args)] == [ALICE]
+
+
+@pytest.fixture
+async def platform() -> AsyncIterator[tuple[SlackApiStandIn, SlackPlatform]]:
+    """`SlackPlatform` alone, its real client against a Web API stand-in of its own."""
+    async with (
+        SlackApiStandIn(bot_token="xoxb-test", bot_user_id="UBOT", team_id="T1") as api,
+        aiohttp.ClientSession() as session,
+    ):
+        api.add_user(ALICE, "alice")
+        api.add_channel(CHANNEL, name="general")
+        clients = WorkspaceClients(session, api.base_url, token="xoxb-test")
+        yield api, SlackPlatform(clients, UserDirectory(clients))
+
+
+def record(**changes: Any) -> QuestionRecord:
+    params = {"mode": "form", "message": "Pay 100 to whom?", "requestedSchema": {"type": "object", "properties": {}}}
+    question = QuestionRecord(
+        id="q1",
+        thread_id=THREAD.thread_id,
+        workspace_id="T1",
+        interrupt_id="i1",
+        tool_call_id="c1",
+        round=0,
+        key="confirm",
+        tool_name="bank__pay",
+        server="bank",
+        requester_id=ALICE,
+        requester_name="alice",
+        request={"method": "elicitation/create", "params": params},
+    )
+    return replace(question, **changes)
+
+
+@pytest.mark.parametrize(
+    ("status", "answer", "by", "says"),
+    [
+        (QuestionStatus.EXPIRED, Answer(action=Action.CANCEL), None, "Expired unanswered"),
+        (QuestionStatus.STOPPED, Answer(action=Action.CANCEL), BOB, f"Cancelled by <@{BOB}>"),
+        (QuestionStatus.ANSWERED, Answer(action=Action.CANCEL), ALICE, f"Cancelled by <@{ALICE}>"),
+    ],
+)
+async def test_the_card_is_posted_in_the_thread_and_redrawn_once_closed(platform, status, answer, by, says):
+    """The card goes in the conversation's thread and its reference names it; once closed it says how, without buttons."""
+    api, slack_platform = platform
+    ref = await slack_platform.post_question(THREAD, record())
+    [posted] = api.calls_to("chat.postMessage")
+    assert posted.args["thread_ts"] == THREAD.thread and ref == f"{CHANNEL}/{posted.response['ts']}"
+    closed = record(status=status, answer=answer, answered_by_id=by, answered_at=datetime.now(UTC), ref=ref)
+    await slack_platform.update_question(THREAD, ref, closed)
+    [update] = api.calls_to("chat.update")
+    assert update.args["ts"] == posted.response["ts"] and says in json.dumps(update.args["blocks"])
+    assert not any(b["type"] == "actions" for b in update.args["blocks"])
