@@ -585,7 +585,7 @@ class SlackListeners:
         record, actor = asked
         link = record.question
         if not isinstance(link, LinkRequest):  # only a forged click: a form's card has no Open link…
-            await self._refuse_text(body, msg.QUESTION_NOT_A_FORM)
+            await self._refuse_text(body, msg.QUESTION_NOT_A_LINK)
             return
         if not await self._answer(body, record, actor, Answer(action=Action.ACCEPT)):
             return

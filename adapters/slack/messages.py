@@ -314,5 +314,7 @@ QUESTION_CLOSED = {
 """Told (ephemeral) to who presses a button of a question no longer open, by its status."""
 QUESTION_UNKNOWN = "That question is not known here (it may be from an old message)."
 QUESTION_NOT_A_FORM = "That question has no form to fill in."
-"""A forged *Answer…* on a link question, or *Open link…* on a form."""
+"""A forged *Answer…* on a link question."""
+QUESTION_NOT_A_LINK = "That question has no link to open."
+"""A forged *Open link…* on a form."""
 QUESTION_FAILED = "Something went wrong with that question; nothing was sent. Try again."
