@@ -330,6 +330,16 @@ def link_blocks(link: LinkRequest, *, question_id: str, server: str) -> list[dic
     return blocks
 
 
+def question_notice_view(text: str) -> dict[str, Any]:
+    """A modal that only says `text`: the answer form's submission was refused and cannot be corrected there."""
+    return {
+        "type": "modal",
+        "title": _plain(msg.QUESTION_MODAL_TITLE),
+        "close": _plain(msg.CLOSE),
+        "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": fv.clip(text, SECTION_CHARS)}}],
+    }
+
+
 def _question_head(
     header: str, question: Question, *, requester_id: str, server: str, tool: str
 ) -> list[dict[str, Any]]:

@@ -24,11 +24,11 @@ from adapters.admin_text import render
 from adapters.batch_text import batch_summary
 from adapters.decision_errors import parse_edited_args
 from adapters.display import is_blank
-from adapters.slack import blocks
+from adapters.slack import blocks, forms
 from adapters.slack import messages as msg
 from adapters.slack.after_ack import AfterAck
 from adapters.slack.commands import SLACK_MARKUP
-from adapters.slack.errors import edit_refusal_text, error_text
+from adapters.slack.errors import edit_refusal_text, error_text, question_error_text
 from adapters.slack.platform import SlackPlatform, UserDirectory, message_failed_text
 from adapters.slack.text import escape, plain_text
 from bot.admin.service import AdminService
@@ -39,6 +39,9 @@ from bot.errors import CountersignError
 from bot.log_context import about
 from bot.ports import BatchOffer
 from bot.service import Countersign
+from bot.tools.mcp.elicitation.desk import AlreadyAnsweredError
+from bot.tools.mcp.elicitation.forms import Action, Answer, AnswerError, Form, LinkRequest, read_answer
+from bot.tools.mcp.elicitation.store import QuestionRecord
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +111,12 @@ class SlackListeners:
         app.view(blocks.VIEW_EDIT)(self.on_edit_submitted)
         app.view(blocks.VIEW_REJECT)(self.on_reject_submitted)
         app.view(blocks.VIEW_REJECT_ALL)(self.on_reject_all_submitted)
+        app.action(forms.ACTION_ANSWER)(self.on_question_answer)
+        app.action(forms.ACTION_OPEN_LINK)(self.on_question_link)
+        app.action(forms.ACTION_DECLINE)(self.on_question_decline)
+        app.action(forms.ACTION_CANCEL)(self.on_question_cancel)
+        app.action(forms.ACTION_FOLLOW_LINK)(self.on_question_follow_link)
+        app.view(forms.VIEW_QUESTION)(self.on_question_submitted)
 
     # --- messages ------------------------------------------------------------------------
     #
@@ -537,6 +546,155 @@ class SlackListeners:
             return
         summary = batch_summary(outcome, msg, blocks.when_token, escape)
         await ack(response_action="update", view=blocks.batch_done_view(summary))
+
+    # --- an MCP server's questions -------------------------------------------------------
+    #
+    # Only the requester answers (docs/decisions/0054-mcp-elicitation.md); the card's buttons
+    # carry the question id alone (docs/decisions/0050-elicitation-forms-on-slack-and-discord.md).
+    # The question is read first, so that anyone else is told whose it is, and a closed one
+    # says how it ended, before any modal opens; `answer_question` checks both again.
+
+    async def on_question_answer(
+        self, ack: AsyncAck, body: dict[str, Any], action: dict[str, Any], context: AsyncBoltContext
+    ) -> None:
+        """*Answer…*: open the question's form for its requester; anyone else is told whose it is."""
+        await ack()
+        self._after_ack(self._open_question(body, action, context), "Answer")
+
+    async def _open_question(self, body: dict[str, Any], action: dict[str, Any], context: AsyncBoltContext) -> None:
+        asked = await self._asked(body, action)
+        if asked is None:
+            return
+        record, _ = asked
+        form = record.question
+        if not isinstance(form, Form):  # only a forged click: a link's card has no Answer…
+            await self._refuse_text(body, msg.QUESTION_NOT_A_FORM)
+            return
+        modal = forms.question_modal(form, question_id=record.id, title=record.server)
+        await context.client.views_open(trigger_id=_text_at(body, "trigger_id"), view=modal)
+
+    async def on_question_link(self, ack: AsyncAck, body: dict[str, Any], action: dict[str, Any]) -> None:
+        """*Open link…*: accept, and show the requester alone the link (never in the channel)."""
+        await ack()
+        self._after_ack(self._open_link(body, action), "Open link")
+
+    async def _open_link(self, body: dict[str, Any], action: dict[str, Any]) -> None:
+        asked = await self._asked(body, action)
+        if asked is None:
+            return
+        record, actor = asked
+        link = record.question
+        if not isinstance(link, LinkRequest):  # only a forged click: a form's card has no Open link…
+            await self._refuse_text(body, msg.QUESTION_NOT_A_LINK)
+            return
+        if not await self._answer(body, record, actor, Answer(action=Action.ACCEPT)):
+            return
+        if actor.channel_id is None:
+            log.warning("question %s accepted, but the click names no channel to show the link in", record.id)
+            return
+        shown = forms.link_blocks(link, question_id=record.id, server=record.server)
+        try:
+            await self._platform.whisper(
+                actor.workspace_id,
+                actor.channel_id,
+                actor.user_id,
+                forms.question_text(server=record.server, tool=record.tool_name),
+                thread_ts=_text_at(body, "message", "thread_ts"),
+                blocks=shown,
+            )
+        except Exception:
+            log.exception("could not show question %s's link to its requester", record.id)
+
+    async def on_question_decline(self, ack: AsyncAck, body: dict[str, Any], action: dict[str, Any]) -> None:
+        """*Decline*: the requester answers `decline`."""
+        await ack()
+        self._after_ack(self._answer_with(body, action, Action.DECLINE), "Decline")
+
+    async def on_question_cancel(self, ack: AsyncAck, body: dict[str, Any], action: dict[str, Any]) -> None:
+        """*Cancel*: the requester answers `cancel`."""
+        await ack()
+        self._after_ack(self._answer_with(body, action, Action.CANCEL), "Cancel")
+
+    async def _answer_with(self, body: dict[str, Any], action: dict[str, Any], answer: Action) -> None:
+        asked = await self._asked(body, action)
+        if asked is not None:
+            await self._answer(body, *asked, Answer(action=answer))
+
+    async def on_question_follow_link(self, ack: AsyncAck) -> None:
+        """The link button of the requester's ephemeral message: Slack opens the URL; only an ack is due."""
+        await ack()
+
+    async def on_question_submitted(self, ack: AsyncAck, body: dict[str, Any], view: dict[str, Any]) -> None:
+        """The answer form: an answer that does not fit is shown at its field and nothing changes."""
+        question_id = _text_at(view, "private_metadata", empty=True) or ""
+        actor = await self._clicker(body)
+        try:
+            if actor is None:
+                raise CountersignError("no user")
+            record = await self._service.question(question_id)
+        except Exception as exc:
+            refusal = self._question_refusal(exc, question_id)
+            await ack(response_action="update", view=forms.question_notice_view(refusal))
+            return
+        form = record.question
+        if not isinstance(form, Form):  # only a forged submission
+            await ack(response_action="update", view=forms.question_notice_view(msg.QUESTION_NOT_A_FORM))
+            return
+        values = view.get("state", {}).get("values") if isinstance(view.get("state"), dict) else None
+        raw = forms.raw_answers(form, values if isinstance(values, dict) else {})
+        try:
+            answer = Answer(action=Action.ACCEPT, content=read_answer(form, raw))
+            await self._service.answer_question(question_id, actor, answer)
+        except AnswerError as exc:
+            errors = forms.field_errors(form, exc)
+            if errors:
+                await ack(response_action="errors", errors=errors)
+            else:
+                await ack(response_action="update", view=forms.question_notice_view(question_error_text(exc)))
+            return
+        except Exception as exc:
+            refusal = question_error_text(exc, requester_id=record.requester_id)
+            if not isinstance(exc, CountersignError):
+                log.exception("answering question %s failed", question_id)
+            await ack(response_action="update", view=forms.question_notice_view(refusal))
+            return
+        await ack()
+
+    async def _asked(self, body: dict[str, Any], action: dict[str, Any]) -> tuple[QuestionRecord, Actor] | None:
+        """The open question a button names, and its requester who clicked; else the clicker is told why and None."""
+        actor = await self._clicker(body)
+        if actor is None:
+            return None
+        question_id = _text_at(action, "value", empty=True) or ""
+        try:
+            record = await self._service.question(question_id)
+        except Exception as exc:
+            await self._refuse_text(body, self._question_refusal(exc, question_id))
+            return None
+        if (actor.workspace_id, actor.user_id) != (record.workspace_id, record.requester_id):
+            await self._refuse_text(body, msg.QUESTION_NOT_YOURS.format(user=record.requester_id))
+            return None
+        if not record.is_open:
+            await self._refuse_text(body, question_error_text(AlreadyAnsweredError(record.status)))
+            return None
+        return record, actor
+
+    async def _answer(self, body: dict[str, Any], record: QuestionRecord, actor: Actor, answer: Answer) -> bool:
+        """Answer the question; a refusal is told to the clicker only. Whether it was taken."""
+        try:
+            await self._service.answer_question(record.id, actor, answer)
+        except Exception as exc:
+            if not isinstance(exc, CountersignError):
+                log.error("answering question %s failed", record.id, exc_info=exc)
+            await self._refuse_text(body, question_error_text(exc, requester_id=record.requester_id))
+            return False
+        return True
+
+    @staticmethod
+    def _question_refusal(error: Exception, question_id: str) -> str:
+        if not isinstance(error, CountersignError):
+            log.error("reading question %s failed", question_id[:40], exc_info=error)
+        return question_error_text(error)
 
     # --- helpers -------------------------------------------------------------------------
 

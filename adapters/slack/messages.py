@@ -296,19 +296,25 @@ QUESTION_LINK = (
 """The requester's ephemeral message with the link of a URL-mode question."""
 QUESTION_LINK_TOO_LONG = "(the link is too long for a button: copy it from the line above)"
 QUESTION_MODAL_SUBMIT = "Send"
+QUESTION_MODAL_TITLE = "Question"
+"""The title of the answer form once it only says why it was refused."""
 QUESTION_YES = "Yes"
 QUESTION_NO = "No"
 QUESTION_CHOOSE = "Choose…"
 QUESTION_CHOOSE_SOME = "Choose any…"
 QUESTION_CHOOSE_UP_TO = "Choose up to {count}…"
 
-QUESTION_NOT_YET = (
-    ":grey_question: The MCP server *{server}* asked you a question during *{tool}*: {asked}\n"
-    "Answering MCP questions in Slack is not available yet, so Countersign answered *cancel* and the call "
-    "goes on without an answer. You can answer such questions in `countersign chat` today."
-)
-"""Told to the requester only (ephemeral) when a server asks them a question.
-
-See docs/decisions/0054-mcp-elicitation.md."""
-QUESTION_NOT_YET_FORM = "“{message}”"
-QUESTION_NOT_YET_LINK = "it asked you to open a link (not shown here)"
+QUESTION_NOT_YOURS = "Only <@{user}> can answer this question: they asked for the call."
+"""Told (ephemeral) to anyone but the requester who presses a question's button."""
+QUESTION_CLOSED = {
+    "answered": "That question was answered already.",
+    "expired": "That question expired unanswered; the server was told `cancel`.",
+    "stopped": "That question was closed when its turn was stopped.",
+}
+"""Told (ephemeral) to who presses a button of a question no longer open, by its status."""
+QUESTION_UNKNOWN = "That question is not known here (it may be from an old message)."
+QUESTION_NOT_A_FORM = "That question has no form to fill in."
+"""A forged *Answer…* on a link question."""
+QUESTION_NOT_A_LINK = "That question has no link to open."
+"""A forged *Open link…* on a form."""
+QUESTION_FAILED = "Something went wrong with that question; nothing was sent. Try again."

@@ -8,6 +8,7 @@ import time
 from collections.abc import AsyncIterator, Coroutine
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from slack_sdk.errors import SlackApiError
@@ -19,6 +20,7 @@ from adapters.mcp_text import held_text
 from adapters.slack import messages as msg
 from adapters.slack.blocks import card_blocks, card_text, progress_blocks, target_mention
 from adapters.slack.blocks import unshowable as unshowable_in_slack
+from adapters.slack.forms import Outcome, finished_question_blocks, question_blocks, question_text
 from adapters.slack.text import escape, split_message, to_mrkdwn
 from adapters.slack.workspaces import WorkspaceClients
 from bot.approvals.shown import Arguments, Unshowable
@@ -38,8 +40,8 @@ from bot.ports import (
     TurnFailed,
     TurnStopped,
 )
-from bot.tools.mcp.elicitation.forms import LinkRequest
-from bot.tools.mcp.elicitation.store import QuestionRecord
+from bot.tools.mcp.elicitation.forms import Action
+from bot.tools.mcp.elicitation.store import QuestionRecord, QuestionStatus
 
 log = logging.getLogger(__name__)
 
@@ -230,34 +232,70 @@ class SlackPlatform:
         client = await self._clients.client(conversation.workspace_id)
         await client.chat_postMessage(channel=conversation.channel_id, thread_ts=conversation.thread, text=text)
 
-    async def post_question(self, conversation: ConversationRef, question: QuestionRecord) -> None:
-        """Tell the requester only (ephemeral) what the server asked; Slack cannot take the answer yet.
+    async def post_question(self, conversation: ConversationRef, question: QuestionRecord) -> str:
+        """Post the question's card in the conversation, mentioning its requester; return `<channel>/<ts>`.
 
-        Returns None, so the core answers `cancel` (docs/decisions/0054-mcp-elicitation.md).
+        The card offers *Answer…* (a form) or *Open link…* (a link), *Decline* and *Cancel*; it
+        never holds a link (docs/decisions/0050-elicitation-forms-on-slack-and-discord.md).
         """
-        asked = question.question
-        what = (
-            msg.QUESTION_NOT_YET_LINK
-            if isinstance(asked, LinkRequest)
-            else msg.QUESTION_NOT_YET_FORM.format(message=escape(excerpt(asked.message)))
+        blocks = question_blocks(
+            question.question,
+            question_id=question.id,
+            requester_id=question.requester_id,
+            server=question.server,
+            tool=question.tool_name,
         )
-        text = msg.QUESTION_NOT_YET.format(server=escape(question.server), tool=escape(question.tool_name), asked=what)
-        await self.whisper(
-            conversation.workspace_id,
-            conversation.channel_id,
-            question.requester_id,
-            text,
+        client = await self._clients.client(conversation.workspace_id)
+        response = await client.chat_postMessage(
+            channel=conversation.channel_id,
             thread_ts=conversation.thread,
+            text=question_text(server=question.server, tool=question.tool_name),
+            blocks=blocks,
         )
-        return None
+        return card_ref(str(response["channel"]), str(response["ts"]))
 
     async def update_question(self, conversation: ConversationRef, ref: str, question: QuestionRecord) -> None:
-        """Nothing to redraw: no question is shown in Slack yet (`post_question` returns None)."""
+        """Redraw a closed question's card in place (`chat.update`): how it ended, by whom, when; no buttons.
 
-    async def whisper(self, team_id: str, channel: str, user: str, text: str, *, thread_ts: str | None = None) -> None:
-        """An ephemeral message only `user` sees, in a channel of workspace `team_id`."""
+        An expired question names nobody; one closed by a Stop reads as cancelled by whoever stopped.
+        """
+        outcome: Outcome = (
+            "expired"
+            if question.status is QuestionStatus.EXPIRED
+            else (question.answer.action if question.answer is not None else Action.CANCEL)
+        )
+        by_id = None if question.status is QuestionStatus.EXPIRED else question.answered_by_id
+        blocks = finished_question_blocks(
+            question.question,
+            requester_id=question.requester_id,
+            server=question.server,
+            tool=question.tool_name,
+            outcome=outcome,
+            by_id=by_id,
+            at=question.answered_at or datetime.now(UTC),
+        )
+        channel, ts = parse_message_ref(conversation, ref)
+        client = await self._clients.client(conversation.workspace_id)
+        await client.chat_update(
+            channel=channel,
+            ts=ts,
+            text=question_text(server=question.server, tool=question.tool_name, outcome=outcome),
+            blocks=blocks,
+        )
+
+    async def whisper(
+        self,
+        team_id: str,
+        channel: str,
+        user: str,
+        text: str,
+        *,
+        thread_ts: str | None = None,
+        blocks: list[dict[str, Any]] | None = None,
+    ) -> None:
+        """An ephemeral message only `user` sees, in a channel of workspace `team_id` (`blocks` beside `text`)."""
         client = await self._clients.client(team_id)
-        await client.chat_postEphemeral(channel=channel, user=user, text=text, thread_ts=thread_ts)
+        await client.chat_postEphemeral(channel=channel, user=user, text=text, thread_ts=thread_ts, blocks=blocks)
 
     @asynccontextmanager
     async def working(self, conversation: ConversationRef, anchor: str | None) -> AsyncIterator[SlackProgress]:
