@@ -186,8 +186,8 @@ def raw_answers(form: Form, values: Mapping[str, Any]) -> dict[str, object]:
 
     Returns:
         Text for text, number, date and date-time inputs (a date-time as RFC 3339 in UTC), a
-        bool for a yes / no field, the option's value for a choice, a list of option values for
-        a multi-select; None for a field left empty or missing from the submission.
+        bool for a yes / no field, the `Option` picked for a choice, a list of them for a
+        multi-select; None for a field left empty or missing from the submission.
     """
     raw: dict[str, object] = {}
     for spec in form.fields:
