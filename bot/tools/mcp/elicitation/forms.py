@@ -19,6 +19,7 @@ what it asked not to. The three actions are MCP's: accept (with content in form 
 from __future__ import annotations
 
 import math
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -208,7 +209,8 @@ def question_of(request: mcp_types.ElicitRequest) -> Question:
         UnusableQuestionError: the requested schema is outside MCP's restricted subset (a nested
             object, an unknown type, more than `MAX_FIELDS` fields, a choice with more than
             `MAX_OPTIONS` options, a reference or a regular expression to check answers with), or a
-            URL request's link is not an http or https URL (spaces and control characters included).
+            URL request's link is not an http or https URL (spaces, control and invisible
+            characters included), or names a user or password before its host.
     """
     params = request.params
     message = " ".join(params.message.split()) or "The server asks for input."
@@ -217,8 +219,12 @@ def question_of(request: mcp_types.ElicitRequest) -> Question:
             parts = urlsplit(params.url)
         except ValueError:
             parts = None
-        if parts is None or parts.scheme not in ("http", "https") or not parts.netloc or _unsafe_in_url(params.url):
+        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or _unsafe_in_url(params.url):
             raise UnusableQuestionError(f"its link is not an http or https URL: {params.url[:200]!r}")
+        if "@" in parts.netloc:
+            # MCP forbids credentials in the link, and "https://good.example@evil.example" leads
+            # somewhere else than it reads.
+            raise UnusableQuestionError(f"its link has a user name before its host {parts.hostname[:200]!r}")
         return LinkRequest(message=message, url=params.url)
     return form_of(message, params.requested_schema)
 
@@ -583,8 +589,8 @@ def _refused_keyword(schema: object) -> str | None:
 
 
 def _unsafe_in_url(url: str) -> bool:
-    """Whether `url` holds whitespace or control characters (a link no button should carry)."""
-    return any(char.isspace() or ord(char) < 0x20 or 0x7F <= ord(char) < 0xA0 for char in url)
+    """Whether `url` holds whitespace, control, invisible (a direction override, say) or unassigned characters."""
+    return any(char.isspace() or unicodedata.category(char) in ("Cc", "Cf", "Cs", "Co", "Cn") for char in url)
 
 
 def _text(value: object) -> str:

@@ -222,13 +222,32 @@ def test_a_schema_that_would_look_up_a_reference_or_run_a_regular_expression_is_
 
 
 @pytest.mark.parametrize(
-    "link", ["http://[::1", "https://a.example/x y", "https://a.example/\nx", "https://a.example/\x00", "https:///x"]
+    "link",
+    [
+        "http://[::1",
+        "https://a.example/x y",
+        "https://a.example/\nx",
+        "https://a.example/\x00",
+        "https:///x",
+        "https://:443/x",
+        "https://evil.example/\u202egpj.elif",
+    ],
 )
 def test_a_link_that_cannot_be_read_or_holds_spaces_is_refused(link):
     """A link urlsplit cannot read, or with spaces or control characters, is refused in words, never raised as ValueError."""
     request = mcp_types.ElicitRequest(params=mcp_types.ElicitRequestURLParams(message="m", url=link))
     with pytest.raises(UnusableQuestionError, match="not an http or https URL"):
         question_of(request)
+
+
+def test_a_link_with_a_user_name_before_its_host_is_refused():
+    """Credentials in a link (MCP forbids them) and "https://good.example@evil.example" are refused, naming the real host."""
+    for link in ("https://user:secret@auth.example/x", "https://good.example@evil.example/login"):
+        request = mcp_types.ElicitRequest(params=mcp_types.ElicitRequestURLParams(message="m", url=link))
+        with pytest.raises(UnusableQuestionError, match="user name before its host") as refused:
+            question_of(request)
+        assert "secret" not in refused.value.reason
+    assert refused.value.reason.endswith("'evil.example'")
 
 
 def test_a_field_without_a_readable_name_or_title_is_labelled():
