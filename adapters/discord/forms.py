@@ -361,14 +361,15 @@ def page_problem(form: Form, entered: Mapping[str, object], page: int) -> Answer
     """The first problem with the fields of pages 1 to `page` in what was entered so far, else None.
 
     Those fields are read and checked as `read_answer` would, against the server's schema cut
-    to them (their properties, and which of them are required); later pages are not filled in
-    yet, and `read_answer` over the whole form checks everything once the last page is in.
+    to them (their properties, and which of them are required; not rules about the whole form,
+    such as `minProperties`, which a part cannot meet); later pages are not filled in yet, and
+    `read_answer` over the whole form checks everything once the last page is in.
     """
     fields = tuple(spec for part in form_pages(form)[:page] for spec in part)
     names = {spec.name for spec in fields}
     properties = form.schema.get("properties") or {}
     schema = {
-        **form.schema,
+        "type": "object",
         "properties": {name: spec for name, spec in properties.items() if name in names},
         "required": [name for name in form.schema.get("required") or [] if name in names],
     }

@@ -29,7 +29,7 @@ from adapters.discord.forms import (
     question_view,
     raw_answers,
 )
-from bot.tools.mcp.elicitation.forms import Action, Form, LinkRequest, Option, form_of, read_answer
+from bot.tools.mcp.elicitation.forms import Action, AnswerError, Form, LinkRequest, Option, form_of, read_answer
 
 QUESTION_ID = "9f1c2d3e4b5a69788796a5b4c3d2e1f0"
 
@@ -437,3 +437,24 @@ async def test_a_choice_typed_in_a_text_box_is_prefilled_with_words_that_read_ba
     assert read_answer(form, raw) == {"one": "v5", "many": values[:20]}
     picked_blank = raw_answers(form, submitted(payload, {"pick": ["0"]}))
     assert read_answer(form, picked_blank)["pick"] == ""
+
+
+def test_a_rule_about_the_whole_form_waits_for_the_last_page():
+    """`minProperties` or `dependentRequired` naming a later page's field does not hold page 1 back; the last page checks them."""
+    properties = {f"f{i}": {"type": "string"} for i in range(7)}
+    form = form_of(
+        "m",
+        {
+            "type": "object",
+            "properties": properties,
+            "required": ["f0"],
+            "minProperties": 7,
+            "dependentRequired": {"f0": ["f6"]},
+        },
+    )
+    entered: dict[str, object] = {f"f{i}": "x" for i in range(5)}
+    assert page_problem(form, entered, 1) is None
+    assert page_problem(form, {**entered, "f0": ""}, 1) is not None
+    with pytest.raises(AnswerError):
+        read_answer(form, {**entered, "f5": "x"})
+    assert read_answer(form, {**entered, "f5": "x", "f6": "x"}) == {f"f{i}": "x" for i in range(7)}
