@@ -344,7 +344,8 @@ def raw_answers(form: Form, data: Mapping[str, Any]) -> dict[str, object]:
             continue
         spec = form.fields[int(match["index"])]
         if "values" in component:
-            picked = [str(value) for value in component.get("values") or []]
+            values = component.get("values")
+            picked = [str(value) for value in values] if isinstance(values, list) else []
             if spec.kind is FieldKind.BOOLEAN:
                 raw[spec.name] = fv.boolean_value(picked[0]) if picked else None
             elif spec.kind is FieldKind.CHOICES:

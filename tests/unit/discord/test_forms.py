@@ -458,3 +458,10 @@ def test_a_rule_about_the_whole_form_waits_for_the_last_page():
     with pytest.raises(AnswerError):
         read_answer(form, {**entered, "f5": "x"})
     assert read_answer(form, {**entered, "f5": "x", "f6": "x"}) == {f"f{i}": "x" for i in range(7)}
+
+
+def test_an_odd_select_submission_reads_as_nothing_picked():
+    """A select whose submitted `values` is not a list reads as no pick, not a crash."""
+    form = every_kind()
+    data = {"components": [{"type": LABEL, "component": {"type": STRING_SELECT, "custom_id": "f9", "values": 5}}]}
+    assert raw_answers(form, data) == {"region": None}

@@ -440,3 +440,10 @@ def test_server_text_cannot_ping_or_disguise_a_link_in_the_card_or_the_modal():
     input_block = view["blocks"][1]
     assert input_block["label"]["type"] == "plain_text" and input_block["hint"]["type"] == "plain_text"
     assert "<" not in question_text(server=hostile, tool=hostile)
+
+
+def test_an_odd_submission_state_reads_as_nothing_picked():
+    """A multi-select state whose `selected_options` is not a list reads as no pick, not a crash."""
+    form = form_of("m", {"type": "object", "properties": {"z": EVERY_KIND["properties"]["zones"]}})
+    state = {"field:z": {INPUT_ACTION: {"type": "multi_static_select", "selected_options": 5}}}
+    assert raw_answers(form, state) == {"z": []}

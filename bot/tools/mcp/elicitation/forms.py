@@ -378,7 +378,11 @@ def check_content(form: Form, content: Mapping[str, Any]) -> dict[str, Any]:
     if unknown:
         raise AnswerError(f"The form has no field {_clip(unknown[0])!r}.", field=unknown[0])
     validator = Draft202012Validator(dict(form.schema), format_checker=FormatChecker())
-    error = best_match(validator.iter_errors(dict(content)))
+    try:
+        error = best_match(validator.iter_errors(dict(content)))
+    except (ArithmeticError, ValueError, RecursionError):
+        # A number too large to compare as a float (`multipleOf: 0.1` of a 400-digit integer), say.
+        raise AnswerError("The answer cannot be checked against the server's form: a value is too large.") from None
     if error is None:
         return dict(content)
     name = str(error.absolute_path[0]) if error.absolute_path else None
@@ -443,9 +447,14 @@ def _number(spec: FormField, text: str) -> int | float:
     """`text` as the field's number (`read_answer`)."""
     if spec.kind is FieldKind.INTEGER:
         try:
-            return int(text)
+            whole = int(text)
         except ValueError:
             raise AnswerError(f"{_named(spec)}: enter a whole number.", field=spec.name) from None
+        try:
+            float(whole)  # a number JSON readers (and the schema's bounds) can compare
+        except OverflowError:
+            raise AnswerError(f"{_named(spec)}: this number is too large.", field=spec.name) from None
+        return whole
     try:
         number = float(text)
     except ValueError:

@@ -80,6 +80,8 @@ def field_spec(draw: st.DrawFn) -> dict[str, Any]:
         for key in ("minimum", "maximum"):
             if draw(st.booleans()):
                 spec[key] = draw(NUMBER)
+        if draw(st.integers(0, 4)) == 0:  # outside MCP's subset, but sloppy servers send it
+            spec["multipleOf"] = draw(st.sampled_from([0.1, 3, 1e-300]))
         default = draw(st.one_of(st.none(), NUMBER))
     elif kind == "bool":
         spec = {"type": "boolean"}

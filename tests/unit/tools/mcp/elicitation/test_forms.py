@@ -331,3 +331,12 @@ def test_a_blank_option_picked_in_a_select_is_an_answer():
         read_answer(form, {"one": ""})
     with pytest.raises(AnswerError, match="choose one of the options"):
         read_answer(form, {"one": Option(value="y", label="y")})
+
+
+def test_a_number_too_large_to_compare_is_refused_in_words():
+    """A 400-digit integer is refused at its field; typed content that jsonschema cannot compare is refused, not raised."""
+    form = form_of("m", {"type": "object", "properties": {"n": {"type": "integer", "multipleOf": 0.1}}})
+    with pytest.raises(AnswerError, match="n: this number is too large"):
+        read_answer(form, {"n": "9" * 400})
+    with pytest.raises(AnswerError, match="cannot be checked"):
+        check_answer(form, Answer(action=Action.ACCEPT, content={"n": 10**400}))

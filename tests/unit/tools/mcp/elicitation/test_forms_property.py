@@ -44,7 +44,9 @@ def test_any_raw_answer_is_read_or_refused_in_a_few_words(schema, data):
         return
     names = [spec.name for spec in form.fields]
     keys = st.sampled_from(names) if names else st.text(max_size=3)
-    raw = data.draw(st.dictionaries(keys, json_values(max_leaves=6, surrogates=False), max_size=len(names) + 1))
+    numbers = st.sampled_from(["9" * 400, "-" + "9" * 5000, "1e400", "-0", "NaN", "0x10", "1_000", "٣"])
+    values = st.one_of(json_values(max_leaves=6, surrogates=False), numbers, st.integers(-(10**400), 10**400))
+    raw = data.draw(st.dictionaries(keys, values, max_size=len(names) + 1))
     error = refusal(lambda: read_answer(form, raw))
     assert error is None or len(error.message) <= ERROR_MAX
     error = refusal(lambda: check_answer(form, Answer(action=Action.ACCEPT, content=raw)))
