@@ -570,16 +570,18 @@ def _field_list(form: Form) -> str:
     return "\n".join([*lines, *([tail] if tail else [])])
 
 
-_BRACKET = re.compile(r"(?<!\\)((?:\\\\)*)([\[\]])")
-"""A `[` or `]` after an even number of backslashes (none included): not yet escaped."""
+_BRACKET = re.compile(r"(?<!\\)((?:\\\\)*)([\[\]<])")
+"""A `[`, `]` or `<` after an even number of backslashes (none included): not yet escaped."""
 
 
 def _escaped(text: str) -> str:
-    """A server's text with Discord's Markdown escaped, every bracket included.
+    """A server's text with Discord's Markdown escaped, every bracket and `<` included.
 
     `discord.utils.escape_markdown` escapes only the first `[` of a line's masked links, so a
     second `[https://good.example](https://evil.example)` would still show as a link to
-    somewhere else than it says; escaping each bracket shows them all as typed.
+    somewhere else than it says; escaping each bracket shows them all as typed. An escaped `<`
+    shows `<@123>` or `<@&456>` as typed rather than as a mention of someone (which, in an
+    embed, notifies nobody but reads as if the card named them).
     """
     return _BRACKET.sub(r"\1\\\2", discord.utils.escape_markdown(text))
 

@@ -5,6 +5,7 @@ discord.py's views and modals need a running event loop, so the tests that build
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -396,14 +397,18 @@ def test_a_finished_card_says_what_happened_by_whom_and_when(outcome, by_id, wor
 
 
 async def test_server_text_cannot_disguise_a_link_in_the_card_or_the_modal():
-    """Every masked link in the server's message or labels shows as typed, its brackets escaped, not only the first."""
-    hostile = "see [a](https://good.example) [https://good.example](https://evil.example) [c[d](https://evil.example)"
+    """Every masked link and mention in the server's message or labels shows as typed: brackets and `<` escaped, not only the first."""
+    hostile = (
+        "see [a](https://good.example) [https://good.example](https://evil.example) [c[d](https://evil.example)"
+        " <@111> <@&222> \\<@333>"
+    )
     form = form_of(hostile, {"type": "object", "properties": {"x": {"type": "string", "title": hostile}}})
     embed = question_embed(form, requester_id="111", server="s", tool="t")
-    shown = [embed.description or "", embed.fields[0].value or ""]
+    shown = [(embed.description or "").split("\n", 1)[1], embed.fields[0].value or ""]  # after the asks line
     shown.append(QuestionModal(form, question_id=QUESTION_ID, title="s").to_dict()["components"][0]["content"])
     for text in shown:
-        assert "[" not in text.replace("\\[", "") and "]" not in text.replace("\\]", "")
+        for char in "[]<":
+            assert re.search(rf"(?<!\\)(\\\\)*{re.escape(char)}", text) is None, (char, text)
 
 
 async def test_a_choice_typed_in_a_text_box_is_prefilled_with_words_that_read_back_as_its_default():
