@@ -377,6 +377,10 @@ def check_content(form: Form, content: Mapping[str, Any]) -> dict[str, Any]:
     unknown = sorted(set(content) - {spec.name for spec in form.fields})
     if unknown:
         raise AnswerError(f"The form has no field {_clip(unknown[0])!r}.", field=unknown[0])
+    for asked in form.fields:
+        value = content.get(asked.name)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise AnswerError(f"{_named(asked)}: enter a number.", field=asked.name)  # JSON has no NaN
     validator = Draft202012Validator(dict(form.schema), format_checker=FormatChecker())
     try:
         error = best_match(validator.iter_errors(dict(content)))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import mcp_types
@@ -340,3 +341,6 @@ def test_a_number_too_large_to_compare_is_refused_in_words():
         read_answer(form, {"n": "9" * 400})
     with pytest.raises(AnswerError, match="cannot be checked"):
         check_answer(form, Answer(action=Action.ACCEPT, content={"n": 10**400}))
+    for odd in (math.nan, math.inf):
+        with pytest.raises(AnswerError, match="ratio: enter a number"):
+            check_answer(deploy_form(), Answer(action=Action.ACCEPT, content={"ratio": odd}))
