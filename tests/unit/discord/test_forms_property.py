@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -19,7 +20,12 @@ from tests.unit.discord.test_forms import (
 )
 from tests.unit.tools.mcp.elicitation.schemas import TEXT, filled_schemas, requested_schemas
 
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=int(os.environ.get("FORM_MAX_EXAMPLES", "150")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+"""Examples per property; explore more with e.g. `FORM_MAX_EXAMPLES=1000`."""
 ERROR_MAX = 500
 """The longest problem the ephemeral reply quotes: a hostile label must not make a wall of text."""
 MIN_LENGTH_MAX = 4000

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -18,7 +19,12 @@ from bot.tools.mcp.elicitation.forms import AnswerError, Form, UnusableQuestionE
 from tests.unit.slack.test_forms import blocks_valid, strictly_valid
 from tests.unit.tools.mcp.elicitation.schemas import TEXT, filled_schemas, requested_schemas
 
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=int(os.environ.get("FORM_MAX_EXAMPLES", "150")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+"""Examples per property; explore more with e.g. `FORM_MAX_EXAMPLES=1000`."""
 ERROR_MAX = 500
 """The longest problem shown at a field: a hostile label must not make a wall of text."""
 

@@ -471,10 +471,15 @@ def _number(spec: FormField, text: str) -> int | float:
 def option_text(spec: FormField, option: Option) -> str:
     """What a person types to name `option` of `spec`, for a choice asked in a text box.
 
-    Its label, or its value when the label names another option first (`read_answer` tries
-    values first, and the first of repeated labels wins).
+    Its label, or its value when the label does not read back as this option alone
+    (`read_answer` tries values first, the first of repeated labels wins, and a label with
+    more than 20 commas is not matched whole).
     """
-    return option.label if _Options(spec).get(option.label) == option.value else option.value
+    try:
+        named = _Options(spec).split(option.label)
+    except AnswerError:
+        named = []
+    return option.label if named == [option.value] else option.value
 
 
 def _picked(spec: FormField, option: Option) -> str:
@@ -547,7 +552,10 @@ class _Options:
                 start += 1
                 continue
             for end in range(min(len(parts), start + self.commas + 1), start, -1):
-                found = self.get(",".join(parts[start:end]))
+                piece = ",".join(parts[start:end])
+                # Exactly as typed after the ", " between options (" a " stays itself), else loosely.
+                found = self.exact.get(piece.removeprefix(" ")) if start else None
+                found = found if found is not None else self.get(piece)
                 if found is not None:
                     chosen.append(found)
                     start = end

@@ -155,10 +155,15 @@ def filled_field(draw: st.DrawFn) -> tuple[dict[str, Any], Any]:
             st.lists(st.one_of(HOSTILE, huge(HOSTILE, limit=300)), min_size=len(values), max_size=len(values))
         )
         options = {"oneOf": [{"const": v, "title": t} for v, t in zip(values, labels, strict=True)]}
+        # Over 25 options Discord asks in a text box, where a blank value cannot be typed.
+        pickable = [v for v in values if v.strip()] if len(values) > 25 else values
+        if not pickable:
+            values, pickable = [*values, "v"], ["v"]
+            options = {"oneOf": [*options["oneOf"], {"const": "v", "title": "v"}]}
         if kind == "one":
-            value, spec = draw(st.sampled_from(values)), {"type": "string", **options}
+            value, spec = draw(st.sampled_from(pickable)), {"type": "string", **options}
         else:
-            picked = draw(st.sets(st.sampled_from(values), min_size=1, max_size=min(len(values), 30)))
+            picked = draw(st.sets(st.sampled_from(pickable), min_size=1, max_size=min(len(pickable), 30)))
             value = [v for v in values if v in picked]
             spec = {"type": "array", "items": {"type": "string", **options}, "minItems": 1, "maxItems": len(value)}
     spec["default"] = value

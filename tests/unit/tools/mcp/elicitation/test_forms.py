@@ -308,6 +308,8 @@ def test_options_are_read_by_value_then_label_then_loosely_and_commas_inside_an_
     assert read_answer(form, {"many": "b,Red, Green"}) == {"many": ["b", "x"]}
     with pytest.raises(AnswerError, match="'Red' is not one of the options"):
         read_answer(form, {"many": "Red"})
+    spaced = form_of("m", {"type": "object", "properties": {"m": {"type": "array", "items": {"enum": ["a", " a "]}}}})
+    assert read_answer(spaced, {"m": "a,  a "}) == {"m": ["a", " a "]}
 
 
 def test_a_blank_option_picked_in_a_select_is_an_answer():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -20,7 +21,12 @@ from bot.tools.mcp.elicitation.forms import (
 from tests.adversarial.hostile import json_values
 from tests.unit.tools.mcp.elicitation.schemas import requested_schemas
 
-SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=int(os.environ.get("FORM_MAX_EXAMPLES", "200")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+"""Examples per property; explore more with e.g. `FORM_MAX_EXAMPLES=1000`."""
 ERROR_MAX = 500
 """The longest refusal: a hostile label or value must not make a wall of text."""
 
