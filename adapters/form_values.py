@@ -3,7 +3,7 @@
 A choice's options travel in a modal as their position ("0", "1", ...), not as the server's
 value: a server's value may be longer than an input allows (Slack 150 characters, Discord 100)
 or repeat after shortening, and a position is short and unique. `option_value` turns a submitted
-position back into the server's value before `bot.tools.mcp.elicitation.forms.read_answer` reads
+position back into the server's option before `bot.tools.mcp.elicitation.forms.read_answer` reads
 it (docs/decisions/0050-elicitation-forms-on-slack-and-discord.md).
 """
 
@@ -13,7 +13,7 @@ import math
 from datetime import UTC, date, datetime
 from decimal import Decimal
 
-from bot.tools.mcp.elicitation.forms import FieldKind, FormField
+from bot.tools.mcp.elicitation.forms import FieldKind, FormField, Option
 
 _NUMBER_CHARS = 20
 """The longest limit or default written into a number input; a longer one is left to the check."""
@@ -24,21 +24,28 @@ def option_id(index: int) -> str:
     return str(index)
 
 
-def option_value(spec: FormField, submitted: str) -> str:
-    """The server's value of the option a modal submitted as `submitted` (see `option_id`).
+def option_value(spec: FormField, submitted: str) -> Option | str:
+    """The option a modal submitted as `submitted` (see `option_id`), for `read_answer`.
 
-    Anything that is not a position of `spec`'s options is returned as it is, so that
-    `read_answer` refuses it with its own words.
+    The `Option` itself rather than its value, so that an option whose value is blank ("")
+    reads as picked, not as a field left empty. Anything that is not a position of `spec`'s
+    options is returned as it is, so that `read_answer` refuses it with its own words.
     """
     if submitted.isdigit() and int(submitted) < len(spec.options):
-        return spec.options[int(submitted)].value
+        return spec.options[int(submitted)]
     return submitted
 
 
 def default_ids(spec: FormField) -> tuple[str, ...]:
-    """The ids (`option_id`) of a CHOICE's or CHOICES's default options, in option order."""
+    """The ids (`option_id`) of a CHOICE's or CHOICES's default options, in option order.
+
+    At most one for a CHOICE (the first option of a repeated value), and at most `max_items`
+    for a CHOICES: a default the input could not hold is cut, not sent to the platform.
+    """
     chosen = spec.default if isinstance(spec.default, tuple) else (spec.default,)
-    return tuple(option_id(i) for i, option in enumerate(spec.options) if option.value in chosen)
+    ids = tuple(option_id(i) for i, option in enumerate(spec.options) if option.value in chosen)
+    most = 1 if spec.kind is FieldKind.CHOICE else spec.max_items
+    return ids[:most] if most is not None and most >= 1 else ids
 
 
 def clip(text: str, limit: int) -> str:
@@ -78,12 +85,14 @@ def number_bounds(spec: FormField) -> tuple[str | None, str | None]:
 
 
 def default_number(spec: FormField) -> str | None:
-    """A NUMBER's or INTEGER's default as number-input text, else None."""
+    """A NUMBER's or INTEGER's default as number-input text; None when it has none or it breaks its own bounds."""
     value = spec.default
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     if spec.kind is FieldKind.INTEGER and not float(value).is_integer():
         return None
+    if (spec.minimum is not None and value < spec.minimum) or (spec.maximum is not None and value > spec.maximum):
+        return None  # outside its own bounds: a number input refuses such an initial value
     return number_text(value, integer=spec.kind is FieldKind.INTEGER)
 
 
@@ -92,7 +101,8 @@ def default_text(spec: FormField, limit: int) -> str | None:
     value = spec.default
     if not isinstance(value, str) or not value:
         return None
-    return value if len(value) <= min(limit, spec.max_length or limit) else None
+    longest = limit if spec.max_length is None else min(limit, spec.max_length)
+    return value if len(value) <= longest else None
 
 
 def default_date(spec: FormField) -> date | None:
@@ -105,20 +115,34 @@ def default_date(spec: FormField) -> date | None:
         return None
 
 
+EPOCH_S_MAX = 9_999_999_999
+"""The latest moment a date-time picker takes, in seconds since the epoch (ten digits, in 2286)."""
+
+
 def default_moment(spec: FormField) -> datetime | None:
-    """A `format: date-time` field's default as an aware moment (UTC when it names no zone), else None."""
+    """A `format: date-time` field's default as an aware moment (UTC when it names no zone), else None.
+
+    None too for a moment a date-time picker cannot show: before 1970 or after `EPOCH_S_MAX`.
+    """
     if not isinstance(spec.default, str):
         return None
     try:
         moment = datetime.fromisoformat(spec.default)
     except ValueError:
         return None
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    moment = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    return moment if 0 <= moment.timestamp() <= EPOCH_S_MAX else None
 
 
 def moment_text(epoch_s: int | float) -> str:
-    """A moment picked in a form (seconds since the epoch) as RFC 3339 text in UTC: "2026-12-07T20:40:00Z"."""
-    return datetime.fromtimestamp(epoch_s, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """A moment picked in a form (seconds since the epoch) as RFC 3339 text in UTC: "2026-12-07T20:40:00Z".
+
+    A number no calendar holds is returned as its digits, for `read_answer` to refuse as not a date-time.
+    """
+    try:
+        return datetime.fromtimestamp(epoch_s, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    except (OverflowError, OSError, ValueError):
+        return str(epoch_s)
 
 
 def boolean_value(submitted: str) -> bool | str:

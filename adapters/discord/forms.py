@@ -53,7 +53,9 @@ from bot.tools.mcp.elicitation.forms import (
     Form,
     FormField,
     LinkRequest,
+    Option,
     Question,
+    option_text,
     read_answer,
 )
 
@@ -180,7 +182,7 @@ class QuestionModal(discord.ui.Modal):
         fields = pages[page - 1]
         if len(fields) < PAGE_FIELDS and page == 1:
             # Room to spare: the server's message above the fields (the card quotes it too).
-            text = fv.clip(discord.utils.escape_markdown(reveal_invisible(form.message)), TEXT_DISPLAY_CHARS)
+            text = fv.clip(_escaped(reveal_invisible(form.message)), TEXT_DISPLAY_CHARS)
             self.add_item(discord.ui.TextDisplay(text))
         index = {spec.name: i for i, spec in enumerate(form.fields)}
         for spec in fields:
@@ -260,7 +262,8 @@ def _text_input(spec: FormField, custom_id: str, entered: object) -> discord.ui.
     if isinstance(entered, str | int | float) and not isinstance(entered, bool):
         default: str | None = str(entered)[: longest or TEXT_INPUT_CHARS]
     elif isinstance(entered, list):
-        default = ", ".join(str(value) for value in entered)[:TEXT_INPUT_CHARS]
+        shown = (value.label if isinstance(value, Option) else str(value) for value in entered)
+        default = ", ".join(shown)[:TEXT_INPUT_CHARS]
     else:
         default = _default_text(spec, longest or TEXT_INPUT_CHARS)
     return discord.ui.TextInput(
@@ -280,8 +283,13 @@ def _default_text(spec: FormField, limit: int) -> str | None:
     if spec.kind in (FieldKind.NUMBER, FieldKind.INTEGER):
         return fv.default_number(spec)
     if spec.kind in (FieldKind.CHOICE, FieldKind.CHOICES):
-        labels = [spec.options[int(i)].label for i in fv.default_ids(spec)]
-        return ", ".join(labels)[:limit] or None
+        # Labels (or values, where a label names another option first), else the values when
+        # the labels do not fit; left out when neither fits, rather than cut into text that
+        # names no option.
+        chosen = [spec.options[int(i)] for i in fv.default_ids(spec)]
+        for text in (", ".join(option_text(spec, o) for o in chosen), ", ".join(o.value for o in chosen)):
+            if 0 < len(text) <= limit:
+                return text
     return None
 
 
@@ -300,9 +308,14 @@ def _placeholder(spec: FormField) -> str:
 
 
 def _entered_ids(spec: FormField, entered: object) -> tuple[str, ...]:
-    """The option ids of raw values entered before (option values, as `raw_answers` gives them)."""
+    """The option ids of raw values entered before (`Option`s as `raw_answers` gives them, or option values).
+
+    At most one for a CHOICE (a select of one pick cannot show two), at most `max_items` for a CHOICES.
+    """
     values = entered if isinstance(entered, list) else [entered]
-    return tuple(fv.option_id(i) for i, option in enumerate(spec.options) if option.value in values)
+    ids = tuple(fv.option_id(i) for i, option in enumerate(spec.options) if option in values or option.value in values)
+    most = 1 if spec.kind is FieldKind.CHOICE else spec.max_items
+    return ids[:most] if most is not None and most >= 1 else ids
 
 
 def parse_modal_id(custom_id: str) -> tuple[str, int] | None:
@@ -320,9 +333,9 @@ def raw_answers(form: Form, data: Mapping[str, Any]) -> dict[str, object]:
             text inputs and selects).
 
     Returns:
-        For each field this submission holds: the text typed, a bool for yes / no, the option's
-        value for a choice, a list of option values for a multi-choice; None for a select left
-        empty. Fields of other pages are absent.
+        For each field this submission holds: the text typed, a bool for yes / no, the `Option`
+        picked for a choice, a list of them for a multi-choice; None for a select left empty.
+        Fields of other pages are absent.
     """
     raw: dict[str, object] = {}
     for component in _walk(data.get("components")):
@@ -331,7 +344,8 @@ def raw_answers(form: Form, data: Mapping[str, Any]) -> dict[str, object]:
             continue
         spec = form.fields[int(match["index"])]
         if "values" in component:
-            picked = [str(value) for value in component.get("values") or []]
+            values = component.get("values")
+            picked = [str(value) for value in values] if isinstance(values, list) else []
             if spec.kind is FieldKind.BOOLEAN:
                 raw[spec.name] = fv.boolean_value(picked[0]) if picked else None
             elif spec.kind is FieldKind.CHOICES:
@@ -348,14 +362,15 @@ def page_problem(form: Form, entered: Mapping[str, object], page: int) -> Answer
     """The first problem with the fields of pages 1 to `page` in what was entered so far, else None.
 
     Those fields are read and checked as `read_answer` would, against the server's schema cut
-    to them (their properties, and which of them are required); later pages are not filled in
-    yet, and `read_answer` over the whole form checks everything once the last page is in.
+    to them (their properties, and which of them are required; not rules about the whole form,
+    such as `minProperties`, which a part cannot meet); later pages are not filled in yet, and
+    `read_answer` over the whole form checks everything once the last page is in.
     """
     fields = tuple(spec for part in form_pages(form)[:page] for spec in part)
     names = {spec.name for spec in fields}
     properties = form.schema.get("properties") or {}
     schema = {
-        **form.schema,
+        "type": "object",
         "properties": {name: spec for name, spec in properties.items() if name in names},
         "required": [name for name in form.schema.get("required") or [] if name in names],
     }
@@ -532,7 +547,7 @@ def _head(
     title: str, colour: discord.Colour, question: Question, *, requester_id: str, server: str, tool: str
 ) -> discord.Embed:
     asks = msg.QUESTION_ASKS.format(user=requester_id, server=_code(server), tool=_code(tool))
-    message = fv.clip(discord.utils.escape_markdown(reveal_invisible(question.message)), _MESSAGE_ROOM)
+    message = fv.clip(_escaped(reveal_invisible(question.message)), _MESSAGE_ROOM)
     return discord.Embed(title=title, colour=colour, description=f"{asks}\n> {message}")
 
 
@@ -544,7 +559,7 @@ def _field_list(form: Form) -> str:
     tail = msg.QUESTION_PAGES.format(pages=len(pages)) if len(pages) > 1 else ""
     for shown, spec in enumerate(form.fields):
         line = msg.QUESTION_FIELD_LINE.format(
-            label=fv.clip(discord.utils.escape_markdown(spec.label), 100),
+            label=fv.clip(_escaped(spec.label), 100),
             required=msg.QUESTION_FIELD_REQUIRED if spec.required else "",
         )
         if used + len(line) + 1 > EMBED_FIELD_CHARS - len(tail) - 40:
@@ -553,6 +568,22 @@ def _field_list(form: Form) -> str:
         lines.append(line)
         used += len(line) + 1
     return "\n".join([*lines, *([tail] if tail else [])])
+
+
+_BRACKET = re.compile(r"(?<!\\)((?:\\\\)*)([\[\]<])")
+"""A `[`, `]` or `<` after an even number of backslashes (none included): not yet escaped."""
+
+
+def _escaped(text: str) -> str:
+    """A server's text with Discord's Markdown escaped, every bracket and `<` included.
+
+    `discord.utils.escape_markdown` escapes only the first `[` of a line's masked links, so a
+    second `[https://good.example](https://evil.example)` would still show as a link to
+    somewhere else than it says; escaping each bracket shows them all as typed. An escaped `<`
+    shows `<@123>` or `<@&456>` as typed rather than as a mention of someone (which, in an
+    embed, notifies nobody but reads as if the card named them).
+    """
+    return _BRACKET.sub(r"\1\\\2", discord.utils.escape_markdown(text))
 
 
 def _code(name: str) -> str:

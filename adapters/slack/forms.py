@@ -186,8 +186,8 @@ def raw_answers(form: Form, values: Mapping[str, Any]) -> dict[str, object]:
 
     Returns:
         Text for text, number, date and date-time inputs (a date-time as RFC 3339 in UTC), a
-        bool for a yes / no field, the option's value for a choice, a list of option values for
-        a multi-select; None for a field left empty or missing from the submission.
+        bool for a yes / no field, the `Option` picked for a choice, a list of them for a
+        multi-select; None for a field left empty or missing from the submission.
     """
     raw: dict[str, object] = {}
     for spec in form.fields:
@@ -199,8 +199,9 @@ def raw_answers(form: Form, values: Mapping[str, Any]) -> dict[str, object]:
 
 def _state_value(spec: FormField, state: Mapping[str, Any]) -> object:
     if "selected_options" in state:
-        picked = state.get("selected_options") or []
-        return [fv.option_value(spec, str(option.get("value", ""))) for option in picked if isinstance(option, Mapping)]
+        picked = state.get("selected_options")
+        options = [option for option in picked if isinstance(option, Mapping)] if isinstance(picked, list) else []
+        return [fv.option_value(spec, str(option.get("value", ""))) for option in options]
     if "selected_option" in state:
         option = state.get("selected_option")
         if not isinstance(option, Mapping):

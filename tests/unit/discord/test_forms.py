@@ -5,6 +5,7 @@ discord.py's views and modals need a running event loop, so the tests that build
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -29,7 +30,7 @@ from adapters.discord.forms import (
     question_view,
     raw_answers,
 )
-from bot.tools.mcp.elicitation.forms import Action, Form, LinkRequest, form_of, read_answer
+from bot.tools.mcp.elicitation.forms import Action, AnswerError, Form, LinkRequest, Option, form_of, read_answer
 
 QUESTION_ID = "9f1c2d3e4b5a69788796a5b4c3d2e1f0"
 
@@ -258,7 +259,9 @@ async def test_discord_py_reads_the_same_values_from_a_submission():
     second._refresh(None, submitted(second.to_dict(), {"region": ["Europe"]})["components"], {})
     selects = {item.custom_id: item for item in second.walk_children() if isinstance(item, discord.ui.Select)}
     assert selects["f9"].values == ["0"]
-    assert raw_answers(form, submitted(second.to_dict(), {"region": ["Europe"]}))["region"] == "eu"
+    assert raw_answers(form, submitted(second.to_dict(), {"region": ["Europe"]}))["region"] == Option(
+        value="eu", label="Europe"
+    )
 
 
 async def test_a_problem_on_a_page_is_caught_there_and_later_pages_wait():
@@ -326,7 +329,7 @@ async def test_long_labels_and_many_options_are_cut_within_discords_limits():
     assert pick["label"].endswith("…") and pick["description"].endswith("…")
     assert len(pick["component"]["options"]) == 25 and pick["component"]["options"][0]["label"].endswith("…")
     data = submitted(payload, {pick["label"]: [pick["component"]["options"][24]["label"]]})
-    assert raw_answers(form, data)["pick"] == "v" * 400 + "24"
+    assert raw_answers(form, data)["pick"] == form.fields[0].options[24]
 
 
 async def test_card_buttons_carry_only_the_question_id_and_survive_a_restart():
@@ -391,3 +394,79 @@ def test_a_finished_card_says_what_happened_by_whom_and_when(outcome, by_id, wor
         every_kind(), requester_id="111", server="deploy", tool="release", outcome=outcome, by_id=by_id, at=at
     )
     assert words in str(embed.to_dict()) and str(int(at.timestamp())) in str(embed.to_dict())
+
+
+async def test_server_text_cannot_disguise_a_link_in_the_card_or_the_modal():
+    """Every masked link and mention in the server's message or labels shows as typed: brackets and `<` escaped, not only the first."""
+    hostile = (
+        "see [a](https://good.example) [https://good.example](https://evil.example) [c[d](https://evil.example)"
+        " <@111> <@&222> \\<@333>"
+    )
+    form = form_of(hostile, {"type": "object", "properties": {"x": {"type": "string", "title": hostile}}})
+    embed = question_embed(form, requester_id="111", server="s", tool="t")
+    shown = [(embed.description or "").split("\n", 1)[1], embed.fields[0].value or ""]  # after the asks line
+    shown.append(QuestionModal(form, question_id=QUESTION_ID, title="s").to_dict()["components"][0]["content"])
+    for text in shown:
+        for char in "[]<":
+            assert re.search(rf"(?<!\\)(\\\\)*{re.escape(char)}", text) is None, (char, text)
+
+
+async def test_a_choice_typed_in_a_text_box_is_prefilled_with_words_that_read_back_as_its_default():
+    """Over 25 options: a label that names another option first is shown as the value; labels too long as values; picks read back."""
+    values = [f"v{i}" for i in range(30)]
+    form = form_of(
+        "m",
+        {
+            "type": "object",
+            "properties": {
+                "one": {
+                    "type": "string",
+                    "oneOf": [{"const": v, "title": "v0" if v == "v5" else f"L{v}"} for v in values],
+                    "default": "v5",
+                },
+                "many": {
+                    "type": "array",
+                    "items": {"type": "string", "oneOf": [{"const": v, "title": v + "x" * 300} for v in values]},
+                    "default": values[:20],
+                },
+                "pick": {"type": "string", "enum": ["", "a", "a"], "default": "a"},
+            },
+        },
+    )
+    payload = QuestionModal(form, question_id=QUESTION_ID, title="s").to_dict()
+    strictly_valid(payload)
+    inputs = labels(payload)
+    assert inputs["one"]["value"] == "v5" and inputs["many"]["value"] == ", ".join(values[:20])
+    assert [o["value"] for o in inputs["pick"]["options"] if o.get("default")] == ["1"]
+    raw = raw_answers(form, submitted(payload, {"pick": [""]}))
+    assert read_answer(form, raw) == {"one": "v5", "many": values[:20]}
+    picked_blank = raw_answers(form, submitted(payload, {"pick": ["0"]}))
+    assert read_answer(form, picked_blank)["pick"] == ""
+
+
+def test_a_rule_about_the_whole_form_waits_for_the_last_page():
+    """`minProperties` or `dependentRequired` naming a later page's field does not hold page 1 back; the last page checks them."""
+    properties = {f"f{i}": {"type": "string"} for i in range(7)}
+    form = form_of(
+        "m",
+        {
+            "type": "object",
+            "properties": properties,
+            "required": ["f0"],
+            "minProperties": 7,
+            "dependentRequired": {"f0": ["f6"]},
+        },
+    )
+    entered: dict[str, object] = {f"f{i}": "x" for i in range(5)}
+    assert page_problem(form, entered, 1) is None
+    assert page_problem(form, {**entered, "f0": ""}, 1) is not None
+    with pytest.raises(AnswerError):
+        read_answer(form, {**entered, "f5": "x"})
+    assert read_answer(form, {**entered, "f5": "x", "f6": "x"}) == {f"f{i}": "x" for i in range(7)}
+
+
+def test_an_odd_select_submission_reads_as_nothing_picked():
+    """A select whose submitted `values` is not a list reads as no pick, not a crash."""
+    form = every_kind()
+    data = {"components": [{"type": LABEL, "component": {"type": STRING_SELECT, "custom_id": "f9", "values": 5}}]}
+    assert raw_answers(form, data) == {"region": None}

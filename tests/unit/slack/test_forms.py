@@ -372,3 +372,78 @@ def test_the_module_names_its_ids_once():
     """The modal's callback id and the card's action ids are distinct constants."""
     ids = {forms.VIEW_QUESTION, ACTION_ANSWER, ACTION_OPEN_LINK, ACTION_DECLINE, ACTION_CANCEL, ACTION_FOLLOW_LINK}
     assert len(ids) == 6
+
+
+def test_defaults_an_input_cannot_hold_are_left_out():
+    """A default longer than `maxLength: 0`, a number outside its bounds, a moment before 1970, more picks than allowed: not prefilled."""
+    form = form_of(
+        "m",
+        {
+            "type": "object",
+            "properties": {
+                "none": {"type": "string", "maxLength": 0, "default": "abc"},
+                "low": {"type": "integer", "minimum": 5, "maximum": 9, "default": 1},
+                "old": {"type": "string", "format": "date-time", "default": "0001-01-01T00:00:00Z"},
+                "one": {"type": "string", "enum": ["a", "a", "b"], "default": "a"},
+                "few": {
+                    "type": "array",
+                    "items": {"type": "string", "enum": ["a", "b", "c"]},
+                    "maxItems": 1,
+                    "default": ["a", "b"],
+                },
+            },
+        },
+    )
+    view = question_modal(form, question_id=QUESTION_ID, title="t")
+    strictly_valid(view)
+    found = elements(view)
+    assert "initial_value" not in found["field:none"] and "initial_value" not in found["field:low"]
+    assert "initial_date_time" not in found["field:old"]
+    assert found["field:one"]["initial_option"] == found["field:one"]["options"][0]
+    assert [o["text"]["text"] for o in found["field:few"]["initial_options"]] == ["a"]
+
+
+def test_a_blank_option_and_an_unreadable_moment_read_back_without_a_crash():
+    """An option whose value is "" picked reads as "", and a date-time no calendar holds is refused in words."""
+    form = form_of(
+        "m",
+        {
+            "type": "object",
+            "properties": {
+                "pick": {"type": "string", "enum": ["", "x"]},
+                "at": {"type": "string", "format": "date-time"},
+            },
+            "required": ["pick"],
+        },
+    )
+    found = elements(question_modal(form, question_id=QUESTION_ID, title="t"))
+    state = {
+        "field:pick": {INPUT_ACTION: {"type": "radio_buttons", "selected_option": found["field:pick"]["options"][0]}}
+    }
+    assert read_answer(form, raw_answers(form, state)) == {"pick": ""}
+    state["field:at"] = {INPUT_ACTION: {"type": "datetimepicker", "selected_date_time": 10**20}}
+    with pytest.raises(AnswerError, match="at: this is not a valid date-time"):
+        read_answer(form, raw_answers(form, state))
+
+
+def test_server_text_cannot_ping_or_disguise_a_link_in_the_card_or_the_modal():
+    """`<!channel>`, `<@U123>` and `<https://evil|click>` from the server show as typed: escaped in mrkdwn, plain text elsewhere."""
+    hostile = "<!channel> <@U123> <https://evil.example|click> &"
+    form = form_of(
+        hostile, {"type": "object", "properties": {"a": {"type": "string", "title": hostile, "description": hostile}}}
+    )
+    card = str(question_blocks(form, question_id=QUESTION_ID, requester_id="U_ANN", server=hostile, tool=hostile))
+    view = question_modal(form, question_id=QUESTION_ID, title=hostile)
+    assert "<!channel>" not in card and "<@U123>" not in card and "<https://evil" not in card
+    assert "&lt;!channel&gt;" in card and "&amp;" in card
+    assert "&lt;!channel&gt;" in view["blocks"][0]["text"]["text"]
+    input_block = view["blocks"][1]
+    assert input_block["label"]["type"] == "plain_text" and input_block["hint"]["type"] == "plain_text"
+    assert "<" not in question_text(server=hostile, tool=hostile)
+
+
+def test_an_odd_submission_state_reads_as_nothing_picked():
+    """A multi-select state whose `selected_options` is not a list reads as no pick, not a crash."""
+    form = form_of("m", {"type": "object", "properties": {"z": EVERY_KIND["properties"]["zones"]}})
+    state = {"field:z": {INPUT_ACTION: {"type": "multi_static_select", "selected_options": 5}}}
+    assert raw_answers(form, state) == {"z": []}

@@ -19,6 +19,7 @@ what it asked not to. The three actions are MCP's: accept (with content in form 
 from __future__ import annotations
 
 import math
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -35,6 +36,17 @@ MAX_FIELDS = 20
 """The most fields a form may ask for; a longer one is refused (no chat form shows more usefully)."""
 MAX_OPTIONS = 100
 """The most options a choice may offer (a Slack static select shows at most 100)."""
+UNNAMED = "Unnamed field"
+"""The label of a field whose schema gives it neither a title nor a name with anything to read."""
+LABEL_IN_ERROR_CHARS = 100
+"""The most characters of a label (or an option's) quoted in an `AnswerError`: a server's labels may be huge."""
+_REFUSED_KEYWORDS = frozenset({"$ref", "$dynamicRef", "$recursiveRef", "pattern", "patternProperties"})
+"""Keywords outside MCP's subset that validating would act on dangerously: a reference would be looked
+up (and fail), a regular expression could take minutes on a crafted answer."""
+_DATA_KEYWORDS = frozenset({"default", "const", "enum", "examples", "enumNames"})
+"""Keywords whose values are data, not schemas (`_refused_keyword` does not look inside them)."""
+_NAMED_SCHEMAS = frozenset({"properties", "$defs", "definitions", "dependentSchemas"})
+"""Keywords whose values map names (any text, "pattern" included) to schemas."""
 _TRUE = frozenset({"true", "yes", "y", "1", "on"})
 _FALSE = frozenset({"false", "no", "n", "0", "off"})
 
@@ -196,14 +208,23 @@ def question_of(request: mcp_types.ElicitRequest) -> Question:
     Raises:
         UnusableQuestionError: the requested schema is outside MCP's restricted subset (a nested
             object, an unknown type, more than `MAX_FIELDS` fields, a choice with more than
-            `MAX_OPTIONS` options), or a URL request's link is not http or https.
+            `MAX_OPTIONS` options, a reference or a regular expression to check answers with), or a
+            URL request's link is not an http or https URL (spaces, control and invisible
+            characters included), or names a user or password before its host.
     """
     params = request.params
     message = " ".join(params.message.split()) or "The server asks for input."
     if isinstance(params, mcp_types.ElicitRequestURLParams):
-        parts = urlsplit(params.url)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
+        try:
+            parts = urlsplit(params.url)
+        except ValueError:
+            parts = None
+        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or _unsafe_in_url(params.url):
             raise UnusableQuestionError(f"its link is not an http or https URL: {params.url[:200]!r}")
+        if "@" in parts.netloc:
+            # MCP forbids credentials in the link, and "https://good.example@evil.example" leads
+            # somewhere else than it reads.
+            raise UnusableQuestionError(f"its link has a user name before its host {parts.hostname[:200]!r}")
         return LinkRequest(message=message, url=params.url)
     return form_of(message, params.requested_schema)
 
@@ -228,6 +249,9 @@ def form_of(message: str, schema: Mapping[str, Any]) -> Form:
         Draft202012Validator.check_schema(dict(schema))
     except Exception as exc:
         raise UnusableQuestionError(f"its requested schema is not valid JSON Schema ({_first_line(exc)})") from None
+    refused = _refused_keyword(schema)
+    if refused is not None:
+        raise UnusableQuestionError(f"its requested schema uses {refused!r}, which MCP's form schemas do not have")
     fields = tuple(_field(str(name), spec, str(name) in required) for name, spec in properties.items())
     return Form(message=message, fields=fields, schema=dict(schema))
 
@@ -238,7 +262,7 @@ def _field(name: str, spec: object, required: bool) -> FormField:
         raise UnusableQuestionError(f"its field {name!r} is not a schema")
     common: dict[str, Any] = {
         "name": name,
-        "label": _text(spec.get("title")) or name,
+        "label": _text(spec.get("title")) or _text(name) or UNNAMED,
         "description": _text(spec.get("description")),
         "required": required,
     }
@@ -316,8 +340,10 @@ def read_answer(form: Form, raw: Mapping[str, object]) -> dict[str, Any]:
     Args:
         form: the question.
         raw: what each input gave, by field name: text (`str`) from a text box, whatever a
-            field's kind; a `bool` from a checkbox; a list of option values (or labels) from a
-            multi-select; None, "" or a missing name for a field left empty. Text is read by the
+            field's kind; a `bool` from a checkbox; the field's `Option` picked in a select (a
+            blank option value is then an answer, not an empty field); a list of `Option`s (or
+            option values or labels) from a multi-select; None, "" or a missing name for a
+            field left empty. Text is read by the
             field's kind: "42" for an integer, "yes"/"no" (or true/false, y/n, 1/0, on/off) for
             a boolean, an option's value or label (any case) for a choice, and values or labels
             separated by commas for a multi-select.
@@ -336,7 +362,7 @@ def read_answer(form: Form, raw: Mapping[str, object]) -> dict[str, Any]:
         value = _read(spec, raw.get(spec.name))
         if value is None:
             if spec.required:
-                raise AnswerError(f"{spec.label} is required.", field=spec.name)
+                raise AnswerError(f"{_named(spec)} is required.", field=spec.name)
             continue
         content[spec.name] = value
     return check_content(form, content)
@@ -350,14 +376,22 @@ def check_content(form: Form, content: Mapping[str, Any]) -> dict[str, Any]:
     """
     unknown = sorted(set(content) - {spec.name for spec in form.fields})
     if unknown:
-        raise AnswerError(f"The form has no field {unknown[0]!r}.", field=unknown[0])
+        raise AnswerError(f"The form has no field {_clip(unknown[0])!r}.", field=unknown[0])
+    for asked in form.fields:
+        value = content.get(asked.name)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise AnswerError(f"{_named(asked)}: enter a number.", field=asked.name)  # JSON has no NaN
     validator = Draft202012Validator(dict(form.schema), format_checker=FormatChecker())
-    error = best_match(validator.iter_errors(dict(content)))
+    try:
+        error = best_match(validator.iter_errors(dict(content)))
+    except (ArithmeticError, ValueError, RecursionError):
+        # A number too large to compare as a float (`multipleOf: 0.1` of a 400-digit integer), say.
+        raise AnswerError("The answer cannot be checked against the server's form: a value is too large.") from None
     if error is None:
         return dict(content)
     name = str(error.absolute_path[0]) if error.absolute_path else None
     spec = next((f for f in form.fields if f.name == name), None)
-    label = spec.label if spec is not None else "The answer"
+    label = _named(spec) if spec is not None else "The answer"
     raise AnswerError(f"{label}: {_problem(error.validator, error.validator_value, error.message)}", field=name)
 
 
@@ -378,29 +412,38 @@ def check_answer(question: Question, answer: Answer) -> Answer:
 
 def _read(spec: FormField, value: object) -> Any:
     """One entered value in its field's type; None when empty (`read_answer`)."""
+    if isinstance(value, Option):
+        picked = _picked(spec, value)
+        return [picked] if spec.kind is FieldKind.CHOICES else picked
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
     if spec.kind is FieldKind.CHOICES:
-        items = [part.strip() for part in value.split(",")] if isinstance(value, str) else value
-        if not isinstance(items, list | tuple):
-            raise AnswerError(f"{spec.label}: choose from the options.", field=spec.name)
-        chosen = [_option(spec, str(item)) for item in items if str(item).strip()]
+        options = _Options(spec)
+        if isinstance(value, str):
+            return options.split(value) or None
+        if not isinstance(value, list | tuple):
+            raise AnswerError(f"{_named(spec)}: choose from the options.", field=spec.name)
+        chosen = [
+            _picked(spec, item) if isinstance(item, Option) else options.find(str(item))
+            for item in value
+            if isinstance(item, Option) or str(item).strip()
+        ]
         return chosen or None
     if isinstance(value, bool) and spec.kind is FieldKind.BOOLEAN:
         return value
     if not isinstance(value, str | int | float) or isinstance(value, bool):
-        raise AnswerError(f"{spec.label}: this value cannot be read.", field=spec.name)
+        raise AnswerError(f"{_named(spec)}: this value cannot be read.", field=spec.name)
     text = str(value).strip()
     if spec.kind is FieldKind.TEXT:
         return str(value) if isinstance(value, str) else text
     if spec.kind is FieldKind.CHOICE:
-        return _option(spec, text)
+        return _option(spec, str(value))
     if spec.kind is FieldKind.BOOLEAN:
         if text.lower() in _TRUE:
             return True
         if text.lower() in _FALSE:
             return False
-        raise AnswerError(f"{spec.label}: answer yes or no.", field=spec.name)
+        raise AnswerError(f"{_named(spec)}: answer yes or no.", field=spec.name)
     return _number(spec, text)
 
 
@@ -408,30 +451,119 @@ def _number(spec: FormField, text: str) -> int | float:
     """`text` as the field's number (`read_answer`)."""
     if spec.kind is FieldKind.INTEGER:
         try:
-            return int(text)
+            whole = int(text)
         except ValueError:
-            raise AnswerError(f"{spec.label}: enter a whole number.", field=spec.name) from None
+            raise AnswerError(f"{_named(spec)}: enter a whole number.", field=spec.name) from None
+        try:
+            float(whole)  # a number JSON readers (and the schema's bounds) can compare
+        except OverflowError:
+            raise AnswerError(f"{_named(spec)}: this number is too large.", field=spec.name) from None
+        return whole
     try:
         number = float(text)
     except ValueError:
-        raise AnswerError(f"{spec.label}: enter a number.", field=spec.name) from None
+        raise AnswerError(f"{_named(spec)}: enter a number.", field=spec.name) from None
     if not math.isfinite(number):
-        raise AnswerError(f"{spec.label}: enter a number.", field=spec.name)
+        raise AnswerError(f"{_named(spec)}: enter a number.", field=spec.name)
     return int(number) if number.is_integer() and "." not in text and "e" not in text.lower() else number
 
 
+def option_text(spec: FormField, option: Option) -> str:
+    """What a person types to name `option` of `spec`, for a choice asked in a text box.
+
+    Its label, or its value when the label does not read back as this option alone
+    (`read_answer` tries values first, the first of repeated labels wins, and a label with
+    more than 20 commas is not matched whole).
+    """
+    try:
+        named = _Options(spec).split(option.label)
+    except AnswerError:
+        named = []
+    return option.label if named == [option.value] else option.value
+
+
+def _picked(spec: FormField, option: Option) -> str:
+    """The value of `option`, picked in a select (`read_answer`).
+
+    Raises:
+        AnswerError: it is not one of the field's options.
+    """
+    if spec.kind not in (FieldKind.CHOICE, FieldKind.CHOICES) or option not in spec.options:
+        raise AnswerError(f"{_named(spec)}: choose one of the options.", field=spec.name)
+    return option.value
+
+
 def _option(spec: FormField, text: str) -> str:
-    """The option value `text` names, by value or by label, in any case (`read_answer`)."""
-    for option in spec.options:
-        if text == option.value:
-            return option.value
-    folded = text.strip().casefold()
-    for option in spec.options:
-        if folded in (option.value.casefold(), option.label.casefold()):
-            return option.value
-    shown = ", ".join(option.label for option in spec.options[:10])
-    more = ", ..." if len(spec.options) > 10 else ""
-    raise AnswerError(f"{spec.label}: {text[:100]!r} is not one of the options ({shown}{more}).", field=spec.name)
+    """The option value `text` names (`read_answer`); see `_Options.find`."""
+    return _Options(spec).find(text)
+
+
+class _Options:
+    """A field's options looked up by what a person gives: an option's value or label (`read_answer`).
+
+    Tried in turn: a value exactly, a label exactly, then either without the spaces around
+    them and in any case; the first option that fits wins.
+    """
+
+    def __init__(self, spec: FormField) -> None:
+        self.spec = spec
+        self.exact: dict[str, str] = {}
+        self.folded: dict[str, str] = {}
+        for option in spec.options:
+            self.exact.setdefault(option.value, option.value)
+            self.folded.setdefault(option.value.strip().casefold(), option.value)
+        for option in spec.options:
+            self.exact.setdefault(option.label, option.value)
+            self.folded.setdefault(option.label.casefold(), option.value)
+        self.commas = min(max(text.count(",") for option in spec.options for text in (option.value, option.label)), 20)
+
+    def get(self, text: str) -> str | None:
+        """The option value `text` names, else None."""
+        found = self.exact.get(text)
+        return found if found is not None else self.folded.get(text.strip().casefold())
+
+    def find(self, text: str) -> str:
+        """The option value `text` names.
+
+        Raises:
+            AnswerError: no option is named so.
+        """
+        found = self.get(text)
+        if found is not None:
+            return found
+        spec = self.spec
+        shown = ", ".join(_clip(option.label, 30) for option in spec.options[:10])
+        more = ", ..." if len(spec.options) > 10 else ""
+        raise AnswerError(
+            f"{_named(spec)}: {text.strip()[:100]!r} is not one of the options ({shown}{more}).", field=spec.name
+        )
+
+    def split(self, text: str) -> list[str]:
+        """The option values named in `text`, separated by commas (an option whose words hold commas matches whole).
+
+        Raises:
+            AnswerError: a part names no option.
+        """
+        parts = text.split(",")
+        chosen: list[str] = []
+        start = 0
+        while start < len(parts):
+            if not parts[start].strip():
+                start += 1
+                continue
+            for end in range(min(len(parts), start + self.commas + 1), start, -1):
+                piece = ",".join(parts[start:end])
+                # Exactly as typed after the ", " between options (" a " stays itself), else loosely.
+                found = self.exact.get(piece.removeprefix(" ")) if start else None
+                found = found if found is not None else self.get(piece)
+                if found is not None:
+                    chosen.append(found)
+                    start = end
+                    break
+            else:
+                chosen.append(self.find(parts[start]))  # raises: no option is named so
+                start += 1
+        return chosen
 
 
 def _problem(validator: object, expected: object, message: str) -> str:
@@ -448,6 +580,38 @@ def _problem(validator: object, expected: object, message: str) -> str:
         "type": f"enter a value of type {expected}.",
     }
     return words.get(str(validator), message[:300] + ("" if message.endswith(".") else "."))
+
+
+def _named(spec: FormField) -> str:
+    """A field's label as an `AnswerError` names it: cut to `LABEL_IN_ERROR_CHARS`."""
+    return _clip(spec.label)
+
+
+def _clip(text: str, limit: int = LABEL_IN_ERROR_CHARS) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _refused_keyword(schema: object) -> str | None:
+    """The first of `_REFUSED_KEYWORDS` used anywhere in `schema`, else None (`form_of`)."""
+    if isinstance(schema, list):
+        return next((found for item in schema if (found := _refused_keyword(item)) is not None), None)
+    if not isinstance(schema, Mapping):
+        return None
+    for key, value in schema.items():
+        if key in _REFUSED_KEYWORDS:
+            return str(key)
+        if key in _DATA_KEYWORDS:
+            continue
+        inner = list(value.values()) if key in _NAMED_SCHEMAS and isinstance(value, Mapping) else value
+        found = _refused_keyword(inner)
+        if found is not None:
+            return found
+    return None
+
+
+def _unsafe_in_url(url: str) -> bool:
+    """Whether `url` holds whitespace, control, invisible (a direction override, say) or unassigned characters."""
+    return any(char.isspace() or unicodedata.category(char) in ("Cc", "Cf", "Cs", "Co", "Cn") for char in url)
 
 
 def _text(value: object) -> str:

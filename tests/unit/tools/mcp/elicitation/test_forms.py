@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import mcp_types
 import pytest
 
 from bot.tools.mcp.elicitation.forms import (
+    LABEL_IN_ERROR_CHARS,
     MAX_FIELDS,
+    UNNAMED,
     Action,
     Answer,
     AnswerError,
@@ -19,6 +22,7 @@ from bot.tools.mcp.elicitation.forms import (
     UnusableQuestionError,
     check_answer,
     form_of,
+    option_text,
     question_of,
     read_answer,
 )
@@ -199,3 +203,146 @@ def test_a_schema_outside_mcps_subset_is_refused_with_the_reason(schema, reason)
     with pytest.raises(UnusableQuestionError) as refused:
         form_of("m", schema)
     assert reason in refused.value.reason
+
+
+@pytest.mark.parametrize(
+    ("spec", "keyword"),
+    [
+        ({"type": "string", "$ref": "https://evil.example/schema"}, "$ref"),
+        ({"type": "string", "allOf": [{"pattern": "^(a+)+$"}]}, "pattern"),
+        ({"type": "string", "anyOf": [{"$dynamicRef": "#x"}]}, "$dynamicRef"),
+    ],
+)
+def test_a_schema_that_would_look_up_a_reference_or_run_a_regular_expression_is_refused(spec, keyword):
+    """A reference (looked up when checking) or a pattern (minutes on a crafted answer) is outside MCP's subset: refused."""
+    with pytest.raises(UnusableQuestionError) as refused:
+        form_of("m", {"type": "object", "properties": {"a": spec}})
+    assert repr(keyword) in refused.value.reason
+    named = form_of("m", {"type": "object", "properties": {"pattern": {"type": "string", "default": "$ref"}}})
+    assert [f.name for f in named.fields] == ["pattern"]
+
+
+@pytest.mark.parametrize(
+    "link",
+    [
+        "http://[::1",
+        "https://a.example/x y",
+        "https://a.example/\nx",
+        "https://a.example/\x00",
+        "https:///x",
+        "https://:443/x",
+        "https://evil.example/\u202egpj.elif",
+    ],
+)
+def test_a_link_that_cannot_be_read_or_holds_spaces_is_refused(link):
+    """A link urlsplit cannot read, or with spaces or control characters, is refused in words, never raised as ValueError."""
+    request = mcp_types.ElicitRequest(params=mcp_types.ElicitRequestURLParams(message="m", url=link))
+    with pytest.raises(UnusableQuestionError, match="not an http or https URL"):
+        question_of(request)
+
+
+def test_a_link_with_a_user_name_before_its_host_is_refused():
+    """Credentials in a link (MCP forbids them) and "https://good.example@evil.example" are refused, naming the real host."""
+    for link in ("https://user:secret@auth.example/x", "https://good.example@evil.example/login"):
+        request = mcp_types.ElicitRequest(params=mcp_types.ElicitRequestURLParams(message="m", url=link))
+        with pytest.raises(UnusableQuestionError, match="user name before its host") as refused:
+            question_of(request)
+        assert "secret" not in refused.value.reason
+    assert refused.value.reason.endswith("'evil.example'")
+
+
+def test_a_field_without_a_readable_name_or_title_is_labelled():
+    """A property named "" or only spaces, without a title, still has a label a person can read."""
+    form = form_of("m", {"type": "object", "properties": {"": {"type": "string"}, " ": {"type": "boolean"}}})
+    assert [f.label for f in form.fields] == [UNNAMED, UNNAMED]
+
+
+def test_a_refusal_quotes_a_huge_label_cut():
+    """A 10,000-character label or option label makes a refusal of a few hundred characters, not 10,000."""
+    huge = "L" * 10_000
+    form = form_of(
+        "m",
+        {
+            "type": "object",
+            "properties": {
+                "a": {"type": "string", "title": huge, "minLength": 3},
+                "b": {"type": "string", "title": huge, "enum": [f"{i}{huge}" for i in range(20)]},
+            },
+            "required": ["a"],
+        },
+    )
+    for raw in ({}, {"a": "x"}, {"a": "xyz", "b": "nope" * 1000}):
+        with pytest.raises(AnswerError) as refused:
+            read_answer(form, raw)
+        assert len(refused.value.message) <= 2 * LABEL_IN_ERROR_CHARS + 10 * 32 + 100
+        assert refused.value.message.startswith("L" * 50)
+
+
+def test_options_are_read_by_value_then_label_then_loosely_and_commas_inside_an_option_are_kept():
+    """An exact value wins over a label, an exact label over a loose match; an option holding commas is read whole."""
+    form = form_of(
+        "m",
+        {
+            "type": "object",
+            "properties": {
+                "one": {
+                    "type": "string",
+                    "oneOf": [
+                        {"const": " a ", "title": "Spaced"},
+                        {"const": "A", "title": "a"},
+                        {"const": "x", "title": "Red, green"},
+                    ],
+                },
+                "many": {
+                    "type": "array",
+                    "items": {"type": "string", "oneOf": [{"const": "x", "title": "Red, green"}, {"const": "b"}]},
+                },
+            },
+        },
+    )
+    assert read_answer(form, {"one": " a "}) == {"one": " a "}
+    assert read_answer(form, {"one": "a"}) == {"one": "A"}
+    assert read_answer(form, {"one": "spaced"}) == {"one": " a "}
+    assert read_answer(form, {"one": option_text(form.fields[0], form.fields[0].options[1])}) == {"one": "A"}
+    assert read_answer(form, {"many": "red, green, b"}) == {"many": ["x", "b"]}
+    assert read_answer(form, {"many": "b,Red, Green"}) == {"many": ["b", "x"]}
+    with pytest.raises(AnswerError, match="'Red' is not one of the options"):
+        read_answer(form, {"many": "Red"})
+    spaced = form_of("m", {"type": "object", "properties": {"m": {"type": "array", "items": {"enum": ["a", " a "]}}}})
+    assert read_answer(spaced, {"m": "a,  a "}) == {"m": ["a", " a "]}
+
+
+def test_a_blank_option_picked_in_a_select_is_an_answer():
+    """An option whose value is "" picked in a select (given as the Option) is sent; an Option of no field's options is refused."""
+    form = form_of(
+        "m",
+        {
+            "type": "object",
+            "properties": {
+                "one": {"type": "string", "enum": ["", "x"]},
+                "many": {"type": "array", "items": {"type": "string", "enum": ["", " "]}},
+            },
+            "required": ["one"],
+        },
+    )
+    blank, space = form.fields[1].options
+    assert read_answer(form, {"one": form.fields[0].options[0], "many": [blank, space]}) == {
+        "one": "",
+        "many": ["", " "],
+    }
+    with pytest.raises(AnswerError, match="one is required"):
+        read_answer(form, {"one": ""})
+    with pytest.raises(AnswerError, match="choose one of the options"):
+        read_answer(form, {"one": Option(value="y", label="y")})
+
+
+def test_a_number_too_large_to_compare_is_refused_in_words():
+    """A 400-digit integer is refused at its field; typed content that jsonschema cannot compare is refused, not raised."""
+    form = form_of("m", {"type": "object", "properties": {"n": {"type": "integer", "multipleOf": 0.1}}})
+    with pytest.raises(AnswerError, match="n: this number is too large"):
+        read_answer(form, {"n": "9" * 400})
+    with pytest.raises(AnswerError, match="cannot be checked"):
+        check_answer(form, Answer(action=Action.ACCEPT, content={"n": 10**400}))
+    for odd in (math.nan, math.inf):
+        with pytest.raises(AnswerError, match="ratio: enter a number"):
+            check_answer(deploy_form(), Answer(action=Action.ACCEPT, content={"ratio": odd}))
