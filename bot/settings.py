@@ -370,10 +370,6 @@ class ServerSettings(BaseSettings):
     runs them under a supervisor sharing the port (countersign.workers)."""
     worker_index: int | None = Field(default=None, ge=0, validation_alias="COUNTERSIGN_WORKER_INDEX")
     """Set by the supervisor in each worker it starts (0-based); not for operators."""
-    ack_board_fd: int | None = Field(default=None, ge=0, validation_alias="COUNTERSIGN_ACK_BOARD_FD")
-    """Set by the supervisor in each worker it starts: the open file descriptor of the board where
-    the workers say how many Slack requests each has in hand (`adapters.slack.ack_board`); not
-    for operators."""
     event_loop: Literal["auto", "uvloop", "asyncio"] = Field(default="auto", validation_alias="COUNTERSIGN_EVENT_LOOP")
     """The event loop of every `countersign` command: `auto` is uvloop where it is installed
     (not on Windows), else asyncio's own (`countersign.event_loop`)."""

@@ -10,13 +10,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import signal
 import socket
 import sys
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiohttp import web
 
@@ -35,9 +34,6 @@ from countersign.probes import CHECK_TIMEOUT_S, Probes
 from countersign.runtime import Runtime, check_configuration, open_runtime
 from countersign.signals import cancel_on_signals
 from countersign.starting import KeptDatabase, start_with_retries
-
-if TYPE_CHECKING:
-    from adapters.slack.ack_board import AckBoard
 
 log = logging.getLogger(__name__)
 
@@ -299,7 +295,6 @@ class BotServer:
                 runtime.service,
                 runtime.admin,
                 runtime.database.pool,
-                board=self._ack_board(),
                 box=SecretBox(keys),
             )
             runtime.platforms[slack.platform.name] = slack.platform
@@ -339,35 +334,6 @@ class BotServer:
         runtime.service.start()
         await runtime.service.recover()
         self.probes.serving(database_probe, self._adapters)
-
-    def _ack_board(self) -> AckBoard | None:
-        """A worker's view of the machine's `AckBoard` (None outside `countersign run --workers N`).
-
-        Opened before the adapter and unmapped after everything else on this server's stack.
-        The inherited file descriptor stays open for the worker's life, so that a start retried
-        after an outage (`countersign.starting`) maps the board again, but no process the
-        worker starts inherits it. A board that cannot be opened, or a descriptor that is not
-        one, is logged and done without (the descriptor left as it was): the worker's decisions
-        then wait only for its own acks, as a lone process's do.
-        """
-        from adapters.slack.ack_board import AckBoard
-
-        server = self._settings.server
-        if server.ack_board_fd is None or server.worker_index is None:
-            return None
-        try:
-            board = AckBoard.open(server.ack_board_fd, server.worker_index)
-        except (OSError, ValueError) as exc:
-            log.warning(
-                "cannot use the workers' ack board (COUNTERSIGN_ACK_BOARD_FD=%d): %s; this worker's decisions "
-                "wait only for its own acks",
-                server.ack_board_fd,
-                exc,
-            )
-            return None
-        os.set_inheritable(server.ack_board_fd, False)
-        self._stack.callback(board.close)
-        return board
 
 
 async def chat(settings: Settings) -> None:

@@ -10,10 +10,6 @@ The supervisor (this module) owns what the workers share and starts nothing of t
   (and the same for `METRICS_PORT`, when the probes have a bind of their own);
 - metrics: `PROMETHEUS_MULTIPROC_DIR` (a fresh directory, or the operator's, emptied at start),
   so `GET /metrics` on any worker sums them all (prometheus-client's multiprocess mode);
-- the cores: an `AckBoard`, a small shared memory (its file descriptor passed to each worker,
-  `COUNTERSIGN_ACK_BOARD_FD`) in which each worker says how many Slack requests it has in hand,
-  so that no worker starts the decisions behind its acks while a sibling still owes acks
-  (`adapters.slack.ack_board`, docs/decisions/0032);
 - Discord's shards: the shard count is `DISCORD_SHARD_COUNT`, else what `GET /gateway/bot`
   recommends (asked once here) but at least one per worker; the shards to run
   (`DISCORD_SHARD_IDS`, else all) are dealt out in turn, so each runs in exactly one worker and
@@ -56,7 +52,6 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
-from adapters.slack.ack_board import AckBoard
 from bot import metrics
 from bot.errors import ConfigurationError
 from bot.settings import Settings
@@ -163,8 +158,7 @@ async def supervise(settings: Settings, workers: int, stop: asyncio.Event) -> No
 
     Args:
         settings: the supervisor's settings (the workers read the same environment, plus what
-            they share: `DATABASE_URL`, `PORT`, `METRICS_PORT` when set, `PROMETHEUS_MULTIPROC_DIR`,
-            `COUNTERSIGN_ACK_BOARD_FD`).
+            they share: `DATABASE_URL`, `PORT`, `METRICS_PORT` when set, `PROMETHEUS_MULTIPROC_DIR`).
         workers: how many (at least 2; `check_workers` has passed).
         stop: set on SIGTERM or SIGINT; set during start-up, it cancels the start-up and this
             returns without starting a worker.
@@ -172,8 +166,7 @@ async def supervise(settings: Settings, workers: int, stop: asyncio.Event) -> No
     Raises:
         WorkersFailedError: a worker exited with status 2 (its own message is on stderr).
         ConfigurationError: HOST:PORT (or METRICS_HOST:METRICS_PORT) cannot be bound, or another
-            process already listens on it (`_hold_port`); the workers' ack board cannot be made (`_ack_board`); Discord
-            refused the token.
+            process already listens on it (`_hold_port`); Discord refused the token.
         DatabaseUnavailableError: the database refused us or the embedded one cannot start.
         GaveUpError: the database or Discord was still unreachable after `START_RETRY_S`.
         StartFailedError: the supervisor's start failed for another reason.
@@ -215,19 +208,17 @@ async def supervise(settings: Settings, workers: int, stop: asyncio.Event) -> No
         url, shard_env = preparing.result()
         port = holder.getsockname()[1]
         metrics_dir = _metrics_dir(stack)
-        board = _ack_board(stack, workers)
         env = {
             **os.environ,
             "DATABASE_URL": url,
             "PORT": str(port),
             "PROMETHEUS_MULTIPROC_DIR": str(metrics_dir),
-            "COUNTERSIGN_ACK_BOARD_FD": str(board),
             "COUNTERSIGN_WORKERS": "1",
         }
         if probes_holder is not None:
             env["METRICS_PORT"] = str(probes_holder.getsockname()[1])
         log.info("Countersign starts %d workers on %s:%s", workers, settings.server.host, port)
-        await _Supervisor(env, shard_env, metrics_dir, settings.server.shutdown_grace_s, board).run(stop)
+        await _Supervisor(env, shard_env, metrics_dir, settings.server.shutdown_grace_s).run(stop)
 
 
 def _hold_port(host: str, port: int, names: str = "HOST, PORT") -> socket.socket:
@@ -306,20 +297,6 @@ def _how_it_ended(returncode: int | None) -> str:
     return f"exited with status {returncode}"
 
 
-def _ack_board(stack: AsyncExitStack, workers: int) -> int:
-    """A fresh `AckBoard` with a slot per worker: its file descriptor, closed at the end.
-
-    Raises:
-        ConfigurationError: the board cannot be made (no file descriptor or memory left).
-    """
-    try:
-        fd = AckBoard.create(workers)
-    except OSError as exc:
-        raise ConfigurationError(f"cannot make the workers' ack board: {exc.strerror or exc}") from None
-    stack.callback(os.close, fd)
-    return fd
-
-
 async def watch_supervisor(on_gone: Callable[[], None], *, poll_s: float = SUPERVISOR_POLL_S) -> None:
     """In a worker: call `on_gone` once the supervisor that started it has died, then return.
 
@@ -342,11 +319,8 @@ async def watch_supervisor(on_gone: Callable[[], None], *, poll_s: float = SUPER
 
 
 class _Supervisor:
-    def __init__(
-        self, env: dict[str, str], own: list[dict[str, str]], metrics_dir: Path, grace_s: float, board: int
-    ) -> None:
+    def __init__(self, env: dict[str, str], own: list[dict[str, str]], metrics_dir: Path, grace_s: float) -> None:
         self._env = env
-        self._board = board  # the AckBoard's file descriptor, handed to every worker
         # `own`: each worker's own settings (its Discord shards), the same at every restart.
         self._workers = [_Worker(index, extra) for index, extra in enumerate(own)]
         self._metrics_dir = metrics_dir
@@ -412,7 +386,6 @@ class _Supervisor:
             "run",
             env=env,
             stdin=asyncio.subprocess.DEVNULL,
-            pass_fds=(self._board,),
         )
         worker.process = process
         worker.started_at = time.monotonic()

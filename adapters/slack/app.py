@@ -28,7 +28,6 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_sdk.errors import SlackApiError
 
 from adapters.slack import ack_timing
-from adapters.slack.ack_board import AckBoard
 from adapters.slack.after_ack import AfterAck
 from adapters.slack.commands import SlackCommands
 from adapters.slack.installation_store import (
@@ -143,8 +142,6 @@ class SlackAdapter:
         service: the core.
         admin: the `/countersign` commands.
         pool: the asyncpg pool, for the installation and OAuth state stores (OAuth mode only).
-        board: the machine's `AckBoard` in a worker of `countersign run --workers N` (None: a
-            lone process); whoever opened it closes it after the adapter.
         box: encrypts the workspaces' bot tokens at rest (OAuth mode; `COUNTERSIGN_ENCRYPTION_KEY`);
             None: no key, stored as they are.
 
@@ -163,7 +160,6 @@ class SlackAdapter:
         admin: AdminService,
         pool: asyncpg.Pool | None = None,
         *,
-        board: AckBoard | None = None,
         box: SecretBox | None = None,
     ) -> None:
         if settings.problem is not None:
@@ -227,7 +223,7 @@ class SlackAdapter:
         # Bolt tries the listeners in the order they were added, building every possible listener
         # argument for each one it tries (about 18 us each here): messages and clicks first,
         # the rare events last.
-        self.after_ack = AfterAck(service.tasks, board=board)
+        self.after_ack = AfterAck(service.tasks)
         SlackListeners(service, self.platform, self.users, admin, self.after_ack).register(self.app)
         SlackCommands(admin, self.users, self.after_ack).register(self.app)
         if oauth_settings is not None:
@@ -280,9 +276,7 @@ class SlackAdapter:
         not UTF-8 or not JSON, or a payload so malformed that Bolt itself fails on it while matching
         listeners (an empty `actions` list, say), gets a 400 and a warning, not a 500 and a
         traceback: the sender is at fault, and nothing ran. Every other answer's time is counted
-        in `countersign_platform_ack_seconds` (`adapters.slack.ack_timing`). While Bolt handles
-        a request whose body is in, the work listeners left for after their acks waits
-        (`AfterAck`); a sender slow to send its body holds nothing back.
+        in `countersign_platform_ack_seconds` (`adapters.slack.ack_timing`).
         """
         started = time.perf_counter()
         if not _TIMESTAMP.fullmatch(request.headers.get("X-Slack-Request-Timestamp", "0")):
@@ -291,8 +285,7 @@ class SlackAdapter:
             return web.json_response({"error": "invalid request"}, status=401)
         try:
             bolt_request = await to_bolt_request(request)
-            with self.after_ack.acking():
-                bolt_response = await self.app.async_dispatch(bolt_request)
+            bolt_response = await self.app.async_dispatch(bolt_request)
         except Exception as exc:
             # The exception's text, never its repr: a UnicodeDecodeError's repr holds the body.
             reason = f"{type(exc).__name__}: {str(exc)[:200]}"
@@ -362,7 +355,7 @@ class SlackAdapter:
         if token is None:  # pragma: no cover - socket_mode checked it
             return
         await self._check("SLACK_APP_TOKEN", self.client.apps_connections_open(app_token=token.get_secret_value()))
-        self._socket = SocketModeConnection(self.app, token.get_secret_value(), self.after_ack)
+        self._socket = SocketModeConnection(self.app, token.get_secret_value())
         try:
             await self._socket.connect(SOCKET_CONNECT_TIMEOUT_S)
         except TimeoutError:
@@ -396,10 +389,9 @@ class SlackAdapter:
             await self._socket.stop_receiving()
 
     async def close(self) -> None:
-        """Disconnect Socket Mode, close `AfterAck`, let decoration finish (bounded), close the Web API session."""
+        """Disconnect Socket Mode, let decoration finish (bounded), close the Web API session."""
         if self._socket is not None:
             await self._socket.close()
-        self.after_ack.close()
         await finish_decorations()  # the hourglass of the last turns comes off before the session closes
         await self._session.close()
 

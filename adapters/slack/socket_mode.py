@@ -20,7 +20,6 @@ from slack_sdk.socket_mode.aiohttp import SocketModeClient
 from slack_sdk.socket_mode.request import SocketModeRequest
 
 from adapters.slack import ack_timing
-from adapters.slack.after_ack import AfterAck
 
 log = logging.getLogger(__name__)
 
@@ -32,9 +31,8 @@ STOP_GRACE_S = 5.0
 class _Handler(AsyncSocketModeHandler):
     """Bolt's handler, refusing envelopes once told to and counting the ones in hand."""
 
-    def __init__(self, app: AsyncApp, app_token: str, after_ack: AfterAck) -> None:
+    def __init__(self, app: AsyncApp, app_token: str) -> None:
         super().__init__(app, app_token)
-        self._after_ack = after_ack
         self.receiving = True
         self.in_hand = 0
         self.idle = asyncio.Event()
@@ -49,8 +47,7 @@ class _Handler(AsyncSocketModeHandler):
         self.idle.clear()
         started = time.perf_counter()
         try:
-            with self._after_ack.acking():
-                await super().handle(client, req)  # dispatches, then sends the ack
+            await super().handle(client, req)  # dispatches, then sends the ack
             ack_timing.record(ack_timing.kind_of_envelope(req.type), time.perf_counter() - started)
         finally:
             self.in_hand -= 1
@@ -64,13 +61,12 @@ class SocketModeConnection:
     Args:
         app: The Bolt app whose listeners handle the envelopes (its `client` asks for the URL).
         app_token: The app-level token (`xapp-...`).
-        after_ack: the listeners' follow-up work, which waits while envelopes are in hand.
 
     Construct it inside the running event loop (slack_sdk's client starts a task).
     """
 
-    def __init__(self, app: AsyncApp, app_token: str, after_ack: AfterAck) -> None:
-        self._handler = _Handler(app, app_token, after_ack)
+    def __init__(self, app: AsyncApp, app_token: str) -> None:
+        self._handler = _Handler(app, app_token)
         self._closed = False
 
     async def connect(self, timeout_s: float) -> None:

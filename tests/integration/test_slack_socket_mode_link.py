@@ -10,9 +10,7 @@ import pytest
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.slack.after_ack import AfterAck
 from adapters.slack.socket_mode import SocketModeConnection
-from bot.tasks import TaskTracker
 from tests.standins.slack_api import SlackApiStandIn
 from tests.standins.slack_socket import SocketModeEventSender
 from tests.support.barriers import wait_until
@@ -46,7 +44,7 @@ async def test_stop_receiving_acks_the_envelopes_in_hand_and_leaves_later_ones_u
     async def mention() -> None:
         return None
 
-    link = SocketModeConnection(app, APP_TOKEN, AfterAck(TaskTracker()))
+    link = SocketModeConnection(app, APP_TOKEN)
     await link.connect(WAIT_S)
     events = SocketModeEventSender(slack.socket, wait_for_ack=False)
     slack.socket.max_retries = 0  # Slack's redelivery is not what this test is about

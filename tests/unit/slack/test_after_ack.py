@@ -1,80 +1,38 @@
-"""`AfterAck`: the work after an ack waits while other requests wait for theirs (decision 0029)."""
+"""`AfterAck`: the work after an ack runs as a tracked task of its own, started right after the listener returns."""
 
 from __future__ import annotations
 
 import asyncio
 import inspect
 
-from adapters.slack.after_ack import AfterAck
+from adapters.slack.after_ack import WORK_TASK_PREFIX, AfterAck
 from bot.tasks import TaskTracker
 
 WAIT_S = 30.0
 
 
-async def one_requests_work_runs(after_ack: AfterAck) -> None:
-    """Hand work over within one request's ack; return once it ran (fails after `WAIT_S`)."""
+async def test_work_starts_after_the_listener_returns_as_a_named_tracked_task() -> None:
+    """`run` returns before the work begins; the work then runs at once, tracked, with its name."""
+    tasks = TaskTracker()
     ran = asyncio.Event()
+    names: list[str] = []
 
     async def work() -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        names.append(task.get_name())
         ran.set()
 
-    with after_ack.acking():
-        after_ack.run(work(), "Approve")
+    AfterAck(tasks).run(work(), "Approve")
+    assert not ran.is_set()  # the listener returns (and Bolt acks) first
     await asyncio.wait_for(ran.wait(), WAIT_S)
-
-
-async def test_a_lone_requests_work_runs_once_it_is_acked() -> None:
-    tasks = TaskTracker()
-    await one_requests_work_runs(AfterAck(tasks, quiet_s=0.01, max_defer_s=60))
+    assert names == [f"{WORK_TASK_PREFIX}Approve"]
     await asyncio.wait_for(tasks.join(), WAIT_S)
 
 
-async def test_work_waits_while_another_request_is_in_hand() -> None:
-    tasks = TaskTracker()
-    after_ack = AfterAck(tasks, quiet_s=0.01, max_defer_s=60)
-    order: list[str] = []
-    ran = asyncio.Event()
-
-    async def work() -> None:
-        order.append("work")
-        ran.set()
-
-    with after_ack.acking():  # a second click, still being handled
-        with after_ack.acking():
-            after_ack.run(work(), "Approve")
-        for _ in range(10):  # ten quiet periods: time enough for the work to start if it would
-            await asyncio.sleep(0.01)
-        order.append("second click acked")
-    await asyncio.wait_for(ran.wait(), WAIT_S)
-    assert order == ["second click acked", "work"]
-
-
-async def test_a_steady_stream_of_requests_delays_work_by_at_most_max_defer() -> None:
-    tasks = TaskTracker()
-    after_ack = AfterAck(tasks, quiet_s=WAIT_S, max_defer_s=0.05)
-    ran = asyncio.Event()
-
-    async def work() -> None:
-        ran.set()
-
-    async def stream() -> None:
-        while True:
-            with after_ack.acking():
-                await asyncio.sleep(0)
-            await asyncio.sleep(0.001)
-
-    streaming = asyncio.create_task(stream())
-    try:
-        with after_ack.acking():
-            after_ack.run(work(), "Approve")
-        await asyncio.wait_for(ran.wait(), WAIT_S)  # never quiet for quiet_s: max_defer_s let it go
-    finally:
-        streaming.cancel()
-
-
 async def test_work_cancelled_before_it_began_is_closed_not_run() -> None:
+    """A drain past its grace that cancels work not yet begun closes its coroutine instead of running it."""
     tasks = TaskTracker()
-    after_ack = AfterAck(tasks, quiet_s=0.01, max_defer_s=60)
     ran = False
 
     async def work() -> None:
@@ -82,9 +40,7 @@ async def test_work_cancelled_before_it_began_is_closed_not_run() -> None:
         ran = True
 
     coroutine = work()
-    with after_ack.acking():
-        with after_ack.acking():
-            after_ack.run(coroutine, "Approve")
-        await tasks.drain(0)  # a drain past its grace cancels the waiting work
+    AfterAck(tasks).run(coroutine, "Approve")
+    await tasks.drain(0)  # cancels the task before its first step
     assert not ran
     assert inspect.getcoroutinestate(coroutine) == inspect.CORO_CLOSED
