@@ -277,3 +277,37 @@ async def test_a_link_is_shown_to_the_requester_alone(db_url, tmp_path, discord_
         public = [m for m in discord_api.messages(D_CHANNEL) if not (m.get("flags") or 0) & 64]
     assert all("token=secret" not in json.dumps(m) for m in public)
     assert [(e["action"], e["content"]) for e in seen if e["round"] == "answer"] == [("accept", None)]
+
+
+async def test_forged_question_clicks_and_forms_change_nothing(db_url, tmp_path, discord_api):
+    """A question button the card does not show, and Bob's forged submission of Alice's form, are refused privately."""
+    seen: list[dict[str, Any]] = []
+    async with asked(db_url, tmp_path, discord_api, seen) as bot:
+        forged = [
+            ("component", {"custom_id": f"cs:q-link:{bot.question_id}", "component_type": 2}, msg.UNKNOWN_BUTTON),
+            (
+                "modal_submit",
+                {
+                    "custom_id": f"cs:q-modal:{bot.question_id}:1",
+                    "components": [
+                        {"type": 18, "component": {"type": 4, "custom_id": "f0", "value": "mallory"}},
+                        {"type": 18, "component": {"type": 4, "custom_id": "f1", "value": "1"}},
+                    ],
+                },
+                msg.QUESTION_ONLY_REQUESTER_CLICK.format(user=D_ALICE),
+            ),
+        ]
+        for kind, data, words in forged:
+            interaction = await discord_api.forge_interaction(
+                kind, data, D_BOB, channel_id=D_CHANNEL, message_id=bot.card_id
+            )
+            await discord_api.wait_for_request("POST", rf"/interactions/{interaction.id}/[^/]+/callback")
+            callback = next(c.json for c in discord_api.callbacks(interaction.id) if c.status < 300)
+            if callback["type"] == 4:
+                shown = callback["data"]
+            else:
+                await discord_api.wait_for_request("POST", rf"/webhooks/{D_APP}/{interaction.token}")
+                [shown] = discord_api.followups(interaction.id)
+            assert shown["flags"] & 64 and shown["content"] == words, (kind, shown)
+        await bot.service.tasks.join()
+        assert seen == [{"round": "ask"}] and (await bot.service.question(bot.question_id)).is_open
