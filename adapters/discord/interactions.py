@@ -212,7 +212,10 @@ class InteractionHandler:
             if record is None:
                 return
             form = record.question
-            if isinstance(form, Form) and form.fields:
+            if not isinstance(form, Form):  # only a forged click: a link's card offers Open link…
+                await interaction.response.send_message(msg.QUESTION_NOT_A_FORM, ephemeral=True)
+                return
+            if form.fields:
                 await self._send_page(interaction, record, form, 1)
                 return
         await interaction.response.defer(ephemeral=True, thinking=False)

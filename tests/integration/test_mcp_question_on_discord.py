@@ -77,6 +77,7 @@ class Bot:
     service: Countersign
     api: Any
     model: ScriptedChatModel
+    database: Any = None
     card_id: str = ""
     question_id: str = ""
     submitted: list[str] = field(default_factory=list)
@@ -139,7 +140,7 @@ async def asked(db_url, tmp_path, api, seen, **server: Any) -> AsyncIterator[Bot
                     await adapter.start()
                     core.service.start()
                     try:
-                        bot = Bot(core.service, api, model)
+                        bot = Bot(core.service, api, model, database)
                         await api.send_message(
                             D_CHANNEL, D_ALICE, f"<@{D_BOT}> pay 100", mentions=[D_BOT], guild_id=D_GUILD
                         )
@@ -311,3 +312,16 @@ async def test_forged_question_clicks_and_forms_change_nothing(db_url, tmp_path,
             assert shown["flags"] & 64 and shown["content"] == words, (kind, shown)
         await bot.service.tasks.join()
         assert seen == [{"round": "ask"}] and (await bot.service.question(bot.question_id)).is_open
+
+
+async def test_an_expired_question_is_redrawn_as_expired_and_the_server_gets_cancel(db_url, tmp_path, discord_api):
+    """Past its expiry the card says expired, without buttons; the server gets `cancel`."""
+    seen: list[dict[str, Any]] = []
+    async with asked(db_url, tmp_path, discord_api, seen) as bot:
+        await bot.database.pool.execute("UPDATE mcp_questions SET expires_at = now() - interval '1 second'")
+        assert bot.service.question_expiry is not None
+        bot.service.question_expiry.wake()
+        await bot.answered()
+        card = bot.card()
+    assert "expired" in card["embeds"][0]["title"] and _custom_ids(card) == []
+    assert [e["action"] for e in seen if e["round"] == "answer"] == ["cancel"]
