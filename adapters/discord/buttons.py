@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 import discord
 
 from adapters.discord import messages as msg
+from adapters.discord.forms import BUTTON_TEMPLATE as QUESTION_TEMPLATE
+from adapters.discord.forms import CONTINUE_TEMPLATE
 from adapters.display import duration_words
 from bot.ports import BatchOffer
 
@@ -51,6 +53,8 @@ _PAGE_TEMPLATE = re.compile(PAGE_TEMPLATE)
 STOP_TEMPLATE = r"cs:stop:(?P<turn_id>[0-9a-f]{32})"
 """A Stop button's `custom_id`: the turn it stops (`bot.stopping`)."""
 _STOP_TEMPLATE = re.compile(STOP_TEMPLATE)
+_QUESTION_TEMPLATE = re.compile(QUESTION_TEMPLATE)
+_CONTINUE_TEMPLATE = re.compile(CONTINUE_TEMPLATE)
 
 
 class ApprovalButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=TEMPLATE):
@@ -314,7 +318,7 @@ def parse_batch_id(custom_id: str) -> re.Match[str] | None:
 
 
 def dispatched_to_a_button(interaction: discord.Interaction[Any]) -> bool:
-    """Whether discord.py hands this component interaction to one of our buttons (card, batch, Stop, pages).
+    """Whether discord.py hands this component interaction to one of our buttons (card, batch, Stop, pages, question).
 
     It does only for a button whose `custom_id` fits a template and which the clicked
     message shows (`ViewStore.schedule_dynamic_item_call` looks the item up on the message);
@@ -325,7 +329,15 @@ def dispatched_to_a_button(interaction: discord.Interaction[Any]) -> bool:
     custom_id = data.get("custom_id")
     if data.get("component_type") != discord.ComponentType.button.value or not isinstance(custom_id, str):
         return False
-    templates = (_TEMPLATE, _BATCH_TEMPLATE, _STOP_TEMPLATE, _ARGS_TEMPLATE, _PAGE_TEMPLATE)
+    templates = (
+        _TEMPLATE,
+        _BATCH_TEMPLATE,
+        _STOP_TEMPLATE,
+        _ARGS_TEMPLATE,
+        _PAGE_TEMPLATE,
+        _QUESTION_TEMPLATE,
+        _CONTINUE_TEMPLATE,
+    )
     if not any(template.fullmatch(custom_id) for template in templates) or interaction.message is None:
         return False
     return custom_id in _custom_ids(interaction.message.components)

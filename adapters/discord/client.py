@@ -14,6 +14,7 @@ from adapters.discord.buttons import ApprovalButton, ArgumentsButton, BatchButto
 from adapters.discord.commands import build_command_group, on_command_error
 from adapters.discord.conversations import author_actor, message_ref, scoped_conversation, strip_bot_mention
 from adapters.discord.counted_http import count_failures
+from adapters.discord.forms import ContinueButton, QuestionButton
 from adapters.discord.interactions import InteractionHandler
 from adapters.discord.platform import NO_PINGS
 from adapters.display import is_blank
@@ -145,8 +146,10 @@ class CountersignClient(discord.AutoShardedClient):
         log.info("Discord shard %s identifies (bucket %d of %d)", shard_id, bucket, self.max_concurrency)
 
     async def setup_hook(self) -> None:
-        """Register the persistent buttons and publish `/countersign`, before the gateway connects."""
-        self.add_dynamic_items(ApprovalButton, BatchButton, StopButton, ArgumentsButton, PageButton)
+        """Register the persistent buttons (cards, status lines, questions) and publish `/countersign`."""
+        self.add_dynamic_items(
+            ApprovalButton, BatchButton, StopButton, ArgumentsButton, PageButton, QuestionButton, ContinueButton
+        )
         await self.tree.sync()
 
     async def on_message(self, message: discord.Message) -> None:
@@ -180,7 +183,7 @@ class CountersignClient(discord.AutoShardedClient):
             await message.reply(msg.SHUTTING_DOWN, mention_author=False, allowed_mentions=NO_PINGS)
 
     async def on_interaction(self, interaction: discord.Interaction[Any]) -> None:
-        """Modal submissions, and clicks discord.py drops (card buttons go to `ApprovalButton` and `BatchButton`)."""
+        """Modal submissions, and clicks discord.py drops (our buttons go to their `DynamicItem`s)."""
         if interaction.type is discord.InteractionType.modal_submit:
             await self.interactions.on_modal_submit(interaction)
         elif interaction.type is discord.InteractionType.component:

@@ -432,10 +432,12 @@ class ContinueButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=CO
         question_id: the question.
         page: the page it opens (1-based).
         pages: how many pages the form has (for the label only).
+        label: the button's label instead of *Continue (page/pages)* (*Fix the answer…*, say).
     """
 
-    def __init__(self, question_id: str, page: int, pages: int | None = None) -> None:
-        label = msg.BUTTON_CONTINUE.format(page=page, pages=pages) if pages else msg.BUTTON_CONTINUE.split(" (")[0]
+    def __init__(self, question_id: str, page: int, pages: int | None = None, *, label: str | None = None) -> None:
+        if label is None:
+            label = msg.BUTTON_CONTINUE.format(page=page, pages=pages) if pages else msg.BUTTON_CONTINUE.split(" (")[0]
         super().__init__(
             discord.ui.Button(
                 label=label, style=discord.ButtonStyle.primary, custom_id=f"cs:q-page:{question_id}:{page}"
@@ -474,10 +476,13 @@ def question_view(question: Question, question_id: str) -> discord.ui.View:
     return view
 
 
-def continue_view(question_id: str, page: int, pages: int) -> discord.ui.View:
-    """*Continue (page/pages)*, for the ephemeral reply to a submitted page (see the module docstring)."""
+def continue_view(question_id: str, page: int, pages: int, *, label: str | None = None) -> discord.ui.View:
+    """*Continue (page/pages)*, for the ephemeral reply to a submitted page (see the module docstring).
+
+    `label` replaces the button's label (the reply to a refused answer reopens a page it names).
+    """
     view = discord.ui.View(timeout=None)
-    view.add_item(ContinueButton(question_id, page, pages))
+    view.add_item(ContinueButton(question_id, page, pages, label=label))
     return view
 
 

@@ -4,11 +4,19 @@ Discord's rule: every interaction is answered (or deferred) within 3 seconds. Ap
 at once (a silent update), then records the decision; Edit and Reject answer with a modal
 after a quick permission check; modal submissions defer before the database work. Refusals
 go to the clicker only (ephemeral).
+
+An MCP server's question (`adapters.discord.forms`): *Answer…* and *Continue* answer with a
+page of the form after checking that the clicker is the requester and the question still
+open; *Open link…*, *Decline* and *Cancel* defer, then answer through
+`Countersign.answer_question`. A submitted page is merged with the pages before it (held in
+memory per question and person until the last page is in), checked, and answered with the next
+page's button, the problem and a button to the page to fix, or, after the last, the answer.
 """
 
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from typing import Any
 
 import discord
@@ -23,7 +31,18 @@ from adapters.discord.buttons import dispatched_to_a_button, edit_again_view, pa
 from adapters.discord.cards import MAX_PAGES, args_json, arguments_page, arguments_pages
 from adapters.discord.commands import DISCORD_MARKUP
 from adapters.discord.conversations import DM, clicker_actor, member_actor
-from adapters.discord.errors import edit_refusal_text, error_text, when
+from adapters.discord.errors import edit_refusal_text, error_text, question_error_text, when
+from adapters.discord.forms import (
+    ButtonAction,
+    QuestionModal,
+    continue_view,
+    form_pages,
+    link_message,
+    page_of,
+    page_problem,
+    raw_answers,
+)
+from adapters.discord.forms import parse_modal_id as parse_question_modal_id
 from adapters.discord.modals import (
     ARGS_INPUT,
     REASON_INPUT,
@@ -34,16 +53,21 @@ from adapters.discord.modals import (
     reject_modal,
     submitted_values,
 )
-from adapters.discord.platform import MESSAGE_CHARS
+from adapters.discord.platform import MESSAGE_CHARS, NO_PINGS
 from bot.approvals.decisions import Approve, Edit, EditedAction, Reject
 from bot.batch import BatchOutcome
 from bot.conversation import Actor
 from bot.errors import CountersignError, InvalidDecisionError
 from bot.service import Countersign
+from bot.tools.mcp.elicitation.forms import Action, Answer, AnswerError, Form, LinkRequest, read_answer
+from bot.tools.mcp.elicitation.store import QuestionRecord
 
 log = logging.getLogger(__name__)
 
 Interaction = discord.Interaction[Any]
+
+HELD_FORMS = 1000
+"""Partly answered forms held in memory at most (the oldest is dropped: that person starts again)."""
 
 
 class InteractionHandler:
@@ -55,6 +79,8 @@ class InteractionHandler:
 
     def __init__(self, service: Countersign) -> None:
         self._service = service
+        self._entered: OrderedDict[tuple[str, str], dict[str, object]] = OrderedDict()
+        """Raw values of the pages submitted so far, by (question id, user id)."""
 
     async def on_button(self, interaction: Interaction, action: str, approval_id: str, version: str | None) -> None:
         """Approve, Approve and trust, Edit or Reject pressed on a card."""
@@ -174,9 +200,146 @@ class InteractionHandler:
                     reason="a button the clicked message does not show",
                 )
 
+    async def on_question_button(self, interaction: Interaction, action: ButtonAction, question_id: str) -> None:
+        """*Answer…*, *Open link…*, *Decline* or *Cancel* on a question's card; only its requester may.
+
+        *Answer…* opens the form's first page (a form without fields is accepted at once);
+        *Open link…* accepts and shows the link to the requester alone; *Decline* and *Cancel*
+        answer so. Anyone else, or a question no longer open, is told so privately.
+        """
+        if action == "answer":
+            record = await self._open_question(interaction, question_id)
+            if record is None:
+                return
+            form = record.question
+            if not isinstance(form, Form):  # only a forged click: a link's card offers Open link…
+                await interaction.response.send_message(msg.QUESTION_NOT_A_FORM, ephemeral=True)
+                return
+            if form.fields:
+                await self._send_page(interaction, record, form, 1)
+                return
+        await interaction.response.defer(ephemeral=True, thinking=False)
+        answer = Answer(action=Action.DECLINE if action == "decline" else Action.CANCEL)
+        if action in ("answer", "link"):
+            answer = Answer(action=Action.ACCEPT, content={} if action == "answer" else None)
+        try:
+            record = await self._answer(interaction, question_id, answer)
+        except AnswerError as error:  # not for these answers; said rather than dropped all the same
+            await interaction.followup.send(question_error_text(error, requester_id=None), ephemeral=True)
+            return
+        if record is not None and action == "link" and isinstance(record.question, LinkRequest):
+            content, view = link_message(record.question, server=record.server)
+            await interaction.followup.send(content, view=view, ephemeral=True, allowed_mentions=NO_PINGS)
+
+    async def on_question_page(self, interaction: Interaction, question_id: str, page: int) -> None:
+        """*Continue (n/m)* or *Fix the answer…*: open page `page` of the question's form, showing what was entered."""
+        record = await self._open_question(interaction, question_id)
+        if record is None:
+            return
+        form = record.question
+        if not isinstance(form, Form) or not 1 <= page <= len(form_pages(form)):
+            await interaction.response.send_message(msg.QUESTION_NOT_A_FORM, ephemeral=True)
+            return
+        await self._send_page(interaction, record, form, page)
+
+    async def _open_question(self, interaction: Interaction, question_id: str) -> QuestionRecord | None:
+        """The question, when it is open and the clicker its requester; else None, the clicker told why."""
+        try:
+            record = await self._service.question(question_id)
+        except Exception as exc:
+            _log_unexpected(exc)
+            await interaction.response.send_message(question_error_text(exc, requester_id=None), ephemeral=True)
+            return None
+        if str(interaction.user.id) != record.requester_id:
+            text = msg.QUESTION_ONLY_REQUESTER_CLICK.format(user=record.requester_id)
+        elif not record.is_open:
+            text = msg.QUESTION_CLOSED[record.status.value]
+        else:
+            return record
+        await interaction.response.send_message(text, ephemeral=True, allowed_mentions=NO_PINGS)
+        return None
+
+    async def _send_page(self, interaction: Interaction, record: QuestionRecord, form: Form, page: int) -> None:
+        entered = self._entered.get((record.id, record.requester_id))
+        modal = QuestionModal(form, question_id=record.id, page=page, title=record.server, entered=entered)
+        await interaction.response.send_modal(modal)
+
+    async def _answer(self, interaction: Interaction, question_id: str, answer: Answer) -> QuestionRecord | None:
+        """Answer through the core after a deferral; the record as it was asked, or None (the clicker told why).
+
+        An `AnswerError` is not caught: the form's caller reopens the page.
+        """
+        try:
+            record = await self._service.question(question_id)
+        except Exception as exc:
+            _log_unexpected(exc)
+            await interaction.followup.send(question_error_text(exc, requester_id=None), ephemeral=True)
+            return None
+        try:
+            await self._service.answer_question(question_id, clicker_actor(interaction), answer)
+        except AnswerError:
+            raise
+        except Exception as exc:
+            _log_unexpected(exc)
+            text = question_error_text(exc, requester_id=record.requester_id)
+            await interaction.followup.send(text, ephemeral=True, allowed_mentions=NO_PINGS)
+            return None
+        self._entered.pop((question_id, record.requester_id), None)
+        return record
+
+    async def _question_page(self, interaction: Interaction, question_id: str, page: int) -> None:
+        """A page of a question's form was submitted: keep it, then the next page, the problem, or the answer."""
+        await interaction.response.defer(ephemeral=True, thinking=False)
+        user_id = str(interaction.user.id)
+        try:
+            record = await self._service.question(question_id)
+        except Exception as exc:
+            _log_unexpected(exc)
+            await interaction.followup.send(question_error_text(exc, requester_id=None), ephemeral=True)
+            return
+        form = record.question
+        if user_id != record.requester_id or not record.is_open or not isinstance(form, Form):
+            # Only a forged or late submission: the pages open for the requester of an open form.
+            text = (
+                msg.QUESTION_ONLY_REQUESTER_CLICK.format(user=record.requester_id)
+                if user_id != record.requester_id
+                else msg.QUESTION_CLOSED.get(record.status.value, msg.QUESTION_NOT_A_FORM)
+            )
+            await interaction.followup.send(text, ephemeral=True, allowed_mentions=NO_PINGS)
+            return
+        pages = len(form_pages(form))
+        page = min(max(page, 1), pages)
+        key = (question_id, user_id)
+        entered = {**self._entered.pop(key, {}), **raw_answers(form, dict(interaction.data or {}))}
+        self._entered[key] = entered
+        while len(self._entered) > HELD_FORMS:
+            self._entered.popitem(last=False)
+        problem = page_problem(form, entered, page)
+        if problem is None and page < pages:
+            view = continue_view(question_id, page + 1, pages)
+            text = msg.QUESTION_CONTINUE.format(done=page, pages=pages)
+            await interaction.followup.send(text, view=view, ephemeral=True)
+            view.stop()  # clicks are dispatched by the DynamicItem registry, not this view
+            return
+        try:
+            if problem is not None:
+                raise problem
+            content = read_answer(form, entered)
+            await self._answer(interaction, question_id, Answer(action=Action.ACCEPT, content=content))
+        except AnswerError as error:
+            fix = page_of(form, error.field) if error.field is not None else page
+            view = continue_view(question_id, fix, pages, label=msg.BUTTON_ANSWER_AGAIN)
+            text = question_error_text(error, requester_id=record.requester_id)
+            await interaction.followup.send(text, view=view, ephemeral=True, allowed_mentions=NO_PINGS)
+            view.stop()
+
     async def on_modal_submit(self, interaction: Interaction) -> None:
-        """An Edit or Reject modal was submitted (also one opened before a restart)."""
+        """An Edit, Reject or question modal was submitted (also one opened before a restart)."""
         data: dict[str, Any] = dict(interaction.data or {})
+        question_page = parse_question_modal_id(str(data.get("custom_id", "")))
+        if question_page is not None:
+            await self._question_page(interaction, *question_page)
+            return
         parsed = parse_modal_id(str(data.get("custom_id", "")))
         if parsed is None:
             log.warning("refused a submission of a form that is not ours: %r", str(data.get("custom_id", ""))[:120])

@@ -332,12 +332,17 @@ QUESTION_NUMBER = {"integer": "A whole number", "number": "A number"}
 QUESTION_NUMBER_FROM = " from {low}"
 QUESTION_NUMBER_TO = " up to {high}"
 
-QUESTION_NOT_YET = (
-    "❔ <@{user}>, the MCP server **{server}** asked you a question during **{tool}**: {asked}\n"
-    "Answering MCP questions on Discord is not available yet, so Countersign answered *cancel* and the call "
-    "goes on without an answer."
-)
-"""Posted in the conversation, pinging only the requester, when a server asks them a question
-(docs/decisions/0054-mcp-elicitation.md). A link is never posted: the channel is not private."""
-QUESTION_NOT_YET_FORM = "“{message}”"
-QUESTION_NOT_YET_LINK = "it asked you to open a link (not shown here: this channel is not private)"
+QUESTION_PING = "<@{user}>"
+"""The card's message content: the requester's mention (a mention inside an embed notifies nobody)."""
+BUTTON_ANSWER_AGAIN = "Fix the answer…"
+QUESTION_ONLY_REQUESTER_CLICK = "Only <@{user}> can answer this question. Nothing was changed."
+QUESTION_UNKNOWN = "I can't find this question any more. Nothing was changed."
+QUESTION_CLOSED = {
+    "answered": "This question was already answered. Nothing was changed.",
+    "expired": "This question expired unanswered; the server was told *cancel*. Nothing was changed.",
+    "stopped": "This question was closed by a stop; the server was told *cancel*. Nothing was changed.",
+}
+"""The reply to a click or a form on a question that is no longer open, by its status."""
+QUESTION_PROBLEM = "Nothing was sent: {problem} Press **Fix the answer…** to correct it; what you entered is kept."
+"""The reply to a page whose answer does not fit the server's question (a modal cannot show field errors)."""
+QUESTION_NOT_A_FORM = "This question is not a form. Nothing was changed."

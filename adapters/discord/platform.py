@@ -6,6 +6,7 @@ import logging
 import re
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
+from datetime import UTC, datetime
 
 import aiohttp
 import discord
@@ -17,6 +18,7 @@ from adapters.discord.buttons import card_view, stop_view
 from adapters.discord.cards import card_embed, shows_all_button, target_mention
 from adapters.discord.cards import unshowable as unshowable_in_discord
 from adapters.discord.conversations import DM, known_guild, parse_message_ref, strip_bot_mention, target_channel_id
+from adapters.discord.forms import Outcome, finished_question_embed, question_embed, question_view
 from adapters.display import (
     excerpt,
     given_up_calls,
@@ -45,8 +47,8 @@ from bot.ports import (
     TurnFailed,
     TurnStopped,
 )
-from bot.tools.mcp.elicitation.forms import LinkRequest
-from bot.tools.mcp.elicitation.store import QuestionRecord
+from bot.tools.mcp.elicitation.forms import Action
+from bot.tools.mcp.elicitation.store import QuestionRecord, QuestionStatus
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +87,12 @@ def _card_view(card: ApprovalCard) -> discord.ui.View:
         approve=showable,
         show_all=shows_all_button(card),
     )
+
+
+def _tool_of(question: QuestionRecord) -> str:
+    """The tool's own name on the server, as the card shows it (the registry name is `<server>__<tool>`)."""
+    prefix = f"{question.server}__"
+    return question.tool_name.removeprefix(prefix)
 
 
 def _split_ref(ref: str) -> tuple[int, int]:
@@ -189,32 +197,58 @@ class DiscordPlatform:
         for chunk in split_message(text, MESSAGE_CHARS):
             await channel.send(chunk, allowed_mentions=mentions)
 
-    async def post_question(self, conversation: ConversationRef, question: QuestionRecord) -> None:
-        """Tell the requester what the server asked (pinging only them); Discord cannot take the answer yet.
+    async def post_question(self, conversation: ConversationRef, question: QuestionRecord) -> str:
+        """Post an MCP server's question as a card in the conversation, pinging only its requester.
 
-        A link is never posted (plain messages cannot be ephemeral). Returns None, so the core
-        answers `cancel` (docs/decisions/0054-mcp-elicitation.md).
+        The card (`forms.question_embed`) names no link; its buttons (`forms.question_view`)
+        carry only the question id and are dispatched by the `DynamicItem` registry. The
+        requester's mention is in the message content: a mention inside an embed notifies
+        nobody (docs/decisions/0050-elicitation-forms-on-slack-and-discord.md).
+
+        Returns:
+            `<channel id>/<message id>`, for `update_question`.
         """
+        channel_id = target_channel_id(conversation)
         asked = question.question
-        what = (
-            msg.QUESTION_NOT_YET_LINK
-            if isinstance(asked, LinkRequest)
-            else msg.QUESTION_NOT_YET_FORM.format(message=discord.utils.escape_markdown(excerpt(asked.message)))
+        embed = question_embed(
+            asked, requester_id=question.requester_id, server=question.server, tool=_tool_of(question)
         )
-        text = msg.QUESTION_NOT_YET.format(
-            user=question.requester_id,
-            server=discord.utils.escape_markdown(question.server),
-            tool=discord.utils.escape_markdown(question.tool_name),
-            asked=what,
+        view = question_view(asked, question.id)
+        mentions = discord.AllowedMentions(
+            everyone=False, roles=False, users=[discord.Object(int(question.requester_id))]
         )
-        mentions = discord.AllowedMentions(users=[discord.Object(int(question.requester_id))])
-        channel = self._channel(target_channel_id(conversation))
-        for chunk in split_message(text, MESSAGE_CHARS):
-            await channel.send(chunk, allowed_mentions=mentions)
-        return None
+        message = await self._channel(channel_id).send(
+            msg.QUESTION_PING.format(user=question.requester_id), embed=embed, view=view, allowed_mentions=mentions
+        )
+        view.stop()  # clicks are dispatched by the DynamicItem registry, not this view
+        return card_ref(channel_id, message.id)
 
     async def update_question(self, conversation: ConversationRef, ref: str, question: QuestionRecord) -> None:
-        """Nothing to redraw: no question is shown on Discord yet (`post_question` returns None)."""
+        """Redraw a closed question's card: answered, declined, cancelled or expired, by whom and when; no buttons."""
+        if question.is_open:
+            return
+        channel_id, message_id = _split_ref(ref)
+        outcome: Outcome
+        if question.status is QuestionStatus.EXPIRED:
+            outcome = "expired"
+        elif question.status is QuestionStatus.STOPPED or question.answer is None:
+            outcome = Action.CANCEL
+        else:
+            outcome = question.answer.action
+        embed = finished_question_embed(
+            question.question,
+            requester_id=question.requester_id,
+            server=question.server,
+            tool=_tool_of(question),
+            outcome=outcome,
+            by_id=question.answered_by_id,
+            at=question.answered_at or datetime.now(UTC),
+        )
+        await (
+            self._channel(channel_id)
+            .get_partial_message(message_id)
+            .edit(embed=embed, view=None, allowed_mentions=NO_PINGS)
+        )
 
     @asynccontextmanager
     async def working(self, conversation: ConversationRef, anchor: str | None) -> AsyncIterator[DiscordProgress]:

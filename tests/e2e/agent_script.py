@@ -65,6 +65,8 @@ def agent_script(target_url: str) -> ScriptedResponder:
             return calls([("http_request", post), ("calculator", {"expression": "2+2"})])
         if words[:1] == ["note"] and len(words) > 1:
             return call("notes__create_note", {"title": words[1]})
+        if words[:1] == ["pay"] and len(words) > 1 and words[1].isdecimal():
+            return call("bank__pay", {"amount": int(words[1])})
         if words[:1] == ["slow"] and len(words) > 1:
             return call("notes__slow", {"seconds": float(words[1])})
         if words[:1] == ["get"]:

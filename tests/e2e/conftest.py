@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -119,6 +120,13 @@ D_ERIN = 1_700_000_000_000_000_005
 
 @pytest.fixture
 async def discord_api() -> AsyncIterator[Any]:
+    async with discord_guild() as api:
+        yield api
+
+
+@asynccontextmanager
+async def discord_guild() -> AsyncIterator[Any]:
+    """The Discord stand-in with one guild: a channel, a thread, two roles and five members."""
     from tests.standins.discord_api import (
         DiscordStandIn,
         Permission,

@@ -49,7 +49,7 @@ class RecordingPlatform:
     questions: dict[str, QuestionRecord] = field(default_factory=dict)
     """MCP servers' questions shown, by id (`post_question`); redrawn ones as last redrawn."""
     asks_questions: bool = True
-    """False: like Slack and Discord today, it cannot take answers (`post_question` returns None)."""
+    """False: like a platform that cannot take answers (`post_question` returns None)."""
 
     async def post_question(self, conversation: ConversationRef, question: QuestionRecord) -> str | None:
         self.questions[question.id] = question

@@ -351,6 +351,8 @@ async def test_card_buttons_carry_only_the_question_id_and_survive_a_restart():
     assert (rebuilt.action, rebuilt.question_id) == ("decline", QUESTION_ID)
     page = continue_view(QUESTION_ID, 2, 3).children[0]
     assert isinstance(page, ContinueButton) and page.item.label == "Continue (2/3)"
+    fix = continue_view(QUESTION_ID, 1, 3, label="Fix the answer…").children[0]
+    assert isinstance(fix, ContinueButton) and fix.item.label == "Fix the answer…" and fix.page == 1
     again = await ContinueButton.from_custom_id(
         None,
         None,
