@@ -14,6 +14,7 @@ from fastmcp import Context, FastMCP
 from mcp_types import ElicitRequest, ElicitRequestURLParams, InputRequiredResult
 
 from bot.approvals.decisions import Approve
+from bot.ports import ReviewPending
 from bot.tools.mcp.elicitation.desk import AlreadyAnsweredError
 from bot.tools.mcp.elicitation.forms import Action, Answer
 from bot.tools.mcp.elicitation.store import QuestionStatus
@@ -135,3 +136,32 @@ async def test_a_link_that_cannot_be_shown_never_reaches_the_model(tmp_path, db_
     assert TOKEN not in str(result.content)
     assert all(TOKEN not in row["detail"] for row in audit)
     assert seen == [{"round": "ask"}]
+
+
+async def test_a_message_while_a_question_waits_is_told_what_it_waits_for(tmp_path, db_url):
+    """A new message while a server's question waits is not fed to the model; its sender is told the question it waits for."""
+    seen: list[dict[str, Any]] = []
+    platform = RecordingPlatform()
+    async with serve_http(asking_server(seen)) as address:
+        servers = servers_for(tmp_path, {"bank": {"url": address}})
+        servers.start()
+        try:
+            await connected(servers, "bank")
+            model = model_paying()
+            async with open_service(db_url, model, registry_with(servers), platform) as h:
+                await h.service.handle_message(message("pay 100"))
+                [approval] = await h.service.pending_approvals(conversation())
+                await h.service.decide(approval.id, actor("alice"), Approve())
+                await asyncio.wait_for(h.service.tasks.join(), WAIT_S)
+                [question] = platform.questions.values()
+                prompts = len(model.prompts)
+                await h.service.handle_message(message("hello?", user="bob"))
+                assert len(model.prompts) == prompts
+                [(_, notice, recipient)] = platform.notices
+                assert isinstance(notice, ReviewPending) and recipient == "bob"
+                assert [q.id for q in notice.questions] == [question.id]
+                await h.service.answer_question(question.id, actor("alice"), Answer(action=Action.DECLINE))
+                await asyncio.wait_for(h.service.tasks.join(), WAIT_S)
+        finally:
+            await servers.aclose(10)
+    assert tool_results(model)[0].content == "not paid: decline"
