@@ -163,9 +163,12 @@ class ReviewPending:
 
     Attributes:
         approvals: the pending approvals, with card references to link to.
+        questions: the MCP servers' questions still waiting for their requester's answer
+            (docs/decisions/0054-mcp-elicitation.md); the message waits for them, not "a moment".
     """
 
     approvals: tuple[ApprovalRecord, ...]
+    questions: tuple[QuestionRecord, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -347,7 +347,9 @@ class Countersign:
             return True
         if settled.blocked:
             return await self._runner.notify(
-                conversation, ReviewPending(approvals=settled.approvals), recipient=message.actor
+                conversation,
+                ReviewPending(approvals=settled.approvals, questions=settled.questions),
+                recipient=message.actor,
             )
         agent = await self._runner.choose_agent(conversation, row)
         outcome = await self._runner.ask(

@@ -70,6 +70,7 @@ from bot.storage.config_store import ConfigStore
 from bot.storage.conversation_store import ConversationRow, ConversationStore, Stopper, TurnStart, UnfinishedRun
 from bot.tools.mcp.elicitation.desk import QuestionDesk
 from bot.tools.mcp.elicitation.rounds import is_question
+from bot.tools.mcp.elicitation.store import QuestionRecord
 from bot.upkeep import MAX_ATTEMPTS
 
 log = logging.getLogger(__name__)
@@ -121,10 +122,12 @@ class Settled:
     Attributes:
         blocked: a review (or an interrupt whose review is not in place yet) blocks new input.
         approvals: the pending approvals to point the sender at (may be empty while blocked).
+        questions: the MCP servers' questions waiting for their requester (blocking too).
     """
 
     blocked: bool
     approvals: tuple[ApprovalRecord, ...]
+    questions: tuple[QuestionRecord, ...] = ()
 
 
 class TurnRunner:
@@ -298,10 +301,11 @@ class TurnRunner:
                     continue
                 if await self._cards_out(conversation):
                     # The run that paused here is delivered: its cards are out.
-                    await self._conversations.mark_delivered(conversation.thread_id, settled=True)
+                    await self._conversations.mark_delivered(conversation.thread_id, settled=not asking)
                 pending = await self._approvals.pending_in_thread(conversation.thread_id)
                 if pending or claimed or asking:
-                    return Settled(blocked=True, approvals=tuple(pending))
+                    waiting = await self.questions.blocking(conversation.thread_id) if self.questions else []
+                    return Settled(blocked=True, approvals=tuple(pending), questions=tuple(waiting))
                 continue  # the last decision committed meanwhile: its review is resuming now
             if finished:
                 unfinished = None
@@ -648,7 +652,10 @@ class TurnRunner:
             log.exception("delivering the turn failed (thread_id=%s)", conversation.thread_id)
             return await self._failed(conversation, graph, TurnFailed(thread_id=conversation.thread_id), resumed)
         if delivered:
-            await self._out(conversation, settled=True)
+            # A question pause is never at rest: its questions live outside the reviews that
+            # `ConversationRow.at_rest` counts, so the next message must read the state and wait.
+            asking = any(is_question(interrupt.value) for interrupt in result.get("__interrupt__") or ())
+            await self._out(conversation, settled=not asking)
         else:
             log.error(
                 "the outcome of the run could not be posted; it is posted again later (thread_id=%s)",

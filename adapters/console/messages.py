@@ -219,6 +219,7 @@ RESUME_NOT_RUN = " Did not run: {tools}."
 RESUME_OUTCOME_UNKNOWN = " May or may not have taken effect: {tools}."
 REVIEW_PENDING = "!  A tool call is waiting for your decision first: {tools}"
 REVIEW_BUSY = "a call being worked on"
+QUESTION_PENDING = "!  A tool call is waiting for {name} to answer a question from the MCP server {server} first."
 TURN_FAILED = "!  Something went wrong; see the log (conversation {thread_id})."
 MESSAGE_FAILED = (
     "!  Something went wrong with your message “{excerpt}”; please send it again "

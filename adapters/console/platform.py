@@ -143,6 +143,10 @@ class ConsolePlatform:
         elif isinstance(notice, ApprovalExpired):
             self.changed.set()
             self.write(msg.EXPIRED.format(tool=notice.approval.tool_name))
+        elif isinstance(notice, ReviewPending) and not notice.approvals and notice.questions:
+            waiting = notice.questions[0]
+            name = waiting.requester_name or waiting.requester_id
+            self.write(msg.QUESTION_PENDING.format(name=name, server=waiting.server))
         elif isinstance(notice, ReviewPending):
             tools = ", ".join(a.tool_name for a in notice.approvals) or msg.REVIEW_BUSY
             self.write(msg.REVIEW_PENDING.format(tools=tools))

@@ -377,6 +377,13 @@ class DiscordPlatform:
         return msg.MESSAGE_FAILED.format(excerpt=quoted, thread_id=notice.thread_id)
 
     def _render(self, conversation: ConversationRef, notice: Notice, recipient: Actor | None) -> str:
+        if isinstance(notice, ReviewPending) and not notice.approvals and notice.questions:
+            waiting = notice.questions[0]
+            return msg.QUESTION_PENDING.format(
+                user=recipient.user_id if recipient else "",
+                name=_plain(waiting.requester_name or waiting.requester_id),
+                server=_plain(waiting.server),
+            )
         if isinstance(notice, ReviewPending) and not notice.approvals:
             return msg.REVIEW_BUSY.format(user=recipient.user_id if recipient else "")
         if isinstance(notice, ReviewPending):
@@ -475,3 +482,8 @@ class DiscordProgress:
         except discord.HTTPException as exc:
             log.info("could not delete the progress line: %s", exc)
         self._message = None
+
+
+def _plain(text: str) -> str:
+    """`text` shown as written in a Discord message: no markdown, no mentions."""
+    return discord.utils.escape_mentions(discord.utils.escape_markdown(text))

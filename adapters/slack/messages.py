@@ -162,6 +162,10 @@ REVIEW_BUSY = (
     "A tool call in this conversation is still being worked on, so I did not pass your message on. "
     "Please send it again in a moment."
 )
+QUESTION_PENDING = (
+    "A tool call in this conversation is waiting for {name} to answer a question from the MCP server "
+    "{server}, so I did not pass your message on. Please send it again once the question is answered."
+)
 REVIEW_PENDING_LINK = "<{url}|{tool} ({position})>"
 TURN_FAILED = (
     "Something went wrong on my side and I could not finish. The details are in the bot's log "

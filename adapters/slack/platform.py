@@ -377,6 +377,11 @@ class SlackPlatform:
         return True
 
     async def _render(self, conversation: ConversationRef, notice: Notice) -> str:
+        if isinstance(notice, ReviewPending) and not notice.approvals and notice.questions:
+            waiting = notice.questions[0]
+            return msg.QUESTION_PENDING.format(
+                name=escape(waiting.requester_name or waiting.requester_id), server=escape(waiting.server)
+            )
         if isinstance(notice, ReviewPending) and not notice.approvals:
             return msg.REVIEW_BUSY
         if isinstance(notice, ReviewPending):

@@ -325,3 +325,19 @@ async def test_an_expired_question_is_redrawn_as_expired_and_the_server_gets_can
         card = bot.card()
     assert "expired" in card["embeds"][0]["title"] and _custom_ids(card) == []
     assert [e["action"] for e in seen if e["round"] == "answer"] == ["cancel"]
+
+
+async def test_a_message_while_the_question_waits_is_held_and_its_sender_told(db_url, tmp_path, discord_api):
+    """Bob writes while Alice's question waits: the model does not read it, and Bob is told whose answer it waits for."""
+    seen: list[dict[str, Any]] = []
+    async with asked(db_url, tmp_path, discord_api, seen) as bot:
+        prompts = len(bot.model.prompts)
+        await discord_api.send_message(D_CHANNEL, D_BOB, f"<@{D_BOT}> hello?", mentions=[D_BOT], guild_id=D_GUILD)
+        [told] = await discord_api.wait_for_request(
+            "POST", MESSAGES, lambda r: "answer a question" in json.dumps(r.json), timeout=WAIT_S
+        )
+        await bot.service.tasks.join()
+        assert len(bot.model.prompts) == prompts
+        content = told.json["content"]
+        assert content.startswith(f"<@{D_BOB}> ") and "MCP server bank" in content
+        assert "in a moment" not in content

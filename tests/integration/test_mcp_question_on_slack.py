@@ -23,7 +23,8 @@ import pytest
 from adapters.slack import forms
 from adapters.slack.platform import SlackPlatform, UserDirectory
 from adapters.slack.workspaces import WorkspaceClients
-from bot.conversation import ConversationRef
+from bot.conversation import Actor, ConversationRef
+from bot.ports import ReviewPending
 from bot.settings import Settings
 from bot.tools.mcp.elicitation.forms import Action, Answer
 from bot.tools.mcp.elicitation.store import QuestionRecord, QuestionStatus
@@ -265,3 +266,18 @@ async def test_the_card_is_posted_in_the_thread_and_redrawn_once_closed(platform
     [update] = api.calls_to("chat.update")
     assert update.args["ts"] == posted.response["ts"] and says in json.dumps(update.args["blocks"])
     assert not any(b["type"] == "actions" for b in update.args["blocks"])
+
+
+async def test_a_message_held_by_a_question_is_told_whose_answer_it_waits_for(platform):
+    """The sender of a message held by a question is told, privately, whose answer to which server it waits for, escaped."""
+    api, slack_platform = platform
+    api.add_user(BOB, "bob")
+    waiting = record(requester_name="alice <!channel>", server="*bank*")
+    notice = ReviewPending(approvals=(), questions=(waiting,))
+    bob = Actor(platform="slack", workspace_id="T1", user_id=BOB, display_name="bob")
+    await slack_platform.notify(THREAD, notice, recipient=bob)
+    [told] = api.calls_to("chat.postEphemeral")
+    assert told.args["user"] == BOB
+    text = told.args["text"]
+    assert "waiting for alice &lt;!channel&gt; to answer a question from the MCP server" in text
+    assert "<!channel>" not in text and "again in a moment" not in text

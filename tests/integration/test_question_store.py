@@ -124,3 +124,13 @@ async def test_where_a_question_was_shown_is_kept(store: QuestionStore):
     await store.shown(asked.id, "ref-1")
     [listed] = await store.open_in_thread(THREAD)
     assert listed.id == asked.id and listed.ref == "ref-1"
+
+
+async def test_an_answer_after_the_expiry_is_refused_before_the_sweep(store: QuestionStore):
+    """Past `expires_at` an answer changes nothing, though the question is still open; the sweep's expiry closes it."""
+    asked = await store.open(question(expires_in_s=0))
+    answer = Answer(action=Action.ACCEPT, content={"ok": True})
+    assert await store.answer(asked.id, answer, status=QuestionStatus.ANSWERED, by_id="olga") is None
+    assert (await store.get(asked.id)) == asked
+    expired = await store.answer(asked.id, Answer(action=Action.CANCEL), status=QuestionStatus.EXPIRED, by_id=None)
+    assert expired is not None and expired.status is QuestionStatus.EXPIRED

@@ -187,7 +187,8 @@ class QuestionDesk:
             QuestionNotFoundError: no such question.
             NotPermittedError: `not_requester`: only the person who asked for the call answers
                 (audited); nothing changed.
-            AlreadyAnsweredError: it was answered, expired or closed before; nothing changed.
+            AlreadyAnsweredError: it was answered, expired (its `expires_at` passed, swept or
+                not: the sweeper is woken) or closed before; nothing changed.
             AnswerError: the content does not fit the question; nothing changed, and the
                 person may answer again.
         """
@@ -206,6 +207,10 @@ class QuestionDesk:
         closed = await self.store.answer(record.id, checked, status=QuestionStatus.ANSWERED, by_id=actor.user_id)
         if closed is None:
             again = await self.get(question_id)
+            if again.is_open:  # past its expiry, not swept yet: it expires now, the server gets `cancel`
+                if self.on_new_expiry is not None:
+                    self.on_new_expiry()
+                raise AlreadyAnsweredError(QuestionStatus.EXPIRED)
             raise AlreadyAnsweredError(again.status)
         fields = sorted(checked.content) if checked.content is not None else []
         await self._audited(closed, "answered", actor=actor, detail={"action": checked.action.value, "fields": fields})

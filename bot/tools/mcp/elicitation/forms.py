@@ -220,7 +220,8 @@ def question_of(request: mcp_types.ElicitRequest) -> Question:
         except ValueError:
             parts = None
         if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or _unsafe_in_url(params.url):
-            raise UnusableQuestionError(f"its link is not an http or https URL: {params.url[:200]!r}")
+            # Never the URL itself: the reason reaches the model, and a link may carry a one-time token.
+            raise UnusableQuestionError("its link is not an http or https URL that can be shown")
         if "@" in parts.netloc:
             # MCP forbids credentials in the link, and "https://good.example@evil.example" leads
             # somewhere else than it reads.

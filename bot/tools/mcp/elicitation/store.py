@@ -140,6 +140,10 @@ class QuestionStore(Protocol):
     ) -> QuestionRecord | None:
         """Close an open question with `answer`; None when it was not open (nothing changed).
 
+        An `answered` close is refused (None) once the question's `expires_at` has passed, even
+        before the expiry sweep closed it: like a card's vote, an answer after the expiry does
+        not count.
+
         Args:
             question_id: the question.
             answer: what is sent to the server.
@@ -216,6 +220,9 @@ class InMemoryQuestionStore:
         """See `QuestionStore.answer`."""
         row = self._rows.get(question_id)
         if row is None or not row.is_open:
+            return None
+        now = datetime.now(UTC)
+        if status is QuestionStatus.ANSWERED and row.expires_at is not None and row.expires_at <= now:
             return None
         row = replace(row, status=status, answer=answer, answered_by_id=by_id, answered_at=datetime.now(UTC))
         self._rows[question_id] = row
@@ -325,6 +332,7 @@ class PostgresQuestionStore:
             f"""
             UPDATE mcp_questions SET status = $2, answer = $3, answered_by_id = $4, answered_at = now()
             WHERE id = $1 AND status = 'open'
+              AND ($2 <> 'answered' OR expires_at IS NULL OR expires_at > now())
             RETURNING {_COLUMNS}
             """,  # noqa: S608 - built from a constant, no input
             question_id,
