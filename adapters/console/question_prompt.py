@@ -162,7 +162,7 @@ class QuestionPrompt:
 
         Returns:
             The content (`read_answer`), `_SETTLED` when the question closed meanwhile, or None
-            when the input ended.
+            when the input ended or the person typed `/quit` (the question waits).
         """
         raw: dict[str, object] = {}
         fields = list(form.fields)
@@ -171,6 +171,8 @@ class QuestionPrompt:
                 line = await self._line(self._field_prompt(spec), question_id)
                 if line is _SETTLED or line is None:
                     return line
+                if str(line).strip().lower() in QUIT:  # leaves, as at the question's own prompt
+                    return None
                 raw[spec.name] = line if str(line).strip() or spec.default is None else spec.default
             try:
                 return read_answer(form, raw)

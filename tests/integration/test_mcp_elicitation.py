@@ -134,6 +134,16 @@ async def test_an_invalid_value_is_asked_again_with_the_reason(tmp_path, db_url)
     assert tool_results(model)[0].content == "paid 100 to bob"
 
 
+async def test_quit_at_a_field_leaves_and_the_question_waits(tmp_path, db_url):
+    """/quit typed at a field of the form leaves, as at the question's prompt: nothing is sent, the question waits."""
+    seen: list[dict[str, Any]] = []
+    text, model, terminal = await chat(db_url, tmp_path, seen, "a", "/quit", "2")
+    assert "   The question waits; you are asked again next time." in text
+    assert [event["round"] for event in seen] == ["ask"]
+    assert tool_results(model) == []
+    assert [p for p in terminal.prompts if p.strip().startswith("Payee")] == ["   Payee: "]
+
+
 async def test_a_link_question_shows_the_link_and_accept_carries_no_content(tmp_path, db_url):
     """A URL-mode question prints its link to the requester; accept means they opened it."""
     seen: list[dict[str, Any]] = []
