@@ -200,7 +200,10 @@ OUTCOME_TRUSTED = " and trusted for {duration}"
 OUTCOME_BY = " by {name}"
 OUTCOME_WITH = " with {args}"
 OUTCOME_REASON = " ({reason})"
-OUTCOME_UNKNOWN = " - The bot stopped while this call ran. It was not run again; it may or may not have taken effect."
+OUTCOME_UNKNOWN = (
+    " - Outcome unknown: the call started, then the bot stopped, the call was stopped, or no readable answer came."
+    " It was not run again; it may or may not have taken effect."
+)
 OUTCOME_NOT_RUN = " - The bot could not carry on after this decision and gave up, so the call did not run."
 OUTCOME_DEFINITION_CHANGED = f" - {DEFINITION_CHANGED}"
 SUBAGENT_CALL = "{subagent}'s {tool}"

@@ -281,3 +281,21 @@ async def test_a_stop_cancels_a_running_call_and_the_server_hears_it(tmp_path, d
             ]
         finally:
             await servers.aclose(10)
+
+
+async def test_a_timed_out_call_is_shown_as_outcome_unknown_without_saying_the_bot_stopped(tmp_path, db_url):
+    """An approved MCP call past its server's `timeout`: its outcome line says "Outcome unknown", not "The bot stopped"."""
+    seen: list[dict[str, Any]] = []
+    async with serve_http(build_server(seen.append)) as url:
+        servers = servers_for(tmp_path, {"notes": {"url": url, "timeout": 0.5}})
+        servers.start()
+        try:
+            await connected(servers, "notes")
+            model = ScriptedChatModel(replies=[calls(tool_call("notes__slow", {"seconds": 30})), AIMessage("ok")])
+            text = await converse(db_url, registry_with(servers), model, "wait", "a")
+        finally:
+            await servers.aclose(10)
+    outcome = [line for line in text.splitlines() if line.startswith("   notes__slow: approved")][-1]
+    assert "Outcome unknown" in outcome and "may or may not have taken effect" in outcome
+    assert "The bot stopped" not in outcome
+    assert "no answer within" in tool_results(model)[0].content
