@@ -255,7 +255,9 @@ NO_ANSWER = {
     NoAnswerReason.OTHER: "The model gave no answer, and Gemini did not say why. Try again.",
 }
 MCP_CONNECTING = "   Connecting to the MCP servers: {servers}..."
-MCP_CONNECTED = "   MCP server {server}: connected, {tools} tools offered."
+MCP_CONNECTED = "   MCP server {server}: connected, {tools} offered."
+MCP_TOOL_COUNT = ("{n} tool", "{n} tools")
+"""How many tools `MCP_CONNECTED` counts: one, or any other number."""
 MCP_NOT_YET = (
     "!  MCP server {server} is not connected yet ({reason}); the bot keeps trying, and its tools are "
     "offered once it is (/countersign mcp shows how it stands)."

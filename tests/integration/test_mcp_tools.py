@@ -26,6 +26,7 @@ from bot.tools.mcp.connection import State
 from bot.tools.mcp.servers import McpServers
 from bot.tools.mcp.tools import MAX_RESULT_CHARS
 from bot.tools.registry import ToolRegistry
+from countersign.server import _first_mcp_connections
 from tests.integration.test_console_policies import Terminal
 from tests.support.barriers import wait_until
 from tests.support.mcp_server import build_server, free_port, read_events, serve_http
@@ -299,3 +300,17 @@ async def test_a_timed_out_call_is_shown_as_outcome_unknown_without_saying_the_b
     assert "Outcome unknown" in outcome and "may or may not have taken effect" in outcome
     assert "The bot stopped" not in outcome
     assert "no answer within" in tool_results(model)[0].content
+
+
+async def test_the_chat_start_counts_one_tool_offered_in_the_singular(tmp_path):
+    """`countersign chat`'s start line says "1 tool offered" for a server with one tool offered, and "N tools" else."""
+    async with serve_http(build_server(lambda _: None)) as url:
+        servers = servers_for(tmp_path, {"one": {"url": url, "includeTools": ["add"]}, "two": {"url": url}})
+        servers.start()
+        try:
+            out: list[str] = []
+            await _first_mcp_connections(servers, out.append)
+        finally:
+            await servers.aclose(10)
+    assert "   MCP server one: connected, 1 tool offered." in out
+    assert any(line.startswith("   MCP server two: connected, ") and line.endswith(" tools offered.") for line in out)
