@@ -81,6 +81,8 @@ class QuestionPrompt:
         asked = record.question
         while True:
             choices = msg.QUESTION_LINK_CHOICES if isinstance(asked, LinkRequest) else msg.QUESTION_CHOICES
+            if self._session.pretending:  # whose answer this would be, as a card's prompt says
+                choices = "   " + msg.QUESTION_AS.format(name=self._session.name) + choices.lstrip()
             try:
                 line = await self._line(choices, question_id)
             except asyncio.CancelledError:  # Ctrl-C or SIGTERM at the prompt: the bot stops
@@ -103,6 +105,9 @@ class QuestionPrompt:
             elif choice == "a" and isinstance(asked, LinkRequest):
                 answer = Answer(action=Action.ACCEPT)
             elif choice == "a" and isinstance(asked, Form):
+                if self._session.actor().user_id != record.requester_id:  # refused before the form, not after it
+                    self._write(msg.QUESTION_NOT_YOURS.format(requester=record.requester_id))
+                    continue
                 content = await self._fill(asked, question_id)
                 if content is _SETTLED:
                     return Asked.DONE

@@ -318,6 +318,16 @@ async def test_a_server_that_keeps_asking_is_cut_off_as_outcome_unknown(tmp_path
     assert "kept asking questions (5 rounds answered)" in str(result.content) and result.status == "error"
 
 
+async def test_a_teammate_who_accepts_is_refused_before_the_form_is_asked(tmp_path, db_url):
+    """`a` as a pretend teammate is refused at once (no field asked); the prompt says whose answer it would be."""
+    seen: list[dict[str, Any]] = []
+    text, model, terminal = await chat(db_url, tmp_path, seen, "/as bob", "a", "/as", "a", "bob", "2")
+    assert "!  Only olga, who asked for the call, can answer this question (use /as olga)." in text
+    assert "   as bob: [a]ccept / [d]ecline / [c]ancel? " in terminal.prompts
+    assert [p for p in terminal.prompts if p.strip().startswith("Payee")] == ["   Payee: "]
+    assert tool_results(model)[0].content == "paid 100 to bob"
+
+
 async def test_only_the_requester_may_answer(tmp_path, db_url):
     """A teammate's answer is refused (audited) and the question is asked again; the requester's goes through."""
     seen: list[dict[str, Any]] = []
