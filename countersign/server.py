@@ -405,7 +405,9 @@ async def _first_mcp_connections(servers: McpServers, write: Callable[[str], Non
         await servers.wait_until(attempted, MCP_CHAT_WAIT_S)
     for key, status in servers.statuses().items():
         if status.state is State.CONNECTED:
-            write(console_msg.MCP_CONNECTED.format(server=key, tools=len(servers.offered(key))))
+            offered = len(servers.offered(key))
+            tools = console_msg.MCP_TOOL_COUNT[offered != 1].format(n=offered)
+            write(console_msg.MCP_CONNECTED.format(server=key, tools=tools))
         else:
             write(console_msg.MCP_NOT_YET.format(server=key, reason=status.reason or status.state.value))
 

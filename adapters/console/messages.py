@@ -200,7 +200,10 @@ OUTCOME_TRUSTED = " and trusted for {duration}"
 OUTCOME_BY = " by {name}"
 OUTCOME_WITH = " with {args}"
 OUTCOME_REASON = " ({reason})"
-OUTCOME_UNKNOWN = " - The bot stopped while this call ran. It was not run again; it may or may not have taken effect."
+OUTCOME_UNKNOWN = (
+    " - Outcome unknown: the call started, then the bot stopped, the call was stopped, or no readable answer came."
+    " It was not run again; it may or may not have taken effect."
+)
 OUTCOME_NOT_RUN = " - The bot could not carry on after this decision and gave up, so the call did not run."
 OUTCOME_DEFINITION_CHANGED = f" - {DEFINITION_CHANGED}"
 SUBAGENT_CALL = "{subagent}'s {tool}"
@@ -253,7 +256,9 @@ NO_ANSWER = {
     NoAnswerReason.OTHER: "The model gave no answer, and Gemini did not say why. Try again.",
 }
 MCP_CONNECTING = "   Connecting to the MCP servers: {servers}..."
-MCP_CONNECTED = "   MCP server {server}: connected, {tools} tools offered."
+MCP_CONNECTED = "   MCP server {server}: connected, {tools} offered."
+MCP_TOOL_COUNT = ("{n} tool", "{n} tools")
+"""How many tools `MCP_CONNECTED` counts: one, or any other number."""
 MCP_NOT_YET = (
     "!  MCP server {server} is not connected yet ({reason}); the bot keeps trying, and its tools are "
     "offered once it is (/countersign mcp shows how it stands)."

@@ -81,6 +81,8 @@ class QuestionPrompt:
         asked = record.question
         while True:
             choices = msg.QUESTION_LINK_CHOICES if isinstance(asked, LinkRequest) else msg.QUESTION_CHOICES
+            if self._session.pretending:  # whose answer this would be, as a card's prompt says
+                choices = "   " + msg.QUESTION_AS.format(name=self._session.name) + choices.lstrip()
             try:
                 line = await self._line(choices, question_id)
             except asyncio.CancelledError:  # Ctrl-C or SIGTERM at the prompt: the bot stops
@@ -103,6 +105,9 @@ class QuestionPrompt:
             elif choice == "a" and isinstance(asked, LinkRequest):
                 answer = Answer(action=Action.ACCEPT)
             elif choice == "a" and isinstance(asked, Form):
+                if self._session.actor().user_id != record.requester_id:  # refused before the form, not after it
+                    self._write(msg.QUESTION_NOT_YOURS.format(requester=record.requester_id))
+                    continue
                 content = await self._fill(asked, question_id)
                 if content is _SETTLED:
                     return Asked.DONE
@@ -162,7 +167,7 @@ class QuestionPrompt:
 
         Returns:
             The content (`read_answer`), `_SETTLED` when the question closed meanwhile, or None
-            when the input ended.
+            when the input ended or the person typed `/quit` (the question waits).
         """
         raw: dict[str, object] = {}
         fields = list(form.fields)
@@ -171,6 +176,8 @@ class QuestionPrompt:
                 line = await self._line(self._field_prompt(spec), question_id)
                 if line is _SETTLED or line is None:
                     return line
+                if str(line).strip().lower() in QUIT:  # leaves, as at the question's own prompt
+                    return None
                 raw[spec.name] = line if str(line).strip() or spec.default is None else spec.default
             try:
                 return read_answer(form, raw)

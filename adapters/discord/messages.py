@@ -64,7 +64,10 @@ ARGS_CHANGED = "The arguments changed since this page was drawn; here they are a
 ARGS_TOO_LONG = "These arguments are too long to show in Discord. Nothing was changed."
 FIELD_DECIDED = "Decision"
 FIELD_OUTCOME_UNKNOWN = "⚠️ Outcome unknown"
-OUTCOME_UNKNOWN = "The bot stopped while this call ran. It was not run again; it may or may not have taken effect."
+OUTCOME_UNKNOWN = (
+    "The call started, then the bot stopped, the call was stopped, or no readable answer came. It was not run again;"
+    " it may or may not have taken effect."
+)
 FIELD_NOT_RUN = "⛔ Not run"
 NOT_RUN = "The bot could not carry on after this decision and gave up, so the call did not run."
 """The field on the card of an approved call whose pause the bot gave up resuming before it ran."""

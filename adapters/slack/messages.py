@@ -70,7 +70,8 @@ ARGS_VIEW_TOO_LONG = "These arguments are too long to show in Slack. Nothing was
 CARD_DECIDED = "{outcome} by <@{user}> · {when}"
 CARD_REASON = "*Reason:* {reason}"
 CARD_OUTCOME_UNKNOWN = (
-    ":warning: The bot stopped while this call ran. It was not run again; it may or may not have taken effect."
+    ":warning: Outcome unknown: the call started, then the bot stopped, the call was stopped, or no readable answer "
+    "came. It was not run again; it may or may not have taken effect."
 )
 CARD_NOT_RUN = ":no_entry_sign: The bot could not carry on after this decision and gave up, so the call did not run."
 """The line on the card of an approved call whose pause the bot gave up resuming before it ran."""

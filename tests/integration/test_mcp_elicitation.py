@@ -134,6 +134,16 @@ async def test_an_invalid_value_is_asked_again_with_the_reason(tmp_path, db_url)
     assert tool_results(model)[0].content == "paid 100 to bob"
 
 
+async def test_quit_at_a_field_leaves_and_the_question_waits(tmp_path, db_url):
+    """/quit typed at a field of the form leaves, as at the question's prompt: nothing is sent, the question waits."""
+    seen: list[dict[str, Any]] = []
+    text, model, terminal = await chat(db_url, tmp_path, seen, "a", "/quit", "2")
+    assert "   The question waits; you are asked again next time." in text
+    assert [event["round"] for event in seen] == ["ask"]
+    assert tool_results(model) == []
+    assert [p for p in terminal.prompts if p.strip().startswith("Payee")] == ["   Payee: "]
+
+
 async def test_a_link_question_shows_the_link_and_accept_carries_no_content(tmp_path, db_url):
     """A URL-mode question prints its link to the requester; accept means they opened it."""
     seen: list[dict[str, Any]] = []
@@ -306,6 +316,16 @@ async def test_a_server_that_keeps_asking_is_cut_off_as_outcome_unknown(tmp_path
     assert [event["round"] for event in seen] == [0, 1, 2, 3, 4, 5]
     [result] = tool_results(model)
     assert "kept asking questions (5 rounds answered)" in str(result.content) and result.status == "error"
+
+
+async def test_a_teammate_who_accepts_is_refused_before_the_form_is_asked(tmp_path, db_url):
+    """`a` as a pretend teammate is refused at once (no field asked); the prompt says whose answer it would be."""
+    seen: list[dict[str, Any]] = []
+    text, model, terminal = await chat(db_url, tmp_path, seen, "/as bob", "a", "/as", "a", "bob", "2")
+    assert "!  Only olga, who asked for the call, can answer this question (use /as olga)." in text
+    assert "   as bob: [a]ccept / [d]ecline / [c]ancel? " in terminal.prompts
+    assert [p for p in terminal.prompts if p.strip().startswith("Payee")] == ["   Payee: "]
+    assert tool_results(model)[0].content == "paid 100 to bob"
 
 
 async def test_only_the_requester_may_answer(tmp_path, db_url):

@@ -69,7 +69,7 @@ async def test_a_killed_stdio_server_is_retrying_at_once_with_why(tmp_path):
         await servers.wait_until(lambda: servers.statuses()["notes"].state is not State.CONNECTED, WAIT_S)
         status = servers.statuses()["notes"]
         assert status.state is State.RETRYING
-        assert "the server process ended" in status.reason
+        assert "the server process ended" in status.reason and "log at level INFO" in status.reason
         said = await invoke(add, {"a": 1, "b": 1})  # refused before anything is sent, not outcome unknown
         assert "not available now" in said and "the server process ended" in said
         await connected(servers, "notes")  # started again by the supervisor

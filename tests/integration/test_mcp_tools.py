@@ -26,6 +26,7 @@ from bot.tools.mcp.connection import State
 from bot.tools.mcp.servers import McpServers
 from bot.tools.mcp.tools import MAX_RESULT_CHARS
 from bot.tools.registry import ToolRegistry
+from countersign.server import _first_mcp_connections
 from tests.integration.test_console_policies import Terminal
 from tests.support.barriers import wait_until
 from tests.support.mcp_server import build_server, free_port, read_events, serve_http
@@ -281,3 +282,35 @@ async def test_a_stop_cancels_a_running_call_and_the_server_hears_it(tmp_path, d
             ]
         finally:
             await servers.aclose(10)
+
+
+async def test_a_timed_out_call_is_shown_as_outcome_unknown_without_saying_the_bot_stopped(tmp_path, db_url):
+    """An approved MCP call past its server's `timeout`: its outcome line says "Outcome unknown", not "The bot stopped"."""
+    seen: list[dict[str, Any]] = []
+    async with serve_http(build_server(seen.append)) as url:
+        servers = servers_for(tmp_path, {"notes": {"url": url, "timeout": 0.5}})
+        servers.start()
+        try:
+            await connected(servers, "notes")
+            model = ScriptedChatModel(replies=[calls(tool_call("notes__slow", {"seconds": 30})), AIMessage("ok")])
+            text = await converse(db_url, registry_with(servers), model, "wait", "a")
+        finally:
+            await servers.aclose(10)
+    outcome = [line for line in text.splitlines() if line.startswith("   notes__slow: approved")][-1]
+    assert "Outcome unknown" in outcome and "may or may not have taken effect" in outcome
+    assert "The bot stopped" not in outcome
+    assert "no answer within" in tool_results(model)[0].content
+
+
+async def test_the_chat_start_counts_one_tool_offered_in_the_singular(tmp_path):
+    """`countersign chat`'s start line says "1 tool offered" for a server with one tool offered, and "N tools" else."""
+    async with serve_http(build_server(lambda _: None)) as url:
+        servers = servers_for(tmp_path, {"one": {"url": url, "includeTools": ["add"]}, "two": {"url": url}})
+        servers.start()
+        try:
+            out: list[str] = []
+            await _first_mcp_connections(servers, out.append)
+        finally:
+            await servers.aclose(10)
+    assert "   MCP server one: connected, 1 tool offered." in out
+    assert any(line.startswith("   MCP server two: connected, ") and line.endswith(" tools offered.") for line in out)

@@ -72,7 +72,9 @@ REAPER_GRACE_S = FORCE_KILL_TIMEOUT / 2
 """Seconds a stdio server's processes have after SIGTERM before the reaper kills them: within the
 SDK's own wait before it kills the reaper, so the reaper always gets to finish."""
 
-PROCESS_ENDED = "the server process ended: it exited or closed its stdout; see its last stderr lines in the bot's log"
+PROCESS_ENDED = (
+    "the server process ended: it exited or closed its stdout; its stderr lines are in the bot's log at level INFO"
+)
 """Why a stdio server is not connected once its process exited, was killed, or closed its stdout."""
 
 _REFUSED_CODES = frozenset({mcp_types.INVALID_REQUEST, mcp_types.METHOD_NOT_FOUND, mcp_types.INVALID_PARAMS})
