@@ -452,7 +452,8 @@ class McpConnection:
             log.debug("MCP server %s: %s answered in %.0f ms", self.key, upstream, seconds * 1000)
             return
         metrics.MCP_CALL_ERRORS.labels(server=self.key, kind=kind).inc()
-        level = logging.WARNING if kind in ("timeout", "outcome_unknown", "input_required") else logging.INFO
+        # A question round is routine (the tool node asks the requester); what is unknown is warned of there.
+        level = logging.WARNING if kind in ("timeout", "outcome_unknown") else logging.INFO
         log.log(level, "MCP server %s: %s ended after %.0f ms: %s", self.key, upstream, seconds * 1000, kind)
 
     async def _send(
