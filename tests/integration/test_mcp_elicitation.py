@@ -8,6 +8,9 @@ answer (docs/decisions/0054-mcp-elicitation.md). What the server saw is its own 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,6 +26,7 @@ from bot.approvals.decisions import Approve
 from bot.errors import NotPermittedError
 from bot.tools.mcp.elicitation.desk import AlreadyAnsweredError, QuestionNotFoundError
 from bot.tools.mcp.elicitation.forms import Action, Answer, AnswerError
+from bot.tools.mcp.elicitation.store import QuestionRecord
 from tests.integration.test_console_policies import Terminal
 from tests.integration.test_mcp_tools import connected, registry_with, servers_for, tool_results
 from tests.support.barriers import wait_until
@@ -71,6 +75,31 @@ def asking_server(seen: list[dict[str, Any]], *, url: bool = False) -> FastMCP:
 
 def model_paying() -> ScriptedChatModel:
     return ScriptedChatModel(replies=[calls(tool_call("bank__pay", {"amount": 100})), AIMessage("done")])
+
+
+@contextlib.asynccontextmanager
+async def question_asked(
+    tmp_path: Path, db_url: str, platform: RecordingPlatform, seen: list[dict[str, Any]]
+) -> AsyncIterator[tuple[Any, QuestionRecord, ScriptedChatModel]]:
+    """alice's `pay 100`, approved by her, run until `asking_server(seen)` (as `bank`) asks its question on `platform`.
+
+    Yields the service harness, the question as the platform was shown it, and the model.
+    """
+    async with serve_http(asking_server(seen)) as address:
+        servers = servers_for(tmp_path, {"bank": {"url": address}})
+        servers.start()
+        try:
+            await connected(servers, "bank")
+            model = model_paying()
+            async with open_service(db_url, model, registry_with(servers), platform) as h:
+                await h.service.handle_message(message("pay 100"))
+                [approval] = await h.service.pending_approvals(conversation())
+                await h.service.decide(approval.id, actor("alice"), Approve())
+                await asyncio.wait_for(h.service.tasks.join(), WAIT_S)
+                [question] = platform.questions.values()
+                yield h, question, model
+        finally:
+            await servers.aclose(10)
 
 
 async def chat(db_url, tmp_path, seen, *lines: str, url: bool = False) -> tuple[str, ScriptedChatModel, Terminal]:
@@ -341,21 +370,8 @@ async def test_a_platform_that_cannot_ask_has_the_question_answered_cancel(tmp_p
     """Where answers cannot be taken (Slack, Discord today), the requester is shown it and the server gets `cancel`."""
     seen: list[dict[str, Any]] = []
     platform = RecordingPlatform(asks_questions=False)
-    async with serve_http(asking_server(seen)) as address:
-        servers = servers_for(tmp_path, {"bank": {"url": address}})
-        servers.start()
-        try:
-            await connected(servers, "bank")
-            model = model_paying()
-            async with open_service(db_url, model, registry_with(servers), platform) as h:
-                await h.service.handle_message(message("pay 100"))
-                [approval] = await h.service.pending_approvals(conversation())
-                await h.service.decide(approval.id, actor("alice"), Approve())
-                await asyncio.wait_for(h.service.tasks.join(), WAIT_S)
-                [question] = platform.questions.values()
-                stored = await h.service.question(question.id)
-        finally:
-            await servers.aclose(10)
+    async with question_asked(tmp_path, db_url, platform, seen) as (h, question, model):
+        stored = await h.service.question(question.id)
     assert question.requester_id == "alice" and question.server == "bank"
     assert stored.status.value == "answered" and stored.answer is not None and stored.answer.action.value == "cancel"
     assert [event.get("action") for event in seen] == [None, "cancel"]
@@ -408,32 +424,19 @@ async def test_an_answer_that_does_not_fit_changes_nothing(tmp_path, db_url):
     """An accepted form whose content the schema refuses raises `AnswerError`; the question stays open for a good one."""
     seen: list[dict[str, Any]] = []
     platform = RecordingPlatform()
-    async with serve_http(asking_server(seen)) as address:
-        servers = servers_for(tmp_path, {"bank": {"url": address}})
-        servers.start()
-        try:
-            await connected(servers, "bank")
-            model = model_paying()
-            async with open_service(db_url, model, registry_with(servers), platform) as h:
-                await h.service.handle_message(message("pay 100"))
-                [approval] = await h.service.pending_approvals(conversation())
-                await h.service.decide(approval.id, actor("alice"), Approve())
-                await asyncio.wait_for(h.service.tasks.join(), WAIT_S)
-                [question] = platform.questions.values()
-                bad = Answer(action=Action.ACCEPT, content={"payee": "bob", "times": 9})
-                with pytest.raises(AnswerError):
-                    await h.service.answer_question(question.id, actor("alice"), bad)
-                with pytest.raises(NotPermittedError):
-                    await h.service.answer_question(question.id, actor("mallory"), Answer(action=Action.DECLINE))
-                assert (await h.service.question(question.id)).is_open
-                await h.service.answer_question(question.id, actor("alice"), Answer(action=Action.DECLINE))
-                with pytest.raises(AlreadyAnsweredError):
-                    await h.service.answer_question(question.id, actor("alice"), Answer(action=Action.CANCEL))
-                with pytest.raises(QuestionNotFoundError):
-                    await h.service.answer_question("nope", actor("alice"), Answer(action=Action.CANCEL))
-                await asyncio.wait_for(h.service.tasks.join(), WAIT_S)
-        finally:
-            await servers.aclose(10)
+    async with question_asked(tmp_path, db_url, platform, seen) as (h, question, model):
+        bad = Answer(action=Action.ACCEPT, content={"payee": "bob", "times": 9})
+        with pytest.raises(AnswerError):
+            await h.service.answer_question(question.id, actor("alice"), bad)
+        with pytest.raises(NotPermittedError):
+            await h.service.answer_question(question.id, actor("mallory"), Answer(action=Action.DECLINE))
+        assert (await h.service.question(question.id)).is_open
+        await h.service.answer_question(question.id, actor("alice"), Answer(action=Action.DECLINE))
+        with pytest.raises(AlreadyAnsweredError):
+            await h.service.answer_question(question.id, actor("alice"), Answer(action=Action.CANCEL))
+        with pytest.raises(QuestionNotFoundError):
+            await h.service.answer_question("nope", actor("alice"), Answer(action=Action.CANCEL))
+        await asyncio.wait_for(h.service.tasks.join(), WAIT_S)
     assert [event.get("action") for event in seen] == [None, "decline"]
     assert tool_results(model)[0].content == "not paid: decline"
 

@@ -18,7 +18,7 @@ from bot.ports import ReviewPending
 from bot.tools.mcp.elicitation.desk import AlreadyAnsweredError
 from bot.tools.mcp.elicitation.forms import Action, Answer
 from bot.tools.mcp.elicitation.store import QuestionStatus
-from tests.integration.test_mcp_elicitation import WAIT_S, asking_server, model_paying
+from tests.integration.test_mcp_elicitation import WAIT_S, model_paying, question_asked
 from tests.integration.test_mcp_tools import connected, registry_with, servers_for, tool_results
 from tests.support.barriers import wait_until
 from tests.support.mcp_server import serve_http
@@ -49,29 +49,16 @@ async def test_two_answers_at_once_apply_one_and_tell_the_other(tmp_path, db_url
     """A double submit (Decline and Answer racing): one answer reaches the server, the other is told it came too late."""
     seen: list[dict[str, Any]] = []
     platform = RecordingPlatform()
-    async with serve_http(asking_server(seen)) as address:
-        servers = servers_for(tmp_path, {"bank": {"url": address}})
-        servers.start()
-        try:
-            await connected(servers, "bank")
-            model = model_paying()
-            async with open_service(db_url, model, registry_with(servers), platform) as h:
-                await h.service.handle_message(message("pay 100"))
-                [approval] = await h.service.pending_approvals(conversation())
-                await h.service.decide(approval.id, actor("alice"), Approve())
-                await asyncio.wait_for(h.service.tasks.join(), WAIT_S)
-                [question] = platform.questions.values()
-                accept = Answer(action=Action.ACCEPT, content={"payee": "bob", "times": 1})
-                results = await asyncio.gather(
-                    *(
-                        h.service.answer_question(question.id, actor("alice"), answer)
-                        for answer in (accept, Answer(action=Action.DECLINE), accept)
-                    ),
-                    return_exceptions=True,
-                )
-                await asyncio.wait_for(h.service.tasks.join(), WAIT_S)
-        finally:
-            await servers.aclose(10)
+    async with question_asked(tmp_path, db_url, platform, seen) as (h, question, model):
+        accept = Answer(action=Action.ACCEPT, content={"payee": "bob", "times": 1})
+        results = await asyncio.gather(
+            *(
+                h.service.answer_question(question.id, actor("alice"), answer)
+                for answer in (accept, Answer(action=Action.DECLINE), accept)
+            ),
+            return_exceptions=True,
+        )
+        await asyncio.wait_for(h.service.tasks.join(), WAIT_S)
     assert sum(result is None for result in results) == 1
     assert all(isinstance(result, AlreadyAnsweredError) for result in results if result is not None)
     assert [event["round"] for event in seen] == ["ask", "answer"]
@@ -82,28 +69,15 @@ async def test_an_answer_past_its_expiry_is_refused_before_the_sweep(tmp_path, d
     """An answer after `expires_at` is refused as expired even if the sweeper has not closed it yet; the server gets `cancel`."""
     seen: list[dict[str, Any]] = []
     platform = RecordingPlatform()
-    async with serve_http(asking_server(seen)) as address:
-        servers = servers_for(tmp_path, {"bank": {"url": address}})
-        servers.start()
-        try:
-            await connected(servers, "bank")
-            model = model_paying()
-            async with open_service(db_url, model, registry_with(servers), platform) as h:
-                await h.service.handle_message(message("pay 100"))
-                [approval] = await h.service.pending_approvals(conversation())
-                await h.service.decide(approval.id, actor("alice"), Approve())
-                await asyncio.wait_for(h.service.tasks.join(), WAIT_S)
-                [question] = platform.questions.values()
-                await h.database.pool.execute("UPDATE mcp_questions SET expires_at = now() - interval '1 second'")
-                late = Answer(action=Action.ACCEPT, content={"payee": "bob", "times": 1})
-                with pytest.raises(AlreadyAnsweredError) as refused:
-                    await h.service.answer_question(question.id, actor("alice"), late)
-                assert refused.value.status is QuestionStatus.EXPIRED
-                await wait_until(lambda: len(seen) == 2, "the server's cancel round", timeout=WAIT_S)
-                await asyncio.wait_for(h.service.tasks.join(), WAIT_S)
-                stored = await h.service.question(question.id)
-        finally:
-            await servers.aclose(10)
+    async with question_asked(tmp_path, db_url, platform, seen) as (h, question, _):
+        await h.database.pool.execute("UPDATE mcp_questions SET expires_at = now() - interval '1 second'")
+        late = Answer(action=Action.ACCEPT, content={"payee": "bob", "times": 1})
+        with pytest.raises(AlreadyAnsweredError) as refused:
+            await h.service.answer_question(question.id, actor("alice"), late)
+        assert refused.value.status is QuestionStatus.EXPIRED
+        await wait_until(lambda: len(seen) == 2, "the server's cancel round", timeout=WAIT_S)
+        await asyncio.wait_for(h.service.tasks.join(), WAIT_S)
+        stored = await h.service.question(question.id)
     assert stored.status is QuestionStatus.EXPIRED
     assert [event.get("action") for event in seen] == [None, "cancel"]
 
@@ -142,26 +116,13 @@ async def test_a_message_while_a_question_waits_is_told_what_it_waits_for(tmp_pa
     """A new message while a server's question waits is not fed to the model; its sender is told the question it waits for."""
     seen: list[dict[str, Any]] = []
     platform = RecordingPlatform()
-    async with serve_http(asking_server(seen)) as address:
-        servers = servers_for(tmp_path, {"bank": {"url": address}})
-        servers.start()
-        try:
-            await connected(servers, "bank")
-            model = model_paying()
-            async with open_service(db_url, model, registry_with(servers), platform) as h:
-                await h.service.handle_message(message("pay 100"))
-                [approval] = await h.service.pending_approvals(conversation())
-                await h.service.decide(approval.id, actor("alice"), Approve())
-                await asyncio.wait_for(h.service.tasks.join(), WAIT_S)
-                [question] = platform.questions.values()
-                prompts = len(model.prompts)
-                await h.service.handle_message(message("hello?", user="bob"))
-                assert len(model.prompts) == prompts
-                [(_, notice, recipient)] = platform.notices
-                assert isinstance(notice, ReviewPending) and recipient == "bob"
-                assert [q.id for q in notice.questions] == [question.id]
-                await h.service.answer_question(question.id, actor("alice"), Answer(action=Action.DECLINE))
-                await asyncio.wait_for(h.service.tasks.join(), WAIT_S)
-        finally:
-            await servers.aclose(10)
+    async with question_asked(tmp_path, db_url, platform, seen) as (h, question, model):
+        prompts = len(model.prompts)
+        await h.service.handle_message(message("hello?", user="bob"))
+        assert len(model.prompts) == prompts
+        [(_, notice, recipient)] = platform.notices
+        assert isinstance(notice, ReviewPending) and recipient == "bob"
+        assert [q.id for q in notice.questions] == [question.id]
+        await h.service.answer_question(question.id, actor("alice"), Answer(action=Action.DECLINE))
+        await asyncio.wait_for(h.service.tasks.join(), WAIT_S)
     assert tool_results(model)[0].content == "not paid: decline"
