@@ -3,7 +3,7 @@
 The card (`question_embed`, `question_view`) names the requester, the server and the tool, quotes
 the server's message, and offers *Answer…* (a form) or *Open link…* (a link), *Decline* and
 *Cancel*: `QuestionButton`s whose `custom_id` is `cs:q-<action>:<question id>` and nothing else,
-so they work after a restart (CONVENTIONS.md item 10). *Open link…* accepts and shows the link
+so they work after a restart (docs/decisions/0005-discord-adapter.md). *Open link…* accepts and shows the link
 to the requester alone, in an ephemeral reply (`link_message`).
 
 A Discord modal holds at most five components, so a form is cut into pages of five fields

@@ -2,7 +2,8 @@
 
 The card names the requester, the server and the tool, quotes the server's message, and offers
 *Answer…* (a form) or *Open link…* (a link), *Decline* and *Cancel*; every button carries only
-the question id in `value`, with a fixed `action_id` (CONVENTIONS.md item 10). *Answer…* opens
+the question id in `value`, with a fixed `action_id`
+(docs/decisions/0004-slack-conversations-and-cards.md). *Answer…* opens
 `question_modal`, one input block per field; its `view_submission` is read by `raw_answers` into
 what `bot.tools.mcp.elicitation.forms.read_answer` takes, and an `AnswerError` goes back to the
 modal at its field (`field_errors`, Slack's `response_action: errors`). *Open link…* shows the
