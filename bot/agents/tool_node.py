@@ -163,14 +163,13 @@ async def run_tool(
     before any claim: nothing ran. Unless the ledger holds a claim of the call already (a
     process died while the call ran, and the new one resumes before the MCP server is back):
     then the ledger's answer stands, its recorded result or an outcome unknown
-    (docs/decisions/0042-mcp-client.md). A tool that raises `ToolOutcomeUnknownError` after
-    sending its call is recorded like a call a stop cut short.
+    (docs/decisions/0042-mcp-client.md). A call whose MCP server asked for input before this
+    re-run (`Claim.ASKED`) goes on from the rounds the ledger recorded (`_go_on`). A tool that
+    raises `ToolOutcomeUnknownError` after sending its call is recorded like a call a stop cut
+    short.
     """
     name = call["name"]
     call_id = str(call["id"])
-    rounds = await ledger.rounds(thread_id=thread_id, tool_call_id=call_id)
-    if rounds:  # its server asked before this re-run: go on from what the ledger recorded
-        return await _go_on(call, tools, ledger, thread_id, rounds, signal)
     offered = _offered(call, tools)
     if isinstance(offered, ToolMessage) and not await ledger.started(thread_id=thread_id, tool_call_id=call_id):
         return offered
@@ -183,6 +182,9 @@ async def run_tool(
         trust=trust,
         definition=None if isinstance(offered, ToolMessage) else definition_of(offered),
     )
+    if claim is Claim.ASKED:  # its server asked before this re-run: go on from what the ledger recorded
+        rounds = await ledger.rounds(thread_id=thread_id, tool_call_id=call_id)
+        return await _go_on(call, tools, ledger, thread_id, rounds, signal)
     if claim is Claim.FINISHED:
         stored = await ledger.recorded(thread_id=thread_id, tool_call_id=call_id)
         if stored is not None:

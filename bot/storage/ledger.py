@@ -23,6 +23,9 @@ log = logging.getLogger(__name__)
 
 OnMarked = Callable[[ApprovalRecord], Awaitable[None]]
 
+GATE_OPEN = (ApprovalStatus.APPROVED, ApprovalStatus.EDITED)
+"""The decided states whose approved arguments may run."""
+
 
 class PostgresLedger:
     """Claims tool calls in the `tool_runs` table, behind the approvals gate.
@@ -68,9 +71,18 @@ class PostgresLedger:
         A stored approval is checked whatever `reviewed` says (a call someone decided on runs
         only as decided, under the definition its card was made under); a `reviewed` call
         without one is refused (see `bot.tools.ledger`), unless it names a trust grant
-        (`_claim_trusted`). A call claimed before is answered as such (FINISHED or
+        (`_claim_trusted`). A call claimed before is answered as such (ASKED, FINISHED or
         ALREADY_STARTED) even if its tool changed since: it is never run twice.
+
+        The usual claim (a call never claimed, its approval or its absence letting it run) is
+        one statement (`_claim_at_once`); every other answer is worked out below it, in the
+        rare case that statement claims nothing.
         """
+        digest = args_digest(args)
+        if await self._claim_at_once(thread_id, tool_call_id, tool_name, reviewed, digest, definition):
+            return Claim.GRANTED
+        if await self.rounds(thread_id=thread_id, tool_call_id=tool_call_id):
+            return Claim.ASKED
         gate = await self._approvals.gate(thread_id, tool_call_id)
         if gate is None and reviewed and trust is not None:
             return await self._claim_trusted(thread_id, tool_call_id, tool_name, args, trust, definition)
@@ -84,9 +96,7 @@ class PostgresLedger:
             return Claim.NOT_APPROVED
         changed = False
         if gate is not None:
-            if gate.status not in (ApprovalStatus.APPROVED, ApprovalStatus.EDITED) or gate.approved != args_digest(
-                args
-            ):
+            if gate.status not in GATE_OPEN or gate.approved != digest:
                 log.error(
                     "refusing to run %s: review %s does not cover these arguments (tool_call_id=%s thread_id=%s)",
                     tool_name,
@@ -105,24 +115,57 @@ class PostgresLedger:
             )
             await self._mark(self._approvals.mark_definition_changed(thread_id, tool_call_id))
             return Claim.DEFINITION_CHANGED
-        claimed = False
-        if not changed:  # a call its changed tool finds claimed before is answered below, never run twice
-            claimed = await self._pool.fetchval(
-                """
-                INSERT INTO tool_runs (thread_id, tool_call_id, tool_name) VALUES ($1, $2, $3)
-                ON CONFLICT DO NOTHING RETURNING true
-                """,
-                thread_id,
-                tool_call_id,
-                tool_name,
-            )
-        if claimed:
+        # The gate let the call run although the first statement claimed nothing: a decision
+        # came in between. A call its changed tool finds claimed before is answered below.
+        if not changed and await self._claim_at_once(thread_id, tool_call_id, tool_name, reviewed, digest, definition):
             return Claim.GRANTED
         if await self.recorded(thread_id=thread_id, tool_call_id=tool_call_id) is not None:
             return Claim.FINISHED
         if gate is not None:
             await self._mark(self._approvals.mark_outcome_unknown(thread_id, tool_call_id))
         return Claim.ALREADY_STARTED
+
+    async def _claim_at_once(
+        self,
+        thread_id: str,
+        tool_call_id: str,
+        tool_name: str,
+        reviewed: bool,
+        digest: str,
+        definition: str | None,
+    ) -> bool:
+        """Claim a call in one round trip when its gate lets it run as it stands; False otherwise.
+
+        The call is claimed when it was never claimed and either its latest approval is
+        approved or edited for exactly `digest` under `definition`, or it has no approval and
+        its policy needs no review. False changes nothing: `claim` then answers why (or claims
+        under a trust grant). The statement reads the gate and inserts from one snapshot, as
+        the separate reads did one after the other.
+        """
+        return bool(
+            await self._pool.fetchval(
+                """
+                WITH gate AS (
+                    SELECT status, approved_digest, definition_digest FROM approvals
+                    WHERE thread_id = $1 AND tool_call_id = $2 ORDER BY created_at DESC LIMIT 1
+                )
+                INSERT INTO tool_runs (thread_id, tool_call_id, tool_name)
+                SELECT $1, $2, $3
+                WHERE CASE WHEN EXISTS (SELECT 1 FROM gate)
+                           THEN EXISTS (SELECT 1 FROM gate WHERE status = ANY($5::text[]) AND approved_digest = $6
+                                        AND definition_digest IS NOT DISTINCT FROM $7)
+                           ELSE NOT $4 END
+                ON CONFLICT DO NOTHING RETURNING true
+                """,
+                thread_id,
+                tool_call_id,
+                tool_name,
+                reviewed,
+                [status.value for status in GATE_OPEN],
+                digest,
+                definition,
+            )
+        )
 
     async def _claim_trusted(
         self,

@@ -40,6 +40,9 @@ class Claim(StrEnum):
     """The answer to "may this call run now?"."""
 
     GRANTED = "granted"
+    ASKED = "asked"
+    """Claimed before, and its MCP server asked for input: the call goes on from its recorded
+    rounds (`ToolRunLedger.rounds`), never sent again from the start."""
     ALREADY_STARTED = "already_started"
     """Started before and cut short: its outcome is unknown."""
     FINISHED = "finished"
@@ -115,7 +118,9 @@ class ToolRunLedger(Protocol):
 
         Returns:
             GRANTED the first time for `(thread_id, tool_call_id)` when the call may run;
-            after that FINISHED once its result is recorded, else ALREADY_STARTED; NOT_APPROVED
+            after that ASKED once any round of it is in the ledger (`record_round`,
+            `claim_round`; checked first, changing nothing), else FINISHED once its result is recorded, else
+            ALREADY_STARTED; NOT_APPROVED
             when its review (or its trust grant) does not cover `args`, or a reviewed call has
             neither a stored decision nor a trust grant; DEFINITION_CHANGED for an approved call
             that never started whose tool's definition is not its card's (its approval is
@@ -201,6 +206,8 @@ class InMemoryLedger:
     ) -> Claim:
         """See `ToolRunLedger.claim` (neither `reviewed`, `trust` nor `definition` is checked here)."""
         key = (thread_id, tool_call_id)
+        if key in self._claimed and self._rounds.get(key):
+            return Claim.ASKED
         if key in self._claimed:
             return Claim.FINISHED if key in self._results else Claim.ALREADY_STARTED
         self._claimed.add(key)

@@ -17,7 +17,7 @@ from bot.storage.approval_store import ApprovalStore
 from bot.storage.audit_store import AuditStore
 from bot.storage.database import open_database
 from bot.storage.ledger import PostgresLedger
-from bot.tools.ledger import InMemoryLedger, Round, ToolRunLedger
+from bot.tools.ledger import Claim, InMemoryLedger, Round, ToolRunLedger
 
 THREAD = "console:local:terminal"
 ASKED = {"resultType": "input_required", "requestState": "s1", "inputRequests": {}}
@@ -61,3 +61,17 @@ async def test_each_round_is_claimed_once_and_what_it_asked_is_kept_in_order(led
     assert [r.asked for r in await ledger.rounds(thread_id=THREAD, tool_call_id="c1")] == [ASKED, asked_again]
     assert not await ledger.claim_round(thread_id=THREAD, tool_call_id="c1", number=1)
     assert await ledger.rounds(thread_id=THREAD, tool_call_id="c2") == []
+
+
+async def test_a_claimed_call_whose_server_asked_is_answered_asked_and_never_granted_again(ledger: ToolRunLedger):
+    """Once a call's server asked, claiming it again says ASKED (go on from the rounds), until and after it ends."""
+    first = await ledger.claim(thread_id=THREAD, tool_call_id="c1", tool_name="notes__ask", args={}, reviewed=False)
+    assert first == Claim.GRANTED
+    await ledger.record_round(thread_id=THREAD, tool_call_id="c1", number=0, asked=ASKED)
+    for _ in range(2):  # a re-run of the tool node after each answer claims again
+        again = await ledger.claim(thread_id=THREAD, tool_call_id="c1", tool_name="notes__ask", args={}, reviewed=False)
+        assert again == Claim.ASKED
+    assert await ledger.rounds(thread_id=THREAD, tool_call_id="c1") == [Round(number=0, asked=ASKED)]
+    assert await ledger.recorded(thread_id=THREAD, tool_call_id="c1") is None
+    other = await ledger.claim(thread_id=THREAD, tool_call_id="c2", tool_name="notes__ask", args={}, reviewed=False)
+    assert other == Claim.GRANTED

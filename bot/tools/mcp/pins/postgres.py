@@ -3,7 +3,7 @@
 Every change takes the server's row in `mcp_pin_servers` `FOR UPDATE` first, so changes to one
 server's pins, holds and notices are applied one at a time across workers and replicas, each
 against the pins as they are then; audit rows go in the same transaction as their change.
-Reads take one REPEATABLE READ snapshot, so a load never mixes the pins from before an accept
+A load is one statement, so it reads one snapshot: it never mixes the pins from before an accept
 with the holds from after it.
 """
 
@@ -35,32 +35,27 @@ class PostgresPinStore:
 
     async def load(self, server: str) -> ServerPins:
         """See `PinStore.load`."""
-        async with (
-            self._pool.acquire() as connection,
-            connection.transaction(isolation="repeatable_read", readonly=True),
-        ):
-            seen = await connection.fetchval("SELECT EXISTS (SELECT 1 FROM mcp_pin_servers WHERE server = $1)", server)
-            if not seen:
-                return ServerPins(server=server)
-            pins = await connection.fetch("SELECT tool, definition FROM mcp_pins WHERE server = $1", server)
-            holds = await connection.fetch(
-                """SELECT h.tool, h.definition, h.held_at, n.tool IS NOT NULL AS noticed
-                     FROM mcp_pin_holds h
-                     LEFT JOIN mcp_pin_notices n ON (n.server, n.tool, n.digest) = (h.server, h.tool, h.digest)
-                    WHERE h.server = $1""",
-                server,
-            )
+        row = await self._pool.fetchrow(
+            """
+            SELECT EXISTS (SELECT 1 FROM mcp_pin_servers WHERE server = $1) AS seen,
+                   ARRAY(SELECT (tool, definition) FROM mcp_pins WHERE server = $1) AS pins,
+                   ARRAY(SELECT (h.tool, h.definition, h.held_at, n.tool IS NOT NULL)
+                           FROM mcp_pin_holds h
+                           LEFT JOIN mcp_pin_notices n ON (n.server, n.tool, n.digest) = (h.server, h.tool, h.digest)
+                          WHERE h.server = $1) AS holds
+            """,
+            server,
+        )
+        if row is None or not row["seen"]:
+            return ServerPins(server=server)
+        pins, holds = row["pins"], row["holds"]
         return ServerPins(
             server=server,
             seen=True,
-            pins={row["tool"]: ToolDefinition.from_listing(server, row["definition"]) for row in pins},
+            pins={tool: ToolDefinition.from_listing(server, definition) for tool, definition in pins},
             holds={
-                row["tool"]: Hold(
-                    definition=ToolDefinition.from_listing(server, row["definition"]),
-                    held_at=row["held_at"],
-                    noticed=row["noticed"],
-                )
-                for row in holds
+                tool: Hold(definition=ToolDefinition.from_listing(server, definition), held_at=held_at, noticed=noticed)
+                for tool, definition, held_at, noticed in holds
             },
         )
 
