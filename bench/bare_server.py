@@ -3,7 +3,7 @@
 `bench.throughput` runs it as the reference every side is compared with, so that the bare stack,
 like Countersign, runs in its own process and the network emulation (stand-ins, senders) stays
 in the benchmark's. It builds exactly what `bench.context.bare_side` builds
-(`bench.seeds.open_seeds_stack`: the seeds' ReAct graph on the bot's `open_database(...)
+(`bench.common.seeds.open_seeds_stack`: the seeds' ReAct graph on the bot's `open_database(...)
 .savers[0]`, the bot's model client, tools and system prompt) from the settings in the
 environment, the same variables `countersign run` reads: `DATABASE_URL` (migrated already),
 `DATABASE_POOL_SIZE` (10 in the bench), `GOOGLE_API_KEY`, `GEMINI_BASE_URL`,
@@ -39,12 +39,9 @@ from aiohttp import web
 from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
 
-from bench.seeds import SeedsStack, open_seeds_stack
+from bench.common.children import LOOPS, READY_PATH, TURN_PATH
+from bench.common.seeds import SeedsStack, open_seeds_stack
 from bot.settings import Settings
-
-TURN_PATH = "/turn"
-READY_PATH = "/ready"
-LOOPS = ("asyncio", "uvloop")
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 

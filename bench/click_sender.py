@@ -42,7 +42,7 @@ from tests.standins.slack_events import SlackEventSender
 
 BURST_TIMEOUT_S = 25.0
 """How long a burst may take, in seconds, before the sender gives up on it: less than the
-30 s `bench.clicks` waits for the sender's answer, so that the answer says what went wrong."""
+30 s `bench.common.clicks` waits for the sender's answer, so that the answer says what went wrong."""
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ over HTTP to the local Gemini stand-in, which answers at once) and the same tool
 - **bare graph**, the reference: the seeds' ReAct graph (seed 000: `llm_call` with the system
   prompt and the *whole* history, LangGraph's prebuilt `ToolNode`, `should_continue`; state =
   `messages` with plain `add_messages` + `remaining_steps`) on one `AsyncPostgresSaver` over a
-  pool of 10, invoked with `ainvoke` (`bench.seeds`). It is written there rather than taken from
+  pool of 10, invoked with `ainvoke` (`bench.common.seeds`). It is written there rather than taken from
   `bench.turns.bare_graph`, which compiles the bot's own review agent and so carries the bot's
   context window (and any later change to it).
 - **bare graph with a DeltaChannel** (`--delta` only): the same graph, whose `messages` is
@@ -28,7 +28,7 @@ over HTTP to the local Gemini stand-in, which answers at once) and the same tool
 
 One sample = one new conversation: its prior history is written into the conversation's graph
 state in one `aupdate_state(..., as_node="llm_call")` (the graph the bot itself picks for the
-thread; `bench.prior` says what the history looks like), then `--lead-in` real text turns
+thread; `bench.common.prior` says what the history looks like), then `--lead-in` real text turns
 (the first one creates the bot's conversation row, inbox row and so on, as any real first
 message does; a context window would make its summary there), then the measured text turn, at
 exactly `prior` messages. Seeded history is one checkpoint, not the many a conversation grown
@@ -41,10 +41,10 @@ Per measured turn:
 - latency (ms, percentiles over the kept samples);
 - CPU (ms, mean per turn): this process (`time.process_time`: the bot or graph with its
   clients, and the in-process stand-ins and event sender, whose JSON work also grows with the
-  history) plus the PostgreSQL server's processes (`bench.meter`, 10 ms ticks). For the bot,
+  history) plus the PostgreSQL server's processes (`bench.common.meter`, 10 ms ticks). For the bot,
   CPU and bytes include the work after the answer is posted, until the bot's tasks are idle;
 - bytes written to the conversation's rows in LangGraph's tables and ours, and WAL bytes
-  (`bench.meter` says exactly what each counts), and the bytes the conversation then keeps;
+  (`bench.common.meter` says exactly what each counts), and the bytes the conversation then keeps;
 - what the model was sent: calls per turn, and per call the request body's characters (JSON as
   the stand-in received it: system prompt, tool declarations and the history), the tokens the
   stand-in estimates from that (4 characters a token) and the history entries (`contents`).
@@ -68,7 +68,6 @@ its context window is full.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import gc
 import itertools
@@ -89,38 +88,35 @@ from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.types import Overwrite
 from pydantic import ValidationError
 
-from bench.harness import (
-    BOT_USER,
+from bench.common import args as cli
+from bench.common.harness import (
+    TEXT_ANSWER_PREFIX,
     TOOL_ANSWER,
     TOOL_PROMPT,
-    TURN_CHANNEL,
-    WAIT_S,
+    Conversation,
     Series,
     Stage,
     interleave,
-    is_post_in,
     open_stage,
     pg_version,
     report_main,
     running_bot,
     settle,
 )
-from bench.meter import Bytes, PgMeter
-from bench.prior import HistoryWriter, Templates, exchange_sizes, question
-from bench.report import machine_lines
-from bench.seeds import SeedsGraph, open_seeds_stack
+from bench.common.meter import Bytes, PgMeter
+from bench.common.prior import HistoryWriter, Templates, exchange_sizes, question
+from bench.common.report import machine_lines
+from bench.common.seeds import SeedsGraph, open_seeds_stack
+from bench.common.slack_path import send_as_slack, thread_ref
 from bot.agents.context_window import DEFAULT_CONTEXT_TOKENS
 from bot.conversation import ConversationRef
 from bot.settings import AgentSettings, Settings
 from bot.turns import TurnRunner
 from countersign.server import BotServer
-from tests.e2e.conftest import ALICE, TEAM
 from tests.standins.gemini import GeminiRequest
 from tests.standins.slack_events import SlackEventSender
 
 DEFAULT_PRIOR = (10, 100, 300)
-TEXT_ANSWER_PREFIX = "You said: "
-"""The Gemini stand-in's script answers a plain message with `You said: <message>`."""
 READS = 15
 """State reads timed per figure (the median is shown)."""
 DEFAULT_GROW = 49
@@ -129,21 +125,6 @@ DEFAULT_GROW = 49
 
 
 # --- the two sides -------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class Conversation:
-    """One benchmark conversation.
-
-    Attributes:
-        thread_id: its LangGraph thread id.
-        ts: Slack only: the ts of its first message, which is the thread's ts.
-        turns: real turns run in it so far.
-    """
-
-    thread_id: str
-    ts: str | None = None
-    turns: int = 0
 
 
 class Side(Protocol):
@@ -336,11 +317,6 @@ class SlackSide:
         runtime = self._bot.runtime
         assert runtime is not None
         return runtime.service._runner
-
-
-def thread_ref(ts: str | None) -> ConversationRef:
-    """The conversation of the Slack thread whose first message has this ts."""
-    return ConversationRef(platform="slack", workspace_id=TEAM, channel_id=TURN_CHANNEL, thread=ts)
 
 
 async def templates_of(side: Side) -> Templates:
@@ -925,22 +901,23 @@ def parse_priors(text: str) -> list[int]:
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Command-line options."""
-    parser = argparse.ArgumentParser(
-        prog="python -m bench.context",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = cli.parser("bench.context", __doc__)
     parser.add_argument(
         "--prior",
         type=parse_priors,
         default=list(DEFAULT_PRIOR),
         help="prior messages before the measured turn, comma-separated (default 10,100,300)",
     )
-    parser.add_argument("--turns", type=int, default=20, help="kept samples (measured turns) per series")
+    cli.add_turns(
+        parser,
+        turns=20,
+        warmup=1,
+        turns_help="kept samples (measured turns) per series",
+        warmup_help="discarded samples per series first",
+    )
     parser.add_argument(
         "--context-tokens", type=int, default=None, help="the bot's COUNTERSIGN_CONTEXT_TOKENS (default: its default)"
     )
-    parser.add_argument("--warmup", type=int, default=1, help="discarded samples per series first")
     parser.add_argument(
         "--delta",
         action="store_true",
@@ -998,38 +975,6 @@ async def run(args: argparse.Namespace) -> list[str]:
         lines += [*prune_lines(results.prunes), ""]
     lines.append(f"total run time {time.perf_counter() - started:.1f} s")
     return lines
-
-
-async def send_as_slack(
-    events: SlackEventSender, stage: Stage, conversation: Conversation, text: str, answer: str, side: str
-) -> float:
-    """Send one message of `conversation` as Slack would and wait for the answer; return the ms in between.
-
-    The first message of a conversation is an `app_mention` (it opens the thread), the others
-    are thread replies; done is the stand-in recording the answer's `chat.postMessage`.
-
-    Raises:
-        RuntimeError: the event got an HTTP status other than 200 (named after `side`).
-        TimeoutError: no answer starting with `answer` within `WAIT_S`.
-    """
-    thread_ts = conversation.ts
-    assert thread_ts is not None
-    posted = stage.slack.expect(is_post_in(thread_ts, answer))
-    if conversation.turns == 0:
-        body = f"<@{BOT_USER}> {text}"
-        stage.slack.add_message(TURN_CHANNEL, user=ALICE, text=body, ts=thread_ts)
-        started = time.perf_counter()
-        delivery = await events.app_mention(TURN_CHANNEL, ALICE, body, ts=thread_ts)
-    else:
-        ts = stage.clock.next()
-        stage.slack.add_message(TURN_CHANNEL, user=ALICE, text=text, ts=ts, thread_ts=thread_ts)
-        started = time.perf_counter()
-        delivery = await events.message(TURN_CHANNEL, ALICE, text, ts=ts, thread_ts=thread_ts)
-    if delivery.status != 200:
-        raise RuntimeError(f"{side}: the event got HTTP {delivery.status}")
-    done = await asyncio.wait_for(posted, WAIT_S)
-    conversation.turns += 1
-    return (done - started) * 1000
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -40,6 +40,7 @@ from typing import Any
 import asyncpg
 
 from adapters.slack import blocks
+from bench.common import args as cli
 from bot.storage.database import ensure_database
 from bot.storage.embedded import DATABASE_NAME, EmbeddedPostgres
 from bot.storage.urls import with_database
@@ -409,7 +410,7 @@ async def run(args: argparse.Namespace) -> dict[str, int]:
 
 def main(argv: list[str] | None = None) -> int:
     """Parse arguments, run the matrix, print the counts; exit 1 when a must-be-zero count is not."""
-    parser = argparse.ArgumentParser(prog="python -m bench.faults", description=__doc__.split("\n\n")[0])
+    parser = cli.parser("bench.faults", __doc__.split("\n\n")[0])
     parser.add_argument(
         "--conversations", type=int, default=30, help="conversations to hold (each a random kind: see KINDS)"
     )

@@ -8,7 +8,7 @@ It prints figures; nothing here asserts a time. A message whose answer needs one
 example notes server's `search_notes` (`examples/mcp/`, over stdio), in a new thread each time,
 on two sides:
 
-- **bare stack**: the seeds' ReAct graph (`bench.seeds.seeds_graph`: `llm_call` <-> LangGraph's
+- **bare stack**: the seeds' ReAct graph (`bench.common.seeds.seeds_graph`: `llm_call` <-> LangGraph's
   `ToolNode`, on the bot's `AsyncPostgresSaver` and model client) offering the bot's built-in
   tools and every tool of the server, each calling it through fastmcp's client on one session
   held open for the whole run (what a LangGraph app with MCP tools does at best); a turn is one
@@ -26,7 +26,7 @@ each: a session per process, never a process per call). The target is a p50 with
 bare stack's, as for plain messages.
 
 Two reference pairs run on the same two sides, interleaved with the MCP pair turn by turn
-(`bench.harness.interleave`, same warm-up), so that all six series see the same load: a plain
+(`bench.common.harness.interleave`, same warm-up), so that all six series see the same load: a plain
 message (one model call, no tool) and a message answered with one call of the built-in
 `http_request` (a GET to a local target; two model calls and a tool round, as for the MCP call).
 The MCP pair's ratio against the plain pair's says whether the gap is the Slack path's in general;
@@ -56,7 +56,8 @@ from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
 
-from bench.harness import (
+from bench.common import args as cli
+from bench.common.harness import (
     REPO_ROOT,
     TEXT_ANSWER,
     TEXT_PROMPT,
@@ -72,9 +73,9 @@ from bench.harness import (
     report_main,
     running_bot,
 )
-from bench.report import machine_lines, ratio_lines, table
-from bench.seeds import SeedsGraph, seeds_graph
-from bench.turns import SlackTurns
+from bench.common.report import machine_lines, ratio_lines, table
+from bench.common.seeds import SeedsGraph, seeds_graph
+from bench.common.slack_path import SlackTurns
 from bot.agents.model import build_chat_model, call_options
 from bot.agents.prompts import SYSTEM_PROMPT
 from bot.settings import Settings
@@ -328,11 +329,8 @@ def mcp_lines(results: McpResults, turns: int, warmup: int) -> list[str]:
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Command-line options."""
-    parser = argparse.ArgumentParser(
-        prog="python -m bench.mcp_turns", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--turns", type=int, default=100, help="kept turns per series")
-    parser.add_argument("--warmup", type=int, default=10, help="warm-up turns per series")
+    parser = cli.parser("bench.mcp_turns", __doc__)
+    cli.add_turns(parser)
     return parser.parse_args(argv)
 
 

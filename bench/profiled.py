@@ -33,12 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
+from bench.common.children import enabled_marker
+
 USAGE = "python -m bench.profiled [--paused] OUT -m MODULE [ARGS...]"
-
-
-def enabled_marker(out: Path) -> Path:
-    """The file that exists while a `--paused` profile of `out` is being taken."""
-    return out.with_name(out.name + ".enabled")
 
 
 class _Switch:

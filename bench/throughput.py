@@ -9,7 +9,7 @@ Run it with::
 
 It prints figures; nothing here asserts a time (issue 10 item 3, issue 11 item 3). Each side is
 a column of the report. Every side's stack runs in child processes of its own
-(`bench.stack_process`), on a fresh database cloned from the migrated template on the same
+(`bench.common.stack_process`), on a fresh database cloned from the migrated template on the same
 PostgreSQL server, with the same settings (`child_env`: the end-to-end tests' settings as
 environment variables), the same model client (`build_chat_model` + `call_options`:
 langchain-google-genai over HTTP to the local Gemini stand-in, which answers at once), the same
@@ -20,16 +20,16 @@ event sender and the bare stack's HTTP client, the load generator and the meters
 reference of every ratio and must be `bare`):
 
 - `bare`, **bare stack**, the reference: `python -m bench.bare_server`, the seeds' ReAct graph
-  on one `AsyncPostgresSaver` over a psycopg pool of 10 (`bench.seeds`, what
+  on one `AsyncPostgresSaver` over a psycopg pool of 10 (`bench.common.seeds`, what
   `bench.context.bare_side` runs in-process), on the default event loop (`asyncio.run`), behind
   one HTTP endpoint; a message is one `POST /turn` (an `ainvoke` on the conversation's thread
-  id), done when its answer comes back (`bench.bare_process`).
+  id), done when its answer comes back (`bench.common.bare_process`).
 - `bare-uvloop`, **bare stack on uvloop**: the same server with `--loop uvloop`. Informational:
   it shows how much of a difference is the event loop's (the reference stays the seeds' stack on
   the default loop).
 - `countersign`, **Countersign**: `countersign run` as one process (`COUNTERSIGN_WORKERS=1`, no
   supervisor), Bolt over HTTP against the Slack stand-in, the bot's own pools, savers and
-  graphs (`bench.workers`). A conversation starts with a signed `app_mention` (it opens the
+  graphs (`bench.common.workers`). A conversation starts with a signed `app_mention` (it opens the
   thread) and goes on with thread replies (`message` events); a message is done when the Slack
   stand-in records its answer's `chat.postMessage`.
 - `workersN` (`workers2` by default), **Countersign, N workers**: `countersign run --workers N`,
@@ -40,7 +40,7 @@ First the **latency phase** (`--latency-turns`, 0 skips it): for every side, tha
 single-message conversations, one message at a time, each the first of a new thread (an
 `app_mention` for Countersign, a new thread id for the bare stack), text answers only
 (`hello <n>`, answered `You said: hello <n>`), after `--latency-warmup` unreported ones; the
-sides take turns message by message in rotating order (`bench.harness.interleave`), and a
+sides take turns message by message in rotating order (`bench.common.harness.interleave`), and a
 side's turn is over when its stack is done with it (for Countersign, `countersign_turns_running`
 at 0), so no side's leftover work runs during another's message. Reported: p50/p95/p99 per side
 and each side's p50 over the reference's.
@@ -59,12 +59,12 @@ Per block and side:
   in; under load this includes queueing for the event loop, pool connections and locks;
 - CPU per message (ms), from the block's start until the side is idle again, in three process
   groups measured apart: the stack's processes (psutil: the child and its descendants),
-  PostgreSQL's processes for the side's database and the server's own (`bench.meter`), and this
+  PostgreSQL's processes for the side's database and the server's own (`bench.common.meter`), and this
   process (`time.process_time`), the harness row: what the emulation cost while that side ran
   (its stand-ins' handlers, the sender's signing, the meters' queries). Idle: the bare stack
   once its requests are answered (an `ainvoke` leaves no work behind); Countersign once
   `countersign_turns_running` reads 0 and, unless `--no-prune-wait`, its upkeep has pruned the
-  checkpoints of every conversation that ran (`bench.workers`: the pass runs every 10 s, so
+  checkpoints of every conversation that ran (`bench.common.workers`: the pass runs every 10 s, so
   this waits up to a pass or two after each block; the report says how much of the CPU came
   after the last answer, outside the wall time msg/s is taken over); busy: that CPU up to the
   last answer over the wall time, in % of one core, per group.
@@ -94,27 +94,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from bench.bare_process import bare_stack_process
-from bench.context import Conversation
-from bench.harness import (
+from bench.common import args as cli
+from bench.common.bare_process import bare_stack_process
+from bench.common.harness import (
+    TEXT_ANSWER_PREFIX,
     TEXT_PROMPT,
     TOOL_ANSWER,
     TOOL_PROMPT,
+    Conversation,
     Stage,
     interleave,
     open_stage,
     pg_version,
     report_main,
 )
-from bench.meter import PgMeter
-from bench.report import machine_lines
-from bench.stack_process import StackProcess
-from bench.throughput_report import Block, Cpu, Results, block_lines, latency_lines, profile_lines, summary_lines
-from bench.workers import countersign_workers
-
-TEXT_ANSWER_PREFIX = "You said: "
-"""The Gemini stand-in's script answers a plain message with `You said: <message>`."""
-
+from bench.common.meter import PgMeter
+from bench.common.report import machine_lines
+from bench.common.stack_process import StackProcess
+from bench.common.throughput_report import Block, Cpu, Results, block_lines, latency_lines, profile_lines, summary_lines
+from bench.common.workers import countersign_workers
 
 # --- the sides -----------------------------------------------------------------------------
 
@@ -415,11 +413,7 @@ def _sides(value: str) -> list[str]:
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Command-line options."""
-    parser = argparse.ArgumentParser(
-        prog="python -m bench.throughput",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = cli.parser("bench.throughput", __doc__)
     parser.add_argument(
         "--sides",
         type=_sides,

@@ -13,7 +13,7 @@ import pytest
 from aiohttp import web
 
 from bench.click_sender import BURST_TIMEOUT_S, Answer, Endpoint, burst, request_bytes
-from bench.harness import REPO_ROOT
+from bench.common.harness import REPO_ROOT
 
 
 @pytest.fixture

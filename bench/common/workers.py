@@ -1,7 +1,7 @@
 """Countersign's columns of `bench.throughput` (and `bench.turns`' worker clicks): `countersign run` as a child.
 
 The bot runs as it would in production, `python -m countersign.cli run` with `COUNTERSIGN_WORKERS`
-set (`bench.stack_process`): with 1, one process serving Slack (no supervisor); with N > 1, a
+set (`bench.common.stack_process`): with 1, one process serving Slack (no supervisor); with N > 1, a
 supervisor and N worker processes sharing the port (`SO_REUSEPORT`). It runs on the side's
 database and against the benchmark's stand-ins (Slack, Gemini, the HTTP target) over loopback;
 messages are signed Slack events posted to the port over the sender's pool of kept-alive
@@ -32,10 +32,10 @@ from pathlib import Path
 
 import httpx
 
-from bench.context import Conversation, send_as_slack, thread_ref
-from bench.harness import BOT_USER, WAIT_S, Stage
-from bench.meter import PgMeter
-from bench.stack_process import POOL_SIZE, START_WAIT_S, StackProcess, child_env, wait_for
+from bench.common.harness import BOT_USER, WAIT_S, Conversation, Stage
+from bench.common.meter import PgMeter
+from bench.common.slack_path import send_as_slack, thread_ref
+from bench.common.stack_process import POOL_SIZE, START_WAIT_S, StackProcess, child_env, wait_for
 from bot.housekeeping import PRUNE_BATCH
 from bot.upkeep import INTERVAL_S
 from tests.e2e.conftest import SIGNING_SECRET, TEAM

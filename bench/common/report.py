@@ -1,8 +1,11 @@
-"""Formatting the benchmark's report: tables, ratios, milestones, profile, machine."""
+"""Formatting the benchmarks' reports: tables, ratios, milestones, profile, machine.
+
+What only one benchmark prints stays in its own module (`bench.turns.header_lines`,
+`bench.common.clicks.click_lines`, `bench.common.throughput_report`).
+"""
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import cProfile
 import io
@@ -13,24 +16,13 @@ import sys
 from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from bench.harness import (
+from bench.common.harness import (
     REPO_ROOT,
     Milestones,
     Series,
     percentile,
-)
-
-if TYPE_CHECKING:  # bench.clicks imports bench.workers, which imports this module
-    from bench.clicks import ClickRun
-
-PERFORMANCE_MD = (
-    "PERFORMANCE.md (2-core machine, scripted model, 3-node turn llm->tool->llm):",
-    "  one turn p50: no checkpointer 3.3 ms / InMemorySaver 4.5 ms / AsyncPostgresSaver 12.2 ms",
-    "  AsyncPostgresSaver with durability='exit': 5.9 ms; 1 read + 9 write transactions a turn",
-    "  interrupt + resume cycle / plain turn: 1.40x; 112-121 messages/s with ten savers",
-    "  with the real Gemini client, google-genai history conversion dominated long threads",
 )
 
 
@@ -62,28 +54,6 @@ def machine_lines(pg_version: str) -> list[str]:
         f"CPUs: {os.cpu_count()} ({usable} usable), {cpu_model}; load average {load}",
         f"PostgreSQL: {pg_version}",
         "; ".join(versions),
-    ]
-
-
-def header_lines(args: argparse.Namespace) -> list[str]:
-    """What is measured, and why the comparison is fair."""
-    return [
-        "Countersign turn benchmark: times in ms, percentiles over kept samples (warm-up excluded)",
-        "",
-        "Same model on both sides: the Gemini stand-in (answers at once) reached through the real",
-        "client (GeminiChatModel from build_chat_model + call_options, HTTP on 127.0.0.1) in the",
-        "bare graph AND in the bot, so whole/bare isolates what the bot adds around the graph:",
-        "Bolt verification and dispatch, the service (dedupe insert, conversation touch, advisory",
-        "lock, settle = aget_state), the hourglass (reactions.add/remove) and chat.postMessage.",
-        "The 'scripted' rows (ScriptedChatModel: no HTTP, no google-genai) are the graph on",
-        "AsyncPostgresSaver alone, the setting PERFORMANCE.md measured.",
-        f"Each turn is a new thread (one app_mention = one thread); {args.turns} kept turns per",
-        f"series after {args.warmup} warm-up turns, one conversation at a time, the six series",
-        "interleaved turn by turn in rotating order (load drift hits them alike). Bare: ainvoke",
-        "timed. Whole: signed app_mention sent -> the stand-in records the answer's",
-        "chat.postMessage. 'tool' = one ungated tool round (http_request GET to a local target).",
-        "The bot, PostgreSQL client, stand-ins and mention sender share one process and loop;",
-        "Approve clicks come from a separate process (bench.click_sender), as Slack's would.",
     ]
 
 
@@ -121,37 +91,6 @@ def milestone_lines(groups: Sequence[Milestones]) -> list[str]:
         ordered = sorted(group.by_label.items(), key=lambda item: percentile(item[1], 50))
         for label, values in ordered:
             lines.append(f"    {label:<44}{percentile(values, 50):>8.1f}")
-    return lines
-
-
-def click_lines(runs: Sequence[ClickRun]) -> list[str]:
-    """The click table, then what each burst led to (throughput context or a stall)."""
-    rows = [series for run in runs for series in (run.sequential, run.concurrent) if series.count]
-    lines = table("Click acks: connection opened -> HTTP response read, at the sender", rows, (50, 95, 99))
-    lines.append("  (Each click is built and signed before its burst and sent on a connection of its own;")
-    lines.append("   Bolt answers when the listener returns, right after its ack(); a burst's first acks")
-    lines.append("   come back after its connections are opened and accepted: docs/decisions/0028.)")
-    for run in runs:
-        for n, burst in enumerate(run.rounds, 1):
-            ms = [ack.ms for ack in burst.acks]
-            head = f"  {run.label}, burst {n}: p99 {percentile(ms, 99):.0f} ms"
-            split = burst.by_worker()
-            if len(split) > 1:
-                head += (
-                    " ("
-                    + ", ".join(f"worker {w}: {len(v)} acks, p99 {percentile(v, 99):.0f}" for w, v in split.items())
-                    + ")"
-                )
-            head += f"; last ack after {burst.last_ack_ms:.0f} ms; "
-            if burst.answered == run.conversations:
-                rate = run.conversations / (burst.answered_ms / 1000)
-                lines.append(f"{head}all answers posted after {burst.answered_ms:.0f} ms ({rate:.0f} resumed turns/s)")
-                continue
-            lines.append(
-                f"{head}STALLED: {burst.answered}/{run.conversations} answers after "
-                f"{burst.answered_ms / 1000:.0f} s; no further bursts with this configuration"
-            )
-            lines += [f"    {line}" for line in burst.stuck]
     return lines
 
 

@@ -1,7 +1,7 @@
 """A stack under test in child processes: started, watched, measured, profiled and stopped.
 
 `bench.throughput` runs every side this way (`bench.bare_server` for the bare stack,
-`countersign run` for Countersign, `bench.workers`), so that the benchmark's own process holds
+`countersign run` for Countersign, `bench.common.workers`), so that the benchmark's own process holds
 only the network emulation: PostgreSQL's management, the stand-ins, the senders and the meters.
 
 - The child is `python -m MODULE ARGS...` with `child_env`'s environment (the end-to-end tests'
@@ -28,8 +28,8 @@ from pathlib import Path
 
 import psutil
 
-from bench.harness import GEMINI_KEY, REPO_ROOT, Stage
-from bench.profiled import enabled_marker
+from bench.common.children import enabled_marker
+from bench.common.harness import GEMINI_KEY, REPO_ROOT, Stage
 from tests.e2e.conftest import BOT_TOKEN, SIGNING_SECRET
 from tests.support.bot_process import base_env
 
@@ -44,7 +44,7 @@ POOL_SIZE = 10
 
 
 def child_env(stage: Stage, url: str, port: int, **extra: str) -> dict[str, str]:
-    """`bench.harness.Stage.settings` as environment variables (the end-to-end tests' settings).
+    """`bench.common.harness.Stage.settings` as environment variables (the end-to-end tests' settings).
 
     Args:
         stage: the stand-ins the stack talks to.

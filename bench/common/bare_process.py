@@ -3,7 +3,7 @@
 The child (`bench.bare_server`) runs the seeds' graph on `AsyncPostgresSaver` (pool of 10) with
 the bot's model client and tools, on the side's database and against the benchmark's Gemini
 stand-in and HTTP target; it reads the same environment as Countersign's processes
-(`bench.stack_process.child_env`). A message is one `POST /turn` over the client's pool of
+(`bench.common.stack_process.child_env`). A message is one `POST /turn` over the client's pool of
 kept-alive connections (aiohttp, as the Slack event sender), done when its answer comes back:
 the server answers once `ainvoke` has returned, so nothing of the message's work is left then.
 """
@@ -18,11 +18,10 @@ from pathlib import Path
 
 import aiohttp
 
-from bench.bare_server import READY_PATH, TURN_PATH
-from bench.context import Conversation
-from bench.harness import WAIT_S, Stage
-from bench.meter import PgMeter
-from bench.stack_process import START_WAIT_S, StackProcess, child_env, wait_for
+from bench.common.children import READY_PATH, TURN_PATH
+from bench.common.harness import WAIT_S, Conversation, Stage
+from bench.common.meter import PgMeter
+from bench.common.stack_process import START_WAIT_S, StackProcess, child_env, wait_for
 from tests.support.bot_process import free_port
 
 

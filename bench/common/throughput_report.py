@@ -6,8 +6,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from statistics import median
 
-from bench.harness import percentile
-from bench.report import Profile, own_time_by_package, top_function_lines
+from bench.common.harness import percentile
+from bench.common.report import Profile, own_time_by_package, top_function_lines
 
 PROFILE_MIN_MS = 0.01
 """Own CPU ms per message below which a package is folded into one row (on every profiled side)."""
@@ -20,7 +20,7 @@ class Cpu:
     Attributes:
         stack: the side's processes (psutil: the child and its descendants).
         server: PostgreSQL's processes for the side's database and the server's own
-            (`bench.meter`; None: not measurable from here).
+            (`bench.common.meter`; None: not measurable from here).
         harness: the benchmark's own process (`time.process_time`): stand-ins, HTTP target,
             event sender or HTTP client, load generator, meters.
     """
@@ -269,7 +269,7 @@ def summary_lines(results: Results) -> list[str]:
         "   CPU per message answered, from the block's start until the side is idle again (Countersign: no turn",
         "   running and, unless --no-prune-wait, its upkeep done pruning the block's checkpoints), of three",
         "   process groups measured apart: the stack's own processes (psutil), PostgreSQL's processes for the",
-        "   side's database and the server's own (bench.meter), and this benchmark's process, the harness: the",
+        "   side's database and the server's own (bench.common.meter), and this benchmark's process, the harness: the",
         "   stand-ins (Gemini, Slack Web API, HTTP target), the event sender or HTTP client, the meters;",
         "   busy: that CPU up to the last answer over the blocks' wall time; one process runs its Python on",
         "   one core at most, and this machine's cores are shared by all three groups)",

@@ -1,8 +1,9 @@
 """Click acks: pending cards in many conversations, Approve clicks sent from another process.
 
 The bot is either this process's `BotServer` (`InProcessBot`) or `countersign run --workers N`
-in child processes (`bench.workers`), as production runs it; the clicks come from
-`bench.click_sender` in a child process either way.
+in child processes (`bench.common.workers`), as production runs it; the clicks come from
+`bench.click_sender` in a child process either way. A phase of `bench.turns` (`click_runs`, then
+`click_lines` for its report).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any, Protocol
 import asyncpg
 
 from adapters.slack import blocks
-from bench.harness import (
+from bench.common.harness import (
     BOT_USER,
     CLICK_CHANNEL,
     REPO_ROOT,
@@ -31,10 +32,12 @@ from bench.harness import (
     Stage,
     is_card_in,
     is_post_in,
+    percentile,
     running_bot,
     settle,
 )
-from bench.workers import WORKER_POOL, CountersignWorkers, countersign_workers
+from bench.common.report import table
+from bench.common.workers import WORKER_POOL, CountersignWorkers, countersign_workers
 from bot.settings import DatabaseSettings, Settings
 from countersign.server import BotServer
 from tests.e2e.conftest import ALICE, SIGNING_SECRET, TEAM
@@ -419,9 +422,9 @@ async def bench_clicks(
 async def bench_worker_clicks(
     stage: Stage, *, workers: int, conversations: int, rounds: int, sequential: int, stall_s: float
 ) -> ClickRun:
-    """Click acks against `countersign run --workers N` in child processes (`bench.workers`).
+    """Click acks against `countersign run --workers N` in child processes (`bench.common.workers`).
 
-    Each worker has the pool `bench.workers` gives it; the click sender's connections are
+    Each worker has the pool `bench.common.workers` gives it; the click sender's connections are
     spread over the workers by the kernel (`SO_REUSEPORT`). See `measure_clicks`.
     """
     async with countersign_workers(stage, workers) as side:
@@ -491,3 +494,34 @@ async def click_runs(stage: Stage, args: argparse.Namespace) -> list[ClickRun]:
             )
         )
     return runs
+
+
+def click_lines(runs: Sequence[ClickRun]) -> list[str]:
+    """The click table, then what each burst led to (throughput context or a stall)."""
+    rows = [series for run in runs for series in (run.sequential, run.concurrent) if series.count]
+    lines = table("Click acks: connection opened -> HTTP response read, at the sender", rows, (50, 95, 99))
+    lines.append("  (Each click is built and signed before its burst and sent on a connection of its own;")
+    lines.append("   Bolt answers when the listener returns, right after its ack(); a burst's first acks")
+    lines.append("   come back after its connections are opened and accepted: docs/decisions/0028.)")
+    for run in runs:
+        for n, burst in enumerate(run.rounds, 1):
+            ms = [ack.ms for ack in burst.acks]
+            head = f"  {run.label}, burst {n}: p99 {percentile(ms, 99):.0f} ms"
+            split = burst.by_worker()
+            if len(split) > 1:
+                head += (
+                    " ("
+                    + ", ".join(f"worker {w}: {len(v)} acks, p99 {percentile(v, 99):.0f}" for w, v in split.items())
+                    + ")"
+                )
+            head += f"; last ack after {burst.last_ack_ms:.0f} ms; "
+            if burst.answered == run.conversations:
+                rate = run.conversations / (burst.answered_ms / 1000)
+                lines.append(f"{head}all answers posted after {burst.answered_ms:.0f} ms ({rate:.0f} resumed turns/s)")
+                continue
+            lines.append(
+                f"{head}STALLED: {burst.answered}/{run.conversations} answers after "
+                f"{burst.answered_ms / 1000:.0f} s; no further bursts with this configuration"
+            )
+            lines += [f"    {line}" for line in burst.stuck]
+    return lines

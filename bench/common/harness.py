@@ -1,4 +1,4 @@
-"""The benchmark's environment: PostgreSQL, stand-ins with timing hooks, statistics."""
+"""The benchmarks' environment: PostgreSQL, stand-ins with timing hooks, series and statistics, `report_main`."""
 
 from __future__ import annotations
 
@@ -29,11 +29,13 @@ BOT_USER = "UBOT"
 TEXT_PROMPT = "hello"
 TOOL_PROMPT = "get"
 TEXT_ANSWER = "You said: hello"
+TEXT_ANSWER_PREFIX = "You said: "
+"""The Gemini stand-in's script answers a plain message with `You said: <message>`."""
 TOOL_ANSWER = "Result: "
 TURN_CHANNEL = "CBENCH1"
 CLICK_CHANNEL = "CBENCH2"
 WAIT_S = 30.0
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -89,6 +91,36 @@ class Milestones:
     def add(self, label: str, ms: float) -> None:
         """Record one sample's time for `label`."""
         self.by_label.setdefault(label, []).append(ms)
+
+
+@dataclass
+class Sampler:
+    """One latency series in the making: what to send, what answer ends it, what was seen."""
+
+    name: str
+    prompt: str
+    answer: str
+    series: Series = field(init=False)
+    milestones: Milestones = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.series = Series(self.name)
+        self.milestones = Milestones(self.name)
+
+
+@dataclass(slots=True)
+class Conversation:
+    """One benchmark conversation.
+
+    Attributes:
+        thread_id: its LangGraph thread id.
+        ts: Slack only: the ts of its first message, which is the thread's ts.
+        turns: real turns run in it so far.
+    """
+
+    thread_id: str
+    ts: str | None = None
+    turns: int = 0
 
 
 class LogTally(logging.Handler):
