@@ -1,4 +1,4 @@
-"""Build the Docker image and prove it runs: `scripts/prove-image` (README "The Docker image").
+"""Build the Docker image and prove it runs: `scripts/prove-image` (docs/operations.md, "The Docker image").
 
 Run it whenever the Dockerfile or the dependencies change. It needs podman (Docker's registries
 are not needed: see `--stand-in-base`) and this repository's dev dependencies, because the
