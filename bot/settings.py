@@ -1,6 +1,6 @@
 """Typed settings, read from the environment (and an optional `.env` file).
 
-One `Settings` object is built at the entry point and passed down (CONVENTIONS.md item 5); no
+One `Settings` object is built at the entry point and passed down (docs/development.md, convention 5); no
 module reads the environment on import. The environment variable names are fixed by DESIGN.md
 ("Fixed interface"), so each section maps its fields to those names explicitly. Secrets are
 `SecretStr`: they never appear in a repr, a log line or an error message.
@@ -171,7 +171,7 @@ class AgentSettings(BaseSettings):
         le=200,
         validation_alias="COUNTERSIGN_RECURSION_LIMIT",
     )
-    """LangGraph steps per turn (seed 000: 25). The step guard answers before it is reached."""
+    """LangGraph steps per turn (the template's 25, docs/DESIGN.md). The step guard answers before it is reached."""
     context_tokens: int = Field(
         description=(
             "tokens of conversation history (estimated) sent to the model per call; older turns are folded into a "

@@ -1,4 +1,4 @@
-"""Trying policies in the terminal (issue 12): `/countersign` there, pretend teammates with `/as`, the prompt.
+"""Trying policies in the terminal (docs/decisions/0026): `/countersign` there, pretend teammates with `/as`, the prompt.
 
 The real core on a real PostgreSQL, the console adapter driven by a scripted reader (a list of
 lines) or, where something must happen while a prompt waits, by a reader the test types into.
