@@ -609,7 +609,7 @@ class ServerSettings(BaseSettings):
     )
     log_format: Literal["text", "json"] = Field(
         description=(
-            "`text`, or `json` for one JSON object per line ([operations.md](operations.md#running-it-in-production))"
+            "`text`, or `json` for one JSON object per line ([operations.md](operations.md#logs-and-tracing))"
         ),
         default="text",
         validation_alias="LOG_FORMAT",

@@ -54,7 +54,7 @@ READ_ELSEWHERE = (
         "`LANGSMITH_TRACING`, `LANGSMITH_API_KEY`, `LANGSMITH_PROJECT`, `LANGSMITH_ENDPOINT`",
         "send traces of LangChain and LangGraph to LangSmith; unset (the default) sends nothing. A trace holds "
         "everything the model and the tools see: messages, the system prompt and summary, tool arguments and "
-        "results ([operations.md](operations.md#running-it-in-production))",
+        "results ([operations.md](operations.md#logs-and-tracing))",
         "LangChain",
     ),
     (
@@ -66,7 +66,13 @@ READ_ELSEWHERE = (
         "`PROMETHEUS_MULTIPROC_DIR`",
         "with `--workers`, the directory the workers' metrics are summed in; the supervisor points it at a fresh "
         "directory, or empties the one you set ([operations.md](operations.md#workers-on-one-machine))",
-        "prometheus-client",
+        "prometheus-client and the bot",
+    ),
+    (
+        "`COUNTERSIGN_SUPERVISOR_PID`",
+        "set by the supervisor of `--workers` in each worker, which shuts down when that process is gone; "
+        "not for operators",
+        "`countersign/workers.py`",
     ),
     (
         "`TEST_DATABASE_URL`",
@@ -166,7 +172,7 @@ def render() -> str:
             [
                 "## Read elsewhere (hand-written)",
                 "",
-                "These variables are not part of the settings model: the libraries named read them themselves.",
+                "These variables are not part of the settings model; the last column says what reads them.",
                 "",
                 "| variable | meaning | read by |",
                 "|---|---|---|",
