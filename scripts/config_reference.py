@@ -6,7 +6,8 @@ of `bot.settings.Settings` becomes one table of the environment variables its fi
 `validation_alias`): the name, the field's `description=` plus its range (from the field's
 `ge`/`gt`/`le`/`lt` constraints), and its default (the field's `json_schema_extra["doc_default"]`
 when the plain default would not say what an unset setting does). Fields without an alias are
-internal and not listed. Variables read outside the model are written by hand in
+internal tunables (pydantic-settings still reads them under their field's name): one sentence
+below the table names them. Variables read outside the model are written by hand in
 `READ_ELSEWHERE` below and rendered in a section of their own.
 """
 
@@ -153,6 +154,21 @@ def _table(section: type[BaseSettings]) -> list[str]:
     return rows
 
 
+def _internal(section: type[BaseSettings]) -> list[str]:
+    """A note on the fields without an alias: pydantic-settings reads them under their own name."""
+    notes = [
+        f"`{name.upper()}` ({field.description}; default {_default(field) or 'unset'})"
+        for name, field in section.model_fields.items()
+        if not isinstance(field.validation_alias, str)
+    ]
+    if not notes:
+        return []
+    return [
+        "",
+        "Internal tunables, read under their field's name but not part of the interface: " + "; ".join(notes) + ".",
+    ]
+
+
 def render() -> str:
     """The whole of docs/configuration.md as the settings model describes it today."""
     parts = [HEADER]
@@ -165,6 +181,7 @@ def render() -> str:
         if summary:
             lines += [summary, ""]
         lines += _table(section)
+        lines += _internal(section)
         parts.append("\n".join(lines) + "\n")
     rows = [f"| {names} | {meaning} | {reader} |" for names, meaning, reader in READ_ELSEWHERE]
     parts.append(
