@@ -1,5 +1,5 @@
 # Countersign: `countersign run`. Mount /data for the embedded PostgreSQL, or set DATABASE_URL.
-# Proven by scripts/prove-image (README "The Docker image"); run it when this file or uv.lock changes.
+# Proven by scripts/prove-image (docs/operations.md, "The Docker image"); run it when this file or uv.lock changes.
 
 # --- build: the virtual environment, exactly as uv.lock pins it ---------------------------------
 FROM python:3.11-slim AS build

@@ -1,6 +1,6 @@
 """What an Approve all / Reject all did, in the clicker's words, for every adapter.
 
-The sentences live in each adapter's `messages` module (CONVENTIONS.md item 15); this module
+The sentences live in each adapter's `messages` module (docs/development.md, convention 15); this module
 only puts them together, so Slack and Discord report a batch alike: what was decided, what
 waits for more approvers, what was left pending and why (the sentence a single click would
 have got), and what was decided before.

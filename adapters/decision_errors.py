@@ -1,6 +1,6 @@
 """Which sentence answers which refused decision, for every adapter.
 
-The sentences live in each adapter's `messages` module (CONVENTIONS.md item 15); this module
+The sentences live in each adapter's `messages` module (docs/development.md, convention 15); this module
 only chooses among them, so Slack and Discord can never disagree about what a refusal means.
 """
 

@@ -1,4 +1,4 @@
-"""Words for Stop (issue 12), shared by the Slack and Discord adapters and the terminal.
+"""Words for Stop (docs/decisions/0021), shared by the Slack and Discord adapters and the terminal.
 
 A Stop button and `/countersign stop` answer with the same sentences on every platform, only
 the markup differs (`adapters.admin_text.Markup`); both answers are private (ephemeral). The

@@ -3,7 +3,7 @@
 `bench.throughput` runs it as the reference every side is compared with, so that the bare stack,
 like Countersign, runs in its own process and the network emulation (stand-ins, senders) stays
 in the benchmark's. It builds exactly what `bench.context.bare_side` builds
-(`bench.common.seeds.open_seeds_stack`: the seeds' ReAct graph on the bot's `open_database(...)
+(`bench.common.seeds.open_seeds_stack`: the template's ReAct graph on the bot's `open_database(...)
 .savers[0]`, the bot's model client, tools and system prompt) from the settings in the
 environment, the same variables `countersign run` reads: `DATABASE_URL` (migrated already),
 `DATABASE_POOL_SIZE` (10 in the bench), `GOOGLE_API_KEY`, `GEMINI_BASE_URL`,
@@ -21,7 +21,7 @@ It listens only once the stack is open, and serves:
 SIGTERM or SIGINT stop it: the listener closes (requests under way get up to 5 s), the pools and
 the model client close, and the process exits with status 0.
 
-`--loop asyncio` (the default) runs it with `asyncio.run`, the default event loop, as the seeds'
+`--loop asyncio` (the default) runs it with `asyncio.run`, the default event loop, as the template's
 stack runs; `--loop uvloop` with `uvloop.run`, to see how much of a difference the event loop
 makes.
 """

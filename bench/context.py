@@ -5,12 +5,12 @@ Run it with::
     uv run --frozen python -m bench.context [--prior 10,100,300] [--turns 20] [--warmup 1] [--lead-in 1]
         [--delta [--grow 49]]
 
-It prints figures; nothing here asserts a time (issue 10, items 3 and 4). Two sides (three with
+It prints figures; nothing here asserts a time (docs/decisions/0013). Two sides (three with
 `--delta`), side by side in one run, each on a fresh database cloned from the migrated
 template, with the same model client (`build_chat_model` + `call_options`: langchain-google-genai
 over HTTP to the local Gemini stand-in, which answers at once) and the same tools:
 
-- **bare graph**, the reference: the seeds' ReAct graph (seed 000: `llm_call` with the system
+- **bare graph**, the reference: the template's ReAct graph (docs/DESIGN.md: `llm_call` with the system
   prompt and the *whole* history, LangGraph's prebuilt `ToolNode`, `should_continue`; state =
   `messages` with plain `add_messages` + `remaining_steps`) on one `AsyncPostgresSaver` over a
   pool of 10, invoked with `ainvoke` (`bench.common.seeds`). It is written there rather than taken from
@@ -157,7 +157,7 @@ DELTA_NAME = "bare graph (seeds, DeltaChannel)"
 
 
 class BareSide:
-    """The seeds' graph on `AsyncPostgresSaver`, one `ainvoke` per turn.
+    """The template's graph on `AsyncPostgresSaver`, one `ainvoke` per turn.
 
     Args:
         graph: the compiled seeds graph.
@@ -208,7 +208,7 @@ class BareSide:
         return elapsed * 1000
 
     async def tidy(self, conversation: Conversation) -> None:
-        """Nothing: the seeds' graph keeps every checkpoint."""
+        """Nothing: the template's graph keeps every checkpoint."""
 
     async def stored_messages(self, conversation: Conversation) -> list[AnyMessage]:
         """The thread's messages."""
@@ -453,7 +453,7 @@ class ContextSampler:
 
 @contextlib.asynccontextmanager
 async def bare_side(stage: Stage, *, delta: bool = False) -> AsyncIterator[BareSide]:
-    """The seeds' graph on a fresh database, with the bot's model client, tools and prompt (`open_seeds_stack`).
+    """The template's graph on a fresh database, with the bot's model client, tools and prompt (`open_seeds_stack`).
 
     `delta`: its `messages` in a `DeltaChannel` (`DeltaSeedsState`).
     """
@@ -656,7 +656,7 @@ async def bench_context(
     """Open the sides, write their histories, and interleave every (side, prior) series.
 
     `context_tokens` overrides the bot's `COUNTERSIGN_CONTEXT_TOKENS` (None: its default).
-    `delta` adds the seeds' graph with a `DeltaChannel` (on a database of its own) and, after the
+    `delta` adds the template's graph with a `DeltaChannel` (on a database of its own) and, after the
     series, the prune checks on both bare graphs, each grown by `grow` text turns.
     """
     async with contextlib.AsyncExitStack() as stack:
@@ -794,7 +794,7 @@ def ratio_lines(figures: Sequence[Figures]) -> list[str]:
     if len(priors) < 2:
         return []
     low, high = priors[0], priors[-1]
-    lines = [f"Turn at {high} / turn at {low} prior messages (issue 10: Countersign's p50 at most 1.3x)"]
+    lines = [f"Turn at {high} / turn at {low} prior messages (docs/decisions/0013: Countersign's p50 at most 1.3x)"]
     for side in dict.fromkeys(f.side for f in figures):
         a = next(f for f in figures if f.side == side and f.prior == low)
         b = next(f for f in figures if f.side == side and f.prior == high)
@@ -873,13 +873,13 @@ def header_lines(args: argparse.Namespace) -> list[str]:
         "Countersign context benchmark: one more text turn after N prior messages (python -m bench.context)",
         f"priors {', '.join(map(str, args.prior))}; {args.turns} kept samples per series after {args.warmup} warm-up;",
         f"each sample a new conversation: history seeded in one update, {args.lead_in} lead-in turn(s), then the",
-        "measured turn. Same client and stand-in on both sides; bare = seeds' graph sending the whole history.",
+        "measured turn. Same client and stand-in on both sides; bare = template's graph sending the whole history.",
         "Countersign's context budget: COUNTERSIGN_CONTEXT_TOKENS="
         + (f"{args.context_tokens}" if args.context_tokens else f"{DEFAULT_CONTEXT_TOKENS} (the default)")
         + ".",
         *(
             [
-                "--delta: also the seeds' graph with messages in a DeltaChannel(_messages_delta_reducer) (beta;",
+                "--delta: also the template's graph with messages in a DeltaChannel(_messages_delta_reducer) (beta;",
                 f"snapshot every 100 updates), and the prune checks ({args.grow} text turns grown).",
             ]
             if args.delta
@@ -921,7 +921,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--delta",
         action="store_true",
-        help="add the seeds' graph with a DeltaChannel for messages, and the prune checks",
+        help="add the template's graph with a DeltaChannel for messages, and the prune checks",
     )
     parser.add_argument(
         "--grow",

@@ -1,4 +1,4 @@
-"""The fault matrix (issue 9): conversations through two replicas while faults hit at random.
+"""The fault matrix (docs/decisions/0009): conversations through two replicas while faults hit at random.
 
 Two `countersign run` processes share one PostgreSQL of their own; Slack events alternate
 between them (a killed replica's events are delivered again to the other, as Slack retries).

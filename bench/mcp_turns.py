@@ -8,7 +8,7 @@ It prints figures; nothing here asserts a time. A message whose answer needs one
 example notes server's `search_notes` (`examples/mcp/`, over stdio), in a new thread each time,
 on two sides:
 
-- **bare stack**: the seeds' ReAct graph (`bench.common.seeds.seeds_graph`: `llm_call` <-> LangGraph's
+- **bare stack**: the template's ReAct graph (`bench.common.seeds.seeds_graph`: `llm_call` <-> LangGraph's
   `ToolNode`, on the bot's `AsyncPostgresSaver` and model client) offering the bot's built-in
   tools and every tool of the server, each calling it through fastmcp's client on one session
   held open for the whole run (what a LangGraph app with MCP tools does at best); a turn is one
@@ -152,7 +152,7 @@ def server_tool(client: Client[Any], listed: mcp_types.Tool) -> BaseTool:
 
 @contextlib.asynccontextmanager
 async def bare_stack(settings: Settings, starts: Path) -> AsyncIterator[SeedsGraph]:
-    """The seeds' graph offering the bot's built-in tools and every tool of the server (one held fastmcp session).
+    """The template's graph offering the bot's built-in tools and every tool of the server (one held fastmcp session).
 
     The bot offers the model the same tools (its registry's and the server's), so both sides'
     model calls carry the same function declarations.
@@ -183,7 +183,7 @@ async def bare_stack(settings: Settings, starts: Path) -> AsyncIterator[SeedsGra
 
 
 class SeedsTurns:
-    """`ainvoke` of the seeds' graph for one new message, each turn on a fresh thread id.
+    """`ainvoke` of the template's graph for one new message, each turn on a fresh thread id.
 
     Args:
         name: the series' name in the report.

@@ -7,7 +7,7 @@ Run it with::
         [--concurrency 50] [--blocks 2] [--warmup 50] [--tool-every 5] [--no-prune-wait]
         [--profile [CONVERSATIONS]]
 
-It prints figures; nothing here asserts a time (issue 10 item 3, issue 11 item 3). Each side is
+It prints figures; nothing here asserts a time (docs/decisions/0014, docs/decisions/0024). Each side is
 a column of the report. Every side's stack runs in child processes of its own
 (`bench.common.stack_process`), on a fresh database cloned from the migrated template on the same
 PostgreSQL server, with the same settings (`child_env`: the end-to-end tests' settings as
@@ -19,13 +19,13 @@ event sender and the bare stack's HTTP client, the load generator and the meters
 (docs/decisions/0024). The sides (`--sides`, in this order by default; the first is the
 reference of every ratio and must be `bare`):
 
-- `bare`, **bare stack**, the reference: `python -m bench.bare_server`, the seeds' ReAct graph
+- `bare`, **bare stack**, the reference: `python -m bench.bare_server`, the template's ReAct graph
   on one `AsyncPostgresSaver` over a psycopg pool of 10 (`bench.common.seeds`, what
   `bench.context.bare_side` runs in-process), on the default event loop (`asyncio.run`), behind
   one HTTP endpoint; a message is one `POST /turn` (an `ainvoke` on the conversation's thread
   id), done when its answer comes back (`bench.common.bare_process`).
 - `bare-uvloop`, **bare stack on uvloop**: the same server with `--loop uvloop`. Informational:
-  it shows how much of a difference is the event loop's (the reference stays the seeds' stack on
+  it shows how much of a difference is the event loop's (the reference stays the template's stack on
   the default loop).
 - `countersign`, **Countersign**: `countersign run` as one process (`COUNTERSIGN_WORKERS=1`, no
   supervisor), Bolt over HTTP against the Slack stand-in, the bot's own pools, savers and

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 
 class AuditKind(StrEnum):
-    """The kinds of audit rows (DESIGN.md "Approvals", issue 4; escalations, issue 12)."""
+    """The kinds of audit rows (DESIGN.md "Approvals", docs/decisions/0006; escalations, docs/decisions/0023)."""
 
     DECISION = "decision"
     REFUSED = "refused"

@@ -1,6 +1,6 @@
 """Recording decisions: validate, authorise, re-run the policy, vote exactly once.
 
-Order matters (seed 001 and issue 4): nothing is written before the decision is validated and
+Order matters (docs/DESIGN.md, Approvals; docs/decisions/0006): nothing is written before the decision is validated and
 the clicker is authorised; an approval is refused where the platform cannot show the arguments
 it approves in full (docs/decisions/0034-arguments-approvers-can-see.md), and Approve all
 approves no call whose own card was never posted (docs/decisions/0041-no-card-no-approval.md);
@@ -246,7 +246,7 @@ class Decider:
             seen_version: the arguments' version on the card that was clicked
                 (`ApprovalRecord.version`); an approval from a card drawn before an edit is
                 refused with `StaleVoteError`.
-            trust: "Approve and trust" (issue 12; with `Approve` only): the approval and a trust
+            trust: "Approve and trust" (docs/decisions/0022; with `Approve` only): the approval and a trust
                 grant are recorded together, or nothing is. The grant lasts what the card
                 offered, or less if the trust setting in force now allows less.
             batch: the decision is one of an Approve all / Reject all (noted in the audit row);

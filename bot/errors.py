@@ -1,6 +1,6 @@
 """The core's errors: one root, structured subclasses.
 
-Adapters turn these into user text in exactly one place each (CONVENTIONS.md item 6); the core
+Adapters turn these into user text in exactly one place each (docs/development.md, convention 6); the core
 never writes user-facing sentences about them, it only carries the facts.
 """
 
@@ -217,7 +217,7 @@ class StopNotPermittedError(NotPermittedError):
 
 
 class TrustRefusedError(CountersignError):
-    """An "Approve and trust" click that cannot make a trust grant; nothing was changed (issue 12).
+    """An "Approve and trust" click that cannot make a trust grant; nothing was changed (docs/decisions/0022).
 
     Args:
         reason: `not_offered` (no trust setting covers the tool here now, the call has no

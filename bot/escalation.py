@@ -1,4 +1,4 @@
-"""Escalating undecided cards on time, with or without traffic, across restarts (issue 12).
+"""Escalating undecided cards on time, with or without traffic, across restarts (docs/decisions/0023).
 
 Each approval of a tool with `/countersign escalate` stores when it escalates and to whom when
 its review opens. The sweeper (`bot.sweeper`) claims each due escalation with one conditional

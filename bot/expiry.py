@@ -1,4 +1,4 @@
-"""Expiring cards on time, with or without traffic, across restarts (issue 4, "Expiry").
+"""Expiring cards on time, with or without traffic, across restarts (docs/decisions/0006).
 
 Each approval stores its `expires_at` when its review opens. The sweeper (`bot.sweeper`)
 expires what is due in single transactions and hands each expiry to the service: card redrawn

@@ -1,4 +1,4 @@
-"""Keeping stored state bounded: checkpoint pruning, conversation and audit retention (issue 10).
+"""Keeping stored state bounded: checkpoint pruning, conversation and audit retention (docs/decisions/0012).
 
 Run by the upkeep loop of every replica (`bot.upkeep.Upkeep`), never on a turn's path:
 

@@ -2,11 +2,11 @@
 
 `TurnRunner` marks a run with `about(thread_id)`; the delegate node adds its subagent. A log
 handler's `ConversationFilter` (set up at the entry point) appends them to every line logged
-inside, so a tool's own log line carries its `thread_id` too (README: "the thread_id in every
-line about a conversation"). Context variables follow asyncio tasks, so LangGraph's tasks
-inherit the marks of the run that started them. An MCP tool's call marks its lines with the
-server's key and the tool's name (`mcp_server`, `tool`), and so does a stdio server's stderr
-(its key).
+inside, so a tool's own log line carries its `thread_id` too (docs/operations.md, "What the bot
+guarantees": "the thread_id in every line about a conversation"). Context variables follow
+asyncio tasks, so LangGraph's tasks inherit the marks of the run that started them. An MCP
+tool's call marks its lines with the server's key and the tool's name (`mcp_server`, `tool`),
+and so does a stdio server's stderr (its key).
 """
 
 from __future__ import annotations

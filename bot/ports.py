@@ -1,7 +1,7 @@
 """The core's outbound port: what a platform adapter must do for the core.
 
 The core calls these with domain values; the adapter renders them (Block Kit, embeds, plain
-text) and keeps all wording in its own messages module (CONVENTIONS.md item 15).
+text) and keeps all wording in its own messages module (docs/development.md, convention 15).
 """
 
 from __future__ import annotations
@@ -227,7 +227,7 @@ class ResumeGivenUp:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TurnStopped:
-    """The turn was stopped (issue 12, "Stop"): said in the conversation in place of an answer.
+    """The turn was stopped (docs/decisions/0021): said in the conversation in place of an answer.
 
     Attributes:
         stopped_by_id: the platform user id of whoever stopped it.
@@ -324,7 +324,7 @@ class Activity:
         delegated: whether the run has delegated work to subagents (the supervisor then puts
             the answer together when none works any more).
         turn_id: the turn the run belongs to, which a Stop button on the indicator names
-            (issue 12, "Stop"); None: it cannot be stopped (a run older than turns).
+            (docs/decisions/0021); None: it cannot be stopped (a run older than turns).
         long_running: the run has gone on for a while (`bot.turns.OFFER_STOP_AFTER_S`): worth
             an indicator of its own, so that its Stop button shows; a quick answer gets none.
         stopping: the name of whoever stopped the turn, once they did: the indicator says so

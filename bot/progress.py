@@ -37,7 +37,7 @@ class DelegationTracker:
             run again only to find they still wait (LangGraph re-runs every interrupted task),
             which is no news.
         resumed: interrupts the run resumes; their delegations continue where they stopped.
-        turn_id: the run's turn, named by the indicator's Stop button (issue 12).
+        turn_id: the run's turn, named by the indicator's Stop button (docs/decisions/0021).
 
     Names stand for delegations: two delegations to one subagent are told apart only by count.
     """

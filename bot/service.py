@@ -576,7 +576,7 @@ class Countersign:
                 tool>, args=...))` or `Reject(message=...)` (`bot.approvals.decisions`).
             seen_version: the version tag on the clicked card (see `ApprovalRecord.version`).
             trust: "Approve and trust" (with `Approve`): the approval also makes a trust grant,
-                in the same transaction (issue 12; see `Decider.decide`).
+                in the same transaction (docs/decisions/0022; see `Decider.decide`).
 
         Returns:
             The approval as now stored; still pending when a quorum waits for more approvals.

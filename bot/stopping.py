@@ -1,4 +1,4 @@
-"""Stop (issue 12): the requester or an admin stops the running turn of a conversation.
+"""Stop (docs/decisions/0021): the requester or an admin stops the running turn of a conversation.
 
 Who may: the author of the message that started the turn, and the workspace's admins (the
 platform's admins and the bot admins, as for the admin commands). Anyone else is refused,

@@ -1,4 +1,4 @@
-"""Whether a live trust grant covers a call exactly, judged at the moment of the call (issue 12).
+"""Whether a live trust grant covers a call exactly, judged at the moment of the call (docs/decisions/0022).
 
 Asked by the graph for a call the policy sends to review, before its card would open
 (`llm_call`), and again just before the call runs (`tool_node`); the ledger then claims the run

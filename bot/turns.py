@@ -93,7 +93,7 @@ reset, `bot.contexts`)."""
 
 OFFER_STOP_AFTER_S = 2.0
 """A run still going after this many seconds shows a progress indicator with a Stop button
-(issue 12): a quick answer gets none, so it costs no platform call (docs/decisions/0021)."""
+(docs/decisions/0021): a quick answer gets none, so it costs no platform call."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +105,7 @@ class RunOutcome:
         delivered: its outcome reached the conversation: the answer or the cards were posted,
             or the failure was told. When False, the conversation keeps its unfinished-run mark
             and the outcome is delivered later (`settle`, the upkeep).
-        stopped_by: who stopped the run's turn, when it was stopped (issue 12, "Stop").
+        stopped_by: who stopped the run's turn, when it was stopped (docs/decisions/0021).
         paused: the run ended on a pause (its cards are out, or due).
     """
 
@@ -726,7 +726,7 @@ class TurnRunner:
         """Run a turn for a new human message; its author is stored with it (see `settle`).
 
         The message starts a new turn (a new id): its author, or an admin, may stop it until
-        its outcome is out, cards and their resumes included (issue 12, "Stop").
+        its outcome is out, cards and their resumes included (docs/decisions/0021).
 
         Args:
             conversation: the conversation.
@@ -925,7 +925,7 @@ class TurnRunner:
         """The review's decisions, one per action request, matched by tool call id.
 
         An action without a stored approval gets a reject (a missing decision is a rejection,
-        seed 001). The decisions were validated when they were made; they are checked again
+        docs/DESIGN.md, Approvals). The decisions were validated when they were made; they are checked again
         here (a tool may have changed since), and an invalid one fails closed in the node.
         """
         rows = await self._approvals.approvals_of(review.id)
@@ -1223,7 +1223,7 @@ def _requester_id(messages: Sequence[AnyMessage], conversation: ConversationRef)
 
 
 def _trust_offer(config: WorkspaceConfig, tool_name: str, channel_id: str, requester: Actor) -> int | None:
-    """The trust a new card offers, in seconds (issue 12), or None.
+    """The trust a new card offers, in seconds (docs/decisions/0022), or None.
 
     Only where a trust setting covers the tool in the channel and one click could approve the
     call (quorum 1), for a known requester (a grant is theirs alone).

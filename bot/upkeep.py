@@ -1,4 +1,4 @@
-"""Finishing work that a fault interrupted, on whichever replica is alive (issue 9).
+"""Finishing work that a fault interrupted, on whichever replica is alive (docs/decisions/0009).
 
 Three kinds of work can be left unfinished by a crash, a cancelled task at shutdown, a lost
 database connection or a platform that refused a post: a message accepted but never handled

@@ -1,6 +1,6 @@
 """The `countersign` command: `run`, `chat`, `migrate`.
 
-Settings come from environment variables (or a `.env` file); README.md lists them.
+Settings come from environment variables (or a `.env` file); docs/configuration.md lists them.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ allocations instead of 700, an older one every 20 of those, a full one every 100
 turn allocates tens of thousands of short-lived objects (messages, pydantic models, checkpoint
 blobs) that reference counting frees; the default thresholds ran the cycle collector many times
 per turn for little garbage. A young collection costs about a microsecond per object it holds,
-and it holds up everything else in the process meanwhile: 50,000 (until issue 11's stop 25)
+and it holds up everything else in the process meanwhile: 50,000 (before docs/decisions/0025)
 stopped a worker for 40-80 ms every few seconds under load, in the middle of a burst of click
 acks, where 10,000 stops it for 3-10 ms at no measurable cost in messages per second
 (docs/decisions/0025). The cost is at most that many cyclic objects waiting a little longer to

@@ -1,4 +1,4 @@
-"""The exit statuses of `countersign` that say why it stopped (README, "Configuration")."""
+"""The exit statuses of `countersign` that say why it stopped (docs/operations.md, "Start failures")."""
 
 CONFIGURATION_EXIT = 2
 """A refusal: a bad setting, a token refused, a wrong database password or a missing database.

@@ -1,4 +1,4 @@
-"""Logging set up once, at the entry point (CONVENTIONS.md item 7)."""
+"""Logging set up once, at the entry point (docs/development.md, convention 7)."""
 
 from __future__ import annotations
 

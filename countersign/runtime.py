@@ -129,7 +129,7 @@ def assemble_core(
         registry: the tools.
         platforms: adapters' `Platform`s by name; may be filled after this returns, before
             traffic starts.
-        recursion_limit: LangGraph steps per turn (seed 000).
+        recursion_limit: LangGraph steps per turn (docs/DESIGN.md, Agents).
         system_prompt: prepended to every model call of the ReAct agent and the supervisor.
         context_tokens: tokens of history sent per model call (`bot.agents.context_window`);
             `/countersign context` shows each conversation against it.

@@ -30,6 +30,9 @@ to the supervisor is forwarded to every worker as SIGTERM; a worker still runnin
 without a word (kill -9, the OOM killer) shuts down as on SIGTERM within about a second
 (`watch_supervisor`), so no orphan keeps serving the port beside the next supervisor's workers.
 
+Why this supervisor is ours and not a process manager's (gunicorn's arbiter): see
+docs/decisions/0058-workers-process-manager.md.
+
 Every worker holds the same guarantees as replicas on several machines do (one run per
 conversation, one decision per card; docs/decisions/0002), because they share nothing but
 PostgreSQL.

@@ -1,4 +1,4 @@
--- Admin configuration (issue 4): per-workspace policy with per-channel overrides, approvers,
+-- Admin configuration (docs/decisions/0006): per-workspace policy with per-channel overrides, approvers,
 -- bot admins, quorum, self-approval, expiry, card routing, conversation scope.
 -- depends: 0001.initial
 

@@ -1,4 +1,4 @@
--- Subagents (issue 8): where a review comes from, which agent a conversation runs, and the
+-- Subagents (docs/decisions/0008): where a review comes from, which agent a conversation runs, and the
 -- `agent` setting (per workspace or channel).
 -- depends: 0002.admin-configuration
 

@@ -1,4 +1,4 @@
--- Work a fault interrupted is finished by whichever replica is alive (issue 9): messages
+-- Work a fault interrupted is finished by whichever replica is alive (docs/decisions/0009): messages
 -- accepted but not handled, runs whose outcome was not delivered, decisions not yet resumed.
 -- Each such item has `attempts` and `retry_at`: the upkeep takes it over once `retry_at` has
 -- passed and its conversation's lock is free, with a growing delay between attempts.

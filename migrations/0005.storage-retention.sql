@@ -1,4 +1,4 @@
--- Bounded storage (issue 10 item 2): old checkpoints are pruned, idle conversations and old
+-- Bounded storage (docs/decisions/0012): old checkpoints are pruned, idle conversations and old
 -- audit rows are deleted when an operator sets a retention (docs/decisions/0012).
 -- depends: 0004.unfinished-work
 

@@ -1,4 +1,4 @@
--- Slack distribution (issue 11 item 6, docs/decisions/0019): one bot installation per workspace,
+-- Slack distribution (docs/decisions/0019): one bot installation per workspace,
 -- and the OAuth `state` values handed out by `/slack/install`, consumed once by the redirect.
 -- depends: 0005.storage-retention
 

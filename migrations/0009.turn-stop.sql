@@ -1,4 +1,4 @@
--- Stop (issue 12): the requester or an admin stops the running turn of a conversation.
+-- Stop (docs/decisions/0021): the requester or an admin stops the running turn of a conversation.
 -- depends: 0008.slack-installations-by-team
 
 -- A pending approval of a stopped turn closes as `stopped`: a final status, decided (by the

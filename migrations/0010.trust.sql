@@ -1,4 +1,4 @@
--- Trust for a while (issue 12, docs/decisions/0022): an admin's trust setting lets a card offer
+-- Trust for a while (docs/decisions/0022): an admin's trust setting lets a card offer
 -- "Approve and trust"; the click makes a trust grant, under which later calls of the same tool in
 -- the same conversation, by the same requester, with the same matched arguments, run without a
 -- card until it expires or is revoked.

@@ -1,4 +1,4 @@
--- Escalation (issue 12, docs/decisions/0023): `/countersign escalate <tool> after <duration> to
+-- Escalation (docs/decisions/0023): `/countersign escalate <tool> after <duration> to
 -- <target>` posts a card still undecided after the duration to another audience, which may then
 -- decide it.
 -- depends: 0008.slack-installations-by-team

@@ -1,4 +1,4 @@
-"""Build the Docker image and prove it runs: `scripts/prove-image` (README "The Docker image").
+"""Build the Docker image and prove it runs: `scripts/prove-image` (docs/operations.md, "The Docker image").
 
 Run it whenever the Dockerfile or the dependencies change. It needs podman (Docker's registries
 are not needed: see `--stand-in-base`) and this repository's dev dependencies, because the
@@ -23,7 +23,7 @@ What it checks, each as one line that passes or fails:
 
 `--stand-in-base` first builds a stand-in for `python:3.11-slim` (Debian bookworm's own Python
 3.11, with debootstrap; needs root) when that image is not present and cannot be pulled, as
-`../shared/docker-proof.md` describes. Exit status: 0 when every check passed, 1 otherwise.
+docs/decisions/0016 describes. Exit status: 0 when every check passed, 1 otherwise.
 """
 
 from __future__ import annotations

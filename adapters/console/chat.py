@@ -120,7 +120,7 @@ class StdinLines:
 class ConsoleChat:
     """The terminal loop.
 
-    Stop (issue 12): the person at the terminal is its admin, so they may stop any turn. While
+    Stop (docs/decisions/0021): the person at the terminal is its admin, so they may stop any turn. While
     the bot works the chat reads no line (its output would mix with the prompt; lines typed
     meanwhile are read after the work), so the terminal's way is Ctrl-C (`interrupt`, wired by
     `countersign chat`): the first one during a turn stops the turn, a second one (or one at a

@@ -1,4 +1,4 @@
-"""Every sentence the terminal shows (CONVENTIONS.md item 15).
+"""Every sentence the terminal shows (docs/development.md, convention 15).
 
 Lines follow one layout: `bot> ` for answers, `?  ` for a card to decide, `!  ` for a refusal
 or a problem (nothing was changed), `↑  ` for an escalation, `■  ` for a stop, and three spaces

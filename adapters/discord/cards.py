@@ -6,7 +6,7 @@ line per key in the tool's order, long values shortened visibly; *All arguments*
 whole, as JSON, a page at a time (`arguments_page`). What those pages cannot hold cannot be
 approved in Discord (`unshowable`; docs/decisions/0034-arguments-approvers-can-see.md). Buttons
 carry only the approval id in their `custom_id` (at most 100 characters), so they keep working
-after a restart and after any view timeout (CONVENTIONS.md item 10).
+after a restart and after any view timeout (docs/development.md, convention 10).
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ _CHAT_TYPES = (discord.MessageType.default, discord.MessageType.reply)
 
 
 def bot_intents() -> discord.Intents:
-    """Exactly the intents the bot needs (README: Discord setup).
+    """Exactly the intents the bot needs (docs/discord.md, Discord setup).
 
     `guilds` (channels, threads and roles in the cache), `guild_messages` and `dm_messages`
     (MESSAGE_CREATE), and the privileged `message_content`, without which Discord sends empty

@@ -1,4 +1,4 @@
-"""Every sentence the Discord adapter shows a person (CONVENTIONS.md item 15)."""
+"""Every sentence the Discord adapter shows a person (docs/development.md, convention 15)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ CARD_OUTCOME_WORD = {
 }
 FIELD_TOOL = "Tool"
 FIELD_SUBAGENT_TOOL = "{subagent} wants to call"
-"""The tool field's name on a card for a call a subagent wants (issue 8)."""
+"""The tool field's name on a card for a call a subagent wants (docs/decisions/0008)."""
 FIELD_REQUESTER = "Requested by"
 FIELD_WHY = "Why"
 FIELD_PROPOSED_ARGS = "Proposed by the agent"
@@ -85,7 +85,7 @@ CARD_DECIDED_NOBODY = "{outcome} <t:{ts}:f>"
 
 BUTTON_APPROVE = "Approve"
 BUTTON_TRUST = "Approve and trust for {duration}"
-"""The card's trust button (issue 12); Discord allows 80 characters of label."""
+"""The card's trust button (docs/decisions/0022); Discord allows 80 characters of label."""
 BUTTON_EDIT = "Edit"
 BUTTON_EDIT_AGAIN = "Edit again"
 BUTTON_REJECT = "Reject"
@@ -93,7 +93,7 @@ BUTTON_SHOW_ARGS = "All arguments"
 BUTTON_PREVIOUS = "Previous"
 BUTTON_NEXT = "Next"
 BUTTON_STOP = "Stop"
-"""The button on the status line that stops the running turn (issue 12)."""
+"""The button on the status line that stops the running turn (docs/decisions/0021)."""
 BUTTON_APPROVE_ALL = "Approve all {count}"
 BUTTON_REJECT_ALL = "Reject all {count}"
 REJECT_ALL_TITLE = "Reject all calls"
@@ -251,7 +251,7 @@ TRUST_REFUSED = {
         "cannot trust it. Nothing was changed; approve it once instead."
     ),
 }
-"""By `bot.errors.TrustRefusedError.reason` (issue 12)."""
+"""By `bot.errors.TrustRefusedError.reason` (docs/decisions/0022)."""
 VOTE_RECORDED = "Your approval is recorded ({count} of {quorum}); the call runs once {quorum} people approved it."
 SHUTTING_DOWN = "I'm restarting right now; please send your message again in a moment."
 EMPTY_MENTION = "Hi! Mention me with a question or a task, and I'll get to work."

@@ -2,7 +2,7 @@
 
 Limits from Slack's Block Kit reference: section text 3,000 characters, header 150, button
 value 2,000, modal title and button labels 24, plain_text_input initial_value 3,000, 100 blocks
-in a modal. Buttons carry only the approval id (CONVENTIONS.md item 10); everything else is
+in a modal. Buttons carry only the approval id (docs/development.md, convention 10); everything else is
 read from PostgreSQL.
 
 A card lists every argument, in the tool's order, long values shortened visibly; *All arguments*
@@ -31,13 +31,13 @@ from bot.ports import ApprovalCard, BatchOffer
 
 ACTION_APPROVE = "countersign_approve"
 ACTION_TRUST = "countersign_trust"
-"""Approve and trust (issue 12): shown only on a card that offers trust."""
+"""Approve and trust (docs/decisions/0022): shown only on a card that offers trust."""
 ACTION_EDIT = "countersign_edit"
 ACTION_REJECT = "countersign_reject"
 ACTION_SHOW_ARGS = "countersign_show_args"
 """All arguments: opens the modal with the whole arguments (any viewer of the card may)."""
 ACTION_STOP = "countersign_stop"
-"""The progress message's Stop button; its `value` is the turn id (issue 12)."""
+"""The progress message's Stop button; its `value` is the turn id (docs/decisions/0021)."""
 STOP_BLOCK = "countersign_stop"
 ACTION_APPROVE_ALL = "countersign_approve_all"
 ACTION_REJECT_ALL = "countersign_reject_all"

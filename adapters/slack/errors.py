@@ -1,4 +1,4 @@
-"""Core errors to Slack text: the one place the Slack adapter words them (CONVENTIONS.md 6)."""
+"""Core errors to Slack text: the one place the Slack adapter words them (docs/development.md, convention 6)."""
 
 from __future__ import annotations
 

@@ -331,7 +331,7 @@ class SlackListeners:
         self._after_ack(self._approve(body, action, trust=False), "Approve")
 
     async def on_trust(self, ack: AsyncAck, body: dict[str, Any], action: dict[str, Any]) -> None:
-        """Approve and trust (issue 12): the approval and its trust grant, or a refusal to the clicker only."""
+        """Approve and trust (docs/decisions/0022): the approval and its grant, or a refusal to the clicker only."""
         await ack()
         self._after_ack(self._approve(body, action, trust=True), "Approve and trust")
 

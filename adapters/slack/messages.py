@@ -1,4 +1,4 @@
-"""Every sentence the Slack adapter shows a person (CONVENTIONS.md item 15)."""
+"""Every sentence the Slack adapter shows a person (docs/development.md, convention 15)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ CARD_HEADER = {
 }
 CARD_TOOL_LINE = "*Tool:* `{tool}`{position}"
 CARD_SUBAGENT_LINE = "*{subagent}* wants to call `{tool}`{position}"
-"""The tool line of a card for a call a subagent wants (issue 8)."""
+"""The tool line of a card for a call a subagent wants (docs/decisions/0008)."""
 CARD_POSITION = "  ·  {position} of {total}"
 CARD_REQUESTER_LINE = "*Requested by:* <@{user}>"
 CARD_WHY_LINE = "*Why:* {why}"
@@ -91,14 +91,14 @@ CARD_OUTCOME_WORD = {
 
 BUTTON_APPROVE = "Approve"
 BUTTON_TRUST = "Approve and trust for {duration}"
-"""The card's trust button (issue 12); Slack allows 75 characters of button text."""
+"""The card's trust button (docs/decisions/0022); Slack allows 75 characters of button text."""
 BUTTON_EDIT = "Edit"
 BUTTON_REJECT = "Reject"
 BUTTON_SHOW_ARGS = "All arguments"
 CARD_OUTCOME_TRUSTED = "{outcome} and trusted for {duration}"
 """The outcome on a card whose approver chose "Approve and trust": "Approved and trusted for 30 minutes"."""
 BUTTON_STOP = "Stop"
-"""The button on the progress message that stops the running turn (issue 12)."""
+"""The button on the progress message that stops the running turn (docs/decisions/0021)."""
 
 BUTTON_APPROVE_ALL = "Approve all {count}"
 BUTTON_REJECT_ALL = "Reject all {count}"
@@ -220,7 +220,7 @@ TRUST_REFUSED = {
         "cannot trust it. Nothing was changed; approve it once instead."
     ),
 }
-"""By `bot.errors.TrustRefusedError.reason` (issue 12)."""
+"""By `bot.errors.TrustRefusedError.reason` (docs/decisions/0022)."""
 VOTE_RECORDED = "Your approval is recorded ({count} of {quorum}); the call runs once {quorum} people approved it."
 SHUTTING_DOWN = "I'm restarting right now; please send your message again in a moment."
 EMPTY_MENTION = "Hi! Mention me with a question or a task, and I'll get to work."

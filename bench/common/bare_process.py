@@ -1,6 +1,6 @@
 """The bare stack's columns of `bench.throughput`: `python -m bench.bare_server` as a child process.
 
-The child (`bench.bare_server`) runs the seeds' graph on `AsyncPostgresSaver` (pool of 10) with
+The child (`bench.bare_server`) runs the template's graph on `AsyncPostgresSaver` (pool of 10) with
 the bot's model client and tools, on the side's database and against the benchmark's Gemini
 stand-in and HTTP target; it reads the same environment as Countersign's processes
 (`bench.common.stack_process.child_env`). A message is one `POST /turn` over the client's pool of
@@ -76,7 +76,7 @@ class BareStackProcess:
         """Nothing to wait for: the answer comes once all of the message's work is done."""
 
     async def idle(self) -> None:
-        """Nothing to wait for: the seeds' stack does no work after `ainvoke` returns (it never prunes)."""
+        """Nothing to wait for: the template's stack does no work after `ainvoke` returns (it never prunes)."""
 
     def cpu_s(self) -> float:
         """CPU seconds so far of the server process."""

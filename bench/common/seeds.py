@@ -1,6 +1,6 @@
-"""The bare stack every benchmark compares against: the seeds' ReAct graph on `AsyncPostgresSaver`.
+"""The bare stack every benchmark compares against: the template's ReAct graph on `AsyncPostgresSaver`.
 
-Seed 000's graph (`llm_call` with the system prompt and the *whole* history, LangGraph's
+The template's graph (`llm_call` with the system prompt and the *whole* history, LangGraph's
 prebuilt `ToolNode`, `should_continue`; state = `messages` with plain `add_messages` +
 `remaining_steps`) with the bot's own model client (`build_chat_model` + `call_options`), tool
 registry and system prompt, checkpointed by the bot's `open_database(...).savers[0]` (one
@@ -9,7 +9,7 @@ written here rather than taken from the bot, whose graphs carry its context wind
 later change to them.
 
 This module imports only what that stack needs (no Slack, Discord or test stand-ins), so that a
-process running it alone (`bench.bare_server`) holds no more than the seeds' stack would.
+process running it alone (`bench.bare_server`) holds no more than the template's stack would.
 """
 
 from __future__ import annotations
@@ -38,18 +38,18 @@ from bot.storage.database import open_database
 from bot.tools.operator import build_registry
 
 SEEDS_STEPS_PER_TOOL_ROUND = 2
-"""Seed 000's step guard for the graph without a review node: `tool_node`, `llm_call`."""
+"""The template's step guard for the graph without a review node: `tool_node`, `llm_call`."""
 
 
 class SeedsState(TypedDict):
-    """Seed 000's state: messages with `add_messages`, and the steps left."""
+    """The template's state: messages with `add_messages`, and the steps left."""
 
     messages: Annotated[list[AnyMessage], add_messages]
     remaining_steps: RemainingSteps
 
 
 class DeltaSeedsState(TypedDict):
-    """Seed 000's state with `messages` in a `DeltaChannel` (beta), LangGraph's documented way.
+    """The template's state with `messages` in a `DeltaChannel` (beta), LangGraph's documented way.
 
     The channel stores only the writes of each step, plus a full snapshot every
     `snapshot_frequency` (100) updates; a read replays the writes since the last snapshot.
@@ -125,7 +125,7 @@ class SeedsStack:
 
 @contextlib.asynccontextmanager
 async def open_seeds_stack(settings: Settings, *, delta: bool = False) -> AsyncIterator[SeedsStack]:
-    """The seeds' graph on `settings.database`, with the bot's model client, tools and prompt.
+    """The template's graph on `settings.database`, with the bot's model client, tools and prompt.
 
     The database must be migrated already (the bench clones a migrated template); its pools
     and the model client are closed on exit.

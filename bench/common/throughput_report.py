@@ -133,7 +133,7 @@ def latency_lines(results: Results, turns: int, warmup: int) -> list[str]:
     lines = table(title, ["side", "n", "p50", "p95", "p99", f"p50 / {reference}"], rows)
     lines.append("  (each message the first of a new conversation: an app_mention for Countersign, a new thread_id")
     lines.append("   for the bare stack; the sides take turns message by message in rotating order, and each side's")
-    lines.append("   turns are done before the next message is sent; issue 10 item 3: Countersign at most 1.3x)")
+    lines.append("   turns are done before the next message is sent; docs/decisions/0014: Countersign at most 1.3x)")
     return lines
 
 

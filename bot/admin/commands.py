@@ -159,7 +159,7 @@ class ResetContext:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StopTurn:
-    """`stop`: stop the running turn of this conversation (its requester or an admin; issue 12).
+    """`stop`: stop the running turn of this conversation (its requester or an admin; docs/decisions/0021).
 
     The conversation is where the command was typed (on Slack a link may name the thread), as
     for `context`.

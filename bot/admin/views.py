@@ -36,7 +36,7 @@ class ToolLine:
     approvers: tuple[ApproverRule, ...]
     """Empty: the default (the requester and the workspace's admins)."""
     trust: TrustSetting | None = None
-    """The trust setting in force for the tool there (issue 12); None: cards offer no trust."""
+    """The trust setting in force for the tool there (docs/decisions/0022); None: cards offer no trust."""
     escalation: EscalationRule | None = None
     """Where the tool's undecided cards escalate, and after how long (`/countersign escalate`)."""
 
@@ -177,7 +177,7 @@ class ContextReset:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StopRequested:
-    """`stop`, or a Stop button: the turn was stopped (issue 12); it ends at its next step.
+    """`stop`, or a Stop button: the turn was stopped (docs/decisions/0021); it ends at its next step.
 
     Attributes:
         thread_id: the conversation.

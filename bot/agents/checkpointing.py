@@ -1,4 +1,4 @@
-"""When a run's checkpoints are written, per agent (issue 10 item 3; docs/decisions/0027).
+"""When a run's checkpoints are written, per agent (docs/decisions/0027).
 
 LangGraph writes a checkpoint after every step by default (`durability="async"`). The ReAct
 agent's runs write one when they end or pause instead (`durability="exit"`), and stop before
@@ -14,7 +14,7 @@ its card at once, and with `exit` LangGraph would store the pause only when the 
 
 LangGraph gives each invocation its own `recursion_limit`, so a turn run as several chained
 invocations carries its step budget along (`StepBudget`): every node sees the `remaining_steps`
-it would see if the turn were one invocation, and the step guard of seed 000 holds as before.
+it would see if the turn were one invocation, and the step guard (docs/DESIGN.md, Agents) holds as before.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ When they do not fit, the oldest whole turns (everything before a human message,
 in progress, so never a pending review's calls) are folded into a running summary written by the
 model, and removed from the graph state: the next calls send the summary instead, and the stored
 state stops growing with the conversation. A fold keeps the newest `keep_share` of the budget, so
-it happens once per overflow, not on every call (issue 10; docs/decisions/0013-context-window-and-summary.md).
+it happens once per overflow, not on every call (docs/decisions/0013).
 
 Tokens are estimated from UTF-8 bytes (`estimate_tokens`) and scaled by what the model itself
 counted on the previous call (`usage_metadata["input_tokens"]` against the estimate of
@@ -48,7 +48,7 @@ DEFAULT_CONTEXT_TOKENS = 4_000
 """The default budget (`COUNTERSIGN_CONTEXT_TOKENS`): the last few turns verbatim (2000-4000
 tokens of them between folds), the rest in the summary. With google-genai's request building
 costing about a millisecond and a half per message sent, this keeps a turn in a conversation of
-hundreds of messages within 1.3x of a turn in a new one (`bench/context.py`, issue 10)."""
+hundreds of messages within 1.3x of a turn in a new one (`bench/context.py`, docs/decisions/0013)."""
 
 BYTES_PER_TOKEN = 4
 """UTF-8 bytes per token of the estimate: about right for English and code with Gemini's

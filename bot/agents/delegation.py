@@ -8,7 +8,7 @@ where it stopped (its finished steps are not run again, nor are sibling delegati
 finished). This node re-runs from its top on every resume, so nothing before the subagent's
 invocation may have a side effect: it only reads the call and reports progress.
 
-Fresh context (seed 004): the subagent sees its own prompt and the query, nothing else; only
+Fresh context (docs/DESIGN.md, Agents): the subagent sees its own prompt and the query, nothing else; only
 the text of its last message returns to the supervisor, as the delegation's tool result.
 """
 

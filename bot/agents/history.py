@@ -40,7 +40,7 @@ def answers_after(messages: Sequence[AnyMessage], index: int) -> dict[str, ToolM
 
 
 def unanswered_tool_calls(messages: Sequence[AnyMessage]) -> list[ToolCall]:
-    """Calls of the last tool-calling AI message that have no `ToolMessage` yet (seed 001)."""
+    """Calls of the last tool-calling AI message that have no `ToolMessage` yet (docs/DESIGN.md, Agents)."""
     found = last_tool_call_message(messages)
     if found is None:
         return []
@@ -154,7 +154,7 @@ def with_canonical_args(message: AIMessage, tools: Mapping[str, BaseTool]) -> AI
     """The message with every tool call's arguments in their canonical form (`bot.tools.canonical`).
 
     This is where the model's calls enter the system: from here on the policy judges, the card
-    shows, the approval binds and the tool runs these arguments (issue 9, findings 4 and 7).
+    shows, the approval binds and the tool runs these arguments (docs/decisions/0010).
     A call whose arguments the tool's form refuses keeps them as sent: `llm_call` answers it at
     once with the form's reason, with no card (`bot.tools.refusals`), and the policy fails
     closed on it (`bot.approvals.policy.effective_mode`).

@@ -1,4 +1,4 @@
-"""`llm_call`: the model reads the conversation and answers or asks for tools (seed 000)."""
+"""`llm_call`: the model reads the conversation and answers or asks for tools (docs/DESIGN.md, Agents)."""
 
 from __future__ import annotations
 
@@ -82,7 +82,7 @@ def make_llm_call(
             refused for want of a decider where it was asked (a Discord DM) is also written to
             the run's custom stream as `RefusedHere`, so that its requester is told where to ask.
         system_prompt: prepended on every call and never stored, so a new prompt applies to
-            running conversations at once (seed 000); the running summary is appended to it.
+            running conversations at once (docs/DESIGN.md, Agents); the running summary is appended to it.
         steps_per_tool_round: graph steps one tool round costs (3 with `human_review`).
         context: bounds what is sent per call and folds older turns into the running summary
             (`bot.agents.context_window`); a fold removes the folded messages from the state.
@@ -106,10 +106,10 @@ def make_llm_call(
             and only for those, whether a live trust grant covers it; covered calls are stored
             in `trusted` and get no card. None: no trust applies.
 
-    The step guard (seed 000): a tool call is replaced by `STEP_LIMIT_MESSAGE` when
+    The step guard (docs/DESIGN.md, Agents): a tool call is replaced by `STEP_LIMIT_MESSAGE` when
     `remaining_steps <= steps_per_tool_round`, because the round it starts would leave the
     next `llm_call` without a step and the turn would end in `GraphRecursionError`. `<=`, not
-    `<`, matters for odd limits (seed 000's table for `recursion_limit` 7). A run made of
+    `<`, matters for odd limits (docs/DESIGN.md, Agents: `recursion_limit` 7). A run made of
     chained invocations carries a `StepBudget` in its config (`bot.agents.checkpointing`); the
     node reports its step to it, so the next invocation gets the steps this one left.
 
@@ -124,7 +124,7 @@ def make_llm_call(
 
     An answer with neither text nor a tool call (`bot.agents.no_answer`) is never stored. When
     asking again can help (a malformed function call, an empty reply), the model is asked once
-    more, with a note saying what went wrong appended to the system prompt (issue 9, finding 1).
+    more, with a note saying what went wrong appended to the system prompt (docs/decisions/0011).
 
     Stop (`bot.agents.stop_signal`): once the run's turn is stopped, no model call is made and
     the answer is the closing "Stopped by <name>." message; a model call (or a summary) under

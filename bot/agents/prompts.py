@@ -20,7 +20,7 @@ STEP_LIMIT_MESSAGE = (
     "I have reached the limit of steps for one message, so I stopped before doing more. "
     "Tell me how you would like to continue."
 )
-"""Replaces a tool call when the step guard fires (seed 000 "Kenapa ada batas langkah")."""
+"""Replaces a tool call when the step guard fires (docs/DESIGN.md, Agents: the step guard)."""
 
 ASK_AGAIN_NOTES = {
     NoAnswerReason.MALFORMED_CALL: (
@@ -48,7 +48,7 @@ NOT_APPROVED_MESSAGE = (
     "Error: this call was not run because its approval does not cover these exact arguments. "
     "Ask the user how to proceed."
 )
-"""Answer for a reviewed call whose arguments differ from what was approved (issue 4)."""
+"""Answer for a reviewed call whose arguments differ from what was approved (docs/decisions/0006)."""
 
 DEFINITION_CHANGED = (
     "Not run: the tool's definition changed since the card was made (what the MCP server says "
@@ -80,7 +80,7 @@ REJECTED_BY_COUNTERSIGN = "Rejected: {reason}."
 REJECTED_NO_DECISION = "Rejected: no decision was given for this call."
 REJECTED_INVALID_DECISION = "Rejected: the reviewer's decision was invalid ({problem})."
 REJECTED_BY_POLICY = "Rejected by policy: the tool {name} may not be used here."
-"""Tool results for calls that did not run; the model reads them (seed 001: a rejection is a
+"""Tool results for calls that did not run; the model reads them (docs/DESIGN.md, Approvals: a rejection is a
 result, not a deleted call, so every call keeps its answer)."""
 REFUSED_BY_TOOL = (
     "Error: {problem} Not run, and nobody was asked to approve it: {name} refuses these arguments as "
@@ -106,9 +106,9 @@ TRUST_ENDED = (
     "(it expired or was revoked, or the policy changed). Call it again if it is still needed; it "
     "will then wait for approval."
 )
-"""Answer for a call a trust grant covered when planned but no longer covers when it would run (issue 12)."""
+"""Answer for a call a trust grant covered when planned but no longer covers when it would run (docs/decisions/0022)."""
 STOPPED_ANSWER = "Stopped by {name}."
-"""The closing message of a stopped turn (issue 12, "Stop"): the model's history records that
+"""The closing message of a stopped turn (docs/decisions/0021): the model's history records that
 the user stopped it, so the next message continues from there (`bot.agents.stop_signal`)."""
 TOOL_UNAVAILABLE = "Error: {name} is not available now: {reason}; nothing ran. Tell the user, and try later."
 """Answer for a call of a tool that exists but is not offered now (its MCP server is not connected)."""
@@ -160,7 +160,7 @@ address, number and detail it needs. When the work splits into independent parts
 subagents in the same answer; they run at the same time. A subagent answers with a report; \
 combine the reports into one answer for the user, and say plainly what failed or was rejected.
 """
-"""Appended to the system prompt of the supervisor (seed 004: subagents start fresh)."""
+"""Appended to the system prompt of the supervisor (docs/DESIGN.md, Agents: subagents start fresh)."""
 
 SUBAGENT_REPORT_RULES = """\
 
@@ -169,13 +169,13 @@ see: none of your tool calls or their results reach them. Put every result in it
 what failed, what was rejected or not approved, and what you could not find. Never claim that an \
 action happened unless a tool result says so.
 """
-"""Appended to every subagent's prompt (issue 8: the report carries every result)."""
+"""Appended to every subagent's prompt (docs/decisions/0008: the report carries every result)."""
 
 SUBAGENT_CLOSING = """\
 
 You have no steps left for tool calls. Write your report now, without calling any tool, from \
 what you have so far; say what is unfinished."""
-"""The closing instruction when a subagent's step or round limit fires (seed 003)."""
+"""The closing instruction when a subagent's step or round limit fires (docs/DESIGN.md, Agents)."""
 
 SUBAGENT_STEP_LIMIT = (
     "Stopped before finishing: this task reached its step limit, and no report could be written. "

@@ -1,4 +1,4 @@
-"""The ReAct graph with a review gate (DESIGN.md "Agents", seeds 000 and 001).
+"""The ReAct graph with a review gate (docs/DESIGN.md, "Agents" and "Approvals").
 
 `llm_call -> human_review -> tool_node -> llm_call`, END when the model makes no tool calls.
 The gate is always in the graph; the policy decides which calls stop there, so a channel with
@@ -31,10 +31,10 @@ from bot.tools.ledger import ToolRunLedger
 from bot.tools.registry import ToolView
 
 STEPS_PER_TOOL_ROUND = 3
-"""`human_review`, `tool_node`, `llm_call`: the steps one tool round costs (seed 001)."""
+"""`human_review`, `tool_node`, `llm_call`: the steps one tool round costs (docs/DESIGN.md, Agents)."""
 
 DEFAULT_RECURSION_LIMIT = 25
-"""Steps per turn (seed 000's `MAX_AGENT_STEPS`); with 3 steps a round, 7 tool rounds."""
+"""Steps per turn (the template's `MAX_AGENT_STEPS`, docs/DESIGN.md); with 3 steps a round, 7 tool rounds."""
 
 ReviewAgent = CompiledStateGraph[AgentState, None, AgentState, AgentState]
 
@@ -58,18 +58,18 @@ def build_review_agent(
         tools: every tool the model may call: a live view of the registry (its tools are
             bound, reviewed and run as they are at each model call), or a fixed list.
         policy: decides which calls wait for review; every tool it names must be in `tools`.
-        checkpointer: required, as in seed 001: a paused review lives only in the checkpoint.
+        checkpointer: required, as docs/DESIGN.md says: a paused review lives only in the checkpoint.
         ledger: claims each tool call before it runs.
         system_prompt: prepended on every model call, never stored.
         context_tokens: tokens of history sent per model call; older turns are folded into a
             running summary (`bot.agents.context_window`).
         model_kwargs: extra call options bound with the tools (e.g. HTTP retry options).
-        trust: finds the trust grant that lets a reviewed call run without a card (issue 12);
+        trust: finds the trust grant that lets a reviewed call run without a card (docs/decisions/0022);
             None: every reviewed call gets a card.
 
     Raises:
         ValueError: when the policy names a tool that is not in `tools`, so a typo shows at
-            build time instead of a tool silently running without review (seed 001).
+            build time instead of a tool silently running without review (docs/DESIGN.md, Agents).
     """
     view = tools if isinstance(tools, ToolView) else ToolView.of(tools)
     unknown = sorted(policy.configured_tools() - set(view))
@@ -121,7 +121,7 @@ def react_graph(
         step_limit_message: what replaces a tool call when a guard fires.
         closing_instruction: asks for a final text when a guard fires (subagents).
         trust: the trust check, asked by `llm_call` for calls the policy sends to review and by
-            `tool_node` again before such a call runs (issue 12); the same at every depth.
+            `tool_node` again before such a call runs (docs/decisions/0022); the same at every depth.
     """
     by_name = tools if isinstance(tools, ToolView) else ToolView.of(tools)
     policy = OwnToolsPolicy(policy, by_name)

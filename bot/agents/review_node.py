@@ -1,8 +1,8 @@
-"""`human_review`: the gate between the model's tool calls and the tool node (seed 001).
+"""`human_review`: the gate between the model's tool calls and the tool node (docs/DESIGN.md, Agents).
 
 Every tool call passes through it; the policy decides which ones stop. Before `interrupt()`
 the node only reads (state and policy), because it re-runs from its top on resume
-(CONVENTIONS.md item 9), and `interrupt()` is never inside a `try` (a broad `except` would
+(docs/development.md, convention 9), and `interrupt()` is never inside a `try` (a broad `except` would
 swallow LangGraph's interrupt and let the tool run unapproved).
 """
 
@@ -59,7 +59,7 @@ def make_human_review(
     denied (docs/decisions/0010-canonical-arguments.md).
 
     The node pairs decisions with reviewed calls by position. Two defaults point in opposite
-    directions (seed 001): a call that needs no review is approved; a reviewed call with no
+    directions (docs/DESIGN.md, Agents): a call that needs no review is approved; a reviewed call with no
     (or an unusable) decision is rejected, because running an unapproved action may not be
     undoable. An edit keeps the call id and replaces the AI message by id.
 

@@ -1,4 +1,4 @@
-"""The agent state shared by every graph (seed 000 "State dan reducer")."""
+"""The agent state shared by every graph (docs/DESIGN.md, Agents: the state)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ class AgentState(TypedDict):
     change which calls the decisions belong to."""
     trusted: NotRequired[dict[str, str]]
     """The calls of the last AI message planned `review` that a live trust grant covered when
-    the message arrived (`call id -> grant id`, issue 12), decided by `llm_call` with the plan:
+    the message arrived (`call id -> grant id`, docs/decisions/0022), decided by `llm_call` with the plan:
     `human_review` opens no card for them, and `tool_node` checks the grant again before each
     runs. Absent or empty: none."""
     refused: NotRequired[dict[str, str]]
@@ -37,7 +37,7 @@ class AgentState(TypedDict):
     """Tool rounds started so far, counted only by graphs with a hard cap (subagents; see
     `make_llm_call`). LangGraph gives every invocation, and so every resume, a fresh
     `recursion_limit`, so the step guard alone bounds rounds per invocation, not per task; this
-    counter lives in the checkpoint and bounds the whole delegation (seed 003: a prompt budget
+    counter lives in the checkpoint and bounds the whole delegation (docs/DESIGN.md, Agents: a prompt budget
     shapes, code guarantees)."""
     summary: NotRequired[str]
     """The running summary of the turns folded out of `messages` (`bot.agents.context_window`);

@@ -1,4 +1,4 @@
-"""A turn's stop as the graph's nodes see it (issue 12, "Stop"; docs/decisions/0021).
+"""A turn's stop as the graph's nodes see it (docs/decisions/0021).
 
 The runner puts one `StopSignal` per run in the run config (`configurable[STOP_KEY]`); it
 reaches every node at every depth, subagents included (a subgraph gets its parent's config).

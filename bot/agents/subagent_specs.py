@@ -11,7 +11,7 @@ A file holds one `[[subagents]]` table per subagent::
     step_limit = 15                           # optional LangGraph steps per delegation
 
 Everything is checked when the bot starts, so a mistake stops the start with one line instead
-of failing in a conversation (issue 8).
+of failing in a conversation (docs/decisions/0008).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from bot.tools.registry import ToolRegistry
 from bot.tools.server_wide import pattern_server, server_patterns
 
 DEFAULT_STEP_LIMIT = 15
-"""LangGraph steps per delegation unless a subagent sets its own (issue 8)."""
+"""LangGraph steps per delegation unless a subagent sets its own (docs/decisions/0008)."""
 MIN_STEP_LIMIT, MAX_STEP_LIMIT = 5, 200
 """5 steps allow one tool round (review, tools, model) after the first model call."""
 

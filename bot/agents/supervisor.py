@@ -1,9 +1,9 @@
-"""The supervisor with subagents (DESIGN.md "Agents", seeds 003 and 004).
+"""The supervisor with subagents (docs/DESIGN.md, "Agents").
 
 The supervisor is an ordinary ReAct graph with the review gate and step guard whose tools are
 the subagents: `llm_call -> human_review -> delegate (one task per call) -> llm_call`, END when
 the model calls no subagent. Several delegations of one answer run concurrently
-(scatter-gather, seed 003); the supervisor's next model call sees every report.
+(scatter-gather, docs/DESIGN.md, Agents); the supervisor's next model call sees every report.
 
 Each subagent is a ReAct graph with the same gate (so a gated tool inside it pauses the whole
 conversation with a card that names it), its own step limit, and a hard cap on tool rounds
@@ -47,7 +47,7 @@ def max_tool_rounds(step_limit: int) -> int:
 
     The step guard lets a round start while more than `STEPS_PER_TOOL_ROUND` steps remain, and
     the first model call sees `step_limit - 1`, so a limit of 15 allows 4 rounds (25 allows 7,
-    as seed 000 counts); the cap holds the delegation to that across resumes too.
+    as docs/DESIGN.md counts); the cap holds the delegation to that across resumes too.
     """
     return max(0, (step_limit - 2) // STEPS_PER_TOOL_ROUND)
 
@@ -75,7 +75,7 @@ def build_subagent(
         ledger: the same ledger as everywhere, so the approved-digest check covers its calls.
         context_tokens: tokens of history sent per model call (a delegation is never cut).
         model_kwargs: call options bound with the tools.
-        trust: the same trust check as everywhere (issue 12): a grant covers a call at any depth.
+        trust: the same trust check as everywhere (docs/decisions/0022): a grant covers a call at any depth.
 
     The graph has no checkpointer of its own (LangGraph's default for a subgraph: it inherits
     the parent's per invocation), which is what lets it interrupt and resume inside the

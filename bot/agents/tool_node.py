@@ -1,6 +1,6 @@
 """`tool_node`: runs the calls that have no result yet, one at a time.
 
-Seed 001 ("Kenapa node tool ditulis sendiri"): LangGraph's ToolNode would run every call of the
+Why a tool node of our own (docs/DESIGN.md, Approvals): LangGraph's ToolNode would run every call of the
 last AI message, rejected ones included. Results are kept in call order.
 """
 
@@ -65,7 +65,7 @@ def make_tool_node(
             runs: now denied, it is answered as rejected by policy; now needing review, the
             model is told to call it again. Reviewed calls were re-checked when decided.
         trust: checks again, right before it runs, a reviewed call that `llm_call` found
-            covered by a trust grant (`trusted`, issue 12): a grant that no longer covers it
+            covered by a trust grant (`trusted`, docs/decisions/0022): a grant that no longer covers it
             (expired, revoked, a policy or approver change) runs nothing and the model is told
             to call again for a card; a covering grant is claimed through the ledger, which
             checks it once more with the claim. Without it, such a call does not run.
@@ -77,7 +77,7 @@ def make_tool_node(
     gets a "not run: stopped" result; a call already running is let finish, or cancelled when
     its tool declared it may be (see `run_tool`).
 
-    Every failure becomes an error `ToolMessage` the model can read (seed 000 lists three
+    Every failure becomes an error `ToolMessage` the model can read (docs/DESIGN.md lists three
     kinds; unlike the template, an exception inside a tool is caught too, and logged):
     an unknown tool, arguments the tool's schema refuses, and an exception in the tool.
     """
@@ -152,7 +152,7 @@ async def run_tool(
             with a stored approval of exactly these arguments, or under `trust`. Either covers
             an MCP tool only under the definition it was made under (`definition_of` the tool
             about to run): under another, the call is not sent and the model is told to ask again.
-        trust: the trust grant a reviewed call without a card runs under (issue 12).
+        trust: the trust grant a reviewed call without a card runs under (docs/decisions/0022).
         signal: the run's stop; a tool that declared itself cancellable
             (`bot.tools.registry.CANCELLABLE`) is cancelled when the turn is stopped while
             it runs, and its result says so (recorded like any result, and the call's card,
@@ -409,7 +409,7 @@ async def _run_trusted(
     context: PolicyContext,
     signal: StopSignal | None = None,
 ) -> ToolMessage:
-    """Run a call a trust grant covered when planned, if a grant still covers it now (issue 12).
+    """Run a call a trust grant covered when planned, if a grant still covers it now (docs/decisions/0022).
 
     The check is made again here because time may have passed since the plan (the call waited
     beside another call's card, or the run was resumed after a fault). A call whose trust

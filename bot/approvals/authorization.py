@@ -1,4 +1,4 @@
-"""Who may decide an approval (issue 4, building on the core issue's default).
+"""Who may decide an approval (docs/decisions/0006, building on the default in docs/DESIGN.md, Approvals).
 
 - A clicker from another workspace never may.
 - The requester may reject their own call; they may approve or edit it unless self-approval is
@@ -49,7 +49,7 @@ class Directory(Protocol):
 
 
 class MemberDirectory(Directory, Protocol):
-    """A `Directory` that can also look a person up without an interaction of theirs (issue 12).
+    """A `Directory` that can also look a person up without an interaction of theirs (docs/decisions/0023).
 
     A trust grant is used when its approver is not there to click: whether they could still
     approve the call is judged from their standing now, as the platform tells it.

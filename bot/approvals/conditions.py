@@ -3,7 +3,7 @@
 `policy http_request review when args.method != 'GET'` stores the expression text; it is
 compiled and checked when saved (syntax, and every `args.<name>` must be an argument of the
 tool) and evaluated for each call. An evaluation error counts as "the condition holds": the
-call needs review (issue 4: fail closed).
+call needs review (docs/decisions/0006: fail closed).
 
 Beyond CEL's standard library, `lowerAscii()` and `upperAscii()` are available (from cel-go's
 strings extension), so `args.method.upperAscii() in ['GET', 'HEAD']` works for any casing, and

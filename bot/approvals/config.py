@@ -139,7 +139,7 @@ class WorkspaceConfig:
         approvers: approver entries.
         admins: bot admins' user ids (besides the platform's own admins).
         settings: scalar values keyed by `(channel_id, tool_name, key)`.
-        trust: trust settings keyed by `(channel_id, tool_name)` (issue 12).
+        trust: trust settings keyed by `(channel_id, tool_name)` (docs/decisions/0022).
         escalations: each tool's escalation, by tool name.
     """
 

@@ -4,9 +4,9 @@ Shapes (DESIGN.md "Approvals"): `{"type": "approve"}`, `{"type": "edit", "edited
 {"name", "args"}}`, `{"type": "reject", "message": "optional reason"}`; resumed as
 `Command(resume={"decisions": [...]})`, one per action request, in order.
 
-Seed 001 explains why validation happens before the graph is touched: the resume value is
+docs/DESIGN.md (Approvals) explains why validation happens before the graph is touched: the resume value is
 stored in the checkpoint, so a decision that fails after `interrupt()` fails again on every
-retry and the thread is stuck. Beyond the seed, edited arguments are checked against the
+retry and the thread is stuck. Beyond the template, edited arguments are checked against the
 tool's own schema here, and a change of tool name is refused.
 """
 
@@ -132,7 +132,7 @@ def validate_tool_args(tool: BaseTool, args: Mapping[str, Any], *, tool_checks: 
 
     The arguments are first put in the tool's canonical form (`bot.tools.canonical`), so an
     edit is judged, stored, shown and run in the same spelling as a call from the model
-    (issue 9, findings 4 and 7). With `tool_checks`, the tool's own check of what its schema
+    (docs/decisions/0010). With `tool_checks`, the tool's own check of what its schema
     cannot express (the `ARGS_CHECK` in its metadata, e.g. `http_request`'s allowed hosts)
     runs too. A tool described by a JSON Schema instead of a pydantic model (an MCP tool's
     `inputSchema`, `bot.tools.registry.INPUT_SCHEMA`) is checked against that schema with
@@ -328,7 +328,7 @@ def validate_decisions(
     review_request: Mapping[str, Any],
     tools: Mapping[str, BaseTool],
 ) -> list[Approve | Edit | Reject]:
-    """Validate a whole resume value against the pending review request (seed 001).
+    """Validate a whole resume value against the pending review request (docs/DESIGN.md, Agents).
 
     Args:
         decisions: one raw decision per action request, in order.

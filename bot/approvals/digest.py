@@ -18,7 +18,7 @@ def args_digest(args: Mapping[str, Any]) -> str:
     """SHA-256 of the arguments as canonical JSON (sorted keys, no spaces, numbers by value), hex.
 
     Two argument sets with the same digest are the same call for approval purposes; the tool
-    runs only when the digest of what it is about to run equals the approved one (issue 4).
+    runs only when the digest of what it is about to run equals the approved one (docs/decisions/0006).
     Numbers count by their value, whatever their spelling: an integer beyond 64 bits lives in
     the checkpoint as a float (`1.1805916207174113e+21`) but comes back from jsonb as the
     integer `1180591620717411300000`, and `1.0` is `1`; the same call must not look changed

@@ -1,4 +1,4 @@
-"""The life of a review, as one I/O-free state machine (CONVENTIONS.md item 16).
+"""The life of a review, as one I/O-free state machine (docs/development.md, convention 16).
 
 Everything that decides the state of a review and of its approvals lives in this module; it
 does no I/O. `ApprovalStore` persists the states and enforces every transition with one
@@ -17,7 +17,7 @@ Approval (one reviewed tool call)::
     PENDING --reject------> REJECTED    one reject decides (also a policy denial)
     PENDING --expire------> EXPIRED     nobody decided in time
     PENDING --stop--------> STOPPED     the requester or an admin stopped the turn the call
-                                        belongs to (issue 12, "Stop"): it never runs
+                                        belongs to (docs/decisions/0021): it never runs
 
 Review (one interrupt)::
 
@@ -55,7 +55,7 @@ Batch: a pause whose approvals include at least `BATCH_MIN_PENDING` pending ones
 *Approve all* / *Reject all* on its first card (`batch_open`); each call is still decided by
 its own vote.
 
-Trust grant (issue 12: one approver's "Approve and trust" on one card)::
+Trust grant (docs/decisions/0022: one approver's "Approve and trust" on one card)::
 
     (none)  --approve, trusted--> LIVE   made in the transaction of the vote that decided the
                                          approval alone (`grants_trust`), at most once per card
@@ -252,7 +252,7 @@ def trust_status(*, expires_at: datetime, revoked_at: datetime | None, now: date
 
 
 def grants_trust(event: ApprovalEvent, quorum: int) -> bool:
-    """Whether a vote that caused `event` may also make a trust grant (issue 12).
+    """Whether a vote that caused `event` may also make a trust grant (docs/decisions/0022).
 
     Only a click that itself approved the call, alone: the vote decided the approval as
     approved (or approved with edits) and the tool needs one approval. A vote below a quorum,

@@ -12,7 +12,7 @@ docs/decisions/0035-dms-and-escalation-audiences.md), and a call is never laxer 
 the strictest of them.
 
 Conditions judge the call's canonical arguments (`bot.tools.canonical`), the spelling the tool
-itself will use, never a spelling the tool would read otherwise (issue 9, finding 4).
+itself will use, never a spelling the tool would read otherwise (docs/decisions/0010).
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from bot.approvals.lifecycle import ApprovalStatus, EscalationStatus, ReviewStat
 
 VERSION_CHARS = 8
 EXPIRED_REASON = "expired without a decision"
-"""What the model reads when nobody decided in time (issue 4, "Expiry")."""
+"""What the model reads when nobody decided in time (docs/decisions/0006)."""
 DENIED_BY_POLICY = "denied by policy: the tool may not be used here"
 """The reason recorded (and read by the model) when an approved call's tool is now denied."""
 NO_LONGER_CONFIGURED = "not run: the tool, or the subagent that asked for it, is no longer configured"
@@ -35,7 +35,7 @@ class NewAction:
         quorum: distinct approvals needed, from the configuration when the review opens.
         expires_in_s: seconds until the card expires; None for never.
         trust_offer_s: the trust the card offers ("Approve and trust for ..."), in seconds;
-            None for none (issue 12).
+            None for none (docs/decisions/0022).
         trust_offer_matching: the arguments a grant made on the card binds (the setting's
             `matching` when the card opens; empty: every argument); the card names the others,
             which such a grant leaves free.

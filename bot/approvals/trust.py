@@ -1,4 +1,4 @@
-"""Trust for a while (issue 12): the admin's trust setting, a trust grant, and what a grant binds.
+"""Trust for a while (docs/decisions/0022): the admin's trust setting, a trust grant, and what a grant binds.
 
 An admin's *trust setting* (`/countersign trust <tool> up-to <duration> [matching <arg>,...]`)
 lets a card of that tool offer "Approve and trust". One approver's click on it approves the card

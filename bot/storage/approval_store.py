@@ -469,7 +469,7 @@ class ApprovalStore:
                 the policy for; a concurrent edit makes the vote stale.
             reason: for a reject.
             trust: for an approve, the trust grant to make with it ("Approve and trust",
-                issue 12): made in this transaction only when this vote decides the approval
+                docs/decisions/0022): made in this transaction only when this vote decides the approval
                 alone (`bot.approvals.lifecycle.grants_trust`), binding the arguments it
                 approves, with its own audit row.
 

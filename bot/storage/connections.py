@@ -3,7 +3,7 @@
 Both drivers' defaults cost a round trip to the server on every use of a pooled connection:
 asyncpg sends `SELECT pg_advisory_unlock_all(); CLOSE ALL; UNLISTEN *; RESET ALL;` on every
 release, and psycopg's `AsyncConnectionPool.check_connection` sends an empty query on every
-checkout. A text turn used 17 such round trips, about a tenth of its time (issue 10 item 3).
+checkout. A text turn used 17 such round trips, about a tenth of its time (docs/decisions/0014).
 Both pools take a hook instead (asyncpg's `reset=`, psycopg_pool's `check=`); these are the
 bot's, and docs/decisions/0014 says why they are safe.
 """

@@ -38,7 +38,7 @@ class PostgresLedger:
             started before (cut short by a crash or a shutdown) or cancelled by a Stop while it
             ran, `definition_changed` for one refused because its MCP tool's definition is no
             longer its card's. A failure there is logged.
-        audit: where a run under a trust grant is recorded ("trusted by", issue 12); without
+        audit: where a run under a trust grant is recorded ("trusted by", docs/decisions/0022); without
             it, no call runs under a grant.
     """
 

@@ -1,4 +1,4 @@
-"""The trust grants table (issue 12): made with a card's approval, read per reviewed call, revoked by people.
+"""The trust grants table (docs/decisions/0022): made with a card's approval, read per reviewed call, revoked by people.
 
 A grant is LIVE while `revoked_at IS NULL AND expires_at > now()` (`bot.approvals.lifecycle`):
 every read and the revoke say so in SQL, with the database's clock, and nothing is cached, so a

@@ -4,7 +4,7 @@ A call's arguments reach many readers: the review policy (CEL conditions compare
 card, the approval digest, PostgreSQL (jsonb), the checkpoint (msgpack) and the tool. When two
 of them read two spellings of the same call, they can disagree: a condition
 `args.url.startsWith('https://internal.example/')` misses `HTTPS://Internal.Example:443/`, which
-the tool sends to the same place (issue 9, finding 4), and an integer beyond 64 bits comes back
+the tool sends to the same place (docs/decisions/0010), and an integer beyond 64 bits comes back
 from jsonb as another number than the checkpoint holds (finding 7). So each call is put in its
 canonical form once, where it enters the system (the model's answer, an approver's edit), and
 every reader after that sees the same arguments (docs/decisions/0010-canonical-arguments.md).

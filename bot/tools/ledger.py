@@ -4,10 +4,10 @@ LangGraph re-runs a node from its top when a turn is resumed after a crash, so a
 died half-way would run its calls again. The ledger makes the second attempt see the first
 claim and answer the model instead of repeating a side effect (DESIGN.md: "no tool run
 twice"). A call that went through review runs only if its approval is decided and the digest
-of the arguments about to run equals the approved digest (issue 4), at any depth: the tool
-node of a subagent claims through the same ledger (issue 8). A call its gate reviewed but for
+of the arguments about to run equals the approved digest (docs/decisions/0006), at any depth: the tool
+node of a subagent claims through the same ledger (docs/decisions/0008). A call its gate reviewed but for
 which no approval is stored is refused: nothing decided it, unless it runs under a trust grant
-(issue 12), which the claim checks the same way: live, and binding exactly the values of the
+(docs/decisions/0022), which the claim checks the same way: live, and binding exactly the values of the
 arguments about to run.
 
 For an MCP tool, what was approved includes the tool's definition: an approved call runs only
@@ -53,7 +53,7 @@ class Claim(StrEnum):
     """Approved, but the MCP tool's definition is no longer the one its card was made under:
     the call is not sent, and never will be (the model is told to ask again)."""
     STOPPED = "stopped"
-    """A call under a trust grant, in a conversation whose turn was stopped (issue 12): nobody
+    """A call under a trust grant, in a conversation whose turn was stopped (docs/decisions/0022): nobody
     approved this call itself, so a recorded stop keeps it from starting whatever the run has
     heard of the stop yet."""
 
@@ -75,7 +75,7 @@ class Round:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TrustUse:
-    """A reviewed call about to run without a card, under a trust grant (issue 12).
+    """A reviewed call about to run without a card, under a trust grant (docs/decisions/0022).
 
     Attributes:
         grant_id: the grant that covered the call when it was checked.

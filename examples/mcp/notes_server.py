@@ -8,7 +8,7 @@ Four tools, with the hints a real server would give:
 
 It is written with FastMCP (`fastmcp`, one of Countersign's development dependencies, so
 `uv run` has it) and speaks MCP over stdio: Countersign starts it itself from
-`examples/mcp/servers.json`. Try it (README, "Connecting MCP servers")::
+`examples/mcp/servers.json`. Try it (docs/tools-and-mcp.md, "Connecting MCP servers")::
 
     COUNTERSIGN_MCP_CONFIG=examples/mcp/servers.json uv run --frozen countersign chat
 

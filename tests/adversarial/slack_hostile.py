@@ -24,7 +24,7 @@ ZED = "UZED"
 CARD_ACTIONS = (blocks.ACTION_APPROVE, blocks.ACTION_TRUST, blocks.ACTION_EDIT, blocks.ACTION_REJECT)
 """The buttons of one card: their value is an approval id."""
 BATCH_ACTIONS = (blocks.ACTION_APPROVE_ALL, blocks.ACTION_REJECT_ALL)
-"""The batch buttons of a pause's first card (issue 12): their value is a review (pause) id."""
+"""The batch buttons of a pause's first card (docs/decisions/0023): their value is a review (pause) id."""
 OUR_ACTIONS = (*CARD_ACTIONS, *BATCH_ACTIONS, blocks.ACTION_STOP)
 """Every button the bot draws; Stop (on the progress message) names a turn id."""
 OUR_VIEWS = (blocks.VIEW_EDIT, blocks.VIEW_REJECT, blocks.VIEW_REJECT_ALL)

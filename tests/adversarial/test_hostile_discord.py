@@ -56,7 +56,7 @@ BUTTON, SELECT = 2, 3
 BUTTON_ID = re.compile(r"cs:(approve|trust|edit|reject):[0-9a-f]{32}(:[0-9a-f]{8})?")
 """A card button's custom_id: a click on one is refused and audited (the approval it names, or an unknown one)."""
 OTHER_BUTTON_ID = re.compile(r"cs:(all-approve|all-reject):[0-9a-f]{32}(:[0-9a-f]{8})?|cs:stop:[0-9a-f]{32}")
-"""A batch or Stop button's custom_id (issue 12): refused, audited at most once (a live pause or turn)."""
+"""A batch or Stop button's custom_id (docs/decisions/0023): refused, audited at most once (a live pause or turn)."""
 
 
 def _not_scripted(text: str) -> str:
@@ -305,7 +305,7 @@ async def test_after_forged_clicks_the_requester_still_decides(discord_bot, disc
 
 
 async def test_the_requesters_own_clicks_that_cannot_apply_change_nothing(discord_bot, discord_api, target, cards):
-    """Issue 12's buttons, forged by alice (who may decide her card) where they cannot apply: Approve and trust on her
+    """The trust, Stop and batch buttons (docs/decisions/0021 to 0023), forged by alice (who may decide her card) where they cannot apply: Approve and trust on her
     card, which offers no trust, Stop naming an ended or unknown turn, Approve all and Reject all on a decided pause.
     Her card shows none of these buttons, so each is refused as a button the message does not show (before any
     decision is tried), privately; nothing is decided, trusted, stopped or run, and she still approves her card."""
@@ -396,7 +396,7 @@ def forged_forms(draw: st.DrawFn) -> dict[str, Any]:
     }
 )
 @example(form={"kind": "reject", "named": "foreign", "malformed": "", "value": "mine", "shape": "label", "who": "bob"})
-@example(  # issue 12: Reject all of another server's pause
+@example(  # docs/decisions/0023: Reject all of another server's pause
     form={"kind": "reject-all", "named": "foreign", "malformed": "", "value": "no", "shape": "label", "who": "bob"}
 )
 @example(

@@ -153,7 +153,7 @@ def _drawn(action_id: str, value: object, who: tuple[str, str], *, block_id: str
         "bend": None,
     }
 )
-# issue 12: Approve and trust on another workspace's card
+# docs/decisions/0022: Approve and trust on another workspace's card
 @example(parts=_drawn(blocks.ACTION_TRUST, "foreign", (BOB, TEAM)))
 # Approve all on another workspace's pause
 @example(parts=_drawn(blocks.ACTION_APPROVE_ALL, "foreign-pause", (BOB, TEAM), block_id="countersign_x_deadbeef"))
@@ -255,7 +255,7 @@ async def test_forged_slack_clicks_are_refused_and_audited(bot, events, slack, t
 
 
 async def test_the_requesters_own_clicks_that_cannot_apply_change_nothing(bot, events, slack, target, cards):
-    """Issue 12's buttons, clicked by the one person who may decide the card, where they cannot apply: Approve and
+    """The trust, Stop and batch buttons (docs/decisions/0021 to 0023), clicked by the one person who may decide the card, where they cannot apply: Approve and
     trust on a card that offers no trust, Stop naming an ended or unknown turn, Approve all and Reject all on a pause
     already decided. Each is answered privately in words, and nothing is decided, trusted, stopped or run."""
     clicks = [

@@ -135,7 +135,7 @@ async def test_property_no_edit_form_breaks_or_decides_anything_it_should_not(
 
 @st.composite
 def reject_all_forms(draw: st.DrawFn) -> dict[str, Any]:
-    """A Reject all form (issue 12) as submitted: any reason, naming this or another pause, or anything, by
+    """A Reject all form (docs/decisions/0023) as submitted: any reason, naming this or another pause, or anything, by
     someone who may decide none of the calls it names."""
     return {
         "reason": draw(st.one_of(hostile_text(max_atoms=4), st.integers(), st.none())),

@@ -1,4 +1,4 @@
-"""Attacks on Approve all / Reject all (issue 12, decision 0023) beside Stop, stale cards and other workspaces.
+"""Attacks on Approve all / Reject all (docs/decisions/0023) beside Stop, stale cards and other workspaces.
 
 The real Bolt app against the Slack stand-in; alice asks for "batch widget", whose answer calls
 `http_request` (a POST, reviewed) and `calculator` (reviewed here with `policy calculator

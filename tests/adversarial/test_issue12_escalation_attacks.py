@@ -1,4 +1,4 @@
-"""Attacks on escalation (issue 12, decision 0023): races with the click, the stop and the expiry, two replicas, targets nobody can reach.
+"""Attacks on escalation (docs/decisions/0023): races with the click, the stop and the expiry, two replicas, targets nobody can reach.
 
 The real Bolt app against the Slack stand-in. The bot's own escalation loop is stopped in
 these tests and the test runs the same sweep itself (`EscalationSweeper.sweep`), so that the

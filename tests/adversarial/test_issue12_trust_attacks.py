@@ -1,4 +1,4 @@
-"""Attacks on Trust for a while (issue 12, decision 0022): a trust click racing a Stop, and look-alike arguments.
+"""Attacks on Trust for a while (docs/decisions/0022): a trust click racing a Stop, and look-alike arguments.
 
 The real Bolt app against the Slack stand-in. carol (an admin) lets `http_request` be trusted
 for up to 30 minutes, binding every argument; alice asks for "post <name>" (a reviewed POST to

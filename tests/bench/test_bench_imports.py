@@ -1,6 +1,6 @@
 """The `bench` package's imports run one way: no cycle, and only into `bench.common`.
 
-The layout (docs/decisions/XXXX-benchmark-modules.md): each benchmark, and each program a
+The layout (docs/decisions/0059-benchmark-modules.md): each benchmark, and each program a
 benchmark starts as a child process, is a module of `bench` run with `python -m bench.<name>`;
 what they are built from is in `bench.common`. Every import statement counts, wherever it is: at
 module level, inside a function, or under `if TYPE_CHECKING:` (a cycle there is still two

@@ -349,7 +349,7 @@ async def test_discord_expiry_fires_after_a_restart(db_url, gemini, target, disc
     assert target.requests == []
 
 
-# --- the agent of a channel (issue 8) ------------------------------------------------------
+# --- the agent of a channel (docs/decisions/0008) ------------------------------------------------------
 
 
 async def test_agent_is_set_per_channel_shown_refused_for_others_and_audited(driver):

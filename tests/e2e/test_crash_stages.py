@@ -1,4 +1,4 @@
-"""kill -9 at each stage of a turn (issue 9, "Restarts and crashes").
+"""kill -9 at each stage of a turn (docs/decisions/0009).
 
 A real `countersign run` process is killed with SIGKILL while a stand-in holds its request at
 one stage of a gated call's life (the model deciding, the card posted, the decision's follow-up,
@@ -228,7 +228,7 @@ async def test_kill_9_after_the_acknowledgement_before_the_turn(db_url, model, s
 
 
 ANSWER_WITHIN_S = 60.0
-"""Seconds an approved call has to run and be answered after a restart (issue 9: "within a minute")."""
+"""Seconds an approved call has to run and be answered after a restart (docs/decisions/0009: "within a minute")."""
 
 CARD_WINDOWS = ("card post cut off", "card posted, not recorded", "card recorded, run not marked finished")
 

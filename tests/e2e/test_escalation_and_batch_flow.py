@@ -1,4 +1,4 @@
-"""Escalation and Approve all / Reject all end to end, the same scenarios on Slack and on Discord (issue 12)."""
+"""Escalation and Approve all / Reject all end to end, the same scenarios on Slack and on Discord (docs/decisions/0023)."""
 
 from __future__ import annotations
 

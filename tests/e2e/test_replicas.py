@@ -1,4 +1,4 @@
-"""Two bots on one database, Slack requests alternated between them (issue 9, "Replicas"; issue 11, workers).
+"""Two bots on one database, Slack requests alternated between them (docs/decisions/0009; workers, docs/decisions/0017).
 
 Events of one conversation are serialized, a click handled by either applies once, expiry fires
 once, and work a killed replica left is finished once by the other. Every test runs twice: with

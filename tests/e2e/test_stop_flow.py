@@ -1,4 +1,4 @@
-"""Stop (issue 12) end to end, the same scenarios on Slack and on Discord.
+"""Stop (docs/decisions/0021) end to end, the same scenarios on Slack and on Discord.
 
 The real bot against the platform stand-ins, the Gemini stand-in and the HTTP target: a turn
 going on for a while shows a progress message with a Stop button; Stop (or `/countersign

@@ -1,4 +1,4 @@
-"""`countersign run` with a broken subagents configuration: one line, exit code 2, no PostgreSQL (issue 8).
+"""`countersign run` with a broken subagents configuration: one line, exit code 2, no PostgreSQL (docs/decisions/0008).
 
 Each case is a separate process, as an operator runs it. A process spends seconds importing the
 libraries before it can fail, so the module starts every case at once and each test reads its

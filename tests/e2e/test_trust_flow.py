@@ -1,4 +1,4 @@
-"""Trust for a while (issue 12) end to end, the same scenarios on Slack and on Discord.
+"""Trust for a while (docs/decisions/0022) end to end, the same scenarios on Slack and on Discord.
 
 The real Bolt app and the real discord.py client against the stand-ins: carol (an admin) sets
 `/countersign trust`, alice asks for a gated `http_request` POST ("post <name>"), a card offers

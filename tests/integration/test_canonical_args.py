@@ -286,8 +286,8 @@ async def test_a_path_servers_resolve_differently_is_never_sent(db_url, target, 
 
 @pytest.mark.parametrize("path", ["/admin./users", "/admin%20/users", "/admin%2e/users", "/admin .../users"])
 async def test_a_segment_windows_strips_cannot_pass_a_path_prefix_rule(db_url, target, path):
-    """`/admin./users` is `/admin/users` to IIS: the tool refuses it (no canonical form), so under the README's
-    `/admin/` prefix rule the GET is answered at once with its reason, with no card, and nothing is sent."""
+    """`/admin./users` is `/admin/users` to IIS: the tool refuses it (no canonical form), so under the
+    `/admin/` prefix rule of docs/admin-commands.md the GET is answered at once with its reason, with no card, and nothing is sent."""
     model = ScriptedChatModel(
         replies=[calls(tool_call("http_request", {"method": "GET", "url": target.url(path)})), AIMessage("done")]
     )
@@ -359,17 +359,17 @@ async def test_every_surface_shows_an_edit_refusal_as_one_sentence(db_url, targe
         assert "HTTP_REQUEST_ALLOWED_HOSTS." in shown and ".." not in shown, shown
 
 
-def _readme_recipient_rule() -> str:
-    """The deny-list condition on recipients' domains that the README's "Writing conditions that hold" gives."""
-    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
-    section = readme.split("**Writing conditions that hold.**", 1)[1].split("Not safe as a deny-list", 1)[0]
+def _documented_recipient_rule() -> str:
+    """The deny-list condition on recipients' domains that docs/admin-commands.md, "Writing conditions that hold", gives."""
+    page = (Path(__file__).parents[2] / "docs" / "admin-commands.md").read_text(encoding="utf-8")
+    section = page.split("## Writing conditions that hold", 1)[1].split("Not safe as a deny-list", 1)[0]
     bullet = section.split("- a domain of a recipient", 1)[1].split("\n- ", 1)[0]
     return next(code for code in re.findall(r"`([^`]+)`", bullet) if "endsWith('@external.example')" in code)
 
 
 async def test_the_readmes_recipient_rule_holds_for_every_recipient_field(db_url):
-    """The README's rule on recipients' domains catches an outside address in `cc` too: the mail waits for a card."""
-    rule = _readme_recipient_rule()
+    """The documented rule on recipients' domains (docs/admin-commands.md) catches an outside address in `cc` too: the mail waits for a card."""
+    rule = _documented_recipient_rule()
     reply = calls(
         tool_call(
             "send_email", {"to": ["colleague@corp.example"], "cc": ["a@external.example"], "subject": "s", "body": "b"}

@@ -1,4 +1,4 @@
-"""The ReAct agent's checkpoints (issue 10 item 3; docs/decisions/0027).
+"""The ReAct agent's checkpoints (docs/decisions/0027).
 
 Its runs write a checkpoint when they stop (`durability="exit"`) and stop before
 `human_review`, so a model answer with calls is stored before any call runs; the runner goes
@@ -78,7 +78,7 @@ async def test_an_unreviewed_call_is_stored_before_it_runs(db_url):
 
 @pytest.mark.parametrize("limit", [7, 8, 9, 10, 25])
 async def test_the_step_guard_allows_the_rounds_one_invocation_allows(db_url, registry, tool_log, limit):
-    """A model that always asks for a call: the turn ends with the step-limit answer after as many rounds as one invocation of the graph would run (seed 000)."""
+    """A model that always asks for a call: the turn ends with the step-limit answer after as many rounds as one invocation of the graph would run (docs/DESIGN.md, Agents)."""
     model = ScriptedChatModel(script=lambda _: calls(tool_call("lookup", {"query": "again"})))
     async with open_service(db_url, model, registry, recursion_limit=limit) as h:
         await h.service.handle_message(message("loop", message_id="3.1"))

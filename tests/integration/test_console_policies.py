@@ -1,4 +1,4 @@
-"""Trying policies in the terminal (issue 12): `/countersign` there, pretend teammates with `/as`, the prompt.
+"""Trying policies in the terminal (docs/decisions/0026): `/countersign` there, pretend teammates with `/as`, the prompt.
 
 The real core on a real PostgreSQL, the console adapter driven by a scripted reader (a list of
 lines) or, where something must happen while a prompt waits, by a reader the test types into.
@@ -128,7 +128,7 @@ async def test_every_countersign_subcommand_works_in_the_terminal(db_url, regist
 
 async def test_a_pretend_teammate_is_no_admin_and_a_bad_command_changes_nothing(db_url, registry):
     """`/as bob` may read but not change; a malformed or unknown command is one `!  ` line (a malformed one with its
-    usage indented below it, as the README says); nothing changed."""
+    usage indented below it, as docs/admin-commands.md says); nothing changed."""
     text, terminal = await run(
         db_url,
         registry,
@@ -593,7 +593,7 @@ async def _due_now(db_url: str, column: str) -> None:
 
 @pytest.mark.e2e
 async def test_trying_a_policy_in_a_real_countersign_chat(db_url, tmp_path):
-    """`countersign chat`, the README's example session: quorum 2 decided by the operator and a pretend bob (an
+    """`countersign chat`, the example session of docs/admin-commands.md: quorum 2 decided by the operator and a pretend bob (an
     approver of the tool, not an admin: his settings change is refused), then trust at the prompt, reused."""
     async with (
         HttpTarget() as target,

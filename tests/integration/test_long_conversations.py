@@ -1,4 +1,4 @@
-"""Long conversations through the whole core on PostgreSQL: the window, the summary, the stored state (issue 10).
+"""Long conversations through the whole core on PostgreSQL: the window, the summary, the stored state (docs/decisions/0013).
 
 The model is scripted: a summary request (recognised by its instructions) is answered with a
 numbered summary, every other call with a long answer, so a small `context_tokens` overflows

@@ -1,4 +1,4 @@
-"""The example MCP server (`examples/mcp/`) works as the README's "Try it" says: started from its own config file, one card, one call."""
+"""The example MCP server (`examples/mcp/`) works as the "Try it" of docs/tools-and-mcp.md says: started from its own config file, one card, one call."""
 
 from __future__ import annotations
 

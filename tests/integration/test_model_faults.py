@@ -1,6 +1,6 @@
 """Model faults through the Gemini stand-in, with the real client, the real graphs and PostgreSQL.
 
-Issue 9 (finding 1 and "Model faults"): an answer with neither text nor a tool call, a blocked
+docs/decisions/0011 and docs/operations.md ("Model faults"): an answer with neither text nor a tool call, a blocked
 prompt, a malformed call, 429 with retry advice, 500, timeouts and a refused tool schema. Each
 ends in an answer or a clear notice, within bounded time, and the stored history stays valid:
 the stand-in checks every later request the way the API does (no empty parts, calls paired with

@@ -1,4 +1,4 @@
-"""Bounded storage on a real PostgreSQL (issue 10 items 2 and 5): pruning and retention.
+"""Bounded storage on a real PostgreSQL (docs/decisions/0012): pruning and retention.
 
 Pruning and retention run in the upkeep's housekeeping loop every few seconds; here the loop is
 stopped (`quiet`) and a test runs one pass itself (`prune`, `retention_pass`) where the loop

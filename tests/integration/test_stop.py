@@ -1,4 +1,4 @@
-"""Stop (issue 12) in the core, on a real PostgreSQL: who may stop, what stops, and when.
+"""Stop (docs/decisions/0021) in the core, on a real PostgreSQL: who may stop, what stops, and when.
 
 A turn is stopped while its model call is under way, while a tool runs (one that finishes,
 one that is cancelled), while a card waits, from another replica, twice, by someone who may

@@ -1,4 +1,4 @@
-"""The subagents agent through the core service on a real PostgreSQL (issue 8).
+"""The subagents agent through the core service on a real PostgreSQL (docs/decisions/0008).
 
 One scripted model plays every agent; it tells them apart by their system prompts (the
 supervisor's carries the delegation instructions, each subagent's starts with its own prompt).

@@ -1,4 +1,4 @@
-"""Trust for a while (issue 12) through the core service on a real PostgreSQL.
+"""Trust for a while (docs/decisions/0022) through the core service on a real PostgreSQL.
 
 A scripted model sends `send(to, body)` for "send <to> <body>"; alice asks, `boss` administers.
 Each test configures trust with the admin commands, then approves a card with "Approve and

@@ -1,4 +1,4 @@
-"""Property (issue 12): no sequence of grants, revokes, policy changes, time and calls lets a call run
+"""Property (docs/decisions/0022): no sequence of grants, revokes, policy changes, time and calls lets a call run
 without either a card decision or a live trust grant that covers exactly its tool, conversation,
 requester and matched arguments.
 
@@ -9,7 +9,7 @@ requester's reject); the trust setting (up to 10 or 30 minutes, binding every ar
 `to`, or off); quorum 1 or 2; `deny`; self-approval; an approver list; revoking a grant; and time
 passing (grants moved into the past in the database, the only clock the bot reads).
 
-The oracle is a plain model of the rules in issue 12, written without the code's helpers: a grant
+The oracle is a plain model of the rules in docs/decisions/0022, written without the code's helpers: a grant
 covers a call while it is neither revoked nor past its own duration or the current setting's
 up-to, the setting binds no more arguments than the grant, conversation, requester and bound
 values are equal, the tool is not denied, the quorum is 1, and its approver could approve the

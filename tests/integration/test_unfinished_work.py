@@ -1,4 +1,4 @@
-"""Work a fault interrupted is finished by the bot itself (issue 9 items 5, 6, 8, 9).
+"""Work a fault interrupted is finished by the bot itself (docs/decisions/0009).
 
 Each test leaves work unfinished the way a fault would (a follow-up that fails, a task
 cancelled at shutdown, a post the platform refuses, a process that died after claiming a

@@ -1,5 +1,5 @@
 """A real PostgreSQL for tests: the embedded server (or `TEST_DATABASE_URL`), one fresh
-database per test cloned from a migrated template (CONVENTIONS.md item 12).
+database per test cloned from a migrated template (docs/development.md, convention 12).
 """
 
 from __future__ import annotations

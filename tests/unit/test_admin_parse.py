@@ -1,4 +1,4 @@
-"""`/countersign` text as Slack sends it, parsed into commands: the `agent` subcommand (issue 8)."""
+"""`/countersign` text as Slack sends it, parsed into commands: the `agent` subcommand (docs/decisions/0008)."""
 
 from __future__ import annotations
 

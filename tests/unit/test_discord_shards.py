@@ -32,7 +32,7 @@ def test_ids_are_parsed_sorted_and_none_means_no_gateway(monkeypatch):
     """`3, 1` is (1, 3) of 4; `none` is the empty tuple (REST only)."""
     assert from_env(monkeypatch, DISCORD_SHARD_COUNT="4", DISCORD_SHARD_IDS=" 3, 1").shard_ids == (1, 3)
     assert from_env(monkeypatch, DISCORD_SHARD_COUNT="4", DISCORD_SHARD_IDS="None").shard_ids == ()
-    # `none` needs no count: a Slack replica beside Discord ones only posts (README, Running several replicas)
+    # `none` needs no count: a Slack replica beside Discord ones only posts (docs/operations.md, Running several replicas)
     alone = from_env(monkeypatch, DISCORD_SHARD_COUNT="", DISCORD_SHARD_IDS="none")
     assert alone.shard_ids == () and alone.shard_count is None
 

@@ -1,4 +1,4 @@
-"""Log lines about a conversation carry its thread_id and subagent (README "Running it in production")."""
+"""Log lines about a conversation carry its thread_id and subagent (docs/operations.md, "Logs and tracing")."""
 
 from __future__ import annotations
 

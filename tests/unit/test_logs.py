@@ -1,4 +1,4 @@
-"""`configure_logging`: libraries that log payloads stay out of DEBUG (README: tokens never appear)."""
+"""`configure_logging`: libraries that log payloads stay out of DEBUG (docs/operations.md: tokens never appear)."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ channel, with CEL conditions that hold, do not hold, read missing arguments or f
 and arguments (right and wrong types) are generated. The oracle is deliberately simpler than
 the code: it knows only rule precedence and that an admin condition can let a call through
 only when the arguments fit the tool's schema and the condition cleanly says false. It judges
-the call as the graph stored it, the canonical arguments the policy saw (issue 9, finding 11).
+the call as the graph stored it, the canonical arguments the policy saw (docs/decisions/0010).
 
 A second property does the same for `http_request` with URLs written in many spellings: its
 oracle judges the canonical URL each spelling was generated from, and the request sent must be
@@ -85,7 +85,7 @@ _send = next(t for t in make_test_registry(ToolLog()).tools() if t.name == "send
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(workspace_rule=rules, channel_rule=rules, args=arguments, decision=st.sampled_from(["reject", "none"]))
-# Issue 9, finding 11: the graph replaces the NUL before the policy sees it, and so must the oracle.
+# docs/decisions/0010: the graph replaces the NUL before the policy sees it, and so must the oracle.
 @example(
     workspace_rule=None,
     channel_rule=(Mode.REVIEW, "args.to == 'bob'"),
@@ -138,7 +138,7 @@ async def test_property_a_call_needing_review_never_runs_without_a_decision(
     ran = [c for c in log.calls if c[0] == "send"]
     # The policy judged the call as the graph stored it (NUL replaced, numbers and the tool's
     # own spelling canonical); the oracle judges that stored call, which must be the canonical
-    # form of what the model sent (issue 9, finding 11).
+    # form of what the model sent (docs/decisions/0010).
     [stored] = [c for m in state.values["messages"] if isinstance(m, AIMessage) for c in m.tool_calls]
     seen = stored["args"]
     assert seen == canonical_args(_send, without_nul(calls(tool_call("send", args))).tool_calls[0]["args"])

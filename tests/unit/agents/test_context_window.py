@@ -1,4 +1,4 @@
-"""The context window: the token budget, where it cuts, what it folds into the summary (issue 10)."""
+"""The context window: the token budget, where it cuts, what it folds into the summary (docs/decisions/0013)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The review agent's rules, ported from seeds 000 and 001, on both checkpointers."""
+"""The review agent's rules, kept from the project template (docs/DESIGN.md, Agents and Approvals), on both checkpointers."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def stored_call_ids(state_messages) -> list[str]:
     return [str(call["id"]) for m in state_messages if isinstance(m, AIMessage) for call in m.tool_calls]
 
 
-# --- step guard (seed 000: "Kenapa remaining_steps <= steps_per_tool_round") ---------------
+# --- step guard (docs/DESIGN.md, Agents: the step guard) ---------------
 
 
 @pytest.mark.parametrize(("limit", "tool_rounds"), [(6, 1), (7, 1), (10, 2), (25, 7)])
@@ -65,7 +65,7 @@ async def test_step_guard_keeps_the_thread_usable(make_graph, tool_log):
     assert result["messages"][-1].content == "fine"
 
 
-# --- answers without text (issue 9, finding 1) ----------------------------------------------
+# --- answers without text (docs/decisions/0011) ----------------------------------------------
 
 
 async def test_an_empty_answer_is_asked_once_more_with_a_note_and_never_stored(make_graph, tool_log):
@@ -103,7 +103,7 @@ async def test_a_blocked_prompt_is_not_asked_again(make_graph):
     assert len(model.prompts) == 1
 
 
-# --- plain ReAct behaviour and tool errors (seed 000: "Saat tool gagal") -------------------
+# --- plain ReAct behaviour and tool errors (docs/DESIGN.md, Agents: tool errors) -------------------
 
 
 async def test_ungated_tool_runs_without_interrupt(make_graph, tool_log):
@@ -160,7 +160,7 @@ async def test_exception_inside_a_tool_becomes_an_error_result(make_graph, tool_
     assert any("tool explode failed" in r.getMessage() for r in caplog.records)
 
 
-# --- review: interrupt payload, approve, edit, reject (seed 001) ----------------------------
+# --- review: interrupt payload, approve, edit, reject (docs/DESIGN.md, Agents) ----------------------------
 
 
 async def test_gated_call_interrupts_with_the_hitl_payload(make_graph, tool_log):
@@ -242,7 +242,7 @@ async def test_reject_with_reason_never_runs_and_the_model_sees_the_reason(make_
 
 
 async def test_missing_decision_counts_as_rejected(make_graph, tool_log):
-    """Resuming the graph directly with no decision rejects the call (seed 001: fail closed)."""
+    """Resuming the graph directly with no decision rejects the call (docs/DESIGN.md, Agents: fail closed)."""
     model = ScriptedChatModel(replies=[calls(tool_call("send", {"to": "bob", "body": "hi"})), AIMessage("not sent")])
     graph = make_graph(model)
     cfg = config()
@@ -331,7 +331,7 @@ async def test_denied_tool_is_rejected_by_policy_without_a_pause(make_graph, too
     assert denied.content == prompts.REJECTED_BY_POLICY.format(name="wipe")
 
 
-# --- validation before resume (seed 001: "Kenapa keputusan divalidasi sebelum resume") ------
+# --- validation before resume (docs/DESIGN.md, Approvals: decisions validated before resume) ------
 
 
 @pytest.mark.parametrize(
@@ -398,7 +398,7 @@ async def test_invalid_decision_reaching_the_graph_fails_closed(make_graph, tool
 
 
 def test_policy_naming_an_unknown_tool_fails_at_build_time(registry):
-    """ValueError at build time when the approval policy names a tool the graph does not have (seed 001)."""
+    """ValueError at build time when the approval policy names a tool the graph does not have (docs/DESIGN.md, Agents)."""
     bigger = ToolRegistry([*registry, ToolSpec(tool=_ghost_tool(), default_mode=Mode.REVIEW)])
     with pytest.raises(ValueError, match="unknown tool\\(s\\): ghost"):
         build_review_agent(

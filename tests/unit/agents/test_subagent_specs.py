@@ -1,4 +1,4 @@
-"""`load_subagents`: the shipped default set, a TOML file, and one readable line per mistake (issue 8)."""
+"""`load_subagents`: the shipped default set, a TOML file, and one readable line per mistake (docs/decisions/0008)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The supervisor with subagents (issue 8; seeds 003 and 004), on both checkpointers.
+"""The supervisor with subagents (docs/decisions/0008; docs/DESIGN.md, Agents), on both checkpointers.
 
 Scripted models stand in for Gemini: the supervisor's model delegates, each subagent's model
 calls the test tools (`lookup` runs at once, `send` waits for review, `wipe` is denied).
@@ -106,7 +106,7 @@ async def test_delegation_returns_the_report_to_the_supervisor(build, tool_log):
 
 
 async def test_a_subagent_sees_only_its_prompt_and_the_query(build):
-    """Isolation (seed 004): no user message, no supervisor history, no sibling's work reaches a subagent."""
+    """Isolation (docs/DESIGN.md, Agents): no user message, no supervisor history, no sibling's work reaches a subagent."""
     researcher = worker(lambda q: AIMessage(f"facts about {q}"))
     operator = worker(lambda q: AIMessage(f"done {q}"))
     sup = supervisor(("researcher", "task R"), ("operator", "task O"))
@@ -139,7 +139,7 @@ async def test_memory_across_turns_is_the_supervisors_only(build):
 
 
 async def test_two_delegations_of_one_answer_run_at_once(build):
-    """Scatter-gather (seed 003): two subagents of one answer overlap in time; both reports come back in call order."""
+    """Scatter-gather (docs/DESIGN.md, Agents): two subagents of one answer overlap in time; both reports come back in call order."""
     shared = worker(lambda q: AIMessage(f"answer to {q}"), delay_s=0.3)
     graph = build(supervisor(("researcher", "A"), ("operator", "B")), {"researcher": shared, "operator": shared})
     result = await graph.ainvoke(ask("both"), config())

@@ -1,4 +1,4 @@
-"""Escalation in the state machine and in who may decide (issue 12)."""
+"""Escalation in the state machine and in who may decide (docs/decisions/0023)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Trust for a while (issue 12): the pure rules, the command words, and how cards draw the offer."""
+"""Trust for a while (docs/decisions/0022): the pure rules, the command words, and how cards draw the offer."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Property: no spelling of a URL changes the mode an admin's condition gives an http_request call.
 
-Issue 9, finding 4: `review when args.url.startsWith('https://internal.example')` must hold for
+docs/decisions/0010: `review when args.url.startsWith('https://internal.example')` must hold for
 `HTTPS://Internal.Example:443/x` as it does for `https://internal.example/x`. The calls are
 judged by the real `ConfiguredPolicy` over the real `http_request` tool (whose canonical form
 the policy applies); the oracle is the same policy judging the base URL the spelling was

@@ -1,4 +1,4 @@
-"""Block Kit for the first card's Approve all / Reject all, and for an escalated card (issue 12)."""
+"""Block Kit for the first card's Approve all / Reject all, and for an escalated card (docs/decisions/0023)."""
 
 from __future__ import annotations
 

@@ -148,7 +148,7 @@ async def test_any_json_value_is_sent_as_json(server, body):
 
 
 async def test_a_string_body_is_sent_json_quoted_whatever_the_content_type(server):
-    """As the README says: the body is always JSON, so a string goes out with its quotes even as text/plain."""
+    """As docs/tools-and-mcp.md says: the body is always JSON, so a string goes out with its quotes even as text/plain."""
     tool = make_http_request_tool(settings_for(server.allowed))
     await call(tool, method="POST", url=f"{server.base}/echo", headers={"Content-Type": "text/plain"}, body="hello")
     [got] = server.received
