@@ -18,14 +18,14 @@ import uuid
 from collections.abc import Coroutine
 from typing import Any
 
-from adapters.admin_text import error_text
 from adapters.console import messages as msg
 from adapters.console.commands import QUIT, ConsoleCommands, is_command, refusal
 from adapters.console.people import CONSOLE_MARKUP, Session
 from adapters.console.platform import ConsolePlatform
 from adapters.console.prompt import Asked, CardPrompt, Read, TypedAhead
 from adapters.console.question_prompt import QuestionPrompt
-from adapters.display import duration_words
+from adapters.words.admin import error_text
+from adapters.words.display import duration_words
 from bot.admin.service import AdminService
 from bot.conversation import IncomingMessage
 from bot.errors import CountersignError

@@ -10,9 +10,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from adapters.admin_text import error_text, render
 from adapters.console import messages as msg
 from adapters.console.people import CONSOLE_MARKUP, TERMINAL_MENTIONS, Session, person_name
+from adapters.words.admin import error_text, render
 from bot.admin.commands import SetCards, SetScope
 from bot.admin.parse import parse_command
 from bot.admin.service import AdminService

@@ -1,14 +1,14 @@
-"""Every sentence the terminal shows (docs/development.md, convention 15).
+"""Every sentence the terminal shows in its own words (docs/decisions/0060-words-in-one-place.md).
 
 Lines follow one layout: `bot> ` for answers, `?  ` for a card to decide, `!  ` for a refusal
 or a problem (nothing was changed), `↑  ` for an escalation, `■  ` for a stop, and three spaces
-for everything else. `adapters.decision_errors` and `adapters.batch_text` choose among the
+for everything else. `adapters.words.decisions` and `adapters.words.batch` choose among the
 decision and batch sentences here, as they do for Slack's and Discord's.
 """
 
 from __future__ import annotations
 
-from adapters.mcp_text import DEFINITION_CHANGED
+from adapters.words.mcp import DEFINITION_CHANGED
 from bot.errors import ModelErrorKind, NoAnswerReason
 
 # The chat and its commands ----------------------------------------------------------------
@@ -97,7 +97,7 @@ HELP_EXAMPLES = (
 
 CARD_TOOL = "?  {tool} wants to run ({position} of {total}), asked by {requester}"
 CARD_ORIGIN = "   {origin}"
-"""Under `CARD_TOOL` for an MCP server's tool (`adapters.mcp_text.origin_line`)."""
+"""Under `CARD_TOOL` for an MCP server's tool (`adapters.words.mcp.origin_line`)."""
 CARD_SUBAGENT = "?  {subagent} wants to call {tool} ({position} of {total}), asked by {requester}"
 CARD_WHY = "   why: {why}"
 CARD_ARGS = "   args: {args}"
@@ -131,7 +131,8 @@ ASK_ARGS = "   new args as JSON: "
 EDIT_NOT_JSON = "!  Not valid JSON: {problem}. Try again."
 EDIT_NOT_OBJECT = '!  The arguments must be a JSON object, like {"name": "value"}. Try again.'
 
-# Decisions (the names `adapters.decision_errors` and `adapters.batch_text` use) -------------
+# Decisions (the names `adapters.words.decisions` and `adapters.words.batch` use; a sentence not
+# here is said in their shared words) -------------
 
 VOTE_RECORDED = "   Your approval is recorded ({count} of {quorum}); the call runs once {quorum} people approved it."
 REFUSED_NOT_PERMITTED = (
@@ -139,26 +140,16 @@ REFUSED_NOT_PERMITTED = (
     "(/as someone who may)."
 )
 REFUSED_OTHER_WORKSPACE = "You can't decide this approval: it belongs to another workspace."
-REFUSED_SELF_APPROVAL = (
-    "You asked for this call, and self-approval is off for this tool, so someone else must approve it."
-)
 REFUSED_NOT_AN_APPROVER = "You can't decide this: you are not on the approvers list for this tool."
-REFUSED_ESCALATION_EDIT = (
-    "This card was escalated to you, so you may approve or reject it, but not edit it: only its "
-    "approvers, admins and the person who asked can change the arguments. Nothing was changed."
-)
 ALREADY_DECIDED = "This was already {outcome} by @{user}{when}. Nothing was changed."
-ALREADY_DECIDED_NOBODY = "This was already {outcome}. Nothing was changed."
 ALREADY_VOTED = "You already approved this; each person counts once, so it now needs someone else (/as ...)."
 STALE_VOTE = "The arguments changed meanwhile; look at the card again."
 CARD_NOT_POSTED = "Its card is not shown yet, so Approve all did not approve it; it is asked on its own."
 """Why Approve all left a call pending (`bot.errors.CardNotPostedError`); the terminal keeps every card, so
 it never says this today."""
 UNKNOWN_APPROVAL = "This approval is gone. Nothing was changed."
-INVALID_DECISION = "That decision was refused: {problem}"
 EDIT_REFUSED = "Your edit was not applied: {problem} Nothing was changed; answer e to edit it again."
-"""An edit its tool refuses; `problem` is a sentence (`adapters.decision_errors.as_sentence`)."""
-DECISION_FAILED = "Something went wrong while recording your decision; nothing was changed. Please try again."
+"""An edit its tool refuses; `problem` is a sentence (`adapters.words.decisions.as_sentence`)."""
 SHUTTING_DOWN = "The bot is stopping; nothing was changed."
 REFUSED_TOO_LONG = "These arguments ({size} characters) are too long to review here (at most {limit}); nothing changed."
 REFUSED_TOO_MANY_KEYS = "This call has too many arguments ({size}) to review here (at most {limit}); nothing changed."
@@ -218,7 +209,6 @@ APPROVERS_DMS = "the approvers' DMs"
 EXPIRED = "!  The request to run {tool} expired without a decision."
 RESUME_GIVEN_UP = "!  The bot could not carry on after the decision on your request and gave up.{not_run}{unknown}"
 """Once the bot gave up resuming a decided pause (after several attempts)."""
-RESUME_NOT_RUN = " Did not run: {tools}."
 RESUME_OUTCOME_UNKNOWN = " May or may not have taken effect: {tools}."
 REVIEW_PENDING = "!  A tool call is waiting for your decision first: {tools}"
 REVIEW_BUSY = "a call being worked on"

@@ -14,8 +14,8 @@ import getpass
 import re
 from dataclasses import replace
 
-from adapters.admin_text import Markup
 from adapters.console import messages as msg
+from adapters.words.markup import Markup
 from bot.admin.parse import USAGE as CHAT_USAGE
 from bot.admin.parse import Mentions
 from bot.conversation import Actor, ConversationRef

@@ -13,11 +13,12 @@ import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
-from adapters.admin_text import target_words
 from adapters.console import messages as msg
 from adapters.console.people import CONSOLE_MARKUP, operator_name
-from adapters.display import duration_words, excerpt, given_up_calls, model_failed_text, reveal_invisible
-from adapters.mcp_text import held_text
+from adapters.words.admin import target_words
+from adapters.words.conversation import RESUME_NOT_RUN
+from adapters.words.display import duration_words, excerpt, given_up_calls, model_failed_text, reveal_invisible
+from adapters.words.mcp import held_text
 from bot.approvals.escalation import TargetKind
 from bot.approvals.lifecycle import ApprovalStatus
 from bot.approvals.records import ApprovalRecord
@@ -161,7 +162,7 @@ class ConsolePlatform:
             not_run, unknown = given_up_calls(notice)
             self.write(
                 msg.RESUME_GIVEN_UP.format(
-                    not_run=msg.RESUME_NOT_RUN.format(tools=", ".join(not_run)) if not_run else "",
+                    not_run=RESUME_NOT_RUN.format(tools=", ".join(not_run)) if not_run else "",
                     unknown=msg.RESUME_OUTCOME_UNKNOWN.format(tools=", ".join(unknown)) if unknown else "",
                 )
             )

@@ -19,15 +19,15 @@ from datetime import UTC, datetime
 from enum import Enum
 from typing import Protocol
 
-from adapters.admin_text import target_words
-from adapters.batch_text import batch_summary
 from adapters.console import messages as msg
 from adapters.console.commands import QUIT, ConsoleCommands, is_command
 from adapters.console.people import CONSOLE_MARKUP, Session
 from adapters.console.platform import ConsolePlatform, where_it_went
-from adapters.decision_errors import decision_error_text, edit_error_text, parse_edited_args
-from adapters.display import duration_words, reveal_invisible
-from adapters.mcp_text import origin_line
+from adapters.words.admin import target_words
+from adapters.words.batch import batch_summary
+from adapters.words.decisions import decision_error_text, edit_error_text, parse_edited_args
+from adapters.words.display import duration_words, reveal_invisible
+from adapters.words.mcp import origin_line
 from bot.approvals.decisions import Approve, Edit, EditedAction, Reject
 from bot.approvals.escalation import TargetKind
 from bot.approvals.records import ApprovalRecord, pause_version

@@ -13,23 +13,47 @@ before a restart or after any view timeout, is parsed from its `custom_id` and h
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import discord
 
 from adapters.discord import messages as msg
 from adapters.discord.forms import BUTTON_TEMPLATE as QUESTION_TEMPLATE
 from adapters.discord.forms import CONTINUE_TEMPLATE
-from adapters.display import duration_words
+from adapters.words.cards import BUTTON_TRUST
+from adapters.words.display import duration_words
 from bot.ports import BatchOffer
 
-if TYPE_CHECKING:
-    from adapters.discord.interactions import InteractionHandler
+
+class CardClicks(Protocol):
+    """What the client's interaction handler does with these buttons (`adapters.discord.interactions`).
+
+    A protocol, so that this module never imports the handler, which draws these buttons.
+    """
+
+    async def on_button(
+        self, interaction: discord.Interaction[Any], action: str, approval_id: str, version: str | None
+    ) -> None:
+        """Approve, Approve and trust, Edit or Reject pressed on a card."""
+
+    async def on_arguments(
+        self, interaction: discord.Interaction[Any], approval_id: str, version: str | None, page: int
+    ) -> None:
+        """All arguments on a card (`version` None), or Previous / Next on its pages."""
+
+    async def on_stop(self, interaction: discord.Interaction[Any], turn_id: str) -> None:
+        """Stop pressed on a status line."""
+
+    async def on_batch(
+        self, interaction: discord.Interaction[Any], action: str, review_id: str, version: str | None
+    ) -> None:
+        """Approve all or Reject all pressed on a pause's first card."""
+
 
 ACTIONS = ("approve", "edit", "reject")
 _LABELS = {
     "approve": msg.BUTTON_APPROVE,
-    "trust": msg.BUTTON_TRUST,
+    "trust": BUTTON_TRUST,
     "edit": msg.BUTTON_EDIT,
     "reject": msg.BUTTON_REJECT,
 }
@@ -89,7 +113,7 @@ class ApprovalButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=TE
 
     async def callback(self, interaction: discord.Interaction[Any]) -> None:
         """Hand the click to the client's interaction handler."""
-        handler: InteractionHandler = interaction.client.interactions
+        handler: CardClicks = interaction.client.interactions
         await handler.on_button(interaction, self.action, self.approval_id, self.version)
 
 
@@ -121,7 +145,7 @@ class ArgumentsButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=A
 
     async def callback(self, interaction: discord.Interaction[Any]) -> None:
         """Hand the click to the client's interaction handler."""
-        handler: InteractionHandler = interaction.client.interactions
+        handler: CardClicks = interaction.client.interactions
         await handler.on_arguments(interaction, self.approval_id, None, 1)
 
 
@@ -165,7 +189,7 @@ class PageButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=PAGE_T
 
     async def callback(self, interaction: discord.Interaction[Any]) -> None:
         """Hand the click to the client's interaction handler."""
-        handler: InteractionHandler = interaction.client.interactions
+        handler: CardClicks = interaction.client.interactions
         await handler.on_arguments(interaction, self.approval_id, self.version, self.page)
 
 
@@ -206,7 +230,7 @@ class StopButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=STOP_T
 
     async def callback(self, interaction: discord.Interaction[Any]) -> None:
         """Hand the click to the client's interaction handler."""
-        handler: InteractionHandler = interaction.client.interactions
+        handler: CardClicks = interaction.client.interactions
         await handler.on_stop(interaction, self.turn_id)
 
 
@@ -248,7 +272,7 @@ class BatchButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=BATCH
 
     async def callback(self, interaction: discord.Interaction[Any]) -> None:
         """Hand the click to the client's interaction handler."""
-        handler: InteractionHandler = interaction.client.interactions
+        handler: CardClicks = interaction.client.interactions
         await handler.on_batch(interaction, self.action, self.review_id, self.version)
 
 
@@ -290,7 +314,7 @@ def card_view(
                 continue
             view.add_item(ApprovalButton(action, approval_id, version))
             if action == "approve" and trust_s:
-                label = msg.BUTTON_TRUST.format(duration=duration_words(trust_s))
+                label = BUTTON_TRUST.format(duration=duration_words(trust_s))
                 view.add_item(ApprovalButton("trust", approval_id, version, label=label))
         if show_all:
             view.add_item(ArgumentsButton(approval_id))

@@ -18,8 +18,9 @@ import discord
 
 from adapters.arguments_view import drawn, fence_safe, parts
 from adapters.discord import messages as msg
-from adapters.display import duration_words, reveal_invisible
-from adapters.mcp_text import DEFINITION_CHANGED, origin_line
+from adapters.words.cards import CARD_OUTCOME_TRUSTED
+from adapters.words.display import duration_words, reveal_invisible
+from adapters.words.mcp import DEFINITION_CHANGED, origin_line
 from bot.approvals.escalation import EscalationTarget, TargetKind
 from bot.approvals.lifecycle import ApprovalStatus, EscalationStatus
 from bot.approvals.records import ApprovalRecord
@@ -244,7 +245,7 @@ def decided_line(approval: ApprovalRecord) -> str:
     """
     outcome = msg.CARD_OUTCOME_WORD[approval.status.value]
     if approval.trust_id is not None and approval.trust_s:
-        outcome = msg.CARD_OUTCOME_TRUSTED.format(outcome=outcome, duration=duration_words(approval.trust_s))
+        outcome = CARD_OUTCOME_TRUSTED.format(outcome=outcome, duration=duration_words(approval.trust_s))
     ts = int(approval.decided_at.timestamp()) if approval.decided_at else 0
     if approval.decided_by_id is None:
         return msg.CARD_DECIDED_NOBODY.format(outcome=outcome, ts=ts)

@@ -9,15 +9,15 @@ from typing import Any, Protocol
 import discord
 from discord import app_commands
 
-from adapters.discord import messages as msg
 from adapters.discord.buttons import ApprovalButton, ArgumentsButton, BatchButton, PageButton, StopButton
 from adapters.discord.commands import build_command_group, on_command_error
 from adapters.discord.conversations import author_actor, message_ref, scoped_conversation, strip_bot_mention
 from adapters.discord.counted_http import count_failures
 from adapters.discord.forms import ContinueButton, QuestionButton
 from adapters.discord.interactions import InteractionHandler
-from adapters.discord.platform import NO_PINGS
-from adapters.display import is_blank
+from adapters.discord.markup import NO_PINGS
+from adapters.words.conversation import EMPTY_MENTION, SHUTTING_DOWN
+from adapters.words.display import is_blank
 from bot.admin.service import AdminService
 from bot.conversation import IncomingMessage
 from bot.errors import CountersignError
@@ -169,7 +169,7 @@ class CountersignClient(discord.AutoShardedClient):
             return
         text = strip_bot_mention(message.content, me.id)
         if is_blank(text):
-            await message.reply(msg.EMPTY_MENTION, mention_author=False, allowed_mentions=NO_PINGS)
+            await message.reply(EMPTY_MENTION, mention_author=False, allowed_mentions=NO_PINGS)
             return
         incoming = IncomingMessage(
             actor=author_actor(message),
@@ -180,7 +180,7 @@ class CountersignClient(discord.AutoShardedClient):
         try:
             self.service.submit_message(incoming)
         except CountersignError:
-            await message.reply(msg.SHUTTING_DOWN, mention_author=False, allowed_mentions=NO_PINGS)
+            await message.reply(SHUTTING_DOWN, mention_author=False, allowed_mentions=NO_PINGS)
 
     async def on_interaction(self, interaction: discord.Interaction[Any]) -> None:
         """Modal submissions, and clicks discord.py drops (our buttons go to their `DynamicItem`s)."""

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from adapters.decision_errors import as_sentence, decision_error_text, edit_error_text
 from adapters.discord import messages as msg
+from adapters.words.decisions import as_sentence, decision_error_text, edit_error_text
 from bot.errors import InvalidDecisionError, NotPermittedError
 from bot.tools.mcp.elicitation.desk import AlreadyAnsweredError, QuestionNotFoundError
 from bot.tools.mcp.elicitation.forms import AnswerError

@@ -45,7 +45,9 @@ import discord
 
 from adapters import form_values as fv
 from adapters.discord import messages as msg
-from adapters.display import reveal_invisible
+from adapters.discord.markup import MESSAGE_CHARS
+from adapters.words.display import reveal_invisible
+from adapters.words.questions import QUESTION_ASKS, QUESTION_LINK
 from bot.tools.mcp.elicitation.forms import (
     Action,
     AnswerError,
@@ -73,7 +75,6 @@ OPTION_CHARS = 100
 URL_BUTTON_CHARS = 512
 DESCRIPTION_CHARS = 4096
 EMBED_FIELD_CHARS = 1024
-MESSAGE_CHARS = 2000
 SHORT_FROM = 150
 """A text field whose `maxLength` is at most this gets a one-line box; otherwise a paragraph."""
 _MESSAGE_ROOM = 3000
@@ -541,7 +542,7 @@ def link_message(link: LinkRequest, *, server: str) -> tuple[str, discord.ui.Vie
         The message content (within 2,000 characters) and a view (empty for a link too long for
         a button; the content then holds the link as far as it fits).
     """
-    content = fv.clip(msg.QUESTION_LINK.format(server=_code(server), link=link.url), MESSAGE_CHARS)
+    content = fv.clip(QUESTION_LINK.format(server=_code(server), link=link.url), MESSAGE_CHARS)
     view = discord.ui.View(timeout=None)
     if len(link.url) <= URL_BUTTON_CHARS:
         view.add_item(discord.ui.Button(label=msg.BUTTON_LINK, style=discord.ButtonStyle.link, url=link.url))
@@ -551,7 +552,7 @@ def link_message(link: LinkRequest, *, server: str) -> tuple[str, discord.ui.Vie
 def _head(
     title: str, colour: discord.Colour, question: Question, *, requester_id: str, server: str, tool: str
 ) -> discord.Embed:
-    asks = msg.QUESTION_ASKS.format(user=requester_id, server=_code(server), tool=_code(tool))
+    asks = QUESTION_ASKS.format(user=requester_id, server=_code(server), tool=_code(tool))
     message = fv.clip(_escaped(reveal_invisible(question.message)), _MESSAGE_ROOM)
     return discord.Embed(title=title, colour=colour, description=f"{asks}\n> {message}")
 

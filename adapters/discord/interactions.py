@@ -21,15 +21,10 @@ from typing import Any
 
 import discord
 
-from adapters.admin_text import error_text as admin_error_text
-from adapters.admin_text import render
-from adapters.batch_text import batch_summary
 from adapters.chunking import split_message
-from adapters.decision_errors import parse_edited_args
 from adapters.discord import messages as msg
 from adapters.discord.buttons import dispatched_to_a_button, edit_again_view, pages_view, parse_button_id
 from adapters.discord.cards import MAX_PAGES, args_json, arguments_page, arguments_pages
-from adapters.discord.commands import DISCORD_MARKUP
 from adapters.discord.conversations import DM, clicker_actor, member_actor
 from adapters.discord.errors import edit_refusal_text, error_text, question_error_text, when
 from adapters.discord.forms import (
@@ -43,6 +38,7 @@ from adapters.discord.forms import (
     raw_answers,
 )
 from adapters.discord.forms import parse_modal_id as parse_question_modal_id
+from adapters.discord.markup import DISCORD_MARKUP, MESSAGE_CHARS, NO_PINGS
 from adapters.discord.modals import (
     ARGS_INPUT,
     REASON_INPUT,
@@ -53,7 +49,10 @@ from adapters.discord.modals import (
     reject_modal,
     submitted_values,
 )
-from adapters.discord.platform import MESSAGE_CHARS, NO_PINGS
+from adapters.words.admin import error_text as admin_error_text
+from adapters.words.admin import render
+from adapters.words.batch import batch_summary
+from adapters.words.decisions import VOTE_RECORDED, parse_edited_args
 from bot.approvals.decisions import Approve, Edit, EditedAction, Reject
 from bot.batch import BatchOutcome
 from bot.conversation import Actor
@@ -95,7 +94,7 @@ class InteractionHandler:
                 await self._refuse_followup(interaction, exc)
                 return
             if approval.is_pending:  # a quorum waits for more approvals
-                text = msg.VOTE_RECORDED.format(count=len(approval.votes), quorum=approval.quorum)
+                text = VOTE_RECORDED.format(count=len(approval.votes), quorum=approval.quorum)
                 await interaction.followup.send(text, ephemeral=True)
             return
         try:

@@ -1,8 +1,12 @@
-"""Every sentence the Discord adapter shows a person (docs/development.md, convention 15)."""
+"""Every sentence only the Discord adapter shows a person: its own words and markdown.
+
+A sentence Slack says in the same words lives in `adapters.words` instead
+(docs/decisions/0060-words-in-one-place.md).
+"""
 
 from __future__ import annotations
 
-from adapters.display import ProgressWords
+from adapters.words.display import ProgressWords
 from bot.errors import ModelErrorKind
 
 CARD_TITLE_PENDING = "✋ Approval needed"
@@ -22,7 +26,7 @@ CARD_OUTCOME_WORD = {
 }
 FIELD_TOOL = "Tool"
 FIELD_SUBAGENT_TOOL = "{subagent} wants to call"
-"""The tool field's name on a card for a call a subagent wants (docs/decisions/0008)."""
+"""The tool field's name on a card for a call a subagent wants (docs/agents.md)."""
 FIELD_REQUESTER = "Requested by"
 FIELD_WHY = "Why"
 FIELD_PROPOSED_ARGS = "Proposed by the agent"
@@ -79,13 +83,9 @@ ESCALATED_PING = "{mention} this card was escalated to you: it waits for a decis
 """The message of an escalated copy posted in a conversation: it pings the role (or user)."""
 CARD_POSITION = "{position} of {total}"
 CARD_DECIDED = "{outcome} by <@{user}> <t:{ts}:f>"
-CARD_OUTCOME_TRUSTED = "{outcome} and trusted for {duration}"
-"""The outcome on a card whose approver chose "Approve and trust": "Approved and trusted for 30 minutes"."""
 CARD_DECIDED_NOBODY = "{outcome} <t:{ts}:f>"
 
 BUTTON_APPROVE = "Approve"
-BUTTON_TRUST = "Approve and trust for {duration}"
-"""The card's trust button (docs/decisions/0022); Discord allows 80 characters of label."""
 BUTTON_EDIT = "Edit"
 BUTTON_EDIT_AGAIN = "Edit again"
 BUTTON_REJECT = "Reject"
@@ -99,27 +99,21 @@ BUTTON_REJECT_ALL = "Reject all {count}"
 REJECT_ALL_TITLE = "Reject all calls"
 REJECT_ALL_LABEL = "Reason (optional)"
 REJECT_ALL_DESCRIPTION = "Each waiting call you may decide is rejected; the agent reads your reason."
-BATCH_CALL = "`{tool}` (call {position})"
 BATCH_APPROVED = "✅ Approved: {calls}."
 BATCH_REJECTED = "🚫 Rejected: {calls}."
-BATCH_VOTED = "Your approval is recorded for {calls}; they run once enough people approved them."
-BATCH_LEFT = "Left pending: {call}. {why}"
-BATCH_SKIPPED = "Already decided before your click: {calls}."
-BATCH_NOTHING = "Nothing in this request was left to decide. Nothing was changed."
 
 EDIT_TITLE = "Edit tool call"
 EDIT_LABEL = "Arguments (JSON object)"
 EDIT_DESCRIPTION = "Submitting approves the call with these arguments; the tool stays the same."
 REJECT_TITLE = "Reject tool call"
 REJECT_LABEL = "Reason (optional)"
-REJECT_DESCRIPTION = "The agent will be told the call was rejected, with your reason if you give one."
 
 EDIT_NOT_JSON = "That is not valid JSON: {problem}. Nothing was changed; press **Edit again** to retry."
 EDIT_NOT_OBJECT = (
     'The arguments must be a JSON object, like `{"name": "value"}`. Nothing was changed; press **Edit again** to retry.'
 )
 EDIT_REFUSED = "Your edit was not applied: {problem} Nothing was changed; press **Edit again** to retry."
-"""`problem` is a sentence, with its final period (`adapters.decision_errors.as_sentence`)."""
+"""`problem` is a sentence, with its final period (`adapters.words.decisions.as_sentence`)."""
 EDIT_TOO_LONG = (
     "The arguments of this call are too long to edit here ({length} characters; Discord allows "
     "{limit}). Nothing was changed; decide the call as it is with the card's other buttons."
@@ -132,9 +126,6 @@ REFUSED_NOT_PERMITTED = (
 )
 REFUSED_OTHER_WORKSPACE = "You can't decide this approval: it belongs to another server."
 REFUSED_OTHER_DM = "You can't open this approval: it was asked in someone else's DM with me. Nothing was shown."
-ALREADY_DECIDED = "This was already {outcome} by <@{user}>{when}. Nothing was changed."
-ALREADY_DECIDED_NOBODY = "This was already {outcome}. Nothing was changed."
-UNKNOWN_APPROVAL = "I can't find this approval any more. Nothing was changed."
 UNKNOWN_BUTTON = "That button is not one I can act on (it may be from an older card). Nothing was changed."
 UNKNOWN_FORM = "That form is not one I can act on (it may be from an older version). Nothing was changed."
 COMMAND_UNKNOWN = "that is not a `/countersign` command I know (Discord may show an old list: reload it and try again)"
@@ -154,10 +145,8 @@ OPTION_KINDS = {
     "mentionable": "a person or a role",
     "attachment": "a file",
 }
-"""The command and option sentences above are problems: `adapters.admin_text.error_text` words the
+"""The command and option sentences above are problems: `adapters.words.admin.error_text` words the
 whole refusal."""
-INVALID_DECISION = "That decision was refused: {problem}"
-DECISION_FAILED = "Something went wrong while recording your decision; nothing was changed. Please try again."
 
 REVIEW_PENDING = (
     "<@{user}> a tool call in this conversation is waiting for approval, so I did not pass your "
@@ -172,27 +161,19 @@ QUESTION_PENDING = (
     "server {server}, so I did not pass your message on. Please send it again once the question is answered."
 )
 REVIEW_PENDING_LINK = "[{tool} ({position})]({url})"
-TURN_FAILED = (
-    "Something went wrong on my side and I could not finish. The details are in the bot's log "
-    "(conversation `{thread_id}`)."
-)
-MESSAGE_FAILED = (
-    "Something went wrong on my side and I could not answer your message “{excerpt}”. Please send it "
-    "again; the details are in the bot's log (conversation `{thread_id}`)."
-)
 MESSAGE_FAILED_DELETED = (
     "Something went wrong on my side and I could not answer a message that has since been deleted. "
     "The details are in the bot's log (conversation `{thread_id}`)."
 )
-"""`MESSAGE_FAILED` for a message its author deleted: the notice is public, so not a word of it."""
+"""`adapters.words.conversation.MESSAGE_FAILED` for a message its author deleted: the notice is public,
+so not a word of it."""
 MESSAGE_FAILED_LINKED = (
     "Something went wrong on my side and I could not answer [this message]({url}). Please send it "
     "again; the details are in the bot's log (conversation `{thread_id}`)."
 )
-"""`MESSAGE_FAILED` for a message the bot could not read back to see whether it is still there, or one
-its author edited down to nothing but the bot's mention."""
+"""`adapters.words.conversation.MESSAGE_FAILED` for a message the bot could not read back to see whether
+it is still there, or one its author edited down to nothing but the bot's mention."""
 CARDS_IN_CHANNEL = "Approval needed for {tools}: the card is in <#{channel}>."
-CARDS_IN_DMS = "Approval needed for {tools}: the card was sent to the approvers by direct message."
 EXPIRED_NOTICE = "<@{user}> your request to run `{tool}` expired without a decision, so it did not run."
 ASK_IN_SERVERS = (
     "I can't run `{tool}` from a DM: in {servers} it needs someone other than you to approve it, "
@@ -216,45 +197,10 @@ RESUME_GIVEN_UP_NOBODY = (
     "{not_run}{unknown} You can ask again."
 )
 """The same, when the requester is not known."""
-RESUME_NOT_RUN = " Did not run: {tools}."
-RESUME_OUTCOME_UNKNOWN = " Started before the bot gave up, so it may or may not have taken effect: {tools}."
 STOPPED_NOTICE = "⏹️ Stopped by <@{user}>."
 """Said in the conversation in place of an answer when a turn was stopped (pings nobody)."""
 FIELD_TALLY = "Approvals"
 CARD_TALLY = "{count} of {quorum}{names}"
-ALREADY_VOTED = "You already approved this; each person counts once, so it now needs other approvers."
-STALE_VOTE = "The arguments changed while you clicked; look at the card again."
-CARD_NOT_POSTED = (
-    "Its card has not been posted yet (posting it failed; the bot tries again), so nobody has seen its "
-    "arguments and Approve all did not approve it. Decide it on its own card once it shows."
-)
-"""Why Approve all left a call pending: its own card is missing (`bot.errors.CardNotPostedError`)."""
-REFUSED_SELF_APPROVAL = (
-    "You asked for this call, and self-approval is off for this tool, so someone else must approve it."
-)
-REFUSED_NOT_AN_APPROVER = "You can't decide this approval: you are not on the approvers list for this tool."
-REFUSED_ESCALATION_EDIT = (
-    "This card was escalated to you, so you may approve or reject it, but not edit it: only its "
-    "approvers, admins and the person who asked can change the arguments. Nothing was changed."
-)
-TRUST_REFUSED = {
-    "not_offered": (
-        "Trust is not enabled for this tool here any more, so nothing was changed. You can still approve the call once."
-    ),
-    "quorum": (
-        "This call now needs more than one approval, so one click cannot trust it. Nothing was changed; approve "
-        "it once instead."
-    ),
-    "not_approve": "Trust goes only with an approval. Nothing was changed.",
-    "escalation": (
-        "This card was escalated to you, which lets you decide this call but not the tool's later ones, so you "
-        "cannot trust it. Nothing was changed; approve it once instead."
-    ),
-}
-"""By `bot.errors.TrustRefusedError.reason` (docs/decisions/0022)."""
-VOTE_RECORDED = "Your approval is recorded ({count} of {quorum}); the call runs once {quorum} people approved it."
-SHUTTING_DOWN = "I'm restarting right now; please send your message again in a moment."
-EMPTY_MENTION = "Hi! Mention me with a question or a task, and I'll get to work."
 MISSING_INTENT = (
     "Discord refused the Message Content intent. Enable it in the Developer Portal: your "
     "application → Bot → Privileged Gateway Intents → Message Content Intent, then restart."
@@ -286,7 +232,6 @@ QUESTION_TITLE_DONE = {
     "expired": "⌛ Question expired",
 }
 """The finished card's title, by outcome: an `Action` value, or "expired"."""
-QUESTION_ASKS = "<@{user}>, the MCP server `{server}` asks, while running `{tool}`:"
 FIELD_QUESTION_FIELDS = "It asks for"
 QUESTION_FIELD_LINE = "• {label}{required}"
 QUESTION_FIELD_REQUIRED = " (required)"
@@ -316,11 +261,6 @@ BUTTON_CONTINUE = "Continue ({page}/{pages})"
 BUTTON_LINK = "Open the link"
 QUESTION_CONTINUE = "Page {done} of {pages} is kept. Continue with the next page: the answer is sent after the last."
 """The ephemeral reply to a submitted page of a form that has more."""
-QUESTION_LINK = (
-    "`{server}` asks you to open this link (only you see it): {link}\n"
-    "Open it only if you expect it; it may sign you in somewhere."
-)
-"""The requester's ephemeral message with the link of a URL-mode question."""
 QUESTION_MODAL_PAGE = "{title} ({page}/{pages})"
 QUESTION_YES = "Yes"
 QUESTION_NO = "No"

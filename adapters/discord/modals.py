@@ -15,6 +15,7 @@ from typing import Any
 import discord
 
 from adapters.discord import messages as msg
+from adapters.words.cards import REJECT_INTRO
 
 TEXT_INPUT_CHARS = 4000
 REASON_CHARS = 2000
@@ -54,7 +55,7 @@ def reject_modal(approval_id: str) -> discord.ui.Modal:
     form.add_item(
         discord.ui.Label(
             text=msg.REJECT_LABEL,
-            description=msg.REJECT_DESCRIPTION,
+            description=REJECT_INTRO,
             component=discord.ui.TextInput(
                 custom_id=REASON_INPUT,
                 style=discord.TextStyle.paragraph,

@@ -11,7 +11,6 @@ from datetime import UTC, datetime
 import aiohttp
 import discord
 
-from adapters import model_messages as model_msg
 from adapters.chunking import split_message
 from adapters.discord import messages as msg
 from adapters.discord.buttons import card_view, stop_view
@@ -19,7 +18,11 @@ from adapters.discord.cards import card_embed, shows_all_button, target_mention
 from adapters.discord.cards import unshowable as unshowable_in_discord
 from adapters.discord.conversations import DM, known_guild, parse_message_ref, strip_bot_mention, target_channel_id
 from adapters.discord.forms import Outcome, finished_question_embed, question_embed, question_view
-from adapters.display import (
+from adapters.discord.markup import MESSAGE_CHARS, NO_PINGS
+from adapters.words import model as model_msg
+from adapters.words.cards import CARDS_IN_DMS
+from adapters.words.conversation import MESSAGE_FAILED, RESUME_NOT_RUN, RESUME_OUTCOME_UNKNOWN, TURN_FAILED
+from adapters.words.display import (
     excerpt,
     given_up_calls,
     is_blank,
@@ -28,7 +31,7 @@ from adapters.display import (
     progress_line,
     shows_something,
 )
-from adapters.mcp_text import held_text
+from adapters.words.mcp import held_text
 from bot.approvals.escalation import TargetKind
 from bot.approvals.shown import Arguments, Unshowable
 from bot.conversation import Actor, ConversationRef
@@ -52,10 +55,6 @@ from bot.tools.mcp.elicitation.store import QuestionRecord, QuestionStatus
 
 log = logging.getLogger(__name__)
 
-MESSAGE_CHARS = 2000
-"""Discord's limit for a message's content."""
-
-NO_PINGS = discord.AllowedMentions.none()
 _SPOILER = re.compile(r"\|\|.*?\|\|", re.DOTALL)
 """Discord's spoiler markup (`||hidden||`), masked where the bot quotes a person's text."""
 """Agent text and cards never ping: no @everyone, @here, role or user mentions."""
@@ -355,7 +354,7 @@ class DiscordPlatform:
         """
         found = None if notice.message_id is None else parse_message_ref(conversation, notice.message_id)
         if found is None:
-            return msg.TURN_FAILED.format(thread_id=notice.thread_id)  # no id to check it by
+            return TURN_FAILED.format(thread_id=notice.thread_id)  # no id to check it by
         channel_id, message_id = found
         guild = "@me" if conversation.workspace_id == DM else conversation.workspace_id
         url = f"https://discord.com/channels/{guild}/{channel_id}/{message_id}"
@@ -374,7 +373,7 @@ class DiscordPlatform:
             return msg.MESSAGE_FAILED_LINKED.format(url=url, thread_id=notice.thread_id)
         # The notice is public: text its author hid as a spoiler stays hidden.
         quoted = discord.utils.escape_markdown(excerpt(_SPOILER.sub("▒▒▒", text)))
-        return msg.MESSAGE_FAILED.format(excerpt=quoted, thread_id=notice.thread_id)
+        return MESSAGE_FAILED.format(excerpt=quoted, thread_id=notice.thread_id)
 
     def _render(self, conversation: ConversationRef, notice: Notice, recipient: Actor | None) -> str:
         if isinstance(notice, ReviewPending) and not notice.approvals and notice.questions:
@@ -408,11 +407,11 @@ class DiscordPlatform:
                 busy_for=model_msg.MODEL_BUSY_FOR,
             )
         if isinstance(notice, TurnFailed):
-            return msg.TURN_FAILED.format(thread_id=notice.thread_id)
+            return TURN_FAILED.format(thread_id=notice.thread_id)
         if isinstance(notice, CardsElsewhere):
             tools = ", ".join(f"`{a.tool_name}`" for a in notice.approvals)
             if notice.channel_id is None:
-                return msg.CARDS_IN_DMS.format(tools=tools)
+                return CARDS_IN_DMS.format(tools=tools)
             return msg.CARDS_IN_CHANNEL.format(tools=tools, channel=notice.channel_id)
         if isinstance(notice, ApprovalExpired):
             return msg.EXPIRED_NOTICE.format(user=notice.approval.requester_id, tool=notice.approval.tool_name)
@@ -427,8 +426,8 @@ class DiscordPlatform:
             template = msg.RESUME_GIVEN_UP if recipient is not None else msg.RESUME_GIVEN_UP_NOBODY
             return template.format(
                 user=recipient.user_id if recipient is not None else "",
-                not_run=msg.RESUME_NOT_RUN.format(tools=_tools(not_run)) if not_run else "",
-                unknown=msg.RESUME_OUTCOME_UNKNOWN.format(tools=_tools(unknown)) if unknown else "",
+                not_run=RESUME_NOT_RUN.format(tools=_tools(not_run)) if not_run else "",
+                unknown=RESUME_OUTCOME_UNKNOWN.format(tools=_tools(unknown)) if unknown else "",
             )
         raise TypeError(f"unknown notice {notice!r}")
 

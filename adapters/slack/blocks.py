@@ -19,10 +19,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from adapters.arguments_view import ZERO_WIDTH, drawn, fence_safe, parts
-from adapters.display import duration_words, reveal_invisible
-from adapters.mcp_text import origin_line
 from adapters.slack import messages as msg
 from adapters.slack.text import escape, to_mrkdwn
+from adapters.words.cards import BUTTON_TRUST, CARD_OUTCOME_TRUSTED, REJECT_INTRO
+from adapters.words.display import duration_words, reveal_invisible
+from adapters.words.mcp import origin_line
 from bot.approvals.escalation import EscalationTarget, TargetKind
 from bot.approvals.lifecycle import ApprovalStatus, EscalationStatus
 from bot.approvals.records import ApprovalRecord
@@ -328,7 +329,7 @@ def reject_modal(approval: ApprovalRecord, *, clicked_in: str | None = None) -> 
         "submit": {"type": "plain_text", "text": msg.REJECT_SUBMIT},
         "close": {"type": "plain_text", "text": msg.CANCEL},
         "blocks": [
-            {"type": "section", "text": {"type": "mrkdwn", "text": msg.REJECT_INTRO}},
+            {"type": "section", "text": {"type": "mrkdwn", "text": REJECT_INTRO}},
             {
                 "type": "input",
                 "block_id": REASON_BLOCK,
@@ -440,7 +441,7 @@ def _buttons(
         "block_id": f"countersign_{approval_id}_{version}",
         "elements": [
             *([button(msg.BUTTON_APPROVE, ACTION_APPROVE, "primary")] if approve else []),
-            *([button(msg.BUTTON_TRUST.format(duration=duration_words(trust_s)), ACTION_TRUST)] if trust_s else []),
+            *([button(BUTTON_TRUST.format(duration=duration_words(trust_s)), ACTION_TRUST)] if trust_s else []),
             button(msg.BUTTON_EDIT, ACTION_EDIT),
             button(msg.BUTTON_REJECT, ACTION_REJECT, "danger"),
             *([button(msg.BUTTON_SHOW_ARGS, ACTION_SHOW_ARGS)] if show_all else []),
@@ -513,7 +514,7 @@ def _fenced(text: str) -> str:
 def _decided_line(approval: ApprovalRecord) -> str:
     outcome = msg.CARD_OUTCOME_WORD[approval.status.value]
     if approval.trust_id is not None and approval.trust_s:
-        outcome = msg.CARD_OUTCOME_TRUSTED.format(outcome=outcome, duration=duration_words(approval.trust_s))
+        outcome = CARD_OUTCOME_TRUSTED.format(outcome=outcome, duration=duration_words(approval.trust_s))
     if approval.decided_by_id is None:
         return f"{outcome} · {when_token(approval.decided_at)}"
     return msg.CARD_DECIDED.format(outcome=outcome, user=approval.decided_by_id, when=when_token(approval.decided_at))

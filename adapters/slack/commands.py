@@ -12,20 +12,19 @@ was typed in. (A turn's Stop button, on its progress message, needs no link.)
 from __future__ import annotations
 
 import logging
-from datetime import datetime
 from typing import Any
 
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 
-from adapters.admin_text import HELP_EXAMPLES, Markup, error_text, render
 from adapters.slack import messages as msg
 from adapters.slack.after_ack import AfterAck
-from adapters.slack.blocks import when_token
+from adapters.slack.markup import SLACK_MARKUP
 from adapters.slack.platform import UserDirectory
-from adapters.slack.text import MESSAGE_CHARS, escape, plain_text, split_message
+from adapters.slack.text import MESSAGE_CHARS, plain_text, split_message
 from adapters.slack.thread_links import ThreadLinkError, take_thread_link, thread_of_link
+from adapters.words.admin import error_text, render
 from bot.admin.commands import IN_A_CONVERSATION, SUBCOMMANDS
-from bot.admin.parse import USAGE, parse_command
+from bot.admin.parse import parse_command
 from bot.admin.service import AdminService
 from bot.approvals.config import ConversationScope
 from bot.conversation import Actor, ConversationRef
@@ -34,29 +33,6 @@ from bot.errors import CountersignError
 log = logging.getLogger(__name__)
 
 COMMAND = "/countersign"
-
-SLACK_MARKUP = Markup(
-    bold=lambda text: f"*{text}*",
-    user=lambda user_id: f"<@{user_id}>",
-    channel=lambda channel_id: f"<#{channel_id}>",
-    role=lambda role_id: f"role {role_id}",
-    group=lambda group_id: f"<!subteam^{group_id}>",
-    when=lambda moment: when_token(moment) if isinstance(moment, datetime) else "",
-    escape=escape,
-    admins_are="workspace admins and owners",
-    usage={**USAGE, "context": "context [reset] [<link to the thread>]", "stop": "stop [<link to the thread>]"},
-    examples=(
-        *HELP_EXAMPLES,
-        (
-            "context https://<workspace>.slack.com/archives/C…/p…",
-            "the same for a thread, by the link of one of its messages (Slack does not tell a command its thread)",
-        ),
-        (
-            "stop https://<workspace>.slack.com/archives/C…/p…",
-            "stop the bot's running turn in that thread (or press Stop on its progress message)",
-        ),
-    ),
-)
 
 PLATFORM = "slack"
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from adapters.decision_errors import decision_error_text, edit_error_text
 from adapters.slack import messages as msg
 from adapters.slack.blocks import when_token
+from adapters.words.conversation import SHUTTING_DOWN
+from adapters.words.decisions import decision_error_text, edit_error_text
 from bot.errors import NotPermittedError
 from bot.service import ShuttingDownError
 from bot.tools.mcp.elicitation.desk import AlreadyAnsweredError, QuestionNotFoundError
@@ -37,5 +38,5 @@ def question_error_text(error: Exception, *, requester_id: str | None = None) ->
     if isinstance(error, QuestionNotFoundError):
         return msg.QUESTION_UNKNOWN
     if isinstance(error, ShuttingDownError):
-        return msg.SHUTTING_DOWN
+        return SHUTTING_DOWN
     return msg.QUESTION_FAILED

@@ -24,10 +24,11 @@ from datetime import datetime
 from typing import Any, Literal
 
 from adapters import form_values as fv
-from adapters.display import reveal_invisible
 from adapters.slack import messages as msg
 from adapters.slack.blocks import when_token
 from adapters.slack.text import escape
+from adapters.words.display import reveal_invisible
+from adapters.words.questions import QUESTION_ASKS, QUESTION_LINK
 from bot.tools.mcp.elicitation.forms import Action, AnswerError, FieldKind, Form, FormField, LinkRequest, Question
 
 VIEW_QUESTION = "countersign_question_view"
@@ -319,7 +320,7 @@ def link_blocks(link: LinkRequest, *, question_id: str, server: str) -> list[dic
     A link longer than a button's 3,000 characters is shown in words only; one longer than a
     section holds is cut there (a server asking to open such a link is unusual enough to fail).
     """
-    text = msg.QUESTION_LINK.format(server=escape(server), link=escape(link.url))
+    text = QUESTION_LINK.format(server=escape(server), link=escape(link.url))
     blocks: list[dict[str, Any]] = [
         {"type": "section", "text": {"type": "mrkdwn", "text": fv.clip(text, SECTION_CHARS)}}
     ]
@@ -345,7 +346,7 @@ def question_notice_view(text: str) -> dict[str, Any]:
 def _question_head(
     header: str, question: Question, *, requester_id: str, server: str, tool: str
 ) -> list[dict[str, Any]]:
-    asks = msg.QUESTION_ASKS.format(user=requester_id, server=escape(server), tool=escape(tool))
+    asks = QUESTION_ASKS.format(user=requester_id, server=escape(server), tool=escape(tool))
     message = fv.clip(escape(reveal_invisible(question.message)), _MESSAGE_CHARS).replace("\n", "\n>")
     return [
         {"type": "header", "text": {"type": "plain_text", "text": header, "emoji": True}},

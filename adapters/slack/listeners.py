@@ -19,18 +19,19 @@ from typing import Any
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltContext
 from slack_bolt.request.async_request import AsyncBoltRequest
 
-from adapters.admin_text import error_text as admin_error_text
-from adapters.admin_text import render
-from adapters.batch_text import batch_summary
-from adapters.decision_errors import parse_edited_args
-from adapters.display import is_blank
 from adapters.slack import blocks, forms
 from adapters.slack import messages as msg
 from adapters.slack.after_ack import AfterAck
-from adapters.slack.commands import SLACK_MARKUP
 from adapters.slack.errors import edit_refusal_text, error_text, question_error_text
+from adapters.slack.markup import SLACK_MARKUP
 from adapters.slack.platform import SlackPlatform, UserDirectory, message_failed_text
 from adapters.slack.text import escape, plain_text
+from adapters.words.admin import error_text as admin_error_text
+from adapters.words.admin import render
+from adapters.words.batch import batch_summary
+from adapters.words.conversation import EMPTY_MENTION
+from adapters.words.decisions import DECISION_FAILED, VOTE_RECORDED, parse_edited_args
+from adapters.words.display import is_blank
 from bot.admin.service import AdminService
 from bot.approvals.config import ConversationScope
 from bot.approvals.decisions import Approve, Edit, EditedAction, Reject
@@ -272,7 +273,7 @@ class SlackListeners:
                 conversation.workspace_id,
                 conversation.channel_id,
                 taken.user_id,
-                msg.EMPTY_MENTION,
+                EMPTY_MENTION,
                 conversation.thread,
             )
             self._after_ack(whisper, "an empty mention's answer")
@@ -351,7 +352,7 @@ class SlackListeners:
             await self._refuse(body, exc)
             return
         if approval.is_pending:  # a quorum waits for more approvals
-            text = msg.VOTE_RECORDED.format(count=len(approval.votes), quorum=approval.quorum)
+            text = VOTE_RECORDED.format(count=len(approval.votes), quorum=approval.quorum)
             await self._refuse_text(body, text)
 
     async def on_edit(
@@ -494,7 +495,7 @@ class SlackListeners:
             return
         actor = await self._clicker(body)
         if actor is None:
-            await ack(response_action="errors", errors={blocks.EDIT_BLOCK: msg.DECISION_FAILED})
+            await ack(response_action="errors", errors={blocks.EDIT_BLOCK: DECISION_FAILED})
             return
         approval_id, clicked_in = blocks.parse_form_metadata(_text_at(view, "private_metadata", empty=True) or "")
         actor = replace(actor, channel_id=clicked_in)
@@ -514,7 +515,7 @@ class SlackListeners:
         reason = (_input_value(view, blocks.REASON_BLOCK, blocks.REASON_INPUT) or "").strip() or None
         actor = await self._clicker(body)
         if actor is None:
-            await ack(response_action="errors", errors={blocks.REASON_BLOCK: msg.DECISION_FAILED})
+            await ack(response_action="errors", errors={blocks.REASON_BLOCK: DECISION_FAILED})
             return
         approval_id, clicked_in = blocks.parse_form_metadata(_text_at(view, "private_metadata", empty=True) or "")
         actor = replace(actor, channel_id=clicked_in)
@@ -532,7 +533,7 @@ class SlackListeners:
         reason = (_input_value(view, blocks.REASON_BLOCK, blocks.REASON_INPUT) or "").strip() or None
         actor = await self._clicker(body)
         if actor is None:
-            await ack(response_action="errors", errors={blocks.REASON_BLOCK: msg.DECISION_FAILED})
+            await ack(response_action="errors", errors={blocks.REASON_BLOCK: DECISION_FAILED})
             return
         review_id, clicked_in = blocks.parse_form_metadata(_text_at(view, "private_metadata", empty=True) or "")
         try:

@@ -1,9 +1,13 @@
-"""Every sentence the Slack adapter shows a person (docs/development.md, convention 15)."""
+"""Every sentence only the Slack adapter shows a person: its own words and mrkdwn.
+
+A sentence Discord says in the same words lives in `adapters.words` instead
+(docs/decisions/0060-words-in-one-place.md).
+"""
 
 from __future__ import annotations
 
-from adapters.display import ProgressWords
-from adapters.mcp_text import DEFINITION_CHANGED
+from adapters.words.display import ProgressWords
+from adapters.words.mcp import DEFINITION_CHANGED
 from bot.errors import ModelErrorKind
 
 WORKING_REACTION = "hourglass_flowing_sand"
@@ -20,7 +24,7 @@ CARD_HEADER = {
 }
 CARD_TOOL_LINE = "*Tool:* `{tool}`{position}"
 CARD_SUBAGENT_LINE = "*{subagent}* wants to call `{tool}`{position}"
-"""The tool line of a card for a call a subagent wants (docs/decisions/0008)."""
+"""The tool line of a card for a call a subagent wants (docs/agents.md)."""
 CARD_POSITION = "  ·  {position} of {total}"
 CARD_REQUESTER_LINE = "*Requested by:* <@{user}>"
 CARD_WHY_LINE = "*Why:* {why}"
@@ -90,13 +94,9 @@ CARD_OUTCOME_WORD = {
 }
 
 BUTTON_APPROVE = "Approve"
-BUTTON_TRUST = "Approve and trust for {duration}"
-"""The card's trust button (docs/decisions/0022); Slack allows 75 characters of button text."""
 BUTTON_EDIT = "Edit"
 BUTTON_REJECT = "Reject"
 BUTTON_SHOW_ARGS = "All arguments"
-CARD_OUTCOME_TRUSTED = "{outcome} and trusted for {duration}"
-"""The outcome on a card whose approver chose "Approve and trust": "Approved and trusted for 30 minutes"."""
 BUTTON_STOP = "Stop"
 """The button on the progress message that stops the running turn (docs/decisions/0021)."""
 
@@ -115,13 +115,8 @@ REJECT_ALL_INTRO = (
 )
 BATCH_DONE_TITLE = "Reject all"
 CLOSE = "Close"
-BATCH_CALL = "`{tool}` (call {position})"
 BATCH_APPROVED = ":white_check_mark: Approved: {calls}."
 BATCH_REJECTED = ":no_entry_sign: Rejected: {calls}."
-BATCH_VOTED = "Your approval is recorded for {calls}; they run once enough people approved them."
-BATCH_LEFT = "Left pending: {call}. {why}"
-BATCH_SKIPPED = "Already decided before your click: {calls}."
-BATCH_NOTHING = "Nothing in this request was left to decide. Nothing was changed."
 
 EDIT_TITLE = "Edit tool call"
 EDIT_SUBMIT = "Approve edit"
@@ -133,7 +128,6 @@ EDIT_INTRO = (
     "these arguments; the tool itself cannot be changed."
 )
 EDIT_LABEL = "Arguments (JSON)"
-REJECT_INTRO = "The agent will be told the call was rejected, with your reason if you give one."
 REJECT_LABEL = "Reason (optional)"
 
 EDIT_NOT_JSON = "This is not valid JSON: {problem}"
@@ -147,13 +141,8 @@ REFUSED_NOT_PERMITTED = (
     "You can't decide this approval: only the person who asked, the workspace's admins and the bot admins can."
 )
 REFUSED_OTHER_WORKSPACE = "You can't decide this approval: it belongs to another workspace."
-ALREADY_DECIDED = "This was already {outcome} by <@{user}>{when}. Nothing was changed."
-ALREADY_DECIDED_NOBODY = "This was already {outcome}. Nothing was changed."
-UNKNOWN_APPROVAL = "I can't find this approval any more. Nothing was changed."
-INVALID_DECISION = "That decision was refused: {problem}"
 EDIT_REFUSED = "Your edit was not applied: {problem} Nothing was changed; correct the arguments and submit again."
-"""An edit its tool refuses, in the edit form; `problem` is a sentence (`adapters.decision_errors.as_sentence`)."""
-DECISION_FAILED = "Something went wrong while recording your decision; nothing was changed. Please try again."
+"""An edit its tool refuses, in the edit form; `problem` is a sentence (`adapters.words.decisions.as_sentence`)."""
 
 REVIEW_PENDING = (
     "A tool call in this conversation is waiting for approval, so I did not pass your message "
@@ -168,16 +157,7 @@ QUESTION_PENDING = (
     "{server}, so I did not pass your message on. Please send it again once the question is answered."
 )
 REVIEW_PENDING_LINK = "<{url}|{tool} ({position})>"
-TURN_FAILED = (
-    "Something went wrong on my side and I could not finish. The details are in the bot's log "
-    "(conversation `{thread_id}`)."
-)
-MESSAGE_FAILED = (
-    "Something went wrong on my side and I could not answer your message “{excerpt}”. Please send it "
-    "again; the details are in the bot's log (conversation `{thread_id}`)."
-)
 CARDS_IN_CHANNEL = "Approval needed for {tools}: the card is in <#{channel}>{link}."
-CARDS_IN_DMS = "Approval needed for {tools}: the card was sent to the approvers by direct message."
 EXPIRED_NOTICE = "Your request to run `{tool}` expired without a decision, so it did not run."
 ASK_ELSEWHERE = "I can't run `{tool}` here: it needs someone other than you to approve it. Ask in a channel instead."
 """A call refused for want of a decider where it was asked (Discord DMs have it; Slack never sends it today)."""
@@ -186,44 +166,9 @@ RESUME_GIVEN_UP = (
     "{not_run}{unknown} You can ask again."
 )
 """To the requester, privately, once the bot gave up resuming a decided pause (its cards say the same)."""
-RESUME_NOT_RUN = " Did not run: {tools}."
-RESUME_OUTCOME_UNKNOWN = " Started before the bot gave up, so it may or may not have taken effect: {tools}."
 STOPPED_NOTICE = ":black_square_for_stop: Stopped by <@{user}>."
 """Said in the conversation in place of an answer when a turn was stopped."""
 CARD_TALLY = "*Approvals:* {count} of {quorum}{names}"
-ALREADY_VOTED = "You already approved this; each person counts once, so it now needs other approvers."
-STALE_VOTE = "The arguments changed while you clicked; look at the card again."
-CARD_NOT_POSTED = (
-    "Its card has not been posted yet (posting it failed; the bot tries again), so nobody has seen its "
-    "arguments and Approve all did not approve it. Decide it on its own card once it shows."
-)
-"""Why Approve all left a call pending: its own card is missing (`bot.errors.CardNotPostedError`)."""
-REFUSED_SELF_APPROVAL = (
-    "You asked for this call, and self-approval is off for this tool, so someone else must approve it."
-)
-REFUSED_NOT_AN_APPROVER = "You can't decide this approval: you are not on the approvers list for this tool."
-REFUSED_ESCALATION_EDIT = (
-    "This card was escalated to you, so you may approve or reject it, but not edit it: only its "
-    "approvers, admins and the person who asked can change the arguments. Nothing was changed."
-)
-TRUST_REFUSED = {
-    "not_offered": (
-        "Trust is not enabled for this tool here any more, so nothing was changed. You can still approve the call once."
-    ),
-    "quorum": (
-        "This call now needs more than one approval, so one click cannot trust it. Nothing was changed; approve "
-        "it once instead."
-    ),
-    "not_approve": "Trust goes only with an approval. Nothing was changed.",
-    "escalation": (
-        "This card was escalated to you, which lets you decide this call but not the tool's later ones, so you "
-        "cannot trust it. Nothing was changed; approve it once instead."
-    ),
-}
-"""By `bot.errors.TrustRefusedError.reason` (docs/decisions/0022)."""
-VOTE_RECORDED = "Your approval is recorded ({count} of {quorum}); the call runs once {quorum} people approved it."
-SHUTTING_DOWN = "I'm restarting right now; please send your message again in a moment."
-EMPTY_MENTION = "Hi! Mention me with a question or a task, and I'll get to work."
 
 CONTEXT_NEEDS_LINK = (
     "Slack does not tell a slash command which thread it was typed in, and in this channel each thread "
@@ -270,7 +215,6 @@ QUESTION_HEADER_DONE = {
     "expired": ":hourglass: Question expired",
 }
 """The finished card's header, by outcome: an `Action` value, or "expired"."""
-QUESTION_ASKS = "<@{user}>, the MCP server `{server}` asks, while running `{tool}`:"
 QUESTION_MESSAGE = ">{message}"
 QUESTION_LINK_NOTE = "_It asks you to open a link: *Open link…* shows it to you alone._"
 QUESTION_ONLY_REQUESTER = "_Only <@{user}> can answer._"
@@ -294,11 +238,6 @@ BUTTON_OPEN_LINK = "Open link…"
 BUTTON_DECLINE = "Decline"
 BUTTON_CANCEL_QUESTION = "Cancel"
 BUTTON_LINK = "Open the link"
-QUESTION_LINK = (
-    "`{server}` asks you to open this link (only you see it): {link}\n"
-    "Open it only if you expect it; it may sign you in somewhere."
-)
-"""The requester's ephemeral message with the link of a URL-mode question."""
 QUESTION_LINK_TOO_LONG = "(the link is too long for a button: copy it from the line above)"
 QUESTION_MODAL_SUBMIT = "Send"
 QUESTION_MODAL_TITLE = "Question"

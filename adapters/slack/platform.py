@@ -14,15 +14,24 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters import model_messages as model_msg
-from adapters.display import excerpt, given_up_calls, model_failed_text, offers_stop, progress_line, shows_something
-from adapters.mcp_text import held_text
 from adapters.slack import messages as msg
 from adapters.slack.blocks import card_blocks, card_text, progress_blocks, target_mention
 from adapters.slack.blocks import unshowable as unshowable_in_slack
 from adapters.slack.forms import Outcome, finished_question_blocks, question_blocks, question_text
 from adapters.slack.text import escape, split_message, to_mrkdwn
 from adapters.slack.workspaces import WorkspaceClients
+from adapters.words import model as model_msg
+from adapters.words.cards import CARDS_IN_DMS
+from adapters.words.conversation import MESSAGE_FAILED, RESUME_NOT_RUN, RESUME_OUTCOME_UNKNOWN, TURN_FAILED
+from adapters.words.display import (
+    excerpt,
+    given_up_calls,
+    model_failed_text,
+    offers_stop,
+    progress_line,
+    shows_something,
+)
+from adapters.words.mcp import held_text
 from bot.approvals.shown import Arguments, Unshowable
 from bot.conversation import Actor, ConversationRef
 from bot.ports import (
@@ -140,9 +149,9 @@ def message_failed_text(thread_id: str, message: str) -> str:
 
     Args:
         thread_id: the conversation, as the log names it.
-        message: the message's text; its first `adapters.display.EXCERPT_CHARS` characters are quoted.
+        message: the message's text; its first `adapters.words.display.EXCERPT_CHARS` characters are quoted.
     """
-    return msg.MESSAGE_FAILED.format(excerpt=escape(excerpt(message)), thread_id=thread_id)
+    return MESSAGE_FAILED.format(excerpt=escape(excerpt(message)), thread_id=thread_id)
 
 
 def card_ref(channel: str, ts: str) -> str:
@@ -406,11 +415,11 @@ class SlackPlatform:
         if isinstance(notice, TurnFailed) and notice.message is not None:
             return message_failed_text(notice.thread_id, notice.message)
         if isinstance(notice, TurnFailed):
-            return msg.TURN_FAILED.format(thread_id=notice.thread_id)
+            return TURN_FAILED.format(thread_id=notice.thread_id)
         if isinstance(notice, CardsElsewhere):
             tools = ", ".join(f"`{escape(a.tool_name)}`" for a in notice.approvals)
             if notice.channel_id is None:
-                return msg.CARDS_IN_DMS.format(tools=tools)
+                return CARDS_IN_DMS.format(tools=tools)
             first = notice.approvals[0].card_ref if notice.approvals else None
             url = await self._permalink(conversation, first)
             link = f" (<{url}|open>)" if url else ""
@@ -426,8 +435,8 @@ class SlackPlatform:
         if isinstance(notice, ResumeGivenUp):
             not_run, unknown = given_up_calls(notice)
             return msg.RESUME_GIVEN_UP.format(
-                not_run=msg.RESUME_NOT_RUN.format(tools=_tools(not_run)) if not_run else "",
-                unknown=msg.RESUME_OUTCOME_UNKNOWN.format(tools=_tools(unknown)) if unknown else "",
+                not_run=RESUME_NOT_RUN.format(tools=_tools(not_run)) if not_run else "",
+                unknown=RESUME_OUTCOME_UNKNOWN.format(tools=_tools(unknown)) if unknown else "",
             )
         raise TypeError(f"unknown notice {notice!r}")
 

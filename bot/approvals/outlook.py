@@ -1,7 +1,7 @@
 """What the admins are told of how an MCP tool's calls will be decided once its definition is accepted.
 
 Plain values, computed by `bot.admin.outlook.outlook` and worded by each adapter
-(`adapters/mcp_text.py`).
+(`adapters/words/mcp.py`).
 """
 
 from __future__ import annotations

@@ -140,7 +140,7 @@ def refusal(tool: BaseTool, args: Mapping[str, Any]) -> str | None:
 def _sentence(text: str) -> str:
     """`text` trimmed, cut to `_PROBLEM_CHARS`, ending once as a sentence (`.`, `!`, `?` or `…`).
 
-    The same rule as `adapters.decision_errors.as_sentence`: refusals are clauses, and some end
+    The same rule as `adapters.words.decisions.as_sentence`: refusals are clauses, and some end
     in a period of their own.
     """
     text = text.strip()

@@ -241,7 +241,7 @@ def _nested(spec: tuple[int, str]) -> str:
 
 
 REFUSED_PREFIXES = ("That did not work", "That condition was refused", "Only admins", "Settings belong")
-"""How a refused `/countersign` reply starts (adapters.admin_text.error_text): nothing changed."""
+"""How a refused `/countersign` reply starts (adapters.words.admin.error_text): nothing changed."""
 UNEXPECTED = "Something went wrong"
 """How the reply to an unexpected failure starts: never for any input."""
 

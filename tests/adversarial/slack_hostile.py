@@ -9,9 +9,17 @@ from urllib.parse import urlencode
 
 import pytest
 
-from adapters import stop_text
 from adapters.slack import blocks
 from adapters.slack import messages as msg
+from adapters.words import stop as stop_words
+from adapters.words.batch import BATCH_NOTHING
+from adapters.words.decisions import (
+    REFUSED_NOT_AN_APPROVER,
+    REFUSED_SELF_APPROVAL,
+    STALE_VOTE,
+    TRUST_REFUSED,
+    UNKNOWN_APPROVAL,
+)
 from tests.adversarial.hostile import pauses_and_turns
 from tests.adversarial.slack_support import card_ready, has_buttons, sender
 from tests.e2e.conftest import ALICE, CHANNEL
@@ -39,19 +47,19 @@ UNKNOWN_ID = "0123456789abcdef0123456789abcdef"
 REFUSALS = {
     msg.REFUSED_NOT_PERMITTED,
     msg.REFUSED_OTHER_WORKSPACE,
-    msg.UNKNOWN_APPROVAL,
-    msg.REFUSED_NOT_AN_APPROVER,
-    msg.REFUSED_SELF_APPROVAL,
-    *msg.TRUST_REFUSED.values(),
-    msg.BATCH_NOTHING,
-    msg.STALE_VOTE,
-    stop_text.TURN_ENDED,
-    stop_text.REFUSED_OTHER_WORKSPACE,
+    UNKNOWN_APPROVAL,
+    REFUSED_NOT_AN_APPROVER,
+    REFUSED_SELF_APPROVAL,
+    *TRUST_REFUSED.values(),
+    BATCH_NOTHING,
+    STALE_VOTE,
+    stop_words.TURN_ENDED,
+    stop_words.REFUSED_OTHER_WORKSPACE,
 }
 REFUSAL_STARTS = (
     "This was already",  # msg.ALREADY_DECIDED
-    "You can't stop this turn: only",  # stop_text.REFUSED, naming the requester
-    "This turn was already stopped",  # stop_text.ALREADY_STOPPED
+    "You can't stop this turn: only",  # stop_words.REFUSED, naming the requester
+    "This turn was already stopped",  # stop_words.ALREADY_STOPPED
     "Left pending: ",  # a batch whose calls the clicker may not decide (msg.BATCH_LEFT)
     "Already decided before your click",  # msg.BATCH_SKIPPED
 )

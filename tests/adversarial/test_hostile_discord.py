@@ -20,7 +20,9 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from adapters.discord import messages as msg
-from adapters.display import is_blank
+from adapters.words.conversation import EMPTY_MENTION
+from adapters.words.decisions import DECISION_FAILED
+from adapters.words.display import is_blank
 from tests.adversarial.discord_hostile import (
     D_GUILD2,
     EPHEMERAL,
@@ -90,9 +92,9 @@ async def test_property_a_hostile_discord_message_is_answered_or_refused_and_the
     posts = _bot_posts(discord_api)[before:]
     texts = [str((p.json or {}).get("content", "")) for p in posts]
     assert all(p.path == f"/channels/{channel}/messages" and p.status < 300 for p in posts), posts
-    assert texts == [msg.EMPTY_MENTION] or msg.EMPTY_MENTION not in texts, texts
+    assert texts == [EMPTY_MENTION] or EMPTY_MENTION not in texts, texts
     if is_blank(_BOT_MENTION.sub("", said)):
-        assert texts == [msg.EMPTY_MENTION]
+        assert texts == [EMPTY_MENTION]
     assert not any(looks_like_a_trace(t) or "went wrong" in t or "could not" in t for t in texts), texts
     assert all(_pings_nobody((p.json or {}).get("allowed_mentions")) for p in posts), posts
     here = f"/channels/{channel}/messages"
@@ -438,7 +440,7 @@ async def test_property_a_forged_or_broken_form_is_answered_and_changes_nothing(
     await settle(discord_bot)
     assert kind in (4, 5, 6), kind
     assert shown and all(m["flags"] & EPHEMERAL for m in shown), shown
-    assert not any(looks_like_a_trace(str(m.get("content"))) or m.get("content") == msg.DECISION_FAILED for m in shown)
+    assert not any(looks_like_a_trace(str(m.get("content"))) or m.get("content") == DECISION_FAILED for m in shown)
     assert (await world(discord_bot), len(target.requests)) == (before, runs)
     assert all(row["kind"] == "refused" for row in (await audit_rows(discord_bot))[len(audit) :])
 

@@ -20,9 +20,10 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from adapters import stop_text
 from adapters.slack import blocks
 from adapters.slack import messages as msg
+from adapters.words import stop as stop_words
+from adapters.words.decisions import TRUST_REFUSED, UNKNOWN_APPROVAL
 from tests.adversarial.hostile import E2E_SETTINGS, hostile_text, looks_like_a_trace, world
 from tests.adversarial.slack_hostile import (
     BATCH_ACTIONS,
@@ -250,7 +251,7 @@ async def test_forged_slack_clicks_are_refused_and_audited(bot, events, slack, t
     named = rows[-1]["detail"]["named"]
     assert named.startswith("../") and len(named) <= 80  # what was named, clipped
     assert await approval_statuses(bot, cards) == statuses and has_buttons(slack, cards.pending)
-    assert ephemerals_to(slack, BOB)[-1] == msg.UNKNOWN_APPROVAL
+    assert ephemerals_to(slack, BOB)[-1] == UNKNOWN_APPROVAL
     assert ephemerals_to(slack, MALLORY)[-1] == msg.REFUSED_OTHER_WORKSPACE
 
 
@@ -259,9 +260,9 @@ async def test_the_requesters_own_clicks_that_cannot_apply_change_nothing(bot, e
     trust on a card that offers no trust, Stop naming an ended or unknown turn, Approve all and Reject all on a pause
     already decided. Each is answered privately in words, and nothing is decided, trusted, stopped or run."""
     clicks = [
-        (blocks.ACTION_TRUST, cards.pending.approval_id, msg.TRUST_REFUSED["not_offered"]),
-        (blocks.ACTION_STOP, cards.turns["decided"], stop_text.TURN_ENDED),
-        (blocks.ACTION_STOP, UNKNOWN_ID, stop_text.TURN_ENDED),
+        (blocks.ACTION_TRUST, cards.pending.approval_id, TRUST_REFUSED["not_offered"]),
+        (blocks.ACTION_STOP, cards.turns["decided"], stop_words.TURN_ENDED),
+        (blocks.ACTION_STOP, UNKNOWN_ID, stop_words.TURN_ENDED),
         (blocks.ACTION_APPROVE_ALL, cards.pauses["decided"], "Already decided before your click"),
         (blocks.ACTION_REJECT_ALL, cards.pauses["decided"], "This was already"),
     ]

@@ -13,7 +13,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from adapters.slack import blocks
-from adapters.slack import messages as msg
+from adapters.words.decisions import DECISION_FAILED
 from tests.adversarial.hostile import (
     E2E_SETTINGS,
     edit_form_text,
@@ -126,7 +126,7 @@ async def test_property_no_edit_form_breaks_or_decides_anything_it_should_not(
     assert delivery.status == 200, delivery.body
     assert delivery.json["response_action"] == "errors", delivery.body
     [problem] = delivery.json["errors"].values()
-    assert problem and not looks_like_a_trace(problem) and problem != msg.DECISION_FAILED, problem
+    assert problem and not looks_like_a_trace(problem) and problem != DECISION_FAILED, problem
     assert (await approval_statuses(bot, cards), len(target.requests)) == (statuses, runs)
     assert all(row["kind"] == "refused" for row in (await audit_rows(bot))[len(audit) :])
     assert errors_logged(caplog, logged) == []
@@ -173,7 +173,7 @@ async def test_property_no_reject_all_form_by_a_stranger_decides_anything(
     assert delivery.status == 200, delivery.body
     assert delivery.json["response_action"] in ("errors", "update"), delivery.body
     shown = json.dumps(delivery.json)
-    assert not looks_like_a_trace(shown) and msg.DECISION_FAILED not in shown, shown
+    assert not looks_like_a_trace(shown) and DECISION_FAILED not in shown, shown
     assert (await world(bot), len(target.requests)) == (before, runs)
     new_rows = (await audit_rows(bot))[len(audit) :]
     assert all(row["kind"] == "refused" and row["actor_id"] == user for row in new_rows), new_rows

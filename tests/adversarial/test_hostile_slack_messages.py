@@ -8,8 +8,8 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from adapters.display import is_blank
-from adapters.slack import messages as msg
+from adapters.words.conversation import EMPTY_MENTION
+from adapters.words.display import is_blank
 from tests.adversarial.hostile import E2E_SETTINGS, looks_like_a_trace, message_text
 from tests.adversarial.slack_support import BROADCASTS, ephemerals_to, everything_sent
 from tests.e2e.conftest import ALICE, CHANNEL
@@ -51,9 +51,9 @@ async def test_property_a_hostile_message_is_answered_or_refused_and_the_thread_
     thread = None if in_dm else sent.ts
     answers = _answers(slack, "DALICE" if in_dm else CHANNEL, thread, after=before)
     notes = ephemerals_to(slack, ALICE)[notes_before:]
-    assert (bool(answers), notes) in ((True, []), (False, [msg.EMPTY_MENTION])), (answers, notes)
+    assert (bool(answers), notes) in ((True, []), (False, [EMPTY_MENTION])), (answers, notes)
     if is_blank(re.sub(r"<@UBOT(\|[^>]*)?>", "", said)):
-        assert notes == [msg.EMPTY_MENTION]
+        assert notes == [EMPTY_MENTION]
     sent_now = "\n".join(str(call.args) for call in slack.calls[before:])
     assert not looks_like_a_trace(sent_now)
     assert [token for token in BROADCASTS if token in everything_sent(slack)] == []

@@ -12,6 +12,7 @@ import asyncpg
 import pytest
 
 from adapters.discord import messages as msg
+from adapters.words.conversation import MESSAGE_FAILED
 from bot.upkeep import MAX_ATTEMPTS
 from countersign.server import BotServer
 from tests.e2e.agent_script import LONG_ANSWER
@@ -472,7 +473,7 @@ async def test_a_message_given_up_is_quoted_in_the_channel_only_while_it_exists(
     thread_id = await _given_up(discord_bot, discord_api, db_url, sent, D_CHANNEL, deleted=deleted)
     posts = _bot_posts(discord_api, D_CHANNEL)
     gone = msg.MESSAGE_FAILED_DELETED.format(thread_id=thread_id)
-    quoted = msg.MESSAGE_FAILED.format(excerpt="the vault code is 7741", thread_id=thread_id)
+    quoted = MESSAGE_FAILED.format(excerpt="the vault code is 7741", thread_id=thread_id)
     assert (gone in posts, quoted in posts) == (deleted, not deleted)
     if deleted:
         assert not any("7741" in post or "vault" in post for post in posts)
@@ -496,7 +497,7 @@ async def test_a_message_given_up_is_quoted_as_its_author_last_edited_it(
     posts = _bot_posts(discord_api, D_CHANNEL)
     assert not any("7741" in post for post in posts), posts
     if quoted is not None:
-        assert msg.MESSAGE_FAILED.format(excerpt=quoted, thread_id=thread_id) in posts, posts
+        assert MESSAGE_FAILED.format(excerpt=quoted, thread_id=thread_id) in posts, posts
     else:
         url = f"https://discord.com/channels/{D_GUILD}/{D_CHANNEL}/{sent['id']}"
         assert msg.MESSAGE_FAILED_LINKED.format(url=url, thread_id=thread_id) in posts, posts

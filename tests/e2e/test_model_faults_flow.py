@@ -7,9 +7,9 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 
-from adapters import model_messages as model_msg
-from adapters.display import duration_words
 from adapters.slack import messages as msg
+from adapters.words import model as model_msg
+from adapters.words.display import duration_words
 from bot.errors import ModelErrorKind, NoAnswerReason
 from bot.settings import Settings
 from tests.e2e.agent_script import agent_script

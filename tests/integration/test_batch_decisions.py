@@ -8,9 +8,10 @@ from dataclasses import dataclass
 import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 
-from adapters.batch_text import batch_summary
 from adapters.discord import messages as discord_msg
 from adapters.slack import messages as slack_msg
+from adapters.words.batch import batch_summary
+from adapters.words.decisions import CARD_NOT_POSTED
 from bot.admin.parse import parse_command
 from bot.admin.service import AdminService
 from bot.approvals.decisions import Approve, Edit, EditedAction, Reject
@@ -290,7 +291,7 @@ async def test_approve_all_never_approves_a_call_whose_card_was_not_posted(db_ur
         assert (await h.approvals.get(left.approval.id)).is_pending and tool_log.calls == []
         for messages in (slack_msg, discord_msg):
             summary = batch_summary(outcome, messages, str)
-            assert f"Left pending: `lookup` (call 2). {messages.CARD_NOT_POSTED}" in summary
+            assert f"Left pending: `lookup` (call 2). {CARD_NOT_POSTED}" in summary
         [refused] = [e for e in await h.audit.recent(WORKSPACE, limit=50) if e.kind is AuditKind.REFUSED]
         assert (refused.outcome, refused.actor_id, refused.approval_id) == ("card_not_posted", ADMIN, left.approval.id)
         # The platform is back; the upkeep's next look at the undelivered run posts the card.

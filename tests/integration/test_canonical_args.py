@@ -336,9 +336,9 @@ async def test_every_surface_shows_an_edit_refusal_as_one_sentence(db_url, targe
     """A refused edit reads as a sentence on Slack, Discord and the terminal: the canonical form's clause gets its
     final period, and a refusal that has one already (the allow-list's) does not get a second."""
     from adapters.console import messages as console_msg
-    from adapters.decision_errors import edit_error_text
     from adapters.discord.errors import edit_refusal_text
     from adapters.slack.errors import edit_refusal_text as slack_text
+    from adapters.words.decisions import edit_error_text
 
     url = target.url("/things")
     model = ScriptedChatModel(replies=[calls(tool_call("http_request", {"method": "POST", "url": url})), AIMessage("")])

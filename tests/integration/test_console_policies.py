@@ -16,7 +16,7 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from adapters.console import ConsoleChat, ConsolePlatform
-from adapters.console import messages as console_msg
+from adapters.words.decisions import REFUSED_ESCALATION_EDIT
 from bot.approvals.decisions import Approve
 from bot.audit import AuditKind
 from bot.conversation import Actor, ConversationRef
@@ -468,7 +468,7 @@ async def test_the_escalation_audience_at_the_prompt_may_approve_but_not_edit(db
         terminal.type("/quit")
         await asyncio.wait_for(running, 60)
     refusals = [line for line in "\n".join(out).splitlines() if line.startswith("!  ")]
-    assert refusals == ["!  " + console_msg.REFUSED_ESCALATION_EDIT], refusals
+    assert refusals == ["!  " + REFUSED_ESCALATION_EDIT], refusals
     assert tool_log.calls == [("send", SENT)]
 
 

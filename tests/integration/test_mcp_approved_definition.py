@@ -14,7 +14,7 @@ from langchain_core.messages import AIMessage
 
 from adapters.console import ConsoleChat, ConsolePlatform
 from adapters.console.people import TERMINAL
-from adapters.mcp_text import DEFINITION_CHANGED
+from adapters.words.mcp import DEFINITION_CHANGED
 from bot.admin.commands import AcceptMcp
 from bot.admin.views import McpAccepted
 from bot.conversation import Actor

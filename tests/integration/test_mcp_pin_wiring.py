@@ -21,7 +21,7 @@ from mcp_types import ToolAnnotations
 
 from adapters.console import ConsoleChat, ConsolePlatform
 from adapters.console.people import TERMINAL
-from adapters.mcp_text import HELD_TITLE
+from adapters.words.mcp import HELD_TITLE
 from bot.admin.commands import AcceptMcp
 from bot.conversation import Actor
 from bot.errors import NotPermittedError

@@ -17,7 +17,7 @@ from typing import Any
 from fastmcp import FastMCP
 from langchain_google_genai.chat_models import GoogleInvalidRequestError
 
-from adapters.mcp_text import overview_text
+from adapters.words.mcp import overview_text
 from bot.admin.commands import ShowMcp
 from bot.admin.views import McpOverview
 from bot.agents.model import build_chat_model, call_options

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.admin_text import error_text
-from adapters.slack.commands import SLACK_MARKUP
+from adapters.slack.markup import SLACK_MARKUP
+from adapters.words.admin import error_text
 from bot.admin.commands import AcceptMcp, ResetContext, SetAgent, ShowContext, ShowMcp
 from bot.admin.parse import USAGE, CommandError, parse_command
 from bot.agents.kind import AgentKind
@@ -56,7 +56,7 @@ def test_audit_lines_name_the_channel_the_subagent_and_the_refused_command():
     """`audit` shows where a setting was changed, which subagent asked for a call, and which command was refused."""
     from datetime import UTC, datetime
 
-    from adapters.admin_text import render
+    from adapters.words.admin import render
     from bot.admin.views import AuditPage
     from bot.audit import AuditEntry, AuditKind
 
@@ -140,9 +140,8 @@ def _view(**fields):
 def test_context_reply_shows_the_agent_the_window_and_the_summary_escaped_and_cut():
     """The reply names the agent, messages, tokens against the budget, and quotes the summary, escaped
     for Slack and cut to what one message holds."""
-    from adapters.admin_text import SUMMARY_CHARS, render
-    from adapters.discord.commands import DISCORD_MARKUP
-    from adapters.discord.platform import MESSAGE_CHARS
+    from adapters.discord.markup import DISCORD_MARKUP, MESSAGE_CHARS
+    from adapters.words.admin import SUMMARY_CHARS, render
 
     summary = "alice asked <@U1> & bob\n" + "x" * 5000
     text = render(_view(summary=summary, messages=12, tokens=30_000), SLACK_MARKUP)
@@ -163,14 +162,14 @@ def test_context_reply_shows_the_agent_the_window_and_the_summary_escaped_and_cu
 )
 def test_context_reply_without_state_or_summary_says_so(view, expected):
     """No state, an empty view and a view without a summary each say so plainly."""
-    from adapters.admin_text import render
+    from adapters.words.admin import render
 
     assert expected in render(view, SLACK_MARKUP)
 
 
 def test_reset_reply_says_what_was_removed_and_what_is_kept():
     """A reset names the messages and summary removed; one with nothing to clear says so."""
-    from adapters.admin_text import render
+    from adapters.words.admin import render
     from bot.admin.views import ContextReset
 
     done = render(ContextReset(before=_view(messages=7, summary="abc")), SLACK_MARKUP)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scripts.check_core_imports import runtime_violations, static_violations
+from scripts.check_core_imports import adapter_cycles, runtime_violations, shared_words_imports, static_violations
 
 
 def test_the_core_imports_no_platform_sdk():
@@ -25,3 +25,43 @@ def test_the_check_catches_a_direct_and_a_dynamic_import(tmp_path: Path):
         "importing bot/ loads discord",
         "importing bot/ loads slack_sdk",
     }
+
+
+def test_adapters_have_no_import_cycle():
+    """Imports within adapters/ run one way, also those under TYPE_CHECKING or inside a function."""
+    assert adapter_cycles() == []
+    assert shared_words_imports() == []
+
+
+def test_the_check_catches_an_import_cycle_only_type_checking_hides(tmp_path: Path):
+    """A planted cycle through a TYPE_CHECKING import is reported in import order; a package's
+    `__init__` importing its own modules is no cycle."""
+    package = tmp_path / "adapters" / "chat"
+    package.mkdir(parents=True)
+    (tmp_path / "adapters" / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("from adapters.chat.cards import Card\n")
+    (package / "cards.py").write_text("from adapters.chat import buttons\n\nclass Card: ...\n")
+    (package / "buttons.py").write_text("from . import handler\n")
+    (package / "handler.py").write_text("from typing import TYPE_CHECKING\n")
+    assert adapter_cycles(tmp_path) == []
+    (package / "handler.py").write_text(
+        "from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from adapters.chat.cards import Card\n"
+    )
+    [cycle] = adapter_cycles(tmp_path)
+    names = cycle.removeprefix("import cycle in adapters/: ").split(" imports ")
+    assert names[0] == names[-1]
+    start = names.index("adapters.chat.cards")
+    loop = names[start:-1] + names[:start]  # the cycle may be reported from any of its modules
+    assert loop == ["adapters.chat.cards", "adapters.chat.buttons", "adapters.chat.handler"]
+
+
+def test_the_check_catches_shared_words_that_import_a_platform(tmp_path: Path):
+    """A module of adapters/words importing a platform's module is reported, even without a cycle."""
+    (tmp_path / "adapters" / "words").mkdir(parents=True)
+    (tmp_path / "adapters" / "slack").mkdir()
+    for init in ("adapters", "adapters/words", "adapters/slack"):
+        (tmp_path / init / "__init__.py").write_text("")
+    (tmp_path / "adapters" / "slack" / "text.py").write_text("")
+    (tmp_path / "adapters" / "words" / "cards.py").write_text("def f():\n    from adapters.slack.text import x\n")
+    assert adapter_cycles(tmp_path) == []
+    assert shared_words_imports(tmp_path) == ["adapters.words.cards imports adapters.slack.text"]

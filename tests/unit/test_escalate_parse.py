@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.admin_text import error_text, render
-from adapters.discord.commands import DISCORD_MARKUP
-from adapters.slack.commands import SLACK_MARKUP
+from adapters.discord.markup import DISCORD_MARKUP
+from adapters.slack.markup import SLACK_MARKUP
+from adapters.words.admin import error_text, render
 from bot.admin.commands import SetEscalation
 from bot.admin.parse import USAGE, CommandError, escalation, parse_command
 from bot.admin.views import Changed

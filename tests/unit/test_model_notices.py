@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from adapters import model_messages as msg
-from adapters.display import duration_words, model_failed_text
+from adapters.words import model as msg
+from adapters.words.display import duration_words, model_failed_text
 from bot.errors import ModelError, ModelErrorKind, NoAnswerError, NoAnswerReason
 from bot.ports import ModelFailed
 

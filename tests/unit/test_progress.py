@@ -48,8 +48,8 @@ def test_a_top_level_pause_says_nothing_about_subagents():
 
 def test_the_words_name_who_works_and_who_waits():
     """Slack's line: workers first, then who waits for approval; a subagent twice is counted."""
-    from adapters.display import progress_line
     from adapters.slack import messages as msg
+    from adapters.words.display import progress_line
 
     line = progress_line(Activity(subagents=("researcher", "researcher"), waiting=("operator",)), msg.PROGRESS, str)
     assert line == (
@@ -61,8 +61,8 @@ def test_the_words_name_who_works_and_who_waits():
 
 def test_a_model_wait_is_shown_beside_who_works_and_then_cleared():
     """A subagent's model waits 40 s: the line says so after who works; the next delegation news drops it."""
-    from adapters.display import progress_line
     from adapters.slack import messages as msg
+    from adapters.words.display import progress_line
     from bot.agents.model_retry import ModelWait
     from bot.errors import ModelErrorKind
 
@@ -79,7 +79,7 @@ def test_a_model_wait_is_shown_beside_who_works_and_then_cleared():
 
 def test_a_plain_turn_shows_a_progress_message_only_for_a_model_wait():
     """Without subagents nothing is worth a message, except a model call waiting to be retried."""
-    from adapters.display import shows_something
+    from adapters.words.display import shows_something
     from bot.errors import ModelErrorKind
     from bot.ports import ModelRetry
 
@@ -89,8 +89,8 @@ def test_a_plain_turn_shows_a_progress_message_only_for_a_model_wait():
 
 def test_a_long_run_offers_stop_and_a_stop_takes_the_button_away():
     """After a while the indicator shows (with the turn to stop); once stopped it says who stopped it, without Stop."""
-    from adapters.display import offers_stop, progress_line, shows_something
     from adapters.slack import messages as msg
+    from adapters.words.display import offers_stop, progress_line, shows_something
 
     tracker = DelegationTracker(turn_id="t" * 32)
     long = tracker.on_long_run()

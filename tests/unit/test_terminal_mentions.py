@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.admin_text import error_text, render
 from adapters.console.people import CONSOLE_MARKUP, TERMINAL_MENTIONS, person_name
+from adapters.words.admin import error_text, render
 from bot.admin.commands import (
     ChangeAdmins,
     ChangeApprovers,

@@ -13,9 +13,9 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from adapters.decision_errors import parse_edited_args
 from adapters.discord import messages as discord_msg
 from adapters.slack import messages as slack_msg
+from adapters.words.decisions import parse_edited_args
 from bot.approvals.decisions import InvalidDecisionError, storable_problem, validate_tool_args
 from bot.settings import ToolSettings
 from bot.tools.calculator import make_calculator_tool

@@ -6,7 +6,6 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from adapters.decision_errors import decision_error_text
 from adapters.discord import messages as discord_messages
 from adapters.discord.buttons import card_view, parse_batch_id, parse_button_id
 from adapters.discord.cards import decided_line
@@ -20,6 +19,7 @@ from adapters.slack.blocks import (
     ACTION_TRUST,
     card_blocks,
 )
+from adapters.words.decisions import TRUST_REFUSED, decision_error_text
 from bot.admin.commands import ListTrust, RevokeTrust, SetTrust
 from bot.admin.parse import CommandError, parse_command
 from bot.approvals.config import TrustSetting, WorkspaceConfig
@@ -249,10 +249,10 @@ async def test_the_discord_trust_button_names_only_the_approval_and_the_action()
 
 @pytest.mark.parametrize("reason", ["not_offered", "quorum", "not_approve", "escalation"])
 def test_every_trust_refusal_has_its_own_sentence_on_both_platforms(reason: str) -> None:
-    """A refused "Approve and trust" tells the clicker why, in Slack's and Discord's words (no fallback)."""
+    """A refused "Approve and trust" tells the clicker why, in the words Slack and Discord share (no fallback)."""
+    assert reason in TRUST_REFUSED
     for msg in (slack_messages, discord_messages):
-        assert reason in msg.TRUST_REFUSED
-        assert decision_error_text(TrustRefusedError(reason), msg, str) == msg.TRUST_REFUSED[reason]
+        assert decision_error_text(TrustRefusedError(reason), msg, str) == TRUST_REFUSED[reason]
 
 
 async def test_a_first_card_offers_trust_and_the_batch_together():

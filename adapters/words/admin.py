@@ -7,14 +7,12 @@ each adapter passes its `Markup`. Replies are private (ephemeral) on both platfo
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
-from adapters.display import reveal_invisible
-from adapters.mcp_text import accept_refused_text, accepted_text, overview_text
-from adapters.stop_text import STOP_HELP, stop_error_text, stopped_text
+from adapters.words.display import reveal_invisible
+from adapters.words.markup import Markup
+from adapters.words.mcp import accept_refused_text, accepted_text, overview_text
+from adapters.words.stop import STOP_HELP, stop_error_text, stopped_text
 from bot.admin.parse import USAGE, CommandError
 from bot.admin.views import (
     AuditPage,
@@ -45,25 +43,6 @@ _ARGS_CHARS = 160
 SUMMARY_CHARS = 1500
 """Characters of a running summary shown by `context`: with the lines around it, the reply fits
 one message on either platform (Discord: 2,000 characters; summaries run to many thousands)."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Markup:
-    """How one platform writes bold text, mentions and dates."""
-
-    bold: Callable[[str], str]
-    user: Callable[[str], str]
-    channel: Callable[[str], str]
-    role: Callable[[str], str]
-    group: Callable[[str], str]
-    when: Callable[[datetime], str]
-    escape: Callable[[str], str]
-    admins_are: str
-    """Who counts as a workspace admin on this platform, in words."""
-    usage: Mapping[str, str] = field(default_factory=lambda: dict(USAGE))
-    """How each subcommand is typed here (Slack: words; Discord: typed options)."""
-    examples: tuple[tuple[str, str], ...] = ()
-    """`help` examples as (command after `/countersign`, meaning); empty means `HELP_EXAMPLES`."""
 
 
 HELP_EXAMPLES = (

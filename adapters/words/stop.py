@@ -1,19 +1,15 @@
-"""Words for Stop (docs/decisions/0021), shared by the Slack and Discord adapters and the terminal.
+"""Words for Stop, shared by the Slack and Discord adapters and the terminal.
 
 A Stop button and `/countersign stop` answer with the same sentences on every platform, only
-the markup differs (`adapters.admin_text.Markup`); both answers are private (ephemeral). The
+the markup differs (`adapters.words.markup.Markup`); both answers are private (ephemeral). The
 conversation itself is told by each adapter's `TurnStopped` notice (its messages module).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from adapters.words.markup import Markup
 from bot.admin.views import StopRequested
 from bot.errors import AlreadyStoppedError, NothingToStopError, StopNotPermittedError, TurnEndedError
-
-if TYPE_CHECKING:
-    from adapters.admin_text import Markup
 
 STOPPING = (
     "Stopping: the bot ends this turn at its next step. It starts no new model or tool call; a tool "

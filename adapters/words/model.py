@@ -1,7 +1,7 @@
 """What Slack and Discord say when the model gave no answer (the same plain words on both).
 
 The terminal words it differently (`adapters.console.platform`); each platform's other
-sentences stay in its own messages module (docs/development.md, convention 15).
+sentences stay in its own messages module.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-from adapters.display import reveal_invisible
+from adapters.words.display import reveal_invisible
 from bot.admin.views import McpAccepted, McpAcceptRefused, McpOverview
 from bot.approvals.outlook import ToolOutlook
 from bot.ports import ToolOrigin, ToolsHeld
