@@ -1,6 +1,6 @@
 """Drawing a call's arguments in code blocks, for every chat adapter: fences that hold, and parts that fit.
 
-The core lays the arguments out (`bot.approvals.shown`); each adapter draws them in its own
+The core lays the arguments out (`bot.reviews.shown`); each adapter draws them in its own
 markup within its own limits. What they share is here: text that cannot close the code block
 it is drawn in (`fence_safe`), one argument's line as a card draws it (`drawn`), and the whole
 arguments cut into parts that each fit one block (`parts`), for the full views ("All
@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from bot.approvals.shown import ShownLine
+from bot.reviews.shown import ShownLine
 
 _TWO_TICKS = re.compile(r"`(?=`)")
 ZERO_WIDTH = "\u200b"

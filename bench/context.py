@@ -108,10 +108,10 @@ from bench.common.prior import HistoryWriter, Templates, exchange_sizes, questio
 from bench.common.report import machine_lines
 from bench.common.seeds import SeedsGraph, open_seeds_stack
 from bench.common.slack_path import send_as_slack, thread_ref
-from bot.agents.context_window import DEFAULT_CONTEXT_TOKENS
-from bot.conversation import ConversationRef
+from bot.base.conversation import ConversationRef
 from bot.settings import AgentSettings, Settings
-from bot.turns import TurnRunner
+from bot.turns.context.window import DEFAULT_CONTEXT_TOKENS
+from bot.turns.runner import TurnRunner
 from countersign.server import BotServer
 from tests.standins.gemini import GeminiRequest
 from tests.standins.slack_events import SlackEventSender

@@ -63,13 +63,13 @@ from bench.common.slack_path import SlackTurns
 from bot.agents.model import build_chat_model, call_options
 from bot.agents.prompts import SYSTEM_PROMPT
 from bot.agents.review_agent import ReviewAgent, build_review_agent
-from bot.approvals.policy import ConfiguredPolicy
+from bot.audit.store import AuditStore
+from bot.policy.review import ConfiguredPolicy
+from bot.policy.store import ConfigStore
+from bot.reviews.store import ApprovalStore
 from bot.settings import Settings
-from bot.storage.approval_store import ApprovalStore
-from bot.storage.audit_store import AuditStore
-from bot.storage.config_store import ConfigStore
 from bot.storage.database import open_database
-from bot.storage.ledger import PostgresLedger
+from bot.tools.ledger.postgres import PostgresLedger
 from bot.tools.operator import build_registry
 from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
 
@@ -101,7 +101,7 @@ def scripted_model(target_url: str) -> ScriptedChatModel:
 async def bare_graph(settings: Settings, model: BaseChatModel) -> AsyncIterator[ReviewAgent]:
     """The review agent built as `open_runtime` builds it, on one `AsyncPostgresSaver`.
 
-    Without a platform, so without the rules Discord DMs follow (`bot.dm_rules`): the bench
+    Without a platform, so without the rules Discord DMs follow (`bot.policy.dm_rules`): the bench
     talks in a channel.
     """
     registry = build_registry(settings.tools, settings.agent.tools_module)

@@ -29,8 +29,8 @@ from prometheus_client import (
 )
 from prometheus_client.multiprocess import MultiProcessCollector
 
-from bot.approvals.lifecycle import ApprovalStatus
-from bot.approvals.records import ApprovalRecord
+from bot.reviews.lifecycle import ApprovalStatus
+from bot.reviews.records import ApprovalRecord
 
 __all__ = ["CONTENT_TYPE_LATEST", "render"]
 

@@ -11,13 +11,13 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from bot.approvals.escalation import EscalationTarget
-from bot.approvals.lifecycle import ApprovalStatus
-from bot.approvals.outlook import ToolOutlook
-from bot.approvals.records import ApprovalRecord
-from bot.approvals.shown import Arguments, Unshowable, arrange, leaves_free
-from bot.conversation import Actor, ConversationRef
-from bot.errors import ModelError, ModelErrorKind, NoAnswerError, NoAnswerReason
+from bot.base.conversation import Actor, ConversationRef
+from bot.base.errors import ModelError, ModelErrorKind, NoAnswerError, NoAnswerReason
+from bot.policy.outlook import ToolOutlook
+from bot.reviews.escalation.rules import EscalationTarget
+from bot.reviews.lifecycle import ApprovalStatus
+from bot.reviews.records import ApprovalRecord
+from bot.reviews.shown import Arguments, Unshowable, arrange, leaves_free
 
 if TYPE_CHECKING:  # the tools import this module
     from bot.tools.mcp.elicitation.store import QuestionRecord
@@ -31,7 +31,7 @@ class BatchOffer:
     Attributes:
         review_id: the pause (its review id as 32 hex digits, which the buttons carry).
         pending: how many calls of the pause wait for a decision.
-        version: the tag of the pause's arguments (`bot.approvals.records.pause_version`);
+        version: the tag of the pause's arguments (`bot.reviews.records.pause_version`);
             Approve all carries it, so a click on a card drawn before an edit is refused.
     """
 
@@ -80,7 +80,7 @@ class ApprovalCard:
     origin: ToolOrigin | None = None
 
     def arranged(self, args: Mapping[str, Any]) -> Arguments:
-        """`args` in the order the card lists them (`bot.approvals.shown.arrange`)."""
+        """`args` in the order the card lists them (`bot.reviews.shown.arrange`)."""
         return arrange(args, self.key_order)
 
     @property
@@ -199,8 +199,8 @@ class TurnFailed:
     Attributes:
         thread_id: the conversation, as the log names it.
         message: the text of the message that could not be answered, when one message failed
-            (its handling failed, or it was given up after `bot.upkeep.MAX_ATTEMPTS` or
-            `bot.upkeep.ANSWER_WITHIN_S`), so that its sender knows which one to send again;
+            (its handling failed, or it was given up after `bot.upkeep.unfinished_work.MAX_ATTEMPTS` or
+            `bot.upkeep.unfinished_work.ANSWER_WITHIN_S`), so that its sender knows which one to send again;
             None when a run failed.
         message_id: that message's platform id (`IncomingMessage.message_id`), so that an
             adapter posting the notice where others read it can first check that its author
@@ -325,7 +325,7 @@ class Activity:
             the answer together when none works any more).
         turn_id: the turn the run belongs to, which a Stop button on the indicator names
             (docs/decisions/0021); None: it cannot be stopped (a run older than turns).
-        long_running: the run has gone on for a while (`bot.turns.OFFER_STOP_AFTER_S`): worth
+        long_running: the run has gone on for a while (`bot.turns.runner.OFFER_STOP_AFTER_S`): worth
             an indicator of its own, so that its Stop button shows; a quick answer gets none.
         stopping: the name of whoever stopped the turn, once they did: the indicator says so
             and offers no Stop button any more (it never appears for this alone).
@@ -379,8 +379,8 @@ class Platform(Protocol):
         Every key on the card, the whole arguments in its full view
         (docs/decisions/0034-arguments-approvers-can-see.md). A card whose arguments under vote
         are unshowable offers no Approve, and the core refuses an approval of it from this
-        platform (`bot.deciding.Decider.decide`), so the answer must come from the layout the
-        adapter draws. See `bot.approvals.shown.ArgumentsViewer`.
+        platform (`bot.reviews.decide.Decider.decide`), so the answer must come from the layout the
+        adapter draws. See `bot.reviews.shown.ArgumentsViewer`.
         """
         ...
 

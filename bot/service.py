@@ -11,33 +11,33 @@ import logging
 from collections.abc import Callable, Collection, Coroutine, Mapping, Sequence
 from typing import Any
 
-from bot import upkeep
 from bot.admin.views import StopRequested
-from bot.approvals.decisions import Approve, Edit, Reject
-from bot.approvals.records import ApprovalRecord, DecideResult, pause_version
-from bot.approvals.shown import Arguments
-from bot.batch import BatchOutcome, decide_each, is_review_id
-from bot.conversation import DM_WORKSPACE, Actor, ConversationRef, IncomingMessage
-from bot.deciding import Decider, is_approval_id
-from bot.errors import ApprovalNotFoundError, CountersignError, NotPermittedError, StaleVoteError
-from bot.escalation import EscalationSweeper
-from bot.expiry import ExpirySweeper
-from bot.housekeeping import Housekeeping
-from bot.log_context import about
+from bot.base.conversation import DM_WORKSPACE, Actor, ConversationRef, IncomingMessage
+from bot.base.errors import ApprovalNotFoundError, CountersignError, NotPermittedError, StaleVoteError
+from bot.base.log_context import about
+from bot.base.tasks import TaskTracker
 from bot.ports import ReviewPending, ToolOrigin, TurnFailed
-from bot.stopping import TurnStopper
-from bot.storage.approval_store import ApprovalStore
-from bot.storage.conversation_store import ConversationRow, ConversationStore
-from bot.storage.inbox import Inbox, inbox_key
+from bot.reviews.batch import BatchOutcome, decide_each, is_review_id
+from bot.reviews.decide import Decider, is_approval_id
+from bot.reviews.decisions import Approve, Edit, Reject
+from bot.reviews.escalation.sweep import EscalationSweeper
+from bot.reviews.expiry import ExpirySweeper
+from bot.reviews.records import ApprovalRecord, DecideResult, pause_version
+from bot.reviews.shown import Arguments
+from bot.reviews.store import ApprovalStore
 from bot.storage.locks import LockLostError, ThreadLocks
-from bot.storage.stop_store import StopRecorded
-from bot.storage.upkeep_store import UpkeepStore
-from bot.tasks import TaskTracker
 from bot.tools.mcp.elicitation.desk import QuestionDesk, QuestionNotFoundError
 from bot.tools.mcp.elicitation.expiry import QuestionExpiry
 from bot.tools.mcp.elicitation.forms import Answer
 from bot.tools.mcp.elicitation.store import QuestionRecord
-from bot.turns import TurnRunner
+from bot.turns.conversations import ConversationRow, ConversationStore
+from bot.turns.inbox import Inbox, inbox_key
+from bot.turns.runner import TurnRunner
+from bot.turns.stop.stopper import TurnStopper
+from bot.turns.stop.store import StopRecorded
+from bot.upkeep import unfinished_work as upkeep
+from bot.upkeep.retention import Housekeeping
+from bot.upkeep.unfinished_store import UpkeepStore
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ class Countersign:
         locks: per-thread mutual exclusion.
         escalation: the escalation sweeper (started and stopped with the service).
         tasks: the background work shutdown drains (`tasks`); card redraws run there too
-            (`bot.cards.CardDesk`).
+            (`bot.reviews.cards.CardDesk`).
         platforms: the platforms this process serves (`ConversationRef.platform` names, read
             when used; the adapters' `Platform`s by name will do). The upkeep, the expiry and
             recovery take only their work: another platform's is left to the processes that
@@ -372,7 +372,7 @@ class Countersign:
         finish an unfinished run, then handles the messages the inbox still holds, oldest first.
         After `upkeep.MAX_ATTEMPTS` the unfinished run is given up and no later message restarts
         it; who is told is told once: the sender of the message whose turn it was, else the
-        conversation. Called by the upkeep (`bot.upkeep.Upkeep`) of every replica.
+        conversation. Called by the upkeep (`bot.upkeep.unfinished_work.Upkeep`) of every replica.
 
         Returns:
             Whether it worked on the conversation (False: its lock was held).
@@ -530,7 +530,7 @@ class Countersign:
         return approval, self._decider.arranged(approval.tool_name, shown)
 
     def arranged(self, tool_name: str, args: Mapping[str, object]) -> Arguments:
-        """A call's arguments in the order cards list them (the tool's own; `bot.approvals.shown.arrange`)."""
+        """A call's arguments in the order cards list them (the tool's own; `bot.reviews.shown.arrange`)."""
         return self._decider.arranged(tool_name, args)
 
     def tool_origin(self, tool_name: str) -> ToolOrigin | None:
@@ -573,7 +573,7 @@ class Countersign:
             approval_id: the approval the button or form named.
             actor: the authenticated clicker.
             decision: `Approve()`, `Edit(edited_action=EditedAction(name=<the approval's
-                tool>, args=...))` or `Reject(message=...)` (`bot.approvals.decisions`).
+                tool>, args=...))` or `Reject(message=...)` (`bot.reviews.decisions`).
             seen_version: the version tag on the clicked card (see `ApprovalRecord.version`).
             trust: "Approve and trust" (with `Approve`): the approval also makes a trust grant,
                 in the same transaction (docs/decisions/0022; see `Decider.decide`).
@@ -639,7 +639,7 @@ class Countersign:
     ) -> BatchOutcome:
         """Approve all / Reject all: one decision per pending call of a pause, as single clicks take them.
 
-        See `bot.batch`. Each decision recorded is followed up like a single click's (its card
+        See `bot.reviews.batch`. Each decision recorded is followed up like a single click's (its card
         redrawn; the pause resumed by whichever decision was its last). Approve all leaves
         pending, and reports, every call whose arguments the platform cannot show in full, and
         every call whose own card has not been posted (nobody has seen it).
@@ -826,7 +826,7 @@ class Countersign:
     async def _after_decision(self, result: DecideResult) -> None:
         """Redraw the card; when the review is complete, resume the thread once it shows the decision.
 
-        The resume waits for the redraw at most `bot.cards.REDRAW_WAIT_S` (`CardDesk.redraw`).
+        The resume waits for the redraw at most `bot.reviews.cards.REDRAW_WAIT_S` (`CardDesk.redraw`).
         """
         if result.review_complete:
             await self._runner.redraw_cards(result.approval)

@@ -15,7 +15,7 @@ from cryptography.fernet import Fernet
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from bot.agents.kind import AgentKind
+from bot.base.agent_kind import AgentKind
 from bot.storage.urls import normalise
 
 DEFAULT_GEMINI_MODEL = "gemini-3.8-flash"
@@ -184,7 +184,7 @@ class AgentSettings(BaseSettings):
         validation_alias="COUNTERSIGN_CONTEXT_TOKENS",
     )
     """Tokens of conversation history sent to the model per call; older turns are folded into a
-    running summary the model writes (`bot.agents.context_window`, whose
+    running summary the model writes (`bot.turns.context.window`, whose
     `DEFAULT_CONTEXT_TOKENS` is this default: the settings cannot import it, the agents import
     the tools, which import the settings)."""
     system_prompt: str | None = Field(

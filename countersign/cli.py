@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
-from bot.errors import ConfigurationError, DatabaseUnavailableError, UnreachableError
+from bot.base.errors import ConfigurationError, DatabaseUnavailableError, UnreachableError
 from bot.settings import Settings
 from countersign import event_loop
 from countersign.exits import CONFIGURATION_EXIT, START_FAILED_EXIT, UNREACHABLE_EXIT

@@ -17,7 +17,7 @@ import logging
 from collections.abc import Callable, Coroutine
 from typing import Any, Literal, TypeVar
 
-from bot.errors import ConfigurationError
+from bot.base.errors import ConfigurationError
 
 T = TypeVar("T")
 

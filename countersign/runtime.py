@@ -15,39 +15,30 @@ from langchain_core.language_models import BaseChatModel
 
 from bot.admin.notices import AdminChannels, channel_ref
 from bot.admin.service import AdminService
-from bot.agents.context_window import DEFAULT_CONTEXT_TOKENS
-from bot.agents.kind import AgentKind
 from bot.agents.model import build_chat_model, call_options
 from bot.agents.pool import AgentPool
 from bot.agents.prompts import SYSTEM_PROMPT
 from bot.agents.review_agent import build_review_agent
 from bot.agents.subagent_specs import SubagentSpec, default_subagents, load_subagents
 from bot.agents.supervisor import build_subagent, build_supervisor_agent
-from bot.approvals.policy import ConfiguredPolicy
-from bot.cards import CardDesk
-from bot.contexts import ContextKeeper
-from bot.deciding import Decider
-from bot.dm_rules import SharedServerRules
-from bot.escalation import EscalationSweeper
-from bot.housekeeping import Housekeeping
+from bot.audit.store import AuditStore
+from bot.base.agent_kind import AgentKind
+from bot.base.tasks import TaskTracker
+from bot.policy.dm_rules import SharedServerRules
+from bot.policy.review import ConfiguredPolicy
+from bot.policy.store import ConfigStore
 from bot.ports import Platform
+from bot.reviews.cards import CardDesk
+from bot.reviews.decide import Decider
+from bot.reviews.escalation.sweep import EscalationSweeper
+from bot.reviews.store import ApprovalStore
+from bot.reviews.trust.check import TrustGate
+from bot.reviews.trust.store import TrustStore
 from bot.service import Countersign
 from bot.settings import Settings, ToolSettings
-from bot.stop_watch import StopWatch
-from bot.stopping import TurnStopper
-from bot.storage.approval_store import ApprovalStore
-from bot.storage.audit_store import AuditStore
-from bot.storage.config_store import ConfigStore
-from bot.storage.conversation_store import PRUNE_EVERY_RUNS, ConversationStore
 from bot.storage.database import Database, open_database
-from bot.storage.inbox import Inbox
-from bot.storage.ledger import PostgresLedger
 from bot.storage.locks import ThreadLocks
-from bot.storage.retention_store import RetentionStore
-from bot.storage.stop_store import StopStore
-from bot.storage.trust_store import TrustStore
-from bot.storage.upkeep_store import UpkeepStore
-from bot.tasks import TaskTracker
+from bot.tools.ledger.postgres import PostgresLedger
 from bot.tools.mcp.config import load_mcp_config, mcp_environment
 from bot.tools.mcp.elicitation.desk import QuestionDesk
 from bot.tools.mcp.elicitation.store import PostgresQuestionStore
@@ -55,8 +46,17 @@ from bot.tools.mcp.pins import PostgresPinStore
 from bot.tools.mcp.servers import McpServers
 from bot.tools.operator import build_registry
 from bot.tools.registry import ToolRegistry
-from bot.trusting import TrustGate
-from bot.turns import TurnRunner
+from bot.turns.context.keeper import ContextKeeper
+from bot.turns.context.window import DEFAULT_CONTEXT_TOKENS
+from bot.turns.conversations import PRUNE_EVERY_RUNS, ConversationStore
+from bot.turns.inbox import Inbox
+from bot.turns.runner import TurnRunner
+from bot.turns.stop.stopper import TurnStopper
+from bot.turns.stop.store import StopStore
+from bot.turns.stop.watch import StopWatch
+from bot.upkeep.retention import Housekeeping
+from bot.upkeep.retention_store import RetentionStore
+from bot.upkeep.unfinished_store import UpkeepStore
 
 log = logging.getLogger(__name__)
 
@@ -131,7 +131,7 @@ def assemble_core(
             traffic starts.
         recursion_limit: LangGraph steps per turn (docs/DESIGN.md, Agents).
         system_prompt: prepended to every model call of the ReAct agent and the supervisor.
-        context_tokens: tokens of history sent per model call (`bot.agents.context_window`);
+        context_tokens: tokens of history sent per model call (`bot.turns.context.window`);
             `/countersign context` shows each conversation against it.
         model_kwargs: call options bound with the tools (Gemini's retries, ...).
         subagents: the checked subagent definitions; None = the default set.
@@ -143,7 +143,7 @@ def assemble_core(
         audit_retention_days: delete audit rows older than this many days
             (`AUDIT_RETENTION_DAYS`; None keeps them).
         prune_every_runs: a conversation's old checkpoints are pruned every this many runs
-            (`bot.storage.conversation_store.PRUNE_EVERY_RUNS`; tests use 1).
+            (`bot.turns.conversations.PRUNE_EVERY_RUNS`; tests use 1).
         mcp: the MCP servers (their tools already a source of `registry`): started with the
             service, their definitions pinned in this database, `/countersign mcp` on them.
         admin_channels: `COUNTERSIGN_ADMIN_CHANNELS` entries (`<platform>:<workspace>:<channel>`).

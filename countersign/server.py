@@ -23,7 +23,7 @@ from adapters.console import ConsoleChat, ConsolePlatform
 from adapters.console import messages as console_msg
 from adapters.console.chat import StdinLines
 from adapters.console.people import TERMINAL
-from bot.errors import ConfigurationError
+from bot.base.errors import ConfigurationError
 from bot.settings import ServerSettings, Settings
 from bot.storage.probe import DatabaseProbe
 from bot.storage.secret_box import SecretBox

@@ -18,9 +18,10 @@ from typing import TypeVar
 
 from pydantic import SecretStr
 
-from bot.errors import CountersignError, UnreachableError
+from bot.base.errors import CountersignError, UnreachableError
 from bot.settings import DatabaseSettings, Settings
-from bot.storage.database import is_outage, resolve_url
+from bot.storage.database import resolve_url
+from bot.storage.outages import is_outage
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +36,7 @@ def outage_reason(exc: BaseException) -> str | None:
     """What was unreachable, in one line, when `exc` is an outage; None for a refusal or a bug.
 
     An outage is an `UnreachableError` (the adapters and `check_reachable` raise it), or a
-    connection to PostgreSQL lost later in the start (`bot.storage.database.is_outage`). Any other
+    connection to PostgreSQL lost later in the start (`bot.storage.outages.is_outage`). Any other
     `CountersignError` (`ConfigurationError`, `DatabaseUnavailableError`) is a refusal.
     """
     if isinstance(exc, UnreachableError):

@@ -56,7 +56,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bot import metrics
-from bot.errors import ConfigurationError
+from bot.base.errors import ConfigurationError
 from bot.settings import Settings
 from bot.storage.database import migrate
 from countersign.exits import CONFIGURATION_EXIT, START_FAILED_EXIT, UNREACHABLE_EXIT

@@ -1,11 +1,13 @@
-"""Fail when the core (`bot/`) imports a platform SDK, or imports within `adapters/` do not run one way.
+"""Fail when the core (`bot/`) imports a platform SDK, or imports within `bot/` or `adapters/` do not run one way.
 
 ruff's banned-api rule (TID251) catches `import` statements; this also imports every core
 module in a fresh interpreter and checks that no platform SDK was loaded on the way, which
 catches indirect and dynamic imports too (DESIGN.md "Architecture: ports and adapters").
 Within `adapters/`, imports run one way: a platform's modules import the shared words
 (`adapters.words`), never the other way round, and no modules import each other in a cycle
-(docs/decisions/0060-words-in-one-place.md).
+(docs/decisions/0060-words-in-one-place.md). Within `bot/`, `bot.base` (the bottom floor) imports
+no other `bot` module and no modules import each other in a cycle
+(docs/decisions/0061-one-package-per-feature.md).
 """
 
 from __future__ import annotations
@@ -72,8 +74,8 @@ def _imported(node: ast.AST, package: str, modules: Mapping[str, Path]) -> list[
     return [name for name in names if name in modules]
 
 
-def adapter_imports(root: Path = ROOT) -> dict[str, set[str]]:
-    """Each module under `root/adapters` (dotted name) and the modules under it that it imports.
+def package_imports(root: Path = ROOT, package: str = "adapters") -> dict[str, set[str]]:
+    """Each module under `root/<package>` (dotted name) and the modules under it that it imports.
 
     Every import statement counts, also one under `if TYPE_CHECKING:` or inside a function: a
     cycle that only a deferred import keeps from failing is still a cycle. A module's import of
@@ -81,27 +83,38 @@ def adapter_imports(root: Path = ROOT) -> dict[str, set[str]]:
     as an import of the module it names, not of the package's `__init__`.
     """
     modules: dict[str, Path] = {}
-    for path in sorted((root / "adapters").rglob("*.py")):
+    for path in sorted((root / package).rglob("*.py")):
         parts = path.relative_to(root).with_suffix("").parts
         modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
     imports: dict[str, set[str]] = {name: set() for name in modules}
     for name, path in modules.items():
-        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        home = name if path.name == "__init__.py" else name.rpartition(".")[0]
         for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-            for target in _imported(node, package, modules):
+            for target in _imported(node, home, modules):
                 if target != name and not name.startswith(f"{target}."):
                     imports[name].add(target)
     return imports
 
 
-def adapter_cycles(root: Path = ROOT) -> list[str]:
-    """An import cycle among the modules under `root/adapters`, as `a imports b imports a`; empty when none."""
+def import_cycles(root: Path = ROOT, package: str = "adapters") -> list[str]:
+    """An import cycle among the modules under `root/<package>`, as `a imports b imports a`; empty when none."""
     try:
-        graphlib.TopologicalSorter(adapter_imports(root)).prepare()
+        graphlib.TopologicalSorter(package_imports(root, package)).prepare()
     except graphlib.CycleError as exc:
         cycle = list(reversed(exc.args[1]))
-        return [f"import cycle in adapters/: {' imports '.join(cycle)}"]
+        return [f"import cycle in {package}/: {' imports '.join(cycle)}"]
     return []
+
+
+def floor_imports(root: Path = ROOT) -> list[str]:
+    """`a imports b` for each module `a` of `bot.base`, the core's bottom floor, that imports `b` above it."""
+    return [
+        f"{name} imports {target}"
+        for name, targets in sorted(package_imports(root, "bot").items())
+        if name.split(".")[:2] == ["bot", "base"]
+        for target in sorted(targets)
+        if target.split(".")[:2] != ["bot", "base"] and target != "bot"
+    ]
 
 
 def shared_words_imports(root: Path = ROOT) -> list[str]:
@@ -111,7 +124,7 @@ def shared_words_imports(root: Path = ROOT) -> list[str]:
     """
     return [
         f"{name} imports {target}"
-        for name, targets in sorted(adapter_imports(root).items())
+        for name, targets in sorted(package_imports(root).items())
         if name.startswith("adapters.words")
         for target in sorted(targets)
         if target.split(".")[:2] in PLATFORMS
@@ -120,11 +133,18 @@ def shared_words_imports(root: Path = ROOT) -> list[str]:
 
 def main() -> int:
     """Print violations; exit 1 when there are any."""
-    problems = static_violations() + runtime_violations() + adapter_cycles() + shared_words_imports()
+    problems = [
+        *static_violations(),
+        *runtime_violations(),
+        *import_cycles(package="bot"),
+        *floor_imports(),
+        *import_cycles(package="adapters"),
+        *shared_words_imports(),
+    ]
     for problem in problems:
         print(f"core import check: {problem}", file=sys.stderr)
     if not problems:
-        print("core import check: bot/ imports no platform SDK; adapters/ has no import cycle")
+        print("core import check: bot/ imports no platform SDK; bot.base no feature; bot/, adapters/ no cycle")
     return 1 if problems else 0
 
 

@@ -27,8 +27,8 @@ from adapters.console.question_prompt import QuestionPrompt
 from adapters.words.admin import error_text
 from adapters.words.display import duration_words
 from bot.admin.service import AdminService
-from bot.conversation import IncomingMessage
-from bot.errors import CountersignError
+from bot.base.conversation import IncomingMessage
+from bot.base.errors import CountersignError
 from bot.service import Countersign
 
 log = logging.getLogger(__name__)

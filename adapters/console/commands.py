@@ -17,7 +17,7 @@ from bot.admin.commands import SetCards, SetScope
 from bot.admin.parse import parse_command
 from bot.admin.service import AdminService
 from bot.admin.views import Changed, HelpPage
-from bot.errors import CountersignError
+from bot.base.errors import CountersignError
 
 log = logging.getLogger(__name__)
 

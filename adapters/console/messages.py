@@ -9,7 +9,7 @@ decision and batch sentences here, as they do for Slack's and Discord's.
 from __future__ import annotations
 
 from adapters.words.mcp import DEFINITION_CHANGED
-from bot.errors import ModelErrorKind, NoAnswerReason
+from bot.base.errors import ModelErrorKind, NoAnswerReason
 
 # The chat and its commands ----------------------------------------------------------------
 
@@ -145,7 +145,7 @@ ALREADY_DECIDED = "This was already {outcome} by @{user}{when}. Nothing was chan
 ALREADY_VOTED = "You already approved this; each person counts once, so it now needs someone else (/as ...)."
 STALE_VOTE = "The arguments changed meanwhile; look at the card again."
 CARD_NOT_POSTED = "Its card is not shown yet, so Approve all did not approve it; it is asked on its own."
-"""Why Approve all left a call pending (`bot.errors.CardNotPostedError`); the terminal keeps every card, so
+"""Why Approve all left a call pending (`bot.base.errors.CardNotPostedError`); the terminal keeps every card, so
 it never says this today."""
 UNKNOWN_APPROVAL = "This approval is gone. Nothing was changed."
 EDIT_REFUSED = "Your edit was not applied: {problem} Nothing was changed; answer e to edit it again."
@@ -163,7 +163,7 @@ TRUST_REFUSED = {
         "so you cannot trust it; answer a to approve it once."
     ),
 }
-"""By `bot.errors.TrustRefusedError.reason`; nothing was changed and the call is asked again."""
+"""By `bot.base.errors.TrustRefusedError.reason`; nothing was changed and the call is asked again."""
 
 BATCH_CALL = "{tool} ({position})"
 BATCH_APPROVED = "   Approved: {calls}."

@@ -18,7 +18,7 @@ from adapters.console import messages as msg
 from adapters.words.markup import Markup
 from bot.admin.parse import USAGE as CHAT_USAGE
 from bot.admin.parse import Mentions
-from bot.conversation import Actor, ConversationRef
+from bot.base.conversation import Actor, ConversationRef
 
 PLATFORM = "console"
 WORKSPACE = "local"

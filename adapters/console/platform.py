@@ -19,12 +19,8 @@ from adapters.words.admin import target_words
 from adapters.words.conversation import RESUME_NOT_RUN
 from adapters.words.display import duration_words, excerpt, given_up_calls, model_failed_text, reveal_invisible
 from adapters.words.mcp import held_text
-from bot.approvals.escalation import TargetKind
-from bot.approvals.lifecycle import ApprovalStatus
-from bot.approvals.records import ApprovalRecord
-from bot.approvals.shown import Arguments, Unshowable
-from bot.conversation import Actor, ConversationRef
-from bot.errors import ModelErrorKind
+from bot.base.conversation import Actor, ConversationRef
+from bot.base.errors import ModelErrorKind
 from bot.ports import (
     Activity,
     ApprovalCard,
@@ -39,6 +35,10 @@ from bot.ports import (
     ToolsHeld,
     TurnStopped,
 )
+from bot.reviews.escalation.rules import TargetKind
+from bot.reviews.lifecycle import ApprovalStatus
+from bot.reviews.records import ApprovalRecord
+from bot.reviews.shown import Arguments, Unshowable
 from bot.tools.mcp.elicitation.store import QuestionRecord
 
 Write = Callable[[str], None]

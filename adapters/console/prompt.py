@@ -28,12 +28,12 @@ from adapters.words.batch import batch_summary
 from adapters.words.decisions import decision_error_text, edit_error_text, parse_edited_args
 from adapters.words.display import duration_words, reveal_invisible
 from adapters.words.mcp import origin_line
-from bot.approvals.decisions import Approve, Edit, EditedAction, Reject
-from bot.approvals.escalation import TargetKind
-from bot.approvals.records import ApprovalRecord, pause_version
-from bot.conversation import Actor
-from bot.errors import ApprovalNotFoundError, CountersignError
+from bot.base.conversation import Actor
+from bot.base.errors import ApprovalNotFoundError, CountersignError
 from bot.ports import ApprovalCard
+from bot.reviews.decisions import Approve, Edit, EditedAction, Reject
+from bot.reviews.escalation.rules import TargetKind
+from bot.reviews.records import ApprovalRecord, pause_version
 from bot.service import Countersign
 
 log = logging.getLogger(__name__)

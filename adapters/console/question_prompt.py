@@ -23,7 +23,7 @@ from adapters.console.people import CONSOLE_MARKUP, Session
 from adapters.console.platform import ConsolePlatform
 from adapters.console.prompt import Asked, Read, Write
 from adapters.words.display import duration_words, reveal_invisible
-from bot.errors import CountersignError, NotPermittedError
+from bot.base.errors import CountersignError, NotPermittedError
 from bot.service import Countersign
 from bot.tools.mcp.elicitation.desk import QuestionNotFoundError
 from bot.tools.mcp.elicitation.forms import (

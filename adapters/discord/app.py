@@ -30,7 +30,7 @@ from adapters.discord import messages as msg
 from adapters.discord.client import CountersignClient, IdentifyGate
 from adapters.discord.platform import DiscordPlatform
 from bot.admin.service import AdminService
-from bot.errors import ConfigurationError, CountersignError, UnreachableError
+from bot.base.errors import ConfigurationError, CountersignError, UnreachableError
 from bot.service import Countersign
 from bot.settings import DiscordSettings
 

@@ -75,7 +75,7 @@ PAGE_TEMPLATE = r"cs:page:(?P<approval_id>[0-9a-f]{32}):(?P<version>[0-9a-f]{8})
 """Previous / Next on a page of All arguments: the page to show, of the arguments' version the pages showed."""
 _PAGE_TEMPLATE = re.compile(PAGE_TEMPLATE)
 STOP_TEMPLATE = r"cs:stop:(?P<turn_id>[0-9a-f]{32})"
-"""A Stop button's `custom_id`: the turn it stops (`bot.stopping`)."""
+"""A Stop button's `custom_id`: the turn it stops (`bot.turns.stop.stopper`)."""
 _STOP_TEMPLATE = re.compile(STOP_TEMPLATE)
 _QUESTION_TEMPLATE = re.compile(QUESTION_TEMPLATE)
 _CONTINUE_TEMPLATE = re.compile(CONTINUE_TEMPLATE)

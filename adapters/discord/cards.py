@@ -21,11 +21,11 @@ from adapters.discord import messages as msg
 from adapters.words.cards import CARD_OUTCOME_TRUSTED
 from adapters.words.display import duration_words, reveal_invisible
 from adapters.words.mcp import DEFINITION_CHANGED, origin_line
-from bot.approvals.escalation import EscalationTarget, TargetKind
-from bot.approvals.lifecycle import ApprovalStatus, EscalationStatus
-from bot.approvals.records import ApprovalRecord
-from bot.approvals.shown import LEAST_SHOWN, Arguments, Shortfall, ShownLine, Unshowable, shorten
 from bot.ports import ApprovalCard
+from bot.reviews.escalation.rules import EscalationTarget, TargetKind
+from bot.reviews.lifecycle import ApprovalStatus, EscalationStatus
+from bot.reviews.records import ApprovalRecord
+from bot.reviews.shown import LEAST_SHOWN, Arguments, Shortfall, ShownLine, Unshowable, shorten
 
 DESCRIPTION_CHARS = 4096
 FIELD_CHARS = 1024

@@ -19,8 +19,8 @@ from adapters.discord.markup import NO_PINGS
 from adapters.words.conversation import EMPTY_MENTION, SHUTTING_DOWN
 from adapters.words.display import is_blank
 from bot.admin.service import AdminService
-from bot.conversation import IncomingMessage
-from bot.errors import CountersignError
+from bot.base.conversation import IncomingMessage
+from bot.base.errors import CountersignError
 from bot.service import Countersign
 
 log = logging.getLogger(__name__)

@@ -47,11 +47,11 @@ from bot.admin.commands import (
 )
 from bot.admin.parse import CommandError, escalation, parse_duration, parse_matching, parse_trust_duration
 from bot.admin.service import AdminService
-from bot.agents.kind import AgentKind
-from bot.approvals.config import ApproverKind, CardRouting, ConversationScope
-from bot.approvals.escalation import EscalationTarget, TargetKind
-from bot.approvals.mode import Mode
-from bot.errors import CountersignError
+from bot.base.agent_kind import AgentKind
+from bot.base.errors import CountersignError
+from bot.base.mode import Mode
+from bot.policy.config import ApproverKind, CardRouting, ConversationScope
+from bot.reviews.escalation.rules import EscalationTarget, TargetKind
 
 log = logging.getLogger(__name__)
 

@@ -14,8 +14,8 @@ from typing import Any
 import discord
 
 from bot.admin.service import AdminService
-from bot.approvals.config import ConversationScope
-from bot.conversation import DM_WORKSPACE, Actor, ConversationRef
+from bot.base.conversation import DM_WORKSPACE, Actor, ConversationRef
+from bot.policy.config import ConversationScope
 
 PLATFORM = "discord"
 DM = DM_WORKSPACE

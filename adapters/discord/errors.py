@@ -6,7 +6,7 @@ from datetime import datetime
 
 from adapters.discord import messages as msg
 from adapters.words.decisions import as_sentence, decision_error_text, edit_error_text
-from bot.errors import InvalidDecisionError, NotPermittedError
+from bot.base.errors import InvalidDecisionError, NotPermittedError
 from bot.tools.mcp.elicitation.desk import AlreadyAnsweredError, QuestionNotFoundError
 from bot.tools.mcp.elicitation.forms import AnswerError
 

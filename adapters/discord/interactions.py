@@ -53,10 +53,10 @@ from adapters.words.admin import error_text as admin_error_text
 from adapters.words.admin import render
 from adapters.words.batch import batch_summary
 from adapters.words.decisions import VOTE_RECORDED, parse_edited_args
-from bot.approvals.decisions import Approve, Edit, EditedAction, Reject
-from bot.batch import BatchOutcome
-from bot.conversation import Actor
-from bot.errors import CountersignError, InvalidDecisionError
+from bot.base.conversation import Actor
+from bot.base.errors import CountersignError, InvalidDecisionError
+from bot.reviews.batch import BatchOutcome
+from bot.reviews.decisions import Approve, Edit, EditedAction, Reject
 from bot.service import Countersign
 from bot.tools.mcp.elicitation.forms import Action, Answer, AnswerError, Form, LinkRequest, read_answer
 from bot.tools.mcp.elicitation.store import QuestionRecord

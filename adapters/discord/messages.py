@@ -7,7 +7,7 @@ A sentence Slack says in the same words lives in `adapters.words` instead
 from __future__ import annotations
 
 from adapters.words.display import ProgressWords
-from bot.errors import ModelErrorKind
+from bot.base.errors import ModelErrorKind
 
 CARD_TITLE_PENDING = "✋ Approval needed"
 CARD_TITLE = {

@@ -32,9 +32,7 @@ from adapters.words.display import (
     shows_something,
 )
 from adapters.words.mcp import held_text
-from bot.approvals.escalation import TargetKind
-from bot.approvals.shown import Arguments, Unshowable
-from bot.conversation import Actor, ConversationRef
+from bot.base.conversation import Actor, ConversationRef
 from bot.ports import (
     Activity,
     ApprovalCard,
@@ -50,6 +48,8 @@ from bot.ports import (
     TurnFailed,
     TurnStopped,
 )
+from bot.reviews.escalation.rules import TargetKind
+from bot.reviews.shown import Arguments, Unshowable
 from bot.tools.mcp.elicitation.forms import Action
 from bot.tools.mcp.elicitation.store import QuestionRecord, QuestionStatus
 
@@ -341,7 +341,7 @@ class DiscordPlatform:
     async def _message_failed(self, conversation: ConversationRef, notice: TurnFailed) -> str:
         """The notice for a message that could not be answered: quoted as it reads now, never as it was sent.
 
-        The notice is public, and a message given up was sent up to `bot.upkeep.MAX_ATTEMPTS`
+        The notice is public, and a message given up was sent up to `bot.upkeep.unfinished_work.MAX_ATTEMPTS`
         attempts (about 15 minutes) before: its author may have deleted it meanwhile, or edited
         out what they should not have posted, and the bot must not show again what they took
         back. So the message is read first (`GET /channels/{id}/messages/{id}`). Still there:
@@ -436,7 +436,7 @@ class DiscordProgress:
     """A short status line saying which subagents work, edited in place and deleted at the end.
 
     Nothing is posted until a subagent starts, a model call waits to be retried, or the run has
-    gone on for a while (`bot.turns.OFFER_STOP_AFTER_S`), so a quick plain turn shows only
+    gone on for a while (`bot.turns.runner.OFFER_STOP_AFTER_S`), so a quick plain turn shows only
     typing. While the turn can be stopped, the line carries a persistent Stop button naming it
     (`buttons.StopButton`); once stopped, it says so, without the button.
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Coroutine
 from typing import Any
 
-from bot.tasks import TaskTracker
+from bot.base.tasks import TaskTracker
 
 WORK_TASK_PREFIX = "slack: "
 """The start of the name of every task `AfterAck.run` starts (tests wait for them by name)."""

@@ -40,7 +40,7 @@ from adapters.slack.platform import SlackPlatform, UserDirectory, finish_decorat
 from adapters.slack.state_store import PostgresOAuthStateStore
 from adapters.slack.workspaces import WorkspaceClients
 from bot.admin.service import AdminService
-from bot.errors import ConfigurationError, UnreachableError
+from bot.base.errors import ConfigurationError, UnreachableError
 from bot.service import Countersign
 from bot.settings import SlackSettings
 from bot.storage.secret_box import SecretBox

@@ -24,11 +24,11 @@ from adapters.slack.text import escape, to_mrkdwn
 from adapters.words.cards import BUTTON_TRUST, CARD_OUTCOME_TRUSTED, REJECT_INTRO
 from adapters.words.display import duration_words, reveal_invisible
 from adapters.words.mcp import origin_line
-from bot.approvals.escalation import EscalationTarget, TargetKind
-from bot.approvals.lifecycle import ApprovalStatus, EscalationStatus
-from bot.approvals.records import ApprovalRecord
-from bot.approvals.shown import LEAST_SHOWN, Arguments, Shortfall, ShownLine, Unshowable, shorten
 from bot.ports import ApprovalCard, BatchOffer
+from bot.reviews.escalation.rules import EscalationTarget, TargetKind
+from bot.reviews.lifecycle import ApprovalStatus, EscalationStatus
+from bot.reviews.records import ApprovalRecord
+from bot.reviews.shown import LEAST_SHOWN, Arguments, Shortfall, ShownLine, Unshowable, shorten
 
 ACTION_APPROVE = "countersign_approve"
 ACTION_TRUST = "countersign_trust"
@@ -479,7 +479,7 @@ def _batch_blocks(batch: BatchOffer | None) -> list[dict[str, Any]]:
 
 
 def _args_section(title: str, arguments: Arguments, *, under_vote: bool = False) -> tuple[dict[str, Any], bool]:
-    """A section listing every argument (`bot.approvals.shown.shorten`), and whether a value was shortened.
+    """A section listing every argument (`bot.reviews.shown.shorten`), and whether a value was shortened.
 
     Each key on its line in one code block; a shortened line ends with "…" and how many
     characters are hidden. The arguments under vote say where the rest is (All arguments).

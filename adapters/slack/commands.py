@@ -26,9 +26,9 @@ from adapters.words.admin import error_text, render
 from bot.admin.commands import IN_A_CONVERSATION, SUBCOMMANDS
 from bot.admin.parse import parse_command
 from bot.admin.service import AdminService
-from bot.approvals.config import ConversationScope
-from bot.conversation import Actor, ConversationRef
-from bot.errors import CountersignError
+from bot.base.conversation import Actor, ConversationRef
+from bot.base.errors import CountersignError
+from bot.policy.config import ConversationScope
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ from adapters.slack import messages as msg
 from adapters.slack.blocks import when_token
 from adapters.words.conversation import SHUTTING_DOWN
 from adapters.words.decisions import decision_error_text, edit_error_text
-from bot.errors import NotPermittedError
+from bot.base.errors import NotPermittedError
 from bot.service import ShuttingDownError
 from bot.tools.mcp.elicitation.desk import AlreadyAnsweredError, QuestionNotFoundError
 from bot.tools.mcp.elicitation.forms import AnswerError

@@ -29,7 +29,7 @@ from slack_sdk.oauth.installation_store.async_installation_store import AsyncIns
 from slack_sdk.oauth.installation_store.models.bot import Bot
 from slack_sdk.oauth.installation_store.models.installation import Installation
 
-from bot.errors import ConfigurationError
+from bot.base.errors import ConfigurationError
 from bot.storage.secret_box import SecretBox, UnreadableSecretError
 
 log = logging.getLogger(__name__)

@@ -33,12 +33,12 @@ from adapters.words.conversation import EMPTY_MENTION
 from adapters.words.decisions import DECISION_FAILED, VOTE_RECORDED, parse_edited_args
 from adapters.words.display import is_blank
 from bot.admin.service import AdminService
-from bot.approvals.config import ConversationScope
-from bot.approvals.decisions import Approve, Edit, EditedAction, Reject
-from bot.conversation import Actor, ConversationRef, IncomingMessage
-from bot.errors import CountersignError
-from bot.log_context import about
+from bot.base.conversation import Actor, ConversationRef, IncomingMessage
+from bot.base.errors import CountersignError
+from bot.base.log_context import about
+from bot.policy.config import ConversationScope
 from bot.ports import BatchOffer
+from bot.reviews.decisions import Approve, Edit, EditedAction, Reject
 from bot.service import Countersign
 from bot.tools.mcp.elicitation.desk import AlreadyAnsweredError
 from bot.tools.mcp.elicitation.forms import Action, Answer, AnswerError, Form, LinkRequest, read_answer

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from adapters.words.display import ProgressWords
 from adapters.words.mcp import DEFINITION_CHANGED
-from bot.errors import ModelErrorKind
+from bot.base.errors import ModelErrorKind
 
 WORKING_REACTION = "hourglass_flowing_sand"
 

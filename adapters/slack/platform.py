@@ -32,8 +32,7 @@ from adapters.words.display import (
     shows_something,
 )
 from adapters.words.mcp import held_text
-from bot.approvals.shown import Arguments, Unshowable
-from bot.conversation import Actor, ConversationRef
+from bot.base.conversation import Actor, ConversationRef
 from bot.ports import (
     Activity,
     ApprovalCard,
@@ -49,6 +48,7 @@ from bot.ports import (
     TurnFailed,
     TurnStopped,
 )
+from bot.reviews.shown import Arguments, Unshowable
 from bot.tools.mcp.elicitation.forms import Action
 from bot.tools.mcp.elicitation.store import QuestionRecord, QuestionStatus
 
@@ -457,7 +457,7 @@ class SlackProgress:
     """A progress message in the conversation saying which subagents work, with a Stop button.
 
     Posted when the first subagent starts, a model call waits to be retried, or the run has
-    gone on for a while (`bot.turns.OFFER_STOP_AFTER_S`); updated in place (`chat.update`),
+    gone on for a while (`bot.turns.runner.OFFER_STOP_AFTER_S`); updated in place (`chat.update`),
     deleted when the turn ends (`chat.delete`), so it never stays in the thread. A quick plain
     turn posts none. While the turn can be stopped the message carries a Stop button naming
     it (`blocks.progress_blocks`); once stopped, it says so, without the button.

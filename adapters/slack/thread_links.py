@@ -20,7 +20,7 @@ from enum import StrEnum
 from urllib.parse import parse_qs, urlsplit
 
 from adapters.slack.text import unescape
-from bot.errors import CountersignError
+from bot.base.errors import CountersignError
 
 _CONTEXT = re.compile(r"\s*(?:context|stop)(?=\s|$)", re.IGNORECASE)
 _LINK_TOKEN = re.compile(r"<(https?://[^|>\s]+)(?:\|[^>]*)?>|(?<!\S)(https?://\S+)")

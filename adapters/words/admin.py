@@ -31,13 +31,13 @@ from bot.admin.views import (
     TrustList,
     TrustRevoked,
 )
-from bot.agents.kind import AgentKind
-from bot.approvals.conditions import InvalidConditionError
-from bot.approvals.config import ApproverKind, ApproverRule, CardRouting, TrustSetting
-from bot.approvals.escalation import EscalationRule, EscalationTarget, TargetKind
-from bot.approvals.trust import TrustGrant
-from bot.conversation import ConversationRef
-from bot.errors import BusyReason, ConversationBusyError, NotPermittedError
+from bot.base.agent_kind import AgentKind
+from bot.base.conversation import ConversationRef
+from bot.base.errors import BusyReason, ConversationBusyError, NotPermittedError
+from bot.policy.conditions import InvalidConditionError
+from bot.policy.config import ApproverKind, ApproverRule, CardRouting, TrustSetting
+from bot.reviews.escalation.rules import EscalationRule, EscalationTarget, TargetKind
+from bot.reviews.trust.grants import TrustGrant
 
 _ARGS_CHARS = 160
 SUMMARY_CHARS = 1500

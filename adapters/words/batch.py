@@ -14,9 +14,9 @@ from datetime import datetime
 from types import ModuleType
 
 from adapters.words.decisions import decision_error_text, said
-from bot.approvals.lifecycle import ApprovalStatus
-from bot.approvals.records import ApprovalRecord
-from bot.batch import BatchOutcome
+from bot.reviews.batch import BatchOutcome
+from bot.reviews.lifecycle import ApprovalStatus
+from bot.reviews.records import ApprovalRecord
 
 BATCH_CALL = "`{tool}` (call {position})"
 BATCH_VOTED = "Your approval is recorded for {calls}; they run once enough people approved them."

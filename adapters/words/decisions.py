@@ -15,7 +15,7 @@ from types import ModuleType
 from typing import Any
 
 from adapters.words.conversation import SHUTTING_DOWN
-from bot.errors import (
+from bot.base.errors import (
     AlreadyDecidedError,
     AlreadyVotedError,
     ApprovalNotFoundError,
@@ -39,7 +39,7 @@ CARD_NOT_POSTED = (
     "Its card has not been posted yet (posting it failed; the bot tries again), so nobody has seen its "
     "arguments and Approve all did not approve it. Decide it on its own card once it shows."
 )
-"""Why Approve all left a call pending: its own card is missing (`bot.errors.CardNotPostedError`)."""
+"""Why Approve all left a call pending: its own card is missing (`bot.base.errors.CardNotPostedError`)."""
 REFUSED_SELF_APPROVAL = (
     "You asked for this call, and self-approval is off for this tool, so someone else must approve it."
 )
@@ -62,7 +62,7 @@ TRUST_REFUSED = {
         "cannot trust it. Nothing was changed; approve it once instead."
     ),
 }
-"""By `bot.errors.TrustRefusedError.reason`."""
+"""By `bot.base.errors.TrustRefusedError.reason`."""
 VOTE_RECORDED = "Your approval is recorded ({count} of {quorum}); the call runs once {quorum} people approved it."
 """What a click says once it counted but the call needs more approvals."""
 

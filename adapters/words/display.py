@@ -1,6 +1,6 @@
 """Showing untrusted text (model-written arguments and reasons) so what people read is what runs.
 
-`reveal_invisible` lives in the core (`bot.approvals.shown`), which measures what approvers are shown.
+`reveal_invisible` lives in the core (`bot.reviews.shown`), which measures what approvers are shown.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from bot.approvals.shown import reveal_invisible as reveal_invisible
-from bot.errors import ModelErrorKind, NoAnswerReason
+from bot.base.errors import ModelErrorKind, NoAnswerReason
 from bot.ports import Activity, ModelFailed, ResumeGivenUp
+from bot.reviews.shown import reveal_invisible as reveal_invisible
 
 _NOTHING_TO_READ = {"Cc", "Cf", "Zs", "Zl", "Zp"}
 

@@ -13,7 +13,7 @@ from datetime import datetime
 
 from adapters.words.display import reveal_invisible
 from bot.admin.views import McpAccepted, McpAcceptRefused, McpOverview
-from bot.approvals.outlook import ToolOutlook
+from bot.policy.outlook import ToolOutlook
 from bot.ports import ToolOrigin, ToolsHeld
 from bot.tools.mcp.config import registry_name
 from bot.tools.mcp.pins import ChangeKind, DefinitionChange, ValueChange
@@ -83,7 +83,7 @@ ACCEPT_HINT = "  accept with `/countersign mcp accept {server}`"
 ACCEPTED = "Accepted {count} of MCP server {server}, recorded in the audit log. How each tool's calls are decided now:"
 DEFINITIONS = ("definition", "definitions")
 
-# How an accepted tool's calls are decided (`bot.approvals.outlook`), for the admins' workspace:
+# How an accepted tool's calls are decided (`bot.policy.outlook`), for the admins' workspace:
 # said before and at the accept, since accepting changes no rule but may let a tool run unasked.
 AFTER_NOTICE = "  once accepted, in this workspace: {how}"
 AFTER_REPLY = "  from now on, in this workspace: {how}"

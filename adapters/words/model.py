@@ -6,7 +6,7 @@ sentences stay in its own messages module.
 
 from __future__ import annotations
 
-from bot.errors import ModelErrorKind, NoAnswerReason
+from bot.base.errors import ModelErrorKind, NoAnswerReason
 
 MODEL_BUSY = (
     "The model is busy right now (rate limited), so I could not answer. Your message is kept; "

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from adapters.words.markup import Markup
 from bot.admin.views import StopRequested
-from bot.errors import AlreadyStoppedError, NothingToStopError, StopNotPermittedError, TurnEndedError
+from bot.base.errors import AlreadyStoppedError, NothingToStopError, StopNotPermittedError, TurnEndedError
 
 STOPPING = (
     "Stopping: the bot ends this turn at its next step. It starts no new model or tool call; a tool "

@@ -29,12 +29,12 @@ from bench.common.harness import (
 )
 from bench.common.report import milestone_lines, table
 from bot.agents.delegation import DelegationEvent
-from bot.agents.kind import AgentKind
 from bot.agents.model import call_options
 from bot.agents.pool import AgentPool
 from bot.agents.prompts import SYSTEM_PROMPT
 from bot.agents.review_agent import ReviewAgent
 from bot.agents.subagent_specs import load_subagents
+from bot.base.agent_kind import AgentKind
 from bot.settings import Settings
 from bot.storage.database import Database, open_database
 from bot.tools.operator import build_registry

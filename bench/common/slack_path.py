@@ -23,7 +23,7 @@ from bench.common.harness import (
     is_post_in,
     settle,
 )
-from bot.conversation import ConversationRef
+from bot.base.conversation import ConversationRef
 from countersign.server import BotServer
 from tests.e2e.conftest import ALICE, TEAM
 from tests.standins.slack_events import SlackEventSender

@@ -16,8 +16,8 @@ When the side's work is done:
   across the workers by prometheus-client's multiprocess mode) has read 0 twice in a row;
 - `idle`: settled, and then, unless the side was opened with `wait_pruning=False`, no
   conversation is left due for checkpoint pruning. The bot's upkeep prunes every conversation
-  that ran, in passes every `bot.upkeep.INTERVAL_S` (10) seconds of at most
-  `bot.housekeeping.PRUNE_BATCH` conversations; the benchmark cannot run that pass for a child
+  that ran, in passes every `bot.upkeep.unfinished_work.INTERVAL_S` (10) seconds of at most
+  `bot.upkeep.retention.PRUNE_BATCH` conversations; the benchmark cannot run that pass for a child
   process, so it waits for it (up to a pass interval or two after a block): the pruning of a
   block's conversations is work the bot does for them, and must not fall into the next block,
   another side's.
@@ -36,8 +36,8 @@ from bench.common.harness import BOT_USER, WAIT_S, Conversation, Stage
 from bench.common.meter import PgMeter
 from bench.common.slack_path import send_as_slack, thread_ref
 from bench.common.stack_process import POOL_SIZE, START_WAIT_S, StackProcess, child_env, wait_for
-from bot.housekeeping import PRUNE_BATCH
-from bot.upkeep import INTERVAL_S
+from bot.upkeep.retention import PRUNE_BATCH
+from bot.upkeep.unfinished_work import INTERVAL_S
 from tests.e2e.conftest import SIGNING_SECRET, TEAM
 from tests.standins.slack_events import SlackEventSender
 from tests.support.bot_process import free_port

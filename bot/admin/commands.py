@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bot.agents.kind import AgentKind
-from bot.approvals.config import ApproverKind, CardRouting, ConversationScope
-from bot.approvals.escalation import EscalationTarget
-from bot.approvals.mode import Mode
+from bot.base.agent_kind import AgentKind
+from bot.base.mode import Mode
+from bot.policy.config import ApproverKind, CardRouting, ConversationScope
+from bot.reviews.escalation.rules import EscalationTarget
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

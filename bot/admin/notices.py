@@ -15,9 +15,9 @@ import logging
 from collections.abc import Iterable, Mapping
 
 from bot.admin.outlook import outlook
-from bot.approvals.outlook import ToolOutlook
-from bot.approvals.policy import ConfigLoader
-from bot.conversation import Actor, ConversationRef
+from bot.base.conversation import Actor, ConversationRef
+from bot.policy.outlook import ToolOutlook
+from bot.policy.review import ConfigLoader
 from bot.ports import Platform, ToolsHeld
 from bot.tools.mcp.pins import HoldNotice
 

@@ -1,7 +1,7 @@
 """How the calls of an MCP tool will be decided once an admin accepts its held definition.
 
 The admins' message about held tools and the reply to `/countersign mcp accept` say it per tool,
-for the admins' workspace, with the rule the decider will use (`bot.approvals.policy.hinted_rule`,
+for the admins' workspace, with the rule the decider will use (`bot.policy.review.hinted_rule`,
 the resolution `rule_here` applies to every call): an accept never changes a policy, but a new
 tool its server marks read-only may run without a card where an admin let that server's hint
 count (`read-only-hint <server> auto`), and an admin accepting it should know that first.
@@ -10,10 +10,10 @@ Workspace-wide rules are read; a channel's own rule may decide otherwise there, 
 
 from __future__ import annotations
 
-from bot.approvals.config import ALL, WorkspaceConfig
-from bot.approvals.mode import Mode
-from bot.approvals.outlook import Decided, ToolOutlook
-from bot.approvals.policy import hinted_rule
+from bot.base.mode import Mode
+from bot.policy.config import ALL, WorkspaceConfig
+from bot.policy.outlook import Decided, ToolOutlook
+from bot.policy.review import hinted_rule
 from bot.tools.mcp.config import registry_name
 from bot.tools.mcp.pins import ToolDefinition
 from bot.tools.server_wide import server_patterns

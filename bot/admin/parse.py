@@ -42,12 +42,12 @@ from bot.admin.commands import (
     ShowMcp,
     StopTurn,
 )
-from bot.agents.kind import AgentKind
-from bot.approvals.config import ApproverKind, CardRouting, ConversationScope
-from bot.approvals.escalation import EscalationTarget, TargetKind
-from bot.approvals.mode import Mode
-from bot.approvals.trust import MAX_TRUST_S, MIN_TRUST_S
-from bot.errors import CountersignError
+from bot.base.agent_kind import AgentKind
+from bot.base.errors import CountersignError
+from bot.base.mode import Mode
+from bot.policy.config import ApproverKind, CardRouting, ConversationScope
+from bot.reviews.escalation.rules import EscalationTarget, TargetKind
+from bot.reviews.trust.grants import MAX_TRUST_S, MIN_TRUST_S
 
 MAX_QUORUM = 10
 MIN_EXPIRY_S = 10
@@ -265,7 +265,7 @@ def parse_trust_duration(text: str) -> int:
 
     Raises:
         CommandError: for anything that is not a duration, or outside one minute to one day
-            (`bot.approvals.trust.MIN_TRUST_S`, `MAX_TRUST_S`).
+            (`bot.reviews.trust.grants.MIN_TRUST_S`, `MAX_TRUST_S`).
     """
     seconds = _seconds(text, USAGE["trust"])
     if not MIN_TRUST_S <= seconds <= MAX_TRUST_S:

@@ -71,21 +71,21 @@ from bot.admin.views import (
     TrustList,
     TrustRevoked,
 )
-from bot.agents.kind import AgentKind
-from bot.approvals.authorization import Directory, is_workspace_admin
-from bot.approvals.conditions import compile_condition, sample_arguments, strip_quotes
-from bot.approvals.config import ALL, ApproverRule, ConversationScope, SettingKey, TrustSetting, WorkspaceConfig
-from bot.approvals.escalation import EscalationRule
-from bot.approvals.mode import Mode
-from bot.approvals.policy import rule_here
-from bot.approvals.shown import arrange, leaves_free
-from bot.approvals.trust import TrustGrant, still_fits
-from bot.audit import AuditEntry, AuditKind
-from bot.conversation import DM_WORKSPACE, Actor, ConversationRef
-from bot.errors import ConversationBusyError, NotPermittedError
-from bot.storage.audit_store import AuditStore
-from bot.storage.config_store import ConfigStore
-from bot.storage.trust_store import TrustStore
+from bot.audit.entries import AuditEntry, AuditKind
+from bot.audit.store import AuditStore
+from bot.base.agent_kind import AgentKind
+from bot.base.conversation import DM_WORKSPACE, Actor, ConversationRef
+from bot.base.errors import ConversationBusyError, NotPermittedError
+from bot.base.mode import Mode
+from bot.policy.conditions import compile_condition, sample_arguments, strip_quotes
+from bot.policy.config import ALL, ApproverRule, ConversationScope, SettingKey, TrustSetting, WorkspaceConfig
+from bot.policy.review import rule_here
+from bot.policy.store import ConfigStore
+from bot.reviews.authorization import Directory, is_workspace_admin
+from bot.reviews.escalation.rules import EscalationRule
+from bot.reviews.shown import arrange, leaves_free
+from bot.reviews.trust.grants import TrustGrant, still_fits
+from bot.reviews.trust.store import TrustStore
 from bot.tools.mcp.config import safe_server_name
 from bot.tools.mcp.pins import AcceptRefused, DuplicateToolError
 from bot.tools.mcp.pins.diff import describe_change
@@ -113,7 +113,7 @@ class _Named:
 
 
 class ContextPort(Protocol):
-    """The model's view of conversations, as `context` needs it (`bot.contexts.ContextKeeper`)."""
+    """The model's view of conversations, as `context` needs it (`bot.turns.context.keeper.ContextKeeper`)."""
 
     async def describe(self, conversation: ConversationRef) -> ContextView:
         """What the model sees of `conversation`."""
@@ -129,7 +129,7 @@ class ContextPort(Protocol):
 
 
 class StopPort(Protocol):
-    """Stopping a conversation's running turn, as `stop` needs it (`bot.stopping.TurnStopper`)."""
+    """Stopping a conversation's running turn, as `stop` needs it (`bot.turns.stop.stopper.TurnStopper`)."""
 
     async def stop(self, actor: Actor, *, conversation: ConversationRef | None = None) -> StopRequested:
         """Stop the active turn of `conversation` for `actor` (its requester or an admin).

@@ -6,13 +6,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from bot.agents.kind import AgentKind
-from bot.approvals.config import ApproverRule, CardsSetting, ConversationScope, ToolRule, TrustSetting
-from bot.approvals.escalation import EscalationRule
-from bot.approvals.mode import Mode
-from bot.approvals.outlook import ToolOutlook
-from bot.approvals.trust import TrustGrant
-from bot.audit import AuditEntry
+from bot.audit.entries import AuditEntry
+from bot.base.agent_kind import AgentKind
+from bot.base.mode import Mode
+from bot.policy.config import ApproverRule, CardsSetting, ConversationScope, ToolRule, TrustSetting
+from bot.policy.outlook import ToolOutlook
+from bot.reviews.escalation.rules import EscalationRule
+from bot.reviews.trust.grants import TrustGrant
 from bot.tools.mcp.pins import DefinitionChange
 
 
@@ -142,7 +142,7 @@ class ContextView:
         summary: the running summary of the turns folded out of the history ("" for none).
         messages: the stored messages, sent to the model verbatim while they fit.
         tokens: the estimate of what the next model call gets of them (history and summary,
-            scaled by the model's own count; `bot.agents.context_window.view_tokens`).
+            scaled by the model's own count; `bot.turns.context.window.view_tokens`).
         budget_tokens: the window (`COUNTERSIGN_CONTEXT_TOKENS`); above it, the next call folds
             the oldest turns into the summary.
     """

@@ -16,8 +16,8 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 
-from bot.agents.context_window import tool_tokens
 from bot.tools.registry import ToolView
+from bot.turns.context.window import tool_tokens
 
 
 def bind_model(

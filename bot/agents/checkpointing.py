@@ -6,7 +6,7 @@ agent's runs write one when they end or pause instead (`durability="exit"`), and
 ids are stored before any of them runs; the turn runner then goes on at once, in the same turn
 (`TurnRunner._stream`). A text answer costs one checkpoint write instead of three, a tool round
 two instead of four, and a crash loses no more than it did: the calls that may run are stored
-under the ids the ledger knows them by (`bot.tools.ledger`), and a run that stored nothing made
+under the ids the ledger knows them by (`bot.tools.ledger.store`), and a run that stored nothing made
 no progress, so its message is asked again (`bot.service`).
 
 The supervisor keeps `async`: a delegation that pauses while a sibling still works must show
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Durability
 
-from bot.agents.kind import AgentKind
+from bot.base.agent_kind import AgentKind
 
 STEP_BUDGET_KEY = "countersign_step_budget"
 """The run config key (`configurable`) holding the run's `StepBudget`."""

@@ -31,12 +31,12 @@ from bot.agents import prompts
 from bot.agents.no_answer import no_answer_reason
 from bot.agents.review_agent import ReviewAgent
 from bot.agents.state import AgentState
-from bot.agents.stop_signal import stop_signal
 from bot.agents.subagent_specs import SubagentSpec
-from bot.approvals.mode import Mode
-from bot.approvals.policy import PolicyContext, Ruling
-from bot.errors import ModelError, NoAnswerError
-from bot.log_context import about
+from bot.base.errors import ModelError, NoAnswerError
+from bot.base.log_context import about
+from bot.base.mode import Mode
+from bot.policy.review import PolicyContext, Ruling
+from bot.turns.stop.signal import stop_signal
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +138,7 @@ def make_delegate(subagents: Mapping[str, Subagent]) -> Any:
 
     The node never raises for what the subagent did: an unknown name, a missing `query`, a
     model failure inside the subagent and a report without text all become the text of the
-    delegation's `ToolMessage`; so does a stopped turn (`bot.agents.stop_signal`), which starts
+    delegation's `ToolMessage`; so does a stopped turn (`bot.turns.stop.signal`), which starts
     no delegation. A subagent already running stops at its own next step and reports so.
     `GraphInterrupt` from the subagent's review gate is not caught: it pauses the whole
     conversation.

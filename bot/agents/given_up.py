@@ -2,7 +2,7 @@
 
 When the bot gives up resuming a decided pause (its resume failed every attempt;
 docs/decisions/0038-one-outcome-per-message.md), every call of the paused answer that has no
-result yet gets one without running, from what the tool-run ledger knows (`bot.tools.ledger`):
+result yet gets one without running, from what the tool-run ledger knows (`bot.tools.ledger.store`):
 a call that finished keeps its recorded result, a call that started and did not finish is
 answered as of unknown outcome (it never runs twice), and a call that never started did not
 run. A delegation (the supervisor's call of a subagent, which the ledger does not track) is
@@ -17,7 +17,7 @@ from collections.abc import Collection, Mapping, Sequence
 from langchain_core.messages import ToolCall, ToolMessage
 
 from bot.agents import prompts
-from bot.tools.ledger import ToolResult
+from bot.tools.ledger.store import ToolResult
 
 
 def given_up_results(

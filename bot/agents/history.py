@@ -12,7 +12,7 @@ from langchain_core.tools import BaseTool
 
 from bot.agents.prompts import INTERRUPTED_CALL_MESSAGE
 from bot.agents.signatures import with_renamed_calls
-from bot.errors import InvalidArgumentsError
+from bot.base.errors import InvalidArgumentsError
 from bot.tools.canonical import MAX_ARGS_DEPTH, canonical_args, canonical_number, cut_deeper_than, nested_deeper_than
 
 log = logging.getLogger(__name__)
@@ -58,7 +58,7 @@ def repaired(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
     message with neither text nor a tool call (stored by an older version), since the client
     would send it as an empty text part, which the API refuses on every call
     (`bot.agents.no_answer`). Nothing here is stored; what is sent is then bounded by
-    `bot.agents.context_window.ContextWindow`.
+    `bot.turns.context.window.ContextWindow`.
 
     Args:
         messages: the stored history (or a part of it starting at a human message).
@@ -102,7 +102,7 @@ def with_shallow_args(message: AIMessage) -> tuple[AIMessage, frozenset[int]]:
     The first thing done to the model's answer, before anything walks its arguments: the
     checkpoint serializer refuses nesting not much deeper (about 250 levels), so such an answer
     could not be saved and its thread would be stuck. An approver's edit is refused at the same
-    depth (`bot.approvals.decisions.storable_problem`). The cut arguments
+    depth (`bot.reviews.decisions.storable_problem`). The cut arguments
     (`bot.tools.canonical.cut_deeper_than`) are what is stored; `llm_call` answers those calls
     at once, with no card, and they never run.
 
@@ -157,7 +157,7 @@ def with_canonical_args(message: AIMessage, tools: Mapping[str, BaseTool]) -> AI
     shows, the approval binds and the tool runs these arguments (docs/decisions/0010).
     A call whose arguments the tool's form refuses keeps them as sent: `llm_call` answers it at
     once with the form's reason, with no card (`bot.tools.refusals`), and the policy fails
-    closed on it (`bot.approvals.policy.effective_mode`).
+    closed on it (`bot.policy.review.effective_mode`).
 
     Args:
         message: the model's answer (NUL already replaced, see `without_nul`).

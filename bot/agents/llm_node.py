@@ -14,20 +14,20 @@ from langgraph.config import get_stream_writer
 
 from bot.agents.binding import BoundModel
 from bot.agents.checkpointing import step_budget
-from bot.agents.context_window import ContextWindow, measured_scale
 from bot.agents.history import with_canonical_args, with_fresh_call_ids, with_shallow_args, without_nul
 from bot.agents.model_errors import to_model_error
 from bot.agents.no_answer import ASK_AGAIN, gemini_says, no_answer_reason
 from bot.agents.nodes import Node
 from bot.agents.prompts import ARGS_TOO_DEEP, ASK_AGAIN_NOTES, REFUSED_BY_TOOL, STEP_LIMIT_MESSAGE, STOPPED_ANSWER
 from bot.agents.state import AgentState
-from bot.agents.stop_signal import StopSignal, stop_signal, stopped_answer, unless_stopped
-from bot.approvals.mode import Mode
-from bot.approvals.policy import PolicyContext, ReviewPolicy, Ruling
-from bot.approvals.trust import TrustCheck
-from bot.errors import NoAnswerError
+from bot.base.errors import NoAnswerError
+from bot.base.mode import Mode
+from bot.policy.review import PolicyContext, ReviewPolicy, Ruling
+from bot.reviews.trust.grants import TrustCheck
 from bot.tools.canonical import MAX_ARGS_DEPTH
 from bot.tools.refusals import refusal
+from bot.turns.context.window import ContextWindow, measured_scale
+from bot.turns.stop.signal import StopSignal, stop_signal, stopped_answer, unless_stopped
 
 log = logging.getLogger(__name__)
 
@@ -39,8 +39,8 @@ class RefusedHere:
     """Written to the run's custom stream when a call is refused where it was asked for want of a decider.
 
     A call in a Discord DM that a server the requester shares with the bot would have someone
-    else decide (`bot.approvals.policy.Ruling.referred`): `human_review` answers it as rejected
-    by policy, and `bot.turns.TurnRunner` tells the requester where to ask instead.
+    else decide (`bot.policy.review.Ruling.referred`): `human_review` answers it as rejected
+    by policy, and `bot.turns.runner.TurnRunner` tells the requester where to ask instead.
 
     Attributes:
         tool_name: the call's tool.
@@ -85,7 +85,7 @@ def make_llm_call(
             running conversations at once (docs/DESIGN.md, Agents); the running summary is appended to it.
         steps_per_tool_round: graph steps one tool round costs (3 with `human_review`).
         context: bounds what is sent per call and folds older turns into the running summary
-            (`bot.agents.context_window`); a fold removes the folded messages from the state.
+            (`bot.turns.context.window`); a fold removes the folded messages from the state.
         max_tool_rounds: when set, a hard cap on tool rounds over the graph's whole state
             (counted in `tool_rounds`): the answer that would start one more round is replaced
             by `step_limit_message`, however many steps LangGraph still allows.
@@ -126,13 +126,13 @@ def make_llm_call(
     asking again can help (a malformed function call, an empty reply), the model is asked once
     more, with a note saying what went wrong appended to the system prompt (docs/decisions/0011).
 
-    Stop (`bot.agents.stop_signal`): once the run's turn is stopped, no model call is made and
+    Stop (`bot.turns.stop.signal`): once the run's turn is stopped, no model call is made and
     the answer is the closing "Stopped by <name>." message; a model call (or a summary) under
     way when the stop arrives is abandoned.
 
     Raises (from the node):
-        bot.errors.ModelError: the model failed after its bounded retries.
-        bot.errors.NoAnswerError: the model gave no answer, also when asked once more.
+        bot.base.errors.ModelError: the model failed after its bounded retries.
+        bot.base.errors.NoAnswerError: the model gave no answer, also when asked once more.
     """
     tools: Mapping[str, BaseTool] = model.tools if own_checks else {}
 

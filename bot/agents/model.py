@@ -25,7 +25,7 @@ from langchain_google_genai import ChatGoogleGenerativeAI
 from pydantic import BaseModel, Field
 
 from bot.agents.model_retry import RetryPolicy, with_retries
-from bot.errors import ConfigurationError
+from bot.base.errors import ConfigurationError
 from bot.settings import GeminiSettings
 
 

@@ -12,7 +12,7 @@ import httpx
 from google.genai import errors as genai_errors
 from langchain_core import exceptions as lc
 
-from bot.errors import ModelError, ModelErrorKind
+from bot.base.errors import ModelError, ModelErrorKind
 
 
 def to_model_error(exc: BaseException) -> ModelError:

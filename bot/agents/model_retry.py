@@ -23,7 +23,7 @@ from langgraph.config import get_stream_writer
 
 from bot import metrics
 from bot.agents.model_errors import one_line, retry_advice, to_model_error
-from bot.errors import ModelError, ModelErrorKind
+from bot.base.errors import ModelError, ModelErrorKind
 from bot.settings import GeminiSettings
 
 log = logging.getLogger(__name__)

@@ -21,7 +21,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage
 
-from bot.errors import NoAnswerReason
+from bot.base.errors import NoAnswerReason
 
 ASK_AGAIN = frozenset({NoAnswerReason.MALFORMED_CALL, NoAnswerReason.EMPTY})
 """Reasons a second request can fix: a slip of the model. Filters, recitation and the output

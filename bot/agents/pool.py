@@ -11,8 +11,8 @@ import zlib
 from collections.abc import Mapping, Sequence
 
 from bot.agents.checkpointing import Checkpointing, checkpointing
-from bot.agents.kind import AgentKind
 from bot.agents.review_agent import ReviewAgent
+from bot.base.agent_kind import AgentKind
 
 
 class AgentPool:

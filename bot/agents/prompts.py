@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.errors import NoAnswerReason
+from bot.base.errors import NoAnswerReason
 
 SYSTEM_PROMPT = """\
 You are Countersign, an assistant working inside a team's chat. Answer concisely and plainly; \
@@ -109,7 +109,7 @@ TRUST_ENDED = (
 """Answer for a call a trust grant covered when planned but no longer covers when it would run (docs/decisions/0022)."""
 STOPPED_ANSWER = "Stopped by {name}."
 """The closing message of a stopped turn (docs/decisions/0021): the model's history records that
-the user stopped it, so the next message continues from there (`bot.agents.stop_signal`)."""
+the user stopped it, so the next message continues from there (`bot.turns.stop.signal`)."""
 TOOL_UNAVAILABLE = "Error: {name} is not available now: {reason}; nothing ran. Tell the user, and try later."
 """Answer for a call of a tool that exists but is not offered now (its MCP server is not connected)."""
 MCP_TOO_MANY_QUESTIONS = (
@@ -220,7 +220,7 @@ Summary of the earlier part of this conversation, a record of what was said and 
 {summary}
 """
 """Appended to the system prompt when a conversation has a running summary
-(`bot.agents.context_window`); never stored."""
+(`bot.turns.context.window`); never stored."""
 
 SUMMARY_INSTRUCTIONS = """\
 You keep the running summary of a long conversation in a team's chat between people and an \

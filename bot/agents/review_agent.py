@@ -18,17 +18,17 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from bot.agents.binding import BoundModel, bind_model
-from bot.agents.context_window import DEFAULT_CONTEXT_TOKENS, ContextWindow
 from bot.agents.llm_node import make_llm_call
 from bot.agents.prompts import STEP_LIMIT_MESSAGE, SYSTEM_PROMPT
 from bot.agents.review_node import make_human_review
 from bot.agents.state import AgentState
 from bot.agents.tool_node import make_tool_node
-from bot.approvals.mode import Mode
-from bot.approvals.policy import PolicyContext, ReviewPolicy, Ruling
-from bot.approvals.trust import TrustCheck
-from bot.tools.ledger import ToolRunLedger
+from bot.base.mode import Mode
+from bot.policy.review import PolicyContext, ReviewPolicy, Ruling
+from bot.reviews.trust.grants import TrustCheck
+from bot.tools.ledger.store import ToolRunLedger
 from bot.tools.registry import ToolView
+from bot.turns.context.window import DEFAULT_CONTEXT_TOKENS, ContextWindow
 
 STEPS_PER_TOOL_ROUND = 3
 """`human_review`, `tool_node`, `llm_call`: the steps one tool round costs (docs/DESIGN.md, Agents)."""
@@ -62,7 +62,7 @@ def build_review_agent(
         ledger: claims each tool call before it runs.
         system_prompt: prepended on every model call, never stored.
         context_tokens: tokens of history sent per model call; older turns are folded into a
-            running summary (`bot.agents.context_window`).
+            running summary (`bot.turns.context.window`).
         model_kwargs: extra call options bound with the tools (e.g. HTTP retry options).
         trust: finds the trust grant that lets a reviewed call run without a card (docs/decisions/0022);
             None: every reviewed call gets a card.
@@ -114,7 +114,7 @@ def react_graph(
         system_prompt: prepended on every model call, never stored.
         context_tokens: tokens of history sent per model call. The top-level agent folds older
             turns into a running summary; a subagent's history is one delegation, which is
-            never cut or folded (see `bot.agents.context_window`).
+            never cut or folded (see `bot.turns.context.window`).
         model_kwargs: extra call options bound with the tools.
         source: the subagent this graph is (its cards name it); None for the top-level agent.
         max_tool_rounds: the hard cap on tool rounds (`bot.agents.llm_node.make_llm_call`).
@@ -157,7 +157,7 @@ class OwnToolsPolicy:
     A subagent has only some of the registered tools; its model may still call another one
     (a name from its prompt, or a hallucination). The tool node answers such a call with the
     subagent's tool list and runs nothing, so, as for an unknown tool
-    (`bot.approvals.policy.effective_mode`), a card for it would only ask an approver to
+    (`bot.policy.review.effective_mode`), a card for it would only ask an approver to
     approve something that can never run.
 
     Args:

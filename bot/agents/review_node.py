@@ -20,12 +20,12 @@ from bot.agents import prompts
 from bot.agents.history import answers_after, last_tool_call_message
 from bot.agents.nodes import Node
 from bot.agents.state import AgentState
-from bot.agents.stop_signal import StopSignal, stop_signal
-from bot.approvals.decisions import Approve, Edit, Reject, check_decision, parse_decision
-from bot.approvals.mode import Mode
-from bot.approvals.records import SYSTEM_REASONS
-from bot.approvals.requests import build_review_request
-from bot.errors import InvalidDecisionError
+from bot.base.errors import InvalidDecisionError
+from bot.base.mode import Mode
+from bot.reviews.decisions import Approve, Edit, Reject, check_decision, parse_decision
+from bot.reviews.records import SYSTEM_REASONS
+from bot.reviews.requests import build_review_request
+from bot.turns.stop.signal import StopSignal, stop_signal
 
 Goto = str | Sequence[Send]
 ReviewNode = Node[Command[Any]]
@@ -63,7 +63,7 @@ def make_human_review(
     (or an unusable) decision is rejected, because running an unapproved action may not be
     undoable. An edit keeps the call id and replaces the AI message by id.
 
-    Once the run's turn is stopped (`bot.agents.stop_signal`), the gate raises no interrupt and
+    Once the run's turn is stopped (`bot.turns.stop.signal`), the gate raises no interrupt and
     runs nothing: every call of the answer gets a "not run: stopped" result.
     """
 

@@ -40,8 +40,8 @@ class AgentState(TypedDict):
     counter lives in the checkpoint and bounds the whole delegation (docs/DESIGN.md, Agents: a prompt budget
     shapes, code guarantees)."""
     summary: NotRequired[str]
-    """The running summary of the turns folded out of `messages` (`bot.agents.context_window`);
+    """The running summary of the turns folded out of `messages` (`bot.turns.context.window`);
     absent or "" until the first fold."""
     token_scale: NotRequired[float]
     """The model's tokens per estimated token, from its count of the last call it was sent
-    (`bot.agents.context_window.measured_scale`); absent: 1.0."""
+    (`bot.turns.context.window.measured_scale`); absent: 1.0."""

@@ -25,7 +25,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from bot.errors import ConfigurationError
+from bot.base.errors import ConfigurationError
 from bot.tools.registry import ToolRegistry
 from bot.tools.server_wide import pattern_server, server_patterns
 

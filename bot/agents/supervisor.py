@@ -22,7 +22,6 @@ from langgraph.graph import END, START, StateGraph
 
 from bot.agents import prompts
 from bot.agents.binding import BoundModel, bind_model
-from bot.agents.context_window import DEFAULT_CONTEXT_TOKENS, ContextWindow
 from bot.agents.delegation import (
     DELEGATE,
     DelegationPolicy,
@@ -36,10 +35,11 @@ from bot.agents.review_agent import STEPS_PER_TOOL_ROUND, ReviewAgent, react_gra
 from bot.agents.review_node import make_human_review
 from bot.agents.state import AgentState
 from bot.agents.subagent_specs import SubagentSpec
-from bot.approvals.policy import ReviewPolicy
-from bot.approvals.trust import TrustCheck
-from bot.tools.ledger import ToolRunLedger
+from bot.policy.review import ReviewPolicy
+from bot.reviews.trust.grants import TrustCheck
+from bot.tools.ledger.store import ToolRunLedger
 from bot.tools.registry import ToolView
+from bot.turns.context.window import DEFAULT_CONTEXT_TOKENS, ContextWindow
 
 
 def max_tool_rounds(step_limit: int) -> int:
@@ -117,7 +117,7 @@ def build_supervisor_agent(
         checkpointer: the conversation's saver; the subagents checkpoint through it too.
         system_prompt: the agent's prompt; the delegation instructions are appended.
         context_tokens: tokens of history sent per model call; older turns are folded into a
-            running summary (`bot.agents.context_window`).
+            running summary (`bot.turns.context.window`).
         model_kwargs: call options bound with the tools.
 
     Raises:

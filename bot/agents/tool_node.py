@@ -20,12 +20,11 @@ from bot.agents import prompts
 from bot.agents.history import answers_after, last_tool_call_message
 from bot.agents.nodes import Node
 from bot.agents.state import AgentState
-from bot.agents.stop_signal import StopSignal, is_cancellable, stop_signal, unless_stopped
-from bot.approvals.mode import Mode
-from bot.approvals.policy import PolicyContext, ReviewPolicy
-from bot.approvals.trust import TrustCheck
-from bot.errors import ToolOutcomeUnknownError
-from bot.tools.ledger import Claim, Round, ToolResult, ToolRunLedger, TrustUse
+from bot.base.errors import ToolOutcomeUnknownError
+from bot.base.mode import Mode
+from bot.policy.review import PolicyContext, ReviewPolicy
+from bot.reviews.trust.grants import TrustCheck
+from bot.tools.ledger.store import Claim, Round, ToolResult, ToolRunLedger, TrustUse
 from bot.tools.mcp.connection import InputRequiredError
 from bot.tools.mcp.elicitation.forms import Action, Answer
 from bot.tools.mcp.elicitation.rounds import (
@@ -43,6 +42,7 @@ from bot.tools.mcp.elicitation.rounds import (
 )
 from bot.tools.refusals import schema_problem
 from bot.tools.registry import ToolView, definition_of
+from bot.turns.stop.signal import StopSignal, is_cancellable, stop_signal, unless_stopped
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ def make_tool_node(
 
     Args:
         tools: registered tools by name.
-        ledger: claims each call before it runs, so no call runs twice (see `bot.tools.ledger`).
+        ledger: claims each call before it runs, so no call runs twice (see `bot.tools.ledger.store`).
         policy: when given, a call planned `auto` that waited beside reviewed calls (so time
             passed, and an admin may have changed the policy) is checked again before it
             runs: now denied, it is answered as rejected by policy; now needing review, the
@@ -73,7 +73,7 @@ def make_tool_node(
     A call `llm_call` found its tool refusing before doing anything (`refused`) never runs:
     `human_review` answered it with the tool's error, and so would this node.
 
-    Once the run's turn is stopped (`bot.agents.stop_signal`), no further call starts: each
+    Once the run's turn is stopped (`bot.turns.stop.signal`), no further call starts: each
     gets a "not run: stopped" result; a call already running is let finish, or cancelled when
     its tool declared it may be (see `run_tool`).
 
@@ -146,7 +146,7 @@ async def run_tool(
     Args:
         call: the tool call (its arguments as approved, after an edit).
         tools: registered tools by name.
-        ledger: claims the call first (see `bot.tools.ledger`).
+        ledger: claims the call first (see `bot.tools.ledger.store`).
         thread_id: the conversation.
         reviewed: whether the policy needs review for this call; the ledger then runs it only
             with a stored approval of exactly these arguments, or under `trust`. Either covers

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import logging
-import ssl
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -21,11 +20,12 @@ from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
-from bot.errors import DatabaseUnavailableError, DatabaseUnreachableError
+from bot.base.errors import DatabaseUnavailableError, DatabaseUnreachableError
 from bot.settings import DatabaseSettings
 from bot.storage.connections import check_if_told, keep_session
 from bot.storage.embedded import DATABASE_NAME, EmbeddedPostgres
 from bot.storage.migrate import apply_migrations
+from bot.storage.outages import is_outage
 from bot.storage.urls import normalise, redact, with_database
 
 log = logging.getLogger(__name__)
@@ -47,7 +47,7 @@ class Database:
             of `pool` and wait on each other forever; its size caps concurrent turns.
         savers: LangGraph checkpointers sharing one psycopg pool, set up.
         pruning_saver: one more checkpointer on that pool, used only to prune old checkpoints
-            (`bot.storage.retention_store`): an instance runs one call at a time, so a long
+            (`bot.upkeep.retention_store`): an instance runs one call at a time, so a long
             prune on a graph's saver would hold up that graph's turns.
     """
 
@@ -80,37 +80,6 @@ async def resolve_url(settings: DatabaseSettings, stack: AsyncExitStack) -> str:
     await check_reachable(admin_url, settings.connect_timeout_s)
     await ensure_database(admin_url, DATABASE_NAME)
     return with_database(admin_url, DATABASE_NAME)
-
-
-OUTAGE_SQLSTATE_CLASSES = frozenset({"08", "53", "57"})
-"""SQLSTATE classes that mean "not now" rather than "no" (PostgreSQL's docs, Appendix A): 08
-connection exception, 53 insufficient resources (too many connections), 57 operator
-intervention (shutting down, starting up, in recovery)."""
-OUTAGE_SQLSTATES = frozenset({"25006"})
-"""Single SQLSTATEs that mean "not now": 25006 read_only_sql_transaction, what a hot standby
-answers every write with (the server the URL names is a standby during a failover)."""
-
-
-def is_outage(exc: BaseException) -> bool:
-    """Whether `exc` says PostgreSQL cannot be reached now, rather than that it refused us.
-
-    An outage: a refused, reset or timed-out connection, a host name that does not resolve
-    (OSError, TimeoutError), or a server error of `OUTAGE_SQLSTATE_CLASSES` or `OUTAGE_SQLSTATES`
-    (a read-only server); psycopg's connection failures without a SQLSTATE count too (asyncpg has
-    checked the URL and the password first: `check_reachable`). Not an outage: a wrong password
-    or user (28), a missing database (3D), a certificate that does not verify, a malformed URL,
-    or any other error.
-    """
-    if isinstance(exc, ssl.SSLCertVerificationError):
-        return False
-    if isinstance(exc, (OSError, TimeoutError)):
-        return True
-    if isinstance(exc, asyncpg.PostgresError | psycopg.Error):
-        sqlstate = exc.sqlstate
-        if sqlstate is None:
-            return isinstance(exc, psycopg.OperationalError)
-        return sqlstate[:2] in OUTAGE_SQLSTATE_CLASSES or sqlstate in OUTAGE_SQLSTATES
-    return False
 
 
 async def check_reachable(url: str, timeout_s: float) -> None:
@@ -161,7 +130,6 @@ async def migrate(url: str) -> list[str]:
 
 
 async def _psycopg_connect(url: str) -> Any:
-    import psycopg
 
     return await psycopg.AsyncConnection.connect(url, autocommit=True, prepare_threshold=0, row_factory=dict_row)
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import psutil
 
-from bot.errors import ConfigurationError, DatabaseUnavailableError
+from bot.base.errors import ConfigurationError, DatabaseUnavailableError
 
 log = logging.getLogger(__name__)
 

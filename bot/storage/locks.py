@@ -12,7 +12,7 @@ pooler, which pins a server connection to a client only for a transaction.
 When the connection drops while the lock is held, another replica may take the lock at once.
 The holder must not go on unguarded: the task running the block is cancelled and the block
 ends with `LockLostError`. Work cut short that way is finished later, under the lock, by
-whoever holds it next (`bot.upkeep`, docs/decisions/0009).
+whoever holds it next (`bot.upkeep.unfinished_work`, docs/decisions/0009).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from contextlib import asynccontextmanager
 import asyncpg
 from asyncpg.pool import PoolConnectionProxy
 
-from bot.errors import CountersignError
+from bot.base.errors import CountersignError
 
 log = logging.getLogger(__name__)
 

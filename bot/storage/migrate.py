@@ -16,7 +16,8 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from bot.errors import ConfigurationError, DatabaseUnavailableError, DatabaseUnreachableError, MigrationLockedError
+from bot.base.errors import ConfigurationError, DatabaseUnavailableError, DatabaseUnreachableError, MigrationLockedError
+from bot.storage.outages import is_outage
 from bot.storage.urls import for_yoyo, redact
 
 log = logging.getLogger(__name__)
@@ -57,7 +58,7 @@ async def apply_migrations(url: str) -> list[str]:
         DatabaseUnavailableError: the lock could not be taken for another reason the server
             gave (e.g. no right to write `yoyo_lock`).
         ConfigurationError: the database was migrated by a newer Countersign.
-        Exception: the driver's, when the connection fails or drops (`database.is_outage`
+        Exception: the driver's, when the connection fails or drops (`bot.storage.outages.is_outage`
             tells an outage).
     """
     return await asyncio.to_thread(_apply_blocking, url)
@@ -110,8 +111,6 @@ def _why_not_locked(backend: Any, url: str) -> Exception:
                 backend.format_sql("INSERT INTO {0.lock_table_quoted} (locked, ctime, pid) VALUES (1, now(), 0)")
             )
     except backend.DatabaseError as exc:
-        from bot.storage.database import is_outage  # that module imports this one
-
         reason = getattr(getattr(exc, "diag", None), "message_primary", None) or str(exc)  # psycopg's, or any
         detail = f"cannot take the migration lock (table yoyo_lock): {' '.join(reason.split())}"
         error = DatabaseUnreachableError if is_outage(exc) else DatabaseUnavailableError

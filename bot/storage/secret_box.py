@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 
-from bot.errors import CountersignError
+from bot.base.errors import CountersignError
 
 SEALED_PREFIX = "fernet:"
 """What an encrypted value starts with; a Slack token never does (`xoxb-`, `xoxe-`)."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.approvals.mode import Mode
+from bot.base.mode import Mode
 from bot.settings import ToolSettings
 from bot.tools.calculator import make_calculator_tool
 from bot.tools.current_time import make_current_time_tool

@@ -30,7 +30,7 @@ from typing import Any, Final
 
 from langchain_core.tools import BaseTool
 
-from bot.errors import InvalidArgumentsError
+from bot.base.errors import InvalidArgumentsError
 
 CANONICAL_ARGS: Final = "countersign_canonical_args"
 """Key in a tool's `metadata` of its `CanonicalForm` (read by `canonical_args`)."""
@@ -68,7 +68,7 @@ class CaseRule:
 
     A condition comparing such text with a string literal in the other case can never match
     (`'X-Sudo' in args.headers` when header names are lower case): as a deny-list it lets every
-    call through. `bot.approvals.conditions.compile_condition` refuses one when it is saved.
+    call through. `bot.policy.conditions.compile_condition` refuses one when it is saved.
 
     Attributes:
         argument: the argument's name.
@@ -102,7 +102,7 @@ def nested_deeper_than(value: Any, limit: int = MAX_ARGS_DEPTH) -> bool:
     """Whether `value` holds a value more than `limit` levels below it (keys count as values).
 
     The top value is at level 0, its items and keys at level 1, and so on: the level
-    `bot.approvals.decisions.storable_problem` counts. Walked without recursion, so any nesting
+    `bot.reviews.decisions.storable_problem` counts. Walked without recursion, so any nesting
     can be asked about.
     """
     stack: list[tuple[Any, int]] = [(value, 0)]
@@ -160,7 +160,7 @@ def canonical_values(value: Any) -> Any:
 
     Strings are left alone (a NUL in what the model sends is replaced by
     `bot.agents.history.without_nul`; in an edit it is refused by
-    `bot.approvals.decisions.storable_problem`).
+    `bot.reviews.decisions.storable_problem`).
     """
     if isinstance(value, int | float):
         return canonical_number(value)

@@ -17,7 +17,7 @@ from typing import Any, Final
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
-from bot.errors import InvalidArgumentsError
+from bot.base.errors import InvalidArgumentsError
 from bot.tools.canonical import CANONICAL_ARGS
 
 log = logging.getLogger(__name__)

@@ -38,7 +38,7 @@ from typing import Any, Final
 
 import idna
 
-from bot.errors import InvalidArgumentsError
+from bot.base.errors import InvalidArgumentsError
 
 ADDRESS_FIELDS: Final = ("to", "cc")
 """`send_email`'s arguments that hold addresses, in the order recipients are counted."""

@@ -50,7 +50,7 @@ import idna
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field, WithJsonSchema
 
-from bot.errors import ConfigurationError, InvalidArgumentsError
+from bot.base.errors import ConfigurationError, InvalidArgumentsError
 from bot.settings import ToolSettings
 from bot.tools.canonical import CANONICAL_ARGS, CANONICAL_CASE, Case, CaseRule, Part
 from bot.tools.http_url import (
@@ -769,7 +769,7 @@ def make_http_request_tool(
         description=description,
         args_schema=_HttpRequestArgs,
         # A stop may cancel a request under way: the server sees a closed connection, and the
-        # model reads that the outcome is unknown (bot.agents.stop_signal).
+        # model reads that the outcome is unknown (bot.turns.stop.signal).
         metadata={
             ARGS_CHECK: refusal,
             CANONICAL_ARGS: canonical_http_request_args,

@@ -55,7 +55,7 @@ from urllib.parse import unquote
 import httpx
 import idna
 
-from bot.errors import InvalidArgumentsError
+from bot.base.errors import InvalidArgumentsError
 
 DEFAULT_PORTS: Final = {"http": 80, "https": 443}
 _WHITESPACE: Final = " \t\n\r\f\v"

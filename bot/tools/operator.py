@@ -6,7 +6,7 @@ so a human looks at every call until an admin says otherwise (fail safe)::
 
     # my_tools.py, run with COUNTERSIGN_TOOLS_MODULE=my_tools
     from langchain_core.tools import tool
-    from bot.approvals.mode import Mode
+    from bot.base.mode import Mode
     from bot.tools.registry import ToolSpec
 
     @tool
@@ -30,8 +30,8 @@ from typing import Final
 
 from langchain_core.tools import BaseTool
 
-from bot.approvals.mode import Mode
-from bot.errors import ConfigurationError
+from bot.base.errors import ConfigurationError
+from bot.base.mode import Mode
 from bot.settings import ToolSettings
 from bot.tools.builtin import builtin_tools
 from bot.tools.registry import ToolRegistry, ToolSpec

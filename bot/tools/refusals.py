@@ -31,7 +31,7 @@ from jsonschema.validators import validator_for
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, ValidationError
 
-from bot.errors import InvalidArgumentsError
+from bot.base.errors import InvalidArgumentsError
 from bot.tools.canonical import canonical_form, canonical_values
 from bot.tools.registry import ARGS_CHECK, INPUT_SCHEMA
 
@@ -120,7 +120,7 @@ def refusal(tool: BaseTool, args: Mapping[str, Any]) -> str | None:
             return _sentence(exc.message)
         except Exception:
             # A form that breaks is no refusal by the tool: the call goes to its mode (the
-            # policy then fails closed on it, `bot.approvals.policy.effective_mode`).
+            # policy then fails closed on it, `bot.policy.review.effective_mode`).
             log.warning("the canonical form of %s failed; the call goes to its mode", tool.name, exc_info=True)
             return None
     problem = schema_problem(tool, values)

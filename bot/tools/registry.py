@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from langchain_core.tools import BaseTool
 
-from bot.approvals.mode import Mode
+from bot.base.mode import Mode
 from bot.ports import ToolOrigin
 from bot.tools.canonical import CANONICAL_ARGS, CanonicalForm, CaseRule, canonical_case
 from bot.tools.server_wide import covers, pattern_server
 
 if TYPE_CHECKING:
-    from bot.tools.mcp.tools import McpToolInfo
+    from bot.tools.mcp.info import McpToolInfo
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ CANCELLABLE = "countersign_cancellable"
 Declare it (with `ToolSpec(cancellable=True)`) for tools whose work may be cut off at any
 moment without leaving something worse than a failed call: an HTTP request (the server sees a
 closed connection). A tool without it is let finish when its turn is stopped, and its result
-is kept (`bot.agents.stop_signal`). A cancelled call's result tells the model that it may or
+is kept (`bot.turns.stop.signal`). A cancelled call's result tells the model that it may or
 may not have taken effect.
 """
 
@@ -61,7 +61,7 @@ INPUT_SCHEMA = "countersign_input_schema"
 For a tool whose arguments are described by a JSON Schema rather than a pydantic model (an MCP
 tool's `inputSchema`): the model's arguments are checked against it before a card or a claim
 (`bot.tools.refusals.schema_problem`), and so are an approver's edits
-(`bot.approvals.decisions.validate_tool_args`), so nobody approves what the tool would refuse.
+(`bot.reviews.decisions.validate_tool_args`), so nobody approves what the tool would refuse.
 Without it, a tool whose `args_schema` is a dict is checked against that dict. The schema the
 model is shown may be a simplified copy (see `bot.tools.mcp.tools.model_schema`); this one is
 the tool's own.
@@ -71,8 +71,8 @@ DEFINITION = "countersign_definition"
 """Key in a tool's `metadata`: the pinned digest of an MCP tool's definition (`McpToolInfo.digest`).
 
 Set by `ToolSpec` for a tool of an MCP server. A card records the digest of the tool it was
-made for (`bot.approvals.requests.build_review_request`), and an approved call runs only while
-the tool about to run has that same digest (`bot.tools.ledger`,
+made for (`bot.reviews.requests.build_review_request`), and an approved call runs only while
+the tool about to run has that same digest (`bot.tools.ledger.store`,
 docs/decisions/0046-mcp-pins-wiring.md): what the approver saw is what runs.
 """
 
@@ -99,7 +99,7 @@ class ToolSpec:
             It receives the canonical arguments when they have one, else the arguments as sent.
         canonical: the tool's canonical form of its arguments (see `bot.tools.canonical`):
             `args -> args` in the spelling the tool itself uses, raising
-            `bot.errors.InvalidArgumentsError` for arguments it would refuse (such a call is
+            `bot.base.errors.InvalidArgumentsError` for arguments it would refuse (such a call is
             answered at once with that error, with no card, `bot.tools.refusals`). It is stored in
             the tool's `metadata` under `CANONICAL_ARGS`, where every part of the bot that
             holds only the tool (the graph's nodes, subagents, edits) finds it; a tool that
@@ -146,7 +146,7 @@ class ToolSpec:
         """What the tool's canonical form writes in one case (its `metadata`'s `CANONICAL_CASE`).
 
         A condition comparing such text in the other case is refused when saved
-        (`bot.approvals.conditions.compile_condition`).
+        (`bot.policy.conditions.compile_condition`).
         """
         return canonical_case(self.tool)
 
@@ -154,7 +154,7 @@ class ToolSpec:
     def argument_names(self) -> tuple[str, ...]:
         """The tool's argument names in its own order: the properties of the schema the model sees.
 
-        Cards list a call's arguments in this order (`bot.approvals.shown.arrange`); `trust ...
+        Cards list a call's arguments in this order (`bot.reviews.shown.arrange`); `trust ...
         matching` names are checked against it. A tool with its own `INPUT_SCHEMA` is read
         there. Empty when the tool has no readable schema.
         """

@@ -32,7 +32,7 @@ import aiosmtplib
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
-from bot.errors import ConfigurationError, InvalidArgumentsError
+from bot.base.errors import ConfigurationError, InvalidArgumentsError
 from bot.settings import ToolSettings
 from bot.tools.canonical import CANONICAL_ARGS, CANONICAL_CASE, Case, CaseRule, Part
 from bot.tools.email_address import ADDRESS_FIELDS, canonical_address, canonical_send_email_args

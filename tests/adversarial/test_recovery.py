@@ -8,9 +8,9 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
 from adapters.slack import blocks
-from bot.approvals.decisions import Approve, Edit, EditedAction, Reject
-from bot.approvals.lifecycle import ApprovalStatus
-from bot.errors import InvalidDecisionError, NotPermittedError
+from bot.base.errors import InvalidDecisionError, NotPermittedError
+from bot.reviews.decisions import Approve, Edit, EditedAction, Reject
+from bot.reviews.lifecycle import ApprovalStatus
 from countersign.server import BotServer
 from tests.adversarial.slack_support import ephemerals_to, posted_texts, sender
 from tests.e2e.conftest import ALICE, CHANNEL

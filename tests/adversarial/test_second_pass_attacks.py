@@ -8,7 +8,7 @@ from adapters.slack import blocks
 from adapters.slack.text import plain_text
 from bot.admin.commands import SetPolicy, Show
 from bot.admin.parse import CommandError, parse_command
-from bot.approvals.conditions import compile_condition
+from bot.policy.conditions import compile_condition
 from tests.adversarial.conftest import ModelRules
 from tests.adversarial.slack_support import card_ready, slash_countersign
 from tests.e2e.conftest import ALICE, BOB, CAROL, CHANNEL

@@ -75,7 +75,7 @@ async def test_a_forged_code_on_the_redirect_is_refused_and_not_logged(bot, slac
     """
     caplog.set_level(logging.INFO)
     _, state = await start_install(browser, bot)
-    forged = "x" * 4000 + "\n2026-12-04 21:00:00,000 CRITICAL bot.audit: approval granted by UADMIN"
+    forged = "x" * 4000 + "\n2026-12-04 21:00:00,000 CRITICAL bot.audit.entries: approval granted by UADMIN"
     reply = await browser.get(
         f"http://127.0.0.1:{bot.port}/slack/oauth_redirect",
         params={"state": state, "code": forged},
@@ -87,7 +87,7 @@ async def test_a_forged_code_on_the_redirect_is_refused_and_not_logged(bot, slac
     assert await installations(db_url) == {}
     # the bot's records (httpx's are the test browser's own)
     logged = [r.getMessage() for r in caplog.records if not r.name.startswith(("httpx", "httpcore"))]
-    assert not [m for m in logged if "CRITICAL bot.audit" in m or "x" * 100 in m], logged
+    assert not [m for m in logged if "CRITICAL bot.audit.entries" in m or "x" * 100 in m], logged
     assert any("oauth.v2.access" in m and "invalid_code" in m for m in logged), logged
 
 

@@ -18,16 +18,16 @@ from adapters.slack import blocks
 from bot.admin.commands import ChangeApprovers, SetAgent, SetExpiry, SetPolicy, SetQuorum, SetSelfApproval
 from bot.admin.service import AdminService
 from bot.agents import prompts
-from bot.agents.kind import AgentKind
 from bot.agents.subagent_specs import SubagentSpec
-from bot.approvals.config import ApproverKind
-from bot.approvals.decisions import Approve, Reject
-from bot.approvals.lifecycle import ApprovalStatus, ReviewStatus
-from bot.approvals.mode import Mode
-from bot.audit import AuditKind, approval_entry
-from bot.errors import AlreadyDecidedError, ModelErrorKind, NoAnswerReason, NotPermittedError
+from bot.audit.entries import AuditKind, approval_entry
+from bot.base.agent_kind import AgentKind
+from bot.base.errors import AlreadyDecidedError, ModelErrorKind, NoAnswerReason, NotPermittedError
+from bot.base.mode import Mode
+from bot.policy.config import ApproverKind
 from bot.ports import ModelFailed, ReviewPending
-from bot.storage.approval_store import VoteKind
+from bot.reviews.decisions import Approve, Reject
+from bot.reviews.lifecycle import ApprovalStatus, ReviewStatus
+from bot.reviews.store import VoteKind
 from tests.e2e.conftest import ALICE, CHANNEL, D_ALICE, D_CHANNEL
 from tests.e2e.drivers import is_discord_card
 from tests.e2e.subagents_script import subagents_script

@@ -12,8 +12,8 @@ import json
 
 import pytest
 
-from bot.approvals.decisions import Edit, EditedAction
-from bot.conversation import Actor
+from bot.base.conversation import Actor
+from bot.reviews.decisions import Edit, EditedAction
 from tests.e2e import conftest as c
 from tests.e2e.agent_script import EVIL, HUGE_BODY_CHARS, ORDERED_BODY
 from tests.e2e.drivers import DiscordDriver, SlackDriver

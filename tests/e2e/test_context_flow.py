@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from bot.agents.context_window import DEFAULT_CONTEXT_TOKENS
+from bot.turns.context.window import DEFAULT_CONTEXT_TOKENS
 from countersign.server import BotServer
 from tests.e2e.conftest import ALICE, BOB, CAROL, CHANNEL, D_ALICE, D_BOB, D_CAROL, D_CHANNEL, D_GUILD, D_THREAD
 from tests.e2e.test_discord_flow import mention as discord_mention

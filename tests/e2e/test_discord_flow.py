@@ -13,7 +13,7 @@ import pytest
 
 from adapters.discord import messages as msg
 from adapters.words.conversation import MESSAGE_FAILED
-from bot.upkeep import MAX_ATTEMPTS
+from bot.upkeep.unfinished_work import MAX_ATTEMPTS
 from countersign.server import BotServer
 from tests.e2e.agent_script import LONG_ANSWER
 from tests.e2e.conftest import (

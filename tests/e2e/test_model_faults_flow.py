@@ -10,7 +10,7 @@ import pytest
 from adapters.slack import messages as msg
 from adapters.words import model as model_msg
 from adapters.words.display import duration_words
-from bot.errors import ModelErrorKind, NoAnswerReason
+from bot.base.errors import ModelErrorKind, NoAnswerReason
 from bot.settings import Settings
 from tests.e2e.agent_script import agent_script
 from tests.e2e.conftest import ALICE, CHANNEL, make_settings

@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from adapters.slack import blocks
-from bot.errors import UnreachableError
+from bot.base.errors import UnreachableError
 from bot.settings import Settings, SlackSettings
 from countersign.server import BotServer
 from tests.e2e.conftest import ALICE, BOB, BOT_TOKEN, CAROL, CHANNEL, TEAM, make_settings

@@ -28,16 +28,16 @@ from bot.admin.commands import (
 from bot.admin.parse import CommandError, parse_command
 from bot.admin.service import AdminService
 from bot.admin.views import AuditPage, Changed, PolicyView
-from bot.approvals.conditions import InvalidConditionError
-from bot.approvals.config import ApproverKind, CardRouting, ConversationScope
-from bot.approvals.decisions import Approve, Edit, EditedAction, Reject
-from bot.approvals.lifecycle import ApprovalStatus, ReviewStatus
-from bot.approvals.mode import Mode
-from bot.audit import AuditEntry, AuditKind
-from bot.errors import AlreadyVotedError, NotPermittedError
+from bot.audit.entries import AuditEntry, AuditKind
+from bot.base.errors import AlreadyVotedError, NotPermittedError
+from bot.base.mode import Mode
+from bot.policy.conditions import InvalidConditionError
+from bot.policy.config import ApproverKind, CardRouting, ConversationScope
 from bot.ports import ApprovalExpired, CardsElsewhere
+from bot.reviews.decisions import Approve, Edit, EditedAction, Reject
+from bot.reviews.lifecycle import ApprovalStatus, ReviewStatus
+from bot.reviews.store import VoteKind
 from bot.settings import ToolSettings
-from bot.storage.approval_store import VoteKind
 from bot.tools.builtin import builtin_tools
 from bot.tools.registry import ToolRegistry
 from tests.support.barriers import wait_until

@@ -14,9 +14,9 @@ from langchain_core.messages import AIMessage
 
 from bot.admin.parse import parse_command
 from bot.admin.views import AuditPage, TrustList
-from bot.approvals.decisions import Approve, Edit, EditedAction
-from bot.approvals.lifecycle import ApprovalStatus
-from bot.audit import AuditKind
+from bot.audit.entries import AuditKind
+from bot.reviews.decisions import Approve, Edit, EditedAction
+from bot.reviews.lifecycle import ApprovalStatus
 from bot.settings import ToolSettings
 from bot.tools.builtin import builtin_tools
 from bot.tools.registry import ToolRegistry

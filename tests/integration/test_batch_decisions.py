@@ -14,11 +14,8 @@ from adapters.words.batch import batch_summary
 from adapters.words.decisions import CARD_NOT_POSTED
 from bot.admin.parse import parse_command
 from bot.admin.service import AdminService
-from bot.approvals.decisions import Approve, Edit, EditedAction, Reject
-from bot.approvals.lifecycle import ApprovalStatus, ReviewStatus
-from bot.approvals.records import pause_version
-from bot.audit import AuditKind
-from bot.errors import (
+from bot.audit.entries import AuditKind
+from bot.base.errors import (
     AlreadyDecidedError,
     AlreadyVotedError,
     ApprovalNotFoundError,
@@ -27,6 +24,9 @@ from bot.errors import (
     StaleVoteError,
     UnshowableError,
 )
+from bot.reviews.decisions import Approve, Edit, EditedAction, Reject
+from bot.reviews.lifecycle import ApprovalStatus, ReviewStatus
+from bot.reviews.records import pause_version
 from tests.support.barriers import wait_until
 from tests.support.recording_platform import RecordingPlatform
 from tests.support.scripted_model import ScriptedChatModel, calls, tool_call

@@ -15,8 +15,8 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from bot.admin.commands import ResetContext
 from bot.admin.views import ContextReset
-from bot.approvals.decisions import Approve
-from bot.approvals.lifecycle import ApprovalStatus
+from bot.reviews.decisions import Approve
+from bot.reviews.lifecycle import ApprovalStatus
 from tests.integration.test_long_conversations import ANSWER, BUDGET, is_summary_request, stored
 from tests.support.recording_platform import RecordingPlatform
 from tests.support.scripted_model import ScriptedChatModel, tool_call

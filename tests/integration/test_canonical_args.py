@@ -15,14 +15,14 @@ from langchain_core.tools import tool
 from pydantic import SecretStr
 
 from bot.agents import prompts
-from bot.agents.kind import AgentKind
 from bot.agents.subagent_specs import SubagentSpec
-from bot.approvals.config import ALL, SettingKey
-from bot.approvals.decisions import Approve, Edit, EditedAction
-from bot.approvals.lifecycle import ApprovalStatus
-from bot.approvals.mode import Mode
-from bot.audit import AuditKind
-from bot.errors import InvalidDecisionError
+from bot.audit.entries import AuditKind
+from bot.base.agent_kind import AgentKind
+from bot.base.errors import InvalidDecisionError
+from bot.base.mode import Mode
+from bot.policy.config import ALL, SettingKey
+from bot.reviews.decisions import Approve, Edit, EditedAction
+from bot.reviews.lifecycle import ApprovalStatus
 from bot.settings import ToolSettings
 from bot.tools.builtin import builtin_tools
 from bot.tools.refusals import refusal

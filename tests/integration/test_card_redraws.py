@@ -1,4 +1,4 @@
-"""Redraws of one pause's cards held by the platform (`bot.cards.CardDesk.redraw`, decision 0030)."""
+"""Redraws of one pause's cards held by the platform (`bot.reviews.cards.CardDesk.redraw`, decision 0030)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 
 from langchain_core.messages import AIMessage
 
-from bot.approvals.decisions import Approve
-from bot.approvals.lifecycle import ApprovalStatus
+from bot.reviews.decisions import Approve
+from bot.reviews.lifecycle import ApprovalStatus
 from tests.support.barriers import wait_until
 from tests.support.recording_platform import RecordingPlatform
 from tests.support.scripted_model import ScriptedChatModel, calls, tool_call

@@ -16,12 +16,12 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 
-from bot.agents.kind import AgentKind
 from bot.agents.prompts import STEP_LIMIT_MESSAGE
-from bot.approvals.decisions import Approve
-from bot.approvals.mode import Mode
+from bot.base.agent_kind import AgentKind
+from bot.base.mode import Mode
+from bot.reviews.decisions import Approve
 from bot.tools.registry import ToolRegistry, ToolSpec
-from bot.turns import TurnRunner
+from bot.turns.runner import TurnRunner
 from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
 from tests.support.service import Harness, actor, conversation, message, open_service
 
@@ -180,7 +180,7 @@ async def test_a_resumed_loop_gets_the_rounds_one_invocation_allows(db_url, regi
     """A card decided, then a model that always asks for a call: the resumed run ends with the step-limit answer after as many rounds as one invocation of the resume would run."""
     from langgraph.types import Command
 
-    from bot.approvals.decisions import Reject
+    from bot.reviews.decisions import Reject
 
     def script(messages):
         if not any(m.type == "tool" for m in messages):
@@ -215,7 +215,7 @@ async def test_a_resumed_loop_gets_the_rounds_one_invocation_allows(db_url, regi
 
 async def test_a_stop_at_the_static_stop_runs_none_of_the_calls(db_url, registry, tool_log, monkeypatch):
     """The turn's stop set between the invocation that stored the calls and the next one: no call runs, the turn says it was stopped."""
-    import bot.turns as turns_module
+    import bot.turns.runner as turns_module
 
     model = ScriptedChatModel(replies=[calls(tool_call("lookup", {"query": "a"})), AIMessage("closing")])
     signals: list[Any] = []

@@ -12,7 +12,7 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from adapters.console import ConsoleChat, ConsolePlatform
-from bot.agents.kind import AgentKind
+from bot.base.agent_kind import AgentKind
 from tests.e2e.agent_script import agent_script
 from tests.integration.test_subagents_service import SPECS, team, to_alpha
 from tests.standins.gemini import GeminiStandIn
@@ -212,7 +212,7 @@ class _StopTools:
     def registry(self):
         from langchain_core.tools import tool
 
-        from bot.approvals.mode import Mode
+        from bot.base.mode import Mode
         from bot.tools.registry import ToolRegistry, ToolSpec
 
         @tool
@@ -290,7 +290,7 @@ async def test_countersign_stop_at_an_approval_prompt_closes_the_card(db_url):
 
 
 def conversation_of_the_terminal():
-    from bot.conversation import ConversationRef
+    from bot.base.conversation import ConversationRef
 
     return ConversationRef(platform="console", workspace_id="local", channel_id="terminal")
 

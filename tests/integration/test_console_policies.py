@@ -17,9 +17,9 @@ from langchain_core.messages import AIMessage
 
 from adapters.console import ConsoleChat, ConsolePlatform
 from adapters.words.decisions import REFUSED_ESCALATION_EDIT
-from bot.approvals.decisions import Approve
-from bot.audit import AuditKind
-from bot.conversation import Actor, ConversationRef
+from bot.audit.entries import AuditKind
+from bot.base.conversation import Actor, ConversationRef
+from bot.reviews.decisions import Approve
 from bot.settings import ToolSettings
 from bot.tools.builtin import builtin_tools
 from bot.tools.registry import ToolRegistry

@@ -13,13 +13,13 @@ from langchain_core.messages import HumanMessage
 
 from bot.admin.commands import ResetContext, ShowContext
 from bot.admin.views import ContextReset, ContextView
-from bot.agents.context_window import view_tokens
-from bot.agents.kind import AgentKind
 from bot.agents.prompts import SUMMARY_SECTION
-from bot.approvals.decisions import Approve
-from bot.audit import AuditKind
-from bot.conversation import Actor
-from bot.errors import BusyReason, ConversationBusyError, ModelError, ModelErrorKind, NotPermittedError
+from bot.audit.entries import AuditKind
+from bot.base.agent_kind import AgentKind
+from bot.base.conversation import Actor
+from bot.base.errors import BusyReason, ConversationBusyError, ModelError, ModelErrorKind, NotPermittedError
+from bot.reviews.decisions import Approve
+from bot.turns.context.window import view_tokens
 from tests.integration.test_long_conversations import BUDGET, Script, stored, turns_of
 from tests.support.barriers import wait_until
 from tests.support.recording_platform import RecordingPlatform

@@ -9,7 +9,7 @@ import asyncpg
 import pytest
 from pydantic import ValidationError
 
-from bot.errors import (
+from bot.base.errors import (
     ConfigurationError,
     DatabaseUnavailableError,
     DatabaseUnreachableError,

@@ -13,15 +13,15 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from adapters.discord import messages as discord_msg
 from adapters.discord.errors import error_text
 from bot.agents import prompts
-from bot.approvals.config import SettingKey, TrustSetting
-from bot.approvals.decisions import Approve
-from bot.approvals.lifecycle import ApprovalStatus
-from bot.approvals.mode import Mode
-from bot.approvals.records import DENIED_BY_POLICY
-from bot.conversation import DM_WORKSPACE, Actor, ConversationRef, IncomingMessage
-from bot.dm_rules import MAX_SERVERS
-from bot.errors import NotPermittedError
+from bot.base.conversation import DM_WORKSPACE, Actor, ConversationRef, IncomingMessage
+from bot.base.errors import NotPermittedError
+from bot.base.mode import Mode
+from bot.policy.config import SettingKey, TrustSetting
+from bot.policy.dm_rules import MAX_SERVERS
 from bot.ports import AskElsewhere
+from bot.reviews.decisions import Approve
+from bot.reviews.lifecycle import ApprovalStatus
+from bot.reviews.records import DENIED_BY_POLICY
 from tests.support.recording_platform import RecordingPlatform
 from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
 from tests.support.service import open_service

@@ -12,12 +12,12 @@ from langchain_core.messages import AIMessage
 
 from bot.admin.parse import parse_command
 from bot.admin.service import AdminService
-from bot.approvals.decisions import Approve, Reject
-from bot.approvals.escalation import EscalationTarget, TargetKind
-from bot.approvals.lifecycle import ApprovalStatus, EscalationStatus
-from bot.audit import AuditKind
-from bot.conversation import Actor
-from bot.errors import NotPermittedError
+from bot.audit.entries import AuditKind
+from bot.base.conversation import Actor
+from bot.base.errors import NotPermittedError
+from bot.reviews.decisions import Approve, Reject
+from bot.reviews.escalation.rules import EscalationTarget, TargetKind
+from bot.reviews.lifecycle import ApprovalStatus, EscalationStatus
 from tests.support.barriers import wait_until, wait_until_async
 from tests.support.recording_platform import RecordingPlatform
 from tests.support.scripted_model import ScriptedChatModel, calls, tool_call

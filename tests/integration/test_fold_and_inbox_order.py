@@ -8,7 +8,7 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage
 
 from bot.agents.prompts import SUMMARY_INSTRUCTIONS
-from bot.storage.inbox import inbox_key
+from bot.turns.inbox import inbox_key
 from tests.integration.test_unfinished_work import FlakyPlatform, inbox_status, upkeep_pass
 from tests.support.scripted_model import ScriptedChatModel
 from tests.support.service import message, open_service

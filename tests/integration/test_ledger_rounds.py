@@ -12,12 +12,13 @@ from contextlib import AsyncExitStack
 
 import pytest
 
+from bot.audit.store import AuditStore
+from bot.reviews.store import ApprovalStore
 from bot.settings import DatabaseSettings
-from bot.storage.approval_store import ApprovalStore
-from bot.storage.audit_store import AuditStore
 from bot.storage.database import open_database
-from bot.storage.ledger import PostgresLedger
-from bot.tools.ledger import Claim, InMemoryLedger, Round, ToolRunLedger
+from bot.tools.ledger.memory import InMemoryLedger
+from bot.tools.ledger.postgres import PostgresLedger
+from bot.tools.ledger.store import Claim, Round, ToolRunLedger
 
 THREAD = "console:local:terminal"
 ASKED = {"resultType": "input_required", "requestState": "s1", "inputRequests": {}}

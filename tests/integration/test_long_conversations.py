@@ -13,9 +13,9 @@ from collections.abc import Sequence
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage
 
-from bot.agents.kind import AgentKind
 from bot.agents.prompts import SUMMARY_INSTRUCTIONS
-from bot.approvals.decisions import Approve
+from bot.base.agent_kind import AgentKind
+from bot.reviews.decisions import Approve
 from tests.support.scripted_model import ScriptedChatModel, tool_call
 from tests.support.service import Harness, actor, conversation, message, open_service
 

@@ -17,7 +17,7 @@ from adapters.console.people import TERMINAL
 from adapters.words.mcp import DEFINITION_CHANGED
 from bot.admin.commands import AcceptMcp
 from bot.admin.views import McpAccepted
-from bot.conversation import Actor
+from bot.base.conversation import Actor
 from bot.tools.mcp.servers import McpServers
 from tests.integration.test_console_policies import Terminal
 from tests.integration.test_mcp_pin_wiring import CHANGED, bot_on, calls_seen, change_description, held

@@ -20,10 +20,10 @@ from mcp_types import ElicitRequest, ElicitRequestFormParams, ElicitRequestURLPa
 
 from adapters.console import ConsoleChat, ConsolePlatform
 from adapters.console import messages as msg
-from bot.agents.kind import AgentKind
 from bot.agents.subagent_specs import SubagentSpec
-from bot.approvals.decisions import Approve
-from bot.errors import NotPermittedError
+from bot.base.agent_kind import AgentKind
+from bot.base.errors import NotPermittedError
+from bot.reviews.decisions import Approve
 from bot.tools.mcp.elicitation.desk import AlreadyAnsweredError, QuestionNotFoundError
 from bot.tools.mcp.elicitation.forms import Action, Answer, AnswerError
 from bot.tools.mcp.elicitation.store import QuestionRecord

@@ -15,7 +15,7 @@ from langchain_google_genai.chat_models import GoogleInvalidRequestError
 
 from bot.agents.model import GeminiChatModel, build_chat_model, call_options
 from bot.agents.model_errors import to_model_error
-from bot.errors import ModelErrorKind
+from bot.base.errors import ModelErrorKind
 from bot.settings import GeminiSettings
 from bot.tools.mcp.gemini_schema import declared_description, gemini_parameters
 from bot.tools.registry import INPUT_SCHEMA

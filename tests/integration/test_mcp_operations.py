@@ -20,7 +20,7 @@ import pytest
 from langchain_core.tools import BaseTool
 from prometheus_client import REGISTRY
 
-from bot.errors import ToolOutcomeUnknownError
+from bot.base.errors import ToolOutcomeUnknownError
 from bot.tools.mcp.connection import State
 from bot.tools.mcp.servers import McpServers
 from bot.tools.mcp.stderr import BURST_LINES, MAX_LINE_CHARS

@@ -23,8 +23,8 @@ from adapters.console import ConsoleChat, ConsolePlatform
 from adapters.console.people import TERMINAL
 from adapters.words.mcp import HELD_TITLE
 from bot.admin.commands import AcceptMcp
-from bot.conversation import Actor
-from bot.errors import NotPermittedError
+from bot.base.conversation import Actor
+from bot.base.errors import NotPermittedError
 from bot.tools.mcp.servers import McpServers
 from tests.integration.test_console_policies import Terminal
 from tests.integration.test_mcp_tools import WAIT_S, connected, registry_with, servers_for, tool_results

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from bot.audit import AuditEntry, AuditKind
-from bot.conversation import Actor
+from bot.audit.entries import AuditEntry, AuditKind
+from bot.audit.store import AuditStore
+from bot.base.conversation import Actor
 from bot.settings import DatabaseSettings
-from bot.storage.audit_store import AuditStore
 from bot.storage.database import open_database
 from bot.tools.mcp.pins import (
     AcceptPlan,

@@ -16,9 +16,9 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from adapters.console import ConsoleChat, ConsolePlatform
 from bot.agents import prompts
-from bot.agents.kind import AgentKind
 from bot.agents.subagent_specs import SubagentSpec, load_subagents
-from bot.errors import ConfigurationError
+from bot.base.agent_kind import AgentKind
+from bot.base.errors import ConfigurationError
 from bot.tools.mcp.connection import State
 from tests.integration import test_mcp_tools
 from tests.integration.test_console_policies import Terminal

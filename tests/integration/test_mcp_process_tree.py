@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.errors import ToolOutcomeUnknownError
+from bot.base.errors import ToolOutcomeUnknownError
 from bot.tools.mcp.connection import State
 from tests.integration.test_mcp_tools import ROOT, WAIT_S, connected, servers_for
 from tests.support.barriers import wait_until

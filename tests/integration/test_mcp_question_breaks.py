@@ -13,8 +13,8 @@ import pytest
 from fastmcp import Context, FastMCP
 from mcp_types import ElicitRequest, ElicitRequestURLParams, InputRequiredResult
 
-from bot.approvals.decisions import Approve
 from bot.ports import ReviewPending
+from bot.reviews.decisions import Approve
 from bot.tools.mcp.elicitation.desk import AlreadyAnsweredError
 from bot.tools.mcp.elicitation.forms import Action, Answer
 from bot.tools.mcp.elicitation.store import QuestionStatus

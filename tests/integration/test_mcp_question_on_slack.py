@@ -23,7 +23,7 @@ import pytest
 from adapters.slack import forms
 from adapters.slack.platform import SlackPlatform, UserDirectory
 from adapters.slack.workspaces import WorkspaceClients
-from bot.conversation import Actor, ConversationRef
+from bot.base.conversation import Actor, ConversationRef
 from bot.ports import ReviewPending
 from bot.settings import Settings
 from bot.tools.mcp.elicitation.forms import Action, Answer

@@ -18,9 +18,9 @@ import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 
 from adapters.console import ConsoleChat, ConsolePlatform
-from bot.approvals.decisions import Edit, EditedAction
-from bot.audit import MAX_REFUSED_ARGS_CHARS, AuditKind
-from bot.errors import InvalidDecisionError
+from bot.audit.entries import MAX_REFUSED_ARGS_CHARS, AuditKind
+from bot.base.errors import InvalidDecisionError
+from bot.reviews.decisions import Edit, EditedAction
 from bot.tools.mcp.config import load_mcp_config
 from bot.tools.mcp.connection import State
 from bot.tools.mcp.servers import McpServers

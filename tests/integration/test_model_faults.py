@@ -17,9 +17,9 @@ import pytest
 from langchain_core.tools import StructuredTool
 
 from bot.agents import prompts
-from bot.agents.kind import AgentKind
-from bot.approvals.mode import Mode
-from bot.errors import ModelErrorKind, NoAnswerReason
+from bot.base.agent_kind import AgentKind
+from bot.base.errors import ModelErrorKind, NoAnswerReason
+from bot.base.mode import Mode
 from bot.ports import ModelFailed
 from bot.tools.registry import ToolSpec
 from tests.integration.test_unfinished_work import upkeep_pass

@@ -17,13 +17,13 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from bot.admin.commands import ResetContext
 from bot.admin.views import ContextReset
 from bot.agents import prompts
-from bot.agents.kind import AgentKind
-from bot.approvals.decisions import Approve
-from bot.approvals.lifecycle import ApprovalStatus, ReviewStatus
-from bot.errors import ModelError, ModelErrorKind
+from bot.base.agent_kind import AgentKind
+from bot.base.errors import ModelError, ModelErrorKind
 from bot.ports import ApprovalCard, ResumeGivenUp
-from bot.storage.inbox import Inbox, inbox_key
-from bot.upkeep import MAX_ATTEMPTS
+from bot.reviews.decisions import Approve
+from bot.reviews.lifecycle import ApprovalStatus, ReviewStatus
+from bot.turns.inbox import Inbox, inbox_key
+from bot.upkeep.unfinished_work import MAX_ATTEMPTS
 from tests.integration.test_subagents_service import SPECS, team
 from tests.integration.test_unfinished_work import FlakyPlatform, inbox_status, unfinished, upkeep_pass
 from tests.support.db_faults import StatementDrop
@@ -184,7 +184,7 @@ async def answered_then_dropped(h: Harness, platform: DroppingTheInboxAfterTheAn
     assert platform.dropped.dropped
     key = inbox_key(incoming) or ""
     assert await inbox_status(h, key) == "accepted"
-    # Back after more than `bot.upkeep.ANSWER_WITHIN_S`.
+    # Back after more than `bot.upkeep.unfinished_work.ANSWER_WITHIN_S`.
     await h.database.pool.execute("UPDATE inbox SET received_at = now() - interval '2 hours' WHERE event_key = $1", key)
     return key
 

@@ -14,7 +14,7 @@ import asyncpg
 import pytest
 from langchain_core.messages import AIMessage
 
-from bot.approvals.decisions import Approve
+from bot.reviews.decisions import Approve
 from bot.storage.start_spacing import StartSpacing
 from tests.support.pooler import transaction_pooler
 from tests.support.scripted_model import ScriptedChatModel, calls, tool_call

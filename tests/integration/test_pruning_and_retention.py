@@ -16,17 +16,17 @@ import asyncpg
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from bot import housekeeping
-from bot.agents.kind import AgentKind
-from bot.approvals.decisions import Approve
-from bot.approvals.lifecycle import ApprovalStatus, ReviewStatus
-from bot.audit import AuditKind
-from bot.conversation import ConversationRef
-from bot.housekeeping import RetentionPass
+from bot.audit.entries import AuditKind
+from bot.base.agent_kind import AgentKind
+from bot.base.conversation import ConversationRef
 from bot.ports import ApprovalExpired, ReviewPending
-from bot.storage.conversation_store import PRUNE_EVERY_RUNS
-from bot.storage.inbox import Inbox, inbox_key
+from bot.reviews.decisions import Approve
+from bot.reviews.lifecycle import ApprovalStatus, ReviewStatus
 from bot.storage.locks import ThreadLocks
+from bot.turns.conversations import PRUNE_EVERY_RUNS
+from bot.turns.inbox import Inbox, inbox_key
+from bot.upkeep import retention as housekeeping
+from bot.upkeep.retention import RetentionPass
 from tests.integration.test_subagents_service import SPECS, role, team, to_both
 from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
 from tests.support.service import WORKSPACE, Harness, actor, conversation, message, open_service

@@ -15,9 +15,9 @@ from langchain_core.messages import AIMessage
 
 from bot.admin.commands import SetEscalation, SetExpiry
 from bot.admin.service import AdminService
-from bot.approvals.escalation import EscalationTarget, TargetKind
-from bot.approvals.lifecycle import ApprovalStatus
-from bot.storage.inbox import Inbox, inbox_key
+from bot.reviews.escalation.rules import EscalationTarget, TargetKind
+from bot.reviews.lifecycle import ApprovalStatus
+from bot.turns.inbox import Inbox, inbox_key
 from tests.support.barriers import wait_until
 from tests.support.recording_platform import RecordingPlatform
 from tests.support.scripted_model import ScriptedChatModel, calls, tool_call

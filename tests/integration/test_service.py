@@ -8,18 +8,18 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
 from bot.agents import prompts
-from bot.approvals.decisions import Approve, Edit, EditedAction, Reject
-from bot.approvals.lifecycle import ApprovalStatus, ReviewStatus
-from bot.audit import AuditEntry, AuditKind
-from bot.errors import (
+from bot.audit.entries import AuditEntry, AuditKind
+from bot.base.errors import (
     AlreadyDecidedError,
     ApprovalNotFoundError,
     InvalidDecisionError,
     NotPermittedError,
 )
 from bot.ports import ReviewPending
+from bot.reviews.decisions import Approve, Edit, EditedAction, Reject
+from bot.reviews.lifecycle import ApprovalStatus, ReviewStatus
+from bot.reviews.store import VoteKind
 from bot.settings import DatabaseSettings
-from bot.storage.approval_store import VoteKind
 from bot.storage.database import open_database
 from bot.storage.locks import ThreadLocks
 from tests.support.recording_platform import RecordingPlatform
@@ -347,7 +347,7 @@ async def test_an_approved_call_with_a_huge_integer_runs_once(db_url):
     """An integer beyond 64 bits (kept as a float in the checkpoint, stored as jsonb) still matches its approval."""
     from langchain_core.tools import tool
 
-    from bot.approvals.mode import Mode
+    from bot.base.mode import Mode
     from bot.tools.registry import ToolRegistry, ToolSpec
 
     ran: list[float] = []

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from langchain_core.messages import AIMessage
 
-from bot.approvals.decisions import Approve
-from bot.errors import ModelError, ModelErrorKind
+from bot.base.errors import ModelError, ModelErrorKind
 from bot.ports import ModelFailed, ReviewPending
-from bot.storage.conversation_store import ConversationStore
+from bot.reviews.decisions import Approve
+from bot.turns.conversations import ConversationStore
 from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
 from tests.support.service import actor, conversation, message, open_service
 

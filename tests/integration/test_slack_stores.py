@@ -11,7 +11,7 @@ from slack_sdk.oauth.installation_store.models.installation import Installation
 
 from adapters.slack.installation_store import PostgresInstallationStore
 from adapters.slack.state_store import PostgresOAuthStateStore
-from bot.errors import ConfigurationError
+from bot.base.errors import ConfigurationError
 from bot.storage.database import Database
 from bot.storage.secret_box import SecretBox, UnreadableSecretError
 

@@ -18,19 +18,19 @@ from langchain_core.tools import tool
 from bot.admin.commands import StopTurn
 from bot.admin.views import StopRequested
 from bot.agents import prompts
-from bot.agents.kind import AgentKind
-from bot.approvals.decisions import Approve
-from bot.approvals.lifecycle import ApprovalStatus, ReviewStatus
-from bot.approvals.mode import Mode
-from bot.audit import AuditKind
-from bot.errors import (
+from bot.audit.entries import AuditKind
+from bot.base.agent_kind import AgentKind
+from bot.base.errors import (
     AlreadyDecidedError,
     AlreadyStoppedError,
     NothingToStopError,
     StopNotPermittedError,
     TurnEndedError,
 )
+from bot.base.mode import Mode
 from bot.ports import TurnStopped
+from bot.reviews.decisions import Approve
+from bot.reviews.lifecycle import ApprovalStatus, ReviewStatus
 from bot.tools.registry import ToolRegistry, ToolSpec
 from tests.integration.test_subagents_service import SPECS, role, team, to_both
 from tests.support.barriers import wait_until

@@ -10,13 +10,13 @@ from __future__ import annotations
 import pytest
 
 from bot.admin.commands import SetExpiry
-from bot.agents.kind import AgentKind
-from bot.approvals.decisions import Approve
-from bot.approvals.lifecycle import ApprovalStatus, ReviewStatus
-from bot.approvals.records import EXPIRED_REASON
-from bot.audit import AuditKind
-from bot.errors import AlreadyDecidedError
+from bot.audit.entries import AuditKind
+from bot.base.agent_kind import AgentKind
+from bot.base.errors import AlreadyDecidedError
 from bot.ports import ApprovalExpired, ReviewPending
+from bot.reviews.decisions import Approve
+from bot.reviews.lifecycle import ApprovalStatus, ReviewStatus
+from bot.reviews.records import EXPIRED_REASON
 from tests.integration.test_subagents_service import ADMIN, SPECS, admin, pending, team, to_both, until
 from tests.support.recording_platform import RecordingPlatform
 from tests.support.service import WORKSPACE, actor, conversation, message, open_service

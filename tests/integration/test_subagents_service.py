@@ -17,16 +17,16 @@ from bot.admin.commands import SetAgent, SetExpiry, SetPolicy, Show
 from bot.admin.parse import CommandError
 from bot.admin.service import AdminService
 from bot.agents import prompts
-from bot.agents.kind import AgentKind
 from bot.agents.subagent_specs import SubagentSpec
-from bot.approvals.decisions import Approve, Edit, EditedAction, Reject
-from bot.approvals.lifecycle import ApprovalStatus, ReviewStatus
-from bot.approvals.mode import Mode
-from bot.approvals.records import NO_LONGER_CONFIGURED
-from bot.audit import AuditKind, approval_entry
+from bot.audit.entries import AuditKind, approval_entry
+from bot.base.agent_kind import AgentKind
+from bot.base.mode import Mode
 from bot.ports import ApprovalExpired, ReviewPending
-from bot.storage.approval_store import VoteKind
-from bot.turns import TurnRunner
+from bot.reviews.decisions import Approve, Edit, EditedAction, Reject
+from bot.reviews.lifecycle import ApprovalStatus, ReviewStatus
+from bot.reviews.records import NO_LONGER_CONFIGURED
+from bot.reviews.store import VoteKind
+from bot.turns.runner import TurnRunner
 from tests.support.recording_platform import RecordingPlatform
 from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
 from tests.support.service import WORKSPACE, actor, conversation, message, open_service

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import json
 
-from bot.agents.kind import AgentKind
-from bot.approvals.decisions import Edit, EditedAction
-from bot.approvals.lifecycle import ApprovalStatus
+from bot.base.agent_kind import AgentKind
+from bot.reviews.decisions import Edit, EditedAction
+from bot.reviews.lifecycle import ApprovalStatus
 from tests.standins.gemini import GeminiReply, GeminiRequest, call, calls
 from tests.standins.gemini_signatures import PLACEHOLDERS
 from tests.support.gemini_service import gemini_core, model_notices

@@ -18,12 +18,12 @@ from bot.admin.parse import CommandError, parse_command
 from bot.admin.views import Changed, PolicyView, TrustList, TrustRevoked
 from bot.agents import prompts
 from bot.agents.subagent_specs import SubagentSpec
-from bot.approvals.decisions import Approve, Reject
-from bot.approvals.lifecycle import ApprovalStatus, EscalationStatus
-from bot.audit import AuditKind
-from bot.conversation import Actor
-from bot.errors import AlreadyDecidedError, NotPermittedError, TrustRefusedError
-from bot.tools.ledger import Claim, TrustUse
+from bot.audit.entries import AuditKind
+from bot.base.conversation import Actor
+from bot.base.errors import AlreadyDecidedError, NotPermittedError, TrustRefusedError
+from bot.reviews.decisions import Approve, Reject
+from bot.reviews.lifecycle import ApprovalStatus, EscalationStatus
+from bot.tools.ledger.store import Claim, TrustUse
 from tests.support.barriers import wait_until_async
 from tests.support.recording_platform import RecordingPlatform
 from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
@@ -361,7 +361,7 @@ def delegating() -> ScriptedChatModel:
 
 async def test_trust_holds_inside_a_subagent(db_url, registry, tool_log):
     """A grant made on a subagent's card covers the same call by the subagent later; another requester gets a card."""
-    from bot.agents.kind import AgentKind
+    from bot.base.agent_kind import AgentKind
 
     platform = RecordingPlatform(admins={ADMIN})
     async with open_service(

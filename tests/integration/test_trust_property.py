@@ -28,10 +28,10 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from bot.admin.parse import CommandError, parse_command
-from bot.approvals.decisions import Approve, Reject
-from bot.approvals.lifecycle import ApprovalStatus
-from bot.conversation import Actor, ConversationRef, IncomingMessage
-from bot.errors import CountersignError
+from bot.base.conversation import Actor, ConversationRef, IncomingMessage
+from bot.base.errors import CountersignError
+from bot.reviews.decisions import Approve, Reject
+from bot.reviews.lifecycle import ApprovalStatus
 from tests.support.recording_platform import RecordingPlatform
 from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
 from tests.support.service import open_service

@@ -20,16 +20,16 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import tool
 from pydantic import Field
 
-from bot.approvals.decisions import Approve
-from bot.approvals.lifecycle import ApprovalStatus, ReviewStatus
-from bot.approvals.mode import Mode
-from bot.audit import AuditEntry, AuditKind
-from bot.conversation import ConversationRef
+from bot.audit.entries import AuditEntry, AuditKind
+from bot.base.conversation import ConversationRef
+from bot.base.mode import Mode
 from bot.ports import ReviewPending, TurnFailed
-from bot.storage.approval_store import VoteKind
-from bot.storage.inbox import Inbox, inbox_key
+from bot.reviews.decisions import Approve
+from bot.reviews.lifecycle import ApprovalStatus, ReviewStatus
+from bot.reviews.store import VoteKind
 from bot.tools.registry import ToolRegistry, ToolSpec
-from bot.upkeep import MAX_ATTEMPTS
+from bot.turns.inbox import Inbox, inbox_key
+from bot.upkeep.unfinished_work import MAX_ATTEMPTS
 from tests.support.postgres import own_embedded, restart_embedded
 from tests.support.recording_platform import RecordingPlatform
 from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
@@ -464,7 +464,7 @@ class _Died(BaseException):
 
 async def test_a_resume_cut_between_its_invocations_is_finished_once(db_url, registry, tool_log, monkeypatch):
     """The approved call ran and the model's next call was stored (docs/decisions/0027), then the process died: after a restart the run goes on, the approved call is not run again, the review is done and the answer posted."""
-    import bot.turns as turns_module
+    import bot.turns.runner as turns_module
 
     model = ScriptedChatModel(
         replies=[

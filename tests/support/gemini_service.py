@@ -8,14 +8,14 @@ from typing import Any
 
 from langchain_core.messages import AIMessage
 
-from bot.agents.context_window import DEFAULT_CONTEXT_TOKENS
-from bot.agents.kind import AgentKind
 from bot.agents.model import build_chat_model, call_options
 from bot.agents.subagent_specs import SubagentSpec
+from bot.base.agent_kind import AgentKind
 from bot.ports import ModelFailed
 from bot.settings import GeminiSettings
 from bot.tools.mcp.servers import McpServers
 from bot.tools.registry import ToolRegistry
+from bot.turns.context.window import DEFAULT_CONTEXT_TOKENS
 from tests.standins.gemini import GeminiReply, GeminiRequest, GeminiStandIn, ScriptedResponder, text
 from tests.support.recording_platform import RecordingPlatform
 from tests.support.service import Harness, conversation, open_service

@@ -11,9 +11,9 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
-from bot.approvals.shown import Arguments, Shortfall, Unshowable
-from bot.conversation import Actor, ConversationRef
+from bot.base.conversation import Actor, ConversationRef
 from bot.ports import Activity, ApprovalCard, CardTarget, Notice
+from bot.reviews.shown import Arguments, Shortfall, Unshowable
 from bot.tools.mcp.elicitation.store import QuestionRecord
 
 _ids = itertools.count(1)

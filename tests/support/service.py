@@ -11,23 +11,23 @@ from langchain_core.language_models import BaseChatModel
 
 from bot.admin.notices import AdminChannels
 from bot.admin.service import AdminService
-from bot.agents.context_window import DEFAULT_CONTEXT_TOKENS
-from bot.agents.kind import AgentKind
 from bot.agents.pool import AgentPool
 from bot.agents.review_agent import ReviewAgent
 from bot.agents.subagent_specs import SubagentSpec
-from bot.conversation import Actor, ConversationRef, IncomingMessage
+from bot.audit.store import AuditStore
+from bot.base.agent_kind import AgentKind
+from bot.base.conversation import Actor, ConversationRef, IncomingMessage
+from bot.policy.store import ConfigStore
+from bot.reviews.store import ApprovalStore
+from bot.reviews.trust.store import TrustStore
 from bot.service import Countersign
 from bot.settings import DatabaseSettings
-from bot.storage.approval_store import ApprovalStore
-from bot.storage.audit_store import AuditStore
-from bot.storage.config_store import ConfigStore
-from bot.storage.conversation_store import PRUNE_EVERY_RUNS
 from bot.storage.database import Database, open_database
-from bot.storage.ledger import PostgresLedger
-from bot.storage.trust_store import TrustStore
+from bot.tools.ledger.postgres import PostgresLedger
 from bot.tools.mcp.servers import McpServers
 from bot.tools.registry import ToolRegistry
+from bot.turns.context.window import DEFAULT_CONTEXT_TOKENS
+from bot.turns.conversations import PRUNE_EVERY_RUNS
 from countersign.runtime import assemble_core
 from tests.support.recording_platform import RecordingPlatform
 

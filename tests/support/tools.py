@@ -6,7 +6,7 @@ from typing import Any
 
 from langchain_core.tools import tool
 
-from bot.approvals.mode import Mode
+from bot.base.mode import Mode
 from bot.tools.registry import ToolRegistry, ToolSpec
 
 

@@ -8,7 +8,7 @@ from adapters.slack.markup import SLACK_MARKUP
 from adapters.words.admin import error_text
 from bot.admin.commands import AcceptMcp, ResetContext, SetAgent, ShowContext, ShowMcp
 from bot.admin.parse import USAGE, CommandError, parse_command
-from bot.agents.kind import AgentKind
+from bot.base.agent_kind import AgentKind
 
 AGENT_USAGE = "agent react|subagents|default [in #channel]"
 
@@ -58,7 +58,7 @@ def test_audit_lines_name_the_channel_the_subagent_and_the_refused_command():
 
     from adapters.words.admin import render
     from bot.admin.views import AuditPage
-    from bot.audit import AuditEntry, AuditKind
+    from bot.audit.entries import AuditEntry, AuditKind
 
     at = datetime(2026, 12, 1, tzinfo=UTC)
     entries = (

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from adapters.discord.conversations import message_ref, parse_message_ref
-from bot.conversation import Actor, ConversationRef
+from bot.base.conversation import Actor, ConversationRef
 
 
 @pytest.mark.parametrize(

@@ -12,10 +12,10 @@ from adapters.discord import cards
 from adapters.discord.buttons import PAGE_TEMPLATE, pages_view
 from adapters.discord.cards import EMBED_CHARS, MAX_PAGES, PAGE_CHARS, arguments_page, arguments_pages, card_embed
 from adapters.discord.platform import _card_view
-from bot.approvals.escalation import EscalationTarget, TargetKind
-from bot.approvals.lifecycle import EscalationStatus
-from bot.approvals.shown import Shortfall, arrange
 from bot.ports import ApprovalCard, ToolOrigin
+from bot.reviews.escalation.rules import EscalationTarget, TargetKind
+from bot.reviews.lifecycle import EscalationStatus
+from bot.reviews.shown import Shortfall, arrange
 from tests.unit.slack.test_card_blocks import record
 
 HTTP_ORDER = ("method", "url", "headers", "body")

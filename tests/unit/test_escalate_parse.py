@@ -10,7 +10,7 @@ from adapters.words.admin import error_text, render
 from bot.admin.commands import SetEscalation
 from bot.admin.parse import USAGE, CommandError, escalation, parse_command
 from bot.admin.views import Changed
-from bot.approvals.escalation import EscalationRule, EscalationTarget, TargetKind
+from bot.reviews.escalation.rules import EscalationRule, EscalationTarget, TargetKind
 
 ESCALATE_USAGE = "escalate <tool> after <duration like 30m> to <@user|@group|@role|#channel>, or escalate <tool> off"
 

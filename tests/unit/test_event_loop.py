@@ -9,7 +9,7 @@ import sys
 import pytest
 import uvloop
 
-from bot.errors import ConfigurationError
+from bot.base.errors import ConfigurationError
 from bot.settings import ServerSettings
 from countersign import event_loop
 

@@ -1,4 +1,4 @@
-"""When pruning and retention run (`bot.housekeeping`), with stand-in stores: no database here."""
+"""When pruning and retention run (`bot.upkeep.retention`), with stand-in stores: no database here."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from bot import housekeeping
-from bot.housekeeping import Housekeeping, RetentionPass
-from bot.tasks import TaskTracker
-from bot.upkeep import Upkeep
+from bot.base.tasks import TaskTracker
+from bot.upkeep import retention as housekeeping
+from bot.upkeep.retention import Housekeeping, RetentionPass
+from bot.upkeep.unfinished_work import Upkeep
 
 
 @dataclass

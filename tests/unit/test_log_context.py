@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from bot.log_context import ConversationFilter, about
+from bot.base.log_context import ConversationFilter, about
 
 
 class _Keep(logging.Handler):

@@ -6,7 +6,7 @@ import pytest
 
 from adapters.words import model as msg
 from adapters.words.display import duration_words, model_failed_text
-from bot.errors import ModelError, ModelErrorKind, NoAnswerError, NoAnswerReason
+from bot.base.errors import ModelError, ModelErrorKind, NoAnswerError, NoAnswerReason
 from bot.ports import ModelFailed
 
 

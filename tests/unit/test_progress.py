@@ -6,7 +6,7 @@ from langgraph.types import Interrupt
 
 from bot.agents.delegation import DelegationEvent
 from bot.ports import Activity
-from bot.progress import DelegationTracker
+from bot.turns.progress import DelegationTracker
 
 
 def pause(interrupt_id: str, source: str | None) -> Interrupt:
@@ -64,7 +64,7 @@ def test_a_model_wait_is_shown_beside_who_works_and_then_cleared():
     from adapters.slack import messages as msg
     from adapters.words.display import progress_line
     from bot.agents.model_retry import ModelWait
-    from bot.errors import ModelErrorKind
+    from bot.base.errors import ModelErrorKind
 
     tracker = DelegationTracker()
     tracker.on_event(event("researcher", "c1", started=True))
@@ -80,7 +80,7 @@ def test_a_model_wait_is_shown_beside_who_works_and_then_cleared():
 def test_a_plain_turn_shows_a_progress_message_only_for_a_model_wait():
     """Without subagents nothing is worth a message, except a model call waiting to be retried."""
     from adapters.words.display import shows_something
-    from bot.errors import ModelErrorKind
+    from bot.base.errors import ModelErrorKind
     from bot.ports import ModelRetry
 
     assert not shows_something(Activity())

@@ -287,7 +287,7 @@ def test_port_is_read(clean_env):
 
 def test_the_context_budget_defaults_to_the_agents_default(clean_env):
     """COUNTERSIGN_CONTEXT_TOKENS: the agents' own default when unset, read when set, at least 2000."""
-    from bot.agents.context_window import DEFAULT_CONTEXT_TOKENS
+    from bot.turns.context.window import DEFAULT_CONTEXT_TOKENS
 
     assert AgentSettings().context_tokens == DEFAULT_CONTEXT_TOKENS
     clean_env.setenv("COUNTERSIGN_CONTEXT_TOKENS", "50000")

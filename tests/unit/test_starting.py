@@ -10,7 +10,7 @@ import asyncpg
 import psycopg
 import pytest
 
-from bot.errors import (
+from bot.base.errors import (
     ConfigurationError,
     DatabaseUnavailableError,
     DatabaseUnreachableError,

@@ -17,9 +17,9 @@ from bot.admin.commands import (
 )
 from bot.admin.parse import CommandError, parse_command
 from bot.admin.views import Changed
-from bot.approvals.config import ApproverKind, ApproverRule, CardRouting
-from bot.approvals.escalation import EscalationTarget, TargetKind
-from bot.approvals.mode import Mode
+from bot.base.mode import Mode
+from bot.policy.config import ApproverKind, ApproverRule, CardRouting
+from bot.reviews.escalation.rules import EscalationTarget, TargetKind
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ and `excludeTools` (these never are; it wins over `includeTools`), lists of the 
 tool names (docs/decisions/0051-offering-only-some-mcp-tools.md). `${NAME}` in any
 string value is replaced by the variable `NAME` of the bot's environment, else of its `.env`
 file (`mcp_environment`), so tokens stay out of the file. Anything else stops the start with one
-line (`bot.errors.ConfigurationError`) saying every problem of the file at once: a file that
+line (`bot.base.errors.ConfigurationError`) saying every problem of the file at once: a file that
 cannot be read or is not JSON, an unknown key (the line lists the keys an entry may have), an
 entry with both or neither of `command` and `url`, a `type` that does not match them or is `sse`
 (SSE servers are not supported), a `${NAME}` that is not set or is empty, two server keys that
@@ -35,7 +35,7 @@ from typing import Annotated, Any, Final
 from dotenv import dotenv_values
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
-from bot.errors import ConfigurationError
+from bot.base.errors import ConfigurationError
 from bot.tools.server_wide import SEPARATOR
 
 _REFERENCE = re.compile(r"\$\{([^}]*)\}")

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, TypeGuard
 from urllib.parse import unquote
 
-from bot.errors import CountersignError
+from bot.base.errors import CountersignError
 
 __all__ = [
     "MAX_ALTERNATIVES",

@@ -25,8 +25,8 @@ from functools import partial
 
 import mcp_types
 
-from bot.conversation import Actor
-from bot.errors import ConfigurationError
+from bot.base.conversation import Actor
+from bot.base.errors import ConfigurationError
 from bot.tools.mcp.config import McpConfig, offered_by_file, registry_name, safe_server_name, said_at_once
 from bot.tools.mcp.connection import (
     CONNECT_TIMEOUT_S,
@@ -39,6 +39,7 @@ from bot.tools.mcp.connection import (
     Status,
 )
 from bot.tools.mcp.gemini_schema import UnusableSchemaError
+from bot.tools.mcp.info import McpToolInfo, tool_info
 from bot.tools.mcp.listing import Listing
 from bot.tools.mcp.pins import (
     AcceptPlan,
@@ -56,7 +57,7 @@ from bot.tools.mcp.pins import (
     observe,
 )
 from bot.tools.mcp.pins.rules import held_reason
-from bot.tools.mcp.tools import McpToolInfo, mcp_tool_spec, name_problem, tool_info
+from bot.tools.mcp.tools import mcp_tool_spec, name_problem
 from bot.tools.registry import AbsentTool, ToolSpec
 
 NoticeSink = Callable[[HoldNotice], Awaitable[None]]

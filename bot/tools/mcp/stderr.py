@@ -4,7 +4,7 @@ Left alone, a stdio server writes its stderr straight to the bot's (the MCP SDK'
 its lines (often rich-formatted, with colours and boxes) break `LOG_FORMAT=json`, whose every
 line must be one JSON object. Instead the server gets the write end of a pipe as its stderr
 (the MCP SDK's `stdio_client(errlog=...)`), and a task reads the other end line by line and logs
-each as `MCP server <key>: <line>` at INFO, with `mcp_server` set (`bot.log_context`). A line is
+each as `MCP server <key>: <line>` at INFO, with `mcp_server` set (`bot.base.log_context`). A line is
 cut at `MAX_LINE_CHARS`; terminal escapes and other control characters are dropped; past
 `BURST_LINES` lines at once, at most `LINES_PER_S` a second are logged and the rest are counted
 and said in one line (docs/decisions/0044-mcp-operations.md). The pipe is always read, so a
@@ -21,7 +21,7 @@ import re
 import time
 from typing import TextIO
 
-from bot.log_context import about
+from bot.base.log_context import about
 
 log = logging.getLogger(__name__)
 

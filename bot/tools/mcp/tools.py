@@ -3,12 +3,12 @@
 Each tool becomes a `ToolSpec` named `<server>__<tool>` (`bot.tools.mcp.config.registry_name`) whose default is review,
 whatever the server's hints say (hints are shown on the card, never obeyed on their own). Its
 `INPUT_SCHEMA` is the server's own `inputSchema`, against which the model's arguments and an
-approver's edits are checked (`bot.tools.refusals`, `bot.approvals.decisions`); the model is
+approver's edits are checked (`bot.tools.refusals`, `bot.reviews.decisions`); the model is
 shown `gemini_parameters` of it, and the notes that rewrite makes about the arguments as a
 whole follow the server's description (`declared_description`,
 docs/decisions/0047-gemini-schemas-for-mcp-tools.md). A call goes through the tool node like any
 other: claimed in the tool-run ledger before it is sent, the approved digest checked, its result recorded; a
-call whose answer never came raises `bot.errors.ToolOutcomeUnknownError`, so it is recorded
+call whose answer never came raises `bot.base.errors.ToolOutcomeUnknownError`, so it is recorded
 as outcome unknown and never sent again (docs/decisions/0042-mcp-client.md). A server that
 answers with questions for a person only raises `InputAskedError`: the tool node asks the
 requester and sends the next round, whose answers this tool reads from `ROUND_INPUT`
@@ -19,16 +19,15 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import mcp_types
 from langchain_core.tools import StructuredTool, ToolException
 
-from bot.approvals.mode import Mode
-from bot.errors import ToolOutcomeUnknownError
-from bot.log_context import about
+from bot.base.errors import ToolOutcomeUnknownError
+from bot.base.log_context import about
+from bot.base.mode import Mode
 from bot.tools.mcp.connection import (
     CallRefusedError,
     InputRequiredError,
@@ -38,7 +37,7 @@ from bot.tools.mcp.connection import (
 )
 from bot.tools.mcp.elicitation.rounds import ROUND_INPUT, InputAskedError, only_questions
 from bot.tools.mcp.gemini_schema import declared_description, gemini_parameters
-from bot.tools.mcp.pins.definitions import ToolDefinition
+from bot.tools.mcp.info import McpToolInfo
 from bot.tools.registry import INPUT_SCHEMA, ToolSpec
 
 MAX_NAME_CHARS = 64
@@ -55,89 +54,6 @@ def name_problem(name: str) -> str | None:
     if not _GEMINI_NAME.fullmatch(name):
         return "its name has characters Gemini refuses (letters, digits, _ . : - only, not first a digit)"
     return None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ToolHints:
-    """What the server says of its tool (MCP's `ToolAnnotations`): hints, never a guarantee.
-
-    Each is None when the server did not say. They are shown on the card; they never make a
-    call run without review on their own.
-    """
-
-    read_only: bool | None = None
-    destructive: bool | None = None
-    idempotent: bool | None = None
-    open_world: bool | None = None
-
-    @classmethod
-    def of(cls, annotations: mcp_types.ToolAnnotations | None) -> ToolHints:
-        """The hints of a listed tool's annotations (all None without any)."""
-        if annotations is None:
-            return cls()
-        return cls(
-            read_only=annotations.read_only_hint,
-            destructive=annotations.destructive_hint,
-            idempotent=annotations.idempotent_hint,
-            open_world=annotations.open_world_hint,
-        )
-
-    def words(self) -> tuple[str, ...]:
-        """The hints the server gave, as card words: "read-only", "destructive", "idempotent", "open world"."""
-        said = (
-            (self.read_only, "read-only"),
-            (self.destructive, "destructive"),
-            (self.idempotent, "idempotent"),
-            (self.open_world, "open world"),
-        )
-        return tuple(word for value, word in said if value)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class McpToolInfo:
-    """Where an MCP tool comes from and how its server defined it.
-
-    Attributes:
-        server: the server's key in the MCP servers file.
-        upstream: the tool's name on the server.
-        description: the server's description of it.
-        hints: its annotations' hints.
-        definition: the tool as the server listed it (`name`, `description`, `inputSchema`,
-            `annotations`, ... in MCP's JSON spelling).
-        contract: what is pinned of it (`bot.tools.mcp.pins`): its name, description, input
-            schema and hints.
-        digest: `contract.digest`, SHA-256 of the canonical JSON of those: changes whenever what
-            the tool is said to do changes.
-    """
-
-    server: str
-    upstream: str
-    description: str
-    hints: ToolHints
-    definition: Mapping[str, Any] = field(repr=False)
-    contract: ToolDefinition = field(repr=False)
-
-    @property
-    def digest(self) -> str:
-        """The pinned digest of the tool (`ToolDefinition.digest`)."""
-        return self.contract.digest
-
-
-def tool_info(server: str, tool: mcp_types.Tool) -> McpToolInfo:
-    """The `McpToolInfo` of a listed tool of the server `server` (its key).
-
-    Raises:
-        bot.tools.mcp.pins.MalformedDefinitionError: the entry cannot be pinned (leave the tool out).
-    """
-    definition = tool.model_dump(mode="json", by_alias=True, exclude_none=True)
-    return McpToolInfo(
-        server=server,
-        upstream=tool.name,
-        description=tool.description or tool.title or "",
-        hints=ToolHints.of(tool.annotations),
-        definition=definition,
-        contract=ToolDefinition.from_listing(server, definition),
-    )
 
 
 RefusalCheck = Callable[[], Awaitable[str | None]]

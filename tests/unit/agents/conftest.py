@@ -9,10 +9,10 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from bot.agents.review_agent import build_review_agent
-from bot.approvals.policy import DefaultPolicy
+from bot.policy.review import DefaultPolicy
 from bot.settings import DatabaseSettings
 from bot.storage.database import open_database
-from bot.tools.ledger import InMemoryLedger
+from bot.tools.ledger.memory import InMemoryLedger
 from bot.tools.registry import ToolRegistry
 from tests.support.postgres import TestServer
 from tests.support.scripted_model import ScriptedChatModel

@@ -25,16 +25,16 @@ from langgraph.types import Command
 
 from bot.agents.history import without_nul
 from bot.agents.review_agent import build_review_agent
-from bot.approvals.conditions import ConditionEvaluationError, compile_condition
-from bot.approvals.config import ALL, ToolRule, WorkspaceConfig
-from bot.approvals.decisions import validate_tool_args
-from bot.approvals.mode import Mode
-from bot.approvals.policy import ConfiguredPolicy
-from bot.errors import InvalidDecisionError
+from bot.base.errors import InvalidDecisionError
+from bot.base.mode import Mode
+from bot.policy.conditions import ConditionEvaluationError, compile_condition
+from bot.policy.config import ALL, ToolRule, WorkspaceConfig
+from bot.policy.review import ConfiguredPolicy
+from bot.reviews.decisions import validate_tool_args
 from bot.settings import ToolSettings
 from bot.tools.canonical import canonical_args
 from bot.tools.http_request import make_http_request_tool, needs_review
-from bot.tools.ledger import InMemoryLedger
+from bot.tools.ledger.memory import InMemoryLedger
 from bot.tools.registry import ToolRegistry, ToolSpec
 from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
 from tests.support.tools import ToolLog, make_test_registry

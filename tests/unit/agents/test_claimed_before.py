@@ -15,7 +15,8 @@ from langchain_core.messages.tool import ToolCall
 
 from bot.agents import prompts
 from bot.agents.tool_node import run_tool
-from bot.tools.ledger import InMemoryLedger, ToolResult
+from bot.tools.ledger.memory import InMemoryLedger
+from bot.tools.ledger.store import ToolResult
 from bot.tools.registry import AbsentTool, ToolSpec
 from tests.support.tools import ToolLog, make_test_registry
 

@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, RemoveMessage, SystemMessage, ToolMessage
 
-from bot.agents.context_window import (
+from bot.agents.history import repaired
+from bot.turns.context.window import (
     AUTHOR_KEY,
     ContextWindow,
     estimate_tokens,
@@ -19,7 +20,6 @@ from bot.agents.context_window import (
     transcript,
     within,
 )
-from bot.agents.history import repaired
 from tests.support.scripted_model import ScriptedChatModel
 from tests.unit.agents.test_history import _assert_well_formed, answer, calls, histories, human, result
 

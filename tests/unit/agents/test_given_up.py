@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bot.agents import prompts
 from bot.agents.given_up import given_up_results
-from bot.tools.ledger import ToolResult
+from bot.tools.ledger.store import ToolResult
 from tests.support.scripted_model import tool_call
 
 

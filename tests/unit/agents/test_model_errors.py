@@ -17,7 +17,7 @@ from langchain_google_genai.chat_models import (
 )
 
 from bot.agents.model_errors import retry_advice, to_model_error
-from bot.errors import ModelError, ModelErrorKind
+from bot.base.errors import ModelError, ModelErrorKind
 
 BUSY = ModelErrorKind.BUSY
 UNAVAILABLE = ModelErrorKind.UNAVAILABLE

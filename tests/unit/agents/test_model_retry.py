@@ -9,7 +9,7 @@ from google.genai import errors as genai_errors
 from langchain_core import exceptions as lc
 
 from bot.agents.model_retry import ModelWait, RetryPolicy, with_retries
-from bot.errors import ModelError, ModelErrorKind
+from bot.base.errors import ModelError, ModelErrorKind
 
 POLICY = RetryPolicy(attempts=4, initial_delay_s=1.0, max_delay_s=8.0, max_wait_s=60.0, announce_after_s=5.0)
 

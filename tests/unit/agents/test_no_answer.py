@@ -9,7 +9,7 @@ from google.genai import types as genai_types
 from langchain_core.messages import AIMessage
 
 from bot.agents.no_answer import ASK_AGAIN, gemini_says, no_answer_reason
-from bot.errors import NoAnswerReason
+from bot.base.errors import NoAnswerReason
 
 
 def empty(**metadata: Any) -> AIMessage:

@@ -20,10 +20,10 @@ from bot.agents import prompts
 from bot.agents.review_agent import build_review_agent
 from bot.agents.subagent_specs import SubagentSpec
 from bot.agents.supervisor import build_subagent, build_supervisor_agent
-from bot.approvals.mode import Mode
-from bot.approvals.policy import DefaultPolicy
-from bot.errors import InvalidArgumentsError
-from bot.tools.ledger import InMemoryLedger
+from bot.base.errors import InvalidArgumentsError
+from bot.base.mode import Mode
+from bot.policy.review import DefaultPolicy
+from bot.tools.ledger.memory import InMemoryLedger
 from bot.tools.registry import ARGS_CHECK, ToolRegistry, ToolSpec
 from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
 from tests.support.tools import ToolLog

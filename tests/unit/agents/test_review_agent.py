@@ -11,11 +11,11 @@ from langgraph.types import Command
 
 from bot.agents import prompts
 from bot.agents.review_agent import build_review_agent
-from bot.approvals.decisions import validate_decisions
-from bot.approvals.mode import Mode
-from bot.approvals.policy import DefaultPolicy
-from bot.errors import InvalidDecisionError, NoAnswerError, NoAnswerReason
-from bot.tools.ledger import InMemoryLedger
+from bot.base.errors import InvalidDecisionError, NoAnswerError, NoAnswerReason
+from bot.base.mode import Mode
+from bot.policy.review import DefaultPolicy
+from bot.reviews.decisions import validate_decisions
+from bot.tools.ledger.memory import InMemoryLedger
 from bot.tools.registry import ToolRegistry, ToolSpec
 from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
 

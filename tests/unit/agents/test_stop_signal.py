@@ -1,4 +1,4 @@
-"""The graph's nodes and a stopped turn (bot/agents/stop_signal.py), on both checkpointers.
+"""The graph's nodes and a stopped turn (bot/turns/stop/signal.py), on both checkpointers.
 
 The signal is set from inside the run (by the model or by a tool), so each step boundary is
 hit deterministically: no model call, no card and no tool call after the stop, one result per
@@ -17,11 +17,11 @@ from langgraph.types import Command
 
 from bot.agents import prompts
 from bot.agents.review_agent import build_review_agent
-from bot.agents.stop_signal import STOP_KEY, StopSignal, is_cancellable, stopped_by, unless_stopped
-from bot.approvals.mode import Mode
-from bot.approvals.policy import DefaultPolicy
-from bot.tools.ledger import InMemoryLedger
+from bot.base.mode import Mode
+from bot.policy.review import DefaultPolicy
+from bot.tools.ledger.memory import InMemoryLedger
 from bot.tools.registry import ToolRegistry, ToolSpec
+from bot.turns.stop.signal import STOP_KEY, StopSignal, is_cancellable, stopped_by, unless_stopped
 from tests.support.gate import Gate
 from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
 

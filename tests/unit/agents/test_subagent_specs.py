@@ -14,7 +14,7 @@ from bot.agents.subagent_specs import (
     SubagentSpec,
     load_subagents,
 )
-from bot.errors import ConfigurationError
+from bot.base.errors import ConfigurationError
 from bot.settings import ToolSettings
 from bot.tools.builtin import builtin_tools
 from bot.tools.operator import build_registry

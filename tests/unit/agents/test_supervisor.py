@@ -18,9 +18,9 @@ from bot.agents import prompts
 from bot.agents.delegation import DelegationEvent
 from bot.agents.subagent_specs import SubagentSpec
 from bot.agents.supervisor import build_subagent, build_supervisor_agent, max_tool_rounds
-from bot.approvals.policy import DefaultPolicy
-from bot.errors import ModelError, ModelErrorKind, NoAnswerReason
-from bot.tools.ledger import InMemoryLedger
+from bot.base.errors import ModelError, ModelErrorKind, NoAnswerReason
+from bot.policy.review import DefaultPolicy
+from bot.tools.ledger.memory import InMemoryLedger
 from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
 
 RESEARCHER = SubagentSpec(name="researcher", description="Looks things up.", prompt="You research.", tools=("lookup",))

@@ -6,7 +6,7 @@ from langchain_core.messages import ToolCall
 from langchain_core.tools import tool
 
 from bot.agents.tool_node import run_tool
-from bot.tools.ledger import InMemoryLedger
+from bot.tools.ledger.memory import InMemoryLedger
 
 
 @tool

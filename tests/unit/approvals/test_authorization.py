@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from bot.approvals.authorization import ensure_may_decide
-from bot.approvals.config import ApproverKind, ApproverRule, SettingKey, WorkspaceConfig
-from bot.conversation import Actor
-from bot.errors import NotPermittedError
+from bot.base.conversation import Actor
+from bot.base.errors import NotPermittedError
+from bot.policy.config import ApproverKind, ApproverRule, SettingKey, WorkspaceConfig
+from bot.reviews.authorization import ensure_may_decide
 
 WORKSPACE = "T1"
 REQUESTER = "U_ASKER"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.approvals.conditions import ConditionEvaluationError, compile_condition
+from bot.policy.conditions import ConditionEvaluationError, compile_condition
 
 HTTP_ARGS = ["method", "url", "headers", "body"]
 SAMPLE = {"method": "", "url": "", "headers": {}, "body": None}
@@ -59,7 +59,7 @@ def test_a_helper_result_that_is_not_a_boolean_is_refused_when_saved():
     """`url(args.url).getHostname()` alone is text, not a condition: the schema's samples catch it."""
     from langchain_core.utils.json_schema import dereference_refs
 
-    from bot.approvals.conditions import InvalidConditionError, sample_arguments
+    from bot.policy.conditions import InvalidConditionError, sample_arguments
     from bot.settings import ToolSettings
     from bot.tools.http_request import make_http_request_tool
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import SecretStr
 
-from bot.approvals.conditions import InvalidConditionError, compile_condition
+from bot.policy.conditions import InvalidConditionError, compile_condition
 from bot.settings import ToolSettings
 from bot.tools.builtin import builtin_tools
 

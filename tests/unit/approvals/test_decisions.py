@@ -9,7 +9,8 @@ import pytest
 from langchain_core.tools import BaseTool, tool
 from pydantic import BaseModel
 
-from bot.approvals.decisions import (
+from bot.base.errors import InvalidDecisionError
+from bot.reviews.decisions import (
     MAX_REASON_CHARS,
     Approve,
     Edit,
@@ -20,8 +21,7 @@ from bot.approvals.decisions import (
     validate_decisions,
     validate_tool_args,
 )
-from bot.approvals.requests import build_review_request
-from bot.errors import InvalidDecisionError
+from bot.reviews.requests import build_review_request
 
 
 class Item(BaseModel):
@@ -432,7 +432,7 @@ def test_validate_decisions_accepts_a_request_built_by_build_review_request():
 
 def test_the_digest_counts_numbers_by_value():
     """1.0 and 1, a huge float and the integer jsonb gives back for it, digest alike; other values and bools do not."""
-    from bot.approvals.digest import args_digest
+    from bot.reviews.digest import args_digest
 
     huge = 2.0**70
     assert args_digest({"n": huge}) == args_digest({"n": int(Decimal(repr(huge)))})

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.tools import tool
 
-from bot.approvals.mode import Mode
-from bot.approvals.policy import DefaultPolicy, PolicyContext
+from bot.base.mode import Mode
+from bot.policy.review import DefaultPolicy, PolicyContext
 from bot.settings import ToolSettings
 from bot.tools.http_request import make_http_request_tool, needs_review
 from bot.tools.registry import ToolRegistry, ToolSpec
@@ -126,7 +126,7 @@ async def test_review_when_gets_empty_args_when_none():
 async def test_raising_review_when_fails_closed_and_warns(caplog):
     """A condition that raises counts as REVIEW and logs a warning naming tool and thread."""
     p = policy(ToolSpec(tool=post, default_mode=Mode.REVIEW, review_when=broken))
-    with caplog.at_level(logging.WARNING, logger="bot.approvals.policy"):
+    with caplog.at_level(logging.WARNING, logger="bot.policy.review"):
         mode = await p.mode_for(call("post", method="GET"), CONTEXT)
     assert mode is Mode.REVIEW
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
@@ -254,10 +254,10 @@ def _raising(exc: type[Exception]):
 )
 async def test_property_review_tool_with_raising_or_truthy_condition_is_never_auto(args, condition):
     """For any args, a REVIEW tool whose condition raises or returns truthy is never AUTO."""
-    logging.getLogger("bot.approvals.policy").disabled = True
+    logging.getLogger("bot.policy.review").disabled = True
     try:
         p = policy(ToolSpec(tool=post, default_mode=Mode.REVIEW, review_when=condition))
         the_call = {"name": "post", "args": args, "id": "call-post", "type": "tool_call"}
         assert await p.mode_for(the_call, CONTEXT) is Mode.REVIEW
     finally:
-        logging.getLogger("bot.approvals.policy").disabled = False
+        logging.getLogger("bot.policy.review").disabled = False

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from adapters.discord import messages as discord_msg
 from adapters.slack import messages as slack_msg
 from adapters.words.decisions import parse_edited_args
-from bot.approvals.decisions import InvalidDecisionError, storable_problem, validate_tool_args
+from bot.reviews.decisions import InvalidDecisionError, storable_problem, validate_tool_args
 from bot.settings import ToolSettings
 from bot.tools.calculator import make_calculator_tool
 from bot.tools.http_request import make_http_request_tool

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from bot.approvals.authorization import Standing, ensure_may_decide
-from bot.approvals.config import ApproverKind, ApproverRule, SettingKey, WorkspaceConfig
-from bot.approvals.escalation import EscalationTarget, TargetKind
-from bot.approvals.lifecycle import (
+from bot.base.conversation import Actor
+from bot.base.errors import NotPermittedError
+from bot.policy.config import ApproverKind, ApproverRule, SettingKey, WorkspaceConfig
+from bot.reviews.authorization import Standing, ensure_may_decide
+from bot.reviews.escalation.rules import EscalationTarget, TargetKind
+from bot.reviews.lifecycle import (
     ESCALATION_TRANSITIONS,
     ApprovalStatus,
     EscalationEvent,
@@ -18,8 +20,6 @@ from bot.approvals.lifecycle import (
     escalation_after,
     escalation_sources,
 )
-from bot.conversation import Actor
-from bot.errors import NotPermittedError
 from tests.unit.approvals.test_authorization import REQUESTER, WORKSPACE, AdminCheck, actor
 
 

@@ -1,4 +1,4 @@
-"""The review state machine of bot/approvals/lifecycle.py: its tables, refusals and the quorum tally."""
+"""The review state machine of bot/reviews/lifecycle.py: its tables, refusals and the quorum tally."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.approvals.lifecycle import (
+from bot.base.errors import CountersignError
+from bot.reviews.lifecycle import (
     APPROVAL_TRANSITIONS,
     DECIDED,
     REVIEW_TRANSITIONS,
@@ -24,7 +25,6 @@ from bot.approvals.lifecycle import (
     review_sources,
     tally,
 )
-from bot.errors import CountersignError
 
 FINAL = (
     ApprovalStatus.APPROVED,

@@ -7,9 +7,9 @@ import logging
 import pytest
 from langchain_core.tools import StructuredTool
 
-from bot.approvals.config import ToolRule
-from bot.approvals.mode import Mode
-from bot.approvals.policy import effective_mode
+from bot.base.mode import Mode
+from bot.policy.config import ToolRule
+from bot.policy.review import effective_mode
 from bot.tools.registry import ToolSpec
 
 
@@ -27,14 +27,14 @@ def mcp_like(name: str, *arguments: str) -> ToolSpec:
 
 
 def warnings_of(caplog: pytest.LogCaptureFixture) -> list[str]:
-    return [r.getMessage() for r in caplog.records if r.name == "bot.approvals.policy" and r.levelno >= logging.WARNING]
+    return [r.getMessage() for r in caplog.records if r.name == "bot.policy.review" and r.levelno >= logging.WARNING]
 
 
 def test_a_missing_argument_needs_review_and_is_warned_once_per_rule_and_tool(caplog: pytest.LogCaptureFixture) -> None:
     """Three calls of a tool without `repo` under `gh__* review when args.repo == ...`: review each, one warning naming both."""
     rule = ToolRule(tool_name="gh__*", mode=Mode.REVIEW, condition="args.repo == 'prod-once'")
     listing, other = mcp_like("gh__list_orgs", "org"), mcp_like("gh__whoami")
-    with caplog.at_level(logging.DEBUG, logger="bot.approvals.policy"):
+    with caplog.at_level(logging.DEBUG, logger="bot.policy.review"):
         modes = [effective_mode(listing, rule, {"org": "acme"}, where=f"t{n}") for n in range(3)]
         assert modes == [Mode.REVIEW] * 3
         [said] = warnings_of(caplog)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from bot.approvals.config import ALL, ApproverKind, ApproverRule, SettingKey, ToolRule, TrustSetting, WorkspaceConfig
-from bot.approvals.mode import Mode
+from bot.base.mode import Mode
+from bot.policy.config import ALL, ApproverKind, ApproverRule, SettingKey, ToolRule, TrustSetting, WorkspaceConfig
 from bot.tools.server_wide import covers, pattern_server, server_patterns
 
 TOOL = "gh__delete_repo"

@@ -9,7 +9,7 @@ import unicodedata
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.approvals.shown import (
+from bot.reviews.shown import (
     LEAST_SHOWN,
     ShownLine,
     arrange,

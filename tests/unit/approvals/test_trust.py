@@ -22,9 +22,11 @@ from adapters.slack.blocks import (
 from adapters.words.decisions import TRUST_REFUSED, decision_error_text
 from bot.admin.commands import ListTrust, RevokeTrust, SetTrust
 from bot.admin.parse import CommandError, parse_command
-from bot.approvals.config import TrustSetting, WorkspaceConfig
-from bot.approvals.digest import args_digest
-from bot.approvals.lifecycle import (
+from bot.base.errors import TrustRefusedError
+from bot.policy.config import TrustSetting, WorkspaceConfig
+from bot.ports import ApprovalCard, BatchOffer
+from bot.reviews.digest import args_digest
+from bot.reviews.lifecycle import (
     ApprovalEvent,
     LifecycleError,
     TrustEvent,
@@ -33,10 +35,8 @@ from bot.approvals.lifecycle import (
     trust_after,
     trust_status,
 )
-from bot.approvals.records import ApprovalRecord
-from bot.approvals.trust import TrustGrant, at_least_as_narrow, key_digest, still_fits, trust_key
-from bot.errors import TrustRefusedError
-from bot.ports import ApprovalCard, BatchOffer
+from bot.reviews.records import ApprovalRecord
+from bot.reviews.trust.grants import TrustGrant, at_least_as_narrow, key_digest, still_fits, trust_key
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
@@ -198,7 +198,7 @@ def approval(**changes) -> ApprovalRecord:
         "reason": None,
         "created_at": NOW,
     }
-    from bot.approvals.lifecycle import ApprovalStatus
+    from bot.reviews.lifecycle import ApprovalStatus
 
     values.update(changes)
     values["status"] = ApprovalStatus(values["status"])

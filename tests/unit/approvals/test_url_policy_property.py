@@ -16,11 +16,11 @@ import httpx
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from bot.approvals.conditions import compile_condition
-from bot.approvals.config import ALL, ToolRule, WorkspaceConfig
-from bot.approvals.mode import Mode
-from bot.approvals.policy import ConfiguredPolicy, PolicyContext
-from bot.errors import InvalidArgumentsError
+from bot.base.errors import InvalidArgumentsError
+from bot.base.mode import Mode
+from bot.policy.conditions import compile_condition
+from bot.policy.config import ALL, ToolRule, WorkspaceConfig
+from bot.policy.review import ConfiguredPolicy, PolicyContext
 from bot.settings import ToolSettings
 from bot.tools.builtin import builtin_tools
 from bot.tools.http_url import canonical_url

@@ -6,7 +6,7 @@ import asyncio
 import inspect
 
 from adapters.slack.after_ack import WORK_TASK_PREFIX, AfterAck
-from bot.tasks import TaskTracker
+from bot.base.tasks import TaskTracker
 
 WAIT_S = 30.0
 

@@ -20,8 +20,8 @@ from adapters.slack.blocks import (
     unshowable,
 )
 from adapters.slack.text import unescape
-from bot.approvals.shown import Shortfall, arrange
 from bot.ports import ApprovalCard
+from bot.reviews.shown import Shortfall, arrange
 from tests.unit.slack.test_card_blocks import all_text, assert_within_limits, buttons, record
 
 HTTP_ORDER = ("method", "url", "headers", "body")

@@ -16,9 +16,9 @@ from adapters.slack.blocks import (
     reject_all_modal,
     version_of,
 )
-from bot.approvals.escalation import EscalationTarget, TargetKind
-from bot.approvals.lifecycle import ApprovalStatus, EscalationStatus
 from bot.ports import ApprovalCard, BatchOffer
+from bot.reviews.escalation.rules import EscalationTarget, TargetKind
+from bot.reviews.lifecycle import ApprovalStatus, EscalationStatus
 from tests.unit.slack.test_card_blocks import (
     BUTTON_TEXT_MAX,
     MODAL_TEXT_MAX,

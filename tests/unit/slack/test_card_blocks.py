@@ -23,9 +23,9 @@ from adapters.slack.blocks import (
     reject_modal,
     when_token,
 )
-from bot.approvals.lifecycle import ApprovalStatus
-from bot.approvals.records import ApprovalRecord
 from bot.ports import ApprovalCard, ToolOrigin
+from bot.reviews.lifecycle import ApprovalStatus
+from bot.reviews.records import ApprovalRecord
 
 APPROVAL_ID = "0b5c9f3e-7d0e-4a51-9a7f-3c2f8f1d2e44"
 DECIDED_AT = datetime(2024, 5, 17, 9, 30, tzinfo=UTC)

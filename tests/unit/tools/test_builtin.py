@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import SecretStr
 
-from bot.approvals.mode import Mode
+from bot.base.mode import Mode
 from bot.settings import ToolSettings
 from bot.tools.builtin import builtin_tools
 

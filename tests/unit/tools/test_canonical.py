@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from langchain_core.tools import tool
 
-from bot.approvals.decisions import storable_problem
-from bot.approvals.mode import Mode
-from bot.errors import InvalidArgumentsError
+from bot.base.errors import InvalidArgumentsError
+from bot.base.mode import Mode
+from bot.reviews.decisions import storable_problem
 from bot.tools.canonical import (
     CANONICAL_ARGS,
     MAX_ARGS_DEPTH,

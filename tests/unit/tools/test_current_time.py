@@ -55,7 +55,7 @@ def test_schema_timezone_is_optional():
 
 def test_the_canonical_zone_is_the_one_the_tool_shows():
     """A condition on `args.timezone` sees the zone's own name, whatever case or blanks were sent; an unknown zone has none."""
-    from bot.errors import InvalidArgumentsError
+    from bot.base.errors import InvalidArgumentsError
     from bot.tools.canonical import canonical_args
 
     tool = make_current_time_tool()

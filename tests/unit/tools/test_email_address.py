@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.errors import InvalidArgumentsError
+from bot.base.errors import InvalidArgumentsError
 from bot.tools.email_address import LINE_BREAKS, canonical_address, canonical_send_email_args
 
 _FULL_WIDTH = {chr(c): chr(c + 0xFEE0) for c in range(0x21, 0x7F)}

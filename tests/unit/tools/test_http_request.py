@@ -12,7 +12,7 @@ import httpx
 import pytest
 from aiohttp import web
 
-from bot.errors import ConfigurationError
+from bot.base.errors import ConfigurationError
 from bot.settings import ToolSettings
 from bot.tools.http_request import make_http_request_tool, needs_review
 from tests.support.bot_process import free_port
@@ -348,7 +348,7 @@ async def rewriting_server() -> AsyncIterator[tuple[int, list[str]]]:
 @pytest.mark.parametrize("header", ["X-Original-URL", "X-Rewrite-URL", "x-original-url"])
 async def test_a_get_judged_as_one_path_cannot_reach_another_through_a_rewrite_header(rewriting_server, header):
     """A GET (no card by default) that a path rule judged as /public never reaches /admin/ through a header."""
-    from bot.approvals.conditions import compile_condition
+    from bot.policy.conditions import compile_condition
 
     port, routed = rewriting_server
     args = {"method": "GET", "url": f"http://127.0.0.1:{port}/public", "headers": {header: "/admin/users/delete"}}

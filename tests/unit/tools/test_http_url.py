@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.errors import InvalidArgumentsError
+from bot.base.errors import InvalidArgumentsError
 from bot.tools.http_url import canonical_http_request_args, canonical_url
 from tests.support.url_spellings import BASE_URLS, spellings
 

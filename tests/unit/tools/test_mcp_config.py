@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from langchain_core.tools import tool
 
-from bot.errors import ConfigurationError
+from bot.base.errors import ConfigurationError
 from bot.settings import ToolSettings
 from bot.tools.builtin import builtin_tools
 from bot.tools.mcp.config import HttpServer, StdioServer, load_mcp_config, mcp_environment, registry_name

@@ -11,10 +11,10 @@ import mcp_types
 import pytest
 from langchain_core.tools import StructuredTool
 
-from bot.errors import ConfigurationError
+from bot.base.errors import ConfigurationError
 from bot.settings import ToolSettings
 from bot.tools.mcp.config import HttpServer, StdioServer, load_mcp_config, offered_by_file
-from bot.tools.mcp.tools import tool_info
+from bot.tools.mcp.info import tool_info
 from bot.tools.operator import build_registry
 from bot.tools.registry import AbsentTool, ToolRegistry, ToolSpec
 from tests.support.tools import ToolLog, make_test_registry

@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from bot.approvals.mode import Mode
-from bot.errors import ConfigurationError
+from bot.base.errors import ConfigurationError
+from bot.base.mode import Mode
 from bot.settings import ToolSettings
 from bot.tools.operator import build_registry, load_operator_tools
 from bot.tools.registry import ToolSpec
 
 HEADER = """
 from langchain_core.tools import tool
-from bot.approvals.mode import Mode
+from bot.base.mode import Mode
 from bot.tools.registry import ToolSpec
 
 

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 from pydantic import SecretStr
 
-from bot.errors import ConfigurationError
+from bot.base.errors import ConfigurationError
 from bot.settings import ToolSettings
 from bot.tools.canonical import canonical_args
 from bot.tools.refusals import refusal

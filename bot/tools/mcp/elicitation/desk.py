@@ -18,12 +18,12 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.audit import AuditEntry, AuditKind
-from bot.conversation import Actor, ConversationRef
-from bot.errors import CountersignError, NotPermittedError
+from bot.audit.entries import AuditEntry, AuditKind
+from bot.audit.store import AuditStore
+from bot.base.conversation import Actor, ConversationRef
+from bot.base.errors import CountersignError, NotPermittedError
+from bot.policy.store import ConfigStore
 from bot.ports import Platform
-from bot.storage.audit_store import AuditStore
-from bot.storage.config_store import ConfigStore
 from bot.tools.mcp.elicitation.forms import Action, Answer, check_answer
 from bot.tools.mcp.elicitation.rounds import QuestionPause, resume_value
 from bot.tools.mcp.elicitation.store import NewQuestion, QuestionRecord, QuestionStatus, QuestionStore

@@ -1,4 +1,4 @@
-"""Expiring an MCP server's unanswered questions on time, like cards (`bot.expiry`).
+"""Expiring an MCP server's unanswered questions on time, like cards (`bot.reviews.expiry`).
 
 A question stores its `expires_at` (its tool's card expiry) when its pause is raised. The
 sweeper closes what is due, answered `cancel` (one conditional update per question, so each
@@ -12,9 +12,9 @@ import logging
 from collections.abc import Awaitable, Callable, Collection
 from datetime import datetime
 
-from bot.sweeper import DueSweeper
 from bot.tools.mcp.elicitation.desk import QuestionDesk
 from bot.tools.mcp.elicitation.store import QuestionRecord
+from bot.upkeep.due_sweeper import DueSweeper
 
 log = logging.getLogger(__name__)
 

@@ -30,7 +30,7 @@ import mcp_types
 from jsonschema import Draft202012Validator, FormatChecker
 from jsonschema.exceptions import best_match
 
-from bot.errors import CountersignError
+from bot.base.errors import CountersignError
 
 MAX_FIELDS = 20
 """The most fields a form may ask for; a longer one is refused (no chat form shows more usefully)."""

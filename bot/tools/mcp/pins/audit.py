@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from bot.audit import AuditEntry, AuditKind
-from bot.conversation import Actor
+from bot.audit.entries import AuditEntry, AuditKind
+from bot.base.conversation import Actor
 from bot.tools.mcp.pins.definitions import ToolDefinition
 from bot.tools.mcp.pins.diff import ChangeKind, DefinitionChange
 from bot.tools.mcp.pins.rules import AcceptPlan, HeldTool

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from bot.audit import AuditEntry
-from bot.conversation import Actor
+from bot.audit.entries import AuditEntry
+from bot.base.conversation import Actor
 from bot.tools.mcp.pins.audit import accepted_entries, held_entries, pinned_entries
 from bot.tools.mcp.pins.definitions import ToolDefinition
 from bot.tools.mcp.pins.rules import AcceptPlan, HeldTool, Hold, ServerPins

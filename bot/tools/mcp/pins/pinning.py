@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from bot.conversation import Actor
+from bot.base.conversation import Actor
 from bot.tools.mcp.pins.definitions import ToolDefinition
 from bot.tools.mcp.pins.rules import (
     AcceptPlan,

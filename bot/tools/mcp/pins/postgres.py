@@ -14,8 +14,8 @@ from collections.abc import Sequence
 import asyncpg
 from asyncpg.pool import PoolConnectionProxy
 
-from bot.conversation import Actor
-from bot.storage.audit_store import AuditStore
+from bot.audit.store import AuditStore
+from bot.base.conversation import Actor
 from bot.tools.mcp.pins.audit import accepted_entries, held_entries, pinned_entries
 from bot.tools.mcp.pins.definitions import ToolDefinition
 from bot.tools.mcp.pins.rules import AcceptPlan, HeldTool, Hold, ServerPins

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from bot.conversation import Actor
+from bot.base.conversation import Actor
 from bot.tools.mcp.pins.definitions import ToolDefinition
 from bot.tools.mcp.pins.rules import AcceptPlan, HeldTool, ServerPins
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from bot.errors import CountersignError
+from bot.base.errors import CountersignError
 from bot.tools.mcp.gemini_schema import (
     MAX_ALTERNATIVES,
     MAX_DESCRIPTION,

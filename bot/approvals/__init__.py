@@ -1,1 +1,0 @@
-"""Approvals: what needs review, who may decide, decisions and their validation."""

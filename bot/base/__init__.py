@@ -1,0 +1,1 @@
+"""The bottom floor: values and errors every feature uses, importing no feature."""

@@ -1,0 +1,1 @@
+"""Reviews and approvals: the lifecycle, decisions, cards, batches, expiry, trust and escalation."""

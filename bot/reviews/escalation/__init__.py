@@ -1,0 +1,1 @@
+"""Escalation: who else gets an undecided card, and the sweep that sends it on time."""

@@ -1,0 +1,1 @@
+"""Trust for a while: grants made with an approval, checked live per call (docs/decisions/0022)."""

@@ -1,0 +1,1 @@
+"""What the model sees of a long conversation, and `/countersign context [reset]`."""

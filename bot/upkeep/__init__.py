@@ -1,0 +1,1 @@
+"""Background loops over PostgreSQL: unfinished work, retention, and the due-sweeper base they share."""
