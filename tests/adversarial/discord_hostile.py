@@ -9,7 +9,7 @@ import pytest
 
 from tests.adversarial.hostile import pauses_and_turns
 from tests.e2e.conftest import D_ALICE, D_APP, D_BOT, D_THREAD
-from tests.e2e.test_discord_flow import Card, click, mention, settle, wait_answer, wait_card
+from tests.e2e.discord.test_discord_flow import Card, click, mention, settle, wait_answer, wait_card
 
 D_GUILD2 = 1_600_000_000_000_000_101
 D_CHANNEL2 = 1_600_000_000_000_000_110

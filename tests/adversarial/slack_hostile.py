@@ -23,7 +23,7 @@ from adapters.words.decisions import (
 from tests.adversarial.hostile import pauses_and_turns
 from tests.adversarial.slack_support import card_ready, has_buttons, sender
 from tests.e2e.conftest import ALICE, CHANNEL
-from tests.e2e.test_slack_flow import Card, click, settle, wait_answer
+from tests.e2e.slack.test_slack_flow import Card, click, settle, wait_answer
 
 MALLORY = "UMALLORY"
 """A member of team T2 (no admin rights anywhere)."""

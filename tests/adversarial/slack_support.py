@@ -7,7 +7,7 @@ from typing import Any
 
 from countersign.server import BotServer
 from tests.e2e.conftest import CAROL, CHANNEL, SIGNING_SECRET
-from tests.e2e.test_slack_flow import Card, card_state, wait_card
+from tests.e2e.slack.test_slack_flow import Card, card_state, wait_card
 from tests.standins.slack_api import SlackApiStandIn
 from tests.standins.slack_events import SlackEventSender
 

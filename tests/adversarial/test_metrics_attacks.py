@@ -7,7 +7,7 @@ import pytest
 
 from adapters.slack import blocks
 from tests.e2e.conftest import ALICE, BOB, CHANNEL
-from tests.e2e.test_slack_flow import click, settle, wait_answer, wait_card
+from tests.e2e.slack.test_slack_flow import click, settle, wait_answer, wait_card
 from tests.support.barriers import GENEROUS_S, slack_listeners_done
 
 pytestmark = pytest.mark.e2e

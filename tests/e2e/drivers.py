@@ -604,7 +604,7 @@ class DiscordDriver:
         return handles
 
     async def _click(self, card: CardHandle, who: str, action: str):
-        from tests.e2e.test_discord_flow import current_custom_id
+        from tests.e2e.discord.test_discord_flow import current_custom_id
 
         interaction = await self.api.click_button(
             card.message,
