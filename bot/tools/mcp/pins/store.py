@@ -5,7 +5,7 @@ and holds from it (`load`), so a hold recorded by one refuses the tool's calls o
 and survives restarts. Every change is conditional, so that workers racing on the same listing
 record it once: the first sight of a server once, each held definition once, each admins'
 message once, and an accept only for what the admins were shown. Both implementations pass one
-contract suite (tests/integration/test_mcp_pins.py).
+contract suite (tests/integration/tools/mcp/pins/test_mcp_pins.py).
 """
 
 from __future__ import annotations
