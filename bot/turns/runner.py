@@ -149,7 +149,8 @@ class TurnRunner:
         questions: where an MCP server's questions go (`bot.tools.mcp.elicitation`); None: a
             question pause is never raised by the graphs run here.
         expiring: told when a review with an expiry opens (the expiry sweeper subscribes; an
-            event because the sweeper is built after this runner, docs/decisions/XXXX).
+            event because the sweeper is built after this runner,
+            docs/decisions/XXXX-one-composition-root.md).
         on_new_escalation: called when a review with an escalation opens (wakes the escalation
             sweeper).
     """
