@@ -5,7 +5,7 @@ Run it alone with::
     uv run --frozen python -m bench.delegation [--turns 100] [--warmup 10]
 
 `python -m bench.turns` runs it too, as one of its phases. Both agents are the graphs
-`countersign.runtime.assemble_core` compiles for `countersign run` (four savers over one psycopg
+`countersign.wiring.assemble_core` compiles for `countersign run` (four savers over one psycopg
 pool on a fresh database, the default subagents, the settings' prompts, window and limits), with
 one `ScriptedChatModel` as every agent's model (no HTTP, no google-genai), so the figures are the
 graphs on AsyncPostgresSaver alone. Each turn is a new thread, streamed as `TurnRunner` streams

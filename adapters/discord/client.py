@@ -59,7 +59,7 @@ class CountersignClient(discord.AutoShardedClient):
 
     Args:
         service: the core.
-        admin: the `/countersign` commands (and each channel's conversation scope).
+        admin: the `/countersign` commands.
         guild_ready_timeout_s: discord.py's `guild_ready_timeout` (`DISCORD_GUILD_READY_TIMEOUT`).
         shard_count: the whole bot's shard count (`DISCORD_SHARD_COUNT`); None asks
             `GET /gateway/bot` at connect (discord.py's default).
@@ -105,7 +105,7 @@ class CountersignClient(discord.AutoShardedClient):
         self.admin = admin
         self.interactions = InteractionHandler(service)
         self.tree = app_commands.CommandTree(self)
-        self.tree.add_command(build_command_group(admin, admin.tool_names()))
+        self.tree.add_command(build_command_group(admin, service, admin.tool_names()))
         self.tree.error(on_command_error)
 
     @property
@@ -162,7 +162,7 @@ class CountersignClient(discord.AutoShardedClient):
         if me is None or message.author.bot or message.author.id == me.id or message.type not in _CHAT_TYPES:
             return
         guild_id = message.guild.id if message.guild else None
-        conversation = await scoped_conversation(message.channel, guild_id, self.admin)
+        conversation = await scoped_conversation(message.channel, guild_id, self.service)
         mentioned = any(user.id == me.id for user in message.mentions)
         in_known_thread = conversation.thread is not None and await self.service.knows_conversation(conversation)
         if guild_id is not None and not mentioned and not in_known_thread:

@@ -52,6 +52,7 @@ from bot.base.errors import CountersignError
 from bot.base.mode import Mode
 from bot.policy.config import ApproverKind, CardRouting, ConversationScope
 from bot.reviews.escalation.rules import EscalationTarget, TargetKind
+from bot.service import Countersign
 
 log = logging.getLogger(__name__)
 
@@ -99,8 +100,8 @@ def _leaf_options(data: dict[str, Any]) -> list[dict[str, Any]]:
     return [option for option in options if isinstance(option, dict)]
 
 
-def build_command_group(admin: AdminService, tool_names: list[str]) -> app_commands.Group:
-    """The `/countersign` group, bound to the admin use case."""
+def build_command_group(admin: AdminService, service: Countersign, tool_names: list[str]) -> app_commands.Group:
+    """The `/countersign` group, bound to the admin use case (`service` decides a command's conversation)."""
     group = _CheckedGroup(name="countersign", description="Countersign: approvals for the agent's tools")
 
     async def run(interaction: Interaction, command: Command | None = None, problem: str | None = None) -> None:
@@ -112,7 +113,7 @@ def build_command_group(admin: AdminService, tool_names: list[str]) -> app_comma
             conversation = None
             if isinstance(command, IN_A_CONVERSATION) and interaction.channel is not None:
                 # The conversation a message typed here would belong to (threads follow `scope`).
-                conversation = await scoped_conversation(interaction.channel, interaction.guild_id, admin)
+                conversation = await scoped_conversation(interaction.channel, interaction.guild_id, service)
             reply = await admin.execute(clicker_actor(interaction), command, here=here, conversation=conversation)
             text = render(reply, DISCORD_MARKUP)
         except CountersignError as exc:

@@ -8,14 +8,12 @@ channel's conversation; a DM is one conversation.
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 from typing import Any
 
 import discord
 
-from bot.admin.service import AdminService
 from bot.base.conversation import DM_WORKSPACE, Actor, ConversationRef
-from bot.policy.config import ConversationScope
+from bot.service import Countersign
 
 PLATFORM = "discord"
 DM = DM_WORKSPACE
@@ -35,22 +33,26 @@ def conversation_of(channel: Any, guild_id: int | None) -> ConversationRef:
     return ConversationRef(platform=PLATFORM, workspace_id=str(guild_id), channel_id=str(channel.id))
 
 
-async def scoped_conversation(channel: Any, guild_id: int | None, admin: AdminService) -> ConversationRef:
-    """The conversation of `channel` under its channel's scope setting (messages and `context`).
+async def scoped_conversation(channel: Any, guild_id: int | None, service: Countersign) -> ConversationRef:
+    """The conversation of `channel` as the core decides it (messages and `context`).
 
-    With `/countersign scope channel`, a thread shares its parent channel's conversation.
+    The adapter hands over where the message is (`conversation_of`); the core applies the
+    channel's scope setting (`Countersign.conversation_at`: with `/countersign scope channel`, a
+    thread shares its parent channel's conversation).
 
     Args:
         channel: where a message was sent or a command typed (a thread, a channel, a DM).
         guild_id: the guild, None in a DM.
-        admin: reads the parent channel's scope.
+        service: the core.
+
+    Raises:
+        Exception: the database's, when the channel's scope cannot be read.
     """
-    conversation = conversation_of(channel, guild_id)
-    if conversation.thread is not None and guild_id is not None:
-        scope = await admin.scope(PLATFORM, str(guild_id), conversation.channel_id)
-        if scope is ConversationScope.CHANNEL:
-            conversation = replace(conversation, thread=None)
-    return conversation
+    place = conversation_of(channel, guild_id)
+    scoped = await service.conversation_at(
+        PLATFORM, place.workspace_id, place.channel_id, place.thread, is_dm=guild_id is None
+    )
+    return scoped or place  # never None here: a Discord channel is a conversation of its own
 
 
 def target_channel_id(conversation: ConversationRef) -> int:

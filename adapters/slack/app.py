@@ -224,8 +224,8 @@ class SlackAdapter:
         # argument for each one it tries (about 18 us each here): messages and clicks first,
         # the rare events last.
         self.after_ack = AfterAck(service.tasks)
-        SlackListeners(service, self.platform, self.users, admin, self.after_ack).register(self.app)
-        SlackCommands(admin, self.users, self.after_ack).register(self.app)
+        SlackListeners(service, self.platform, self.users, self.after_ack).register(self.app)
+        SlackCommands(admin, service, self.users, self.after_ack).register(self.app)
         if oauth_settings is not None:
             # slack-bolt's own listeners: `tokens_revoked` and `app_uninstalled` delete the
             # workspace's installation (conversations and audit stay until retention).

@@ -2,8 +2,8 @@
 
 Acknowledged at once; the reply is ephemeral, through the command's `response_url`.
 
-`context` and `stop` are about a conversation, found as for a message
-(`adapters.slack.listeners`): a DM, or a channel with `scope channel`, is one conversation; in
+`context` and `stop` are about a conversation, which the core decides as for a message
+(`Countersign.conversation_at`): a DM, or a channel with `scope channel`, is one conversation; in
 a channel with a conversation per thread, the thread is named by its link
 (`adapters.slack.thread_links`), since a slash command's payload never says which thread it
 was typed in. (A turn's Stop button, on its progress message, needs no link.)
@@ -28,7 +28,7 @@ from bot.admin.parse import parse_command
 from bot.admin.service import AdminService
 from bot.base.conversation import Actor, ConversationRef
 from bot.base.errors import CountersignError
-from bot.policy.config import ConversationScope
+from bot.service import Countersign
 
 log = logging.getLogger(__name__)
 
@@ -46,12 +46,14 @@ class SlackCommands:
 
     Args:
         admin: the admin use case.
+        service: the core (decides the conversation a `context` or `stop` command is about).
         users: the user directory (names for the audit log).
         after_ack: runs a command once Slack has its ack (`adapters.slack.after_ack`).
     """
 
-    def __init__(self, admin: AdminService, users: UserDirectory, after_ack: AfterAck) -> None:
+    def __init__(self, admin: AdminService, service: Countersign, users: UserDirectory, after_ack: AfterAck) -> None:
         self._admin = admin
+        self._service = service
         self._after_ack = after_ack
         self._users = users
 
@@ -104,13 +106,9 @@ class SlackCommands:
         """
         team, channel = command["team_id"], command["channel_id"]
         thread = thread_of_link(link, channel_id=channel, team_domain=command.get("team_domain")) if link else None
-        if channel.startswith("D"):
-            return ConversationRef(platform=PLATFORM, workspace_id=team, channel_id=channel, thread=thread)
-        if await self._admin.scope(PLATFORM, team, channel) is ConversationScope.CHANNEL:
-            return ConversationRef(platform=PLATFORM, workspace_id=team, channel_id=channel)
-        if thread is None:
-            return None
-        return ConversationRef(platform=PLATFORM, workspace_id=team, channel_id=channel, thread=thread)
+        return await self._service.conversation_at(
+            PLATFORM, team, channel, thread, is_dm=channel.startswith("D"), thread_required=True
+        )
 
 
 def _reply_chunks(text: str) -> list[str]:

@@ -32,11 +32,9 @@ from adapters.words.batch import batch_summary
 from adapters.words.conversation import EMPTY_MENTION
 from adapters.words.decisions import DECISION_FAILED, VOTE_RECORDED, parse_edited_args
 from adapters.words.display import is_blank
-from bot.admin.service import AdminService
 from bot.base.conversation import Actor, ConversationRef, IncomingMessage
 from bot.base.errors import CountersignError
 from bot.base.log_context import about
-from bot.policy.config import ConversationScope
 from bot.ports import BatchOffer
 from bot.reviews.decisions import Approve, Edit, EditedAction, Reject
 from bot.service import Countersign
@@ -75,7 +73,6 @@ class SlackListeners:
         service: the core.
         platform: the outbound port (for ephemeral replies).
         users: the user directory (display names).
-        admin: the admin configuration (each channel's conversation scope).
         after_ack: runs what a listener does once its request is acked.
     """
 
@@ -84,14 +81,12 @@ class SlackListeners:
         service: Countersign,
         platform: SlackPlatform,
         users: UserDirectory,
-        admin: AdminService,
         after_ack: AfterAck,
     ) -> None:
         self._after_ack = after_ack.run
         self._service = service
         self._platform = platform
         self._users = users
-        self._admin = admin
 
     def register(self, app: AsyncApp) -> None:
         """Attach every listener; each subscribed event type has one (Bolt answers 404 else).
@@ -177,13 +172,11 @@ class SlackListeners:
         await next()
 
     async def _mention_conversation(self, event: dict[str, Any], body: dict[str, Any]) -> ConversationRef:
-        conversation = _mention_thread(event, body)
-        if (
-            await self._admin.scope(PLATFORM, conversation.workspace_id, conversation.channel_id)
-            is ConversationScope.CHANNEL
-        ):
-            conversation = replace(conversation, thread=None)
-        return conversation
+        place = _mention_thread(event, body)
+        scoped = await self._service.conversation_at(
+            PLATFORM, place.workspace_id, place.channel_id, place.thread, is_dm=False
+        )
+        return scoped or place  # never None: a mention always names its thread
 
     async def _conversation_of_message(
         self, event: dict[str, Any], body: dict[str, Any], bot_user_id: str | None
@@ -193,14 +186,12 @@ class SlackListeners:
         team = _team_of(body, event)
         thread_ts = event.get("thread_ts")
         if event.get("channel_type") == "im":
-            return ConversationRef(platform=PLATFORM, workspace_id=team, channel_id=event["channel"], thread=thread_ts)
+            return await self._service.conversation_at(PLATFORM, team, event["channel"], thread_ts, is_dm=True)
         if thread_ts is None or _mentions(event.get("text", ""), bot_user_id):
             return None  # channel chatter, or a mention that app_mention already delivers
-        if await self._admin.scope(PLATFORM, team, event["channel"]) is ConversationScope.CHANNEL:
+        conversation = await self._service.conversation_at(PLATFORM, team, event["channel"], thread_ts, is_dm=False)
+        if conversation is None or conversation.thread is None:
             return None  # one conversation per channel: only mentions reach it
-        conversation = ConversationRef(
-            platform=PLATFORM, workspace_id=team, channel_id=event["channel"], thread=thread_ts
-        )
         return conversation if await self._service.knows_conversation(conversation) else None
 
     async def _take(

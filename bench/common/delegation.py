@@ -2,7 +2,7 @@
 
 The phase `python -m bench.delegation` runs alone and `python -m bench.turns` runs among its own
 (`bench_delegation`, then `delegation_lines` for the report); `bench.delegation` says what is
-measured. The agents are the graphs `countersign.runtime.assemble_core` compiles, with one
+measured. The agents are the graphs `countersign.wiring.assemble_core` compiles, with one
 `ScriptedChatModel` (`delegation_model`) as every agent's model.
 """
 
@@ -38,7 +38,7 @@ from bot.base.agent_kind import AgentKind
 from bot.settings import Settings
 from bot.storage.database import Database, open_database
 from bot.tools.operator import build_registry
-from countersign.runtime import assemble_core
+from countersign.wiring import assemble_core
 from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
 
 SUPERVISOR_PROMPT = "research get"

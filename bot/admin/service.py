@@ -78,7 +78,7 @@ from bot.base.conversation import DM_WORKSPACE, Actor, ConversationRef
 from bot.base.errors import ConversationBusyError, NotPermittedError
 from bot.base.mode import Mode
 from bot.policy.conditions import compile_condition, sample_arguments, strip_quotes
-from bot.policy.config import ALL, ApproverRule, ConversationScope, SettingKey, TrustSetting, WorkspaceConfig
+from bot.policy.config import ALL, ApproverRule, SettingKey, TrustSetting, WorkspaceConfig
 from bot.policy.review import rule_here
 from bot.policy.store import ConfigStore
 from bot.reviews.authorization import Directory, is_workspace_admin
@@ -600,11 +600,6 @@ class AdminService:
     def tool_names(self) -> list[str]:
         """The registered tools' names (for autocomplete)."""
         return self._registry.names()
-
-    async def scope(self, platform: str, workspace_id: str, channel_id: str) -> ConversationScope | None:
-        """The configured conversation scope of a channel, or None for the platform default."""
-        config = await self._config.load(platform, workspace_id)
-        return config.scope(channel_id)
 
     def _show(self, config: WorkspaceConfig, channel_id: str | None) -> PolicyView:
         channel = channel_id or ALL

@@ -146,7 +146,7 @@ class Inbox:
         answer can follow the notice (docs/decisions/0038-one-outcome-per-message.md). Of two
         handlers giving up one message, one gets it; only that one tells the sender. A message
         whose turn already had its outcome is not to be given up but recorded `handled`: the
-        caller looks first, under the conversation's lock (`Countersign._give_up`).
+        caller looks first, under the conversation's lock (`Messages._give_up`).
 
         Args:
             key: the message's key.

@@ -43,6 +43,7 @@ from bot.agents.state import AgentState
 from bot.base.agent_kind import AgentKind
 from bot.base.conversation import Actor, ConversationRef
 from bot.base.errors import InvalidDecisionError, ModelError, ModelErrorKind, NoAnswerReason
+from bot.base.events import ApprovalsExpiring, Subscribers
 from bot.policy.config import WorkspaceConfig
 from bot.policy.review import REQUESTER_KEY, Requester
 from bot.policy.store import ConfigStore
@@ -147,6 +148,11 @@ class TurnRunner:
             a Stop button.
         questions: where an MCP server's questions go (`bot.tools.mcp.elicitation`); None: a
             question pause is never raised by the graphs run here.
+        expiring: told when a review with an expiry opens (the expiry sweeper subscribes; an
+            event because the sweeper is built after this runner,
+            docs/decisions/XXXX-one-composition-root.md).
+        on_new_escalation: called when a review with an escalation opens (wakes the escalation
+            sweeper).
     """
 
     def __init__(
@@ -163,11 +169,11 @@ class TurnRunner:
         default_agent: AgentKind = AgentKind.REACT,
         offer_stop_after_s: float = OFFER_STOP_AFTER_S,
         questions: QuestionDesk | None = None,
+        expiring: Subscribers[ApprovalsExpiring] | None = None,
+        on_new_escalation: Callable[[], None] | None = None,
     ) -> None:
-        self.on_new_expiry: Callable[[], None] | None = None
-        """Called when a review with an expiry opens (wakes the expiry sweeper)."""
-        self.on_new_escalation: Callable[[], None] | None = None
-        """Called when a review with an escalation opens (wakes the escalation sweeper)."""
+        self._expiring = expiring
+        self._on_new_escalation = on_new_escalation
         self._agents = agents
         self._approvals = approvals
         self._conversations = conversations
@@ -907,10 +913,10 @@ class TurnRunner:
                 for action in actions
             ],
         )
-        if any(row.expires_at is not None and row.is_pending for row in rows) and self.on_new_expiry is not None:
-            self.on_new_expiry()
-        if any(row.escalation is not None and row.is_pending for row in rows) and self.on_new_escalation is not None:
-            self.on_new_escalation()
+        if any(row.expires_at is not None and row.is_pending for row in rows) and self._expiring is not None:
+            self._expiring.publish(ApprovalsExpiring())
+        if any(row.escalation is not None and row.is_pending for row in rows) and self._on_new_escalation is not None:
+            self._on_new_escalation()
         return await self._cards.post(conversation, config, rows)
 
     async def redraw_cards(self, *approvals: ApprovalRecord, wait_s: float = REDRAW_WAIT_S) -> None:

@@ -69,6 +69,8 @@ class Housekeeping:
         locks: the conversations' locks (pruning and deleting happen under them).
         retention_days: delete conversations idle this many days (None: keep them).
         audit_retention_days: delete audit rows older than this many days (None: keep them).
+        on_cards_expiring: called when retention made cards due for expiry (wakes the expiry
+            sweeper, which expires them through the usual path).
     """
 
     def __init__(
@@ -78,9 +80,9 @@ class Housekeeping:
         *,
         retention_days: int | None = None,
         audit_retention_days: int | None = None,
+        on_cards_expiring: Callable[[], None] | None = None,
     ) -> None:
-        self.on_cards_expiring: Callable[[], None] | None = None
-        """Called when retention made cards due for expiry (wakes the expiry sweeper)."""
+        self._on_cards_expiring = on_cards_expiring
         self._store = store
         self._locks = locks
         self._retention_days = retention_days
@@ -149,8 +151,8 @@ class Housekeeping:
                 log.info(
                     "expiring %d card(s) of conversations idle for more than %s (retention)", len(expired), _days(days)
                 )
-                if self.on_cards_expiring is not None:
-                    self.on_cards_expiring()
+                if self._on_cards_expiring is not None:
+                    self._on_cards_expiring()
             candidates = await self._store.idle_conversations(idle_days=days, limit=RETENTION_BATCH)
             for thread_id in candidates:
                 with about(thread_id):

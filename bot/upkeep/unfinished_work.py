@@ -5,13 +5,13 @@ database connection or a platform that refused a post: a message accepted but ne
 (the inbox), a run whose outcome never reached the conversation, and a review claimed for
 resuming but never resumed. Each records when it is due for another attempt (`retry_at`,
 migration 0004). Every replica runs one `Upkeep` loop: every `INTERVAL_S` seconds it lists the
-conversations with due work and hands each to the service's `tend`, which works on it only if
+conversations with due work and hands each to `bot.turns.messages.Messages.tend`, which works on it only if
 the conversation's lock is free (a live handler holds it) and counts the attempt first. The
 delay between attempts doubles from `FIRST_RETRY_S`; after `MAX_ATTEMPTS` the work is given up
 with an error in the log (a message's sender, the requester of a decided call, or the
 conversation of a run, is told once). A message not answered `ANSWER_WITHIN_S` after it arrived
 (an outage kept every replica from it) is given up the same way rather than answered that late.
-Work that a graceful shutdown cancels takes its attempt back (`Countersign.tend`): only failures
+Work that a graceful shutdown cancels takes its attempt back (`Messages.tend`): only failures
 and crashes count. At most `AT_ONCE` conversations are tended at a time, so a backlog never
 starves live messages. The same loop deletes finished inbox entries older than `INBOX_KEPT_H`
 hours (docs/decisions/0009, docs/decisions/0038-one-outcome-per-message.md).
@@ -84,7 +84,7 @@ class Upkeep:
     Args:
         store: finds conversations with due work.
         inbox: the inbox (pruned here).
-        tend: the service's `tend(thread_id)`: works on one conversation if its lock is free;
+        tend: `Messages.tend(thread_id)`: works on one conversation if its lock is free;
             returns whether it did.
         tasks: where each conversation's tending runs, so shutdown waits for it.
         platforms: the platforms this process serves (`ConversationRef.platform` names; read

@@ -28,7 +28,8 @@ from bot.tools.mcp.servers import McpServers
 from bot.tools.registry import ToolRegistry
 from bot.turns.context.window import DEFAULT_CONTEXT_TOKENS
 from bot.turns.conversations import PRUNE_EVERY_RUNS
-from countersign.runtime import assemble_core
+from bot.turns.messages import Messages
+from countersign.wiring import assemble_core
 from tests.support.recording_platform import RecordingPlatform
 
 WORKSPACE = "W1"
@@ -50,6 +51,8 @@ class Harness:
     """The trust grants table."""
     admin_channels: AdminChannels | None = None
     """Where the admins are told of held MCP tools."""
+    messages: Messages | None = None
+    """Message handling and the tending of unfinished work (what the upkeep calls)."""
 
     def graph(self, conversation: ConversationRef, kind: AgentKind = AgentKind.REACT) -> ReviewAgent:
         return self.agents.for_thread(conversation.thread_id, kind)
@@ -139,6 +142,7 @@ async def open_service(
                 core.admin,
                 core.grants,
                 core.admin_channels,
+                core.messages,
             )
         finally:
             await service.aclose(5)

@@ -53,7 +53,7 @@ class PostgresLedger:
         self._pool = pool
         self._approvals = approvals
         self._audit = audit
-        self.on_marked = on_marked
+        self._on_marked = on_marked
 
     async def claim(
         self,
@@ -325,9 +325,9 @@ class PostgresLedger:
     async def _mark(self, marking: Awaitable[ApprovalRecord | None]) -> None:
         """Mark a decided call's approval (`marking`), then let its card say so (`on_marked`)."""
         approval = await marking
-        if approval is None or self.on_marked is None:
+        if approval is None or self._on_marked is None:
             return
         try:
-            await self.on_marked(approval)
+            await self._on_marked(approval)
         except Exception:
             log.exception("could not show what became of approval %s", approval.id)

@@ -52,6 +52,8 @@ class TurnStopper:
         config: the admin configuration (bot admins).
         audit: the audit log (refusals; the stop itself is audited by the store).
         directory_for: the platform directory (who is an admin) by platform name.
+        on_stopped: called with each recorded stop, at once (it must not block: what follows a
+            stop, `bot.turns.resumes.Resumes.after_stop`, redraws and resumes in the background).
     """
 
     def __init__(
@@ -62,9 +64,9 @@ class TurnStopper:
         config: ConfigStore,
         audit: AuditStore,
         directory_for: Callable[[str], Directory],
+        on_stopped: OnStopped | None = None,
     ) -> None:
-        self.on_stopped: OnStopped | None = None
-        """Called with each recorded stop (the service redraws the closed cards and resumes)."""
+        self._on_stopped = on_stopped
         self._store = store
         self._watch = watch
         self._config = config
@@ -116,8 +118,8 @@ class TurnStopper:
             len(recorded.closed),
             turn.thread_id,
         )
-        if self.on_stopped is not None:
-            self.on_stopped(recorded)
+        if self._on_stopped is not None:
+            self._on_stopped(recorded)
         return StopRequested(
             thread_id=turn.thread_id,
             requester_id=turn.requester_id,

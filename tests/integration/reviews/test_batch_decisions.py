@@ -295,7 +295,8 @@ async def test_approve_all_never_approves_a_call_whose_card_was_not_posted(db_ur
         [refused] = [e for e in await h.audit.recent(WORKSPACE, limit=50) if e.kind is AuditKind.REFUSED]
         assert (refused.outcome, refused.actor_id, refused.approval_id) == ("card_not_posted", ADMIN, left.approval.id)
         # The platform is back; the upkeep's next look at the undelivered run posts the card.
-        assert await h.service.tend(shown.approval.thread_id)
+        assert h.messages is not None
+        assert await h.messages.tend(shown.approval.thread_id)
         [card] = [c for c in platform.cards.values() if c.approval.tool_name == "lookup"]
         await h.service.decide(card.approval.id, actor(ADMIN), Approve())
         await wait_until(lambda: bool(platform.answers), "the answer")

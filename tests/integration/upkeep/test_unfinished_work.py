@@ -489,7 +489,7 @@ async def test_a_resume_cut_between_its_invocations_is_finished_once(db_url, reg
         audit = AuditEntry(kind=AuditKind.DECISION, workspace_id="W1", outcome="approved")
         result = await h.approvals.vote(card.approval.id, actor=actor(), kind=VoteKind.APPROVE, quorum=1, audit=audit)
         with pytest.raises(_Died):
-            await h.service._after_decision(result)
+            await h.service._resumes.after_decision(result)
     armed.clear()
     assert tool_log.calls == [("send", {"to": "bob", "body": "hi", "urgent": False})]
     async with open_service(db_url, model, registry) as restarted:

@@ -14,7 +14,7 @@ their values (a form's answers may be personal), or `expired` / `stopped`.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,6 +22,7 @@ from bot.audit.entries import AuditEntry, AuditKind
 from bot.audit.store import AuditStore
 from bot.base.conversation import Actor, ConversationRef
 from bot.base.errors import CountersignError, NotPermittedError
+from bot.base.events import QuestionsExpiring, Subscribers
 from bot.policy.store import ConfigStore
 from bot.ports import Platform
 from bot.tools.mcp.elicitation.forms import Action, Answer, check_answer
@@ -59,14 +60,22 @@ class QuestionDesk:
         audit: the audit log.
         config: the admin configuration (a question expires after its tool's card expiry).
         platforms: adapters by `ConversationRef.platform` (read when used).
+        expiring: told when a question with an expiry opens, or one is found past it (the
+            question expiry subscribes; an event because that sweeper is built after this desk,
+            docs/decisions/XXXX-one-composition-root.md).
     """
 
     def __init__(
-        self, store: QuestionStore, audit: AuditStore, config: ConfigStore, platforms: Mapping[str, Platform]
+        self,
+        store: QuestionStore,
+        audit: AuditStore,
+        config: ConfigStore,
+        platforms: Mapping[str, Platform],
+        *,
+        expiring: Subscribers[QuestionsExpiring] | None = None,
     ) -> None:
         self.store = store
-        self.on_new_expiry: Callable[[], None] | None = None
-        """Called when a question with an expiry opens (wakes the question expiry sweeper)."""
+        self._expiring = expiring
         self._audit = audit
         self._config = config
         self._platforms = platforms
@@ -110,8 +119,8 @@ class QuestionDesk:
             )
             if key not in before:
                 await self._audited(record, "asked", actor=None)
-                if record.expires_at is not None and self.on_new_expiry is not None:
-                    self.on_new_expiry()
+                if record.expires_at is not None and self._expiring is not None:
+                    self._expiring.publish(QuestionsExpiring())
             records.append(record)
         for record in records:
             if record.is_open and record.ref is None:
@@ -208,8 +217,8 @@ class QuestionDesk:
         if closed is None:
             again = await self.get(question_id)
             if again.is_open:  # past its expiry, not swept yet: it expires now, the server gets `cancel`
-                if self.on_new_expiry is not None:
-                    self.on_new_expiry()
+                if self._expiring is not None:
+                    self._expiring.publish(QuestionsExpiring())
                 raise AlreadyAnsweredError(QuestionStatus.EXPIRED)
             raise AlreadyAnsweredError(again.status)
         fields = sorted(checked.content) if checked.content is not None else []

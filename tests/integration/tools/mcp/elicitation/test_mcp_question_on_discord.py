@@ -25,7 +25,7 @@ from bot.ports import Platform
 from bot.service import Countersign
 from bot.settings import DatabaseSettings, DiscordSettings
 from bot.storage.database import open_database
-from countersign.runtime import assemble_core
+from countersign.wiring import assemble_core
 from tests.e2e.conftest import D_ALICE, D_APP, D_BOB, D_BOT, D_CHANNEL, D_GUILD, DISCORD_TOKEN, discord_guild
 from tests.integration.tools.mcp.elicitation.test_mcp_elicitation import SCHEMA
 from tests.integration.tools.mcp.test_mcp_tools import connected, registry_with, servers_for, tool_results
