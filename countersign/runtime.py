@@ -31,7 +31,7 @@ from bot.ports import Platform
 from bot.reviews.cards import CardDesk
 from bot.reviews.decide import Decider
 from bot.reviews.escalation.sweep import EscalationSweeper
-from bot.reviews.store import ApprovalStore
+from bot.reviews.postgres import PostgresApprovalStore
 from bot.reviews.trust.check import TrustGate
 from bot.reviews.trust.store import TrustStore
 from bot.service import Countersign
@@ -92,7 +92,7 @@ class Core:
 
     service: Countersign
     admin: AdminService
-    approvals: ApprovalStore
+    approvals: PostgresApprovalStore
     audit: AuditStore
     config: ConfigStore
     ledger: PostgresLedger
@@ -149,7 +149,7 @@ def assemble_core(
         admin_channels: `COUNTERSIGN_ADMIN_CHANNELS` entries (`<platform>:<workspace>:<channel>`).
     """
     audit = AuditStore(database.pool)
-    approvals = ApprovalStore(database.pool, audit)
+    approvals = PostgresApprovalStore(database.pool, audit)
     config = ConfigStore(database.pool, audit)
     channels = AdminChannels(platforms, [channel_ref(entry) for entry in admin_channels], config.load)
     tasks = TaskTracker()
