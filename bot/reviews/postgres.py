@@ -87,7 +87,8 @@ class PostgresApprovalStore:
 
     Args:
         pool: the asyncpg pool.
-        audit: where decisions are recorded, in the same transaction as the decision.
+        audit: where decisions, expiries, escalations and trust grants are recorded, each in the
+            transaction that makes it.
     """
 
     def __init__(self, pool: asyncpg.Pool, audit: AuditStore) -> None:
@@ -257,7 +258,7 @@ class PostgresApprovalStore:
         rows = await self._pool.fetch("SELECT card_ref FROM approval_cards WHERE approval_id = $1", approval_id)
         return [row["card_ref"] for row in rows]
 
-    async def expire_due(self, audit: AuditStore, *, platforms: Collection[str]) -> list[DecideResult]:
+    async def expire_due(self, *, platforms: Collection[str]) -> list[DecideResult]:
         """Expire every pending approval on `platforms` whose time has come, each exactly once.
 
         Each expiry is its own transaction in the same lock order as `vote` (review row, then
@@ -265,7 +266,6 @@ class PostgresApprovalStore:
         same approval only one wins.
 
         Args:
-            audit: where each expiry's row goes.
             platforms: `ConversationRef.platform` names: those this process serves (its
                 follow-up tells the requester and redraws the card there).
         """
@@ -279,12 +279,12 @@ class PostgresApprovalStore:
         )
         results = []
         for row in due:
-            result = await self._expire_one(row["id"], audit)
+            result = await self._expire_one(row["id"])
             if result is not None:
                 results.append(result)
         return results
 
-    async def _expire_one(self, approval_id: str, audit: AuditStore) -> DecideResult | None:
+    async def _expire_one(self, approval_id: str) -> DecideResult | None:
         async with self._pool.acquire() as connection, connection.transaction():
             review_id = await connection.fetchval("SELECT review_id FROM approvals WHERE id = $1", approval_id)
             await connection.execute("SELECT 1 FROM reviews WHERE id = $1 FOR UPDATE", review_id)
@@ -302,7 +302,7 @@ class PostgresApprovalStore:
             if not updated:
                 return None  # decided (or expired by another replica) in the meantime
             row = _approval(_present(await connection.fetchrow(f"{_SELECT} WHERE a.id = $1", approval_id)))
-            await audit.record(
+            await self._audit.record(
                 approval_entry(AuditKind.EXPIRY, row, "expired", reason=EXPIRED_REASON), connection=connection
             )
             claimed = await _claim_resume(connection, review_id)

@@ -17,7 +17,6 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from bot.audit.entries import AuditEntry
-from bot.audit.store import AuditStore
 from bot.base.conversation import Actor
 from bot.reviews.lifecycle import ApprovalStatus, ReviewStatus
 from bot.reviews.records import ApprovalRecord, DecideResult, NewAction, ReviewRecord
@@ -123,15 +122,16 @@ class ApprovalStore(Protocol):
         """Every posted copy of the approval's card."""
         ...
 
-    async def expire_due(self, audit: AuditStore, *, platforms: Collection[str]) -> list[DecideResult]:
+    async def expire_due(self, *, platforms: Collection[str]) -> list[DecideResult]:
         """Expire every pending approval on `platforms` whose time has come, each exactly once.
 
         Each expiry is ordered against a vote on the same review, so of an expiry and a click
         on one approval only one wins. An expired approval's reason is `EXPIRED_REASON`; the
         expiry that leaves its review without a pending approval claims the resume.
 
+        Each expiry writes its audit row (kind `expiry`, outcome `expired`) with it.
+
         Args:
-            audit: where each expiry's row goes (kind `expiry`, outcome `expired`).
             platforms: `ConversationRef.platform` names: those this process serves.
 
         Returns:
