@@ -66,7 +66,7 @@ from bot.agents.review_agent import ReviewAgent, build_review_agent
 from bot.audit.store import AuditStore
 from bot.policy.review import ConfiguredPolicy
 from bot.policy.store import ConfigStore
-from bot.reviews.store import ApprovalStore
+from bot.reviews.postgres import PostgresApprovalStore
 from bot.settings import Settings
 from bot.storage.database import open_database
 from bot.tools.ledger.postgres import PostgresLedger
@@ -113,7 +113,7 @@ async def bare_graph(settings: Settings, model: BaseChatModel) -> AsyncIterator[
             tools=registry.tools(),
             policy=ConfiguredPolicy(registry, config.load),
             checkpointer=database.savers[0],
-            ledger=PostgresLedger(database.pool, ApprovalStore(database.pool, audit)),
+            ledger=PostgresLedger(database.pool, PostgresApprovalStore(database.pool, audit)),
             system_prompt=settings.agent.system_prompt or SYSTEM_PROMPT,
             context_tokens=settings.agent.context_tokens,
             model_kwargs=call_options(settings.gemini),

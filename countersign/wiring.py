@@ -35,7 +35,7 @@ from bot.reviews.cards import CardDesk
 from bot.reviews.decide import Decider
 from bot.reviews.escalation.sweep import EscalationSweeper
 from bot.reviews.expiry import ExpirySweeper
-from bot.reviews.store import ApprovalStore
+from bot.reviews.postgres import PostgresApprovalStore
 from bot.reviews.trust.check import TrustGate
 from bot.reviews.trust.store import TrustStore
 from bot.service import Countersign
@@ -71,7 +71,7 @@ class Core:
     service: Countersign
     messages: Messages
     admin: AdminService
-    approvals: ApprovalStore
+    approvals: PostgresApprovalStore
     audit: AuditStore
     config: ConfigStore
     ledger: PostgresLedger
@@ -128,7 +128,7 @@ def assemble_core(
         admin_channels: `COUNTERSIGN_ADMIN_CHANNELS` entries (`<platform>:<workspace>:<channel>`).
     """
     audit = AuditStore(database.pool)
-    approvals = ApprovalStore(database.pool, audit)
+    approvals = PostgresApprovalStore(database.pool, audit)
     config = ConfigStore(database.pool, audit)
     channels = AdminChannels(platforms, [channel_ref(entry) for entry in admin_channels], config.load)
     tasks = TaskTracker()
@@ -194,7 +194,7 @@ def assemble_core(
         viewer_for=lambda name: platforms[name],
         dms=dms,
     )
-    expiry = ExpirySweeper(approvals, audit, resumes.after_expiry, platforms=platforms)
+    expiry = ExpirySweeper(approvals, resumes.after_expiry, platforms=platforms)
     approvals_expiring.subscribe(lambda _: expiry.wake())
     question_expiry = QuestionExpiry(questions, resumes.after_question, platforms=platforms)
     questions_expiring.subscribe(lambda _: question_expiry.wake())

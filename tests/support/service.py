@@ -18,7 +18,7 @@ from bot.audit.store import AuditStore
 from bot.base.agent_kind import AgentKind
 from bot.base.conversation import Actor, ConversationRef, IncomingMessage
 from bot.policy.store import ConfigStore
-from bot.reviews.store import ApprovalStore
+from bot.reviews.postgres import PostgresApprovalStore
 from bot.reviews.trust.store import TrustStore
 from bot.service import Countersign
 from bot.settings import DatabaseSettings
@@ -38,7 +38,7 @@ WORKSPACE = "W1"
 @dataclass
 class Harness:
     service: Countersign
-    approvals: ApprovalStore
+    approvals: PostgresApprovalStore
     audit: AuditStore
     database: Database
     platform: RecordingPlatform

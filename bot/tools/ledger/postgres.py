@@ -12,8 +12,8 @@ from bot.audit.entries import AuditEntry, AuditKind
 from bot.audit.store import AuditStore
 from bot.reviews.digest import args_digest
 from bot.reviews.lifecycle import ApprovalStatus
+from bot.reviews.postgres import PostgresApprovalStore
 from bot.reviews.records import ApprovalRecord
-from bot.reviews.store import ApprovalStore
 from bot.reviews.trust.grants import key_digest
 from bot.reviews.trust.store import live_grant_locked
 from bot.tools.ledger.store import Claim, Round, ToolResult, TrustUse
@@ -32,7 +32,8 @@ class PostgresLedger:
 
     Args:
         pool: the asyncpg pool.
-        approvals: where a reviewed call's approved digest is read.
+        approvals: where a reviewed call's approved digest is read, and decided calls are marked;
+            on the same database as `pool` (the claim reads the approvals table in its own statement).
         on_marked: called with the approval of a decided call once it is marked, so that its
             card can say so (the service redraws it): `outcome_unknown` for a call found
             started before (cut short by a crash or a shutdown) or cancelled by a Stop while it
@@ -45,7 +46,7 @@ class PostgresLedger:
     def __init__(
         self,
         pool: asyncpg.Pool,
-        approvals: ApprovalStore,
+        approvals: PostgresApprovalStore,
         on_marked: OnMarked | None = None,
         *,
         audit: AuditStore | None = None,

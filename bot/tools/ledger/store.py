@@ -26,6 +26,11 @@ goes on as a new `tools/call` carrying the answer: a round. Each round after the
 claimed once (`claim_round`) and never sent twice, and what a round asked is recorded
 (`record_round`) so that a re-run of the tool node after a resume or a restart reads it
 (`rounds`) instead of sending the round again (docs/decisions/0054-mcp-elicitation.md).
+
+`PostgresLedger` (`bot.tools.ledger.postgres`) runs in production, `InMemoryLedger` in graph
+tests; both pass one contract suite (tests/integration/tools/ledger/test_ledger_contract.py).
+The approvals gate (NOT_APPROVED, DEFINITION_CHANGED, trust grants, STOPPED) is PostgreSQL's
+alone: the in-memory ledger grants every call it has not claimed before.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ turn finds it (`stop_requests`), also after a restart.
 Recording a stop is one transaction: the thread's open reviews are locked first (as a vote
 and an expiry lock their review first), then the conversation's row; the turn is checked
 again under those locks, the stop is written, and every pending approval of the turn is
-closed as stopped (`ApprovalStore.stop_pending`), each with its audit row.
+closed as stopped (`PostgresApprovalStore.stop_pending`), each with its audit row.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from bot.audit.entries import AuditEntry, AuditKind
 from bot.audit.store import AuditStore
 from bot.base.conversation import Actor
 from bot.base.errors import AlreadyStoppedError, NothingToStopError, TurnEndedError
+from bot.reviews.postgres import PostgresApprovalStore
 from bot.reviews.records import ApprovalRecord
-from bot.reviews.store import ApprovalStore
 from bot.turns.conversations import Stopper
 
 _TURN = """
@@ -126,7 +126,7 @@ class StopStore:
         audit: the audit log.
     """
 
-    def __init__(self, pool: asyncpg.Pool, approvals: ApprovalStore, audit: AuditStore) -> None:
+    def __init__(self, pool: asyncpg.Pool, approvals: PostgresApprovalStore, audit: AuditStore) -> None:
         self._pool = pool
         self._approvals = approvals
         self._audit = audit
