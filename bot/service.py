@@ -96,7 +96,7 @@ class Countersign:
         self._locks = locks
         self.tasks = tasks
         self._platforms = platforms
-        self.expiry = ExpirySweeper(approvals, decider.audit, self._after_expiry, platforms=platforms)
+        self.expiry = ExpirySweeper(approvals, self._after_expiry, platforms=platforms)
         self.escalation = escalation
         self.housekeeping = housekeeping
         self._also_start = tuple(also_start)

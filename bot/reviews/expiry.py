@@ -11,7 +11,6 @@ import logging
 from collections.abc import Awaitable, Callable, Collection
 from datetime import datetime
 
-from bot.audit.store import AuditStore
 from bot.reviews.records import DecideResult
 from bot.reviews.store import ApprovalStore
 from bot.upkeep.due_sweeper import MAX_SLEEP_S, DueSweeper
@@ -28,24 +27,20 @@ class ExpirySweeper(DueSweeper):
 
     Args:
         approvals: the approvals tables.
-        audit: the audit log (one `expiry` row per expired approval).
         on_expired: what to do with each expiry (the service's follow-up).
         platforms: the platforms this process serves (`ConversationRef.platform` names; read
             at each sweep): only their approvals are expired here.
     """
 
-    def __init__(
-        self, approvals: ApprovalStore, audit: AuditStore, on_expired: OnExpired, *, platforms: Collection[str]
-    ) -> None:
+    def __init__(self, approvals: ApprovalStore, on_expired: OnExpired, *, platforms: Collection[str]) -> None:
         super().__init__("expiry sweeper")
         self._approvals = approvals
-        self._audit = audit
         self._on_expired = on_expired
         self._platforms = platforms
 
     async def sweep(self) -> int:
         """Expire everything due now; return how many."""
-        results = await self._approvals.expire_due(self._audit, platforms=self._platforms)
+        results = await self._approvals.expire_due(platforms=self._platforms)
         for result in results:
             log.info(
                 "approval %s expired without a decision (thread_id=%s)", result.approval.id, result.approval.thread_id

@@ -19,7 +19,7 @@ from asyncpg.pool import PoolConnectionProxy
 
 from bot import metrics
 from bot.audit.entries import AuditEntry, AuditKind, approval_entry
-from bot.audit.store import AuditStore
+from bot.audit.postgres import PostgresAuditStore
 from bot.base.conversation import Actor
 from bot.base.errors import (
     AlreadyDecidedError,
@@ -50,7 +50,7 @@ from bot.reviews.lifecycle import (
 )
 from bot.reviews.records import EXPIRED_REASON, ApprovalRecord, DecideResult, NewAction, ReviewRecord
 from bot.reviews.trust.grants import NewGrant
-from bot.reviews.trust.store import insert_grant
+from bot.reviews.trust.postgres import insert_grant
 from bot.tools.canonical import canonical_values
 from bot.tools.ledger.store import ToolResult
 from bot.turns.conversations import Stopper
@@ -109,7 +109,7 @@ class ApprovalStore:
         audit: where decisions are recorded, in the same transaction as the decision.
     """
 
-    def __init__(self, pool: asyncpg.Pool, audit: AuditStore) -> None:
+    def __init__(self, pool: asyncpg.Pool, audit: PostgresAuditStore) -> None:
         self._pool = pool
         self._audit = audit
 
@@ -276,15 +276,16 @@ class ApprovalStore:
         rows = await self._pool.fetch("SELECT card_ref FROM approval_cards WHERE approval_id = $1", approval_id)
         return [row["card_ref"] for row in rows]
 
-    async def expire_due(self, audit: AuditStore, *, platforms: Collection[str]) -> list[DecideResult]:
+    async def expire_due(self, *, platforms: Collection[str]) -> list[DecideResult]:
         """Expire every pending approval on `platforms` whose time has come, each exactly once.
 
         Each expiry is its own transaction in the same lock order as `vote` (review row, then
         approval), so it never deadlocks with a click and of an expiry and a click on the
         same approval only one wins.
 
+        Each expiry's audit row (`expiry`) goes in its transaction.
+
         Args:
-            audit: where each expiry's row goes.
             platforms: `ConversationRef.platform` names: those this process serves (its
                 follow-up tells the requester and redraws the card there).
         """
@@ -298,12 +299,12 @@ class ApprovalStore:
         )
         results = []
         for row in due:
-            result = await self._expire_one(row["id"], audit)
+            result = await self._expire_one(row["id"])
             if result is not None:
                 results.append(result)
         return results
 
-    async def _expire_one(self, approval_id: str, audit: AuditStore) -> DecideResult | None:
+    async def _expire_one(self, approval_id: str) -> DecideResult | None:
         async with self._pool.acquire() as connection, connection.transaction():
             review_id = await connection.fetchval("SELECT review_id FROM approvals WHERE id = $1", approval_id)
             await connection.execute("SELECT 1 FROM reviews WHERE id = $1 FOR UPDATE", review_id)
@@ -321,7 +322,7 @@ class ApprovalStore:
             if not updated:
                 return None  # decided (or expired by another replica) in the meantime
             row = _approval(_present(await connection.fetchrow(f"{_SELECT} WHERE a.id = $1", approval_id)))
-            await audit.record(
+            await self._audit.record(
                 approval_entry(AuditKind.EXPIRY, row, "expired", reason=EXPIRED_REASON), connection=connection
             )
             claimed = await _claim_resume(connection, review_id)

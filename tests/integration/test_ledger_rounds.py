@@ -12,7 +12,7 @@ from contextlib import AsyncExitStack
 
 import pytest
 
-from bot.audit.store import AuditStore
+from bot.audit.postgres import PostgresAuditStore
 from bot.reviews.store import ApprovalStore
 from bot.settings import DatabaseSettings
 from bot.storage.database import open_database
@@ -36,7 +36,7 @@ async def ledger(request: pytest.FixtureRequest, pg_server) -> AsyncIterator[Too
         database = await stack.enter_async_context(
             open_database(DatabaseSettings(url=db_url, pool_max_size=3), run_migrations=False)
         )
-        audit = AuditStore(database.pool)
+        audit = PostgresAuditStore(database.pool)
         yield PostgresLedger(database.pool, ApprovalStore(database.pool, audit), audit=audit)
 
 

@@ -432,7 +432,7 @@ async def test_an_expiry_whose_follow_up_died_still_tells_the_requester(db_url, 
         [card] = h.platform.cards.values()
         await h.service.expiry.stop()
         await h.database.pool.execute("UPDATE approvals SET expires_at = now()")
-        [expired] = await h.approvals.expire_due(h.audit, platforms=["test"])  # recorded; its follow-up never ran
+        [expired] = await h.approvals.expire_due(platforms=["test"])  # recorded; its follow-up never ran
         assert expired.review_complete and h.platform.notices == []
     async with open_service(db_url, model, registry) as restarted:
         await restarted.service.recover()
