@@ -1,4 +1,4 @@
-"""`InMemoryAuditStore`: the `AuditStore` in a process's memory, for tests and the terminal.
+"""`InMemoryAuditStore`: the `AuditStore` in a process's memory, for tests.
 
 Rows are kept as PostgreSQL would read them back: JSON values through a JSON round trip,
 arguments in canonical form, `at` set when written. The in-memory stores that write a change with

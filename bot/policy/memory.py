@@ -1,4 +1,4 @@
-"""`InMemoryConfigStore`: the `ConfigStore` in a process's memory, for tests and the terminal.
+"""`InMemoryConfigStore`: the `ConfigStore` in a process's memory, for tests.
 
 Each method yields to the event loop once at its start, as a database round trip would, then
 runs without awaiting: a change and its audit row (`InMemoryAuditStore.append`) are one step, as

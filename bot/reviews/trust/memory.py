@@ -1,4 +1,4 @@
-"""`InMemoryTrustStore`: the `TrustStore` in a process's memory, for tests and the terminal.
+"""`InMemoryTrustStore`: the `TrustStore` in a process's memory, for tests.
 
 Its clock is the process's (`datetime.now(UTC)`) where PostgreSQL's is the database's. Each
 method yields to the event loop once at its start, as a database round trip would, then runs
