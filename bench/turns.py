@@ -63,9 +63,9 @@ from bench.common.slack_path import SlackTurns
 from bot.agents.model import build_chat_model, call_options
 from bot.agents.prompts import SYSTEM_PROMPT
 from bot.agents.review_agent import ReviewAgent, build_review_agent
-from bot.audit.store import AuditStore
+from bot.audit.postgres import PostgresAuditStore
+from bot.policy.postgres import PostgresConfigStore
 from bot.policy.review import ConfiguredPolicy
-from bot.policy.store import ConfigStore
 from bot.reviews.postgres import PostgresApprovalStore
 from bot.settings import Settings
 from bot.storage.database import open_database
@@ -106,8 +106,8 @@ async def bare_graph(settings: Settings, model: BaseChatModel) -> AsyncIterator[
     """
     registry = build_registry(settings.tools, settings.agent.tools_module)
     async with open_database(settings.database, run_migrations=False) as database:
-        audit = AuditStore(database.pool)
-        config = ConfigStore(database.pool, audit)
+        audit = PostgresAuditStore(database.pool)
+        config = PostgresConfigStore(database.pool, audit)
         yield build_review_agent(
             model=model,
             tools=registry.tools(),

@@ -23,11 +23,13 @@ from bot.agents.prompts import SYSTEM_PROMPT
 from bot.agents.review_agent import build_review_agent
 from bot.agents.subagent_specs import SubagentSpec, default_subagents
 from bot.agents.supervisor import build_subagent, build_supervisor_agent
+from bot.audit.postgres import PostgresAuditStore
 from bot.audit.store import AuditStore
 from bot.base.agent_kind import AgentKind
 from bot.base.events import ApprovalsExpiring, QuestionsExpiring, Subscribers
 from bot.base.tasks import TaskTracker
 from bot.policy.dm_rules import SharedServerRules
+from bot.policy.postgres import PostgresConfigStore
 from bot.policy.review import ConfiguredPolicy
 from bot.policy.store import ConfigStore
 from bot.ports import Platform
@@ -37,6 +39,7 @@ from bot.reviews.escalation.sweep import EscalationSweeper
 from bot.reviews.expiry import ExpirySweeper
 from bot.reviews.postgres import PostgresApprovalStore
 from bot.reviews.trust.check import TrustGate
+from bot.reviews.trust.postgres import PostgresTrustStore
 from bot.reviews.trust.store import TrustStore
 from bot.service import Countersign
 from bot.storage.database import Database
@@ -127,16 +130,16 @@ def assemble_core(
             service, their definitions pinned in this database, `/countersign mcp` on them.
         admin_channels: `COUNTERSIGN_ADMIN_CHANNELS` entries (`<platform>:<workspace>:<channel>`).
     """
-    audit = AuditStore(database.pool)
+    audit = PostgresAuditStore(database.pool)
     approvals = PostgresApprovalStore(database.pool, audit)
-    config = ConfigStore(database.pool, audit)
+    config = PostgresConfigStore(database.pool, audit)
     channels = AdminChannels(platforms, [channel_ref(entry) for entry in admin_channels], config.load)
     tasks = TaskTracker()
     cards = CardDesk(approvals, config, platforms, tasks, key_order=registry.argument_order, origin_of=registry.origin)
     ledger = PostgresLedger(database.pool, approvals, on_marked=cards.redraw, audit=audit)
     dms = SharedServerRules(config=config, registry=registry, directory_for=lambda name: platforms[name])
     policy = ConfiguredPolicy(registry, config.load, dms)
-    grants = TrustStore(database.pool, audit)
+    grants = PostgresTrustStore(database.pool, audit)
     trust = TrustGate(
         grants=grants, config=config, registry=registry, directory_for=lambda name: platforms[name], dms=dms
     )

@@ -1,50 +1,27 @@
-"""The audit log table (append-only; a trigger refuses UPDATE and DELETE)."""
+"""The port the audit log is kept behind: `PostgresAuditStore` in production, `InMemoryAuditStore` in tests.
+
+The log is append-only: rows are added and read, never changed or removed by the bot (in
+PostgreSQL a trigger refuses UPDATE and DELETE; retention alone prunes old rows). A store that
+writes a change with its audit row, atomically, writes the row through its own twin: the
+PostgreSQL stores on their transaction's connection (`PostgresAuditStore.record(...,
+connection=...)`), the in-memory ones in the same step (`InMemoryAuditStore.append`). Both
+implementations pass one contract suite (tests/integration/audit/test_audit_store_contract.py;
+docs/decisions/XXXX-store-ports.md).
+"""
 
 from __future__ import annotations
 
-import asyncpg
-from asyncpg.pool import PoolConnectionProxy
+from typing import Protocol
 
-from bot.audit.entries import AuditEntry, AuditKind
-from bot.tools.canonical import canonical_values
-
-_INSERT = """
-INSERT INTO audit_log (kind, workspace_id, thread_id, approval_id, tool_name, actor_id,
-                       actor_name, outcome, proposed_args, final_args, reason, detail)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
-"""
+from bot.audit.entries import AuditEntry
 
 
-class AuditStore:
-    """Writes and reads audit rows.
+class AuditStore(Protocol):
+    """Writes and reads audit rows."""
 
-    Args:
-        pool: the asyncpg pool (json and jsonb codecs installed by `open_database`).
-    """
-
-    def __init__(self, pool: asyncpg.Pool) -> None:
-        self._pool = pool
-
-    async def record(self, entry: AuditEntry, *, connection: PoolConnectionProxy | None = None) -> None:
-        """Append `entry`; pass `connection` to make it part of a caller's transaction."""
-        args = (
-            entry.kind.value,
-            entry.workspace_id,
-            entry.thread_id,
-            entry.approval_id,
-            entry.tool_name,
-            entry.actor_id,
-            entry.actor_name,
-            entry.outcome,
-            entry.proposed_args,
-            entry.final_args,
-            entry.reason,
-            entry.detail,
-        )
-        if connection is not None:
-            await connection.execute(_INSERT, *args)
-        else:
-            await self._pool.execute(_INSERT, *args)
+    async def record(self, entry: AuditEntry) -> None:
+        """Append `entry`; its `at` is set by the store (the moment it is written)."""
+        ...
 
     async def recent(
         self,
@@ -58,43 +35,15 @@ class AuditStore:
 
         The bot's own rows about its MCP servers' tools (kind `pin` without a workspace: pinned at
         first sight, held) are every workspace's: the servers serve them all
-        (docs/decisions/0043-pinned-mcp-definitions.md).
+        (docs/decisions/0043-pinned-mcp-definitions.md). Rows read back hold their JSON values
+        as stored: arguments in canonical form (`bot.tools.canonical.canonical_values`), tuples
+        as lists.
 
         Args:
             workspace_id: the workspace.
             limit: at most this many rows.
-            tool_name: only rows about this tool, or about calls this subagent asked for.
+            tool_name: only rows about this tool, or about calls this subagent asked for
+                (`detail["source"]`).
             actor_id: only rows of this person.
         """
-        rows = await self._pool.fetch(
-            """
-            SELECT * FROM audit_log
-            WHERE (workspace_id = $1 OR (workspace_id = '' AND kind = 'pin'))
-              AND ($2::text IS NULL OR tool_name = $2 OR detail->>'source' = $2)
-              AND ($3::text IS NULL OR actor_id = $3)
-            ORDER BY id DESC LIMIT $4
-            """,
-            workspace_id,
-            tool_name,
-            actor_id,
-            limit,
-        )
-        return [
-            AuditEntry(
-                kind=AuditKind(row["kind"]),
-                workspace_id=row["workspace_id"],
-                outcome=row["outcome"],
-                thread_id=row["thread_id"],
-                approval_id=row["approval_id"],
-                tool_name=row["tool_name"],
-                actor_id=row["actor_id"],
-                actor_name=row["actor_name"],
-                # The same canonical numbers as the approval records (`canonical_values`).
-                proposed_args=None if row["proposed_args"] is None else canonical_values(row["proposed_args"]),
-                final_args=None if row["final_args"] is None else canonical_values(row["final_args"]),
-                reason=row["reason"],
-                detail=row["detail"],
-                at=row["at"],
-            )
-            for row in rows
-        ]
+        ...

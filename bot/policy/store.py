@@ -1,41 +1,25 @@
-"""Admin configuration tables; every change is written with its audit row, atomically."""
+"""The port the admin configuration is kept behind: `PostgresConfigStore` in production, `InMemoryConfigStore` in tests.
+
+A workspace's configuration (`WorkspaceConfig`): tool rules, approvers, bot admins, scalar
+settings (quorum, self-approval, expiry, cards, scope, the agent per channel, ...), trust
+settings and escalations. Every change is written with its audit row (`bot.policy.audit`),
+atomically: both or neither. Setting what is already there changes nothing and audits nothing.
+Both implementations pass one contract suite
+(tests/integration/policy/test_policy_store_contract.py; docs/decisions/XXXX-store-ports.md).
+"""
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol
 
-import asyncpg
-from asyncpg.pool import PoolConnectionProxy
-
-from bot.audit.entries import AuditEntry, AuditKind
-from bot.audit.store import AuditStore
 from bot.base.conversation import Actor
 from bot.base.mode import Mode
-from bot.policy.config import (
-    ALL,
-    ApproverKind,
-    ApproverRule,
-    SettingKey,
-    ToolRule,
-    TrustSetting,
-    WorkspaceConfig,
-)
-from bot.reviews.escalation.rules import EscalationRule, EscalationTarget, TargetKind
-from bot.tools.server_wide import server_patterns
+from bot.policy.config import ALL, ApproverRule, SettingKey, ToolRule, TrustSetting, WorkspaceConfig
+from bot.reviews.escalation.rules import EscalationRule
 
 
-class ConfigStore:
-    """Reads a workspace's configuration and applies audited changes.
-
-    Args:
-        pool: the asyncpg pool.
-        audit: the audit log (config rows go in the same transaction as the change).
-    """
-
-    def __init__(self, pool: asyncpg.Pool, audit: AuditStore) -> None:
-        self._pool = pool
-        self._audit = audit
+class ConfigStore(Protocol):
+    """Reads a workspace's configuration and applies audited changes."""
 
     async def denied_in_any_workspace(self, platform: str, tool_name: str) -> bool:
         """Whether any workspace of `platform` switched `tool_name` off workspace-wide (`deny`).
@@ -43,22 +27,7 @@ class ConfigStore:
         By the tool's own rule, or by its MCP server's (`<server>__*`) where the tool has no
         workspace-wide rule of its own (`WorkspaceConfig.rule_for`).
         """
-        names = [tool_name, *server_patterns(tool_name)]
-        async with self._pool.acquire() as connection:
-            return bool(
-                await connection.fetchval(
-                    """SELECT EXISTS (SELECT 1 FROM tool_policies p
-                       WHERE p.platform = $1 AND p.channel_id = '' AND p.tool_name = ANY($2::text[])
-                         AND p.mode = 'deny'
-                         AND NOT EXISTS (SELECT 1 FROM tool_policies q
-                              WHERE q.platform = p.platform AND q.workspace_id = p.workspace_id
-                                AND q.channel_id = '' AND q.tool_name = ANY($2::text[])
-                                AND array_position($2::text[], q.tool_name)
-                                    < array_position($2::text[], p.tool_name)))""",
-                    platform,
-                    names,
-                )
-            )
+        ...
 
     async def could_be_stricter(
         self, platform: str, tool_name: str, *, settings_too: bool, limit: int, besides: str = ""
@@ -85,282 +54,52 @@ class ConfigStore:
         Returns:
             Workspace ids.
         """
-        rows = await self._pool.fetch(
-            """
-            SELECT workspace_id FROM tool_policies
-             WHERE platform = $1 AND channel_id = '' AND tool_name = ANY($2::text[]) AND mode = 'review'
-               AND workspace_id <> $5
-            UNION
-            SELECT workspace_id FROM settings
-             WHERE $3 AND platform = $1 AND channel_id = '' AND (tool_name = '' OR tool_name = ANY($2::text[]))
-               AND workspace_id <> $5
-               AND ((key = 'quorum' AND value <> '1'::jsonb) OR (key = 'self_approval' AND value = 'false'::jsonb))
-            ORDER BY workspace_id
-            LIMIT $4
-            """,
-            platform,
-            [tool_name, *server_patterns(tool_name)],
-            settings_too,
-            limit,
-            besides,
-        )
-        return [row["workspace_id"] for row in rows]
+        ...
 
     async def load(self, platform: str, workspace_id: str) -> WorkspaceConfig:
-        """The whole configuration of one workspace, in one round trip (read per message, call, click)."""
-        row = await self._pool.fetchrow(
-            """
-            SELECT
-              (SELECT coalesce(jsonb_agg(t), '[]') FROM tool_policies t
-                WHERE platform = $1 AND workspace_id = $2) AS rules,
-              (SELECT coalesce(jsonb_agg(a ORDER BY added_at), '[]') FROM approvers a
-                WHERE platform = $1 AND workspace_id = $2) AS approvers,
-              (SELECT coalesce(jsonb_agg(b.user_id), '[]') FROM bot_admins b
-                WHERE platform = $1 AND workspace_id = $2) AS admins,
-              (SELECT coalesce(jsonb_agg(s), '[]') FROM settings s
-                WHERE platform = $1 AND workspace_id = $2) AS settings,
-              (SELECT coalesce(jsonb_agg(t), '[]') FROM trust_settings t
-                WHERE platform = $1 AND workspace_id = $2) AS trust,
-              (SELECT coalesce(jsonb_agg(e), '[]') FROM escalations e
-                WHERE platform = $1 AND workspace_id = $2) AS escalations
-            """,
-            platform,
-            workspace_id,
-        )
-        if row is None:  # an aggregate always returns a row
-            raise RuntimeError("the configuration query returned no row")
-        rules, approvers, settings = row["rules"], row["approvers"], row["settings"]
-        return WorkspaceConfig(
-            platform=platform,
-            workspace_id=workspace_id,
-            rules={
-                (r["channel_id"], r["tool_name"]): ToolRule(
-                    tool_name=r["tool_name"],
-                    mode=Mode(r["mode"]),
-                    condition=r["condition"],
-                    channel_id=r["channel_id"],
-                    updated_by=r["updated_by"],
-                )
-                for r in rules
-            },
-            approvers=tuple(
-                ApproverRule(kind=ApproverKind(r["kind"]), subject_id=r["subject_id"], tool_name=r["tool_name"])
-                for r in approvers
-            ),
-            admins=frozenset(row["admins"]),
-            settings={(r["channel_id"], r["tool_name"], r["key"]): r["value"] for r in settings},
-            trust={(r["channel_id"], r["tool_name"]): _trust(r) for r in row["trust"]},
-            escalations={r["tool_name"]: _escalation(r) for r in row["escalations"]},
-        )
+        """The whole configuration of one workspace, one consistent snapshot (read per message, call, click).
+
+        Approvers are in the order they were added; setting values are as JSON reads them back.
+        """
+        ...
 
     async def set_rule(
         self, actor: Actor, *, channel_id: str, tool_name: str, mode: Mode | None, condition: str | None
     ) -> tuple[ToolRule | None, ToolRule | None]:
-        """Set (or with `mode=None`, remove) a tool rule; return (before, after).
+        """Set (or with `mode=None`, remove) a tool rule in `actor`'s workspace; return (before, after).
 
         Setting what is already there writes nothing and records no change (before == after).
         """
-        key = (actor.platform, actor.workspace_id, channel_id, tool_name)
-        async with self._pool.acquire() as connection, connection.transaction():
-            old = await connection.fetchrow(
-                """SELECT * FROM tool_policies
-                   WHERE platform = $1 AND workspace_id = $2 AND channel_id = $3 AND tool_name = $4
-                   FOR UPDATE""",
-                *key,
-            )
-            if (old is None and mode is None) or (
-                old is not None and mode is not None and (old["mode"], old["condition"]) == (mode.value, condition)
-            ):
-                return (_rule(old) if old else None), (_rule(old) if old else None)  # nothing to change or audit
-            if mode is None:
-                await connection.execute(
-                    """DELETE FROM tool_policies
-                       WHERE platform = $1 AND workspace_id = $2 AND channel_id = $3 AND tool_name = $4""",
-                    *key,
-                )
-            else:
-                await connection.execute(
-                    """INSERT INTO tool_policies
-                         (platform, workspace_id, channel_id, tool_name, mode, condition, updated_by)
-                       VALUES ($1, $2, $3, $4, $5, $6, $7)
-                       ON CONFLICT (platform, workspace_id, channel_id, tool_name) DO UPDATE
-                       SET mode = $5, condition = $6, updated_by = $7, updated_at = now()""",
-                    *key,
-                    mode.value,
-                    condition,
-                    actor.user_id,
-                )
-            before = _rule(old) if old else None
-            after = (
-                ToolRule(
-                    tool_name=tool_name, mode=mode, condition=condition, channel_id=channel_id, updated_by=actor.user_id
-                )
-                if mode is not None
-                else None
-            )
-            await self._audit_change(
-                connection,
-                actor,
-                setting="policy",
-                tool_name=tool_name,
-                channel_id=channel_id,
-                before=_rule_json(before),
-                after=_rule_json(after),
-            )
-        return before, after
+        ...
 
     async def change_approver(self, actor: Actor, rule: ApproverRule, *, add: bool) -> bool:
-        """Add or remove an approver entry; return whether anything changed."""
-        args = (actor.platform, actor.workspace_id, rule.tool_name, rule.kind.value, rule.subject_id)
-        async with self._pool.acquire() as connection, connection.transaction():
-            if add:
-                changed = await connection.fetchval(
-                    """INSERT INTO approvers (platform, workspace_id, tool_name, kind, subject_id, added_by)
-                       VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING RETURNING true""",
-                    *args,
-                    actor.user_id,
-                )
-            else:
-                changed = await connection.fetchval(
-                    """DELETE FROM approvers WHERE platform = $1 AND workspace_id = $2 AND tool_name = $3
-                       AND kind = $4 AND subject_id = $5 RETURNING true""",
-                    *args,
-                )
-            if changed:
-                entry = {"kind": rule.kind.value, "id": rule.subject_id}
-                await self._audit_change(
-                    connection,
-                    actor,
-                    setting="approvers",
-                    tool_name=rule.tool_name,
-                    before=None if add else entry,
-                    after=entry if add else None,
-                )
-        return bool(changed)
+        """Add or remove an approver entry in `actor`'s workspace; return whether anything changed."""
+        ...
 
     async def change_admin(self, actor: Actor, user_id: str, *, add: bool) -> bool:
-        """Add or remove a bot admin; return whether anything changed."""
-        async with self._pool.acquire() as connection, connection.transaction():
-            if add:
-                changed = await connection.fetchval(
-                    """INSERT INTO bot_admins (platform, workspace_id, user_id, added_by) VALUES ($1, $2, $3, $4)
-                       ON CONFLICT DO NOTHING RETURNING true""",
-                    actor.platform,
-                    actor.workspace_id,
-                    user_id,
-                    actor.user_id,
-                )
-            else:
-                changed = await connection.fetchval(
-                    """DELETE FROM bot_admins WHERE platform = $1 AND workspace_id = $2 AND user_id = $3
-                       RETURNING true""",
-                    actor.platform,
-                    actor.workspace_id,
-                    user_id,
-                )
-            if changed:
-                await self._audit_change(
-                    connection,
-                    actor,
-                    setting="admins",
-                    before=None if add else user_id,
-                    after=user_id if add else None,
-                )
-        return bool(changed)
+        """Add or remove a bot admin of `actor`'s workspace; return whether anything changed."""
+        ...
 
     async def set_setting(
         self, actor: Actor, key: SettingKey, value: Any, *, channel_id: str = ALL, tool_name: str = ALL
     ) -> tuple[Any, Any]:
-        """Set (or with `value=None`, remove) a scalar setting; return (before, after).
+        """Set (or with `value=None`, remove) a scalar setting (a JSON value); return (before, after).
 
         Setting what is already there writes nothing and records no change (before == after).
         """
-        ids = (actor.platform, actor.workspace_id, channel_id, tool_name, key.value)
-        async with self._pool.acquire() as connection, connection.transaction():
-            before = await connection.fetchval(
-                """SELECT value FROM settings WHERE platform = $1 AND workspace_id = $2 AND channel_id = $3
-                   AND tool_name = $4 AND key = $5 FOR UPDATE""",
-                *ids,
-            )
-            if before == value:
-                return before, value  # nothing to change or audit
-            if value is None:
-                await connection.execute(
-                    """DELETE FROM settings WHERE platform = $1 AND workspace_id = $2 AND channel_id = $3
-                       AND tool_name = $4 AND key = $5""",
-                    *ids,
-                )
-            else:
-                await connection.execute(
-                    """INSERT INTO settings (platform, workspace_id, channel_id, tool_name, key, value, updated_by)
-                       VALUES ($1, $2, $3, $4, $5, $6, $7)
-                       ON CONFLICT (platform, workspace_id, channel_id, tool_name, key) DO UPDATE
-                       SET value = $6, updated_by = $7, updated_at = now()""",
-                    *ids,
-                    value,
-                    actor.user_id,
-                )
-            await self._audit_change(
-                connection,
-                actor,
-                setting=key.value,
-                tool_name=tool_name,
-                channel_id=channel_id,
-                before=before,
-                after=value,
-            )
-        return before, value
+        ...
 
     async def set_trust(
         self, actor: Actor, *, channel_id: str, tool_name: str, setting: TrustSetting | None
     ) -> tuple[TrustSetting | None, TrustSetting | None]:
         """Set (or with `setting=None`, remove) a tool's trust setting here; return (before, after).
 
-        Setting what is already there writes nothing and records no change (before == after).
-        Live grants are not touched: each call checks them against the setting in force then
-        (`bot.reviews.trust.grants.still_fits`), so a narrower setting narrows them at once.
+        Setting what is already there (same duration and argument names) writes nothing and
+        records no change (before == after, both as stored). Live grants are not touched: each
+        call checks them against the setting in force then (`bot.reviews.trust.grants.still_fits`),
+        so a narrower setting narrows them at once.
         """
-        key = (actor.platform, actor.workspace_id, channel_id, tool_name)
-        async with self._pool.acquire() as connection, connection.transaction():
-            old = await connection.fetchrow(
-                """SELECT * FROM trust_settings
-                   WHERE platform = $1 AND workspace_id = $2 AND channel_id = $3 AND tool_name = $4
-                   FOR UPDATE""",
-                *key,
-            )
-            before = _trust(old) if old is not None else None
-            if _trust_json(before) == _trust_json(setting):
-                return before, before  # nothing to change or audit
-            if setting is None:
-                await connection.execute(
-                    """DELETE FROM trust_settings
-                       WHERE platform = $1 AND workspace_id = $2 AND channel_id = $3 AND tool_name = $4""",
-                    *key,
-                )
-                after = None
-            else:
-                await connection.execute(
-                    """INSERT INTO trust_settings (platform, workspace_id, channel_id, tool_name, max_s, matching,
-                                                   updated_by)
-                       VALUES ($1, $2, $3, $4, $5, $6, $7)
-                       ON CONFLICT (platform, workspace_id, channel_id, tool_name) DO UPDATE
-                       SET max_s = $5, matching = $6, updated_by = $7, updated_at = now()""",
-                    *key,
-                    setting.max_s,
-                    list(setting.matching),
-                    actor.user_id,
-                )
-                after = replace(setting, channel_id=channel_id, tool_name=tool_name, updated_by=actor.user_id)
-            await self._audit_change(
-                connection,
-                actor,
-                setting="trust",
-                tool_name=tool_name,
-                channel_id=channel_id,
-                before=_trust_json(before),
-                after=_trust_json(after),
-            )
-        return before, after
+        ...
 
     async def set_escalation(
         self, actor: Actor, tool_name: str, rule: EscalationRule | None
@@ -370,115 +109,4 @@ class ConfigStore:
         Setting what is already there writes nothing and records no change (before == after).
         Cards already waiting keep the escalation they were opened with.
         """
-        key = (actor.platform, actor.workspace_id, tool_name)
-        async with self._pool.acquire() as connection, connection.transaction():
-            old = await connection.fetchrow(
-                "SELECT * FROM escalations WHERE platform = $1 AND workspace_id = $2 AND tool_name = $3 FOR UPDATE",
-                *key,
-            )
-            before = _escalation(old) if old else None
-            if before == rule:
-                return before, rule  # nothing to change or audit
-            if rule is None:
-                await connection.execute(
-                    "DELETE FROM escalations WHERE platform = $1 AND workspace_id = $2 AND tool_name = $3", *key
-                )
-            else:
-                await connection.execute(
-                    """INSERT INTO escalations (platform, workspace_id, tool_name, after_s, target_kind, target_id,
-                         updated_by)
-                       VALUES ($1, $2, $3, $4, $5, $6, $7)
-                       ON CONFLICT (platform, workspace_id, tool_name) DO UPDATE
-                       SET after_s = $4, target_kind = $5, target_id = $6, updated_by = $7, updated_at = now()""",
-                    *key,
-                    rule.after_s,
-                    rule.target.kind.value,
-                    rule.target.subject_id,
-                    actor.user_id,
-                )
-            await self._audit_change(
-                connection,
-                actor,
-                setting="escalation",
-                tool_name=tool_name,
-                before=_escalation_json(before),
-                after=_escalation_json(rule),
-            )
-        return before, rule
-
-    async def _audit_change(
-        self,
-        connection: PoolConnectionProxy,
-        actor: Actor,
-        *,
-        setting: str,
-        before: Any,
-        after: Any,
-        tool_name: str = ALL,
-        channel_id: str = ALL,
-    ) -> None:
-        await self._audit.record(
-            AuditEntry(
-                kind=AuditKind.CONFIG,
-                workspace_id=actor.workspace_id,
-                tool_name=tool_name or None,
-                actor_id=actor.user_id,
-                actor_name=actor.display_name,
-                outcome=setting,
-                detail={
-                    "platform": actor.platform,
-                    "channel_id": channel_id or None,
-                    "before": before,
-                    "after": after,
-                },
-            ),
-            connection=connection,
-        )
-
-
-def _rule(row: asyncpg.Record) -> ToolRule:
-    return ToolRule(
-        tool_name=row["tool_name"],
-        mode=Mode(row["mode"]),
-        condition=row["condition"],
-        channel_id=row["channel_id"],
-        updated_by=row["updated_by"],
-    )
-
-
-def _trust(row: Any) -> TrustSetting:
-    """A trust setting from a `trust_settings` row (a record, or its JSON from `load`)."""
-    return TrustSetting(
-        tool_name=row["tool_name"],
-        max_s=int(row["max_s"]),
-        matching=tuple(row["matching"] or ()),
-        channel_id=row["channel_id"],
-        updated_by=row["updated_by"],
-    )
-
-
-def _trust_json(setting: TrustSetting | None) -> dict[str, Any] | None:
-    if setting is None:
-        return None
-    return {"up_to_s": setting.max_s, "matching": list(setting.matching)}
-
-
-def _rule_json(rule: ToolRule | None) -> dict[str, Any] | None:
-    if rule is None:
-        return None
-    return {"mode": rule.mode.value, "condition": rule.condition}
-
-
-def _escalation(row: Any) -> EscalationRule:
-    """An `escalations` row (a record, or the object `jsonb_agg` made of one)."""
-    return EscalationRule(
-        tool_name=row["tool_name"],
-        after_s=int(row["after_s"]),
-        target=EscalationTarget(kind=TargetKind(row["target_kind"]), subject_id=row["target_id"]),
-    )
-
-
-def _escalation_json(rule: EscalationRule | None) -> dict[str, Any] | None:
-    if rule is None:
-        return None
-    return {"after_s": rule.after_s, "to": {"kind": rule.target.kind.value, "id": rule.target.subject_id}}
+        ...

@@ -60,8 +60,8 @@ from bot.reviews.lifecycle import (
 )
 from bot.reviews.records import EXPIRED_REASON, ApprovalRecord, DecideResult, NewAction, ReviewRecord
 from bot.reviews.store import Gate, VoteKind
-from bot.reviews.trust.grants import NewGrant, TrustGrant, key_digest, trust_key
-from bot.reviews.trust.store import GRANT_ID_HEX, grant_detail
+from bot.reviews.trust.audit import grant_detail
+from bot.reviews.trust.grants import GRANT_ID_HEX, NewGrant, TrustGrant, key_digest, trust_key
 from bot.tools.canonical import canonical_values
 from bot.tools.ledger.memory import InMemoryLedger
 from bot.tools.ledger.store import ToolResult, ToolRunLedger

@@ -19,7 +19,7 @@ from asyncpg.pool import PoolConnectionProxy
 
 from bot import metrics
 from bot.audit.entries import AuditEntry, AuditKind, approval_entry
-from bot.audit.store import AuditStore
+from bot.audit.postgres import PostgresAuditStore
 from bot.base.conversation import Actor
 from bot.base.errors import (
     AlreadyDecidedError,
@@ -51,7 +51,7 @@ from bot.reviews.lifecycle import (
 from bot.reviews.records import EXPIRED_REASON, ApprovalRecord, DecideResult, NewAction, ReviewRecord
 from bot.reviews.store import Gate, VoteKind
 from bot.reviews.trust.grants import NewGrant
-from bot.reviews.trust.store import insert_grant
+from bot.reviews.trust.postgres import insert_grant
 from bot.tools.canonical import canonical_values
 from bot.tools.ledger.store import ToolResult
 from bot.turns.conversations import Stopper
@@ -91,7 +91,7 @@ class PostgresApprovalStore:
             transaction that makes it.
     """
 
-    def __init__(self, pool: asyncpg.Pool, audit: AuditStore) -> None:
+    def __init__(self, pool: asyncpg.Pool, audit: PostgresAuditStore) -> None:
         self._pool = pool
         self._audit = audit
 

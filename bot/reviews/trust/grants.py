@@ -30,6 +30,9 @@ MAX_TRUST_S = 24 * 3600
 """A grant lasts one minute to one day: a trust that should outlive a working day is a policy
 (`/countersign policy <tool> auto when ...`), which everyone can read with `show`."""
 
+GRANT_ID_HEX = 8
+"""Hex digits of a grant id: short enough to type in `trust revoke <id>`."""
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TrustGrant:

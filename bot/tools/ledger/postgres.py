@@ -9,13 +9,13 @@ from typing import Any
 import asyncpg
 
 from bot.audit.entries import AuditEntry, AuditKind
-from bot.audit.store import AuditStore
+from bot.audit.postgres import PostgresAuditStore
 from bot.reviews.digest import args_digest
 from bot.reviews.lifecycle import ApprovalStatus
 from bot.reviews.postgres import PostgresApprovalStore
 from bot.reviews.records import ApprovalRecord
 from bot.reviews.trust.grants import key_digest
-from bot.reviews.trust.store import live_grant_locked
+from bot.reviews.trust.postgres import live_grant_locked
 from bot.tools.ledger.store import Claim, Round, ToolResult, TrustUse
 
 log = logging.getLogger(__name__)
@@ -49,7 +49,7 @@ class PostgresLedger:
         approvals: PostgresApprovalStore,
         on_marked: OnMarked | None = None,
         *,
-        audit: AuditStore | None = None,
+        audit: PostgresAuditStore | None = None,
     ) -> None:
         self._pool = pool
         self._approvals = approvals

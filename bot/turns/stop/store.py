@@ -23,7 +23,7 @@ import asyncpg
 
 from bot import metrics
 from bot.audit.entries import AuditEntry, AuditKind
-from bot.audit.store import AuditStore
+from bot.audit.postgres import PostgresAuditStore
 from bot.base.conversation import Actor
 from bot.base.errors import AlreadyStoppedError, NothingToStopError, TurnEndedError
 from bot.reviews.postgres import PostgresApprovalStore
@@ -126,7 +126,7 @@ class StopStore:
         audit: the audit log.
     """
 
-    def __init__(self, pool: asyncpg.Pool, approvals: PostgresApprovalStore, audit: AuditStore) -> None:
+    def __init__(self, pool: asyncpg.Pool, approvals: PostgresApprovalStore, audit: PostgresAuditStore) -> None:
         self._pool = pool
         self._approvals = approvals
         self._audit = audit

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from bot.audit.entries import AuditEntry, AuditKind
-from bot.audit.store import AuditStore
+from bot.audit.postgres import PostgresAuditStore
 from bot.base.conversation import Actor
 from bot.base.errors import (
     AlreadyDecidedError,
@@ -102,12 +102,12 @@ async def kit(request: pytest.FixtureRequest, pg_server: postgres.TestServer) ->
                 workspace_id,
                 channel_id,
             )
-        audit = AuditStore(database.pool)
+        audit = PostgresAuditStore(database.pool)
         store = PostgresApprovalStore(database.pool, audit)
 
         async def postgres_worker() -> ApprovalStore:
             other = await stack.enter_async_context(open_database(settings, run_migrations=False))
-            return PostgresApprovalStore(other.pool, AuditStore(other.pool))
+            return PostgresApprovalStore(other.pool, PostgresAuditStore(other.pool))
 
         async def postgres_audited() -> list[tuple[str, str, str | None]]:
             rows = await database.pool.fetch("SELECT kind, outcome, approval_id FROM audit_log ORDER BY id")

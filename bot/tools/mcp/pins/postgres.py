@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import asyncpg
 from asyncpg.pool import PoolConnectionProxy
 
-from bot.audit.store import AuditStore
+from bot.audit.postgres import PostgresAuditStore
 from bot.base.conversation import Actor
 from bot.tools.mcp.pins.audit import accepted_entries, held_entries, pinned_entries
 from bot.tools.mcp.pins.definitions import ToolDefinition
@@ -29,7 +29,7 @@ class PostgresPinStore:
         audit: the audit log; its rows are written in the change's transaction.
     """
 
-    def __init__(self, pool: asyncpg.Pool, audit: AuditStore) -> None:
+    def __init__(self, pool: asyncpg.Pool, audit: PostgresAuditStore) -> None:
         self._pool = pool
         self._audit = audit
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import pytest
 
 from bot.audit.entries import AuditEntry, AuditKind
-from bot.audit.store import AuditStore
+from bot.audit.postgres import PostgresAuditStore
 from bot.base.conversation import Actor
 from bot.reviews.postgres import PostgresApprovalStore
 from bot.reviews.records import NewAction
@@ -50,7 +50,7 @@ async def ledger(request: pytest.FixtureRequest, pg_server: postgres.TestServer)
         database = await stack.enter_async_context(
             open_database(DatabaseSettings(url=db_url, pool_max_size=3), run_migrations=False)
         )
-        audit = AuditStore(database.pool)
+        audit = PostgresAuditStore(database.pool)
         yield PostgresLedger(database.pool, PostgresApprovalStore(database.pool, audit), audit=audit)
 
 
@@ -157,7 +157,7 @@ class Gated:
 
     ledger: PostgresLedger
     approvals: PostgresApprovalStore
-    audit: AuditStore
+    audit: PostgresAuditStore
 
 
 @pytest.fixture
@@ -169,7 +169,7 @@ async def gated(db_url: str) -> AsyncIterator[Gated]:
             "VALUES ($1, 'console', 'local', 'terminal')",
             THREAD,
         )
-        audit = AuditStore(database.pool)
+        audit = PostgresAuditStore(database.pool)
         approvals = PostgresApprovalStore(database.pool, audit)
         yield Gated(PostgresLedger(database.pool, approvals, audit=audit), approvals, audit)
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from bot.audit.entries import AuditEntry, AuditKind
-from bot.audit.store import AuditStore
+from bot.audit.postgres import PostgresAuditStore
 from bot.base.conversation import Actor
 from bot.settings import DatabaseSettings
 from bot.storage.database import open_database
@@ -90,7 +90,7 @@ async def kit(request: pytest.FixtureRequest, pg_server: postgres.TestServer) ->
         async def postgres_worker() -> PinStore:
             # Its own pools, as another worker process, replica or restarted process has.
             other = await stack.enter_async_context(open_database(settings, run_migrations=False))
-            return PostgresPinStore(other.pool, AuditStore(other.pool))
+            return PostgresPinStore(other.pool, PostgresAuditStore(other.pool))
 
         async def postgres_audited() -> list[AuditEntry]:
             rows = await database.pool.fetch("SELECT * FROM audit_log WHERE kind = 'pin' ORDER BY id")
