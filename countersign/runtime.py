@@ -48,15 +48,16 @@ from bot.tools.operator import build_registry
 from bot.tools.registry import ToolRegistry
 from bot.turns.context.keeper import ContextKeeper
 from bot.turns.context.window import DEFAULT_CONTEXT_TOKENS
-from bot.turns.conversations import PRUNE_EVERY_RUNS, ConversationStore
-from bot.turns.inbox import Inbox
+from bot.turns.conversations import PRUNE_EVERY_RUNS
+from bot.turns.conversations_postgres import PostgresConversationStore
+from bot.turns.inbox_postgres import PostgresInbox
 from bot.turns.runner import TurnRunner
+from bot.turns.stop.postgres import PostgresStopStore
 from bot.turns.stop.stopper import TurnStopper
-from bot.turns.stop.store import StopStore
 from bot.turns.stop.watch import StopWatch
 from bot.upkeep.retention import Housekeeping
-from bot.upkeep.retention_store import RetentionStore
-from bot.upkeep.unfinished_store import UpkeepStore
+from bot.upkeep.retention_postgres import PostgresRetentionStore
+from bot.upkeep.unfinished_postgres import PostgresUpkeepStore
 
 log = logging.getLogger(__name__)
 
@@ -205,10 +206,10 @@ def assemble_core(
             ],
         }
     )
-    conversations = ConversationStore(database.pool, prune_every_runs=prune_every_runs)
-    inbox = Inbox(database.pool)
+    conversations = PostgresConversationStore(database.pool, prune_every_runs=prune_every_runs)
+    inbox = PostgresInbox(database.pool)
     locks = ThreadLocks(database.lock_pool)
-    stop_store = StopStore(database.pool, approvals, audit)
+    stop_store = PostgresStopStore(database.pool, approvals, audit)
     stop_watch = StopWatch(stop_store)
     runner = TurnRunner(
         agents=agents,
@@ -256,7 +257,7 @@ def assemble_core(
         admin_channels=channels,
     )
     housekeeping = Housekeeping(
-        RetentionStore(database.pool, database.pruning_saver),
+        PostgresRetentionStore(database.pool, database.pruning_saver),
         locks,
         retention_days=retention_days,
         audit_retention_days=audit_retention_days,
@@ -269,7 +270,7 @@ def assemble_core(
         approvals=approvals,
         conversations=conversations,
         inbox=inbox,
-        upkeep_store=UpkeepStore(database.pool),
+        upkeep_store=PostgresUpkeepStore(database.pool),
         locks=locks,
         stopper=stopper,
         escalation=EscalationSweeper(approvals, config, cards, platforms=platforms),
