@@ -1,4 +1,4 @@
-"""`InMemoryConversationStore`: the `ConversationStore` in a process's memory, for tests and the terminal.
+"""`InMemoryConversationStore`: the `ConversationStore` in a process's memory, for tests.
 
 Its rows live in a `TurnTables` (`bot.turns.memory_tables`) that the other turns and upkeep twins
 may share, as the PostgreSQL stores share one database. Each method yields to the event loop

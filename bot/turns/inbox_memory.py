@@ -1,4 +1,4 @@
-"""`InMemoryInbox`: the `Inbox` in a process's memory, for tests and the terminal.
+"""`InMemoryInbox`: the `Inbox` in a process's memory, for tests.
 
 Its entries live in a `TurnTables` (`bot.turns.memory_tables`), shared with the conversation
 twin: giving a message up gives up its turn's run in the same tables, as PostgreSQL does in

@@ -8,7 +8,9 @@ like stores over one database, and a new twin over the same tables like a restar
 
 Not modelled (other features' tables, or LangGraph's): reviews and approvals (no review is ever
 open or resuming, no card pending), MCP questions, and checkpoints (a run starts from no
-checkpoint, nothing is pruned). Each twin's docstring says what that changes for it.
+checkpoint, nothing is pruned). Each twin's docstring says what that changes for it. Nor is
+more than one process: `TurnTables.lock` serialises the tasks of one event loop, where
+PostgreSQL's row locks serialise every worker and replica.
 """
 
 from __future__ import annotations

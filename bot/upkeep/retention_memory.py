@@ -1,4 +1,4 @@
-"""`InMemoryRetentionStore`: the `RetentionStore` in a process's memory, for tests and the terminal.
+"""`InMemoryRetentionStore`: the `RetentionStore` in a process's memory, for tests.
 
 It reads and deletes the conversation rows, inbox entries and audit rows of a `TurnTables`
 (`bot.turns.memory_tables`), shared with the turns twins. A delete runs under the tables' lock,

@@ -1,4 +1,4 @@
-"""`InMemoryUpkeepStore`: the `UpkeepStore` in a process's memory, for tests and the terminal.
+"""`InMemoryUpkeepStore`: the `UpkeepStore` in a process's memory, for tests.
 
 It reads and writes the inbox entries and conversation rows of a `TurnTables`
 (`bot.turns.memory_tables`), shared with the inbox and conversation twins. Each method yields

@@ -22,7 +22,7 @@ class UpkeepStore(Protocol):
     """Unfinished work across the inbox, conversations and reviews (see the module docstring)."""
 
     async def server_started_at(self) -> dt.datetime:
-        """When the PostgreSQL server last started (`pg_postmaster_start_time()`).
+        """When the database server last started (PostgreSQL: `pg_postmaster_start_time()`).
 
         A change between two looks means the server restarted or failed over: every connection
         was dropped, and work under way then failed with it.

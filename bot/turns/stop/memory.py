@@ -1,4 +1,4 @@
-"""`InMemoryStopStore`: the `StopStore` in a process's memory, for tests and the terminal.
+"""`InMemoryStopStore`: the `StopStore` in a process's memory, for tests.
 
 It reads and writes the conversation rows of a `TurnTables` (`bot.turns.memory_tables`), shared
 with the conversation twin that starts turns (`InMemoryConversationStore.mark_running`). A stop
