@@ -53,17 +53,18 @@ from bot.tools.mcp.servers import McpServers
 from bot.tools.registry import ToolRegistry
 from bot.turns.context.keeper import ContextKeeper
 from bot.turns.context.window import DEFAULT_CONTEXT_TOKENS
-from bot.turns.conversations import PRUNE_EVERY_RUNS, ConversationStore
-from bot.turns.inbox import Inbox
+from bot.turns.conversations import PRUNE_EVERY_RUNS
+from bot.turns.conversations_postgres import PostgresConversationStore
+from bot.turns.inbox_postgres import PostgresInbox
 from bot.turns.messages import Messages
 from bot.turns.resumes import Resumes
 from bot.turns.runner import TurnRunner
+from bot.turns.stop.postgres import PostgresStopStore
 from bot.turns.stop.stopper import TurnStopper
-from bot.turns.stop.store import StopStore
 from bot.turns.stop.watch import StopWatch
 from bot.upkeep.retention import Housekeeping
-from bot.upkeep.retention_store import RetentionStore
-from bot.upkeep.unfinished_store import UpkeepStore
+from bot.upkeep.retention_postgres import PostgresRetentionStore
+from bot.upkeep.unfinished_postgres import PostgresUpkeepStore
 from bot.upkeep.unfinished_work import Upkeep
 
 
@@ -158,11 +159,11 @@ def assemble_core(
         context_tokens=context_tokens,
         model_kwargs=model_kwargs,
     )
-    conversations = ConversationStore(database.pool, prune_every_runs=prune_every_runs)
-    inbox = Inbox(database.pool)
+    conversations = PostgresConversationStore(database.pool, prune_every_runs=prune_every_runs)
+    inbox = PostgresInbox(database.pool)
     locks = ThreadLocks(database.lock_pool)
-    upkeep_store = UpkeepStore(database.pool)
-    stop_store = StopStore(database.pool, approvals, audit)
+    upkeep_store = PostgresUpkeepStore(database.pool)
+    stop_store = PostgresStopStore(database.pool, approvals, audit)
     stop_watch = StopWatch(stop_store)
     # The two sweepers that expire things are built after what posts them (the resume they
     # follow with needs the runner): what posts them tells them through an event.
@@ -230,7 +231,7 @@ def assemble_core(
         admin_channels=channels,
     )
     housekeeping = Housekeeping(
-        RetentionStore(database.pool, database.pruning_saver),
+        PostgresRetentionStore(database.pool, database.pruning_saver),
         locks,
         retention_days=retention_days,
         audit_retention_days=audit_retention_days,

@@ -47,7 +47,7 @@ class Database:
             of `pool` and wait on each other forever; its size caps concurrent turns.
         savers: LangGraph checkpointers sharing one psycopg pool, set up.
         pruning_saver: one more checkpointer on that pool, used only to prune old checkpoints
-            (`bot.upkeep.retention_store`): an instance runs one call at a time, so a long
+            (`bot.upkeep.retention_postgres`): an instance runs one call at a time, so a long
             prune on a graph's saver would hold up that graph's turns.
     """
 

@@ -12,14 +12,16 @@ dropped before `handled` was written: its turn is found in the checkpoint and it
 handled then, never given up. Giving a message up is recorded before its sender is told,
 together with its run, so that nothing answers it afterwards
 (docs/decisions/0038-one-outcome-per-message.md). Only finished entries are deleted with age.
+
+`Inbox` is the port: `PostgresInbox` (`bot.turns.inbox_postgres`) in production, `InMemoryInbox`
+(`bot.turns.inbox_memory`) in tests. Both pass one contract suite
+(tests/integration/turns/test_inbox_contract.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
-
-import asyncpg
+from typing import Any, Protocol
 
 from bot.base.conversation import Actor, ConversationRef, IncomingMessage
 
@@ -49,15 +51,8 @@ def inbox_key(message: IncomingMessage) -> str | None:
     return f"{message.conversation.thread_id}:{message.message_id}"
 
 
-class Inbox:
-    """The `inbox` table.
-
-    Args:
-        pool: the asyncpg pool (jsonb as Python values).
-    """
-
-    def __init__(self, pool: asyncpg.Pool) -> None:
-        self._pool = pool
+class Inbox(Protocol):
+    """Every accepted platform message until it is handled (see the module docstring)."""
 
     async def accept(self, key: str, message: IncomingMessage) -> str | None:
         """Claim a message; None when it is new, else the status of the earlier claim.
@@ -66,25 +61,7 @@ class Inbox:
             None for a new message (now `accepted`); `accepted`, `handled` or `abandoned` for
             a message claimed before (a platform retry, a replica, a second copy).
         """
-        row = await self._pool.fetchrow(
-            """
-            WITH claimed AS (
-                INSERT INTO inbox (event_key, thread_id, message, status, retry_at)
-                VALUES ($1, $2, $3, 'accepted', now() + make_interval(secs => $4))
-                ON CONFLICT (event_key) DO NOTHING
-                RETURNING true AS new
-            )
-            SELECT (SELECT new FROM claimed) AS new, (SELECT status FROM inbox WHERE event_key = $1) AS status
-            """,
-            key,
-            message.conversation.thread_id,
-            _to_json(message),
-            FIRST_RETRY_S,
-        )
-        if row is None or row["new"]:
-            return None
-        # NULL: the other claim is not committed yet, so its handler is still at work.
-        return str(row["status"] or "accepted")
+        ...
 
     async def begin(self, key: str, *, first_retry_s: float, max_retry_s: float) -> Begun | None:
         """Begin handling an accepted message (under the conversation's lock).
@@ -100,24 +77,7 @@ class Inbox:
             message of the same conversation is still unhandled, and how long ago it arrived;
             None when it is no longer `accepted` (another handler finished it).
         """
-        row = await self._pool.fetchrow(
-            """
-            UPDATE inbox SET attempts = attempts + 1,
-                retry_at = now() + make_interval(secs => least($2 * power(2, attempts), $3))
-            WHERE event_key = $1 AND status = 'accepted'
-            RETURNING attempts, EXISTS (
-                SELECT 1 FROM inbox o
-                WHERE o.thread_id = inbox.thread_id AND o.status = 'accepted' AND o.message IS NOT NULL
-                  AND (o.received_at, o.event_key) < (inbox.received_at, inbox.event_key)
-            ) AS behind, extract(epoch FROM now() - received_at)::float8 AS waited_s
-            """,
-            key,
-            first_retry_s,
-            max_retry_s,
-        )
-        if row is None:
-            return None
-        return Begun(attempts=int(row["attempts"]), behind=bool(row["behind"]), waited_s=float(row["waited_s"]))
+        ...
 
     async def uncount(self, key: str) -> None:
         """Take back the attempt `begin` counted: shutdown cut the handling, it did not fail.
@@ -125,17 +85,11 @@ class Inbox:
         One attempt stays counted, so the next handling knows the message's turn may have begun
         (`Begun.attempts` above 1) and does not ask it twice. The message is due at once.
         """
-        await self._pool.execute(
-            "UPDATE inbox SET attempts = greatest(attempts - 1, 1), retry_at = now() "
-            "WHERE event_key = $1 AND status = 'accepted'",
-            key,
-        )
+        ...
 
     async def handled(self, key: str) -> None:
         """The message was answered or refused (one given up meanwhile stays given up)."""
-        await self._pool.execute(
-            "UPDATE inbox SET status = 'handled' WHERE event_key = $1 AND status = 'accepted'", key
-        )
+        ...
 
     async def give_up(self, key: str) -> GivenUp | None:
         """Give a message up, with the run of its turn, before its sender is told; None if it was finished already.
@@ -157,24 +111,7 @@ class Inbox:
         Raises:
             Exception: the database's (nothing was given up).
         """
-        async with self._pool.acquire() as connection, connection.transaction():
-            thread_id = await connection.fetchval(
-                "UPDATE inbox SET status = 'abandoned' WHERE event_key = $1 AND status = 'accepted' "
-                "RETURNING thread_id",
-                key,
-            )
-            if thread_id is None:
-                return None
-            run = await connection.fetchval(
-                """
-                UPDATE conversations SET run_given_up = true
-                WHERE thread_id = $1 AND turn_message = $2 AND running_since IS NOT NULL AND NOT run_given_up
-                RETURNING true
-                """,
-                thread_id,
-                key,
-            )
-        return GivenUp(key=key, run=bool(run))
+        ...
 
     async def take_back(self, given_up: GivenUp) -> None:
         """Undo `give_up` when its sender could not be told: the message is handled again later.
@@ -182,33 +119,11 @@ class Inbox:
         Nobody heard of the failure, so the message may still be answered: it is `accepted`
         again (due at once), and its run, if `give_up` gave it up, may be finished again.
         """
-        async with self._pool.acquire() as connection, connection.transaction():
-            thread_id = await connection.fetchval(
-                "UPDATE inbox SET status = 'accepted', retry_at = now() WHERE event_key = $1 AND status = 'abandoned' "
-                "RETURNING thread_id",
-                given_up.key,
-            )
-            if thread_id is not None and given_up.run:
-                await connection.execute(
-                    "UPDATE conversations SET run_given_up = false WHERE thread_id = $1 AND turn_message = $2",
-                    thread_id,
-                    given_up.key,
-                )
+        ...
 
     async def unhandled(self, thread_id: str) -> list[InboxEntry]:
         """The thread's accepted messages, oldest first."""
-        rows = await self._pool.fetch(
-            """
-            SELECT event_key, message, extract(epoch FROM now() - received_at)::float8 AS waited_s FROM inbox
-            WHERE thread_id = $1 AND status = 'accepted' AND message IS NOT NULL
-            ORDER BY received_at, event_key
-            """,
-            thread_id,
-        )
-        return [
-            InboxEntry(key=row["event_key"], message=_from_json(row["message"]), waited_s=float(row["waited_s"]))
-            for row in rows
-        ]
+        ...
 
     async def forget_older_than(self, hours: float) -> int:
         """Delete finished entries received more than `hours` ago (platforms retry within minutes); return how many.
@@ -218,14 +133,11 @@ class Inbox:
         answers it, or gives it up and tells its sender (`bot.upkeep.unfinished_work.ANSWER_WITHIN_S`), and
         goes with age after that.
         """
-        result: str = await self._pool.execute(
-            "DELETE FROM inbox WHERE received_at < now() - make_interval(secs => $1) AND status <> 'accepted'",
-            hours * 3600,
-        )
-        return int(result.split()[-1])
+        ...
 
 
-def _to_json(message: IncomingMessage) -> dict[str, Any]:
+def message_to_json(message: IncomingMessage) -> dict[str, Any]:
+    """The form the inbox keeps a message in (JSON: PostgreSQL's `inbox.message` column)."""
     actor = message.actor
     return {
         "thread_id": message.conversation.thread_id,
@@ -242,7 +154,8 @@ def _to_json(message: IncomingMessage) -> dict[str, Any]:
     }
 
 
-def _from_json(data: dict[str, Any]) -> IncomingMessage:
+def message_from_json(data: dict[str, Any]) -> IncomingMessage:
+    """The message `message_to_json` kept."""
     conversation = ConversationRef.from_thread_id(str(data["thread_id"]))
     actor = data["actor"]
     return IncomingMessage(

@@ -5,34 +5,29 @@ handled (`inbox`), a run whose outcome was not delivered (`conversations.running
 a review claimed for resuming but not resumed (`reviews`). An item is due once `retry_at` has
 passed; the upkeep counts an attempt, under the conversation's lock, before it works on it,
 so that a crash while it works counts too.
+
+`UpkeepStore` is the port: `PostgresUpkeepStore` (`bot.upkeep.unfinished_postgres`) in
+production, `InMemoryUpkeepStore` (`bot.upkeep.unfinished_memory`) in tests. Both pass one
+contract suite (tests/integration/upkeep/test_unfinished_store_contract.py).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Collection
+from typing import Protocol
 
-import asyncpg
 
-
-class UpkeepStore:
-    """Queries across the inbox, conversations and reviews.
-
-    Args:
-        pool: the asyncpg pool.
-    """
-
-    def __init__(self, pool: asyncpg.Pool) -> None:
-        self._pool = pool
+class UpkeepStore(Protocol):
+    """Unfinished work across the inbox, conversations and reviews (see the module docstring)."""
 
     async def server_started_at(self) -> dt.datetime:
-        """When the PostgreSQL server last started (`pg_postmaster_start_time()`).
+        """When the database server last started (PostgreSQL: `pg_postmaster_start_time()`).
 
         A change between two looks means the server restarted or failed over: every connection
         was dropped, and work under way then failed with it.
         """
-        started: dt.datetime = await self._pool.fetchval("SELECT pg_postmaster_start_time()")
-        return started
+        ...
 
     async def due_threads(
         self, *, platforms: Collection[str], max_attempts: int, everything: bool = False, limit: int = 200
@@ -52,28 +47,7 @@ class UpkeepStore:
                 handler of before is gone; the conversation's lock still guards live ones).
             limit: at most this many conversations.
         """
-        rows = await self._pool.fetch(
-            """
-            SELECT thread_id FROM (
-                SELECT thread_id FROM inbox
-                 WHERE status = 'accepted' AND thread_id IS NOT NULL AND attempts < $1
-                   AND ($2 OR retry_at <= now())
-                UNION
-                SELECT thread_id FROM conversations
-                 WHERE running_since IS NOT NULL AND attempts < $1 AND ($2 OR retry_at <= now())
-                UNION
-                SELECT thread_id FROM reviews
-                 WHERE status = 'resuming' AND ($2 OR retry_at <= now())
-            ) AS due
-            WHERE split_part(thread_id, ':', 1) = ANY($4::text[])
-            LIMIT $3
-            """,
-            max_attempts,
-            everything,
-            limit,
-            list(platforms),
-        )
-        return [row["thread_id"] for row in rows]
+        ...
 
     async def uncount_attempt(self, thread_id: str) -> None:
         """Take back the attempt `count_attempt` counted: shutdown cut the work, it did not fail.
@@ -84,17 +58,7 @@ class UpkeepStore:
 
         Call under the conversation's lock.
         """
-        await self._pool.execute(
-            """
-            WITH runs AS (
-                UPDATE conversations SET attempts = greatest(attempts - 1, 0), retry_at = now()
-                WHERE thread_id = $1 AND running_since IS NOT NULL
-            )
-            UPDATE reviews SET attempts = greatest(attempts - 1, 0), retry_at = now()
-            WHERE thread_id = $1 AND status = 'resuming'
-            """,
-            thread_id,
-        )
+        ...
 
     async def count_attempt(self, thread_id: str, *, first_retry_s: float, max_retry_s: float) -> int:
         """Count an attempt at the conversation's unfinished run and resuming reviews.
@@ -110,23 +74,4 @@ class UpkeepStore:
         Returns:
             The highest attempt count among them now (0 when there was nothing to count).
         """
-        counted = await self._pool.fetchval(
-            """
-            WITH runs AS (
-                UPDATE conversations
-                SET attempts = attempts + 1,
-                    retry_at = now() + make_interval(secs => least($2 * power(2, attempts), $3))
-                WHERE thread_id = $1 AND running_since IS NOT NULL RETURNING attempts
-            ), resumes AS (
-                UPDATE reviews
-                SET attempts = attempts + 1,
-                    retry_at = now() + make_interval(secs => least($2 * power(2, attempts), $3))
-                WHERE thread_id = $1 AND status = 'resuming' RETURNING attempts
-            )
-            SELECT max(attempts) FROM (SELECT attempts FROM runs UNION ALL SELECT attempts FROM resumes) AS counted
-            """,
-            thread_id,
-            first_retry_s,
-            max_retry_s,
-        )
-        return int(counted or 0)
+        ...

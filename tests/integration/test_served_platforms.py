@@ -17,7 +17,8 @@ from bot.admin.commands import SetEscalation, SetExpiry
 from bot.admin.service import AdminService
 from bot.reviews.escalation.rules import EscalationTarget, TargetKind
 from bot.reviews.lifecycle import ApprovalStatus
-from bot.turns.inbox import Inbox, inbox_key
+from bot.turns.inbox import inbox_key
+from bot.turns.inbox_postgres import PostgresInbox
 from tests.support.barriers import wait_until
 from tests.support.recording_platform import RecordingPlatform
 from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
@@ -43,7 +44,7 @@ async def test_a_process_leaves_the_work_of_a_platform_it_does_not_serve_to_one_
             await admin.execute(actor(ADMIN), command, here="C1")
         await theirs.service.handle_message(message("send"))
         [card] = [c.approval for c in theirs.platform.cards.values()]
-        assert await Inbox(theirs.database.pool).accept(inbox_key(left) or "", left) is None
+        assert await PostgresInbox(theirs.database.pool).accept(inbox_key(left) or "", left) is None
     # Their process is gone; its card and the unanswered message are overdue.
     past = datetime.now(UTC) - timedelta(seconds=1)
     async with open_service(db_url, model, registry, RecordingPlatform(name="console")) as here:

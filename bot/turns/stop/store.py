@@ -1,4 +1,4 @@
-"""Stop requests in PostgreSQL: what a turn is doing, and recording a stop exactly once.
+"""Stop requests: what a turn is doing, and recording a stop exactly once.
 
 A conversation's current turn is the one its last human message started (`conversations.
 turn_id`, written by `ConversationStore.mark_running`). It is *active* while a run of it is
@@ -11,6 +11,10 @@ Recording a stop is one transaction: the thread's open reviews are locked first 
 and an expiry lock their review first), then the conversation's row; the turn is checked
 again under those locks, the stop is written, and every pending approval of the turn is
 closed as stopped (`PostgresApprovalStore.stop_pending`), each with its audit row.
+
+`StopStore` is the port: `PostgresStopStore` (`bot.turns.stop.postgres`) in production,
+`InMemoryStopStore` (`bot.turns.stop.memory`) in tests. Both pass one contract suite
+(tests/integration/turns/stop/test_stop_store_contract.py).
 """
 
 from __future__ import annotations
@@ -18,27 +22,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Protocol
 
-import asyncpg
-
-from bot import metrics
 from bot.audit.entries import AuditEntry, AuditKind
-from bot.audit.postgres import PostgresAuditStore
 from bot.base.conversation import Actor
 from bot.base.errors import AlreadyStoppedError, NothingToStopError, TurnEndedError
-from bot.reviews.postgres import PostgresApprovalStore
 from bot.reviews.records import ApprovalRecord
 from bot.turns.conversations import Stopper
-
-_TURN = """
-SELECT c.thread_id, c.workspace_id, c.turn_id, c.turn_requester_id, c.turn_requester_name,
-       c.stop_requested_at, c.stopped_by_id, c.stopped_by_name,
-       c.running_since IS NOT NULL AS running,
-       EXISTS (SELECT 1 FROM approvals a WHERE a.thread_id = c.thread_id AND a.status = 'pending')
-           OR EXISTS (SELECT 1 FROM mcp_questions q WHERE q.thread_id = c.thread_id AND q.status = 'open') AS paused,
-       EXISTS (SELECT 1 FROM reviews r WHERE r.thread_id = c.thread_id AND r.status = 'resuming') AS resuming
-FROM conversations c
-"""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -117,29 +107,41 @@ class StopRecorded:
     claimed: bool
 
 
-class StopStore:
-    """Reads turns and records stops.
+def stop_audit_entry(turn: TurnState, stopper: Actor, closed: Sequence[ApprovalRecord]) -> AuditEntry:
+    """The audit row of a stop: who stopped which turn, while it did what, and the approvals it closed.
 
     Args:
-        pool: the asyncpg pool.
-        approvals: closes the stopped turn's pending approvals, in the stop's transaction.
-        audit: the audit log.
+        turn: the turn as it was before the stop.
+        stopper: who stopped it.
+        closed: the pending approvals the stop closed.
     """
+    return AuditEntry(
+        kind=AuditKind.DECISION,
+        workspace_id=turn.workspace_id,
+        thread_id=turn.thread_id,
+        actor_id=stopper.user_id,
+        actor_name=stopper.display_name,
+        outcome="stopped",
+        detail={
+            "turn_id": turn.turn_id,
+            "requester_id": turn.requester_id,
+            "while": "running" if turn.running else "paused",
+            "approvals_stopped": [approval.id for approval in closed],
+            **({"actor_workspace_id": stopper.workspace_id} if stopper.workspace_id != turn.workspace_id else {}),
+        },
+    )
 
-    def __init__(self, pool: asyncpg.Pool, approvals: PostgresApprovalStore, audit: PostgresAuditStore) -> None:
-        self._pool = pool
-        self._approvals = approvals
-        self._audit = audit
+
+class StopStore(Protocol):
+    """Reads turns and records stops (see the module docstring)."""
 
     async def turn_of(self, thread_id: str) -> TurnState | None:
         """The current turn of a conversation (None: the bot never took part in it)."""
-        row = await self._pool.fetchrow(f"{_TURN} WHERE c.thread_id = $1", thread_id)
-        return _turn(row) if row is not None else None
+        ...
 
     async def turn(self, turn_id: str) -> TurnState | None:
         """The conversation whose current turn is `turn_id`, or None (a later turn began, or no such turn)."""
-        row = await self._pool.fetchrow(f"{_TURN} WHERE c.turn_id = $1", turn_id)
-        return _turn(row) if row is not None else None
+        ...
 
     async def request_stop(self, thread_id: str, *, stopper: Actor, expected_turn_id: str | None) -> StopRecorded:
         """Record a stop of the conversation's active turn and close its pending approvals, atomically.
@@ -153,51 +155,7 @@ class StopStore:
             NothingToStopError, TurnEndedError, AlreadyStoppedError: see `TurnState.refusal`;
                 nothing was changed.
         """
-        async with self._pool.acquire() as connection, connection.transaction():
-            await self._approvals.lock_open_reviews(connection, thread_id)
-            row = await connection.fetchrow(f"{_TURN} WHERE c.thread_id = $1 FOR UPDATE OF c", thread_id)
-            if row is None:
-                raise TurnEndedError() if expected_turn_id is not None else NothingToStopError()
-            turn = _turn(row)
-            refusal = turn.refusal(expected_turn_id)
-            if refusal is not None:
-                raise refusal
-            await connection.execute(
-                "UPDATE conversations SET stop_requested_at = now(), stopped_by_id = $2, stopped_by_name = $3 "
-                "WHERE thread_id = $1",
-                thread_id,
-                stopper.user_id,
-                stopper.display_name,
-            )
-            closed, claimed = await self._approvals.stop_pending(
-                connection, thread_id, stopper=Stopper(user_id=stopper.user_id, display_name=stopper.display_name)
-            )
-            await self._audit.record(
-                AuditEntry(
-                    kind=AuditKind.DECISION,
-                    workspace_id=turn.workspace_id,
-                    thread_id=thread_id,
-                    actor_id=stopper.user_id,
-                    actor_name=stopper.display_name,
-                    outcome="stopped",
-                    detail={
-                        "turn_id": turn.turn_id,
-                        "requester_id": turn.requester_id,
-                        "while": "running" if turn.running else "paused",
-                        "approvals_stopped": [approval.id for approval in closed],
-                        **(
-                            {"actor_workspace_id": stopper.workspace_id}
-                            if stopper.workspace_id != turn.workspace_id
-                            else {}
-                        ),
-                    },
-                ),
-                connection=connection,
-            )
-        for approval in closed:
-            metrics.approval_closed(approval)
-        metrics.TURNS_STOPPED.labels(state="running" if turn.running else "paused").inc()
-        return StopRecorded(turn=turn, closed=tuple(closed), claimed=claimed)
+        ...
 
     async def close_late_pauses(self, thread_id: str, *, stopper: Stopper) -> tuple[list[ApprovalRecord], bool]:
         """Close, as stopped, pending approvals a stopped turn opened after its stop was recorded.
@@ -209,40 +167,11 @@ class StopStore:
         Returns:
             The approvals closed, and whether a review was claimed for resuming.
         """
-        async with self._pool.acquire() as connection, connection.transaction():
-            await self._approvals.lock_open_reviews(connection, thread_id)
-            closed, claimed = await self._approvals.stop_pending(connection, thread_id, stopper=stopper)
-        for approval in closed:
-            metrics.approval_closed(approval)
-        return closed, claimed
+        ...
 
     async def stop_requests(self, turn_ids: Sequence[str]) -> dict[str, Stopper]:
         """The turns among `turn_ids` a stop was requested for, with who stopped each.
 
         One indexed query for every turn a process runs (`bot.turns.stop.watch.StopWatch`).
         """
-        rows = await self._pool.fetch(
-            "SELECT turn_id, stopped_by_id, stopped_by_name FROM conversations "
-            "WHERE turn_id = ANY($1::text[]) AND stop_requested_at IS NOT NULL",
-            list(turn_ids),
-        )
-        return {
-            row["turn_id"]: Stopper(user_id=row["stopped_by_id"] or "", display_name=row["stopped_by_name"] or "")
-            for row in rows
-        }
-
-
-def _turn(row: asyncpg.Record) -> TurnState:
-    return TurnState(
-        thread_id=row["thread_id"],
-        workspace_id=row["workspace_id"],
-        turn_id=row["turn_id"],
-        requester_id=row["turn_requester_id"],
-        requester_name=row["turn_requester_name"],
-        running=bool(row["running"]),
-        paused=bool(row["paused"]),
-        resuming=bool(row["resuming"]),
-        stopped_by_id=row["stopped_by_id"],
-        stopped_by_name=row["stopped_by_name"],
-        stopped_at=row["stop_requested_at"],
-    )
+        ...

@@ -22,7 +22,8 @@ from bot.base.errors import ModelError, ModelErrorKind
 from bot.ports import ApprovalCard, ResumeGivenUp
 from bot.reviews.decisions import Approve
 from bot.reviews.lifecycle import ApprovalStatus, ReviewStatus
-from bot.turns.inbox import Inbox, inbox_key
+from bot.turns.inbox import inbox_key
+from bot.turns.inbox_postgres import PostgresInbox
 from bot.upkeep.unfinished_work import MAX_ATTEMPTS
 from tests.integration.agents.test_subagents_service import SPECS, team
 from tests.integration.upkeep.test_unfinished_work import FlakyPlatform, inbox_status, unfinished, upkeep_pass
@@ -42,7 +43,7 @@ async def left_by_an_outage(h: Harness, text: str, message_id: str, *, hours: fl
     """A message accepted `hours` ago whose handler died before it began (every replica was down)."""
     left = message(text, message_id=message_id)
     key = inbox_key(left) or ""
-    assert await Inbox(h.database.pool).accept(key, left) is None
+    assert await PostgresInbox(h.database.pool).accept(key, left) is None
     await h.database.pool.execute(
         "UPDATE inbox SET received_at = now() - make_interval(secs => $2) WHERE event_key = $1", key, hours * 3600
     )

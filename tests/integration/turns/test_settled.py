@@ -7,14 +7,14 @@ from langchain_core.messages import AIMessage
 from bot.base.errors import ModelError, ModelErrorKind
 from bot.ports import ModelFailed, ReviewPending
 from bot.reviews.decisions import Approve
-from bot.turns.conversations import ConversationStore
+from bot.turns.conversations_postgres import PostgresConversationStore
 from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
 from tests.support.service import actor, conversation, message, open_service
 
 
 async def at_rest(h) -> bool:
     """Whether the conversation's row, as a message's `touch` reads it, says it is at rest."""
-    return (await ConversationStore(h.database.pool).touch(conversation())).at_rest
+    return (await PostgresConversationStore(h.database.pool).touch(conversation())).at_rest
 
 
 async def test_only_a_clean_outcome_leaves_a_conversation_at_rest(db_url, registry, tool_log):

@@ -24,7 +24,8 @@ from bot.reviews.decisions import Approve
 from bot.reviews.lifecycle import ApprovalStatus, ReviewStatus
 from bot.storage.locks import ThreadLocks
 from bot.turns.conversations import PRUNE_EVERY_RUNS
-from bot.turns.inbox import Inbox, inbox_key
+from bot.turns.inbox import inbox_key
+from bot.turns.inbox_postgres import PostgresInbox
 from bot.upkeep import retention as housekeeping
 from bot.upkeep.retention import RetentionPass
 from tests.integration.agents.test_subagents_service import SPECS, role, team, to_both
@@ -299,7 +300,7 @@ async def test_retention_deletes_exactly_the_idle_conversations(db_url, registry
             "UPDATE conversations SET running_since = now() WHERE thread_id = $1", running.thread_id
         )
         late = message("one more", conv=unhandled, message_id="9.9")
-        assert await Inbox(h.database.pool).accept(inbox_key(late) or "", late) is None
+        assert await PostgresInbox(h.database.pool).accept(inbox_key(late) or "", late) is None
         for conv in (idle, carded, running, unhandled, paused):
             await make_idle(h, conv)
         await make_idle(h, active, days=IDLE_DAYS - 1)

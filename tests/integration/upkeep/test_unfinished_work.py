@@ -28,7 +28,8 @@ from bot.reviews.decisions import Approve
 from bot.reviews.lifecycle import ApprovalStatus, ReviewStatus
 from bot.reviews.store import VoteKind
 from bot.tools.registry import ToolRegistry, ToolSpec
-from bot.turns.inbox import Inbox, inbox_key
+from bot.turns.inbox import inbox_key
+from bot.turns.inbox_postgres import PostgresInbox
 from bot.upkeep.unfinished_work import MAX_ATTEMPTS
 from tests.support.postgres import own_embedded, restart_embedded
 from tests.support.recording_platform import RecordingPlatform
@@ -222,7 +223,7 @@ async def test_a_message_claimed_by_a_process_that_died_is_answered(db_url, regi
     model = ScriptedChatModel(replies=[AIMessage("late but answered")])
     incoming = message("anyone?", message_id="4.1")
     async with open_service(db_url, model, registry) as h:
-        assert await Inbox(h.database.pool).accept(inbox_key(incoming) or "", incoming) is None
+        assert await PostgresInbox(h.database.pool).accept(inbox_key(incoming) or "", incoming) is None
         assert h.platform.answers == []
         await upkeep_pass(h)
     assert h.platform.answers == [(conversation().thread_id, "late but answered")]
@@ -415,7 +416,7 @@ async def test_the_upkeep_works_off_a_backlog_two_conversations_at_a_time(db_url
     """Many messages left unhandled (an outage): the upkeep answers them all, never more than two at once."""
     model = ScriptedChatModel(script=lambda messages: AIMessage(f"re: {messages[-1].content}"), delay_s=0.2)
     async with open_service(db_url, model, registry) as h:
-        inbox = Inbox(h.database.pool)
+        inbox = PostgresInbox(h.database.pool)
         for n in range(6):
             left = message(f"m{n}", conv=conversation(channel=f"C{n}"), message_id=f"14.{n}")
             assert await inbox.accept(inbox_key(left) or "", left) is None
