@@ -51,7 +51,7 @@ class Countersign:
     """The core service: the entry points adapters (and the process's start and stop) call.
 
     It builds nothing: the composition root (`countersign.wiring.assemble_core`) hands it its
-    parts (docs/decisions/XXXX-one-composition-root.md).
+    parts (docs/decisions/0062-one-composition-root.md).
 
     Args:
         messages: accepts and handles messages, tends unfinished work (`bot.turns.messages`).

@@ -3,7 +3,7 @@
 Every dependency is a constructor argument; where construction has a cycle (what posts a card
 with an expiry is built before the sweeper that expires it, whose follow-up needs the runner),
 the publisher gets a `bot.base.events.Subscribers` and the sweeper subscribes here
-(docs/decisions/XXXX-one-composition-root.md). `countersign.runtime.open_runtime` and the test
+(docs/decisions/0062-one-composition-root.md). `countersign.runtime.open_runtime` and the test
 harness (`tests.support.service`) both build the core through `assemble_core`.
 """
 

@@ -6,7 +6,7 @@ writes a change with its audit row, atomically, writes the row through its own t
 PostgreSQL stores on their transaction's connection (`PostgresAuditStore.record(...,
 connection=...)`), the in-memory ones in the same step (`InMemoryAuditStore.append`). Both
 implementations pass one contract suite (tests/integration/audit/test_audit_store_contract.py;
-docs/decisions/XXXX-store-ports.md).
+docs/decisions/0063-store-ports.md).
 """
 
 from __future__ import annotations

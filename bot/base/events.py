@@ -1,6 +1,6 @@
 """Typed in-process events: how an object tells one the composition root builds after it.
 
-Used only where construction has a cycle (docs/decisions/XXXX-one-composition-root.md): the
+Used only where construction has a cycle (docs/decisions/0062-one-composition-root.md): the
 publisher is given the `Subscribers` of its event type as a constructor argument; the
 composition root (`countersign.wiring`) subscribes the handlers once their objects exist,
 before traffic starts. Everything else is handed over as a constructor argument.

@@ -5,7 +5,7 @@ settings (quorum, self-approval, expiry, cards, scope, the agent per channel, ..
 settings and escalations. Every change is written with its audit row (`bot.policy.audit`),
 atomically: both or neither. Setting what is already there changes nothing and audits nothing.
 Both implementations pass one contract suite
-(tests/integration/policy/test_policy_store_contract.py; docs/decisions/XXXX-store-ports.md).
+(tests/integration/policy/test_policy_store_contract.py; docs/decisions/0063-store-ports.md).
 """
 
 from __future__ import annotations

@@ -150,7 +150,7 @@ class TurnRunner:
             question pause is never raised by the graphs run here.
         expiring: told when a review with an expiry opens (the expiry sweeper subscribes; an
             event because the sweeper is built after this runner,
-            docs/decisions/XXXX-one-composition-root.md).
+            docs/decisions/0062-one-composition-root.md).
         on_new_escalation: called when a review with an escalation opens (wakes the escalation
             sweeper).
     """

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from scripts.check_core_imports import (
     floor_imports,
     import_cycles,
@@ -13,12 +15,14 @@ from scripts.check_core_imports import (
 )
 
 
+@pytest.mark.timeout(600)  # imports every core module in a fresh interpreter: slow on a busy machine
 def test_the_core_imports_no_platform_sdk():
     """bot/ has no import statement of discord, slack_bolt or slack_sdk, and loads none of them."""
     assert static_violations() == []
     assert runtime_violations() == []
 
 
+@pytest.mark.timeout(600)  # a fresh interpreter, as above
 def test_the_check_catches_a_direct_and_a_dynamic_import(tmp_path: Path):
     """A planted `from slack_sdk import ...` and an importlib load of discord are both reported."""
     core = tmp_path / "bot"

@@ -5,7 +5,7 @@ in the vote's transaction; `InMemoryTrustStore.grant`), read for each call that 
 need a card, and ended by time or by a revoke. A grant is LIVE while it is neither revoked nor
 expired, by the store's clock (`bot.reviews.lifecycle.trust_status`); nothing is cached, so a
 revoke is seen by the next call. Both implementations pass one contract suite
-(tests/integration/reviews/trust/test_trust_store_contract.py; docs/decisions/XXXX-store-ports.md).
+(tests/integration/reviews/trust/test_trust_store_contract.py; docs/decisions/0063-store-ports.md).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The `AuditStore` contract: one suite, run against PostgreSQL and in memory (docs/decisions/XXXX-store-ports.md)."""
+"""The `AuditStore` contract: one suite, run against PostgreSQL and in memory (docs/decisions/0063-store-ports.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The `ConfigStore` contract: one suite, run against PostgreSQL and in memory (docs/decisions/XXXX-store-ports.md).
+"""The `ConfigStore` contract: one suite, run against PostgreSQL and in memory (docs/decisions/0063-store-ports.md).
 
 Every change is written with its audit row, atomically; setting what is already there changes
 nothing and audits nothing; each workspace (platform and id) sees only its own configuration.

@@ -62,7 +62,7 @@ class QuestionDesk:
         platforms: adapters by `ConversationRef.platform` (read when used).
         expiring: told when a question with an expiry opens, or one is found past it (the
             question expiry subscribes; an event because that sweeper is built after this desk,
-            docs/decisions/XXXX-one-composition-root.md).
+            docs/decisions/0062-one-composition-root.md).
     """
 
     def __init__(

@@ -1,4 +1,4 @@
-"""The `TrustStore` contract: one suite, run against PostgreSQL and in memory (docs/decisions/XXXX-store-ports.md).
+"""The `TrustStore` contract: one suite, run against PostgreSQL and in memory (docs/decisions/0063-store-ports.md).
 
 Grants are made as a vote makes them (`insert_grant` in a transaction; `InMemoryTrustStore.grant`).
 """
