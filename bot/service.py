@@ -73,7 +73,8 @@ class Countersign:
         platforms: the platforms this process serves (`ConversationRef.platform` names, read
             when used; the adapters' `Platform`s by name will do). Recovery takes only their
             work: another platform's is left to the processes that serve it (docs/decisions/0031).
-        housekeeping: checkpoint pruning and retention, run by the upkeep (None: not run).
+        housekeeping: the checkpoint pruning and retention `upkeep` runs (the same object, kept
+            here for whoever runs a pass at once; None when the upkeep has none).
         also_start: more background work to start with the sweepers, once the platforms are
             registered (the MCP servers' supervisors, whose admins' messages need them).
     """

@@ -41,8 +41,10 @@ class InMemoryLedger:
         return Claim.GRANTED
 
     async def record(self, *, thread_id: str, tool_call_id: str, result: ToolResult, cut_short: bool = False) -> None:
-        """See `ToolRunLedger.record`."""
-        self._results[(thread_id, tool_call_id)] = result
+        """See `ToolRunLedger.record` (a call never claimed keeps nothing, as PostgreSQL updates only a claim's row)."""
+        key = (thread_id, tool_call_id)
+        if key in self._claimed:
+            self._results[key] = result
 
     async def recorded(self, *, thread_id: str, tool_call_id: str) -> ToolResult | None:
         """See `ToolRunLedger.recorded`."""

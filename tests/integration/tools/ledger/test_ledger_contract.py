@@ -100,6 +100,15 @@ async def test_a_call_never_claimed_has_nothing_recorded(ledger: ToolRunLedger):
     assert await claim(ledger, "c1") == Claim.GRANTED
 
 
+async def test_a_result_of_a_call_never_claimed_is_not_kept(ledger: ToolRunLedger):
+    """Only a claimed call's result is recorded (PostgreSQL updates its claim's row): nothing else is read back."""
+    await ledger.record(thread_id=THREAD, tool_call_id="c1", result=ToolResult("never ran"))
+    assert await ledger.recorded(thread_id=THREAD, tool_call_id="c1") is None
+    assert not await ledger.started(thread_id=THREAD, tool_call_id="c1")
+    assert await claim(ledger, "c1") == Claim.GRANTED
+    assert await ledger.recorded(thread_id=THREAD, tool_call_id="c1") is None
+
+
 async def test_a_call_without_questions_has_no_rounds(ledger: ToolRunLedger):
     """A call whose server never asked has no rounds recorded."""
     assert await ledger.rounds(thread_id=THREAD, tool_call_id="c1") == []
