@@ -124,7 +124,7 @@ class ToolRunLedger(Protocol):
         Returns:
             GRANTED the first time for `(thread_id, tool_call_id)` when the call may run;
             after that ASKED once any round of it is in the ledger (`record_round`,
-            `claim_round`; checked first, changing nothing), else FINISHED once its result is recorded, else
+            `claim_round`; that answer changes nothing), else FINISHED once its result is recorded, else
             ALREADY_STARTED; NOT_APPROVED
             when its review (or its trust grant) does not cover `args`, or a reviewed call has
             neither a stored decision nor a trust grant; DEFINITION_CHANGED for an approved call
