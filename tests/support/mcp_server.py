@@ -116,13 +116,6 @@ def read_events(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def free_port() -> int:
-    """A TCP port nothing listens on now (for a server that starts later)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @contextlib.asynccontextmanager
 async def serve_http(
     mcp: FastMCP, port: int = 0, *, json_response: bool | None = None, wrap: Callable[[Any], Any] | None = None

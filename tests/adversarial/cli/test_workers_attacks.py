@@ -15,6 +15,7 @@ from tests.support.bot_process import BotProcess, free_port
 pytestmark = pytest.mark.e2e
 
 
+@pytest.mark.timeout(420)  # two workers import the whole stack side by side: slow on a busy machine
 async def test_a_second_supervisor_on_a_served_port_is_refused(db_url, gemini, slack, target, tmp_path):
     """Two `countersign run --workers 2` on one PORT: the second exits 2 in one line, starting no worker.
 
@@ -28,7 +29,7 @@ async def test_a_second_supervisor_on_a_served_port_is_refused(db_url, gemini, s
     (tmp_path / "second").mkdir()
     first = await BotProcess(env, tmp_path / "first").start()
     try:
-        await first.wait_healthy(port)
+        await first.wait_healthy(port, timeout=180)
         await wait_until(lambda: len(worker_pids(first)) == 2, "both workers started")
         second = await BotProcess(env, tmp_path / "second").start()
         try:

@@ -183,7 +183,13 @@ async def test_discord_restart_between_a_subagents_card_and_the_click(db_url, ge
     shown = [
         (r.json or {}).get("content") for r in discord_api.requests_to("POST", rf"/channels/{D_CHANNEL}/messages$")
     ]
-    assert shown.count(working) == 2  # each client showed operator working: before the card, and after it
+    # A client that posted its indicator before it heard of the delegation edits it to say so.
+    edited = {
+        r.path
+        for r in discord_api.requests_to("PATCH", rf"/channels/{D_CHANNEL}/messages/\d+$")
+        if (r.json or {}).get("content") == working
+    }
+    assert shown.count(working) + len(edited) == 2  # each client showed operator working: before the card, and after it
     assert not progress_lines(discord_msg.PROGRESS) & set(contents), contents
 
 

@@ -31,7 +31,8 @@ from tests.integration.tools.mcp.test_mcp_tools import (
     servers_for,
     tool_results,
 )
-from tests.support.mcp_server import build_server, free_port, serve_http
+from tests.support.bot_process import free_port
+from tests.support.mcp_server import build_server, serve_http
 from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
 from tests.support.service import open_service
 

@@ -29,7 +29,8 @@ from bot.tools.registry import ToolRegistry
 from countersign.server import _first_mcp_connections
 from tests.integration.console.test_console_policies import Terminal
 from tests.support.barriers import wait_until
-from tests.support.mcp_server import build_server, free_port, read_events, serve_http
+from tests.support.bot_process import free_port
+from tests.support.mcp_server import build_server, read_events, serve_http
 from tests.support.scripted_model import ScriptedChatModel, calls, tool_call
 from tests.support.service import actor, message, open_service
 from tests.support.tools import ToolLog, make_test_registry
